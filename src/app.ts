@@ -1,0 +1,102 @@
+// Builds the whole application (store, credentials, core services, HTTP routes, OpenAPI) and never
+// listens. Tests and scripts build it with their own configuration; src/server.ts runs it.
+import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import { resolveCredentials } from './credentials/credentials-file.js';
+import { seedHuabuResources } from './host/huabu.js';
+import { authPlugin } from './http/auth.js';
+import { installErrorHandling } from './http/error-handler.js';
+import { registerOpenApi } from './http/openapi.js';
+import { createLogger } from './logger.js';
+import { MachineRegistry } from './machines/machine-registry.js';
+import { CatalogueCache } from './registry/catalogue-cache.js';
+import { ResourceRegistry } from './registry/resource-registry.js';
+import { canvasTokenRoutes } from './routes/canvas-tokens.js';
+import { catalogueRoutes } from './routes/catalogue.js';
+import type { RouteDeps } from './routes/deps.js';
+import { machineRoutes } from './routes/machines.js';
+import { operationsRoutes } from './routes/operations.js';
+import { providerRoutes } from './routes/providers.js';
+import { rfsRoutes } from './routes/rfs.js';
+import { SecretScanner } from './secrets/secret-scanner.js';
+import type { FileSystemSeam } from './storage/durable-file.js';
+import { JsonFileStore } from './storage/json-file-store.js';
+
+export const BODY_LIMIT = 1024 * 1024;
+
+export interface BuildOptions {
+  config: Config;
+  /** Defaults to a pino logger at `config.logLevel` on stdout. */
+  logger?: Logger;
+  /** File-system seam for the store (fault injection in tests). */
+  fs?: FileSystemSeam;
+  /** Clock (tests move it to expire canvas tokens). */
+  now?: () => Date;
+}
+
+export async function buildApp(options: BuildOptions): Promise<FastifyInstance> {
+  const { config } = options;
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const now = options.now ?? (() => new Date());
+  const clock = { now };
+
+  const store = await JsonFileStore.open({ dataDir: config.dataDir, ...(options.fs ? { fs: options.fs } : {}) });
+  let app: FastifyInstance | undefined;
+  try {
+    const resolved = await resolveCredentials(config.dataDir, {
+      ownerToken: config.ownerToken,
+      huabuProviderToken: config.huabuProviderToken,
+      canvasTokenSecret: config.canvasTokenSecret,
+    });
+    if (resolved.generated) logger.warn({ file: resolved.file }, 'generated missing credentials; read them from this file (mode 0600)');
+    else if (resolved.file) logger.info({ file: resolved.file }, 'using credentials stored in this file');
+    const { credentials } = resolved;
+
+    const scanner = new SecretScanner(Object.values(credentials));
+    const registry = new ResourceRegistry(store, scanner, clock, (err) => logger.error({ err }, 'audit log append failed'));
+    const machines = new MachineRegistry(store, clock);
+    const deps: RouteDeps = { config, credentials, registry, machines, catalogue: new CatalogueCache(), now };
+
+    app = Fastify({
+      loggerInstance: logger as FastifyBaseLogger,
+      bodyLimit: BODY_LIMIT,
+      requestTimeout: 30_000,
+      return503OnClosing: true,
+    }).withTypeProvider<TypeBoxTypeProvider>();
+    app.setValidatorCompiler(TypeBoxValidatorCompiler);
+    installErrorHandling(app);
+
+    let closing = false;
+    app.addHook('preClose', async () => {
+      closing = true;
+    });
+    app.addHook('onClose', async () => store.close());
+
+    await registerOpenApi(app);
+    await app.register(authPlugin, { credentials, machines, now });
+    await app.register(operationsRoutes, { isReady: () => !closing });
+    await app.register(
+      async (acp) => {
+        await acp.register(catalogueRoutes, deps);
+        await acp.register(machineRoutes, deps);
+        await acp.register(canvasTokenRoutes, deps);
+        await acp.register(providerRoutes, { ...deps, prefix: '/providers/:provider' });
+      },
+      { prefix: '/api/acp' },
+    );
+    await app.register(rfsRoutes, { ...deps, prefix: '/api/rfs/:canvasId' });
+
+    if (config.seedHuabuResources) {
+      await seedHuabuResources(registry).catch((err: unknown) => {
+        logger.error({ err }, 'could not register the host resources as provider huabu');
+      });
+    }
+    return app;
+  } catch (err) {
+    if (app) await app.close();
+    else await store.close();
+    throw err;
+  }
+}

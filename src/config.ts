@@ -1,0 +1,83 @@
+// Configuration, read and validated once from the environment (DESIGN §7) and passed down explicitly.
+// Nothing else in the code reads process.env.
+import path from 'node:path';
+import Type from 'typebox';
+import { Compile } from 'typebox/compile';
+import { RESOURCE_ID_PATTERN } from './schemas/common.js';
+
+export const DEFAULT_REQUIRED_RESOURCE_IDS = ['huabu-access', 'local-resource-management'];
+const MIN_TOKEN_LENGTH = 24;
+
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  publicBaseUrl: string;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  ownerToken: string | undefined;
+  huabuProviderToken: string | undefined;
+  canvasTokenSecret: string | undefined;
+  requiredResourceIds: string[];
+  seedHuabuResources: boolean;
+}
+
+const Env = Type.Object({
+  HOST: Type.Optional(Type.String({ minLength: 1 })),
+  PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
+  DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
+  PUBLIC_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$' })),
+  LOG_LEVEL: Type.Optional(Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)))),
+  OWNER_TOKEN: Type.Optional(Type.String({ minLength: MIN_TOKEN_LENGTH })),
+  HUABU_PROVIDER_TOKEN: Type.Optional(Type.String({ minLength: MIN_TOKEN_LENGTH })),
+  CANVAS_TOKEN_SECRET: Type.Optional(Type.String({ minLength: MIN_TOKEN_LENGTH })),
+  REQUIRED_RESOURCE_IDS: Type.Optional(Type.String()),
+  SEED_HUABU_RESOURCES: Type.Optional(Type.Union(['true', 'false', '1', '0'].map((v) => Type.Literal(v)))),
+  DATABASE_URL: Type.Optional(Type.String()),
+});
+const checkEnv = Compile(Env);
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Names the variable and the rule, never the value (some of these are secrets). */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const relevant = Object.fromEntries(
+    Object.keys(Env.properties).flatMap((k) => (env[k] === undefined || env[k] === '' ? [] : [[k, env[k]]])),
+  );
+  const errors = [...checkEnv.Errors(relevant)];
+  if (errors.length > 0) {
+    const problems = errors.map((e) => `${e.instancePath.slice(1) || 'environment'} ${e.message}`);
+    throw new ConfigError(`Invalid configuration: ${[...new Set(problems)].join('; ')}`);
+  }
+  const e = relevant as Record<keyof typeof Env.properties, string | undefined>;
+  if (e.DATABASE_URL) {
+    throw new ConfigError('DATABASE_URL is set, but this version stores data in JSON files under DATA_DIR only; unset it.');
+  }
+  const host = e.HOST ?? '127.0.0.1';
+  const port = e.PORT === undefined ? 8787 : Number(e.PORT);
+  if (port > 65535) throw new ConfigError('PORT must be between 0 and 65535');
+  const requiredResourceIds =
+    e.REQUIRED_RESOURCE_IDS === undefined
+      ? [...DEFAULT_REQUIRED_RESOURCE_IDS]
+      : [...new Set(e.REQUIRED_RESOURCE_IDS.split(',').map((s) => s.trim()).filter(Boolean))];
+  const idPattern = new RegExp(RESOURCE_ID_PATTERN);
+  const badIds = requiredResourceIds.filter((id) => !idPattern.test(id) || id.length > 128);
+  if (badIds.length > 0) throw new ConfigError(`REQUIRED_RESOURCE_IDS holds invalid resource IDs: ${badIds.join(', ')}`);
+  const urlHost = host.includes(':') ? `[${host}]` : host;
+  return {
+    host,
+    port,
+    dataDir: path.resolve(e.DATA_DIR ?? './data'),
+    publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://${urlHost}:${port}`).replace(/\/+$/, ''),
+    logLevel: (e.LOG_LEVEL ?? 'info') as Config['logLevel'],
+    ownerToken: e.OWNER_TOKEN,
+    huabuProviderToken: e.HUABU_PROVIDER_TOKEN,
+    canvasTokenSecret: e.CANVAS_TOKEN_SECRET,
+    requiredResourceIds,
+    seedHuabuResources: e.SEED_HUABU_RESOURCES === undefined ? true : e.SEED_HUABU_RESOURCES === 'true' || e.SEED_HUABU_RESOURCES === '1',
+  };
+}

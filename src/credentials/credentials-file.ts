@@ -1,0 +1,75 @@
+// The three process credentials (owner token, Huabu provider token, canvas-token signing secret). Values
+// from the environment win; any that are missing are generated once into DATA_DIR/credentials.json
+// (mode 0600) and read from there on later starts. Callers log the file's path, never a value.
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { writeFileDurably } from '../storage/durable-file.js';
+import { generateToken, TOKEN_PREFIX } from './tokens.js';
+
+export const CREDENTIALS_FILE = 'credentials.json';
+
+export interface Credentials {
+  ownerToken: string;
+  huabuProviderToken: string;
+  canvasTokenSecret: string;
+}
+
+export interface ResolvedCredentials {
+  credentials: Credentials;
+  /** The file that holds generated values, when any value came from it. */
+  file: string | undefined;
+  /** True when this call generated values (first start). */
+  generated: boolean;
+}
+
+const generators: Record<keyof Credentials, () => string> = {
+  ownerToken: () => generateToken(TOKEN_PREFIX.owner),
+  huabuProviderToken: () => generateToken(TOKEN_PREFIX.huabu),
+  canvasTokenSecret: () => generateToken(TOKEN_PREFIX.canvasSecret),
+};
+
+export class CredentialsFileError extends Error {
+  constructor(readonly file: string, reason: string) {
+    super(`${file}: ${reason}`);
+    this.name = 'CredentialsFileError';
+  }
+}
+
+async function readStored(file: string): Promise<Partial<Credentials>> {
+  let text: string;
+  try {
+    const info = await stat(file);
+    if ((info.mode & 0o077) !== 0) {
+      throw new CredentialsFileError(file, `is readable by group or others (mode ${(info.mode & 0o777).toString(8)}); run chmod 600 on it`);
+    }
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw err;
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new CredentialsFileError(file, 'does not parse as JSON; it was left unchanged');
+  }
+  const stored: Partial<Credentials> = {};
+  for (const key of Object.keys(generators) as (keyof Credentials)[]) {
+    const value = (parsed as Record<string, unknown>)?.[key];
+    if (typeof value === 'string' && value.length > 0) stored[key] = value;
+  }
+  return stored;
+}
+
+export async function resolveCredentials(dataDir: string, fromEnv: Partial<Credentials>): Promise<ResolvedCredentials> {
+  const file = path.join(dataDir, CREDENTIALS_FILE);
+  const keys = Object.keys(generators) as (keyof Credentials)[];
+  if (keys.every((k) => fromEnv[k])) return { credentials: fromEnv as Credentials, file: undefined, generated: false };
+
+  const stored = await readStored(file);
+  const missing = keys.filter((k) => !fromEnv[k] && !stored[k]);
+  for (const key of missing) stored[key] = generators[key]();
+  if (missing.length > 0) await writeFileDurably(file, JSON.stringify(stored, null, 2) + '\n');
+  const credentials = Object.fromEntries(keys.map((k) => [k, fromEnv[k] || stored[k]!])) as unknown as Credentials;
+  return { credentials, file, generated: missing.length > 0 };
+}

@@ -1,0 +1,74 @@
+// Token formats and digests. Every token this service issues starts with `arr_<kind>_` so it is
+// recognizable to secret scanners (ours included). Tokens are stored only as SHA-256 digests and compared
+// as digests in constant time.
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+
+export const TOKEN_PREFIX = {
+  owner: 'arr_owner_',
+  huabu: 'arr_huabu_',
+  machine: 'arr_machine_',
+  canvas: 'arr_canvas_',
+  canvasSecret: 'arr_secret_',
+} as const;
+
+/** 32 random bytes, base64url, behind the kind's prefix. */
+export function generateToken(prefix: string): string {
+  return prefix + randomBytes(32).toString('base64url');
+}
+
+export function tokenDigest(token: string): Buffer {
+  return createHash('sha256').update(token, 'utf8').digest();
+}
+
+/**
+ * Compares `presented` with every candidate digest, without stopping at the first match, and returns the
+ * index of the match (or -1).
+ */
+export function matchDigest(presented: Buffer, candidates: readonly Buffer[]): number {
+  let found = -1;
+  for (let i = 0; i < candidates.length; i++) {
+    if (timingSafeEqual(presented, candidates[i]!) && found === -1) found = i;
+  }
+  return found;
+}
+
+export interface CanvasClaims {
+  canvasId: string;
+  agentletId: string;
+  /** Seconds since the epoch. */
+  exp: number;
+}
+
+export type CanvasTokenCheck =
+  | { ok: true; claims: CanvasClaims }
+  | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
+
+function sign(payload: string, secret: string): Buffer {
+  return createHmac('sha256', secret).update(payload).digest();
+}
+
+/** `arr_canvas_<base64url(JSON claims)>.<base64url(HMAC-SHA256)>`, bound to one canvas and one machine. */
+export function mintCanvasToken(claims: CanvasClaims, secret: string): string {
+  const payload = Buffer.from(JSON.stringify({ c: claims.canvasId, m: claims.agentletId, exp: claims.exp })).toString('base64url');
+  return `${TOKEN_PREFIX.canvas}${payload}.${sign(payload, secret).toString('base64url')}`;
+}
+
+export function verifyCanvasToken(token: string, secret: string, nowSeconds: number): CanvasTokenCheck {
+  if (!token.startsWith(TOKEN_PREFIX.canvas)) return { ok: false, reason: 'malformed' };
+  const [payload, signature, extra] = token.slice(TOKEN_PREFIX.canvas.length).split('.');
+  if (!payload || !signature || extra !== undefined) return { ok: false, reason: 'malformed' };
+  const expected = sign(payload, secret);
+  const given = Buffer.from(signature, 'base64url');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad_signature' };
+  let claims: { c?: unknown; m?: unknown; exp?: unknown };
+  try {
+    claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+  } catch {
+    return { ok: false, reason: 'malformed' };
+  }
+  if (typeof claims.c !== 'string' || typeof claims.m !== 'string' || typeof claims.exp !== 'number') {
+    return { ok: false, reason: 'malformed' };
+  }
+  if (claims.exp <= nowSeconds) return { ok: false, reason: 'expired' };
+  return { ok: true, claims: { canvasId: claims.c, agentletId: claims.m, exp: claims.exp } };
+}

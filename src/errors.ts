@@ -1,0 +1,49 @@
+// The one registry of coded errors: every stable `code` the API can answer with, and its HTTP status.
+// Domain code throws `AppError`; the HTTP error handler renders it. Nothing here knows about Fastify.
+
+export const ERROR_CODES = {
+  validation_failed: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  resource_not_found: 404,
+  profile_not_found: 404,
+  workload_not_found: 404,
+  machine_not_found: 404,
+  not_found: 404,
+  resource_conflict: 409,
+  alias_conflict: 409,
+  invalid_profile_kind: 409,
+  workload_already_realized: 409,
+  machine_exists: 409,
+  precondition_failed: 412,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  secret_detected: 422,
+  unresolved_resource_ids: 422,
+  resource_not_eligible: 422,
+  capability_diagnostics_failed: 422,
+  rate_limited: 429,
+  internal_error: 500,
+  not_ready: 503,
+  storage_unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly statusCode: number;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'AppError';
+    this.code = code;
+    this.statusCode = ERROR_CODES[code];
+    this.details = details;
+  }
+}
+
+export function isAppError(err: unknown): err is AppError {
+  return err instanceof AppError;
+}

@@ -1,0 +1,131 @@
+// Authentication: one bearer-token parser maps a presented token to a Principal (constant-time digest
+// comparison), and strategies for @fastify/auth decide by role. Each route group registers its own
+// `onRequest` check through `protect()`, which also stamps the security requirement into the route's
+// OpenAPI schema. A missing or unknown token is 401; a valid token of the wrong role is 403.
+import fastifyAuth from '@fastify/auth';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type {} from '@fastify/swagger';
+import { matchDigest, tokenDigest, TOKEN_PREFIX, verifyCanvasToken } from '../credentials/tokens.js';
+import type { Credentials } from '../credentials/credentials-file.js';
+import type { Principal } from '../credentials/principal.js';
+import { AppError } from '../errors.js';
+import type { MachineRegistry } from '../machines/machine-registry.js';
+import { HOST_PROVIDER } from '../schemas/common.js';
+import { errors } from './openapi.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set once the request's bearer token has been checked (null: none or unknown). */
+    principal: Principal | null;
+  }
+  interface FastifyInstance {
+    requireOwner: AuthStrategy;
+    requireProvider: AuthStrategy;
+    requireHuabu: AuthStrategy;
+    requireCanvas: AuthStrategy;
+  }
+}
+
+type AuthStrategy = (request: FastifyRequest) => Promise<void>;
+
+/** OpenAPI security scheme names, declared in src/http/openapi.ts. */
+export type SecurityScheme = 'ownerToken' | 'providerToken' | 'canvasToken';
+
+export interface AuthOptions {
+  credentials: Credentials;
+  machines: MachineRegistry;
+  now: () => Date;
+}
+
+const IDENTIFIED = Symbol('principal identified');
+
+function unauthorized(message: string): AppError {
+  return new AppError('unauthorized', message);
+}
+
+function forbidden(message: string): AppError {
+  return new AppError('forbidden', message);
+}
+
+function bearerToken(request: FastifyRequest): string | undefined {
+  const query = request.query as Record<string, unknown> | undefined;
+  if (query && typeof query === 'object' && ('access_token' in query || 'token' in query)) {
+    throw unauthorized('Tokens are accepted only in the Authorization header, never in the URL.');
+  }
+  const header = request.headers.authorization;
+  if (!header) return undefined;
+  const match = /^Bearer[ ]+(\S+)[ ]*$/i.exec(header);
+  if (!match) throw unauthorized('Authorization must be `Bearer <token>`.');
+  return match[1];
+}
+
+export const authPlugin = fp<AuthOptions>(
+  async (app, { credentials, machines, now }) => {
+    const ownerDigest = tokenDigest(credentials.ownerToken);
+    const huabuDigest = tokenDigest(credentials.huabuProviderToken);
+
+    async function identify(token: string): Promise<Principal | null> {
+      if (token.startsWith(TOKEN_PREFIX.canvas)) {
+        const check = verifyCanvasToken(token, credentials.canvasTokenSecret, Math.floor(now().getTime() / 1000));
+        if (!check.ok) {
+          throw unauthorized(check.reason === 'expired' ? 'The canvas token has expired.' : 'The canvas token is not valid.');
+        }
+        // A canvas token dies with its machine's credential.
+        if (!(await machines.isActive(check.claims.agentletId))) throw unauthorized('The canvas token is not valid.');
+        return { kind: 'canvas', canvasId: check.claims.canvasId, agentletId: check.claims.agentletId, expiresAt: check.claims.exp };
+      }
+      const machineId = await machines.authenticate(token);
+      if (machineId) return { kind: 'provider', provider: machineId };
+      const match = matchDigest(tokenDigest(token), [ownerDigest, huabuDigest]);
+      if (match === 0) return { kind: 'owner' };
+      if (match === 1) return { kind: 'provider', provider: HOST_PROVIDER };
+      return null;
+    }
+
+    /** Identifies the caller once per request; 401 when there is no usable token. */
+    async function principalOf(request: FastifyRequest): Promise<Principal> {
+      const r = request as FastifyRequest & { [IDENTIFIED]?: boolean };
+      if (!r[IDENTIFIED]) {
+        r[IDENTIFIED] = true;
+        const token = bearerToken(request);
+        request.principal = token === undefined ? null : await identify(token);
+        if (token === undefined) throw unauthorized('A bearer token is required.');
+      }
+      if (!request.principal) throw unauthorized('The bearer token is missing or not recognized.');
+      return request.principal;
+    }
+
+    app.decorateRequest('principal', null);
+    app.decorate('requireOwner', async (request: FastifyRequest) => {
+      if ((await principalOf(request)).kind !== 'owner') throw forbidden('This operation needs the owner token.');
+    });
+    app.decorate('requireProvider', async (request: FastifyRequest) => {
+      if ((await principalOf(request)).kind !== 'provider') throw forbidden('This operation needs a provider token.');
+    });
+    app.decorate('requireHuabu', async (request: FastifyRequest) => {
+      const p = await principalOf(request);
+      if (p.kind !== 'provider' || p.provider !== HOST_PROVIDER) throw forbidden('This operation needs the Huabu provider token.');
+    });
+    app.decorate('requireCanvas', async (request: FastifyRequest) => {
+      if ((await principalOf(request)).kind !== 'canvas') throw forbidden('This operation needs a canvas token.');
+    });
+    await app.register(fastifyAuth);
+  },
+  { name: 'registry-auth' },
+);
+
+/**
+ * Guards every route registered afterwards in this (encapsulated) instance: any one of `strategies`
+ * admits the caller. The route schemas get the matching OpenAPI `security` requirement.
+ */
+export function protect(app: FastifyInstance, strategies: AuthStrategy[], security: SecurityScheme[]): void {
+  app.addHook('onRequest', app.auth(strategies));
+  app.addHook('onRoute', (route) => {
+    route.schema = {
+      ...route.schema,
+      security: security.map((s) => ({ [s]: [] })),
+      response: { ...errors('unauthorized', 'forbidden'), ...(route.schema?.response as object | undefined) },
+    };
+  });
+}

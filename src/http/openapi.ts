@@ -1,0 +1,61 @@
+// OpenAPI: the document is generated from the route schemas (the same TypeBox objects that validate),
+// served at /openapi.json, explored through Swagger UI at /docs, and exported by scripts/export-openapi.ts.
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+import Type from 'typebox';
+import { ErrorBody } from '../schemas/common.js';
+import { ERROR_CODES, type ErrorCode } from '../errors.js';
+
+export const API_VERSION = '0.1.0';
+
+export async function registerOpenApi(app: FastifyInstance): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Agent Resource Registry',
+        version: API_VERSION,
+        description:
+          'The machine-aware catalogue of what an AI agent may use. Providers (the host `huabu` or one Agentlet machine) register their resources; owners read the catalogue and enroll machines; agents read it through the canvas-scoped RFS boundary. A record describes a resource; it never grants the right to use it.',
+        license: { name: 'UNLICENSED', identifier: 'UNLICENSED' },
+      },
+      tags: [
+        { name: 'operations', description: 'Health, readiness and this document. No credential.' },
+        { name: 'catalogue', description: 'The owner reads the whole catalogue.' },
+        { name: 'machines', description: 'The owner enrolls Agentlet machines and revokes their credentials.' },
+        { name: 'canvas tokens', description: 'Short-lived tokens an agent uses to read the catalogue for one canvas.' },
+        { name: 'providers', description: 'A provider registers, replaces and withdraws its own records.' },
+        { name: 'rfs', description: 'An agent reads the safe catalogue for its canvas and machine.' },
+      ],
+      components: {
+        securitySchemes: {
+          ownerToken: { type: 'http', scheme: 'bearer', description: 'The owner token (OWNER_TOKEN).' },
+          providerToken: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'A provider token: the Huabu provider token (HUABU_PROVIDER_TOKEN) or a machine token from `POST /api/acp/machines`.',
+          },
+          canvasToken: { type: 'http', scheme: 'bearer', description: 'A canvas token from `POST /api/acp/canvas-tokens` ($AGENTLET_TOKEN).' },
+        },
+      },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list', tryItOutEnabled: false } });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+}
+
+/** Per-status error responses for a route schema, each described by the codes it can carry. */
+export function errors(...codes: ErrorCode[]): Record<number, typeof ErrorBody> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of codes) {
+    const status = ERROR_CODES[code];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  const out: Record<number, typeof ErrorBody> = {};
+  for (const [status, list] of byStatus) {
+    const description = list.map((c) => `\`${c}\``).join(', ');
+    out[status] = Type.Object(ErrorBody.properties, { additionalProperties: false, description }) as typeof ErrorBody;
+  }
+  return out;
+}

@@ -1,0 +1,62 @@
+// Agentlet machine enrollment: issues a machine token once (stored only as its digest), lists machines,
+// revokes credentials (the machine's records stay), and maps a presented token to its machine.
+import { AppError } from '../errors.js';
+import { generateToken, TOKEN_PREFIX, tokenDigest, matchDigest } from '../credentials/tokens.js';
+import { HOST_PROVIDER } from '../schemas/common.js';
+import type { Machine } from '../schemas/machine.js';
+import type { RegistryStore } from '../storage/store.js';
+import { systemClock, type Clock } from '../registry/resource-registry.js';
+
+export class MachineRegistry {
+  constructor(
+    private readonly store: RegistryStore,
+    private readonly clock: Clock = systemClock,
+  ) {}
+
+  async enroll(machineId: string, actor: string): Promise<{ machineId: string; token: string }> {
+    if (machineId.toLowerCase() === HOST_PROVIDER) {
+      throw new AppError('validation_failed', `${machineId} is reserved for the host provider.`, { field: '/machineId' });
+    }
+    const token = generateToken(TOKEN_PREFIX.machine);
+    const at = this.clock.now().toISOString();
+    try {
+      await this.store.enrollMachine({ machineId, tokenDigest: tokenDigest(token).toString('hex'), enrolledAt: at });
+    } catch (err) {
+      await this.#audit(actor, 'machine.enroll', machineId, err instanceof AppError ? err.code : 'internal_error');
+      throw err;
+    }
+    await this.#audit(actor, 'machine.enroll', machineId, 'enrolled');
+    return { machineId, token };
+  }
+
+  async list(): Promise<Machine[]> {
+    return (await this.store.listMachines()).map(({ machineId, enrolledAt, revokedAt }) =>
+      revokedAt ? { machineId, enrolledAt, revokedAt } : { machineId, enrolledAt },
+    );
+  }
+
+  async revoke(machineId: string, actor: string): Promise<void> {
+    await this.store.revokeMachine(machineId, this.clock.now().toISOString());
+    await this.#audit(actor, 'machine.revoke', machineId, 'revoked');
+  }
+
+  /** True while `machineId` is enrolled and not revoked. */
+  async isActive(machineId: string): Promise<boolean> {
+    const machine = await this.store.getMachine(machineId);
+    return machine !== undefined && !machine.revokedAt;
+  }
+
+  /** The active machine a presented token belongs to, if any. */
+  async authenticate(token: string): Promise<string | undefined> {
+    if (!token.startsWith(TOKEN_PREFIX.machine)) return undefined;
+    const presented = tokenDigest(token);
+    const machine = await this.store.findMachineByTokenDigest(presented.toString('hex'));
+    // The index lookup finds the candidate; the constant-time comparison decides.
+    if (!machine || machine.revokedAt) return undefined;
+    return matchDigest(presented, [Buffer.from(machine.tokenDigest, 'hex')]) === 0 ? machine.machineId : undefined;
+  }
+
+  async #audit(actor: string, action: string, id: string, outcome: string): Promise<void> {
+    await this.store.appendAudit([{ at: this.clock.now().toISOString(), actor, action, id, outcome }]).catch(() => undefined);
+  }
+}

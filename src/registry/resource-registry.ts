@@ -1,0 +1,178 @@
+// The resource registry: validates and scans records, applies provider ownership through the store,
+// answers catalogue reads, and writes the audit trail. Framework-free.
+import { Compile } from 'typebox/compile';
+import { AppError } from '../errors.js';
+import { HOST_PROVIDER, ProviderId } from '../schemas/common.js';
+import {
+  AgentResource,
+  ReconcileEntry,
+  type ReconcileResult,
+  type ResourcePutBody,
+  type ValidateResult,
+  type ValidationIssue,
+} from '../schemas/resource.js';
+import type { SecretScanner } from '../secrets/secret-scanner.js';
+import type { AuditEntry, RegistryStore } from '../storage/store.js';
+import type { PutOutcome } from './ownership.js';
+
+export interface Clock {
+  now(): Date;
+}
+export const systemClock: Clock = { now: () => new Date() };
+
+/** A candidate as `POST /resources/validate` takes it: a reconcile entry whose provider may be omitted. */
+const checkCandidate = Compile(ReconcileEntry);
+const checkProvider = Compile(ProviderId);
+const checkRecord = Compile(AgentResource);
+
+export function textFields(record: Pick<AgentResource, 'name' | 'description' | 'instructions'>): [string, string][] {
+  return [
+    ['/name', record.name],
+    ['/description', record.description],
+    ['/instructions', record.instructions],
+  ];
+}
+
+/** True when a resource of `provider` may be shown to (and selected for) an agent on `machineId`. */
+export function visibleOnMachine(provider: string, machineId: string): boolean {
+  return provider === HOST_PROVIDER || provider === machineId;
+}
+
+export class ResourceRegistry {
+  constructor(
+    private readonly store: RegistryStore,
+    private readonly scanner: SecretScanner,
+    private readonly clock: Clock = systemClock,
+    private readonly onAuditError: (err: unknown) => void = () => undefined,
+  ) {}
+
+  list(): Promise<readonly AgentResource[]> {
+    return this.store.listResources();
+  }
+
+  async listByProvider(provider: string): Promise<AgentResource[]> {
+    return (await this.store.listResources()).filter((r) => r.provider === provider);
+  }
+
+  /** The records an agent on `machineId` may read about: the host's and that machine's own. */
+  async listVisibleOnMachine(machineId: string): Promise<AgentResource[]> {
+    return (await this.store.listResources()).filter((r) => visibleOnMachine(r.provider, machineId));
+  }
+
+  async get(id: string): Promise<AgentResource> {
+    const record = await this.store.getResource(id);
+    if (!record) throw new AppError('resource_not_found', `No resource with ID ${id}.`, { id });
+    return record;
+  }
+
+  revision(): Promise<string> {
+    return this.store.resourcesRevision();
+  }
+
+  /** Create an unused ID or replace the provider's own record. */
+  async register(provider: string, id: string, body: ResourcePutBody, actor: string): Promise<{ outcome: PutOutcome; record: AgentResource }> {
+    if (body.id !== undefined && body.id !== id) {
+      throw new AppError('validation_failed', `Body id ${body.id} does not match the path ID ${id}.`, { field: '/id' });
+    }
+    const record = this.#toRecord(provider, { ...body, id }, '');
+    await this.scanner.assertClean(textFields(record));
+    const outcome = await this.store.putResource(record).catch((err: unknown) => this.#auditFailure(actor, 'resource.register', id, err));
+    await this.#audit([{ actor, action: 'resource.register', id, outcome }]);
+    return { outcome, record };
+  }
+
+  async withdraw(provider: string, id: string, actor: string): Promise<void> {
+    await this.store.withdrawResource(provider, id).catch((err: unknown) => this.#auditFailure(actor, 'resource.withdraw', id, err));
+    await this.#audit([{ actor, action: 'resource.withdraw', id, outcome: 'withdrawn' }]);
+  }
+
+  /** Replace the provider's whole set atomically; any conflict changes nothing. */
+  async reconcile(provider: string, entries: readonly ReconcileEntry[], dryRun: boolean, actor: string): Promise<ReconcileResult> {
+    const seen = new Set<string>();
+    const duplicates = new Set<string>();
+    for (const entry of entries) (seen.has(entry.id) ? duplicates : seen).add(entry.id);
+    if (duplicates.size > 0) {
+      throw new AppError('validation_failed', `The set lists ${[...duplicates].join(', ')} more than once.`, { ids: [...duplicates].sort() });
+    }
+    const records = entries.map((entry, i) => this.#toRecord(provider, entry, `/resources/${i}`));
+    const fields = records.flatMap((r, i) => textFields(r).map(([f, v]): [string, string] => [`/resources/${i}${f}`, v]));
+    await this.scanner.assertClean(fields);
+    const result = await this.store
+      .reconcileResources(provider, records, dryRun)
+      .catch((err: unknown) => this.#auditFailure(actor, 'resource.reconcile', `provider:${provider}`, err));
+    if (!dryRun) {
+      const action = 'resource.reconcile';
+      await this.#audit([
+        ...result.created.map((id) => ({ actor, action, id, outcome: 'created' })),
+        ...result.replaced.map((id) => ({ actor, action, id, outcome: 'replaced' })),
+        ...result.withdrawn.map((id) => ({ actor, action, id, outcome: 'withdrawn' })),
+      ]);
+    }
+    return result;
+  }
+
+  /**
+   * Dry-run check of a candidate record: schema rules, secrets, and ownership against the catalogue.
+   * `callerProvider` is set when a provider asks (the record would be theirs).
+   */
+  async validate(candidate: unknown, callerProvider: string | undefined): Promise<ValidateResult> {
+    const issues: ValidationIssue[] = [];
+    const body = (candidate ?? {}) as Record<string, unknown>;
+    for (const e of checkCandidate.Errors(candidate)) {
+      if (e.keyword === 'boolean') continue; // repeated by the `additionalProperties` entry
+      const extra = e.keyword === 'additionalProperties' ? `: ${(e.params as { additionalProperties?: string[] }).additionalProperties?.join(', ')}` : '';
+      issues.push({ code: 'validation_failed', field: e.instancePath, severity: 'error', message: `${e.message}${extra}` });
+    }
+    const provider = callerProvider ?? (typeof body.provider === 'string' ? body.provider : undefined);
+    if (callerProvider !== undefined && body.provider !== undefined && body.provider !== callerProvider) {
+      issues.push({ code: 'validation_failed', field: '/provider', severity: 'error', message: `provider must be ${callerProvider} (the caller)` });
+    }
+    const texts = (['name', 'description', 'instructions'] as const).flatMap((k): [string, string][] =>
+      typeof body[k] === 'string' ? [[`/${k}`, body[k] as string]] : [],
+    );
+    for (const finding of await this.scanner.scan(texts)) {
+      issues.push({ code: 'secret_detected', field: finding.field, severity: 'error', message: `looks like a secret (rule ${finding.rule})` });
+    }
+    if (typeof body.id === 'string') {
+      const held = await this.store.getResource(body.id);
+      if (held && provider !== undefined && held.provider !== provider) {
+        issues.push({ code: 'resource_conflict', field: '/id', severity: 'error', message: `ID ${body.id} is held by provider ${held.provider}` });
+      }
+    }
+    return { valid: !issues.some((i) => i.severity === 'error'), issues };
+  }
+
+  #toRecord(provider: string, body: Omit<ResourcePutBody, 'id'> & { id: string }, at: string): AgentResource {
+    if (body.provider !== undefined && body.provider !== provider) {
+      throw new AppError('validation_failed', `Body provider ${body.provider} does not match the caller's provider ${provider}.`, { field: `${at}/provider` });
+    }
+    const record: AgentResource = {
+      schemaVersion: 1,
+      id: body.id,
+      name: body.name,
+      provider,
+      description: body.description,
+      instructions: body.instructions,
+    };
+    if (!checkProvider.Check(provider) || !checkRecord.Check(record)) {
+      throw new AppError('validation_failed', 'The record does not satisfy the AgentResource schema.', { field: at || '/' });
+    }
+    return record;
+  }
+
+  /**
+   * The audit log records what happened; a failure to append is reported, not turned into a failed
+   * request, because the change itself is already durable.
+   */
+  async #audit(entries: Omit<AuditEntry, 'at'>[]): Promise<void> {
+    const at = this.clock.now().toISOString();
+    await this.store.appendAudit(entries.map((e) => ({ at, ...e }))).catch((err: unknown) => this.onAuditError(err));
+  }
+
+  /** Records a refused or failed change, then rethrows its error. */
+  async #auditFailure(actor: string, action: string, id: string, err: unknown): Promise<never> {
+    const outcome = err instanceof AppError ? err.code : 'internal_error';
+    await this.#audit([{ actor, action, id, outcome }]);
+    throw err;
+  }
+}

@@ -1,0 +1,15 @@
+// What the route plugins are handed: the core services and the validated configuration.
+import type { Config } from '../config.js';
+import type { Credentials } from '../credentials/credentials-file.js';
+import type { MachineRegistry } from '../machines/machine-registry.js';
+import type { CatalogueCache } from '../registry/catalogue-cache.js';
+import type { ResourceRegistry } from '../registry/resource-registry.js';
+
+export interface RouteDeps {
+  config: Config;
+  credentials: Credentials;
+  registry: ResourceRegistry;
+  machines: MachineRegistry;
+  catalogue: CatalogueCache;
+  now: () => Date;
+}

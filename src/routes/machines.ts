@@ -1,0 +1,61 @@
+// Owner: enroll Agentlet machines (the token is shown once), list them, revoke their credentials.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import Type from 'typebox';
+import { actorOf } from '../credentials/principal.js';
+import { protect } from '../http/auth.js';
+import { errors } from '../http/openapi.js';
+import { MachineId } from '../schemas/common.js';
+import { EnrollBody, EnrollResult, MachineList } from '../schemas/machine.js';
+import type { RouteDeps } from './deps.js';
+
+export const machineRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { machines }) => {
+  protect(app, [app.requireOwner], ['ownerToken']);
+
+  app.post(
+    '/machines',
+    {
+      schema: {
+        tags: ['machines'],
+        summary: 'Enroll a machine',
+        description:
+          'Issues the machine token. This response is the only time the token is shown; the registry keeps only its digest. A revoked machine may be enrolled again (new token).',
+        body: EnrollBody,
+        response: { 201: { ...EnrollResult, description: 'Enrolled.' }, ...errors('validation_failed', 'machine_exists') },
+      },
+    },
+    async (request, reply) => {
+      reply.header('cache-control', 'no-store');
+      return reply.code(201).send(await machines.enroll(request.body.machineId, actorOf(request.principal!)));
+    },
+  );
+
+  app.get(
+    '/machines',
+    {
+      schema: {
+        tags: ['machines'],
+        summary: 'List machines',
+        description: 'Enrolled and revoked machines, never their tokens.',
+        response: { 200: { ...MachineList, description: 'The machines, sorted by ID.' } },
+      },
+    },
+    async () => ({ machines: await machines.list() }),
+  );
+
+  app.delete(
+    '/machines/:machineId',
+    {
+      schema: {
+        tags: ['machines'],
+        summary: 'Revoke a machine',
+        description: "Revokes the machine's credential (and the canvas tokens minted for it). Its records stay in the catalogue.",
+        params: Type.Object({ machineId: MachineId }),
+        response: { 204: Type.Null({ description: 'Revoked.' }), ...errors('validation_failed', 'machine_not_found') },
+      },
+    },
+    async (request, reply) => {
+      await machines.revoke(request.params.machineId, actorOf(request.principal!));
+      return reply.code(204).send(null);
+    },
+  );
+};

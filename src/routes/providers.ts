@@ -1,0 +1,107 @@
+// Provider routes: a provider (the host `huabu` or one Agentlet machine) lists, registers, replaces,
+// withdraws and reconciles its own records. `:provider` must be the caller's own provider ID.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import Type from 'typebox';
+import { actorOf } from '../credentials/principal.js';
+import { AppError } from '../errors.js';
+import { protect } from '../http/auth.js';
+import { errors } from '../http/openapi.js';
+import { ProviderId, ResourceId } from '../schemas/common.js';
+import { AgentResource, MAX_RECONCILE_RESOURCES, ReconcileBody, ReconcileResult, ResourceList, ResourcePutBody } from '../schemas/resource.js';
+import type { RouteDeps } from './deps.js';
+
+/** Reconcile bodies carry a whole set, so they may be larger than other bodies. */
+export const RECONCILE_BODY_LIMIT = 8 * 1024 * 1024;
+
+const ProviderParams = Type.Object({ provider: ProviderId });
+const ResourceParams = Type.Object({ provider: ProviderId, id: ResourceId });
+
+export const providerRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { registry }) => {
+  protect(app, [app.requireProvider], ['providerToken']);
+  app.addHook('onRequest', async (request) => {
+    const principal = request.principal;
+    const { provider } = request.params as { provider?: string };
+    if (principal?.kind !== 'provider' || principal.provider !== provider) {
+      throw new AppError('forbidden', 'A provider may act only on its own provider path.');
+    }
+  });
+
+  app.get(
+    '/resources',
+    {
+      schema: {
+        tags: ['providers'],
+        summary: "List the provider's own records",
+        params: ProviderParams,
+        response: { 200: { ...ResourceList, description: "The provider's records, sorted by id." }, ...errors('validation_failed') },
+      },
+    },
+    async (request) => ({ resources: await registry.listByProvider(request.params.provider) }),
+  );
+
+  app.put(
+    '/resources/:id',
+    {
+      schema: {
+        tags: ['providers'],
+        summary: 'Register or replace one record',
+        description:
+          "Creates an unused ID (201) or replaces the provider's own record (200). An ID held by another provider is 409 `resource_conflict` and the held record is left unchanged. `id` and `provider` may be repeated in the body and must match.",
+        params: ResourceParams,
+        body: ResourcePutBody,
+        response: {
+          200: { ...AgentResource, description: 'Replaced (or already identical).' },
+          201: { ...AgentResource, description: 'Created.' },
+          ...errors('validation_failed', 'resource_conflict', 'secret_detected', 'storage_unavailable'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { provider, id } = request.params;
+      const { outcome, record } = await registry.register(provider, id, request.body, actorOf(request.principal!));
+      return reply.code(outcome === 'created' ? 201 : 200).send(record);
+    },
+  );
+
+  app.delete(
+    '/resources/:id',
+    {
+      schema: {
+        tags: ['providers'],
+        summary: 'Withdraw one record',
+        description: "Removes the provider's own record. Profiles and workloads that name the ID keep it; resolving it later fails explicitly.",
+        params: ResourceParams,
+        response: {
+          204: Type.Null({ description: 'Withdrawn.' }),
+          ...errors('validation_failed', 'resource_not_found', 'resource_conflict', 'storage_unavailable'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { provider, id } = request.params;
+      await registry.withdraw(provider, id, actorOf(request.principal!));
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.put(
+    '/resources',
+    {
+      bodyLimit: RECONCILE_BODY_LIMIT,
+      schema: {
+        tags: ['providers'],
+        summary: "Reconcile the provider's whole set",
+        description: `Replaces the provider's complete set (at most ${MAX_RECONCILE_RESOURCES} records) in one atomic step: listed records are created or replaced, the provider's records left out are withdrawn. Any conflict rejects the whole request and changes nothing. \`?dryRun=true\` reports the plan only.`,
+        params: ProviderParams,
+        querystring: Type.Object({ dryRun: Type.Optional(Type.Boolean({ default: false })) }, { additionalProperties: false }),
+        body: ReconcileBody,
+        response: {
+          200: { ...ReconcileResult, description: 'What changed (or would change, with dryRun).' },
+          ...errors('validation_failed', 'resource_conflict', 'secret_detected', 'payload_too_large', 'storage_unavailable'),
+        },
+      },
+    },
+    async (request) =>
+      registry.reconcile(request.params.provider, request.body.resources, request.query.dryRun === true, actorOf(request.principal!)),
+  );
+};

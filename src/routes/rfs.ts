@@ -1,0 +1,62 @@
+// RFS: an agent reads the safe catalogue for its canvas with its canvas token: the host's records and
+// those of the token's machine. A token for another canvas is 403 and reveals nothing.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import Type from 'typebox';
+import { AppError } from '../errors.js';
+import { protect } from '../http/auth.js';
+import { errors } from '../http/openapi.js';
+import { visibleOnMachine } from '../registry/resource-registry.js';
+import { CanvasId, ResourceId } from '../schemas/common.js';
+import { AgentResource, ResourceList } from '../schemas/resource.js';
+import { NotModified, sendCatalogue } from './catalogue.js';
+import type { RouteDeps } from './deps.js';
+
+export const rfsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { registry, catalogue }) => {
+  protect(app, [app.requireCanvas], ['canvasToken']);
+  app.addHook('onRequest', async (request) => {
+    const principal = request.principal;
+    const { canvasId } = request.params as { canvasId?: string };
+    if (principal?.kind !== 'canvas' || principal.canvasId !== canvasId) {
+      throw new AppError('forbidden', 'This token is not valid for this canvas.');
+    }
+  });
+
+  app.get(
+    '/resources',
+    {
+      schema: {
+        tags: ['rfs'],
+        summary: "Read the agent's catalogue",
+        description: "The host's records and those of the token's machine, sorted by id. Sends an `ETag`; answers `If-None-Match` with 304.",
+        params: Type.Object({ canvasId: CanvasId }),
+        response: { 200: { ...ResourceList, description: 'The records this agent may read about.' }, 304: NotModified, ...errors('validation_failed') },
+      },
+    },
+    async (request, reply) => {
+      const machineId = (request.principal as { agentletId: string }).agentletId;
+      const cached = await catalogue.get(await registry.revision(), `machine:${machineId}`, () => registry.listVisibleOnMachine(machineId));
+      return sendCatalogue(reply, request.headers['if-none-match'], cached);
+    },
+  );
+
+  app.get(
+    '/resources/:id',
+    {
+      schema: {
+        tags: ['rfs'],
+        summary: 'Read one record',
+        params: Type.Object({ canvasId: CanvasId, id: ResourceId }),
+        response: { 200: { ...AgentResource, description: 'The record.' }, ...errors('validation_failed', 'resource_not_found') },
+      },
+    },
+    async (request) => {
+      const machineId = (request.principal as { agentletId: string }).agentletId;
+      const { id } = request.params;
+      const record = await registry.get(id).catch(() => undefined);
+      if (!record || !visibleOnMachine(record.provider, machineId)) {
+        throw new AppError('resource_not_found', `No resource with ID ${id} for this agent.`, { id });
+      }
+      return record;
+    },
+  );
+};

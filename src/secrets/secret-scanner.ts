@@ -1,0 +1,82 @@
+// Secret scanning for every text field the registry writes: secretlint's recommended preset (GitHub, Slack,
+// npm, AWS, Anthropic/OpenAI keys, PEM keys, connection strings, ...) plus this service's own token formats,
+// JWT-like strings and the exact credential values the process was configured with. Findings name the
+// field and the rule, never the value.
+import { lintSource } from '@secretlint/core';
+import { creator as recommendedPreset } from '@secretlint/secretlint-rule-preset-recommend';
+import { AppError } from '../errors.js';
+
+export interface SecretFinding {
+  /** JSON pointer of the field, e.g. `/instructions` or `/customData/notes`. */
+  field: string;
+  /** Rule that matched, e.g. `@secretlint/secretlint-rule-github` or `registry-token`. */
+  rule: string;
+}
+
+/** Tokens this service issues all start with `arr_<kind>_`, so a leaked one is recognizable. */
+const OWN_TOKEN = /\barr_(?:owner|huabu|machine|canvas|secret)_[A-Za-z0-9_.-]{16,}/;
+const JWT_LIKE = /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/;
+const MIN_KNOWN_SECRET_LENGTH = 12;
+
+const secretlintConfig = {
+  rules: [{ id: '@secretlint/secretlint-rule-preset-recommend', rule: recommendedPreset }],
+};
+
+export class SecretScanner {
+  readonly #knownSecrets: string[];
+
+  /** @param knownSecrets exact credential values configured for this process (owner token, ...). */
+  constructor(knownSecrets: readonly string[] = []) {
+    this.#knownSecrets = knownSecrets.filter((s) => s.length >= MIN_KNOWN_SECRET_LENGTH);
+  }
+
+  /** Scans every string, reporting at most one finding per field. */
+  async scan(fields: Iterable<[field: string, value: string]>): Promise<SecretFinding[]> {
+    const findings: SecretFinding[] = [];
+    for (const [field, value] of fields) {
+      const rule = await this.#firstRule(value);
+      if (rule) findings.push({ field, rule });
+    }
+    return findings;
+  }
+
+  /** Throws 422 `secret_detected` naming every offending field and rule. */
+  async assertClean(fields: Iterable<[field: string, value: string]>): Promise<void> {
+    const findings = await this.scan(fields);
+    if (findings.length > 0) {
+      const first = findings[0]!;
+      throw new AppError(
+        'secret_detected',
+        `Field ${first.field} looks like it contains a secret (rule ${first.rule}); secrets never belong in the registry.`,
+        { findings },
+      );
+    }
+  }
+
+  async #firstRule(value: string): Promise<string | undefined> {
+    if (value.length === 0) return undefined;
+    if (OWN_TOKEN.test(value)) return 'registry-token';
+    if (JWT_LIKE.test(value)) return 'jwt-like';
+    if (this.#knownSecrets.some((s) => value.includes(s))) return 'configured-credential';
+    const result = await lintSource({
+      source: { filePath: '/registry/field.txt', content: value, contentType: 'text' },
+      options: { config: secretlintConfig, maskSecrets: true },
+    });
+    return result.messages[0]?.ruleId;
+  }
+}
+
+/** Every string inside a JSON value, with its JSON pointer, for scanning nested data such as `customData`. */
+export function* stringLeaves(value: unknown, pointer = ''): Generator<[string, string]> {
+  if (typeof value === 'string') {
+    yield [pointer, value];
+  } else if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) yield* stringLeaves(value[i], `${pointer}/${i}`);
+  } else if (value !== null && typeof value === 'object') {
+    for (const [key, child] of Object.entries(value)) {
+      const escaped = key.replaceAll('~', '~0').replaceAll('/', '~1');
+      yield [`${pointer}/${escaped}#key`, key];
+      yield* stringLeaves(child, `${pointer}/${escaped}`);
+    }
+  }
+}
