@@ -19,6 +19,7 @@ export const canvasTokenRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
     {
       schema: {
         tags: ['canvas tokens'],
+        operationId: 'mintCanvasToken',
         summary: 'Mint a canvas token',
         description:
           'A token bound to one canvas and one enrolled Agentlet machine, expiring after `ttlSeconds`. It reads `$HUABU_RFS_URL/resources`: the host records and that machine\'s. Owner token or the Huabu provider token.',

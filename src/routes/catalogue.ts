@@ -29,7 +29,8 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
       {
         schema: {
           tags: ['catalogue'],
-          summary: 'Read the whole catalogue',
+          operationId: 'listResources',
+        summary: 'Read the whole catalogue',
           description: 'All records sorted by id, optionally of one provider. Sends an `ETag`; answers `If-None-Match` with 304.',
           querystring: Type.Object({ provider: Type.Optional(ProviderId) }, { additionalProperties: false }),
           response: { 200: { ...ResourceList, description: 'The catalogue.' }, 304: NotModified, ...errors('validation_failed') },
@@ -49,7 +50,8 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
       {
         schema: {
           tags: ['catalogue'],
-          summary: 'Read one record',
+          operationId: 'getResource',
+        summary: 'Read one record',
           params: Type.Object({ id: ResourceId }),
           response: { 200: { ...AgentResource, description: 'The record.' }, ...errors('validation_failed', 'resource_not_found') },
         },
@@ -66,7 +68,8 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
       {
         schema: {
           tags: ['catalogue'],
-          summary: 'Check a candidate record without storing it',
+          operationId: 'validateResource',
+        summary: 'Check a candidate record without storing it',
           description:
             'Reports every problem of a candidate record: schema rules, secrets, and (when the ID is taken) ownership. A provider checks a record as its own; the owner may name the `provider`. Nothing is stored.',
           body: Type.Unknown({ description: 'A candidate AgentResource: `{schemaVersion: 1, id, name, description, instructions, provider?}`.' }),

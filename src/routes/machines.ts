@@ -16,6 +16,7 @@ export const machineRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
     {
       schema: {
         tags: ['machines'],
+        operationId: 'enrollMachine',
         summary: 'Enroll a machine',
         description:
           'Issues the machine token. This response is the only time the token is shown; the registry keeps only its digest. A revoked machine may be enrolled again (new token).',
@@ -34,6 +35,7 @@ export const machineRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
     {
       schema: {
         tags: ['machines'],
+        operationId: 'listMachines',
         summary: 'List machines',
         description: 'Enrolled and revoked machines, never their tokens.',
         response: { 200: { ...MachineList, description: 'The machines, sorted by ID.' } },
@@ -47,6 +49,7 @@ export const machineRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
     {
       schema: {
         tags: ['machines'],
+        operationId: 'revokeMachine',
         summary: 'Revoke a machine',
         description: "Revokes the machine's credential (and the canvas tokens minted for it). Its records stay in the catalogue.",
         params: Type.Object({ machineId: MachineId }),

@@ -10,6 +10,8 @@ export const operationsRoutes: FastifyPluginAsyncTypebox<{ isReady: () => boolea
     {
       schema: {
         tags: ['operations'],
+        security: [],
+        operationId: 'getHealth',
         summary: 'Liveness',
         description: 'Answers 200 while the process runs.',
         response: { 200: Type.Object({ status: Type.Literal('ok') }, { description: 'The process is running.' }) },
@@ -22,6 +24,8 @@ export const operationsRoutes: FastifyPluginAsyncTypebox<{ isReady: () => boolea
     {
       schema: {
         tags: ['operations'],
+        security: [],
+        operationId: 'getReadiness',
         summary: 'Readiness',
         description: 'Answers 200 once the store is loaded and migrated, and 503 `not_ready` before that or while shutting down.',
         response: { 200: Type.Object({ status: Type.Literal('ready') }, { description: 'Ready for traffic.' }), ...errors('not_ready') },

@@ -31,6 +31,7 @@ export const providerRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
     {
       schema: {
         tags: ['providers'],
+        operationId: 'listProviderResources',
         summary: "List the provider's own records",
         params: ProviderParams,
         response: { 200: { ...ResourceList, description: "The provider's records, sorted by id." }, ...errors('validation_failed') },
@@ -44,6 +45,7 @@ export const providerRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
     {
       schema: {
         tags: ['providers'],
+        operationId: 'putProviderResource',
         summary: 'Register or replace one record',
         description:
           "Creates an unused ID (201) or replaces the provider's own record (200). An ID held by another provider is 409 `resource_conflict` and the held record is left unchanged. `id` and `provider` may be repeated in the body and must match.",
@@ -68,6 +70,7 @@ export const providerRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
     {
       schema: {
         tags: ['providers'],
+        operationId: 'withdrawProviderResource',
         summary: 'Withdraw one record',
         description: "Removes the provider's own record. Profiles and workloads that name the ID keep it; resolving it later fails explicitly.",
         params: ResourceParams,
@@ -90,6 +93,7 @@ export const providerRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
       bodyLimit: RECONCILE_BODY_LIMIT,
       schema: {
         tags: ['providers'],
+        operationId: 'reconcileProviderResources',
         summary: "Reconcile the provider's whole set",
         description: `Replaces the provider's complete set (at most ${MAX_RECONCILE_RESOURCES} records) in one atomic step: listed records are created or replaced, the provider's records left out are withdrawn. Any conflict rejects the whole request and changes nothing. \`?dryRun=true\` reports the plan only.`,
         params: ProviderParams,

@@ -26,6 +26,7 @@ export const rfsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { reg
     {
       schema: {
         tags: ['rfs'],
+        operationId: 'listRfsResources',
         summary: "Read the agent's catalogue",
         description: "The host's records and those of the token's machine, sorted by id. Sends an `ETag`; answers `If-None-Match` with 304.",
         params: Type.Object({ canvasId: CanvasId }),
@@ -44,6 +45,7 @@ export const rfsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { reg
     {
       schema: {
         tags: ['rfs'],
+        operationId: 'getRfsResource',
         summary: 'Read one record',
         params: Type.Object({ canvasId: CanvasId, id: ResourceId }),
         response: { 200: { ...AgentResource, description: 'The record.' }, ...errors('validation_failed', 'resource_not_found') },
