@@ -10,6 +10,7 @@ import { authPlugin } from './http/auth.js';
 import { installErrorHandling } from './http/error-handler.js';
 import { registerOpenApi } from './http/openapi.js';
 import { createLogger } from './logger.js';
+import { Metrics } from './metrics.js';
 import { MachineRegistry } from './machines/machine-registry.js';
 import { CatalogueCache } from './registry/catalogue-cache.js';
 import { ResourceRegistry } from './registry/resource-registry.js';
@@ -42,7 +43,12 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   const now = options.now ?? (() => new Date());
   const clock = { now };
 
-  const store = await JsonFileStore.open({ dataDir: config.dataDir, ...(options.fs ? { fs: options.fs } : {}) });
+  const metrics = new Metrics();
+  const store = await JsonFileStore.open({
+    dataDir: config.dataDir,
+    observeBatch: metrics.observeBatch,
+    ...(options.fs ? { fs: options.fs } : {}),
+  });
   let app: FastifyInstance | undefined;
   try {
     const resolved = await resolveCredentials(config.dataDir, {
@@ -57,7 +63,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     const scanner = new SecretScanner(Object.values(credentials));
     const registry = new ResourceRegistry(store, scanner, clock, (err) => logger.error({ err }, 'audit log append failed'));
     const machines = new MachineRegistry(store, clock);
-    const deps: RouteDeps = { config, credentials, registry, machines, catalogue: new CatalogueCache(), now };
+    const deps: RouteDeps = { config, credentials, registry, machines, catalogue: new CatalogueCache((view) => metrics.catalogueRebuilds.inc({ view: view.split(':')[0] })), now };
 
     app = Fastify({
       loggerInstance: logger as FastifyBaseLogger,
@@ -73,10 +79,16 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       closing = true;
     });
     app.addHook('onClose', async () => store.close());
+    app.addHook('onResponse', async (request, reply) => {
+      metrics.requestDuration.observe(
+        { method: request.method, route: request.routeOptions.url ?? '__unmatched__', status_code: String(reply.statusCode) },
+        reply.elapsedTime / 1000,
+      );
+    });
 
     await registerOpenApi(app);
     await app.register(authPlugin, { credentials, machines, now });
-    await app.register(operationsRoutes, { isReady: () => !closing });
+    await app.register(operationsRoutes, { isReady: () => !closing, metrics });
     await app.register(
       async (acp) => {
         await acp.register(catalogueRoutes, deps);

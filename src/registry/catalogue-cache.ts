@@ -13,6 +13,9 @@ export class CatalogueCache {
   #views = new Map<string, CachedBody>();
   static readonly MAX_VIEWS = 1024;
 
+  /** @param onRebuild told the view key of every body it serializes (for metrics). */
+  constructor(private readonly onRebuild: (viewKey: string) => void = () => undefined) {}
+
   /**
    * The cached `{resources}` body for `viewKey` at `revision`, built from `select` on a miss.
    * A new revision drops every cached view.
@@ -25,6 +28,7 @@ export class CatalogueCache {
     const hit = this.#views.get(viewKey);
     if (hit) return hit;
     const body = JSON.stringify({ resources: await select() });
+    this.onRebuild(viewKey);
     const entry = { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 32)}"` };
     if (this.#revision === revision) {
       if (this.#views.size >= CatalogueCache.MAX_VIEWS) this.#views.clear();

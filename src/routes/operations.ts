@@ -3,8 +3,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { AppError } from '../errors.js';
 import { errors } from '../http/openapi.js';
+import type { Metrics } from '../metrics.js';
 
-export const operationsRoutes: FastifyPluginAsyncTypebox<{ isReady: () => boolean }> = async (app, { isReady }) => {
+export const operationsRoutes: FastifyPluginAsyncTypebox<{ isReady: () => boolean; metrics: Metrics }> = async (app, { isReady, metrics }) => {
   app.get(
     '/healthz',
     {
@@ -35,5 +36,22 @@ export const operationsRoutes: FastifyPluginAsyncTypebox<{ isReady: () => boolea
       if (!isReady()) throw new AppError('not_ready', 'The registry is not ready.');
       return { status: 'ready' as const };
     },
+  );
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        operationId: 'getMetrics',
+        tags: ['operations'],
+        security: [],
+        summary: 'Prometheus metrics',
+        description:
+          'Prometheus text format: `http_request_duration_seconds` (by method, route pattern, status), `registry_store_batch_operations` and `registry_store_write_duration_seconds` (group-commit batches and durable-write latency, by file), `registry_catalogue_cache_rebuilds_total`, `registry_launch_outcomes_total`, and process vitals. Labels never carry IDs or tokens.',
+        response: {
+          200: { description: 'Metrics in Prometheus text format 0.0.4.', content: { 'text/plain': { schema: Type.String() } } },
+        },
+      },
+    },
+    async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
   );
 };

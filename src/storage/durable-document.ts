@@ -1,6 +1,7 @@
 // One JSON document kept in memory and on disk, updated by group commit: concurrent updates queue, each
 // applies to a draft, one durable write covers the whole batch, and every caller is answered only after
 // that write. Readers see the committed state only; a failed write leaves the committed state untouched.
+import path from 'node:path';
 import { AppError } from '../errors.js';
 import { writeFileDurably, type FileSystemSeam, nodeFileSystem } from './durable-file.js';
 
@@ -22,10 +23,16 @@ export interface DocumentCodec<S> {
   serialize(state: S): string;
 }
 
-export interface BatchObserver {
-  /** Called after each durable write with the batch size and the write's duration in ms. */
-  (info: { file: string; operations: number; durationMs: number; ok: boolean }): void;
+export interface BatchInfo {
+  /** A low-cardinality name for the document (`resources.json`, `workloads`), safe as a metric label. */
+  label: string;
+  operations: number;
+  durationMs: number;
+  ok: boolean;
 }
+
+/** Called after each durable write with the batch size and the write's duration. */
+export type BatchObserver = (info: BatchInfo) => void;
 
 export class DurableDocument<S> {
   #state: S;
@@ -39,6 +46,7 @@ export class DurableDocument<S> {
     private readonly codec: DocumentCodec<S>,
     private readonly fs: FileSystemSeam = nodeFileSystem,
     private readonly observe?: BatchObserver,
+    private readonly label: string = path.basename(file),
   ) {
     this.#state = initial;
   }
@@ -91,12 +99,12 @@ export class DurableDocument<S> {
       try {
         await writeFileDurably(this.file, this.codec.serialize(draft), this.fs);
       } catch (err) {
-        this.observe?.({ file: this.file, operations: applied.length, durationMs: performance.now() - started, ok: false });
+        this.observe?.({ label: this.label, operations: applied.length, durationMs: performance.now() - started, ok: false });
         const failure = new AppError('storage_unavailable', 'The registry could not store the change durably; nothing was changed. Retry later.', undefined, { cause: err });
         for (const { pending } of applied) pending.reject(failure);
         return;
       }
-      this.observe?.({ file: this.file, operations: applied.length, durationMs: performance.now() - started, ok: true });
+      this.observe?.({ label: this.label, operations: applied.length, durationMs: performance.now() - started, ok: true });
       this.#state = draft;
       this.#revision++;
     }
