@@ -8,6 +8,7 @@ import { resolveCredentials } from './credentials/credentials-file.js';
 import { seedHuabuResources } from './host/huabu.js';
 import { authPlugin } from './http/auth.js';
 import { installErrorHandling } from './http/error-handler.js';
+import { registerLimits } from './http/limits.js';
 import { registerOpenApi } from './http/openapi.js';
 import { createLogger } from './logger.js';
 import { Metrics } from './metrics.js';
@@ -86,6 +87,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       );
     });
 
+    await registerLimits(app, config);
     await registerOpenApi(app);
     await app.register(authPlugin, { credentials, machines, now });
     await app.register(operationsRoutes, { isReady: () => !closing, metrics });

@@ -19,6 +19,10 @@ export interface Config {
   canvasTokenSecret: string | undefined;
   requiredResourceIds: string[];
   seedHuabuResources: boolean;
+  /** Write requests per credential per minute; 0 turns the limit off. */
+  rateLimitWritesPerMinute: number;
+  /** Event-loop delay (ms) above which requests get 503 `overloaded`; 0 turns the check off. */
+  maxEventLoopDelayMs: number;
 }
 
 const Env = Type.Object({
@@ -33,6 +37,8 @@ const Env = Type.Object({
   REQUIRED_RESOURCE_IDS: Type.Optional(Type.String()),
   SEED_HUABU_RESOURCES: Type.Optional(Type.Union(['true', 'false', '1', '0'].map((v) => Type.Literal(v)))),
   DATABASE_URL: Type.Optional(Type.String()),
+  RATE_LIMIT_WRITES_PER_MINUTE: Type.Optional(Type.String({ pattern: '^[0-9]{1,7}$' })),
+  MAX_EVENT_LOOP_DELAY_MS: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
 });
 const checkEnv = Compile(Env);
 
@@ -79,5 +85,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     canvasTokenSecret: e.CANVAS_TOKEN_SECRET,
     requiredResourceIds,
     seedHuabuResources: e.SEED_HUABU_RESOURCES === undefined ? true : e.SEED_HUABU_RESOURCES === 'true' || e.SEED_HUABU_RESOURCES === '1',
+    rateLimitWritesPerMinute: e.RATE_LIMIT_WRITES_PER_MINUTE === undefined ? 1200 : Number(e.RATE_LIMIT_WRITES_PER_MINUTE),
+    maxEventLoopDelayMs: e.MAX_EVENT_LOOP_DELAY_MS === undefined ? 1000 : Number(e.MAX_EVENT_LOOP_DELAY_MS),
   };
 }

@@ -26,6 +26,7 @@ export const ERROR_CODES = {
   internal_error: 500,
   not_ready: 503,
   storage_unavailable: 503,
+  overloaded: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

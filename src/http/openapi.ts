@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import { ErrorBody } from '../schemas/common.js';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
+import { DOCS_CSP } from './limits.js';
 
 export const API_VERSION = '0.1.0';
 
@@ -41,7 +42,16 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       },
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list', tryItOutEnabled: false } });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    uiConfig: { docExpansion: 'list', tryItOutEnabled: false },
+    uiHooks: {
+      onRequest: (_request, reply, done) => {
+        reply.header('content-security-policy', DOCS_CSP);
+        done();
+      },
+    },
+  });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 }
 

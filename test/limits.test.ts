@@ -1,0 +1,30 @@
+// Protective limits: write rate per credential, hardened headers.
+import t from 'tap';
+import { build, CANARY } from './helpers/build.js';
+
+t.test('write requests are rate limited per credential with Retry-After; reads are not', async (t) => {
+  const h = await build(t, { env: { RATE_LIMIT_WRITES_PER_MINUTE: '5' } });
+  const a = await h.enroll('agentlet-a'); // the owner's first write
+  const b = await h.enroll('agentlet-b');
+  const statuses: number[] = [];
+  for (let i = 0; i < 7; i++) statuses.push((await h.put('agentlet-a', a, `tool-${i}`)).statusCode);
+  t.same(statuses, [201, 201, 201, 201, 201, 429, 429]);
+  const limited = await h.put('agentlet-a', a, 'tool-9');
+  t.equal(limited.json().code, 'rate_limited');
+  t.ok(Number(limited.headers['retry-after']) > 0, 'Retry-After tells when to retry');
+  t.notMatch(JSON.stringify(limited.headers), 'arr_machine_', 'the key is the principal, never the token');
+  t.equal((await h.put('agentlet-b', b, 'tool-b')).statusCode, 201, 'another credential has its own budget');
+  for (let i = 0; i < 10; i++) {
+    t.equal((await h.app.inject({ url: '/api/acp/providers/agentlet-a/resources', headers: h.bearer(a) })).statusCode, 200);
+  }
+});
+
+t.test('responses carry hardened headers; Swagger UI gets a strict CSP', async (t) => {
+  const h = await build(t);
+  const api = await h.app.inject({ url: '/api/acp/resources', headers: { authorization: `Bearer ${CANARY.owner}` } });
+  t.equal(api.headers['x-content-type-options'], 'nosniff');
+  const docs = await h.app.inject({ url: '/docs/' });
+  t.equal(docs.statusCode, 200);
+  t.match(docs.headers['content-security-policy'], /script-src 'self'/);
+  t.match(docs.headers['content-security-policy'], /frame-ancestors 'none'/);
+});
