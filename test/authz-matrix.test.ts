@@ -1,0 +1,139 @@
+// The authorization matrix: every operation in the served OpenAPI document × every kind of caller, with
+// the status each one gets. The route list comes from the spec, so a new route without an entry here
+// fails this test.
+import t from 'tap';
+import type { TestApp } from './helpers/build.js';
+import { build, recordIssuedToken } from './helpers/build.js';
+
+const PRINCIPALS = ['none', 'garbage', 'owner', 'huabu', 'machineA', 'machineB', 'revokedMachine', 'canvasX', 'expiredCanvas'] as const;
+type PrincipalName = (typeof PRINCIPALS)[number];
+const UNAUTHENTICATED: PrincipalName[] = ['none', 'garbage', 'revokedMachine', 'expiredCanvas'];
+
+interface Entry {
+  /** Concrete path (parameters filled in) and body. */
+  url: string;
+  payload?: unknown;
+  /** The principals admitted, with the status each gets; every other authenticated caller gets 403. */
+  allowed: Partial<Record<PrincipalName, number>> | 'public';
+  /** Status for anyone on a public route. */
+  publicStatus?: number;
+}
+
+const resource = { schemaVersion: 1, name: 'Tool', description: 'A tool.', instructions: 'Use it via $HUABU_RFS_URL.' };
+
+/** Keyed by `METHOD /openapi/path`. Machine A is `agentlet-a`, canvas X is `canvas-x` on machine A. */
+const MATRIX: Record<string, Entry> = {
+  'GET /healthz': { url: '/healthz', allowed: 'public', publicStatus: 200 },
+  'GET /readyz': { url: '/readyz', allowed: 'public', publicStatus: 200 },
+  'GET /metrics': { url: '/metrics', allowed: 'public', publicStatus: 200 },
+  'GET /api/acp/resources': { url: '/api/acp/resources', allowed: { owner: 200 } },
+  'GET /api/acp/resources/{id}': { url: '/api/acp/resources/tool-a', allowed: { owner: 200 } },
+  'POST /api/acp/resources/validate': {
+    url: '/api/acp/resources/validate',
+    payload: { ...resource, id: 'new-tool' },
+    allowed: { owner: 200, huabu: 200, machineA: 200, machineB: 200 },
+  },
+  'POST /api/acp/machines': { url: '/api/acp/machines', payload: { machineId: 'agentlet-new' }, allowed: { owner: 201 } },
+  'GET /api/acp/machines': { url: '/api/acp/machines', allowed: { owner: 200 } },
+  'DELETE /api/acp/machines/{machineId}': { url: '/api/acp/machines/agentlet-b', allowed: { owner: 204 } },
+  'POST /api/acp/canvas-tokens': {
+    url: '/api/acp/canvas-tokens',
+    payload: { canvasId: 'canvas-z', agentletId: 'agentlet-a' },
+    allowed: { owner: 201, huabu: 201 },
+  },
+  'GET /api/acp/providers/{provider}/resources': { url: '/api/acp/providers/agentlet-a/resources', allowed: { machineA: 200 } },
+  'PUT /api/acp/providers/{provider}/resources': {
+    url: '/api/acp/providers/agentlet-a/resources',
+    payload: { resources: [{ ...resource, id: 'tool-a' }] },
+    allowed: { machineA: 200 },
+  },
+  'PUT /api/acp/providers/{provider}/resources/{id}': {
+    url: '/api/acp/providers/agentlet-a/resources/tool-a',
+    payload: resource,
+    allowed: { machineA: 200 },
+  },
+  'DELETE /api/acp/providers/{provider}/resources/{id}': { url: '/api/acp/providers/agentlet-a/resources/tool-a', allowed: { machineA: 204 } },
+  'GET /api/rfs/{canvasId}/resources': { url: '/api/rfs/canvas-x/resources', allowed: { canvasX: 200 } },
+  'GET /api/rfs/{canvasId}/resources/{id}': { url: '/api/rfs/canvas-x/resources/tool-a', allowed: { canvasX: 200 } },
+};
+
+async function world(t: Parameters<typeof build>[0]): Promise<{ h: TestApp; tokens: Record<PrincipalName, string | undefined> }> {
+  let now = new Date('2026-11-30T10:00:00Z');
+  const h = await build(t, { now: () => now });
+  const machineA = await h.enroll('agentlet-a');
+  const machineB = await h.enroll('agentlet-b');
+  const revokedMachine = await h.enroll('agentlet-r');
+  await h.put('agentlet-a', machineA, 'tool-a');
+  const expiredCanvas = await h.canvasToken('canvas-x', 'agentlet-a', 60);
+  now = new Date('2026-11-30T12:00:00Z');
+  const canvasX = await h.canvasToken('canvas-x', 'agentlet-a', 3600);
+  await h.app.inject({ method: 'DELETE', url: '/api/acp/machines/agentlet-r', headers: h.owner });
+  const garbage = 'arr_machine_' + 'x'.repeat(43);
+  recordIssuedToken(garbage);
+  return {
+    h,
+    tokens: {
+      none: undefined,
+      garbage,
+      owner: h.owner.authorization!.slice(7),
+      huabu: h.huabu.authorization!.slice(7),
+      machineA,
+      machineB,
+      revokedMachine,
+      canvasX,
+      expiredCanvas,
+    },
+  };
+}
+
+t.test('every operation in the OpenAPI document has a matrix entry', async (t) => {
+  const h = await build(t);
+  const spec = (await h.app.inject({ url: '/openapi.json' })).json() as { paths: Record<string, Record<string, unknown>> };
+  const operations = Object.entries(spec.paths).flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`));
+  t.same(operations.filter((op) => !(op in MATRIX)), [], 'operations without an entry');
+  t.same(Object.keys(MATRIX).filter((op) => !operations.includes(op)), [], 'entries for operations that no longer exist');
+});
+
+for (const [operation, entry] of Object.entries(MATRIX)) {
+  t.test(operation, async (t) => {
+    const { h, tokens } = await world(t);
+    const method = operation.split(' ')[0] as 'GET';
+    // Admitted principals last: their request may change state (revoke, withdraw).
+    const order = [...PRINCIPALS].sort((a, b) => Number(entry.allowed !== 'public' && a in entry.allowed) - Number(entry.allowed !== 'public' && b in entry.allowed));
+    for (const principal of order) {
+      const token = tokens[principal];
+      const expected =
+        entry.allowed === 'public'
+          ? entry.publicStatus!
+          : UNAUTHENTICATED.includes(principal)
+            ? 401
+            : (entry.allowed[principal] ?? 403);
+      const res = await h.app.inject({
+        method,
+        url: entry.url,
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+        ...(entry.payload === undefined ? {} : { payload: entry.payload as object }),
+      });
+      t.equal(res.statusCode, expected, `${principal} → ${expected}`);
+      if (expected === 401) t.equal(res.json().code, 'unauthorized');
+      if (expected === 403) t.equal(res.json().code, 'forbidden');
+      if (res.statusCode === 201 && /machines|canvas-tokens/.test(entry.url)) recordIssuedToken(res.json().token);
+    }
+  });
+}
+
+t.test('object level: machine A cannot touch machine B records; provider path mismatch is 403', async (t) => {
+  const { h, tokens } = await world(t);
+  await h.put('agentlet-b', tokens.machineB!, 'tool-b');
+  const url = '/api/acp/providers/agentlet-b/resources/tool-b';
+  for (const method of ['PUT', 'DELETE'] as const) {
+    const res = await h.app.inject({ method, url, headers: h.bearer(tokens.machineA!), ...(method === 'PUT' ? { payload: resource } : {}) });
+    t.equal(res.statusCode, 403, `${method} on B's path with A's token`);
+  }
+  const viaOwnPath = await h.app.inject({ method: 'DELETE', url: '/api/acp/providers/agentlet-a/resources/tool-b', headers: h.bearer(tokens.machineA!) });
+  t.equal(viaOwnPath.statusCode, 409, "B's record through A's own path is a conflict");
+  const still = await h.app.inject({ url: '/api/acp/resources/tool-b', headers: h.owner });
+  t.equal(still.json().provider, 'agentlet-b');
+  const canvasY = await h.app.inject({ url: '/api/rfs/canvas-y/resources', headers: h.bearer(tokens.canvasX!) });
+  t.equal(canvasY.statusCode, 403, 'a canvas-X token cannot read canvas Y');
+});
