@@ -19,6 +19,7 @@ COPY --from=build /app/dist ./dist
 # The data directory must exist and belong to the runtime user before VOLUME, so a fresh named
 # volume inherits that ownership.
 RUN mkdir -p /data && chown node:node /data
+# Set PUBLIC_BASE_URL at run time to the address clients use (it defaults to http://HOST:PORT).
 ENV DATA_DIR=/data \
     HOST=0.0.0.0 \
     PORT=8787
