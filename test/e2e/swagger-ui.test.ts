@@ -1,0 +1,182 @@
+// End to end: the real built server as a child process, Swagger UI at /docs driven in Debian's Chromium
+// (playwright-core, never a browser download). Lists the operations, runs "Try it out" on GET /healthz,
+// then authorizes with the owner token and runs GET /api/acp/resources.
+import t from 'tap';
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { appendFileSync, existsSync, openSync, closeSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { once } from 'node:events';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { CANARY, canaryLogFile, tempDataDir, testEnv } from '../helpers/build.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const ROOT = path.resolve(import.meta.dirname, '..', '..');
+const SERVER = path.join(ROOT, 'dist', 'src', 'server.js');
+const READY_WITHIN_MS = 15_000;
+
+/** Rebuilds dist/ when it is missing or older than a source file (`npm test` has just built it). */
+function ensureBuilt(): void {
+  const newestSource = (dir: string): number =>
+    readdirSync(dir, { withFileTypes: true }).reduce((newest, entry) => {
+      const p = path.join(dir, entry.name);
+      const m = entry.isDirectory() ? newestSource(p) : entry.name.endsWith('.ts') ? statSync(p).mtimeMs : 0;
+      return Math.max(newest, m);
+    }, 0);
+  if (existsSync(SERVER) && statSync(SERVER).mtimeMs >= newestSource(path.join(ROOT, 'src'))) return;
+  try {
+    execFileSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: ROOT, encoding: 'utf8' });
+  } catch (err) {
+    throw new Error(`npm run build failed:\n${(err as { stdout?: string }).stdout ?? err}`);
+  }
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+interface RunningServer {
+  baseUrl: string;
+  child: ChildProcess;
+  logFile: string;
+}
+
+async function startServer(t: { teardown(fn: () => unknown): void }): Promise<RunningServer> {
+  ensureBuilt();
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const logFile = canaryLogFile();
+  const fd = openSync(logFile, 'a');
+  const env = testEnv(await tempDataDir(), { PORT: String(port), HOST: '127.0.0.1', PUBLIC_BASE_URL: baseUrl });
+  // Only what the process needs from this one, plus the test environment: no inherited secrets.
+  const child = spawn(process.execPath, [SERVER], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
+    stdio: ['ignore', fd, fd],
+  });
+  closeSync(fd);
+  const exited = once(child, 'exit').catch(() => undefined);
+  t.teardown(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(timer);
+  });
+
+  const deadline = Date.now() + READY_WITHIN_MS;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode} before it was ready; log:\n${readFileSync(logFile, 'utf8')}`);
+    try {
+      const res = await fetch(`${baseUrl}/readyz`, { signal: AbortSignal.timeout(1_000) });
+      await res.arrayBuffer();
+      if (res.status === 200) return { baseUrl, child, logFile };
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`server not ready within ${READY_WITHIN_MS} ms; log:\n${readFileSync(logFile, 'utf8')}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The response table Swagger UI renders for the last execution of one operation. */
+function liveResponse(page: Page, operation: string) {
+  const block = page.locator(`#${operation}`);
+  return {
+    status: block.locator('.live-responses-table tbody .response-col_status'),
+    body: block.locator('.live-responses-table tbody .response-col_description .highlight-code pre'),
+  };
+}
+
+async function tryItOut(page: Page, operation: string): Promise<void> {
+  const block = page.locator(`#${operation}`);
+  await block.locator('.opblock-summary-control').click();
+  await block.locator('button.try-out__btn').click();
+  await block.locator('button.execute').click();
+}
+
+const missing = !existsSync(CHROMIUM);
+if (missing && process.env.CI) {
+  t.fail(`${CHROMIUM} is missing: CI must install Debian's chromium (.ci/run does)`);
+} else {
+  t.test('Swagger UI in a real browser', { skip: missing ? `${CHROMIUM} is missing (apt-get install chromium); skipping the browser test` : false }, async (t) => {
+    const started = Date.now();
+    const server = await startServer(t);
+
+    const browser: Browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic'],
+    });
+    t.teardown(() => browser.close());
+    const page = await browser.newPage({ viewport: { width: 1280, height: 1600 } });
+    page.setDefaultTimeout(10_000);
+
+    // Everything JSON the browser receives goes where the canary scan looks.
+    const bodiesFile = canaryLogFile();
+    const pending: Promise<void>[] = [];
+    page.on('response', (res) => {
+      if (!(res.headers()['content-type'] ?? '').includes('json')) return;
+      pending.push(res.text().then((body) => appendFileSync(bodiesFile, `${res.url()} ${res.status()}\n${body}\n`), () => {}));
+    });
+
+    await page.goto(`${server.baseUrl}/docs`);
+    await page.locator('.opblock-tag-section').first().waitFor();
+
+    await t.test('lists the tag sections and the operations', async (t) => {
+      const tags = await page.locator('h3.opblock-tag').evaluateAll((els) => els.map((e) => e.getAttribute('data-tag')));
+      for (const tag of ['operations', 'catalogue', 'machines', 'canvas tokens', 'providers', 'rfs']) t.ok(tags.includes(tag), `tag section ${tag}`);
+      const ops = await page
+        .locator('.opblock-summary')
+        .evaluateAll((els) =>
+          els.map((e) => `${e.querySelector('.opblock-summary-method')?.textContent} ${e.querySelector('[data-path]')?.getAttribute('data-path')}`),
+        );
+      t.ok(ops.includes('GET /healthz'), 'GET /healthz is listed');
+      t.ok(ops.includes('GET /readyz'), 'GET /readyz is listed');
+      t.ok(ops.includes('PUT /api/acp/providers/{provider}/resources/{id}'), 'PUT /api/acp/providers/{provider}/resources/{id} is listed');
+      t.ok(ops.includes('GET /api/acp/resources'), 'GET /api/acp/resources is listed');
+    });
+
+    await t.test('"Try it out" on GET /healthz renders 200 {"status": "ok"}', async (t) => {
+      await tryItOut(page, 'operations-operations-getHealth');
+      const res = liveResponse(page, 'operations-operations-getHealth');
+      await res.status.waitFor();
+      t.equal((await res.status.textContent())?.trim(), '200');
+      t.match(await res.body.textContent(), /"status":\s*"ok"/);
+    });
+
+    await t.test('authorized with the owner token, GET /api/acp/resources renders 200', async (t) => {
+      await page.locator('.auth-wrapper button.authorize').click();
+      const dialog = page.locator('.dialog-ux .modal-ux');
+      const owner = dialog.locator('.auth-container').filter({ has: page.locator('h4', { hasText: 'ownerToken' }) });
+      await owner.locator('input[aria-label="auth-bearer-value"]').fill(CANARY.owner);
+      await owner.locator('button.authorize').click();
+      await owner.locator('h6', { hasText: 'Authorized' }).waitFor();
+      await owner.locator('button.btn-done').click();
+      await dialog.waitFor({ state: 'detached' });
+
+      const block = page.locator('.opblock').filter({ has: page.locator('.opblock-summary-method', { hasText: /^GET$/ }) }).filter({ has: page.locator('[data-path="/api/acp/resources"]') });
+      const id = await block.getAttribute('id');
+      t.ok(id, 'GET /api/acp/resources has an operation block');
+      await tryItOut(page, id!);
+      const res = liveResponse(page, id!);
+      await res.status.waitFor();
+      t.equal((await res.status.textContent())?.trim(), '200');
+      t.match(await res.body.textContent(), /"resources":\s*\[/);
+    });
+
+    const shots = await mkdtemp(path.join(os.tmpdir(), 'arr-swagger-ui-'));
+    const shot = path.join(shots, 'docs.png');
+    // The curl box shows the Authorization header: keep the token out of the picture.
+    await page.screenshot({ path: shot, fullPage: true, mask: [page.locator('.curl-command')] });
+    await Promise.all(pending);
+    t.comment(`screenshot: ${shot}; browser test took ${Date.now() - started} ms`);
+  });
+}
