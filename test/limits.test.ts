@@ -28,3 +28,19 @@ t.test('responses carry hardened headers; Swagger UI gets a strict CSP', async (
   t.match(docs.headers['content-security-policy'], /script-src 'self'/);
   t.match(docs.headers['content-security-policy'], /frame-ancestors 'none'/);
 });
+
+t.test('a blocked event loop answers 503 overloaded with Retry-After', async (t) => {
+  const h = await build(t, { env: { MAX_EVENT_LOOP_DELAY_MS: '100' } });
+  t.equal((await h.app.inject({ url: '/api/acp/resources', headers: h.owner })).statusCode, 200);
+  // Keep the loop blocked in 300 ms slices for more than two sampling intervals.
+  const end = Date.now() + 2500;
+  while (Date.now() < end) {
+    const slice = Date.now() + 300;
+    while (Date.now() < slice);
+    await new Promise((r) => setImmediate(r));
+  }
+  const res = await h.app.inject({ url: '/api/acp/resources', headers: h.owner });
+  t.equal(res.statusCode, 503);
+  t.equal(res.json().code, 'overloaded');
+  t.equal(res.headers['retry-after'], '5');
+});

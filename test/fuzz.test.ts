@@ -1,0 +1,161 @@
+// Schema-driven fuzzing: from the served OpenAPI document, generate valid and invalid inputs for every
+// operation (fast-check, seeded) and send them as each role. No 5xx, only documented statuses, every
+// JSON response validates against its documented schema, and Object.prototype is never polluted.
+// FUZZ_RUNS (default 200) cases per operation per role; FUZZ_SEED reproduces a run.
+import t from 'tap';
+import fc from 'fast-check';
+import { Compile } from 'typebox/compile';
+import { build, recordIssuedToken } from './helpers/build.js';
+
+type Schema = Record<string, any>;
+const RUNS = Number(process.env.FUZZ_RUNS ?? 200);
+const SEED = Number(process.env.FUZZ_SEED ?? 20261130);
+const MAX_TEXT = 300;
+
+function stringArb(s: Schema): fc.Arbitrary<string> {
+  const min = s.minLength ?? 0;
+  const max = Math.min(s.maxLength ?? MAX_TEXT, MAX_TEXT);
+  if (!s.pattern) return fc.string({ minLength: min, maxLength: max, unit: 'binary' });
+  const re = new RegExp(s.pattern, 'u');
+  let base: fc.Arbitrary<string>;
+  try {
+    base = fc.stringMatching(re);
+  } catch {
+    // Patterns with look-ahead: generate broadly, keep what matches.
+    base = fc.string({ minLength: Math.max(min, 1), maxLength: max, unit: 'grapheme' }).filter((v) => re.test(v));
+  }
+  return base.filter((v) => [...v].length >= min && [...v].length <= (s.maxLength ?? Infinity));
+}
+
+/** Values that satisfy `s` (the subset of JSON Schema TypeBox emits for this API). */
+function valid(s: Schema): fc.Arbitrary<unknown> {
+  if ('const' in s) return fc.constant(s.const);
+  if (s.enum) return fc.constantFrom(...s.enum);
+  if (s.anyOf) return fc.oneof(...s.anyOf.map(valid));
+  switch (s.type) {
+    case 'object': {
+      const props = Object.fromEntries(Object.entries(s.properties ?? {}).map(([k, v]) => [k, valid(v as Schema)]));
+      if (Object.keys(props).length === 0) return fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 });
+      return fc.record(props, { requiredKeys: s.required ?? [] });
+    }
+    case 'array':
+      return fc.array(valid(s.items ?? {}), { minLength: s.minItems ?? 0, maxLength: Math.min(s.maxItems ?? 4, 4) });
+    case 'string':
+      return stringArb(s);
+    case 'integer':
+      return fc.integer({ min: s.minimum ?? -1e9, max: s.maximum ?? 1e9 });
+    case 'number':
+      return fc.double({ noNaN: true, noDefaultInfinity: true });
+    case 'boolean':
+      return fc.boolean();
+    case 'null':
+      return fc.constant(null);
+    default:
+      return fc.jsonValue({ maxDepth: 3 });
+  }
+}
+
+const hostile = fc.constantFrom<unknown>(
+  JSON.parse('{"__proto__": {"polluted": true}}'),
+  { constructor: { prototype: { polluted: true } } },
+  'x'.repeat(5000),
+  '\u0000\u0007\r',
+  [],
+  null,
+  12,
+  { schemaVersion: 1, id: '../../etc/passwd', name: 'n', description: 'd', instructions: 'i' },
+);
+
+/** Values that are probably not valid: valid ones broken in one place, or anything at all. */
+function invalid(s: Schema): fc.Arbitrary<unknown> {
+  const broken =
+    s.type === 'object' && s.properties
+      ? valid(s).chain((v) => {
+          const obj = v as Record<string, unknown>;
+          const keys = Object.keys(s.properties);
+          return fc.oneof(
+            fc.constant({ ...obj, unexpectedProperty: true }),
+            fc.constantFrom(...keys).map((k) => ({ ...obj, [k]: k in obj ? 'x'.repeat(5000) : 42 })),
+            fc.constantFrom(...keys).map((k) => Object.fromEntries(Object.entries(obj).filter(([key]) => key !== k))),
+          );
+        })
+      : fc.jsonValue();
+  return fc.oneof(broken, fc.jsonValue({ maxDepth: 3 }), hostile);
+}
+
+const ROLES = ['none', 'owner', 'huabu', 'machineA', 'canvasX'] as const;
+
+t.test('fuzz every operation as every role', async (t) => {
+  const h = await build(t, { env: { RATE_LIMIT_WRITES_PER_MINUTE: '0' } });
+  const machineA = await h.enroll('agentlet-a');
+  const canvasX = await h.canvasToken('canvas-x', 'agentlet-a');
+  const tokens: Record<(typeof ROLES)[number], string | undefined> = {
+    none: undefined,
+    owner: h.owner.authorization!.slice(7),
+    huabu: h.huabu.authorization!.slice(7),
+    machineA,
+    canvasX,
+  };
+  const spec = (await h.app.inject({ url: '/openapi.json' })).json() as { paths: Record<string, Record<string, Schema>> };
+  const protoKeys = Object.getOwnPropertyNames(Object.prototype).sort();
+  let cases = 0;
+
+  for (const [path, methods] of Object.entries(spec.paths)) {
+    for (const [method, op] of Object.entries(methods)) {
+      const documented = new Set(Object.keys(op.responses).map(Number));
+      const validators = new Map<number, ReturnType<typeof Compile>>();
+      for (const [status, response] of Object.entries(op.responses as Record<string, Schema>)) {
+        const schema = response.content?.['application/json']?.schema;
+        if (schema) validators.set(Number(status), Compile(schema));
+      }
+      const params = (op.parameters ?? []) as { in: string; name: string; required?: boolean; schema: Schema }[];
+      const pathArbs = Object.fromEntries(
+        params
+          .filter((p) => p.in === 'path')
+          .map((p) => {
+            const own = p.name === 'provider' ? fc.constantFrom('huabu', 'agentlet-a') : p.name === 'canvasId' ? fc.constant('canvas-x') : fc.constant('tool-a');
+            return [p.name, fc.oneof({ arbitrary: own, weight: 3 }, { arbitrary: valid(p.schema) as fc.Arbitrary<string>, weight: 2 }, { arbitrary: fc.string({ maxLength: 20 }), weight: 1 })];
+          }),
+      );
+      const queryArbs = Object.fromEntries(params.filter((p) => p.in === 'query').map((p) => [p.name, fc.oneof(valid(p.schema), fc.string({ maxLength: 10 }))]));
+      const bodySchema = op.requestBody?.content?.['application/json']?.schema as Schema | undefined;
+      const body = bodySchema ? fc.oneof({ arbitrary: valid(bodySchema), weight: 3 }, { arbitrary: invalid(bodySchema), weight: 2 }) : fc.constant(undefined);
+      const input = fc.record({ path: fc.record(pathArbs), query: fc.record(queryArbs, { requiredKeys: [] }), body });
+
+      for (const role of ROLES) {
+        const failures: string[] = [];
+        await fc.assert(
+          fc.asyncProperty(input, async ({ path: pathValues, query, body: payload }) => {
+            cases++;
+            const url =
+              path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(pathValues[name]))) +
+              (Object.keys(query).length ? '?' + new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)])).toString() : '');
+            const res = await h.app.inject({
+              method: method.toUpperCase() as 'GET',
+              url,
+              headers: tokens[role] ? { authorization: `Bearer ${tokens[role]}` } : {},
+              ...(payload === undefined ? {} : { payload: JSON.stringify(payload), headers: { 'content-type': 'application/json', ...(tokens[role] ? { authorization: `Bearer ${tokens[role]}` } : {}) } }),
+            });
+            if (res.statusCode === 201 && res.json().token) recordIssuedToken(res.json().token);
+            const problem =
+              res.statusCode >= 500
+                ? `5xx ${res.statusCode}: ${res.body.slice(0, 200)}`
+                : !documented.has(res.statusCode)
+                  ? `undocumented status ${res.statusCode} (${res.body.slice(0, 160)})`
+                  : validators.has(res.statusCode) && !validators.get(res.statusCode)!.Check(res.json())
+                    ? `response does not match its schema for ${res.statusCode}: ${res.body.slice(0, 160)}`
+                    : ({} as Record<string, unknown>).polluted !== undefined
+                      ? 'Object.prototype polluted'
+                      : undefined;
+            if (problem) failures.push(`${method.toUpperCase()} ${url} as ${role}: ${problem}`);
+            return problem === undefined;
+          }),
+          { numRuns: RUNS, seed: SEED, endOnFailure: true },
+        ).catch(() => undefined);
+        t.same(failures.slice(0, 3), [], `${method.toUpperCase()} ${path} as ${role}: ${RUNS} cases`);
+      }
+    }
+  }
+  t.same(Object.getOwnPropertyNames(Object.prototype).sort(), protoKeys, 'Object.prototype unchanged');
+  t.ok(cases >= RUNS * ROLES.length, `${cases} cases sent (seed ${SEED})`);
+});
