@@ -16,8 +16,9 @@ import {
 } from '../schemas/profile.js';
 import type { RouteDeps } from './deps.js';
 
+/** Response headers as @fastify/swagger documents them: a map of header name to schema. */
 const ETAG_HEADER = {
-  headers: Type.Object({ etag: Type.String({ description: "The profile's current revision; send it back in `If-Match`." }) }),
+  headers: { etag: Type.String({ description: "The profile's current revision (a strong ETag); send it back in `If-Match`." }) },
 };
 
 export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { profiles }) => {
