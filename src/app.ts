@@ -13,12 +13,14 @@ import { registerOpenApi } from './http/openapi.js';
 import { createLogger } from './logger.js';
 import { Metrics } from './metrics.js';
 import { MachineRegistry } from './machines/machine-registry.js';
+import { ProfileRegistry } from './profiles/profile-registry.js';
 import { CatalogueCache } from './registry/catalogue-cache.js';
 import { ResourceRegistry } from './registry/resource-registry.js';
 import { canvasTokenRoutes } from './routes/canvas-tokens.js';
 import { catalogueRoutes } from './routes/catalogue.js';
 import type { RouteDeps } from './routes/deps.js';
 import { machineRoutes } from './routes/machines.js';
+import { profileRoutes } from './routes/profiles.js';
 import { operationsRoutes } from './routes/operations.js';
 import { providerRoutes } from './routes/providers.js';
 import { rfsRoutes } from './routes/rfs.js';
@@ -49,6 +51,11 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     dataDir: config.dataDir,
     observeBatch: metrics.observeBatch,
     ...(options.fs ? { fs: options.fs } : {}),
+    onRegistryMigrated: (report) =>
+      logger.warn(
+        { file: report.file, from: report.from, backup: report.backupFile, steps: report.steps, upgradedProfiles: report.upgradedProfileIds.length },
+        'migrated the registry file to the current version; the original is kept in the backup file',
+      ),
   });
   let app: FastifyInstance | undefined;
   try {
@@ -64,7 +71,9 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     const scanner = new SecretScanner(Object.values(credentials));
     const registry = new ResourceRegistry(store, scanner, clock, (err) => logger.error({ err }, 'audit log append failed'));
     const machines = new MachineRegistry(store, clock);
-    const deps: RouteDeps = { config, credentials, registry, machines, catalogue: new CatalogueCache((view) => metrics.catalogueRebuilds.inc({ view: view.split(':')[0] })), now };
+    const profiles = new ProfileRegistry(store, scanner, clock, (err) => logger.error({ err }, 'audit log append failed'));
+    const catalogue = new CatalogueCache((view) => metrics.catalogueRebuilds.inc({ view: view.split(':')[0] }));
+    const deps: RouteDeps = { config, credentials, registry, machines, profiles, catalogue, now };
 
     app = Fastify({
       loggerInstance: logger as FastifyBaseLogger,
@@ -95,6 +104,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       async (acp) => {
         await acp.register(catalogueRoutes, deps);
         await acp.register(machineRoutes, deps);
+        await acp.register(profileRoutes, deps);
         await acp.register(canvasTokenRoutes, deps);
         await acp.register(providerRoutes, { ...deps, prefix: '/providers/:provider' });
       },

@@ -53,17 +53,32 @@ const MATRIX: Record<string, Entry> = {
     allowed: { machineA: 200 },
   },
   'DELETE /api/acp/providers/{provider}/resources/{id}': { url: '/api/acp/providers/agentlet-a/resources/tool-a', allowed: { machineA: 204 } },
+  'GET /api/acp/profiles': { url: '/api/acp/profiles', allowed: { owner: 200 } },
+  'POST /api/acp/profiles': {
+    url: '/api/acp/profiles',
+    payload: { alias: 'Writer', agentletId: 'agentlet-a', workingDirPath: '/work', launch: { kind: 'acp-command', command: 'agent' }, resourceIds: ['tool-a'] },
+    allowed: { owner: 201 },
+  },
+  'GET /api/acp/profiles/{id}': { url: '/api/acp/profiles/{profileId}', allowed: { owner: 200 } },
+  'PATCH /api/acp/profiles/{id}': { url: '/api/acp/profiles/{profileId}', payload: { alias: 'Renamed' }, allowed: { owner: 200 } },
+  'DELETE /api/acp/profiles/{id}': { url: '/api/acp/profiles/{profileId}', allowed: { owner: 204 } },
   'GET /api/rfs/{canvasId}/resources': { url: '/api/rfs/canvas-x/resources', allowed: { canvasX: 200 } },
   'GET /api/rfs/{canvasId}/resources/{id}': { url: '/api/rfs/canvas-x/resources/tool-a', allowed: { canvasX: 200 } },
 };
 
-async function world(t: Parameters<typeof build>[0]): Promise<{ h: TestApp; tokens: Record<PrincipalName, string | undefined> }> {
+async function world(t: Parameters<typeof build>[0]): Promise<{ h: TestApp; tokens: Record<PrincipalName, string | undefined>; profileId: string }> {
   let now = new Date('2026-11-30T10:00:00Z');
   const h = await build(t, { now: () => now });
   const machineA = await h.enroll('agentlet-a');
   const machineB = await h.enroll('agentlet-b');
   const revokedMachine = await h.enroll('agentlet-r');
   await h.put('agentlet-a', machineA, 'tool-a');
+  const profile = await h.app.inject({
+    method: 'POST',
+    url: '/api/acp/profiles',
+    headers: h.owner,
+    payload: { alias: 'Reviewer', agentletId: 'agentlet-a', workingDirPath: '/work', launch: { kind: 'acp-command', command: 'agent' }, resourceIds: ['tool-a'] },
+  });
   const expiredCanvas = await h.canvasToken('canvas-x', 'agentlet-a', 60);
   now = new Date('2026-11-30T12:00:00Z');
   const canvasX = await h.canvasToken('canvas-x', 'agentlet-a', 3600);
@@ -72,6 +87,7 @@ async function world(t: Parameters<typeof build>[0]): Promise<{ h: TestApp; toke
   recordIssuedToken(garbage);
   return {
     h,
+    profileId: profile.json().id,
     tokens: {
       none: undefined,
       garbage,
@@ -96,7 +112,8 @@ t.test('every operation in the OpenAPI document has a matrix entry', async (t) =
 
 for (const [operation, entry] of Object.entries(MATRIX)) {
   t.test(operation, async (t) => {
-    const { h, tokens } = await world(t);
+    const { h, tokens, profileId } = await world(t);
+    const url = entry.url.replace('{profileId}', profileId);
     const method = operation.split(' ')[0] as 'GET';
     // Admitted principals last: their request may change state (revoke, withdraw).
     const order = [...PRINCIPALS].sort((a, b) => Number(entry.allowed !== 'public' && a in entry.allowed) - Number(entry.allowed !== 'public' && b in entry.allowed));
@@ -110,7 +127,7 @@ for (const [operation, entry] of Object.entries(MATRIX)) {
             : (entry.allowed[principal] ?? 403);
       const res = await h.app.inject({
         method,
-        url: entry.url,
+        url,
         headers: token ? { authorization: `Bearer ${token}` } : {},
         ...(entry.payload === undefined ? {} : { payload: entry.payload as object }),
       });

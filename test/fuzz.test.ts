@@ -129,7 +129,7 @@ t.test('fuzz every operation as every role', async (t) => {
             cases++;
             const url =
               path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(pathValues[name]))) +
-              (Object.keys(query).length ? '?' + new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)])).toString() : '');
+              (Object.keys(query).length ? '?' + new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString() : '');
             const res = await h.app.inject({
               method: method.toUpperCase() as 'GET',
               url,

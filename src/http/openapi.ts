@@ -24,6 +24,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       tags: [
         { name: 'operations', description: 'Health, readiness and this document. No credential.' },
         { name: 'catalogue', description: 'The owner reads the whole catalogue.' },
+        { name: 'profiles', description: 'The owner manages Agent Profiles: which resources an agent placed on a machine should know about.' },
         { name: 'machines', description: 'The owner enrolls Agentlet machines and revokes their credentials.' },
         { name: 'canvas tokens', description: 'Short-lived tokens an agent uses to read the catalogue for one canvas.' },
         { name: 'providers', description: 'A provider registers, replaces and withdraws its own records.' },

@@ -2,6 +2,7 @@
 import type { Config } from '../config.js';
 import type { Credentials } from '../credentials/credentials-file.js';
 import type { MachineRegistry } from '../machines/machine-registry.js';
+import type { ProfileRegistry } from '../profiles/profile-registry.js';
 import type { CatalogueCache } from '../registry/catalogue-cache.js';
 import type { ResourceRegistry } from '../registry/resource-registry.js';
 
@@ -10,6 +11,7 @@ export interface RouteDeps {
   credentials: Credentials;
   registry: ResourceRegistry;
   machines: MachineRegistry;
+  profiles: ProfileRegistry;
   catalogue: CatalogueCache;
   now: () => Date;
 }

@@ -30,12 +30,16 @@ export class SecretScanner {
     this.#knownSecrets = knownSecrets.filter((s) => s.length >= MIN_KNOWN_SECRET_LENGTH);
   }
 
-  /** Scans every string, reporting at most one finding per field. */
+  /**
+   * Scans every string, reporting at most one finding per field. A secret object key (a `#key` field from
+   * `stringLeaves`) ends the scan: the pointers after it could name that key.
+   */
   async scan(fields: Iterable<[field: string, value: string]>): Promise<SecretFinding[]> {
     const findings: SecretFinding[] = [];
     for (const [field, value] of fields) {
       const rule = await this.#firstRule(value);
       if (rule) findings.push({ field, rule });
+      if (rule && field.endsWith(KEY_SUFFIX)) break;
     }
     return findings;
   }
@@ -66,7 +70,13 @@ export class SecretScanner {
   }
 }
 
-/** Every string inside a JSON value, with its JSON pointer, for scanning nested data such as `customData`. */
+const KEY_SUFFIX = '#key';
+
+/**
+ * Every string inside a JSON value, with its JSON pointer, for scanning nested data such as `customData`.
+ * An object key is yielded (as `<object pointer>#key`, which never contains the key) before anything
+ * whose pointer names it.
+ */
 export function* stringLeaves(value: unknown, pointer = ''): Generator<[string, string]> {
   if (typeof value === 'string') {
     yield [pointer, value];
@@ -75,7 +85,7 @@ export function* stringLeaves(value: unknown, pointer = ''): Generator<[string, 
   } else if (value !== null && typeof value === 'object') {
     for (const [key, child] of Object.entries(value)) {
       const escaped = key.replaceAll('~', '~0').replaceAll('/', '~1');
-      yield [`${pointer}/${escaped}#key`, key];
+      yield [`${pointer}${KEY_SUFFIX}`, key];
       yield* stringLeaves(child, `${pointer}/${escaped}`);
     }
   }

@@ -4,33 +4,40 @@ import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Compile } from 'typebox/compile';
 import { AppError } from '../errors.js';
+import type { JsonObject } from '../migrations/profile-v1.js';
+import { migrateRegistryFile, type RegistryMigrationReport } from '../migrations/registry-migration.js';
+import { REGISTRY_FILE_VERSION, serializeRegistryDocument } from '../migrations/registry-file.js';
+import { planCreate, planDelete, planUpdate, profileRevision, type ProfileChanges } from '../profiles/profile-rules.js';
 import { planPut, planReconcile, planWithdraw } from '../registry/ownership.js';
+import type { AgentProfile } from '../schemas/profile.js';
 import { AgentResource, type ReconcileResult } from '../schemas/resource.js';
 import { AppendLog } from './append-log.js';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
 import { DurableDocument, type BatchObserver, type DocumentCodec } from './durable-document.js';
 import { nodeFileSystem, sweepTempFiles, type FileSystemSeam } from './durable-file.js';
-import type { AuditEntry, MachineRecord, RegistryStore } from './store.js';
+import type { AuditEntry, MachineRecord, ProfileEntry, RegistryStore } from './store.js';
+import { StoreFileError } from './store-file-error.js';
 
 export const RESOURCES_FILE = path.join('agent-resources', 'resources.json');
 export const MACHINES_FILE = 'machines.json';
 export const AUDIT_FILE = 'audit.jsonl';
+export const REGISTRY_FILE = path.join('agent-team', 'registry.json');
 const RESOURCES_FILE_VERSION = 1;
 const MACHINES_FILE_VERSION = 1;
 
-/** A data file that cannot be used: the start stops and the file is left as it is. */
-export class StoreFileError extends Error {
-  constructor(readonly file: string, reason: string) {
-    super(`${file}: ${reason}. The file was left unchanged; fix or restore it, then start again.`);
-    this.name = 'StoreFileError';
-  }
-}
+export { StoreFileError };
 
 interface ResourcesState {
   resources: Map<string, AgentResource>;
 }
 interface MachinesState {
   machines: Map<string, MachineRecord>;
+}
+
+interface RegistryState {
+  profiles: Map<string, AgentProfile>;
+  /** The v4 document around the profiles (Agent Team state and anything unknown), carried unchanged. */
+  doc: JsonObject;
 }
 
 const checkResource = Compile(AgentResource);
@@ -49,6 +56,24 @@ const machinesCodec: DocumentCodec<MachinesState> = {
   serialize: (s) =>
     JSON.stringify({ schemaVersion: MACHINES_FILE_VERSION, state: { machines: sortedValues(s.machines) } }, null, 2) + '\n',
 };
+
+const registryCodec: DocumentCodec<RegistryState> = {
+  clone: (s) => ({ profiles: new Map(s.profiles), doc: s.doc }),
+  serialize: (s) =>
+    serializeRegistryDocument({
+      ...s.doc,
+      schemaVersion: REGISTRY_FILE_VERSION,
+      state: { ...(s.doc.state as JsonObject), profiles: sortedValues(s.profiles) },
+    }),
+};
+
+/** The migration has already checked every record against the current schema. */
+function loadRegistry(migrated: RegistryMigrationReport): RegistryState {
+  const doc = migrated.doc ?? { schemaVersion: REGISTRY_FILE_VERSION, state: { profiles: [] } };
+  const profiles = new Map<string, AgentProfile>();
+  for (const p of ((doc.state as JsonObject).profiles ?? []) as AgentProfile[]) profiles.set(p.id, Object.freeze(p));
+  return { profiles, doc };
+}
 
 /** Reads a versioned `{schemaVersion, state}` file; `undefined` when it does not exist yet. */
 export async function readVersionedFile(file: string, version: number): Promise<Record<string, unknown> | undefined> {
@@ -116,6 +141,8 @@ export interface JsonFileStoreOptions {
   /** File-system seam for fault injection in tests. */
   fs?: FileSystemSeam;
   observeBatch?: BatchObserver;
+  /** Told when the registry file was migrated at open (the backup and the steps applied). */
+  onRegistryMigrated?: (report: RegistryMigrationReport) => void;
 }
 
 export class JsonFileStore implements RegistryStore {
@@ -123,6 +150,7 @@ export class JsonFileStore implements RegistryStore {
     private readonly lock: DataDirLock,
     private readonly resources: DurableDocument<ResourcesState>,
     private readonly machines: DurableDocument<MachinesState>,
+    private readonly registry: DurableDocument<RegistryState>,
     private readonly audit: AppendLog,
     private machinesByDigest: Map<string, MachineRecord>,
   ) {}
@@ -135,13 +163,18 @@ export class JsonFileStore implements RegistryStore {
     const lock = await lockDataDir(dataDir);
     try {
       const resourcesPath = path.join(dataDir, RESOURCES_FILE);
-      await mkdir(path.dirname(resourcesPath), { recursive: true, mode: 0o700 });
-      for (const dir of [dataDir, path.dirname(resourcesPath)]) await sweepTempFiles(dir);
+      const registryPath = path.join(dataDir, REGISTRY_FILE);
+      for (const file of [resourcesPath, registryPath]) await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+      for (const dir of [dataDir, path.dirname(resourcesPath), path.dirname(registryPath)]) await sweepTempFiles(dir);
+      // Migrate before loading: a refused file stops the start here, untouched.
+      const migrated = await migrateRegistryFile(registryPath, { fs });
+      if (migrated.changed) options.onRegistryMigrated?.(migrated);
       const machinesPath = path.join(dataDir, MACHINES_FILE);
       const resources = new DurableDocument(resourcesPath, await loadResources(resourcesPath), resourcesCodec, fs, options.observeBatch);
       const machines = new DurableDocument(machinesPath, await loadMachines(machinesPath), machinesCodec, fs, options.observeBatch);
+      const registry = new DurableDocument(registryPath, loadRegistry(migrated), registryCodec, fs, options.observeBatch);
       const audit = await AppendLog.open(path.join(dataDir, AUDIT_FILE));
-      return new JsonFileStore(lock, resources, machines, audit, indexByDigest(machines.state.machines));
+      return new JsonFileStore(lock, resources, machines, registry, audit, indexByDigest(machines.state.machines));
     } catch (err) {
       await lock.release();
       throw err;
@@ -224,6 +257,42 @@ export class JsonFileStore implements RegistryStore {
     this.machinesByDigest = indexByDigest(this.machines.state.machines);
   }
 
+  async listProfiles(): Promise<readonly ProfileEntry[]> {
+    return sortedValues(this.registry.state.profiles).map(entryOf);
+  }
+
+  async getProfile(id: string): Promise<ProfileEntry | undefined> {
+    const profile = this.registry.state.profiles.get(id);
+    return profile && entryOf(profile);
+  }
+
+  async createProfile(profile: AgentProfile): Promise<ProfileEntry> {
+    const frozen = Object.freeze({ ...profile });
+    await this.registry.update((draft) => {
+      planCreate(draft.profiles.values(), frozen, (id) => draft.profiles.has(id));
+      draft.profiles.set(frozen.id, frozen);
+      return { result: undefined, changed: true };
+    });
+    return entryOf(frozen);
+  }
+
+  updateProfile(id: string, changes: ProfileChanges, expectedRevisions?: readonly string[]) {
+    return this.registry.update((draft) => {
+      const { next, changed } = planUpdate(draft.profiles.values(), draft.profiles.get(id), id, changes, expectedRevisions);
+      const frozen = changed ? Object.freeze(next) : next;
+      if (changed) draft.profiles.set(id, frozen);
+      return { result: { ...entryOf(frozen), changed }, changed };
+    });
+  }
+
+  deleteProfile(id: string, expectedRevisions?: readonly string[]): Promise<void> {
+    return this.registry.update((draft) => {
+      planDelete(draft.profiles.get(id), id, expectedRevisions);
+      draft.profiles.delete(id);
+      return { result: undefined, changed: true };
+    });
+  }
+
   appendAudit(entries: readonly AuditEntry[]): Promise<void> {
     return this.audit.append(entries);
   }
@@ -232,6 +301,18 @@ export class JsonFileStore implements RegistryStore {
     await this.audit.close();
     await this.lock.release();
   }
+}
+
+const revisions = new WeakMap<AgentProfile, string>();
+
+/** Stored records are frozen, so a record's revision is computed once. */
+function entryOf(profile: AgentProfile): ProfileEntry {
+  let revision = revisions.get(profile);
+  if (revision === undefined) {
+    revision = profileRevision(profile);
+    revisions.set(profile, revision);
+  }
+  return { profile, revision };
 }
 
 function indexByDigest(machines: Map<string, MachineRecord>): Map<string, MachineRecord> {

@@ -3,6 +3,14 @@
 // only once it is durable. Reads return committed state only.
 import type { AgentResource, ReconcileResult } from '../schemas/resource.js';
 import type { PutOutcome } from '../registry/ownership.js';
+import type { ProfileChanges } from '../profiles/profile-rules.js';
+import type { AgentProfile } from '../schemas/profile.js';
+
+/** A stored profile and its revision (opaque; the ETag). */
+export interface ProfileEntry {
+  profile: AgentProfile;
+  revision: string;
+}
 
 export interface MachineRecord {
   machineId: string;
@@ -38,6 +46,20 @@ export interface RegistryStore {
   /** Enrolls a new machine or re-enrolls a revoked one; 409 `machine_exists` while one is active. */
   enrollMachine(record: MachineRecord): Promise<void>;
   revokeMachine(machineId: string, revokedAt: string): Promise<void>;
+
+  /**
+   * Profiles, with the rules of src/profiles/profile-rules.ts applied atomically with each write: alias
+   * unique ignoring case (409 `alias_conflict`), `expectedRevisions` (from If-Match; absent means
+   * unconditional) compared with the current revision in the same step as the write (412
+   * `precondition_failed`), and manifest-backed profiles never changed (409 `invalid_profile_kind`).
+   * Records are returned exactly as stored; how they are shown is the profile registry's business.
+   */
+  /** Sorted by id. */
+  listProfiles(): Promise<readonly ProfileEntry[]>;
+  getProfile(id: string): Promise<ProfileEntry | undefined>;
+  createProfile(profile: AgentProfile): Promise<ProfileEntry>;
+  updateProfile(id: string, changes: ProfileChanges, expectedRevisions?: readonly string[]): Promise<ProfileEntry & { changed: boolean }>;
+  deleteProfile(id: string, expectedRevisions?: readonly string[]): Promise<void>;
 
   appendAudit(entries: readonly AuditEntry[]): Promise<void>;
   close(): Promise<void>;

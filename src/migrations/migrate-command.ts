@@ -1,0 +1,73 @@
+// `npm run migrate -- --data-dir DIR [--dry-run]`: runs the registry-file migration the service runs at
+// start, while holding the DATA_DIR lock (so never beside a running service), and prints what it changed
+// or, with --dry-run, what it would change. Returns the process exit code.
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+import { DataDirLockedError, lockDataDir } from '../storage/data-dir-lock.js';
+import { REGISTRY_FILE } from '../storage/json-file-store.js';
+import { StoreFileError } from '../storage/store-file-error.js';
+import { REGISTRY_FILE_VERSION } from './registry-file.js';
+import { migrateRegistryFile, type RegistryMigrationReport } from './registry-migration.js';
+
+export const MIGRATE_USAGE = 'usage: npm run migrate -- --data-dir DIR [--dry-run]';
+
+export function parseMigrateArgs(argv: readonly string[]): { dataDir: string; dryRun: boolean } | { error: string } {
+  let dataDir: string | undefined;
+  let dryRun = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--dry-run') dryRun = true;
+    else if (arg === '--data-dir') dataDir = argv[++i];
+    else if (arg.startsWith('--data-dir=')) dataDir = arg.slice('--data-dir='.length);
+    else return { error: `unknown argument ${arg}` };
+  }
+  if (!dataDir) return { error: '--data-dir DIR is required' };
+  return { dataDir: path.resolve(dataDir), dryRun };
+}
+
+export function describeReport(report: RegistryMigrationReport, dryRun: boolean): string[] {
+  if (!report.exists) return [`${report.file}: no registry file; nothing to migrate`];
+  if (!report.changed) return [`${report.file}: already at v${REGISTRY_FILE_VERSION} with v2 profiles; nothing to do`];
+  const lines = [`${report.file}: registry file v${report.from} → v${REGISTRY_FILE_VERSION}${dryRun ? ' (dry run: nothing written)' : ''}`];
+  for (const step of report.steps) lines.push(`  step ${step}`);
+  if (report.upgradedProfileIds.length > 0) {
+    lines.push(`  profiles v1 → v2 (resourceIds reset to []): ${report.upgradedProfileIds.join(', ')}`);
+  }
+  lines.push(`  ${dryRun ? 'would back up' : 'backed up'} the original bytes to ${report.backupFile}`);
+  return lines;
+}
+
+export async function runMigrate(argv: readonly string[], out: (line: string) => void, err: (line: string) => void): Promise<number> {
+  const args = parseMigrateArgs(argv);
+  if ('error' in args) {
+    err(`${args.error}\n${MIGRATE_USAGE}`);
+    return 2;
+  }
+  if (!(await stat(args.dataDir).then((s) => s.isDirectory(), () => false))) {
+    err(`${args.dataDir} is not a directory`);
+    return 2;
+  }
+  let lock;
+  try {
+    lock = await lockDataDir(args.dataDir);
+  } catch (e) {
+    if (e instanceof DataDirLockedError) {
+      err(`${e.message} The migration runs at its start anyway.`);
+      return 1;
+    }
+    throw e;
+  }
+  try {
+    const report = await migrateRegistryFile(path.join(args.dataDir, REGISTRY_FILE), { dryRun: args.dryRun });
+    for (const line of describeReport(report, args.dryRun)) out(line);
+    return 0;
+  } catch (e) {
+    if (e instanceof StoreFileError) {
+      err(e.message);
+      return 1;
+    }
+    throw e;
+  } finally {
+    await lock.release();
+  }
+}

@@ -1,0 +1,82 @@
+// Runs the registry-file migration on disk: read, migrate in memory, and (unless it is a dry run or nothing
+// changes) write a durable backup of the original bytes beside the file, then the migrated file durably.
+// A file already at v4 with v2 profiles is left alone, so re-running is a no-op. A file that does not
+// parse, or has a future or unknown version, stops with StoreFileError and is never written.
+import { readFile } from 'node:fs/promises';
+import { nodeFileSystem, writeFileDurably, type FileSystemSeam } from '../storage/durable-file.js';
+import { StoreFileError } from '../storage/store-file-error.js';
+import { MigrationError, type JsonObject } from './profile-v1.js';
+import { migrateRegistryDocument, serializeRegistryDocument } from './registry-file.js';
+
+export interface RegistryMigrationReport {
+  file: string;
+  /** False when there is no registry file yet (nothing to migrate; the store starts empty). */
+  exists: boolean;
+  /** The version found on disk. */
+  from?: number;
+  /** True when the file is (or, in a dry run, would be) rewritten. */
+  changed: boolean;
+  steps: string[];
+  upgradedProfileIds: string[];
+  /** Where the original bytes are (or would be) kept. */
+  backupFile?: string;
+  /** The document as the store will load it (v4); absent when there is no file. */
+  doc?: JsonObject;
+}
+
+async function readIfExists(file: string): Promise<Buffer | undefined> {
+  try {
+    return await readFile(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+/** `registry.json.v3.bak`, or the next free `registry.json.v3.N.bak` when another original is kept there. */
+async function backupPathFor(file: string, version: number, original: Buffer): Promise<{ path: string; present: boolean }> {
+  for (let n = 0; ; n++) {
+    const candidate = n === 0 ? `${file}.v${version}.bak` : `${file}.v${version}.${n}.bak`;
+    const existing = await readIfExists(candidate);
+    if (existing === undefined) return { path: candidate, present: false };
+    if (existing.equals(original)) return { path: candidate, present: true };
+  }
+}
+
+export async function migrateRegistryFile(
+  file: string,
+  options: { dryRun?: boolean; fs?: FileSystemSeam } = {},
+): Promise<RegistryMigrationReport> {
+  const original = await readIfExists(file);
+  if (original === undefined) return { file, exists: false, changed: false, steps: [], upgradedProfileIds: [] };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(original.toString('utf8'));
+  } catch {
+    throw new StoreFileError(file, 'does not parse as JSON');
+  }
+  let result;
+  try {
+    result = migrateRegistryDocument(parsed);
+  } catch (err) {
+    if (err instanceof MigrationError) throw new StoreFileError(file, err.message);
+    throw err;
+  }
+  const report: RegistryMigrationReport = {
+    file,
+    exists: true,
+    from: result.from,
+    changed: result.steps.length > 0,
+    steps: result.steps,
+    upgradedProfileIds: result.upgradedIds,
+    doc: result.doc,
+  };
+  if (!report.changed) return report;
+  const backup = await backupPathFor(file, result.from, original);
+  report.backupFile = backup.path;
+  if (options.dryRun) return report;
+  const fs = options.fs ?? nodeFileSystem;
+  if (!backup.present) await writeFileDurably(backup.path, original, fs);
+  await writeFileDurably(file, serializeRegistryDocument(result.doc), fs);
+  return report;
+}

@@ -1,0 +1,169 @@
+// The profile registry: validates and scans profile writes, checks placement against the catalogue, applies
+// them through the store (which enforces alias uniqueness and If-Match atomically), answers reads, and
+// writes the audit trail. Framework-free.
+import { AppError } from '../errors.js';
+import { systemClock, type Clock } from '../registry/resource-registry.js';
+import {
+  MAX_CUSTOM_DATA_BYTES,
+  PROFILE_SCHEMA_VERSION,
+  type AgentProfile,
+  type ProfileCreateBody,
+  type ProfilePatchBody,
+} from '../schemas/profile.js';
+import { stringLeaves, type SecretScanner } from '../secrets/secret-scanner.js';
+import type { AuditEntry, ProfileEntry, RegistryStore } from '../storage/store.js';
+import { assertPlacement } from './placement.js';
+import {
+  ACP_COMMAND,
+  assertRevision,
+  isManifestBacked,
+  newProfileId,
+  notThisKind,
+  profileNotFound,
+  profileView,
+  type ProfileChanges,
+} from './profile-rules.js';
+
+/** A profile as the API shows it, with its ETag (a quoted revision). */
+export interface ProfileRead {
+  profile: AgentProfile;
+  etag: string;
+}
+
+/**
+ * The revisions an `If-Match` header accepts (RFC 9110 strong comparison): `undefined` when the change is
+ * unconditional (no header, or `*`, which any existing profile matches). Weak tags never match.
+ */
+export function parseIfMatch(header: string | undefined): string[] | undefined {
+  if (header === undefined || header.trim() === '' || header.trim() === '*') return undefined;
+  return header
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t !== '' && !t.startsWith('W/'))
+    .map((t) => (t.length >= 2 && t.startsWith('"') && t.endsWith('"') ? t.slice(1, -1) : t));
+}
+
+function read(entry: ProfileEntry): ProfileRead {
+  return { profile: profileView(entry.profile), etag: `"${entry.revision}"` };
+}
+
+function assertCustomDataSize(customData: Record<string, unknown> | undefined): void {
+  if (customData === undefined) return;
+  const bytes = Buffer.byteLength(JSON.stringify(customData), 'utf8');
+  if (bytes > MAX_CUSTOM_DATA_BYTES) {
+    throw new AppError('validation_failed', `customData is ${bytes} bytes serialized; at most ${MAX_CUSTOM_DATA_BYTES} are allowed.`, {
+      field: '/customData',
+      bytes,
+      limit: MAX_CUSTOM_DATA_BYTES,
+    });
+  }
+}
+
+/** Every text field of a write, by JSON pointer: alias, path, command, and every key and string of customData. */
+function textFields(fields: { alias?: string; workingDirPath?: string; command?: string; customData?: Record<string, unknown> }): [string, string][] {
+  const out: [string, string][] = [];
+  if (fields.alias !== undefined) out.push(['/alias', fields.alias]);
+  if (fields.workingDirPath !== undefined) out.push(['/workingDirPath', fields.workingDirPath]);
+  if (fields.command !== undefined) out.push(['/launch/command', fields.command]);
+  if (fields.customData !== undefined) out.push(...stringLeaves(fields.customData, '/customData'));
+  return out;
+}
+
+
+export class ProfileRegistry {
+  constructor(
+    private readonly store: RegistryStore,
+    private readonly scanner: SecretScanner,
+    private readonly clock: Clock = systemClock,
+    private readonly onAuditError: (err: unknown) => void = () => undefined,
+  ) {}
+
+  async list(): Promise<AgentProfile[]> {
+    return (await this.store.listProfiles()).map((e) => profileView(e.profile));
+  }
+
+  async get(id: string): Promise<ProfileRead> {
+    const entry = await this.store.getProfile(id);
+    if (!entry) throw profileNotFound(id);
+    return read(entry);
+  }
+
+  /** Creates an `acp-command` profile; the registry assigns `id` and `schemaVersion`. */
+  async create(body: ProfileCreateBody, actor: string): Promise<ProfileRead> {
+    if (body.launch.kind !== ACP_COMMAND) {
+      throw new AppError(
+        'invalid_profile_kind',
+        `Only ${ACP_COMMAND} profiles can be created here; ${body.launch.kind} profiles come from Agent Team manifests.`,
+        { field: '/launch/kind', kind: body.launch.kind },
+      );
+    }
+    const launch = { kind: ACP_COMMAND, command: (body.launch as { command: string }).command } as const;
+    const resourceIds = body.resourceIds ?? [];
+    assertCustomDataSize(body.customData);
+    await this.#assertPlacement(resourceIds, body.agentletId);
+    await this.scanner.assertClean(textFields({ ...body, command: launch.command }));
+    const profile: AgentProfile = {
+      schemaVersion: PROFILE_SCHEMA_VERSION,
+      id: newProfileId(),
+      alias: body.alias,
+      agentletId: body.agentletId,
+      workingDirPath: body.workingDirPath,
+      resourceIds: [...resourceIds],
+      ...(body.customData !== undefined ? { customData: body.customData } : {}),
+      launch,
+    };
+    const entry = await this.store.createProfile(profile).catch((err: unknown) => this.#auditFailure(actor, 'profile.create', profile.id, err));
+    await this.#audit([{ actor, action: 'profile.create', id: profile.id, outcome: 'created' }]);
+    return read(entry);
+  }
+
+  /**
+   * Changes alias, workingDirPath, resourceIds (the whole list) and customData (the whole object).
+   * `ifMatch` is the request's If-Match header; the store compares it atomically with the write.
+   */
+  async update(id: string, body: ProfilePatchBody, ifMatch: string | undefined, actor: string): Promise<ProfileRead> {
+    const expected = parseIfMatch(ifMatch);
+    const current = await this.store.getProfile(id);
+    if (!current) throw profileNotFound(id);
+    // Fail early on a stale ETag or the wrong kind; the store checks both again inside the write.
+    assertRevision(current.profile, expected);
+    if (isManifestBacked(current.profile)) throw notThisKind(current.profile, 'changed');
+    assertCustomDataSize(body.customData);
+    // agentletId cannot change, so placement checked against this read still holds at the write.
+    if (body.resourceIds !== undefined) await this.#assertPlacement(body.resourceIds, current.profile.agentletId);
+    await this.scanner.assertClean(textFields(body));
+    const changes: ProfileChanges = {};
+    if (body.alias !== undefined) changes.alias = body.alias;
+    if (body.workingDirPath !== undefined) changes.workingDirPath = body.workingDirPath;
+    if (body.resourceIds !== undefined) changes.resourceIds = body.resourceIds;
+    if (body.customData !== undefined) changes.customData = body.customData;
+    const entry = await this.store.updateProfile(id, changes, expected).catch((err: unknown) => this.#auditFailure(actor, 'profile.update', id, err));
+    await this.#audit([{ actor, action: 'profile.update', id, outcome: entry.changed ? 'updated' : 'unchanged' }]);
+    return read(entry);
+  }
+
+  async delete(id: string, ifMatch: string | undefined, actor: string): Promise<void> {
+    await this.store.deleteProfile(id, parseIfMatch(ifMatch)).catch((err: unknown) => this.#auditFailure(actor, 'profile.delete', id, err));
+    await this.#audit([{ actor, action: 'profile.delete', id, outcome: 'deleted' }]);
+  }
+
+
+  async #assertPlacement(resourceIds: readonly string[], agentletId: string): Promise<void> {
+    if (resourceIds.length === 0) return;
+    const records = await Promise.all(resourceIds.map(async (rid) => [rid, await this.store.getResource(rid)] as const));
+    const found = new Map(records);
+    assertPlacement(resourceIds, agentletId, (rid) => found.get(rid));
+  }
+
+  /** A failure to append is reported, not turned into a failed request: the change itself is durable. */
+  async #audit(entries: Omit<AuditEntry, 'at'>[]): Promise<void> {
+    const at = this.clock.now().toISOString();
+    await this.store.appendAudit(entries.map((e) => ({ at, ...e }))).catch((err: unknown) => this.onAuditError(err));
+  }
+
+  async #auditFailure(actor: string, action: string, id: string, err: unknown): Promise<never> {
+    const outcome = err instanceof AppError ? err.code : 'internal_error';
+    await this.#audit([{ actor, action, id, outcome }]);
+    throw err;
+  }
+}

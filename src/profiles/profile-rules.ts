@@ -1,0 +1,131 @@
+// The rules of the profile registry that every store applies atomically with its write (the JSON store
+// inside its group-commit mutation; a database store in one statement or transaction): alias uniqueness
+// ignoring case, the If-Match revision check, and the kinds this API may change. Pure functions.
+import { createHash, randomBytes } from 'node:crypto';
+import { AppError } from '../errors.js';
+import type { AgentProfile } from '../schemas/profile.js';
+
+export const ACP_COMMAND = 'acp-command';
+export const AGENT_TEAM_MANIFEST = 'agent-team-manifest';
+
+/** The fields PATCH may change. */
+export interface ProfileChanges {
+  alias?: string;
+  workingDirPath?: string;
+  resourceIds?: string[];
+  customData?: Record<string, unknown>;
+}
+
+/** Aliases compare ignoring case: `toLowerCase()` here, `lower(alias)` in a database index. */
+export function aliasKey(alias: string): string {
+  return alias.toLowerCase();
+}
+
+export function isManifestBacked(profile: Pick<AgentProfile, 'launch'>): boolean {
+  return profile.launch.kind === AGENT_TEAM_MANIFEST;
+}
+
+const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
+
+/** `prf-` + 16 lowercase base32 characters (80 random bits): URL- and file-name-safe, easy to read out. */
+export function newProfileId(): string {
+  const bytes = randomBytes(16);
+  let out = 'prf-';
+  for (const b of bytes) out += BASE32[b & 31];
+  return out;
+}
+
+/** JSON with object keys sorted at every level, so equal records have equal bytes. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.keys(value)
+      .sort()
+      .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * The revision of a stored record: a digest of its content. It changes whenever the record changes, so
+ * it serves as the strong ETag and as the If-Match check without storing anything extra.
+ */
+export function profileRevision(profile: AgentProfile): string {
+  return createHash('sha256').update(canonicalJson(profile)).digest('base64url').slice(0, 27);
+}
+
+export function profileNotFound(id: string): AppError {
+  return new AppError('profile_not_found', `No profile with ID ${id}.`, { id });
+}
+
+export function notThisKind(profile: AgentProfile, action: string): AppError {
+  return new AppError(
+    'invalid_profile_kind',
+    `Profile ${profile.id} is manifest-backed (${AGENT_TEAM_MANIFEST}); it is managed by its Agent Team manifest and cannot be ${action} here.`,
+    { id: profile.id, kind: profile.launch.kind },
+  );
+}
+
+/** Throws 409 `alias_conflict` when another profile already uses `alias` (ignoring case). */
+export function assertAliasFree(profiles: Iterable<AgentProfile>, alias: string, exceptId?: string): void {
+  const key = aliasKey(alias);
+  for (const p of profiles) {
+    if (p.id !== exceptId && aliasKey(p.alias) === key) {
+      throw new AppError('alias_conflict', `Alias ${JSON.stringify(alias)} is already used by profile ${p.id} (aliases ignore case).`, {
+        field: '/alias',
+        id: p.id,
+      });
+    }
+  }
+}
+
+/** Throws 412 when the caller's If-Match revisions do not include the current one. Absent: unconditional. */
+export function assertRevision(current: AgentProfile, expected: readonly string[] | undefined): void {
+  if (expected === undefined) return;
+  if (!expected.includes(profileRevision(current))) {
+    throw new AppError(
+      'precondition_failed',
+      `Profile ${current.id} changed since the ETag you sent was issued; read it again and reapply your change.`,
+      { id: current.id },
+    );
+  }
+}
+
+export function planCreate(profiles: Iterable<AgentProfile>, record: AgentProfile, exists: (id: string) => boolean): void {
+  if (exists(record.id)) throw new AppError('internal_error', `Profile ID ${record.id} was assigned twice.`);
+  assertAliasFree(profiles, record.alias);
+}
+
+/** The updated record, or the current one when nothing changes. Checks run in the order a client expects. */
+export function planUpdate(
+  profiles: Iterable<AgentProfile>,
+  current: AgentProfile | undefined,
+  id: string,
+  changes: ProfileChanges,
+  expected: readonly string[] | undefined,
+): { next: AgentProfile; changed: boolean } {
+  if (!current) throw profileNotFound(id);
+  assertRevision(current, expected);
+  if (isManifestBacked(current)) throw notThisKind(current, 'changed');
+  if (changes.alias !== undefined && changes.alias !== current.alias) assertAliasFree(profiles, changes.alias, id);
+  const next: AgentProfile = { ...current };
+  if (changes.alias !== undefined) next.alias = changes.alias;
+  if (changes.workingDirPath !== undefined) next.workingDirPath = changes.workingDirPath;
+  if (changes.resourceIds !== undefined) next.resourceIds = [...changes.resourceIds];
+  if (changes.customData !== undefined) next.customData = changes.customData;
+  const changed = canonicalJson(next) !== canonicalJson(current);
+  return { next: changed ? next : current, changed };
+}
+
+export function planDelete(current: AgentProfile | undefined, id: string, expected: readonly string[] | undefined): void {
+  if (!current) throw profileNotFound(id);
+  assertRevision(current, expected);
+  if (isManifestBacked(current)) throw notThisKind(current, 'deleted');
+}
+
+/** How a record is shown: manifest-backed profiles cannot select resources in this phase. */
+export function profileView(profile: AgentProfile): AgentProfile {
+  return isManifestBacked(profile) && profile.resourceIds.length > 0 ? { ...profile, resourceIds: [] } : profile;
+}

@@ -1,0 +1,149 @@
+// Owner: Agent Profiles. List, create (acp-command only), read, change (If-Match) and delete profiles; the
+// profile registry checks placement and secrets, the store enforces alias uniqueness and revisions.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import Type from 'typebox';
+import { actorOf } from '../credentials/principal.js';
+import { protect } from '../http/auth.js';
+import { errors } from '../http/openapi.js';
+import {
+  AgentProfile,
+  IfMatchHeaders,
+  MAX_PROFILE_RESOURCE_IDS,
+  ProfileCreateBody,
+  ProfileList,
+  ProfileParams,
+  ProfilePatchBody,
+} from '../schemas/profile.js';
+import type { RouteDeps } from './deps.js';
+
+/** Response headers as @fastify/swagger documents them: a map of header name to schema. */
+const ETAG_HEADER = {
+  headers: { etag: Type.String({ description: "The profile's current revision (a strong ETag); send it back in `If-Match`." }) },
+};
+
+export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { profiles }) => {
+  protect(app, [app.requireOwner], ['ownerToken']);
+
+  app.get(
+    '/profiles',
+    {
+      schema: {
+        tags: ['profiles'],
+        operationId: 'listProfiles',
+        summary: 'List Agent Profiles',
+        description: 'Every profile, sorted by id. Manifest-backed profiles are listed with `resourceIds: []`.',
+        response: { 200: { ...ProfileList, description: 'The profiles.' } },
+      },
+    },
+    async () => ({ profiles: await profiles.list() }),
+  );
+
+  app.post(
+    '/profiles',
+    {
+      schema: {
+        tags: ['profiles'],
+        operationId: 'createProfile',
+        summary: 'Create an Agent Profile',
+        description: `Creates an \`acp-command\` profile; the registry assigns \`id\` and \`schemaVersion\`. \`resourceIds\` (at most ${MAX_PROFILE_RESOURCE_IDS}, unique, order kept) may name only registered resources (else 422 \`unresolved_resource_ids\`) whose provider is \`huabu\` or the profile's \`agentletId\` (else 422 \`resource_not_eligible\`); \`details.ids\` lists the offenders. Aliases are unique ignoring case. Alias, path, command and every key and string of \`customData\` are scanned for secrets.`,
+        body: ProfileCreateBody,
+        response: {
+          201: { ...AgentProfile, description: 'Created. The `ETag` header carries its revision.', ...ETAG_HEADER },
+          ...errors(
+            'validation_failed',
+            'alias_conflict',
+            'invalid_profile_kind',
+            'secret_detected',
+            'unresolved_resource_ids',
+            'resource_not_eligible',
+            'payload_too_large',
+            'storage_unavailable',
+          ),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { profile, etag } = await profiles.create(request.body, actorOf(request.principal!));
+      return reply.code(201).header('etag', etag).header('location', `${request.url.split('?')[0]}/${profile.id}`).send(profile);
+    },
+  );
+
+  app.get(
+    '/profiles/:id',
+    {
+      schema: {
+        tags: ['profiles'],
+        operationId: 'getProfile',
+        summary: 'Read one Agent Profile',
+        description: 'The profile and its `ETag`, for a later conditional PATCH or DELETE.',
+        params: ProfileParams,
+        response: {
+          200: { ...AgentProfile, description: 'The profile.', ...ETAG_HEADER },
+          ...errors('validation_failed', 'profile_not_found'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { profile, etag } = await profiles.get(request.params.id);
+      return reply.header('etag', etag).header('cache-control', 'private, no-cache').send(profile);
+    },
+  );
+
+  app.patch(
+    '/profiles/:id',
+    {
+      schema: {
+        tags: ['profiles'],
+        operationId: 'updateProfile',
+        summary: 'Change an Agent Profile',
+        description:
+          'Changes alias, workingDirPath, resourceIds and customData; fields left out stay. `resourceIds` replaces the whole list and is placement-checked like on create; `customData` replaces the whole object. With `If-Match` (the ETag from GET) a change made meanwhile by someone else is refused with 412 instead of being overwritten. Manifest-backed profiles cannot be changed here (409 `invalid_profile_kind`).',
+        params: ProfileParams,
+        headers: IfMatchHeaders,
+        body: ProfilePatchBody,
+        response: {
+          200: { ...AgentProfile, description: 'The profile as changed. The `ETag` header carries its new revision.', ...ETAG_HEADER },
+          ...errors(
+            'validation_failed',
+            'profile_not_found',
+            'alias_conflict',
+            'invalid_profile_kind',
+            'precondition_failed',
+            'secret_detected',
+            'unresolved_resource_ids',
+            'resource_not_eligible',
+            'payload_too_large',
+            'storage_unavailable',
+          ),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { profile, etag } = await profiles.update(request.params.id, request.body, request.headers['if-match'], actorOf(request.principal!));
+      return reply.header('etag', etag).send(profile);
+    },
+  );
+
+  app.delete(
+    '/profiles/:id',
+    {
+      schema: {
+        tags: ['profiles'],
+        operationId: 'deleteProfile',
+        summary: 'Delete an Agent Profile',
+        description:
+          'Deletes an `acp-command` profile. `If-Match` is honoured as on PATCH. Manifest-backed profiles belong to their Agent Team manifest (409 `invalid_profile_kind`). Workloads already launched from the profile keep their pinned record.',
+        params: ProfileParams,
+        headers: IfMatchHeaders,
+        response: {
+          204: Type.Null({ description: 'Deleted.' }),
+          ...errors('validation_failed', 'profile_not_found', 'invalid_profile_kind', 'precondition_failed', 'storage_unavailable'),
+        },
+      },
+    },
+    async (request, reply) => {
+      await profiles.delete(request.params.id, request.headers['if-match'], actorOf(request.principal!));
+      return reply.code(204).send(null);
+    },
+  );
+};
