@@ -16,7 +16,7 @@ import { MachineRegistry } from './machines/machine-registry.js';
 import { ProfileRegistry } from './profiles/profile-registry.js';
 import { CatalogueCache } from './registry/catalogue-cache.js';
 import { ResourceRegistry } from './registry/resource-registry.js';
-import { canvasTokenRoutes } from './routes/canvas-tokens.js';
+import { canvasTokenRoutes, rfsUrl } from './routes/canvas-tokens.js';
 import { catalogueRoutes } from './routes/catalogue.js';
 import type { RouteDeps } from './routes/deps.js';
 import { machineRoutes } from './routes/machines.js';
@@ -24,6 +24,8 @@ import { profileRoutes } from './routes/profiles.js';
 import { operationsRoutes } from './routes/operations.js';
 import { providerRoutes } from './routes/providers.js';
 import { rfsRoutes } from './routes/rfs.js';
+import { workloadRoutes } from './routes/workloads.js';
+import { WorkloadService } from './workloads/workload-service.js';
 import { SecretScanner } from './secrets/secret-scanner.js';
 import type { FileSystemSeam } from './storage/durable-file.js';
 import { JsonFileStore } from './storage/json-file-store.js';
@@ -74,6 +76,14 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     const profiles = new ProfileRegistry(store, scanner, clock, (err) => logger.error({ err }, 'audit log append failed'));
     const catalogue = new CatalogueCache((view) => metrics.catalogueRebuilds.inc({ view: view.split(':')[0] }));
     const deps: RouteDeps = { config, credentials, registry, machines, profiles, catalogue, now };
+    const workloads = new WorkloadService({
+      store,
+      profiles,
+      scanner,
+      requiredResourceIds: config.requiredResourceIds,
+      rfsUrl: (canvasId) => rfsUrl(config.publicBaseUrl, canvasId),
+      clock,
+    });
 
     app = Fastify({
       loggerInstance: logger as FastifyBaseLogger,
@@ -106,6 +116,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
         await acp.register(machineRoutes, deps);
         await acp.register(profileRoutes, deps);
         await acp.register(canvasTokenRoutes, deps);
+        await acp.register(workloadRoutes, { ...deps, workloads, metrics });
         await acp.register(providerRoutes, { ...deps, prefix: '/providers/:provider' });
       },
       { prefix: '/api/acp' },

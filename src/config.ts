@@ -67,9 +67,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   const port = e.PORT === undefined ? 8787 : Number(e.PORT);
   if (port > 65535) throw new ConfigError('PORT must be between 0 and 65535');
   const requiredResourceIds =
-    e.REQUIRED_RESOURCE_IDS === undefined
+    // Set but empty means "no required defaults"; unset means the host default.
+    env.REQUIRED_RESOURCE_IDS === undefined
       ? [...DEFAULT_REQUIRED_RESOURCE_IDS]
-      : [...new Set(e.REQUIRED_RESOURCE_IDS.split(',').map((s) => s.trim()).filter(Boolean))];
+      : [...new Set(env.REQUIRED_RESOURCE_IDS.split(',').map((s) => s.trim()).filter(Boolean))];
   const idPattern = new RegExp(RESOURCE_ID_PATTERN);
   const badIds = requiredResourceIds.filter((id) => !idPattern.test(id) || id.length > 128);
   if (badIds.length > 0) throw new ConfigError(`REQUIRED_RESOURCE_IDS holds invalid resource IDs: ${badIds.join(', ')}`);

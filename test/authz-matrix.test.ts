@@ -62,13 +62,20 @@ const MATRIX: Record<string, Entry> = {
   'GET /api/acp/profiles/{id}': { url: '/api/acp/profiles/{profileId}', allowed: { owner: 200 } },
   'PATCH /api/acp/profiles/{id}': { url: '/api/acp/profiles/{profileId}', payload: { alias: 'Renamed' }, allowed: { owner: 200 } },
   'DELETE /api/acp/profiles/{id}': { url: '/api/acp/profiles/{profileId}', allowed: { owner: 204 } },
+  'POST /api/acp/launch': {
+    url: '/api/acp/launch',
+    payload: { profileId: '{profileId}', canvasId: 'canvas-x', threadId: 'thread-new' },
+    allowed: { owner: 201 },
+  },
+  'GET /api/acp/workloads': { url: '/api/acp/workloads?canvasId=canvas-x', allowed: { owner: 200 } },
+  'GET /api/acp/workloads/{canvasId}/{threadId}': { url: '/api/acp/workloads/canvas-x/thread-1', allowed: { owner: 200 } },
   'GET /api/rfs/{canvasId}/resources': { url: '/api/rfs/canvas-x/resources', allowed: { canvasX: 200 } },
   'GET /api/rfs/{canvasId}/resources/{id}': { url: '/api/rfs/canvas-x/resources/tool-a', allowed: { canvasX: 200 } },
 };
 
 async function world(t: Parameters<typeof build>[0]): Promise<{ h: TestApp; tokens: Record<PrincipalName, string | undefined>; profileId: string }> {
   let now = new Date('2026-11-30T10:00:00Z');
-  const h = await build(t, { now: () => now });
+  const h = await build(t, { now: () => now, env: { REQUIRED_RESOURCE_IDS: '' } });
   const machineA = await h.enroll('agentlet-a');
   const machineB = await h.enroll('agentlet-b');
   const revokedMachine = await h.enroll('agentlet-r');
@@ -79,6 +86,7 @@ async function world(t: Parameters<typeof build>[0]): Promise<{ h: TestApp; toke
     headers: h.owner,
     payload: { alias: 'Reviewer', agentletId: 'agentlet-a', workingDirPath: '/work', launch: { kind: 'acp-command', command: 'agent' }, resourceIds: ['tool-a'] },
   });
+  await h.app.inject({ method: 'POST', url: '/api/acp/launch', headers: h.owner, payload: { profileId: profile.json().id, canvasId: 'canvas-x', threadId: 'thread-1' } });
   const expiredCanvas = await h.canvasToken('canvas-x', 'agentlet-a', 60);
   now = new Date('2026-11-30T12:00:00Z');
   const canvasX = await h.canvasToken('canvas-x', 'agentlet-a', 3600);
@@ -129,7 +137,7 @@ for (const [operation, entry] of Object.entries(MATRIX)) {
         method,
         url,
         headers: token ? { authorization: `Bearer ${token}` } : {},
-        ...(entry.payload === undefined ? {} : { payload: entry.payload as object }),
+        ...(entry.payload === undefined ? {} : { payload: JSON.parse(JSON.stringify(entry.payload).replace('{profileId}', profileId)) }),
       });
       t.equal(res.statusCode, expected, `${principal} → ${expected}`);
       if (expected === 401) t.equal(res.json().code, 'unauthorized');

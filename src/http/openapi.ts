@@ -28,6 +28,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'machines', description: 'The owner enrolls Agentlet machines and revokes their credentials.' },
         { name: 'canvas tokens', description: 'Short-lived tokens an agent uses to read the catalogue for one canvas.' },
         { name: 'providers', description: 'A provider registers, replaces and withdraws its own records.' },
+        { name: 'workloads', description: 'The owner launches agent threads; each realized thread pins its resources durably.' },
         { name: 'rfs', description: 'An agent reads the safe catalogue for its canvas and machine.' },
       ],
       components: {

@@ -1,6 +1,6 @@
 // The embedded default store: JSON files under DATA_DIR (DESIGN §6), one durable document per file,
 // group-committed. The process holds the DATA_DIR lock for as long as the store is open.
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Compile } from 'typebox/compile';
 import { AppError } from '../errors.js';
@@ -15,6 +15,9 @@ import { AppendLog } from './append-log.js';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
 import { DurableDocument, type BatchObserver, type DocumentCodec } from './durable-document.js';
 import { nodeFileSystem, sweepTempFiles, type FileSystemSeam } from './durable-file.js';
+import { readVersionedFile } from './versioned-file.js';
+import { JsonWorkloadFiles } from './json-workload-files.js';
+import type { WorkloadRecord } from '../schemas/workload.js';
 import type { AuditEntry, MachineRecord, ProfileEntry, RegistryStore } from './store.js';
 import { StoreFileError } from './store-file-error.js';
 
@@ -75,32 +78,6 @@ function loadRegistry(migrated: RegistryMigrationReport): RegistryState {
   return { profiles, doc };
 }
 
-/** Reads a versioned `{schemaVersion, state}` file; `undefined` when it does not exist yet. */
-export async function readVersionedFile(file: string, version: number): Promise<Record<string, unknown> | undefined> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
-  let doc: unknown;
-  try {
-    doc = JSON.parse(text);
-  } catch {
-    throw new StoreFileError(file, 'does not parse as JSON');
-  }
-  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) throw new StoreFileError(file, 'is not a JSON object');
-  const { schemaVersion, state } = doc as { schemaVersion?: unknown; state?: unknown };
-  if (typeof schemaVersion !== 'number') throw new StoreFileError(file, 'has no numeric schemaVersion');
-  if (schemaVersion > version) {
-    throw new StoreFileError(file, `has schemaVersion ${schemaVersion}, newer than this version of the service understands (${version})`);
-  }
-  if (schemaVersion !== version) throw new StoreFileError(file, `has unknown schemaVersion ${schemaVersion} (expected ${version})`);
-  if (state === null || typeof state !== 'object' || Array.isArray(state)) throw new StoreFileError(file, 'has no state object');
-  return state as Record<string, unknown>;
-}
-
 function recordList(file: string, state: Record<string, unknown> | undefined, key: string): unknown[] {
   if (!state) return [];
   const list = state[key];
@@ -151,6 +128,7 @@ export class JsonFileStore implements RegistryStore {
     private readonly resources: DurableDocument<ResourcesState>,
     private readonly machines: DurableDocument<MachinesState>,
     private readonly registry: DurableDocument<RegistryState>,
+    private readonly workloads: JsonWorkloadFiles,
     private readonly audit: AppendLog,
     private machinesByDigest: Map<string, MachineRecord>,
   ) {}
@@ -173,8 +151,9 @@ export class JsonFileStore implements RegistryStore {
       const resources = new DurableDocument(resourcesPath, await loadResources(resourcesPath), resourcesCodec, fs, options.observeBatch);
       const machines = new DurableDocument(machinesPath, await loadMachines(machinesPath), machinesCodec, fs, options.observeBatch);
       const registry = new DurableDocument(registryPath, loadRegistry(migrated), registryCodec, fs, options.observeBatch);
+      const workloads = await JsonWorkloadFiles.open(dataDir, fs, options.observeBatch);
       const audit = await AppendLog.open(path.join(dataDir, AUDIT_FILE));
-      return new JsonFileStore(lock, resources, machines, registry, audit, indexByDigest(machines.state.machines));
+      return new JsonFileStore(lock, resources, machines, registry, workloads, audit, indexByDigest(machines.state.machines));
     } catch (err) {
       await lock.release();
       throw err;
@@ -291,6 +270,18 @@ export class JsonFileStore implements RegistryStore {
       draft.profiles.delete(id);
       return { result: undefined, changed: true };
     });
+  }
+
+  listWorkloads(canvasId: string): Promise<readonly WorkloadRecord[]> {
+    return this.workloads.list(canvasId);
+  }
+
+  getWorkload(canvasId: string, threadId: string): Promise<WorkloadRecord | undefined> {
+    return this.workloads.get(canvasId, threadId);
+  }
+
+  realizeWorkload(record: WorkloadRecord): Promise<{ workload: WorkloadRecord; created: boolean }> {
+    return this.workloads.realize(record);
   }
 
   appendAudit(entries: readonly AuditEntry[]): Promise<void> {

@@ -5,6 +5,7 @@ import type { AgentResource, ReconcileResult } from '../schemas/resource.js';
 import type { PutOutcome } from '../registry/ownership.js';
 import type { ProfileChanges } from '../profiles/profile-rules.js';
 import type { AgentProfile } from '../schemas/profile.js';
+import type { WorkloadRecord } from '../schemas/workload.js';
 
 /** A stored profile and its revision (opaque; the ETag). */
 export interface ProfileEntry {
@@ -60,6 +61,15 @@ export interface RegistryStore {
   createProfile(profile: AgentProfile): Promise<ProfileEntry>;
   updateProfile(id: string, changes: ProfileChanges, expectedRevisions?: readonly string[]): Promise<ProfileEntry & { changed: boolean }>;
   deleteProfile(id: string, expectedRevisions?: readonly string[]): Promise<void>;
+
+  /**
+   * Workloads (agent threads), one durable document per canvas. `realizeWorkload` writes the record only
+   * when the thread has none yet, atomically with that check, so concurrent first launches of one thread
+   * produce exactly one record: `created: false` returns the record that was there first.
+   */
+  listWorkloads(canvasId: string): Promise<readonly WorkloadRecord[]>;
+  getWorkload(canvasId: string, threadId: string): Promise<WorkloadRecord | undefined>;
+  realizeWorkload(record: WorkloadRecord): Promise<{ workload: WorkloadRecord; created: boolean }>;
 
   appendAudit(entries: readonly AuditEntry[]): Promise<void>;
   close(): Promise<void>;

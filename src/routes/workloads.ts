@@ -1,0 +1,92 @@
+// Owner: launch an agent thread (realize it once, pinning its effective resources) and read workloads.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import Type from 'typebox';
+import { isAppError } from '../errors.js';
+import { protect } from '../http/auth.js';
+import { errors } from '../http/openapi.js';
+import type { Metrics } from '../metrics.js';
+import { CanvasId } from '../schemas/common.js';
+import { LaunchBody, ThreadId, WorkloadList, WorkloadRecord } from '../schemas/workload.js';
+import type { WorkloadService } from '../workloads/workload-service.js';
+import type { RouteDeps } from './deps.js';
+
+const launchExample = {
+  profileId: 'prf-k7m2q9x4b8n3c5vd',
+  canvasId: 'canvas-42',
+  threadId: 'thread-1',
+  resourceIds: ['web-search'],
+};
+
+export const workloadRoutes: FastifyPluginAsyncTypebox<RouteDeps & { workloads: WorkloadService; metrics: Metrics }> = async (
+  app,
+  { workloads, metrics },
+) => {
+  protect(app, [app.requireOwner], ['ownerToken']);
+
+  app.post(
+    '/launch',
+    {
+      schema: {
+        operationId: 'launch',
+        tags: ['workloads'],
+        summary: 'Launch an agent thread',
+        description:
+          "Resolves the thread's resources: `resourceIds` (when given) replaces the profile's selection, and the host's required defaults come first: `effective = dedupe([...required, ...selected])`. Every effective ID must resolve and be eligible for the profile's machine, else 422 and nothing is written. The first successful launch of a canvas/thread realizes it (201) and pins the record durably; a repeat that asks for nothing different returns the stored record (200); one that asks for another profile, directory, resource list or preamble is 409 `workload_already_realized`.",
+        body: { ...LaunchBody, examples: [launchExample] },
+        response: {
+          201: { ...WorkloadRecord, description: 'Realized: the durable workload record.' },
+          200: { ...WorkloadRecord, description: 'Already realized with the same request: the stored record.' },
+          ...errors(
+            'validation_failed',
+            'profile_not_found',
+            'invalid_profile_kind',
+            'workload_already_realized',
+            'secret_detected',
+            'unresolved_resource_ids',
+            'resource_not_eligible',
+            'capability_diagnostics_failed',
+            'storage_unavailable',
+          ),
+        },
+      },
+    },
+    async (request, reply) => {
+      try {
+        const { workload, realized } = await workloads.launch(request.body);
+        metrics.launchOutcomes.inc({ outcome: realized ? 'realized' : 'repeated' });
+        return reply.code(realized ? 201 : 200).send(workload);
+      } catch (err) {
+        metrics.launchOutcomes.inc({ outcome: isAppError(err) ? err.code : 'internal_error' });
+        throw err;
+      }
+    },
+  );
+
+  app.get(
+    '/workloads',
+    {
+      schema: {
+        operationId: 'listWorkloads',
+        tags: ['workloads'],
+        summary: "List a canvas's workloads",
+        querystring: Type.Object({ canvasId: CanvasId }, { additionalProperties: false }),
+        response: { 200: { ...WorkloadList, description: 'The realized threads of the canvas.' }, ...errors('validation_failed') },
+      },
+    },
+    async (request) => ({ workloads: [...(await workloads.list(request.query.canvasId))] }),
+  );
+
+  app.get(
+    '/workloads/:canvasId/:threadId',
+    {
+      schema: {
+        operationId: 'getWorkload',
+        tags: ['workloads'],
+        summary: 'Read one workload',
+        params: Type.Object({ canvasId: CanvasId, threadId: ThreadId }),
+        response: { 200: { ...WorkloadRecord, description: 'The workload record.' }, ...errors('validation_failed', 'workload_not_found') },
+      },
+    },
+    async (request) => workloads.get(request.params.canvasId, request.params.threadId),
+  );
+};

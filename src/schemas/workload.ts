@@ -1,0 +1,74 @@
+// The workload (agent thread) record, driver schema version 1, and the launch request that realizes it.
+import Type, { type Static } from 'typebox';
+import { CanvasId, MachineId, ResourceId, SafeText, SLUG_ID_PATTERN } from './common.js';
+import { MAX_PROFILE_RESOURCE_IDS, ProfileId, WorkingDirPath } from './profile.js';
+
+export const DRIVER_SCHEMA_VERSION = 1;
+export const MAX_ADDITIONAL_PREAMBLE = 16 * 1024;
+
+export const ThreadId = Type.String({
+  minLength: 1,
+  maxLength: 128,
+  pattern: SLUG_ID_PATTERN,
+  description: 'Thread ID within the canvas.',
+  examples: ['thread-1'],
+});
+
+export const WorkloadRecord = Type.Object(
+  {
+    driverSchemaVersion: Type.Literal(DRIVER_SCHEMA_VERSION),
+    canvasId: CanvasId,
+    threadId: ThreadId,
+    realizedAt: Type.String({ format: 'date-time', description: 'When the thread was first realized.' }),
+    spec: Type.Object(
+      {
+        binding: Type.Object({ profileId: ProfileId, alias: Type.String() }, { additionalProperties: false }),
+        agentletId: MachineId,
+        cwd: Type.String({ description: 'Working directory of the agent on its machine.' }),
+        resourceIds: Type.Array(ResourceId, {
+          description: 'The effective resources pinned at realization: required defaults first, then the selection.',
+        }),
+        resourceScope: Type.Object({ canvasId: CanvasId, threadId: ThreadId }, { additionalProperties: false }),
+        initialPreamble: Type.Array(Type.String(), {
+          description: '[0] the durable bootstrap naming the resources; [1] the optional additional preamble.',
+        }),
+        env: Type.Object(
+          {
+            HUABU_RFS_URL: Type.String({ description: "The canvas's RFS base URL." }),
+            HUABU_THREAD_ID: ThreadId,
+          },
+          { additionalProperties: false },
+        ),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false, title: 'Workload' },
+);
+export type WorkloadRecord = Static<typeof WorkloadRecord>;
+
+export const LaunchBody = Type.Object(
+  {
+    profileId: ProfileId,
+    canvasId: CanvasId,
+    threadId: ThreadId,
+    workingDirPath: Type.Optional(WorkingDirPath),
+    resourceIds: Type.Optional(
+      Type.Array(ResourceId, {
+        maxItems: MAX_PROFILE_RESOURCE_IDS,
+        uniqueItems: true,
+        description: "Replaces the profile's selection for this thread (`[]`: no optional resources). Required defaults are always added.",
+      }),
+    ),
+    additionalInitialPreamble: Type.Optional(
+      SafeText(1, MAX_ADDITIONAL_PREAMBLE, 'Extra text handed to the agent after the bootstrap (scanned for secrets).'),
+    ),
+  },
+  { additionalProperties: false, title: 'Launch' },
+);
+export type LaunchBody = Static<typeof LaunchBody>;
+
+export const WorkloadList = Type.Object(
+  { workloads: Type.Array(WorkloadRecord, { description: 'The canvas threads, sorted by threadId.' }) },
+  { additionalProperties: false },
+);

@@ -1,0 +1,130 @@
+// Launch: resolve which resources an agent thread gets, check them, and pin them durably into the
+// workload record at the first realization of (canvasId, threadId). Framework-free.
+import { AppError } from '../errors.js';
+import type { ProfileRegistry } from '../profiles/profile-registry.js';
+import { assertPlacement } from '../profiles/placement.js';
+import type { AgentProfile } from '../schemas/profile.js';
+import { DRIVER_SCHEMA_VERSION, type LaunchBody, type WorkloadRecord } from '../schemas/workload.js';
+import type { SecretScanner } from '../secrets/secret-scanner.js';
+import type { RegistryStore } from '../storage/store.js';
+import { systemClock, type Clock } from '../registry/resource-registry.js';
+import { bootstrapPreamble } from './bootstrap.js';
+
+export interface LaunchResult {
+  workload: WorkloadRecord;
+  /** True when this launch realized the thread (201); false when it returned the stored record (200). */
+  realized: boolean;
+}
+
+/**
+ * A last check on the effective set before anything is written (the capability diagnostics). Throws to
+ * refuse the launch.
+ */
+export type LaunchPreflight = (profile: AgentProfile, effectiveResourceIds: readonly string[]) => Promise<void>;
+
+export interface WorkloadServiceOptions {
+  store: RegistryStore;
+  profiles: ProfileRegistry;
+  scanner: SecretScanner;
+  /** Host configuration: the resources every thread gets, first. */
+  requiredResourceIds: readonly string[];
+  /** `$HUABU_RFS_URL` of a canvas. */
+  rfsUrl: (canvasId: string) => string;
+  clock?: Clock;
+  preflight?: LaunchPreflight;
+}
+
+/** `dedupe([...required, ...selected])`, first occurrence wins, order otherwise kept. */
+export function effectiveResourceIds(required: readonly string[], selected: readonly string[]): string[] {
+  return [...new Set([...required, ...selected])];
+}
+
+const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((v, i) => v === b[i]);
+
+export class WorkloadService {
+  readonly #o: WorkloadServiceOptions;
+  readonly #clock: Clock;
+
+  constructor(options: WorkloadServiceOptions) {
+    this.#o = options;
+    this.#clock = options.clock ?? systemClock;
+  }
+
+  async launch(request: LaunchBody): Promise<LaunchResult> {
+    const { store } = this.#o;
+    const stored = await store.getWorkload(request.canvasId, request.threadId);
+    if (stored) return { workload: this.#repeat(stored, request), realized: false };
+
+    const { profile } = await this.#o.profiles.get(request.profileId);
+    if (profile.launch.kind !== 'acp-command') {
+      throw new AppError('invalid_profile_kind', `Profile ${profile.id} is backed by an Agent Team manifest and cannot be launched here.`, {
+        profileId: profile.id,
+        kind: profile.launch.kind,
+      });
+    }
+    const selected = request.resourceIds ?? profile.resourceIds;
+    const effective = effectiveResourceIds(this.#o.requiredResourceIds, selected);
+    const records = new Map(await Promise.all(effective.map(async (id) => [id, await store.getResource(id)] as const)));
+    assertPlacement(effective, profile.agentletId, (id) => records.get(id));
+    await this.#o.preflight?.(profile, effective);
+    if (request.additionalInitialPreamble !== undefined) {
+      await this.#o.scanner.assertClean([['/additionalInitialPreamble', request.additionalInitialPreamble]]);
+    }
+
+    const record: WorkloadRecord = {
+      driverSchemaVersion: DRIVER_SCHEMA_VERSION,
+      canvasId: request.canvasId,
+      threadId: request.threadId,
+      realizedAt: this.#clock.now().toISOString(),
+      spec: {
+        binding: { profileId: profile.id, alias: profile.alias },
+        agentletId: profile.agentletId,
+        cwd: request.workingDirPath ?? profile.workingDirPath,
+        resourceIds: effective,
+        resourceScope: { canvasId: request.canvasId, threadId: request.threadId },
+        initialPreamble: [bootstrapPreamble(effective), ...(request.additionalInitialPreamble === undefined ? [] : [request.additionalInitialPreamble])],
+        env: { HUABU_RFS_URL: this.#o.rfsUrl(request.canvasId), HUABU_THREAD_ID: request.threadId },
+      },
+    };
+    const outcome = await store.realizeWorkload(record);
+    // Another launch of the same thread may have realized it first: then this one is a repeat.
+    return outcome.created ? { workload: outcome.workload, realized: true } : { workload: this.#repeat(outcome.workload, request), realized: false };
+  }
+
+  /** The stored record when the request asks for nothing different; 409 otherwise. */
+  #repeat(stored: WorkloadRecord, request: LaunchBody): WorkloadRecord {
+    const differs: string[] = [];
+    if (request.profileId !== stored.spec.binding.profileId) differs.push('profileId');
+    if (request.workingDirPath !== undefined && request.workingDirPath !== stored.spec.cwd) differs.push('workingDirPath');
+    if (request.resourceIds !== undefined && !sameList(effectiveResourceIds(this.#o.requiredResourceIds, request.resourceIds), stored.spec.resourceIds)) {
+      differs.push('resourceIds');
+    }
+    if (request.additionalInitialPreamble !== undefined && request.additionalInitialPreamble !== stored.spec.initialPreamble[1]) {
+      differs.push('additionalInitialPreamble');
+    }
+    if (differs.length > 0) {
+      throw new AppError(
+        'workload_already_realized',
+        `Thread ${stored.threadId} of canvas ${stored.canvasId} is already realized; it cannot change its ${differs.join(', ')}.`,
+        {
+          differs,
+          profileId: stored.spec.binding.profileId,
+          workingDirPath: stored.spec.cwd,
+          resourceIds: stored.spec.resourceIds,
+          realizedAt: stored.realizedAt,
+        },
+      );
+    }
+    return stored;
+  }
+
+  async get(canvasId: string, threadId: string): Promise<WorkloadRecord> {
+    const record = await this.#o.store.getWorkload(canvasId, threadId);
+    if (!record) throw new AppError('workload_not_found', `No workload for thread ${threadId} of canvas ${canvasId}.`, { canvasId, threadId });
+    return record;
+  }
+
+  list(canvasId: string): Promise<readonly WorkloadRecord[]> {
+    return this.#o.store.listWorkloads(canvasId);
+  }
+}
