@@ -3,7 +3,7 @@
 import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { HOST_PROVIDER, SLUG_ID_PATTERN } from '../schemas/common.js';
-import { initCommand, listCommand, receiptAddCommand, syncCommand, validateCommand, type Output, type RegistryInput } from './commands.js';
+import type { Output, RegistryInput } from './commands.js';
 import { CliError, EXIT, type ExitCode } from './exit-codes.js';
 import { DEFAULT_TIMEOUT_MS, parseRegistryUrl } from './registry-client.js';
 import { RECEIPT_KINDS, resolveResourceRoot, type ReceiptKind } from './resource-root.js';
@@ -158,6 +158,8 @@ async function dispatch(argv: string[], env: Environment, io: Output, now: () =>
   if (positionals.length !== expectedPositionals) {
     throw usage(command === 'receipt add' ? 'receipt add takes exactly one receipt ID' : `${command} takes no positional arguments`);
   }
+  // Loaded only once the arguments are sound: the secret scanner's rules take a moment to load.
+  const { initCommand, listCommand, receiptAddCommand, syncCommand, validateCommand } = await import('./commands.js');
   const resourceRoot = () => resolveResourceRoot(v['resource-dir'] as string | undefined, env.AGENT_RESOURCE_DIR);
 
   switch (command) {
