@@ -141,7 +141,7 @@ async function dispatch(argv: string[], env: Environment, io: Output, now: () =>
     if (second !== 'add') throw usage(second === undefined || second.startsWith('-') ? 'receipt needs a subcommand: receipt add <id>' : `unknown receipt subcommand "${second}"`);
     command = 'receipt add';
     rest = argv.slice(2);
-  } else if (first in COMMAND_OPTIONS && first !== 'receipt add') {
+  } else if (Object.hasOwn(COMMAND_OPTIONS, first) && first !== 'receipt add') {
     command = first as Command;
     rest = argv.slice(1);
   } else {

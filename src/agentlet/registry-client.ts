@@ -159,10 +159,9 @@ export class RegistryClient {
     const { registryUrl, machineId, tokenFile } = this.#o;
     const code = typeof body?.code === 'string' ? body.code : undefined;
     const message = typeof body?.message === 'string' ? body.message : undefined;
-    if (body === undefined || code === undefined) {
-      if (status === 404) return this.#unexpected('404 for a provider route');
-      return this.#unexpected(`status ${status} without an error body`);
-    }
+    // A 404 on these routes means the URL does not point at this registry's API (wrong prefix, other service).
+    if (status === 404) return this.#unexpected(`404${code ? ` ${code}` : ''} for ${PROVIDER_RESOURCES}`);
+    if (body === undefined || code === undefined) return this.#unexpected(`status ${status} without an error body`);
     if (status === 401) {
       return new CliError(
         `the registry at ${registryUrl} rejected the token for machine ${machineId} (401 ${code}): the token in ${tokenFile} is wrong, ` +

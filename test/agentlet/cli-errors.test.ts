@@ -23,6 +23,13 @@ t.test('an unreachable registry is named with a hint', async (t) => {
   }
 });
 
+t.test('a URL that is not the registry base URL is named as such', async (t) => {
+  const m = await machine(t);
+  const run = await m.cli(['list', '--registry', `${m.reg.url}/some/prefix`, '--machine-id', 'agentlet-7f3a', '--token-file', m.tokenPath]);
+  t.equal(run.code, 3);
+  t.match(run.stderr, `unexpected answer from ${m.reg.url}/some/prefix: 404 not_found for /api/acp/providers/{provider}/resources; is --registry the registry's base URL`);
+});
+
 t.test('a registry that does not answer times out within --timeout-ms', async (t) => {
   const m = await machine(t);
   const sockets = new Set<net.Socket>();
@@ -50,6 +57,7 @@ t.test('usage errors exit 2 and say what to do', async (t) => {
     [['validate'], { AGENT_RESOURCE_DIR: 'relative' }, /AGENT_RESOURCE_DIR must be an absolute path/],
     [['validate', '--resource-dir', path.join(dir, 'missing')], {}, /does not exist or is not a directory; run `agentlet-resources init` first/],
     [['frobnicate'], {}, /unknown command "frobnicate"/],
+    [['toString'], {}, /unknown command "toString"/],
     [['sync', '--bogus'], {}, /sync: Unknown option '--bogus'/],
     [['receipt', 'add', 'x', '--kind', 'plugin'], { AGENT_RESOURCE_DIR: dir }, /--kind must be one of skill, tool, connector/],
     [['list', '--registry', 'ftp://x', '--machine-id', 'm', '--token-file', 'f'], {}, /--registry must be an http/],
