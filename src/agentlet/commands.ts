@@ -132,16 +132,7 @@ function idList(ids: string[]): string {
 }
 
 function printResult(result: ReconcileResponse, io: Output): void {
-  const verbs: [keyof ReconcileResponse, string][] = [
-    ['created', 'created'],
-    ['replaced', 'replaced'],
-    ['withdrawn', 'withdrawn'],
-    ['unchanged', 'unchanged'],
-  ];
-  for (const [key, label] of verbs) {
-    const ids = result[key] as string[];
-    io.out(`${`${label}:`.padEnd(11)}${idList(ids)}`);
-  }
+  for (const key of ['created', 'replaced', 'withdrawn', 'unchanged'] as const) io.out(`${`${key}:`.padEnd(11)}${idList(result[key])}`);
 }
 
 export async function syncCommand(root: string, input: RegistryInput & { dryRun: boolean }, io: Output): Promise<ExitCode> {
