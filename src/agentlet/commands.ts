@@ -1,0 +1,194 @@
+// The commands of `agentlet-resources`, free of argument parsing and of the process: each takes its inputs
+// and an output sink, prints what it did, and returns an exit code (or throws a CliError).
+import { lstat, readFile, realpath } from 'node:fs/promises';
+import path from 'node:path';
+import { RESOURCE_ID_PATTERN } from '../schemas/common.js';
+import { SecretScanner } from '../secrets/secret-scanner.js';
+import { writeFileDurably } from '../storage/durable-file.js';
+import { CliError, EXIT, type ExitCode } from './exit-codes.js';
+import {
+  formatReport,
+  receiptProblems,
+  RECEIPT_SCHEMA_VERSION,
+  serializeReceipt,
+  toReconcileEntry,
+  validateResourceRoot,
+  type Receipt,
+} from './receipt.js';
+import { RegistryClient, type ReconcileResponse } from './registry-client.js';
+import { assertInitialized, initResourceRoot, permissionWarnings, RECEIPTS_DIR, type ReceiptKind } from './resource-root.js';
+import { readTokenFile } from './token-file.js';
+
+export interface Output {
+  out(line: string): void;
+  err(line: string): void;
+  /** Registers a value that must never be printed (the token); later output has it masked. */
+  protect(secret: string): void;
+}
+
+const MAX_INSTRUCTIONS_FILE_BYTES = 64 * 1024;
+
+export async function initCommand(root: string, io: Output): Promise<ExitCode> {
+  const { created, tightened } = await initResourceRoot(root);
+  for (const dir of created) io.out(`created ${dir}`);
+  for (const dir of tightened) io.out(`tightened ${dir} to mode 0700`);
+  io.out(`resource root ready: ${root}`);
+  if (created.length > 0) io.out('next: put a skill, tool or connector under it, then `agentlet-resources receipt add <id> ...`');
+  return EXIT.ok;
+}
+
+export async function validateCommand(root: string, io: Output, scanner = new SecretScanner()): Promise<ExitCode> {
+  await assertInitialized(root);
+  for (const w of await permissionWarnings(root)) io.err(w);
+  const { reports, valid } = await validateResourceRoot(root, scanner);
+  for (const r of reports) io.out(formatReport(r));
+  if (reports.length === 0) io.err(`no receipts in ${path.join(root, RECEIPTS_DIR)}`);
+  if (!valid) io.err(`${reports.filter((r) => !r.receipt).length} of ${reports.length} receipt(s) invalid`);
+  return valid ? EXIT.ok : EXIT.rejected;
+}
+
+export interface ReceiptAddInput {
+  id: string;
+  kind: ReceiptKind;
+  entrypoint: string;
+  name: string;
+  description: string;
+  instructionsFile: string;
+  source?: string | undefined;
+  force: boolean;
+  now: Date;
+}
+
+async function readInstructions(file: string): Promise<string> {
+  let text: string;
+  try {
+    const st = await lstat(file);
+    if (st.size > MAX_INSTRUCTIONS_FILE_BYTES) throw new CliError(`--instructions-file ${file} is larger than ${MAX_INSTRUCTIONS_FILE_BYTES} bytes`, EXIT.usage);
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    if (err instanceof CliError) throw err;
+    throw new CliError(`--instructions-file ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`, EXIT.usage);
+  }
+  // Editors end files with a newline; the record should not.
+  return text.replace(/\s+$/, '');
+}
+
+/** An absolute entrypoint inside the root is stored relative to it; receipts never hold absolute paths. */
+async function relativeEntrypoint(root: string, realRoot: string, entrypoint: string): Promise<string> {
+  if (!path.isAbsolute(entrypoint)) return entrypoint;
+  for (const base of [root, realRoot]) {
+    const rel = path.relative(base, entrypoint);
+    if (rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel)) return rel.split(path.sep).join('/');
+  }
+  return entrypoint; // validation reports it
+}
+
+export async function receiptAddCommand(root: string, input: ReceiptAddInput, io: Output, scanner = new SecretScanner()): Promise<ExitCode> {
+  await assertInitialized(root);
+  if (!new RegExp(RESOURCE_ID_PATTERN).test(input.id) || input.id.length > 128) {
+    throw new CliError(`invalid receipt ID "${input.id}": must be kebab-case (a-z, 0-9, single hyphens), at most 128 characters`, EXIT.rejected);
+  }
+  const realRoot = await realpath(root);
+  const receipt: Receipt = {
+    schemaVersion: RECEIPT_SCHEMA_VERSION,
+    id: input.id,
+    kind: input.kind,
+    name: input.name,
+    description: input.description,
+    instructions: await readInstructions(input.instructionsFile),
+    entrypoint: await relativeEntrypoint(root, realRoot, input.entrypoint),
+    ...(input.source === undefined ? {} : { source: input.source }),
+    installedAt: input.now.toISOString(),
+  };
+  const problems = await receiptProblems(realRoot, input.id, receipt, scanner);
+  if (problems.length > 0) throw new CliError(`invalid receipt ${input.id}: ${problems.join('; ')}\nnothing was written`, EXIT.rejected);
+  const target = path.join(realRoot, RECEIPTS_DIR, `${input.id}.json`);
+  const exists = await lstat(target).then(
+    () => true,
+    () => false,
+  );
+  if (exists && !input.force) throw new CliError(`${RECEIPTS_DIR}/${input.id}.json already exists; pass --force to replace it`, EXIT.rejected);
+  await writeFileDurably(target, serializeReceipt(receipt));
+  io.out(`${exists ? 'replaced' : 'wrote'} ${path.join(root, RECEIPTS_DIR, `${input.id}.json`)}`);
+  io.out('next: `agentlet-resources validate`, then `agentlet-resources sync ...` to publish it');
+  return EXIT.ok;
+}
+
+export interface RegistryInput {
+  registryUrl: string;
+  machineId: string;
+  tokenFile: string;
+  timeoutMs: number;
+}
+
+async function connect(input: RegistryInput, io: Output): Promise<{ client: RegistryClient; token: string }> {
+  const token = await readTokenFile(input.tokenFile);
+  io.protect(token);
+  return { client: new RegistryClient({ ...input, token }), token };
+}
+
+function idList(ids: string[]): string {
+  return ids.length === 0 ? '-' : ids.join(', ');
+}
+
+function printResult(result: ReconcileResponse, io: Output): void {
+  for (const key of ['created', 'replaced', 'withdrawn', 'unchanged'] as const) io.out(`${`${key}:`.padEnd(11)}${idList(result[key])}`);
+}
+
+export async function syncCommand(root: string, input: RegistryInput & { dryRun: boolean }, io: Output): Promise<ExitCode> {
+  await assertInitialized(root);
+  const { client, token } = await connect(input, io);
+  try {
+    for (const w of await permissionWarnings(root)) io.err(w);
+    const { reports, valid } = await validateResourceRoot(root, new SecretScanner([token]));
+    for (const r of reports) io.out(formatReport(r));
+    if (!valid) {
+      io.err(`sync aborted: ${reports.filter((r) => !r.receipt).length} invalid receipt(s); nothing was sent to the registry`);
+      return EXIT.rejected;
+    }
+    const entries = reports.flatMap((r) => (r.receipt ? [toReconcileEntry(r.receipt)] : []));
+    const result = await client.reconcile(entries, input.dryRun);
+    io.out(
+      input.dryRun
+        ? `dry run: nothing changed at ${input.registryUrl}; syncing ${entries.length} receipt(s) as machine ${input.machineId} would give:`
+        : `synced ${entries.length} receipt(s) to ${input.registryUrl} as machine ${input.machineId}`,
+    );
+    printResult(result, io);
+    return EXIT.ok;
+  } finally {
+    await client.close();
+  }
+}
+
+function oneLine(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/** Left-aligned columns, two spaces apart. */
+export function formatTable(header: string[], rows: string[][]): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  return [header, ...rows].map((cells) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd(),
+  );
+}
+
+export async function listCommand(input: RegistryInput, io: Output): Promise<ExitCode> {
+  const { client } = await connect(input, io);
+  try {
+    const resources = await client.list();
+    if (resources.length === 0) {
+      io.out(`no records for machine ${input.machineId} at ${input.registryUrl}`);
+      return EXIT.ok;
+    }
+    const rows = resources.map((r) => [r.id, oneLine(r.name, 40), oneLine(r.description, 60)]);
+    for (const line of formatTable(['ID', 'NAME', 'DESCRIPTION'], rows)) io.out(line);
+    io.err(`${resources.length} record(s) for machine ${input.machineId} at ${input.registryUrl}`);
+    return EXIT.ok;
+  } finally {
+    await client.close();
+  }
+}

@@ -1,0 +1,224 @@
+// Argument parsing and dispatch for `agentlet-resources`. The environment is read here once and passed down;
+// output goes through a sink that masks the machine token, whatever prints it.
+import path from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { HOST_PROVIDER, SLUG_ID_PATTERN } from '../schemas/common.js';
+import type { Output, RegistryInput } from './commands.js';
+import { CliError, EXIT, type ExitCode } from './exit-codes.js';
+import { DEFAULT_TIMEOUT_MS, parseRegistryUrl } from './registry-client.js';
+import { RECEIPT_KINDS, resolveResourceRoot, type ReceiptKind } from './resource-root.js';
+
+export const PROGRAM = 'agentlet-resources';
+const MAX_TIMEOUT_MS = 600_000;
+
+export const HELP = `Usage: ${PROGRAM} <command> [options]
+
+Validates this machine's resource root and reconciles its records with the agent resource registry.
+
+Commands
+  init                      Create the resource root layout (skills/ tools/ connectors/ receipts/), mode 0700.
+  validate                  Check every receipts/<id>.json; print "ok <id>" or "invalid <file>: <problem>".
+  receipt add <id>          Write a validated receipt (mode 0600, atomically).
+      --kind skill|tool|connector   --entrypoint PATH (relative to the root, under skills/, tools/ or connectors/)
+      --name TEXT   --description TEXT   --instructions-file FILE   [--source TEXT]   [--force]
+  sync                      Validate, then publish the machine's whole set in one request: records of
+                            receipts are created or replaced, this machine's other records are withdrawn.
+      --registry URL   --machine-id ID   --token-file FILE   [--dry-run]   [--timeout-ms MS]
+  list                      Show what the registry holds for this machine.
+      --registry URL   --machine-id ID   --token-file FILE   [--timeout-ms MS]
+
+Options
+  --resource-dir DIR        Resource root (absolute). Default: $AGENT_RESOURCE_DIR, else ~/.agentlet/resources
+  --token-file FILE         File holding the machine token, readable by its owner only (chmod 600).
+                            The token is never accepted on the command line and never printed.
+  --timeout-ms MS           Bound on each registry request (default ${DEFAULT_TIMEOUT_MS}).
+  -h, --help                Show this help.
+
+Environment
+  AGENT_RESOURCE_DIR        Resource root, absolute (overridden by --resource-dir).
+  AGENTLET_TOKEN_FILE       Token file (overridden by --token-file).
+  AGENTLET_TIMEOUT_MS       Request timeout in milliseconds (overridden by --timeout-ms).
+
+Exit codes
+  0  success (with --dry-run: the plan was computed, nothing changed)
+  1  rejected: an invalid receipt (nothing is sent), an ID held by another provider (the registry changes
+     nothing), or another refusal by the registry; also unexpected local errors
+  2  usage or local setup: bad arguments, relative resource dir, root not initialized, unsafe token file
+  3  registry unavailable: unreachable, timed out, token rejected (401) or refused (403), server error
+`;
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+const root = { 'resource-dir': { type: 'string' } } as const satisfies Options;
+const registry = {
+  registry: { type: 'string' },
+  'machine-id': { type: 'string' },
+  'token-file': { type: 'string' },
+  'timeout-ms': { type: 'string' },
+} as const satisfies Options;
+const help = { help: { type: 'boolean', short: 'h' } } as const satisfies Options;
+
+const COMMAND_OPTIONS = {
+  init: { ...root, ...help },
+  validate: { ...root, ...help },
+  sync: { ...root, ...registry, 'dry-run': { type: 'boolean' }, ...help },
+  list: { ...registry, ...help },
+  'receipt add': {
+    ...root,
+    kind: { type: 'string' },
+    entrypoint: { type: 'string' },
+    name: { type: 'string' },
+    description: { type: 'string' },
+    'instructions-file': { type: 'string' },
+    source: { type: 'string' },
+    force: { type: 'boolean' },
+    ...help,
+  },
+} as const satisfies Record<string, Options>;
+type Command = keyof typeof COMMAND_OPTIONS;
+
+export interface Environment {
+  AGENT_RESOURCE_DIR?: string | undefined;
+  AGENTLET_TOKEN_FILE?: string | undefined;
+  AGENTLET_TIMEOUT_MS?: string | undefined;
+}
+
+function usage(message: string): CliError {
+  return new CliError(`${message}\nRun \`${PROGRAM} --help\` for usage.`, EXIT.usage);
+}
+
+function parse<C extends Command>(command: C, args: string[]) {
+  try {
+    return parseArgs({ args, options: COMMAND_OPTIONS[command], allowPositionals: true, strict: true });
+  } catch (err) {
+    // Node's messages name the option, never its value; keep their first sentence.
+    const first = ((err as Error).message.split(/\.(\s|$)/)[0] ?? 'invalid arguments').trim();
+    throw usage(`${command}: ${first}`);
+  }
+}
+
+function required(values: Record<string, unknown>, name: string, command: string): string {
+  const v = values[name];
+  if (typeof v !== 'string' || v === '') throw usage(`${command} needs --${name}`);
+  return v;
+}
+
+function timeoutMs(flag: string | undefined, env: Environment): number {
+  const [raw, origin] = flag !== undefined ? [flag, '--timeout-ms'] : env.AGENTLET_TIMEOUT_MS ? [env.AGENTLET_TIMEOUT_MS, 'AGENTLET_TIMEOUT_MS'] : [undefined, ''];
+  if (raw === undefined) return DEFAULT_TIMEOUT_MS;
+  const ms = /^[0-9]+$/.test(raw) ? Number(raw) : NaN;
+  if (!(ms >= 1 && ms <= MAX_TIMEOUT_MS)) throw usage(`${origin} must be a whole number of milliseconds between 1 and ${MAX_TIMEOUT_MS}`);
+  return ms;
+}
+
+function registryInput(values: Record<string, unknown>, env: Environment, command: string): RegistryInput {
+  const registryUrl = parseRegistryUrl(required(values, 'registry', command));
+  const machineId = required(values, 'machine-id', command);
+  if (!new RegExp(SLUG_ID_PATTERN).test(machineId) || machineId === HOST_PROVIDER) {
+    throw usage(`--machine-id must be the exact machine ID this machine was enrolled with (letters, digits, . _ -; not "${HOST_PROVIDER}")`);
+  }
+  const tokenFile = (values['token-file'] as string | undefined) || env.AGENTLET_TOKEN_FILE;
+  if (!tokenFile) throw usage(`${command} needs the machine token: pass --token-file FILE or set AGENTLET_TOKEN_FILE`);
+  return { registryUrl, machineId, tokenFile: path.resolve(tokenFile), timeoutMs: timeoutMs(values['timeout-ms'] as string | undefined, env) };
+}
+
+async function dispatch(argv: string[], env: Environment, io: Output, now: () => Date): Promise<ExitCode> {
+  if (argv.some((a) => /^--?token(=|$)/.test(a))) {
+    throw usage('the token is never taken from the command line: put it in a file readable only by you (chmod 600) and pass --token-file FILE or set AGENTLET_TOKEN_FILE');
+  }
+  const [first, second] = argv;
+  if (first === undefined) {
+    io.err(HELP);
+    return EXIT.usage;
+  }
+  if (first === '--help' || first === '-h' || first === 'help') {
+    io.out(HELP);
+    return EXIT.ok;
+  }
+  let command: Command;
+  let rest: string[];
+  if (first === 'receipt') {
+    if (second !== 'add') throw usage(second === undefined || second.startsWith('-') ? 'receipt needs a subcommand: receipt add <id>' : `unknown receipt subcommand "${second}"`);
+    command = 'receipt add';
+    rest = argv.slice(2);
+  } else if (Object.hasOwn(COMMAND_OPTIONS, first) && first !== 'receipt add') {
+    command = first as Command;
+    rest = argv.slice(1);
+  } else {
+    throw usage(first.startsWith('-') ? `a command comes first, before ${first.split('=')[0]}` : `unknown command "${first}"`);
+  }
+
+  const { values, positionals } = parse(command, rest);
+  if (values.help) {
+    io.out(HELP);
+    return EXIT.ok;
+  }
+  const v = values as Record<string, unknown>;
+  const expectedPositionals = command === 'receipt add' ? 1 : 0;
+  if (positionals.length !== expectedPositionals) {
+    throw usage(command === 'receipt add' ? 'receipt add takes exactly one receipt ID' : `${command} takes no positional arguments`);
+  }
+  // Loaded only once the arguments are sound: the secret scanner's rules take a moment to load.
+  const { initCommand, listCommand, receiptAddCommand, syncCommand, validateCommand } = await import('./commands.js');
+  const resourceRoot = () => resolveResourceRoot(v['resource-dir'] as string | undefined, env.AGENT_RESOURCE_DIR);
+
+  switch (command) {
+    case 'init':
+      return initCommand(resourceRoot(), io);
+    case 'validate':
+      return validateCommand(resourceRoot(), io);
+    case 'sync':
+      return syncCommand(resourceRoot(), { ...registryInput(v, env, command), dryRun: v['dry-run'] === true }, io);
+    case 'list':
+      return listCommand(registryInput(v, env, command), io);
+    case 'receipt add': {
+      const kind = required(v, 'kind', command);
+      if (!RECEIPT_KINDS.includes(kind as ReceiptKind)) throw usage(`--kind must be one of ${RECEIPT_KINDS.join(', ')}`);
+      const instructionsFile = required(v, 'instructions-file', command);
+      return receiptAddCommand(
+        resourceRoot(),
+        {
+          id: positionals[0]!,
+          kind: kind as ReceiptKind,
+          entrypoint: required(v, 'entrypoint', command),
+          name: required(v, 'name', command),
+          description: required(v, 'description', command),
+          instructionsFile: path.resolve(instructionsFile),
+          source: v.source as string | undefined,
+          force: v.force === true,
+          now: now(),
+        },
+        io,
+      );
+    }
+  }
+}
+
+export interface Sink {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+/** Runs one invocation and returns its exit code; never throws. */
+export async function main(argv: string[], env: Environment, sink: Sink, now: () => Date = () => new Date()): Promise<ExitCode> {
+  const secrets: string[] = [];
+  const mask = (line: string) => secrets.reduce((acc, s) => acc.replaceAll(s, '[token]'), line);
+  const io: Output = {
+    out: (line) => sink.out(mask(line) + '\n'),
+    err: (line) => sink.err(mask(line) + '\n'),
+    protect: (secret) => {
+      if (secret.length > 0) secrets.push(secret);
+    },
+  };
+  try {
+    return await dispatch(argv, env, io, now);
+  } catch (err) {
+    if (err instanceof CliError) {
+      io.err(`${PROGRAM}: ${err.message}`);
+      return err.exitCode;
+    }
+    const e = err as NodeJS.ErrnoException;
+    io.err(`${PROGRAM}: unexpected error: ${e.message ?? String(err)}`);
+    return EXIT.rejected;
+  }
+}

@@ -1,0 +1,226 @@
+// Installation receipts (`receipts/<id>.json`): their format, and the validation every receipt passes before
+// it is written or published. Record fields are checked with the registry's own TypeBox rules, so a receipt
+// that validates here is one the server accepts.
+import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises';
+import path from 'node:path';
+import Type, { type Static } from 'typebox';
+import { Compile } from 'typebox/compile';
+import { ResourceId, SINGLE_LINE_PATTERN } from '../schemas/common.js';
+import { ReconcileEntry, MAX_RECONCILE_RESOURCES } from '../schemas/resource.js';
+import type { SecretScanner } from '../secrets/secret-scanner.js';
+import { TEMP_SUFFIX } from '../storage/durable-file.js';
+import { KIND_DIRS, RECEIPTS_DIR, type ReceiptKind } from './resource-root.js';
+
+export const RECEIPT_SCHEMA_VERSION = 1;
+/** Far above any valid receipt (instructions stop at 4000 characters); protects against reading junk. */
+export const MAX_RECEIPT_BYTES = 64 * 1024;
+
+export const Receipt = Type.Object(
+  {
+    schemaVersion: Type.Literal(RECEIPT_SCHEMA_VERSION),
+    id: ResourceId,
+    kind: Type.Union([Type.Literal('skill'), Type.Literal('tool'), Type.Literal('connector')]),
+    name: ReconcileEntry.properties.name,
+    description: ReconcileEntry.properties.description,
+    instructions: ReconcileEntry.properties.instructions,
+    entrypoint: Type.String({ minLength: 1, maxLength: 4096, pattern: SINGLE_LINE_PATTERN }),
+    source: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, pattern: SINGLE_LINE_PATTERN })),
+    installedAt: Type.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false, title: 'Receipt' },
+);
+export type Receipt = Static<typeof Receipt>;
+
+const checkReceipt = Compile(Receipt);
+const checkEntry = Compile(ReconcileEntry);
+
+/** The one record a receipt publishes: nothing about kind, entrypoint or installation leaves the machine. */
+export function toReconcileEntry(receipt: Receipt): ReconcileEntry {
+  return { schemaVersion: 1, id: receipt.id, name: receipt.name, description: receipt.description, instructions: receipt.instructions };
+}
+
+/** Key order of a written receipt, so files diff cleanly. */
+export function serializeReceipt(receipt: Receipt): string {
+  const { schemaVersion, id, kind, name, description, instructions, entrypoint, source, installedAt } = receipt;
+  const ordered = { schemaVersion, id, kind, name, description, instructions, entrypoint, ...(source === undefined ? {} : { source }), installedAt };
+  return JSON.stringify(ordered, null, 2) + '\n';
+}
+
+export interface ReceiptReport {
+  /** Path relative to the root, e.g. `receipts/web-search.json`. */
+  file: string;
+  /** Empty when the receipt is valid. */
+  problems: string[];
+  /** Set only when the receipt is valid. */
+  receipt?: Receipt;
+}
+
+const PATTERN_HINTS: Record<string, string> = {
+  '/id': 'must be kebab-case: lower-case letters and digits in groups joined by single hyphens',
+  '/name': 'must not be blank or hold control characters other than newline and tab',
+  '/description': 'must not be blank or hold control characters other than newline and tab',
+  '/instructions': 'must not be blank or hold control characters other than newline and tab',
+  '/entrypoint': 'must be one line without control characters',
+  '/source': 'must be one line without control characters',
+};
+
+/** Schema errors as short sentences naming the field and the rule, never the value. */
+function schemaProblems(value: unknown): string[] {
+  const problems = new Set<string>();
+  for (const e of checkReceipt.Errors(value)) {
+    const field = e.instancePath || 'receipt';
+    const params = e.params as { additionalProperties?: string[]; requiredProperties?: string[] };
+    switch (e.keyword) {
+      case 'boolean':
+      case 'const':
+        if (e.instancePath === '/kind') break;
+        if (e.instancePath === '/schemaVersion') problems.add(`/schemaVersion must be ${RECEIPT_SCHEMA_VERSION}`);
+        break;
+      case 'anyOf':
+        problems.add(e.instancePath === '/kind' ? `/kind must be one of ${Object.keys(KIND_DIRS).join(', ')}` : `${field} ${e.message}`);
+        break;
+      case 'additionalProperties':
+        problems.add(`unknown field(s): ${(params.additionalProperties ?? []).join(', ')}`);
+        break;
+      case 'required':
+        problems.add(`missing field(s): ${(params.requiredProperties ?? []).join(', ')}`);
+        break;
+      case 'pattern':
+        problems.add(`${field} ${PATTERN_HINTS[field] ?? 'has an invalid format'}`);
+        break;
+      case 'format':
+        problems.add(`${field} must be an RFC 3339 date-time, e.g. 2026-01-31T12:00:00.000Z`);
+        break;
+      default:
+        problems.add(`${field} ${e.message}`);
+    }
+  }
+  return [...problems];
+}
+
+/**
+ * The entrypoint is relative to the root, has no `..` segment, lies under its kind's directory, exists, and
+ * its real path (symbolic links resolved) stays inside that directory of the real root.
+ */
+export async function entrypointProblems(realRoot: string, kind: ReceiptKind, entrypoint: string): Promise<string[]> {
+  if (path.isAbsolute(entrypoint)) return ['/entrypoint must be relative to the resource root, not absolute'];
+  const segments = entrypoint.split(/[\\/]/);
+  if (segments.includes('..')) return ['/entrypoint must not contain ".." segments'];
+  const normalized = path.posix.normalize(entrypoint).replace(/\/+$/, '');
+  const kindDir = KIND_DIRS[kind];
+  if (normalized.split('/')[0] !== kindDir || normalized === kindDir) {
+    return [`/entrypoint of a ${kind} must lie under ${kindDir}/ (got ${entrypoint})`];
+  }
+  let real: string;
+  try {
+    real = await realpath(path.join(realRoot, normalized));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return [`/entrypoint ${entrypoint} does not exist`];
+    if (code === 'ELOOP') return [`/entrypoint ${entrypoint} is a symbolic link loop`];
+    return [`/entrypoint ${entrypoint} cannot be resolved (${code ?? 'error'})`];
+  }
+  const relative = path.relative(realRoot, real);
+  if (relative === '' || relative === '..' || relative.startsWith(`..${path.sep}`) || path.isAbsolute(relative)) {
+    return [`/entrypoint ${entrypoint} resolves outside the resource root (to ${real}); symbolic links must stay inside it`];
+  }
+  const realSegments = relative.split(path.sep);
+  if (realSegments[0] !== kindDir || realSegments.length < 2) {
+    return [`/entrypoint ${entrypoint} resolves to ${relative}, which is not under ${kindDir}/`];
+  }
+  const target = await stat(real);
+  if (!target.isFile() && !target.isDirectory()) return [`/entrypoint ${entrypoint} is neither a file nor a directory`];
+  return [];
+}
+
+/** Text fields a receipt could leak a secret through. */
+function textFields(value: Record<string, unknown>): [string, string][] {
+  return ['id', 'name', 'description', 'instructions', 'entrypoint', 'source']
+    .filter((k) => typeof value[k] === 'string')
+    .map((k) => [`/${k}`, value[k] as string]);
+}
+
+/**
+ * Validates one parsed receipt against everything but the file itself: schema, ID = file name, entrypoint,
+ * secrets. Returns the problems, empty when valid.
+ */
+export async function receiptProblems(
+  realRoot: string,
+  expectedId: string,
+  value: unknown,
+  scanner: SecretScanner,
+): Promise<string[]> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return ['a receipt must be a JSON object'];
+  const v = value as Record<string, unknown>;
+  // Scan first: a field that holds a secret is never quoted in a later message.
+  const findings = await scanner.scan(textFields(v));
+  const secretFields = new Set(findings.map((f) => f.field));
+  const problems = schemaProblems(value);
+  if (typeof v.id === 'string' && v.id !== expectedId) problems.push(`/id does not match the file name (expected "${expectedId}")`);
+  const entrypointChecked =
+    typeof v.entrypoint === 'string' &&
+    typeof v.kind === 'string' &&
+    v.kind in KIND_DIRS &&
+    !secretFields.has('/entrypoint') &&
+    !problems.some((p) => p.startsWith('/entrypoint'));
+  if (entrypointChecked) problems.push(...(await entrypointProblems(realRoot, v.kind as ReceiptKind, v.entrypoint as string)));
+  for (const finding of findings) {
+    problems.push(`${finding.field} looks like it contains a secret (rule ${finding.rule}); secrets never belong in a receipt`);
+  }
+  if (problems.length === 0 && !checkEntry.Check(toReconcileEntry(value as Receipt))) {
+    problems.push('the record it publishes does not pass the registry rules'); // defensive: the schemas share fields
+  }
+  return problems;
+}
+
+/** Reads and validates `receipts/<file>`. */
+export async function validateReceiptFile(realRoot: string, fileName: string, scanner: SecretScanner): Promise<ReceiptReport> {
+  const file = `${RECEIPTS_DIR}/${fileName}`;
+  const fail = (...problems: string[]): ReceiptReport => ({ file, problems });
+  if (!fileName.endsWith('.json')) return fail('not a receipt: receipt files are named <id>.json');
+  const expectedId = fileName.slice(0, -'.json'.length);
+  const full = path.join(realRoot, RECEIPTS_DIR, fileName);
+  const st = await lstat(full);
+  if (st.isSymbolicLink()) return fail('a receipt must be a regular file, not a symbolic link');
+  if (!st.isFile()) return fail('a receipt must be a regular file');
+  if (st.size > MAX_RECEIPT_BYTES) return fail(`larger than ${MAX_RECEIPT_BYTES} bytes`);
+  let value: unknown;
+  try {
+    value = JSON.parse(await readFile(full, 'utf8'));
+  } catch {
+    return fail('not valid JSON'); // the parser's message may quote the content, which could be a secret
+  }
+  const problems = await receiptProblems(realRoot, expectedId, value, scanner);
+  return problems.length > 0 ? fail(...problems) : { file, problems, receipt: value as Receipt };
+}
+
+export interface RootReport {
+  realRoot: string;
+  reports: ReceiptReport[];
+  valid: boolean;
+}
+
+/**
+ * Validates every entry of `receipts/`, sorted by name. Dotfiles and leftover temp files of an interrupted
+ * write are skipped; anything else that is not a valid `<id>.json` is reported, because `sync` would
+ * otherwise withdraw the record it was meant to keep.
+ */
+export async function validateResourceRoot(root: string, scanner: SecretScanner): Promise<RootReport> {
+  const realRoot = await realpath(root);
+  const names = (await readdir(path.join(realRoot, RECEIPTS_DIR)))
+    .filter((n) => !n.startsWith('.') && !n.endsWith(TEMP_SUFFIX))
+    .sort();
+  const reports: ReceiptReport[] = [];
+  for (const name of names) reports.push(await validateReceiptFile(realRoot, name, scanner));
+  let valid = reports.every((r) => r.problems.length === 0);
+  if (reports.length > MAX_RECONCILE_RESOURCES) {
+    valid = false;
+    reports.push({ file: RECEIPTS_DIR, problems: [`${reports.length} receipts; the registry accepts at most ${MAX_RECONCILE_RESOURCES} per machine`] });
+  }
+  return { realRoot, reports, valid };
+}
+
+/** `ok <id>` or `invalid <file>: <problem>; <problem>`. */
+export function formatReport(report: ReceiptReport): string {
+  return report.receipt ? `ok ${report.receipt.id}` : `invalid ${report.file}: ${report.problems.join('; ')}`;
+}

@@ -1,0 +1,192 @@
+// The registry's provider routes as this machine uses them, over undici. Request and response types come from
+// api-types.ts (generated from openapi/openapi.json), and answers are checked at run time with the server's
+// own TypeBox schemas, so the client cannot silently drift from the contract. Every failure becomes a
+// CliError whose message names the URL and the machine, never the token.
+import { Agent, request } from 'undici';
+import { Compile } from 'typebox/compile';
+import { ReconcileResult, ResourceList } from '../schemas/resource.js';
+import type { operations, paths } from './api-types.js';
+import { CliError, EXIT } from './exit-codes.js';
+
+type JsonContent<T> = T extends { content: { 'application/json': infer B } } ? B : never;
+type ReconcileOperation = operations['reconcileProviderResources'];
+type ListOperation = operations['listProviderResources'];
+
+export type ReconcileRequest = JsonContent<ReconcileOperation['requestBody']>;
+export type ReconcileResponse = JsonContent<ReconcileOperation['responses'][200]>;
+export type ProviderResources = JsonContent<ListOperation['responses'][200]>['resources'];
+type ErrorResponse = JsonContent<ReconcileOperation['responses'][409]>;
+
+const PROVIDER_RESOURCES = '/api/acp/providers/{provider}/resources' satisfies keyof paths;
+// Compile-time links between the path and the operations used on it: a renamed route breaks the build.
+type Operations = paths[typeof PROVIDER_RESOURCES];
+const _linked: [Operations['put'], Operations['get']] extends [ReconcileOperation, ListOperation] ? true : never = true;
+void _linked;
+
+const checkReconcileResult = Compile(ReconcileResult);
+const checkResourceList = Compile(ResourceList);
+
+export const DEFAULT_TIMEOUT_MS = 10_000;
+
+export interface RegistryClientOptions {
+  /** Base URL of the registry, e.g. `http://127.0.0.1:8787`. */
+  registryUrl: string;
+  machineId: string;
+  token: string;
+  /** Names the file in 401 messages. */
+  tokenFile: string;
+  timeoutMs: number;
+}
+
+/** Accepts `http(s)://host[:port][/prefix]`; refuses credentials, query and fragment. Returns it without a trailing slash. */
+export function parseRegistryUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new CliError(`--registry must be an http:// or https:// URL (got "${value}")`, EXIT.usage);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new CliError(`--registry must be an http:// or https:// URL (got ${url.protocol})`, EXIT.usage);
+  if (url.username || url.password) throw new CliError('--registry must not carry credentials; the machine token is read from the token file', EXIT.usage);
+  if (url.search || url.hash) throw new CliError('--registry must be the base URL, without query or fragment', EXIT.usage);
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+}
+
+/** The first error code found on an error, its cause, or an AggregateError's members (connection errors nest). */
+function errorCode(err: unknown, depth = 0): string | undefined {
+  if (depth > 4 || err === null || typeof err !== 'object') return undefined;
+  const e = err as { code?: unknown; name?: unknown; cause?: unknown; errors?: unknown[] };
+  if (e.name === 'TimeoutError') return 'TIMEOUT';
+  if (typeof e.code === 'string' && e.code !== 'UND_ERR') return e.code;
+  return errorCode(e.cause, depth + 1) ?? (Array.isArray(e.errors) ? e.errors.map((x) => errorCode(x, depth + 1)).find(Boolean) : undefined);
+}
+
+const TIMEOUT_CODES = new Set(['TIMEOUT', 'ABORT_ERR', 'UND_ERR_ABORTED', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
+
+export class RegistryClient {
+  readonly #o: RegistryClientOptions;
+  readonly #agent: Agent;
+
+  constructor(options: RegistryClientOptions) {
+    this.#o = options;
+    const ms = options.timeoutMs;
+    this.#agent = new Agent({ connect: { timeout: ms }, headersTimeout: ms, bodyTimeout: ms });
+  }
+
+  async close(): Promise<void> {
+    await this.#agent.close();
+  }
+
+  /** `PUT /api/acp/providers/:machineId/resources[?dryRun=true]`: the machine's whole set in one request. */
+  async reconcile(resources: ReconcileRequest['resources'], dryRun: boolean): Promise<ReconcileResponse> {
+    const body: ReconcileRequest = { resources };
+    const answer = await this.#send('PUT', this.#providerPath(), dryRun ? '?dryRun=true' : '', body);
+    if (!checkReconcileResult.Check(answer)) throw this.#unexpected('the reconcile answer does not match the contract');
+    return answer;
+  }
+
+  /** `GET /api/acp/providers/:machineId/resources`: what the registry holds for this machine. */
+  async list(): Promise<ProviderResources> {
+    const answer = await this.#send('GET', this.#providerPath(), '');
+    if (!checkResourceList.Check(answer)) throw this.#unexpected('the resource list does not match the contract');
+    return (answer as { resources: ProviderResources }).resources;
+  }
+
+  #providerPath(): string {
+    return PROVIDER_RESOURCES.replace('{provider}', encodeURIComponent(this.#o.machineId));
+  }
+
+  async #send(method: 'GET' | 'PUT', pathname: string, query: string, body?: unknown): Promise<unknown> {
+    const { registryUrl, token, timeoutMs } = this.#o;
+    let status: number;
+    let contentType: string;
+    let text: string;
+    try {
+      const res = await request(`${registryUrl}${pathname}${query}`, {
+        method,
+        dispatcher: this.#agent,
+        signal: AbortSignal.timeout(timeoutMs),
+        headers: {
+          authorization: `Bearer ${token}`,
+          accept: 'application/json',
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      status = res.statusCode;
+      contentType = String(res.headers['content-type'] ?? '');
+      text = await res.body.text();
+    } catch (err) {
+      throw this.#networkError(err);
+    }
+    let json: unknown;
+    try {
+      json = contentType.includes('application/json') ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    if (status >= 200 && status < 300) {
+      if (json === undefined) throw this.#unexpected(`status ${status} without a JSON body`);
+      return json;
+    }
+    throw this.#statusError(status, json as Partial<ErrorResponse> | undefined);
+  }
+
+  #networkError(err: unknown): CliError {
+    const { registryUrl, timeoutMs } = this.#o;
+    const code = errorCode(err) ?? 'unknown error';
+    if (TIMEOUT_CODES.has(code)) {
+      return new CliError(
+        `the registry at ${registryUrl} did not answer within ${timeoutMs} ms; check that it is running and reachable, or raise --timeout-ms (AGENTLET_TIMEOUT_MS)`,
+        EXIT.unavailable,
+      );
+    }
+    const why = code === 'ECONNREFUSED' ? 'connection refused' : code === 'ENOTFOUND' || code === 'EAI_AGAIN' ? 'host not found' : code;
+    return new CliError(
+      `cannot reach the registry at ${registryUrl} (${why}); check that the registry is running and that --registry is its base URL`,
+      EXIT.unavailable,
+    );
+  }
+
+  #unexpected(what: string): CliError {
+    return new CliError(
+      `unexpected answer from ${this.#o.registryUrl}: ${what}; is --registry the registry's base URL, and is the registry the version this client was built for?`,
+      EXIT.unavailable,
+    );
+  }
+
+  #statusError(status: number, body: Partial<ErrorResponse> | undefined): CliError {
+    const { registryUrl, machineId, tokenFile } = this.#o;
+    const code = typeof body?.code === 'string' ? body.code : undefined;
+    const message = typeof body?.message === 'string' ? body.message : undefined;
+    // A 404 on these routes means the URL does not point at this registry's API (wrong prefix, other service).
+    if (status === 404) return this.#unexpected(`404${code ? ` ${code}` : ''} for ${PROVIDER_RESOURCES}`);
+    if (body === undefined || code === undefined) return this.#unexpected(`status ${status} without an error body`);
+    if (status === 401) {
+      return new CliError(
+        `the registry at ${registryUrl} rejected the token for machine ${machineId} (401 ${code}): the token in ${tokenFile} is wrong, ` +
+          `or the machine's enrollment was revoked. Ask the owner to enroll ${machineId} again and store the new token in the token file.`,
+        EXIT.unavailable,
+      );
+    }
+    if (status === 403) {
+      return new CliError(
+        `the registry at ${registryUrl} refused to act for machine ${machineId} (403 ${code}): the token is valid but belongs to another ` +
+          `provider; --machine-id must be the exact machine ID the token was issued for.`,
+        EXIT.unavailable,
+      );
+    }
+    if (status === 409 && code === 'resource_conflict') {
+      const conflicts = (body.details?.conflicts as { id?: unknown; provider?: unknown }[] | undefined) ?? [];
+      const lines = conflicts.map((c) => `  ${String(c.id)} is held by provider ${String(c.provider)}`);
+      return new CliError(
+        [`conflict: ${conflicts.length} ID(s) are held by another provider; the registry changed nothing:`, ...lines].join('\n') +
+          '\nRename these receipts (resource IDs are global) or ask the holder to withdraw them.',
+        EXIT.rejected,
+      );
+    }
+    const detail = message ? `: ${message}` : '';
+    if (status >= 500) return new CliError(`the registry at ${registryUrl} failed (${status} ${code})${detail}; try again later`, EXIT.unavailable);
+    return new CliError(`the registry rejected the request (${status} ${code})${detail}`, EXIT.rejected);
+  }
+}

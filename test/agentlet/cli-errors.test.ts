@@ -1,0 +1,91 @@
+// agentlet-resources with an unreachable or silent registry, usage errors, and init.
+// The compiled CLI runs as a child process against a real registry on a loopback socket (fresh DATA_DIR); every
+// run is checked for leaked tokens (test/helpers/agentlet.ts).
+import t from 'tap';
+import { chmod, mkdir, stat } from 'node:fs/promises';
+import net, { type AddressInfo } from 'node:net';
+import path from 'node:path';
+import { assertBuilt, cliRunner, machine, tempDir } from '../helpers/agentlet.js';
+
+assertBuilt();
+
+t.test('an unreachable registry is named with a hint', async (t) => {
+  const m = await machine(t);
+  const closed = net.createServer();
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  const { port } = closed.address() as AddressInfo;
+  await new Promise((resolve) => closed.close(resolve));
+  const url = `http://127.0.0.1:${port}`;
+  for (const command of ['sync', 'list']) {
+    const run = await m.cli([command, '--registry', url, '--machine-id', 'agentlet-7f3a', '--token-file', m.tokenPath]);
+    t.equal(run.code, 3, command);
+    t.match(run.stderr, `cannot reach the registry at ${url} (connection refused); check that the registry is running and that --registry is its base URL`);
+  }
+});
+
+t.test('a URL that is not the registry base URL is named as such', async (t) => {
+  const m = await machine(t);
+  const run = await m.cli(['list', '--registry', `${m.reg.url}/some/prefix`, '--machine-id', 'agentlet-7f3a', '--token-file', m.tokenPath]);
+  t.equal(run.code, 3);
+  t.match(run.stderr, `unexpected answer from ${m.reg.url}/some/prefix: 404 not_found for /api/acp/providers/{provider}/resources; is --registry the registry's base URL`);
+});
+
+t.test('a registry that does not answer times out within --timeout-ms', async (t) => {
+  const m = await machine(t);
+  const sockets = new Set<net.Socket>();
+  const silent = net.createServer((socket) => sockets.add(socket));
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    for (const s of sockets) s.destroy();
+    silent.close();
+  });
+  const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+  const started = Date.now();
+  const run = await m.cli(['list', '--registry', url, '--machine-id', 'agentlet-7f3a', '--token-file', m.tokenPath, '--timeout-ms', '300']);
+  t.equal(run.code, 3);
+  t.match(run.stderr, `the registry at ${url} did not answer within 300 ms`);
+  t.ok(Date.now() - started < 10_000, 'bounded');
+  const env = await m.cli(['list', '--registry', url, '--machine-id', 'agentlet-7f3a', '--token-file', m.tokenPath], { AGENTLET_TIMEOUT_MS: '200' });
+  t.match(env.stderr, /did not answer within 200 ms/, 'AGENTLET_TIMEOUT_MS sets it too');
+});
+
+t.test('usage errors exit 2 and say what to do', async (t) => {
+  const dir = await tempDir(t);
+  const cli = cliRunner(t);
+  const cases: [string[], Record<string, string>, RegExp][] = [
+    [['validate', '--resource-dir', 'relative/dir'], {}, /--resource-dir must be an absolute path/],
+    [['validate'], { AGENT_RESOURCE_DIR: 'relative' }, /AGENT_RESOURCE_DIR must be an absolute path/],
+    [['validate', '--resource-dir', path.join(dir, 'missing')], {}, /does not exist or is not a directory; run `agentlet-resources init` first/],
+    [['frobnicate'], {}, /unknown command "frobnicate"/],
+    [['toString'], {}, /unknown command "toString"/],
+    [['sync', '--bogus'], {}, /sync: Unknown option '--bogus'/],
+    [['receipt', 'add', 'x', '--kind', 'plugin'], { AGENT_RESOURCE_DIR: dir }, /--kind must be one of skill, tool, connector/],
+    [['list', '--registry', 'ftp://x', '--machine-id', 'm', '--token-file', 'f'], {}, /--registry must be an http/],
+    [['list', '--registry', 'http://x', '--machine-id', 'huabu', '--token-file', 'f'], {}, /--machine-id must be the exact machine ID/],
+    [['list', '--registry', 'http://x', '--machine-id', 'm', '--token-file', 'f', '--timeout-ms', '0'], {}, /--timeout-ms must be a whole number/],
+    [[], {}, /Usage: agentlet-resources/],
+  ];
+  for (const [args, env, message] of cases) {
+    const run = await cli(args, env);
+    t.equal(run.code, 2, args.join(' ') || '(no arguments)');
+    t.match(run.stderr, message);
+  }
+  const help = await cli(['--help']);
+  t.equal(help.code, 0);
+  t.match(help.stdout, /Exit codes\n {2}0 {2}success[\s\S]*3 {2}registry unavailable/);
+});
+
+t.test('init is idempotent and tightens a loose root', async (t) => {
+  const dir = await tempDir(t);
+  const root = path.join(dir, 'res');
+  const cli = cliRunner(t);
+  await mkdir(path.join(root, 'receipts'), { recursive: true, mode: 0o777 });
+  await chmod(path.join(root, 'receipts'), 0o777);
+  const init = await cli(['init', '--resource-dir', root]);
+  t.equal(init.code, 0, init.stderr);
+  t.match(init.stdout, `tightened ${path.join(root, 'receipts')} to mode 0700`);
+  t.equal((await stat(path.join(root, 'receipts'))).mode & 0o777, 0o700);
+  const again = await cli(['init', '--resource-dir', root]);
+  t.equal(again.code, 0);
+  t.notMatch(again.stdout, /created|tightened/);
+});

@@ -1,0 +1,33 @@
+// The Agentlet client is framework-free: nothing it imports, directly or through shared modules, reaches
+// Fastify, the HTTP adapters or the server's process code.
+import t from 'tap';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+function importsOf(file: string): string[] {
+  const source = readFileSync(file, 'utf8');
+  return [...source.matchAll(/^\s*(?:import|export)\s[^;]*?from\s+'([^']+)'/gm)].map((m) => m[1]!);
+}
+
+t.test('src/agentlet/cli.ts reaches no Fastify module', async (t) => {
+  const seen = new Set<string>();
+  const packages = new Set<string>();
+  const queue = [path.resolve('src/agentlet/cli.ts')];
+  while (queue.length > 0) {
+    const file = queue.pop()!;
+    if (seen.has(file)) continue;
+    seen.add(file);
+    for (const spec of importsOf(file)) {
+      if (spec.startsWith('.')) queue.push(path.resolve(path.dirname(file), spec).replace(/\.js$/, '.ts'));
+      else packages.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
+    }
+  }
+  const local = [...seen].map((f) => path.relative(process.cwd(), f)).sort();
+  t.ok(local.includes('src/agentlet/registry-client.ts') && local.includes('src/schemas/resource.ts'), 'the walk follows imports');
+  t.same(
+    local.filter((f) => /^src\/(http|routes|app|server|registry|storage\/(?!durable-file))/.test(f)),
+    [],
+    'no HTTP adapter, route, app or store module',
+  );
+  t.same([...packages].filter((p) => /fastify|pino/.test(p)), [], `packages: ${[...packages].sort().join(', ')}`);
+});

@@ -1,0 +1,185 @@
+// Helpers for the agentlet-resources tests: a real registry on a loopback socket, the compiled CLI run as a
+// child process (its output checked for every token issued in the test and kept for the canary scan), and
+// resource-root fixtures.
+import { execFile } from 'node:child_process';
+import { appendFileSync, existsSync, readdirSync, statSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { build, canaryLogFile, CANARY, type TestApp } from './build.js';
+
+/** The part of a tap test these helpers use. */
+export interface TestContext {
+  same(found: unknown, wanted: unknown, message: string): boolean;
+  teardown(fn: () => unknown): void;
+}
+
+export const CLI = path.resolve('dist', 'src', 'agentlet', 'cli.js');
+
+/** The tests run the compiled CLI; a missing or stale build would test old code, so say so instead. */
+export function assertBuilt(): void {
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first (\`npm test\` does)`);
+  const stale: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (entry.name.endsWith('.ts')) {
+        const js = path.join('dist', full.replace(/\.ts$/, '.js'));
+        if (!existsSync(js) || statSync(js).mtimeMs < statSync(full).mtimeMs) stale.push(full);
+      }
+    }
+  };
+  walk('src');
+  if (stale.length > 0) throw new Error(`dist/ is older than ${stale.join(', ')}: run \`npm run build\` first`);
+}
+
+export interface Registry {
+  h: TestApp;
+  url: string;
+  /** Every request the registry received on the provider routes, as `METHOD url`. */
+  providerRequests: string[];
+}
+
+export async function startRegistry(t: TestContext): Promise<Registry> {
+  const h = await build(t);
+  const providerRequests: string[] = [];
+  h.app.addHook('onRequest', async (request) => {
+    if (request.url.startsWith('/api/acp/providers/')) providerRequests.push(`${request.method} ${request.url}`);
+  });
+  await h.app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = h.app.server.address() as AddressInfo;
+  return { h, url: `http://127.0.0.1:${port}`, providerRequests };
+}
+
+export interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface CliRunner {
+  (args: string[], env?: Record<string, string>): Promise<Run>;
+  /** Tokens that must never appear in any output of this runner. */
+  tokens: string[];
+}
+
+/** Runs the compiled CLI; every run asserts that no known token appears in its stdout or stderr. */
+export function cliRunner(t: TestContext, baseEnv: Record<string, string> = {}): CliRunner {
+  const tokens: string[] = [CANARY.owner, CANARY.huabu, CANARY.secret];
+  const logFile = canaryLogFile();
+  const run = (async (args: string[], env: Record<string, string> = {}) => {
+    const result = await new Promise<Run>((resolve) => {
+      execFile(
+        process.execPath,
+        [CLI, ...args],
+        { env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), ...baseEnv, ...env }, timeout: 30_000 },
+        (err, stdout, stderr) => {
+          const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
+          resolve({ code, stdout, stderr });
+        },
+      );
+    });
+    appendFileSync(logFile, `$ agentlet-resources ${args.join(' ')}\n${result.stdout}${result.stderr}`);
+    const leaked = tokens.filter((tok) => result.stdout.includes(tok) || result.stderr.includes(tok));
+    t.same(leaked, [], `no token in the output of: ${args.slice(0, 2).join(' ')}`);
+    return result;
+  }) as CliRunner;
+  run.tokens = tokens;
+  return run;
+}
+
+/** A fresh temporary directory, removed at teardown. */
+export async function tempDir(t: TestContext, prefix = 'agentlet-'): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Writes a token file (mode 0600 unless told) and returns its path. */
+export async function tokenFile(dir: string, token: string, mode = 0o600, name = 'machine.token'): Promise<string> {
+  const file = path.join(dir, name);
+  await writeFile(file, token + '\n', { mode });
+  await chmod(file, mode);
+  return file;
+}
+
+/** Creates `<root>/<rel>` as a small file (and its parents). */
+export async function installFile(root: string, rel: string, content = '#!/bin/sh\necho hello\n'): Promise<string> {
+  const file = path.join(root, rel);
+  await mkdir(path.dirname(file), { recursive: true });
+  await writeFile(file, content);
+  return file;
+}
+
+export function receiptJson(id: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    schemaVersion: 1,
+    id,
+    kind: 'skill',
+    name: `Name of ${id}`,
+    description: `About ${id}.`,
+    instructions: `Read $AGENT_RESOURCE_DIR/skills/${id}/SKILL.md before using ${id}.`,
+    entrypoint: `skills/${id}/SKILL.md`,
+    installedAt: '2026-01-31T12:00:00.000Z',
+    ...overrides,
+  };
+}
+
+/** Writes `receipts/<file>` as given, bypassing `receipt add` (to plant invalid receipts). */
+export async function writeReceipt(root: string, value: unknown, file?: string): Promise<string> {
+  const name = file ?? `${(value as { id: string }).id}.json`;
+  const full = path.join(root, 'receipts', name);
+  await writeFile(full, typeof value === 'string' ? value : JSON.stringify(value, null, 2), { mode: 0o600 });
+  return full;
+}
+
+/** A GitHub token shape (`ghp_` + 36 alphanumerics) that secret scanners recognize; not a real credential. */
+export const FAKE_GITHUB_TOKEN = 'ghp_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8';
+
+export interface Machine {
+  reg: Registry;
+  cli: CliRunner;
+  root: string;
+  dir: string;
+  token: string;
+  tokenPath: string;
+  /** `--registry URL --machine-id ID --token-file FILE` for this machine. */
+  remote: string[];
+}
+
+/** A registry, an enrolled machine with its token file, and an initialized resource root. */
+export async function machine(t: TestContext & { equal(found: unknown, wanted: unknown, message: string): boolean }, machineId = 'agentlet-7f3a'): Promise<Machine> {
+  const reg = await startRegistry(t);
+  const dir = await tempDir(t);
+  const root = path.join(dir, 'resources');
+  const cli = cliRunner(t, { AGENT_RESOURCE_DIR: root });
+  const token = await reg.h.enroll(machineId);
+  cli.tokens.push(token);
+  const tokenPath = await tokenFile(dir, token);
+  const init = await cli(['init']);
+  t.equal(init.code, 0, 'init');
+  return { reg, cli, root, dir, token, tokenPath, remote: ['--registry', reg.url, '--machine-id', machineId, '--token-file', tokenPath] };
+}
+
+export async function catalogue(m: Machine): Promise<{ body: string; resources: { id: string; provider: string }[] }> {
+  const res = await m.reg.h.app.inject({ url: '/api/acp/resources', headers: m.reg.h.owner });
+  return { body: res.body, resources: res.json().resources };
+}
+
+/** Installs `skills/<id>/SKILL.md` and adds its receipt through the CLI. */
+export async function addSkill(m: Machine, id: string, extra: string[] = []) {
+  await installFile(m.root, `skills/${id}/SKILL.md`, `# ${id}\n`);
+  const instructions = path.join(m.dir, `${id}.md`);
+  await writeFile(instructions, `Read $AGENT_RESOURCE_DIR/skills/${id}/SKILL.md before using ${id}.\n`);
+  return m.cli([
+    'receipt', 'add', id,
+    '--kind', 'skill',
+    '--entrypoint', `skills/${id}`,
+    '--name', `Skill ${id}`,
+    '--description', `What ${id} does.`,
+    '--instructions-file', instructions,
+    ...extra,
+  ]);
+}
