@@ -63,9 +63,11 @@ t.test('negative check: a server that acknowledges before committing is caught',
     ...base,
     seed: seed ^ 0x5eed,
     rounds: NEGATIVE_MAX_ROUNDS,
-    env: { ARR_UNSAFE_ACK_BEFORE_WRITE_MS: '400', ARR_ALLOW_UNSAFE_TEST_MODES: '1' },
+    // Kill after the first acknowledgements, well within the second during which commits lag behind.
+    killAfterMs: [250, 500],
+    env: { ARR_UNSAFE_ACK_BEFORE_WRITE_MS: '1000', ARR_ALLOW_UNSAFE_TEST_MODES: '1' },
     // The unsafe server commits enrollment late as well; let it land before the first kill.
-    settleMs: 600,
+    settleMs: 1_500,
     stopWhen: (violations) => violations.some((v) => v.kind === 'lost-acknowledged-write'),
     log: () => undefined,
   });
