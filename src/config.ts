@@ -12,6 +12,11 @@ export interface Config {
   host: string;
   port: number;
   dataDir: string;
+  /**
+   * TEST ONLY (crash-test negative check): acknowledge writes this many ms before they are committed, so a
+   * kill loses acknowledged writes. Unset in every real deployment; see ARR_UNSAFE_ACK_BEFORE_WRITE_MS.
+   */
+  unsafeAckBeforeWriteMs?: number;
   publicBaseUrl: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   ownerToken: string | undefined;
@@ -29,6 +34,9 @@ const Env = Type.Object({
   HOST: Type.Optional(Type.String({ minLength: 1 })),
   PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
   DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
+  // Test-only switches, refused unless ARR_ALLOW_UNSAFE_TEST_MODES=1 (see loadConfig).
+  ARR_UNSAFE_ACK_BEFORE_WRITE_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,4}$' })),
+  ARR_ALLOW_UNSAFE_TEST_MODES: Type.Optional(Type.Literal('1')),
   PUBLIC_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$' })),
   LOG_LEVEL: Type.Optional(Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)))),
   OWNER_TOKEN: Type.Optional(Type.String({ minLength: MIN_TOKEN_LENGTH })),
@@ -63,6 +71,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (e.DATABASE_URL) {
     throw new ConfigError('DATABASE_URL is set, but this version stores data in JSON files under DATA_DIR only; unset it.');
   }
+  if (e.ARR_UNSAFE_ACK_BEFORE_WRITE_MS !== undefined && e.ARR_ALLOW_UNSAFE_TEST_MODES !== '1') {
+    throw new ConfigError(
+      'ARR_UNSAFE_ACK_BEFORE_WRITE_MS is a test-only mode that loses acknowledged writes on a crash; it is refused unless ARR_ALLOW_UNSAFE_TEST_MODES=1 is also set.',
+    );
+  }
   const host = e.HOST ?? '127.0.0.1';
   const port = e.PORT === undefined ? 8787 : Number(e.PORT);
   if (port > 65535) throw new ConfigError('PORT must be between 0 and 65535');
@@ -79,6 +92,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     host,
     port,
     dataDir: path.resolve(e.DATA_DIR ?? './data'),
+    ...(e.ARR_UNSAFE_ACK_BEFORE_WRITE_MS === undefined ? {} : { unsafeAckBeforeWriteMs: Number(e.ARR_UNSAFE_ACK_BEFORE_WRITE_MS) }),
     publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://${urlHost}:${port}`).replace(/\/+$/, ''),
     logLevel: (e.LOG_LEVEL ?? 'info') as Config['logLevel'],
     ownerToken: e.OWNER_TOKEN,

@@ -6,6 +6,7 @@ import { CredentialsFileError } from './credentials/credentials-file.js';
 import { createLogger } from './logger.js';
 import { DataDirLockedError } from './storage/data-dir-lock.js';
 import { StoreFileError } from './storage/json-file-store.js';
+import { deferredCommitFileSystem } from './storage/unsafe-deferred-commit.js';
 
 async function main(): Promise<void> {
   let config;
@@ -19,9 +20,15 @@ async function main(): Promise<void> {
     throw err;
   }
   const logger = createLogger(config.logLevel);
+  const unsafeMs = config.unsafeAckBeforeWriteMs;
+  if (unsafeMs !== undefined) logger.warn({ delayMs: unsafeMs }, 'UNSAFE TEST MODE: writes are acknowledged before they are committed');
   let app;
   try {
-    app = await buildApp({ config, logger });
+    app = await buildApp({
+      config,
+      logger,
+      ...(unsafeMs === undefined ? {} : { fs: deferredCommitFileSystem(unsafeMs, (err) => logger.error({ err }, 'deferred commit failed')) }),
+    });
   } catch (err) {
     if (err instanceof DataDirLockedError || err instanceof StoreFileError || err instanceof CredentialsFileError) {
       logger.fatal(err.message);

@@ -123,3 +123,63 @@ t.test('a mutation that refuses rejects only its caller; a failed write rejects 
   t.same(doc.state.items, ['ok'], 'memory still equals disk');
   t.same(JSON.parse(await readFile(path.join(dir, 'd.json'), 'utf8')).items, ['ok']);
 });
+
+t.test('a refusal that rests on an uncommitted change of its batch is answered only once that change is durable', async (t) => {
+  // Found by the crash test: a 409 named a holder whose record the kill then lost.
+  const dir = await mkdtemp(path.join(tmpdir(), 'arr-durable-'));
+  const gates: { open: () => void; opened: Promise<void> }[] = [];
+  const gate = (i: number) => {
+    while (gates.length <= i) {
+      let open: () => void = () => undefined;
+      const opened = new Promise<void>((r) => (open = r));
+      gates.push({ open, opened });
+    }
+    return gates[i]!;
+  };
+  let writes = 0;
+  let fail = false;
+  const fs: FileSystemSeam = {
+    ...nodeFileSystem,
+    async rename(from, to) {
+      await gate(writes++).opened;
+      if (fail) throw Object.assign(new Error('EIO'), { code: 'EIO' });
+      return nodeFileSystem.rename(from, to);
+    },
+  };
+  const doc = new DurableDocument(path.join(dir, 'd.json'), { items: [] as string[] }, codec, fs);
+  const claim = (item: string) =>
+    doc.update((d) => {
+      if (d.items.includes(item)) throw new Error(`${item} is taken`);
+      d.items.push(item);
+      return { result: item, changed: true };
+    });
+  const tick = () => new Promise((r) => setTimeout(r, 20));
+
+  // Hold a first write so the two claims of x queue into one batch.
+  const first = claim('w');
+  await tick();
+  let answered = 0;
+  const created = claim('x').finally(() => answered++);
+  const refused = claim('x').finally(() => answered++);
+  refused.catch(() => undefined);
+  gate(0).open();
+  await first;
+  await tick();
+  t.equal(answered, 0, 'neither the change nor the refusal is answered before the batch is durable');
+  gate(1).open();
+  t.equal(await created, 'x');
+  await t.rejects(refused, { message: 'x is taken' });
+
+  // When the batch's write fails, the change never happened: the refusal that rested on it is a 503 too.
+  const second = claim('v');
+  await tick();
+  fail = true;
+  const lost = claim('y');
+  const refusedToo = claim('y');
+  gate(2).open();
+  await t.rejects(second, { code: 'storage_unavailable' });
+  gate(3).open();
+  await t.rejects(lost, { code: 'storage_unavailable' });
+  await t.rejects(refusedToo, { code: 'storage_unavailable' });
+  t.same(doc.state.items, ['w', 'x']);
+});

@@ -84,6 +84,9 @@ export class DurableDocument<S> {
   async #commit(batch: Pending<S>[]): Promise<void> {
     const draft = this.codec.clone(this.#state);
     const applied: { pending: Pending<S>; result: unknown }[] = [];
+    // A rejection may rest on earlier changes of this batch (a conflict with a record created just before),
+    // so it is answered only once those are durable, like every other answer.
+    const rejected: { pending: Pending<S>; err: unknown }[] = [];
     let changed = false;
     for (const pending of batch) {
       try {
@@ -91,7 +94,7 @@ export class DurableDocument<S> {
         changed ||= outcome.changed;
         applied.push({ pending, result: outcome.result });
       } catch (err) {
-        pending.reject(err);
+        rejected.push({ pending, err });
       }
     }
     if (changed) {
@@ -101,7 +104,7 @@ export class DurableDocument<S> {
       } catch (err) {
         this.observe?.({ label: this.label, operations: applied.length, durationMs: performance.now() - started, ok: false });
         const failure = new AppError('storage_unavailable', 'The registry could not store the change durably; nothing was changed. Retry later.', undefined, { cause: err });
-        for (const { pending } of applied) pending.reject(failure);
+        for (const { pending } of [...applied, ...rejected]) pending.reject(failure);
         return;
       }
       this.observe?.({ label: this.label, operations: applied.length, durationMs: performance.now() - started, ok: true });
@@ -109,5 +112,6 @@ export class DurableDocument<S> {
       this.#revision++;
     }
     for (const { pending, result } of applied) pending.resolve(result);
+    for (const { pending, err } of rejected) pending.reject(err);
   }
 }

@@ -1,0 +1,21 @@
+// TEST ONLY. A deliberately unsafe file-system seam for the crash test's negative check
+// (test/crash/crash.test.ts): the rename that commits a durable write is answered at once and performed
+// `delayMs` later, so callers are acknowledged before their write is committed and a kill loses them.
+// Enabled only by ARR_UNSAFE_ACK_BEFORE_WRITE_MS together with ARR_ALLOW_UNSAFE_TEST_MODES=1 (src/config.ts).
+import { setTimeout as sleep } from 'node:timers/promises';
+import { nodeFileSystem, type FileSystemSeam } from './durable-file.js';
+
+export function deferredCommitFileSystem(delayMs: number, onError: (err: unknown) => void): FileSystemSeam {
+  // Renames stay in order: each waits for the one before it and for its own due time.
+  let chain = Promise.resolve();
+  return {
+    ...nodeFileSystem,
+    async rename(from, to) {
+      const due = Date.now() + delayMs;
+      chain = chain.then(async () => {
+        await sleep(Math.max(0, due - Date.now()));
+        await nodeFileSystem.rename(from, to).catch(onError);
+      });
+    },
+  };
+}

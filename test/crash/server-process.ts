@@ -1,0 +1,101 @@
+// The crash test's server processes: `node dist/src/server.js` on a DATA_DIR with real sockets, started,
+// waited for (bounded, with the log tail in every error), SIGKILLed, and always killed in teardown.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { request } from 'undici';
+import { canaryLogFile } from '../helpers/build.js';
+
+export const SERVER_ENTRY = path.resolve('dist/src/server.js');
+
+const live = new Set<ChildProcess>();
+// Last resort: never leave a server behind, even when the test process dies on an error.
+process.once('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
+
+export interface RunningServer {
+  pid: number;
+  origin: string;
+  logFile: string;
+  /** Milliseconds from spawn to /readyz answering 200. */
+  startMs: number;
+  /** SIGKILLs the process and resolves once it has exited. */
+  kill(): Promise<void>;
+}
+
+async function logTail(logFile: string): Promise<string> {
+  const text = await readFile(logFile, 'utf8').catch(() => '');
+  return text.split('\n').slice(-8).join('\n');
+}
+
+/** Starts the server on `env` (PORT 0: the port is read from the log), bounded by `timeoutMs`. */
+export async function startServer(env: Record<string, string>, timeoutMs = 20_000): Promise<RunningServer> {
+  if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run \`npm run build\` before the crash test`);
+  const started = performance.now();
+  const logFile = canaryLogFile();
+  const log = createWriteStream(logFile, { flags: 'a' });
+  const child = spawn(process.execPath, [SERVER_ENTRY], {
+    env: { PATH: process.env.PATH ?? '', ...env, HOST: '127.0.0.1', PORT: '0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  live.add(child);
+  const exited = new Promise<number | string | null>((resolve) => {
+    child.once('exit', (code, signal) => {
+      live.delete(child);
+      resolve(signal ?? code);
+    });
+  });
+  exited.then(() => log.end(), () => log.end());
+  child.stderr!.pipe(log, { end: false });
+  let buffered = '';
+  const listening = new Promise<string>((resolve) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      log.write(chunk);
+      buffered += chunk.toString('utf8');
+      const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(buffered);
+      if (match) resolve(match[1]!);
+      if (buffered.length > 1_000_000) buffered = buffered.slice(-10_000);
+    });
+  });
+
+  const kill = async () => {
+    child.kill('SIGKILL');
+    const outcome = await Promise.race([exited, sleep(10_000, 'timeout' as const, { ref: false })]);
+    if (outcome === 'timeout') throw new Error(`server ${child.pid} did not exit within 10 s of SIGKILL`);
+  };
+  const fail = async (why: string): Promise<never> => {
+    await kill().catch(() => undefined);
+    throw new Error(`server did not start: ${why} (log ${logFile}):\n${await logTail(logFile)}`);
+  };
+
+  const deadline = started + timeoutMs;
+  const first = await Promise.race([
+    listening.then((origin) => ({ origin })),
+    exited.then((code) => ({ exited: code })),
+    sleep(timeoutMs, { timeout: true as const }, { ref: false }),
+  ]);
+  if ('timeout' in first) return fail(`no "Server listening" line within ${timeoutMs} ms`);
+  if ('exited' in first) return fail(`the process exited (${first.exited})`);
+  const { origin } = first;
+  for (;;) {
+    const status = await request(`${origin}/readyz`, { headersTimeout: 2_000, bodyTimeout: 2_000 })
+      .then(async (res) => (await res.body.text(), res.statusCode))
+      .catch(() => 0);
+    if (status === 200) break;
+    if (performance.now() > deadline) return fail(`/readyz did not answer 200 within ${timeoutMs} ms (last ${status})`);
+    await sleep(20);
+  }
+  return { pid: child.pid!, origin, logFile, startMs: performance.now() - started, kill };
+}
+
+/** Teardown: SIGKILLs every server this process started that is still running. */
+export async function killAllServers(): Promise<void> {
+  const waits = [...live].map((child) => new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGKILL');
+  }));
+  await Promise.race([Promise.all(waits), sleep(10_000, undefined, { ref: false })]);
+}
