@@ -19,6 +19,8 @@ export interface Config {
   canvasTokenSecret: string | undefined;
   requiredResourceIds: string[];
   seedHuabuResources: boolean;
+  /** Most updates one durable write may cover; `undefined` = unlimited (tuning and benchmark knob). */
+  storeMaxBatch: number | undefined;
 }
 
 const Env = Type.Object({
@@ -33,6 +35,7 @@ const Env = Type.Object({
   REQUIRED_RESOURCE_IDS: Type.Optional(Type.String()),
   SEED_HUABU_RESOURCES: Type.Optional(Type.Union(['true', 'false', '1', '0'].map((v) => Type.Literal(v)))),
   DATABASE_URL: Type.Optional(Type.String()),
+  STORE_MAX_BATCH: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
 });
 const checkEnv = Compile(Env);
 
@@ -79,5 +82,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     canvasTokenSecret: e.CANVAS_TOKEN_SECRET,
     requiredResourceIds,
     seedHuabuResources: e.SEED_HUABU_RESOURCES === undefined ? true : e.SEED_HUABU_RESOURCES === 'true' || e.SEED_HUABU_RESOURCES === '1',
+    storeMaxBatch: e.STORE_MAX_BATCH === undefined ? undefined : Number(e.STORE_MAX_BATCH),
   };
 }

@@ -34,6 +34,14 @@ export interface BatchInfo {
 /** Called after each durable write with the batch size and the write's duration. */
 export type BatchObserver = (info: BatchInfo) => void;
 
+export interface DurableDocumentOptions {
+  /**
+   * Most updates one durable write may cover (default unlimited). 1 turns group commit off: one durable
+   * write per update, the baseline the benchmarks compare batching with.
+   */
+  maxBatch?: number;
+}
+
 export class DurableDocument<S> {
   #state: S;
   #revision = 0;
@@ -47,6 +55,7 @@ export class DurableDocument<S> {
     private readonly fs: FileSystemSeam = nodeFileSystem,
     private readonly observe?: BatchObserver,
     private readonly label: string = path.basename(file),
+    private readonly options: DurableDocumentOptions = {},
   ) {
     this.#state = initial;
   }
@@ -72,8 +81,9 @@ export class DurableDocument<S> {
     this.#flushing = true;
     try {
       while (this.#queue.length > 0) {
-        const batch = this.#queue;
-        this.#queue = [];
+        const max = this.options.maxBatch ?? Infinity;
+        const batch = this.#queue.length <= max ? this.#queue : this.#queue.slice(0, max);
+        this.#queue = batch === this.#queue ? [] : this.#queue.slice(max);
         await this.#commit(batch);
       }
     } finally {

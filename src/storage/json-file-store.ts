@@ -116,6 +116,8 @@ export interface JsonFileStoreOptions {
   /** File-system seam for fault injection in tests. */
   fs?: FileSystemSeam;
   observeBatch?: BatchObserver;
+  /** Most updates per durable write (default unlimited); see DurableDocumentOptions. */
+  maxBatch?: number;
 }
 
 export class JsonFileStore implements RegistryStore {
@@ -138,8 +140,9 @@ export class JsonFileStore implements RegistryStore {
       await mkdir(path.dirname(resourcesPath), { recursive: true, mode: 0o700 });
       for (const dir of [dataDir, path.dirname(resourcesPath)]) await sweepTempFiles(dir);
       const machinesPath = path.join(dataDir, MACHINES_FILE);
-      const resources = new DurableDocument(resourcesPath, await loadResources(resourcesPath), resourcesCodec, fs, options.observeBatch);
-      const machines = new DurableDocument(machinesPath, await loadMachines(machinesPath), machinesCodec, fs, options.observeBatch);
+      const tuning = options.maxBatch === undefined ? {} : { maxBatch: options.maxBatch };
+      const resources = new DurableDocument(resourcesPath, await loadResources(resourcesPath), resourcesCodec, fs, options.observeBatch, undefined, tuning);
+      const machines = new DurableDocument(machinesPath, await loadMachines(machinesPath), machinesCodec, fs, options.observeBatch, undefined, tuning);
       const audit = await AppendLog.open(path.join(dataDir, AUDIT_FILE));
       return new JsonFileStore(lock, resources, machines, audit, indexByDigest(machines.state.machines));
     } catch (err) {
