@@ -41,7 +41,7 @@ const sortedValues = <T>(map: Map<string, T>): T[] =>
 const resourcesCodec: DocumentCodec<ResourcesState> = {
   clone: (s) => ({ resources: new Map(s.resources) }),
   serialize: (s) =>
-    JSON.stringify({ schemaVersion: RESOURCES_FILE_VERSION, state: { resources: sortedValues(s.resources) } }, null, 2) + '\n',
+    JSON.stringify({ schemaVersion: RESOURCES_FILE_VERSION, state: { resources: sortedValues(s.resources) } }) + '\n',
 };
 
 const machinesCodec: DocumentCodec<MachinesState> = {
