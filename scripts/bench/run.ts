@@ -4,7 +4,8 @@
 //
 // Knobs (environment): BENCH_SCALES (100,1000,10000), BENCH_RUNS (5), BENCH_DURATION (2 s per run),
 // BENCH_WARMUP (1 s), BENCH_CONNECTIONS (10, read scenarios), BENCH_WRITERS (32), BENCH_READ_RATE
-// (100 req/s, the fixed read load of scenario 6), BENCH_LOG_LEVEL (warn), BENCH_TMPDIR.
+// (100 req/s, the fixed read load of scenario 6), BENCH_ONLY (e.g. `4,6`: run only these scenarios),
+// BENCH_LOG_LEVEL (warn), BENCH_TMPDIR, BENCH_SERVER_NODE_ARGS (e.g. `--cpu-prof`).
 // `--smoke`: one small scale, one short run each; checks the harness, not the service.
 import {
   canvasToken,
@@ -35,6 +36,7 @@ interface Options {
   connections: number;
   writers: number;
   readRate: number;
+  only: Set<string> | undefined;
 }
 
 function options(argv: string[], env: NodeJS.ProcessEnv): Options {
@@ -46,7 +48,7 @@ function options(argv: string[], env: NodeJS.ProcessEnv): Options {
     return value;
   };
   if (argv.includes('--smoke')) {
-    return { scales: [100], runs: 1, durationSec: 0.3, warmupSec: 0, connections: 4, writers: 8, readRate: 50 };
+    return { scales: [100], runs: 1, durationSec: 0.3, warmupSec: 0, connections: 4, writers: 8, readRate: 50, only: undefined };
   }
   return {
     scales: (env.BENCH_SCALES ?? '100,1000,10000').split(',').map((s) => Number(s.trim())).filter((n) => n > 0),
@@ -56,6 +58,7 @@ function options(argv: string[], env: NodeJS.ProcessEnv): Options {
     connections: Math.round(num('BENCH_CONNECTIONS', 10)),
     writers: Math.round(num('BENCH_WRITERS', 32)),
     readRate: num('BENCH_READ_RATE', 100),
+    only: env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined,
   };
 }
 
@@ -192,7 +195,8 @@ export const SCENARIOS: Scenario[] = [
     id: '3',
     title: 'RFS catalogue GET (canvas token) vs constant-bytes route',
     async run(ctx) {
-      const r = ctx.notes.get('reads')!;
+      const r = ctx.notes.get('reads');
+      if (!r) return [{ measured: 'n/a (measured together with scenario 1)', baseline: '', ratio: '', target: '' }];
       return [{ measured: rate(r.rfs!), baseline: rate(r.constant!), ratio: `${fmt(r.rfs!.perSecond / r.constant!.perSecond, 2)}×`, target: '—' }];
     },
   },
@@ -344,7 +348,7 @@ async function main(): Promise<void> {
       };
       byScale.set(count, ctx);
       for (const s of SCENARIOS) {
-        if (s.unavailable || !s.run || (s.at === 'largest' && count !== largest)) continue;
+        if (s.unavailable || !s.run || (s.at === 'largest' && count !== largest) || (opts.only && !opts.only.has(s.id))) continue;
         log(`${scaleName(count)}: scenario ${s.id} (${s.title}) at +${((performance.now() - started) / 1000).toFixed(1)} s`);
         for (const r of await s.run(ctx)) rows.push({ scenario: s.id, title: s.title, scale: scaleName(count), ...r });
       }
@@ -362,6 +366,7 @@ async function main(): Promise<void> {
       ordered.push({ scenario: s.id, title: s.title, scale: '—', measured: `n/a (${s.unavailable})`, baseline: '', ratio: '', target: '' });
       continue;
     }
+    if (opts.only && !opts.only.has(s.id)) continue;
     ordered.push(...rows.filter((r) => r.scenario === s.id && r.title === s.title));
     if (s.across) for (const r of s.across(byScale)) ordered.push({ scenario: s.id, title: s.title, ...r });
   }
