@@ -52,6 +52,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   const store = await JsonFileStore.open({
     dataDir: config.dataDir,
     observeBatch: metrics.observeBatch,
+    ...(config.storeMaxBatch !== undefined ? { maxBatch: config.storeMaxBatch } : {}),
     ...(options.fs ? { fs: options.fs } : {}),
     onRegistryMigrated: (report) =>
       logger.warn(

@@ -28,6 +28,8 @@ export interface Config {
   rateLimitWritesPerMinute: number;
   /** Event-loop delay (ms) above which requests get 503 `overloaded`; 0 turns the check off. */
   maxEventLoopDelayMs: number;
+  /** Most updates one durable write may cover; `undefined` = unlimited (tuning and benchmark knob). */
+  storeMaxBatch: number | undefined;
 }
 
 const Env = Type.Object({
@@ -47,6 +49,7 @@ const Env = Type.Object({
   DATABASE_URL: Type.Optional(Type.String()),
   RATE_LIMIT_WRITES_PER_MINUTE: Type.Optional(Type.String({ pattern: '^[0-9]{1,7}$' })),
   MAX_EVENT_LOOP_DELAY_MS: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
+  STORE_MAX_BATCH: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
 });
 const checkEnv = Compile(Env);
 
@@ -102,5 +105,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     seedHuabuResources: e.SEED_HUABU_RESOURCES === undefined ? true : e.SEED_HUABU_RESOURCES === 'true' || e.SEED_HUABU_RESOURCES === '1',
     rateLimitWritesPerMinute: e.RATE_LIMIT_WRITES_PER_MINUTE === undefined ? 1200 : Number(e.RATE_LIMIT_WRITES_PER_MINUTE),
     maxEventLoopDelayMs: e.MAX_EVENT_LOOP_DELAY_MS === undefined ? 1000 : Number(e.MAX_EVENT_LOOP_DELAY_MS),
+    storeMaxBatch: e.STORE_MAX_BATCH === undefined ? undefined : Number(e.STORE_MAX_BATCH),
   };
 }

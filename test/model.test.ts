@@ -40,7 +40,7 @@ function resolve(m: Model, machine: 'mA' | 'mB', ids: string[]): 201 | 422 {
 }
 
 abstract class Cmd implements fc.AsyncCommand<Model, Real> {
-  check() {
+  check(_m: Readonly<Model>): boolean {
     return true;
   }
   abstract run(m: Model, r: Real): Promise<void>;
@@ -114,7 +114,7 @@ class CreateProfile extends Cmd {
   constructor(readonly machine: 'mA' | 'mB', readonly selection: string[]) {
     super();
   }
-  check(m: Readonly<Model>) {
+  override check(m: Readonly<Model>) {
     return m.profiles.length < 3;
   }
   async run(m: Model, r: Real) {
@@ -143,7 +143,7 @@ class PatchProfile extends Cmd {
   constructor(readonly index: number, readonly selection: string[]) {
     super();
   }
-  check(m: Readonly<Model>) {
+  override check(m: Readonly<Model>) {
     return m.profiles.length > 0;
   }
   async run(m: Model, r: Real) {
@@ -167,7 +167,7 @@ class Launch extends Cmd {
   constructor(readonly index: number, readonly thread: string, readonly override: string[] | undefined) {
     super();
   }
-  check(m: Readonly<Model>) {
+  override check(m: Readonly<Model>) {
     return m.profiles.length > 0;
   }
   async run(m: Model, r: Real) {

@@ -1,7 +1,14 @@
 import t from 'tap';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { readStoredResources } from '../src/storage/json-file-store.js';
 import { build } from './helpers/build.js';
+
+/** The durable bytes of the catalogue: resources.json and its journal. */
+const storedBytes = async (dataDir: string) => {
+  const file = path.join(dataDir, 'agent-resources', 'resources.json');
+  return `${await readFile(file, 'utf8')}\n--journal--\n${await readFile(`${file}.journal`, 'utf8').catch(() => '')}`;
+};
 
 t.test('a provider registers, replaces and withdraws its own record', async (t) => {
   const h = await build(t);
@@ -29,7 +36,8 @@ t.test('a provider registers, replaces and withdraws its own record', async (t) 
   t.equal(missing.json().code, 'resource_not_found');
 
   const onDisk = JSON.parse(await readFile(path.join(h.dataDir, 'agent-resources', 'resources.json'), 'utf8'));
-  t.same(onDisk, { schemaVersion: 1, state: { resources: [] } });
+  t.match(onDisk, { schemaVersion: 1, state: { resources: [] } });
+  t.same(await readStoredResources(h.dataDir), [], 'the file with its journal replayed holds nothing');
   const audit = (await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
   t.same(
     audit.map((a) => [a.actor, a.action, a.id, a.outcome]),
@@ -100,8 +108,7 @@ t.test("another provider's ID is a conflict and the held record stays byte-for-b
   const h = await build(t);
   const machine = await h.enroll('agentlet-a');
   await h.put('huabu', HUABU_TOKEN, 'web-search');
-  const file = path.join(h.dataDir, 'agent-resources', 'resources.json');
-  const before = await readFile(file);
+  const before = await storedBytes(h.dataDir);
 
   const put = await h.put('agentlet-a', machine, 'web-search', { name: 'Hijacked' });
   t.equal(put.statusCode, 409);
@@ -109,7 +116,7 @@ t.test("another provider's ID is a conflict and the held record stays byte-for-b
   t.same(put.json().details, { ids: ['web-search'], conflicts: [{ id: 'web-search', provider: 'huabu' }] });
   const del = await h.app.inject({ method: 'DELETE', url: '/api/acp/providers/agentlet-a/resources/web-search', headers: h.bearer(machine) });
   t.equal(del.statusCode, 409);
-  t.same(await readFile(file), before, 'file unchanged');
+  t.same(await storedBytes(h.dataDir), before, 'file unchanged');
   const read = await h.app.inject({ url: '/api/acp/resources/web-search', headers: h.owner });
   t.equal(read.json().provider, 'huabu');
   t.equal(read.json().name, 'Name of web-search');
@@ -149,13 +156,12 @@ t.test('reconcile replaces the whole set atomically; dry-run and conflicts chang
   });
   const url = '/api/acp/providers/agentlet-a/resources';
   const desired = { resources: [entry('tool-one'), entry('tool-two', 'Renamed'), entry('tool-four')] };
-  const file = path.join(h.dataDir, 'agent-resources', 'resources.json');
-  const before = await readFile(file);
+  const before = await storedBytes(h.dataDir);
 
   const plan = await h.app.inject({ method: 'PUT', url: `${url}?dryRun=true`, headers: h.bearer(a), payload: desired });
   t.equal(plan.statusCode, 200);
   t.same(plan.json(), { dryRun: true, created: ['tool-four'], replaced: ['tool-two'], withdrawn: ['tool-three'], unchanged: ['tool-one'] });
-  t.same(await readFile(file), before, 'dry-run wrote nothing');
+  t.same(await storedBytes(h.dataDir), before, 'dry-run wrote nothing');
 
   const conflict = await h.app.inject({
     method: 'PUT',
@@ -165,7 +171,7 @@ t.test('reconcile replaces the whole set atomically; dry-run and conflicts chang
   });
   t.equal(conflict.statusCode, 409);
   t.same(conflict.json().details.conflicts, [{ id: 'web-search', provider: 'huabu' }]);
-  t.same(await readFile(file), before, 'a conflict changes nothing');
+  t.same(await storedBytes(h.dataDir), before, 'a conflict changes nothing');
 
   const dup = await h.app.inject({ method: 'PUT', url, headers: h.bearer(a), payload: { resources: [entry('tool-one'), entry('tool-one')] } });
   t.equal(dup.statusCode, 400);

@@ -10,7 +10,7 @@ import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
 import type { FileSystemSeam } from '../src/storage/durable-file.js';
 import { nodeFileSystem } from '../src/storage/durable-file.js';
-import { StoreFileError } from '../src/storage/json-file-store.js';
+import { readStoredResources, StoreFileError } from '../src/storage/json-file-store.js';
 import { DataDirLockedError, lockDataDir } from '../src/storage/data-dir-lock.js';
 import { build, CANARY, canaryLogFile, tempDataDir, testEnv } from './helpers/build.js';
 
@@ -133,43 +133,48 @@ t.test('environment credentials win and are never written to disk', async (t) =>
 });
 
 t.test('a failed durable write answers 503, acknowledges nothing, leaves memory equal to disk, and recovers', async (t) => {
+  // Resource writes append to resources.json.journal: fail its write half-way (ENOSPC) or its fdatasync (EIO).
   let fault: string | undefined;
   const faulty: FileSystemSeam = {
     ...nodeFileSystem,
     async open(file, flags, mode) {
       const handle = await nodeFileSystem.open(file, flags, mode);
-      if (fault === 'ENOSPC' && file.endsWith('.tmp')) {
-        const original = handle.writeFile.bind(handle);
-        handle.writeFile = async (data: Parameters<typeof original>[0]) => {
-          await original(String(data).slice(0, 10));
+      if (file.endsWith('.journal')) {
+        const write = handle.write.bind(handle) as (data: Buffer) => Promise<unknown>;
+        const datasync = handle.datasync.bind(handle);
+        handle.write = (async (data: Buffer) => {
+          if (fault !== 'ENOSPC') return write(data);
+          await write(data.subarray(0, 10));
           throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+        }) as typeof handle.write;
+        handle.datasync = async () => {
+          if (fault === 'EIO') throw Object.assign(new Error('i/o error'), { code: 'EIO' });
+          return datasync();
         };
       }
       return handle;
     },
-    async rename(from, to) {
-      if (fault === 'EIO') throw Object.assign(new Error('i/o error'), { code: 'EIO' });
-      return nodeFileSystem.rename(from, to);
-    },
   };
   const h = await build(t, { fs: faulty });
   await h.put('huabu', CANARY.huabu, 'web-search');
-  const before = await readFile(resourcesFile(h.dataDir), 'utf8');
+  const stored = async () => [await readFile(resourcesFile(h.dataDir), 'utf8'), await readFile(`${resourcesFile(h.dataDir)}.journal`, 'utf8')];
+  const before = await stored();
+  const committed = await readStoredResources(h.dataDir);
   for (const code of ['ENOSPC', 'EIO']) {
     fault = code;
     const res = await h.put('huabu', CANARY.huabu, 'web-search', { name: `during ${code}` });
     t.equal(res.statusCode, 503, code);
     t.equal(res.json().code, 'storage_unavailable');
-    t.notMatch(res.body, /ENOSPC|EIO|\.tmp|\//, 'no internals in the message');
+    t.notMatch(res.body, /ENOSPC|EIO|\.tmp|\.journal|\//, 'no internals in the message');
     const created = await h.put('huabu', CANARY.huabu, 'new-one');
     t.equal(created.statusCode, 503);
-    t.equal(await readFile(resourcesFile(h.dataDir), 'utf8'), before, 'disk unchanged');
+    t.same(await stored(), before, 'disk unchanged (a partly written line was cut off)');
     const mem = await h.app.inject({ url: '/api/acp/resources', headers: h.owner });
-    t.same(mem.json(), { resources: JSON.parse(before).state.resources }, 'memory equals disk');
+    t.same(mem.json(), { resources: committed }, 'memory equals disk');
     t.same((await readdir(path.dirname(resourcesFile(h.dataDir)))).filter((n) => n.endsWith('.tmp')), [], 'no temp file left');
   }
   fault = undefined;
   const ok = await h.put('huabu', CANARY.huabu, 'web-search', { name: 'after the fault' });
   t.equal(ok.statusCode, 200, 'the next write succeeds once the fault clears');
-  t.equal(JSON.parse(await readFile(resourcesFile(h.dataDir), 'utf8')).state.resources[0].name, 'after the fault');
+  t.equal((await readStoredResources(h.dataDir))[0]!.name, 'after the fault');
 });

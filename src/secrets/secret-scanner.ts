@@ -3,6 +3,7 @@
 // JWT-like strings and the exact credential values the process was configured with. Findings name the
 // field and the rule, never the value.
 import { lintSource } from '@secretlint/core';
+import { secretLintProfiler } from '@secretlint/profiler';
 import { creator as recommendedPreset } from '@secretlint/secretlint-rule-preset-recommend';
 import { AppError } from '../errors.js';
 
@@ -69,6 +70,20 @@ export class SecretScanner {
     return result.messages[0]?.ruleId;
   }
 }
+
+/**
+ * secretlint marks each lint in the global performance timeline, and its profiler keeps every mark in an
+ * array it searches linearly on each new mark: memory without bound, and a cost per scan that grows with
+ * the number of scans the process has made (after a few thousand registrations it dominated the write
+ * path). Nothing reads those marks, so the profiler gets a timeline that records nothing.
+ */
+function silenceSecretlintProfiler(): void {
+  (secretLintProfiler as unknown as { perf: Pick<typeof performance, 'mark' | 'measure'> }).perf = {
+    mark: () => undefined as never,
+    measure: () => undefined as never,
+  };
+}
+silenceSecretlintProfiler();
 
 const KEY_SUFFIX = '#key';
 

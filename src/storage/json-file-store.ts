@@ -13,13 +13,15 @@ import type { AgentProfile } from '../schemas/profile.js';
 import { AgentResource, type ReconcileResult } from '../schemas/resource.js';
 import { AppendLog } from './append-log.js';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
-import { DurableDocument, type BatchObserver, type DocumentCodec } from './durable-document.js';
+import { DurableDocument, type BatchObserver, type DocumentCodec, type JournalCodec } from './durable-document.js';
 import { nodeFileSystem, sweepTempFiles, type FileSystemSeam } from './durable-file.js';
 import { readVersionedFile } from './versioned-file.js';
 import { JsonWorkloadFiles } from './json-workload-files.js';
 import type { WorkloadRecord } from '../schemas/workload.js';
 import type { AuditEntry, MachineRecord, ProfileEntry, RegistryStore } from './store.js';
 import { StoreFileError } from './store-file-error.js';
+import { JournalCorruptError, journalPathFor, readJournal } from './journal.js';
+import { OverlayMap, type RecordMap } from './overlay-map.js';
 
 export const RESOURCES_FILE = path.join('agent-resources', 'resources.json');
 export const MACHINES_FILE = 'machines.json';
@@ -31,7 +33,8 @@ const MACHINES_FILE_VERSION = 1;
 export { StoreFileError };
 
 interface ResourcesState {
-  resources: Map<string, AgentResource>;
+  /** Committed: a Map; in a mutation's draft: an OverlayMap over it. */
+  resources: RecordMap<AgentResource>;
 }
 interface MachinesState {
   machines: Map<string, MachineRecord>;
@@ -45,13 +48,33 @@ interface RegistryState {
 
 const checkResource = Compile(AgentResource);
 
-const sortedValues = <T>(map: Map<string, T>): T[] =>
+const sortedValues = <T>(map: RecordMap<T>): T[] =>
   [...map.keys()].sort().map((k) => map.get(k)!);
 
-const resourcesCodec: DocumentCodec<ResourcesState> = {
-  clone: (s) => ({ resources: new Map(s.resources) }),
+/** One journaled change of resources.json: a record stored (created or replaced) or an ID withdrawn. */
+type ResourceChange = { put: AgentResource } | { withdraw: string };
+
+/**
+ * resources.json is journaled: a batch appends its changes (`{put}` / `{withdraw}`) to
+ * `resources.json.journal` instead of rewriting the whole catalogue; drafts are overlays, not copies.
+ */
+const resourcesCodec: JournalCodec<ResourcesState> = {
+  clone: (s) => ({ resources: new OverlayMap(s.resources as Map<string, AgentResource>) }),
   serialize: (s) =>
-    JSON.stringify({ schemaVersion: RESOURCES_FILE_VERSION, state: { resources: sortedValues(s.resources) } }, null, 2) + '\n',
+    JSON.stringify({ schemaVersion: RESOURCES_FILE_VERSION, state: { resources: sortedValues(s.resources) } }) + '\n',
+  changes: (draft) =>
+    (draft.resources as OverlayMap<AgentResource>).changes().map(([id, record]): ResourceChange => (record ? { put: record } : { withdraw: id })),
+  apply(state, changes) {
+    for (const change of changes as ResourceChange[]) {
+      if (change !== null && typeof change === 'object' && 'put' in change && checkResource.Check(change.put)) {
+        state.resources.set(change.put.id, Object.freeze(change.put));
+      } else if (change !== null && typeof change === 'object' && 'withdraw' in change && typeof change.withdraw === 'string') {
+        state.resources.delete(change.withdraw);
+      } else {
+        throw new Error('holds an invalid change');
+      }
+    }
+  },
 };
 
 const machinesCodec: DocumentCodec<MachinesState> = {
@@ -95,6 +118,29 @@ async function loadResources(file: string): Promise<ResourcesState> {
   return { resources };
 }
 
+/** resources.json with its journal replayed (and compacted into it when the journal held anything). */
+async function openResources(file: string, fs: FileSystemSeam, observe: BatchObserver | undefined, tuning: { maxBatch?: number }) {
+  const state = await loadResources(file);
+  try {
+    return await DurableDocument.openJournaled(file, state, resourcesCodec, fs, observe, undefined, tuning);
+  } catch (err) {
+    if (err instanceof JournalCorruptError) throw new StoreFileError(err.file, err.message.slice(path.basename(err.file).length + 1));
+    if (err instanceof Error && err.message === 'holds an invalid change') throw new StoreFileError(journalPathFor(file), err.message);
+    throw err;
+  }
+}
+
+/**
+ * The resources as stored durably (the versioned file with its journal replayed), read without opening
+ * the store: for tests and tools that look at a DATA_DIR from outside.
+ */
+export async function readStoredResources(dataDir: string): Promise<AgentResource[]> {
+  const file = path.join(dataDir, RESOURCES_FILE);
+  const state = await loadResources(file);
+  for (const changes of (await readJournal(journalPathFor(file))).batches) resourcesCodec.apply(state, changes);
+  return sortedValues(state.resources);
+}
+
 function isMachineRecord(v: unknown): v is MachineRecord {
   const m = v as MachineRecord;
   return (
@@ -120,6 +166,8 @@ export interface JsonFileStoreOptions {
   observeBatch?: BatchObserver;
   /** Told when the registry file was migrated at open (the backup and the steps applied). */
   onRegistryMigrated?: (report: RegistryMigrationReport) => void;
+  /** Most updates per durable write (default unlimited); see DurableDocumentOptions. */
+  maxBatch?: number;
 }
 
 export class JsonFileStore implements RegistryStore {
@@ -148,9 +196,10 @@ export class JsonFileStore implements RegistryStore {
       const migrated = await migrateRegistryFile(registryPath, { fs });
       if (migrated.changed) options.onRegistryMigrated?.(migrated);
       const machinesPath = path.join(dataDir, MACHINES_FILE);
-      const resources = new DurableDocument(resourcesPath, await loadResources(resourcesPath), resourcesCodec, fs, options.observeBatch);
-      const machines = new DurableDocument(machinesPath, await loadMachines(machinesPath), machinesCodec, fs, options.observeBatch);
-      const registry = new DurableDocument(registryPath, loadRegistry(migrated), registryCodec, fs, options.observeBatch);
+      const tuning = options.maxBatch === undefined ? {} : { maxBatch: options.maxBatch };
+      const resources = await openResources(resourcesPath, fs, options.observeBatch, tuning);
+      const machines = new DurableDocument(machinesPath, await loadMachines(machinesPath), machinesCodec, fs, options.observeBatch, undefined, tuning);
+      const registry = new DurableDocument(registryPath, loadRegistry(migrated), registryCodec, fs, options.observeBatch, undefined, tuning);
       const workloads = await JsonWorkloadFiles.open(dataDir, fs, options.observeBatch);
       const audit = await AppendLog.open(path.join(dataDir, AUDIT_FILE));
       return new JsonFileStore(lock, resources, machines, registry, workloads, audit, indexByDigest(machines.state.machines));
@@ -289,6 +338,7 @@ export class JsonFileStore implements RegistryStore {
   }
 
   async close(): Promise<void> {
+    await this.resources.close();
     await this.audit.close();
     await this.lock.release();
   }

@@ -1,6 +1,7 @@
 // TEST ONLY. A deliberately unsafe file-system seam for the crash test's negative check
-// (test/crash/crash.test.ts): the rename that commits a durable write is answered at once and performed
-// `delayMs` later, so callers are acknowledged before their write is committed and a kill loses them.
+// (test/crash/crash.test.ts): the step that commits a durable write (the rename of a whole-file write, the
+// append of a journal line) is answered at once and performed `delayMs` later, so callers are acknowledged
+// before their write is committed and a kill loses them.
 // Enabled only by ARR_UNSAFE_ACK_BEFORE_WRITE_MS together with ARR_ALLOW_UNSAFE_TEST_MODES=1 (src/config.ts).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { nodeFileSystem, type FileSystemSeam } from './durable-file.js';
@@ -8,8 +9,26 @@ import { nodeFileSystem, type FileSystemSeam } from './durable-file.js';
 export function deferredCommitFileSystem(delayMs: number, onError: (err: unknown) => void): FileSystemSeam {
   // Renames stay in order: each waits for the one before it and for its own due time.
   let chain = Promise.resolve();
+  const later = (due: number, work: () => Promise<unknown>) => {
+    chain = chain.then(async () => {
+      await sleep(Math.max(0, due - Date.now()));
+      await work().catch(onError);
+    });
+  };
   return {
     ...nodeFileSystem,
+    async open(file, flags, mode) {
+      const handle = await nodeFileSystem.open(file, flags, mode);
+      if (file.endsWith('.journal')) {
+        const write = handle.write.bind(handle) as (data: Uint8Array | string) => Promise<unknown>;
+        (handle as { write: unknown }).write = async (data: Uint8Array | string) => {
+          later(Date.now() + delayMs, () => write(data));
+          return { bytesWritten: typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength, buffer: data };
+        };
+        handle.datasync = async () => undefined;
+      }
+      return handle;
+    },
     async rename(from, to) {
       const due = Date.now() + delayMs;
       chain = chain.then(async () => {

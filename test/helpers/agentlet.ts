@@ -81,7 +81,10 @@ export function cliRunner(t: TestContext, baseEnv: Record<string, string> = {}):
         },
       );
     });
-    appendFileSync(logFile, `$ agentlet-resources ${args.join(' ')}\n${result.stdout}${result.stderr}`);
+    // The command line is the test's own (some tests pass a token in argv on purpose to see it refused):
+    // record it with tokens masked, and the CLI's output as it is, for the end-of-suite leak scan.
+    const shown = args.map((a) => tokens.reduce((text, tok) => text.replaceAll(tok, '<token>'), a.replace(/arr_[a-z]+_[A-Za-z0-9_.-]+/g, '<token>')));
+    appendFileSync(logFile, `$ agentlet-resources ${shown.join(' ')}\n${result.stdout}${result.stderr}`);
     const leaked = tokens.filter((tok) => result.stdout.includes(tok) || result.stderr.includes(tok));
     t.same(leaked, [], `no token in the output of: ${args.slice(0, 2).join(' ')}`);
     return result;

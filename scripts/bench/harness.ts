@@ -1,0 +1,195 @@
+// Bench plumbing: prepared DATA_DIRs written directly in the store's versioned format, the server under
+// test and the load generator as child processes (loopback only), and medians.
+import { fork, type ChildProcess } from 'node:child_process';
+import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { generateToken, mintCanvasToken, TOKEN_PREFIX, tokenDigest } from '../../src/credentials/tokens.js';
+import { writeBody, type LoadResult, type LoadSpec, type ServerReady, type Writer } from './protocol.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+/** `.js` when compiled, `.ts` when run by a TypeScript loader (the smoke test). */
+const ext = path.extname(fileURLToPath(import.meta.url));
+const SERVER_ENTRY = path.join(here, `bench-server${ext}`);
+const LOAD_ENTRY = path.join(here, `load-worker${ext}`);
+
+export const MACHINES = ['bm0', 'bm1', 'bm2', 'bm3'];
+export const PROVIDERS = ['huabu', ...MACHINES];
+export const CANVAS_ID = 'bench-canvas';
+
+export interface Credentials {
+  owner: string;
+  huabu: string;
+  secret: string;
+  machines: Record<string, string>;
+}
+
+export function newCredentials(): Credentials {
+  return {
+    owner: generateToken(TOKEN_PREFIX.owner),
+    huabu: generateToken(TOKEN_PREFIX.huabu),
+    secret: generateToken(TOKEN_PREFIX.canvasSecret),
+    machines: Object.fromEntries(MACHINES.map((m) => [m, generateToken(TOKEN_PREFIX.machine)])),
+  };
+}
+
+export function canvasToken(creds: Credentials): string {
+  return mintCanvasToken({ canvasId: CANVAS_ID, agentletId: MACHINES[0]!, exp: Math.floor(Date.now() / 1000) + 24 * 3600 }, creds.secret);
+}
+
+/** Record i belongs to provider i mod 5 (huabu, bm0..bm3). */
+export const seededId = (provider: string, k: number) => `r-${provider}-${k}`;
+
+/** A DATA_DIR holding `count` resources and the four enrolled bench machines. */
+export async function prepareDataDir(root: string, count: number, creds: Credentials): Promise<string> {
+  const dir = path.join(root, `template-${count}`);
+  await mkdir(path.join(dir, 'agent-resources'), { recursive: true, mode: 0o700 });
+  const resources = Array.from({ length: count }, (_, i) => {
+    const provider = PROVIDERS[i % PROVIDERS.length]!;
+    const id = seededId(provider, Math.floor(i / PROVIDERS.length));
+    return { ...writeBody(id, 'seed'), id, provider };
+  }).sort((a, b) => (a.id < b.id ? -1 : 1));
+  await writeFile(path.join(dir, 'agent-resources', 'resources.json'), JSON.stringify({ schemaVersion: 1, state: { resources } }), { mode: 0o600 });
+  const enrolledAt = new Date().toISOString();
+  const machines = MACHINES.map((machineId) => ({ machineId, tokenDigest: tokenDigest(creds.machines[machineId]!).toString('hex'), enrolledAt }));
+  await writeFile(path.join(dir, 'machines.json'), JSON.stringify({ schemaVersion: 1, state: { machines } }), { mode: 0o600 });
+  return dir;
+}
+
+/** 32 writers (connections) share these: every provider with the seeded records it owns. */
+export function writersFor(count: number, creds: Credentials): Writer[] {
+  return PROVIDERS.map((provider, p) => {
+    const owned = Math.floor(count / PROVIDERS.length) + (p < count % PROVIDERS.length ? 1 : 0);
+    return {
+      provider,
+      token: provider === 'huabu' ? creds.huabu : creds.machines[provider]!,
+      ids: Array.from({ length: Math.max(owned, 1) }, (_, k) => seededId(provider, k)),
+    };
+  });
+}
+
+export async function copyDataDir(template: string, root: string): Promise<string> {
+  const dir = await mkdtemp(path.join(root, 'run-'));
+  await cp(template, dir, { recursive: true });
+  return dir;
+}
+
+export interface RunningServer {
+  ready: ServerReady;
+  url: string;
+  stop(): Promise<void>;
+}
+
+const live = new Set<ChildProcess>();
+/** Children never outlive the runner. */
+export function killChildren(): void {
+  for (const child of live) child.kill('SIGKILL');
+}
+
+function track(child: ChildProcess): ChildProcess {
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  return child;
+}
+
+export async function startServer(dataDir: string, creds: Credentials, env: Record<string, string> = {}): Promise<RunningServer> {
+  const child = track(
+    fork(SERVER_ENTRY, [], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        ...(process.env.NODE_OPTIONS ? { NODE_OPTIONS: process.env.NODE_OPTIONS } : {}),
+        HOST: '127.0.0.1',
+        PORT: '0',
+        DATA_DIR: dataDir,
+        LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
+        OWNER_TOKEN: creds.owner,
+        HUABU_PROVIDER_TOKEN: creds.huabu,
+        CANVAS_TOKEN_SECRET: creds.secret,
+        SEED_HUABU_RESOURCES: 'false',
+        ...env,
+      },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      // BENCH_SERVER_NODE_ARGS, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`, to profile the server under test.
+      execArgv: [...process.execArgv, ...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
+    }),
+  );
+  const ready = await new Promise<ServerReady>((resolve, reject) => {
+    child.once('message', (m: ServerReady) => resolve(m));
+    child.once('exit', (code) => reject(new Error(`bench server exited with ${code} before it was ready`)));
+  });
+  return {
+    ready,
+    url: `http://127.0.0.1:${ready.port}`,
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise<void>((r) => child.once('exit', () => r()));
+      child.send({ type: 'stop' });
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** One autocannon pass in its own process. */
+export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
+  const child = track(fork(LOAD_ENTRY, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  return new Promise<LoadResult>((resolve, reject) => {
+    let result: LoadResult | undefined;
+    child.once('message', (m: LoadResult | { error: string }) => {
+      if ('error' in m) reject(new Error(m.error));
+      else result = m;
+    });
+    child.once('exit', (code) => (result ? resolve(result) : reject(new Error(`load worker exited with ${code} without a result`))));
+    child.send(spec);
+  });
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+export interface Variant {
+  name: string;
+  run(durationSec: number): Promise<LoadResult>;
+}
+
+export interface Compared {
+  [name: string]: { perSecond: number; p99: number; p50: number; runs: LoadResult[]; unexpected: number; errors: number };
+}
+
+/**
+ * Warm-up pass of each variant, then `runs` rounds; the order flips every round (A B, B A, ...) so drift
+ * (thermal, page cache, other tenants) hits every variant alike. Medians per variant.
+ */
+export async function compare(variants: Variant[], runs: number, durationSec: number, warmupSec: number): Promise<Compared> {
+  if (warmupSec > 0) for (const v of variants) await v.run(warmupSec);
+  const results = new Map<string, LoadResult[]>(variants.map((v) => [v.name, []]));
+  for (let round = 0; round < runs; round++) {
+    const order = round % 2 === 0 ? variants : [...variants].reverse();
+    for (const v of order) results.get(v.name)!.push(await v.run(durationSec));
+  }
+  const out: Compared = {};
+  for (const [name, rs] of results) {
+    out[name] = {
+      perSecond: median(rs.map((r) => r.perSecond)),
+      p99: median(rs.map((r) => r.p99)),
+      p50: median(rs.map((r) => r.p50)),
+      runs: rs,
+      unexpected: rs.reduce((s, r) => s + r.unexpected, 0),
+      errors: rs.reduce((s, r) => s + r.errors, 0),
+    };
+  }
+  return out;
+}
+
+export async function tempRoot(): Promise<string> {
+  return mkdtemp(path.join(process.env.BENCH_TMPDIR ?? tmpdir(), 'arr-bench-'));
+}
+
+export async function removeDir(dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,59 @@
+// The load generator, in its own process: runs one autocannon pass described by a LoadSpec received over
+// IPC and sends back a LoadResult. Writes are built per request (distinct IDs, replace of own).
+import autocannon from 'autocannon';
+import { writeBody, type LoadResult, type LoadSpec } from './protocol.js';
+
+function requestsFor(spec: LoadSpec): autocannon.Request[] {
+  const r = spec.request;
+  if (r.kind === 'get') return [{ method: 'GET', path: r.path, headers: r.headers }];
+  let n = 0;
+  return [
+    {
+      method: 'PUT',
+      setupRequest: (req) => {
+        const i = n++;
+        const writer = r.writers[i % r.writers.length]!;
+        const id = r.mode === 'create' ? `new-${r.tag}-${i}` : writer.ids[Math.floor(i / r.writers.length) % writer.ids.length]!;
+        return {
+          ...req,
+          method: 'PUT',
+          path: `/api/acp/providers/${writer.provider}/resources/${id}`,
+          headers: { authorization: `Bearer ${writer.token}`, 'content-type': 'application/json' },
+          body: JSON.stringify(writeBody(id, `${r.tag}-${i}`)),
+        };
+      },
+    },
+  ];
+}
+
+process.once('message', (spec: LoadSpec) => {
+  autocannon(
+    {
+      url: spec.url,
+      connections: spec.connections,
+      duration: spec.durationSec,
+      ...(spec.overallRate ? { overallRate: spec.overallRate } : {}),
+      requests: requestsFor(spec),
+    },
+    (err, result) => {
+      if (err) {
+        process.send?.({ error: String(err) });
+        process.disconnect();
+        return;
+      }
+      const codes = result.statusCodeStats ?? {};
+      const expected = spec.expectStatus.reduce((sum, code) => sum + (codes[String(code)]?.count ?? 0), 0);
+      const total = Object.values(codes).reduce((sum, c) => sum + c.count, 0);
+      const out: LoadResult = {
+        perSecond: expected / result.duration,
+        expected,
+        unexpected: total - expected,
+        errors: result.errors + result.timeouts,
+        p50: result.latency.p50,
+        p99: result.latency.p99,
+        durationSec: result.duration,
+      };
+      process.send?.(out, () => process.disconnect());
+    },
+  );
+});

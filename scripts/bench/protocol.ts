@@ -1,0 +1,54 @@
+// What the bench runner, the load worker and the server under test exchange, and the records they write.
+
+export interface Writer {
+  provider: string;
+  token: string;
+  /** Records this writer owns (replaced in turn); writers never share an ID. */
+  ids: string[];
+}
+
+export interface LoadSpec {
+  url: string;
+  connections: number;
+  durationSec: number;
+  /** Requests per second over all connections (a fixed-rate load for latency); unset = as fast as possible. */
+  overallRate?: number;
+  /** Responses with these statuses count as done. */
+  expectStatus: number[];
+  request:
+    | { kind: 'get'; path: string; headers: Record<string, string> }
+    | { kind: 'writes'; mode: 'replace' | 'create'; writers: Writer[]; tag: string };
+}
+
+export interface LoadResult {
+  /** Expected responses per second. */
+  perSecond: number;
+  expected: number;
+  unexpected: number;
+  errors: number;
+  /** Latency percentiles in milliseconds. */
+  p50: number;
+  p99: number;
+  durationSec: number;
+}
+
+export interface ServerReady {
+  type: 'ready';
+  port: number;
+  /** Milliseconds from process start to listening. */
+  startupMs: number;
+  rss: number;
+  /** The catalogue's ETag and size when the server started. */
+  etag: string;
+  bytes: number;
+}
+
+/** A record body as a provider PUTs it; `rev` changes it so every replace is a real change. */
+export function writeBody(id: string, rev: string) {
+  return {
+    schemaVersion: 1,
+    name: `Bench resource ${id}`,
+    description: `A benchmark record (${id}) describing a capability an agent may use; revision ${rev}.`,
+    instructions: `Read $HUABU_RFS_URL/resources/${id} for details; its files live under $AGENT_RESOURCE_DIR/${id}.`,
+  };
+}

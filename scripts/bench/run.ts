@@ -1,0 +1,380 @@
+// `npm run bench`: the performance scenarios of issue 8 at several catalogue sizes, printed as one table
+// of medians and ratios. Every measurement runs the real server in a child process on loopback and the
+// load generator (autocannon) in another; the runner itself only orchestrates.
+//
+// Knobs (environment): BENCH_SCALES (100,1000,10000), BENCH_RUNS (5), BENCH_DURATION (2 s per run),
+// BENCH_WARMUP (1 s), BENCH_CONNECTIONS (10, read scenarios), BENCH_WRITERS (32), BENCH_READ_RATE
+// (100 req/s, the fixed read load of scenario 6), BENCH_ONLY (e.g. `4,6`: run only these scenarios),
+// BENCH_LOG_LEVEL (warn), BENCH_TMPDIR, BENCH_SERVER_NODE_ARGS (e.g. `--cpu-prof`).
+// `--smoke`: one small scale, one short run each; checks the harness, not the service.
+import {
+  canvasToken,
+  CANVAS_ID,
+  compare,
+  copyDataDir,
+  killChildren,
+  median,
+  newCredentials,
+  prepareDataDir,
+  removeDir,
+  runLoad,
+  startServer,
+  tempRoot,
+  writersFor,
+  type Compared,
+  type Credentials,
+  type RunningServer,
+  type Variant,
+} from './harness.js';
+import type { LoadResult, LoadSpec } from './protocol.js';
+
+interface Options {
+  scales: number[];
+  runs: number;
+  durationSec: number;
+  warmupSec: number;
+  connections: number;
+  writers: number;
+  readRate: number;
+  only: Set<string> | undefined;
+}
+
+function options(argv: string[], env: NodeJS.ProcessEnv): Options {
+  const num = (name: string, fallback: number) => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const value = Number(raw);
+    if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number`);
+    return value;
+  };
+  if (argv.includes('--smoke')) {
+    return { scales: [100], runs: 1, durationSec: 0.3, warmupSec: 0, connections: 4, writers: 8, readRate: 50, only: undefined };
+  }
+  return {
+    scales: (env.BENCH_SCALES ?? '100,1000,10000').split(',').map((s) => Number(s.trim())).filter((n) => n > 0),
+    runs: Math.max(1, Math.round(num('BENCH_RUNS', 5))),
+    durationSec: num('BENCH_DURATION', 2),
+    warmupSec: num('BENCH_WARMUP', 1),
+    connections: Math.round(num('BENCH_CONNECTIONS', 10)),
+    writers: Math.round(num('BENCH_WRITERS', 32)),
+    readRate: num('BENCH_READ_RATE', 100),
+    only: env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined,
+  };
+}
+
+export interface Row {
+  scenario: string;
+  title: string;
+  scale: string;
+  measured: string;
+  baseline: string;
+  ratio: string;
+  target: string;
+}
+
+/** What a scenario gets for one scale. */
+interface ScaleContext {
+  count: number;
+  creds: Credentials;
+  template: string;
+  root: string;
+  opts: Options;
+  /** One server per scale for the read scenarios (started on first use). */
+  shared(): Promise<RunningServer>;
+  /** Results a scenario leaves for a later one or for the cross-scale rows. */
+  notes: Map<string, Compared>;
+}
+
+interface Scenario {
+  id: string;
+  title: string;
+  /** Set while the feature does not exist yet: printed as `n/a (<reason>)`. */
+  unavailable?: string;
+  /** Run at every scale (default) or only at the largest. */
+  at?: 'every' | 'largest';
+  run?(ctx: ScaleContext): Promise<Omit<Row, 'scenario' | 'title' | 'scale'>[]>;
+  /** Rows comparing scales, after every scale ran. */
+  across?(byScale: Map<number, ScaleContext>): Omit<Row, 'scenario' | 'title'>[];
+}
+
+const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const rate = (c: Compared[string], unit = 'req/s') => `${fmt(c.perSecond)} ${unit} (p99 ${fmt(c.p99, 1)} ms)${c.unexpected + c.errors ? ` ⚠ ${c.unexpected} unexpected, ${c.errors} errors` : ''}`;
+const scaleName = (n: number) => (n >= 1000 && n % 1000 === 0 ? `${n / 1000}k` : String(n));
+
+function verdict(ratio: number, rule: string, holds: boolean): string {
+  return `${rule} ${holds ? '✓' : '✗'}`;
+}
+
+function getSpec(server: RunningServer, path: string, headers: Record<string, string>, ctx: ScaleContext, expect = 200, extra: Partial<LoadSpec> = {}) {
+  return (durationSec: number): Promise<LoadResult> =>
+    runLoad({ url: server.url, connections: ctx.opts.connections, durationSec, expectStatus: [expect], request: { kind: 'get', path, headers }, ...extra });
+}
+
+function writesSpec(url: string, ctx: ScaleContext, mode: 'replace' | 'create', durationSec: number, tag: string): LoadSpec {
+  return {
+    url,
+    connections: ctx.opts.writers,
+    durationSec,
+    expectStatus: mode === 'create' ? [201] : [200],
+    request: { kind: 'writes', mode, writers: writersFor(ctx.count, ctx.creds), tag },
+  };
+}
+
+let runCounter = 0;
+/** One write run on a fresh copy of the scale's DATA_DIR: start, warm up, measure, stop. */
+function writeVariant(ctx: ScaleContext, name: string, mode: 'replace' | 'create', env: Record<string, string>): Variant {
+  return {
+    name,
+    async run(durationSec) {
+      const dir = await copyDataDir(ctx.template, ctx.root);
+      const server = await startServer(dir, ctx.creds, env);
+      try {
+        const tag = `r${++runCounter}`;
+        if (ctx.opts.warmupSec > 0) await runLoad(writesSpec(server.url, ctx, mode, Math.min(ctx.opts.warmupSec, 1), `${tag}w`));
+        return await runLoad(writesSpec(server.url, ctx, mode, durationSec, tag));
+      } finally {
+        await server.stop();
+        await removeDir(dir);
+      }
+    },
+  };
+}
+
+const owner = (ctx: ScaleContext) => ({ authorization: `Bearer ${ctx.creds.owner}` });
+const BATCH_OFF = { STORE_MAX_BATCH: '1' };
+
+/** The scenario table of issue 8. Add a scenario by adding an entry; rows print in this order. */
+export const SCENARIOS: Scenario[] = [
+  {
+    id: '1',
+    title: 'owner catalogue GET vs constant-bytes route',
+    async run(ctx) {
+      const s = await ctx.shared();
+      const rfsHeaders = { authorization: `Bearer ${canvasToken(ctx.creds)}` };
+      const r = await compare(
+        [
+          { name: 'catalogue', run: getSpec(s, '/api/acp/resources', owner(ctx), ctx) },
+          { name: 'constant', run: getSpec(s, '/bench/constant', {}, ctx) },
+          { name: 'rfs', run: getSpec(s, `/api/rfs/${CANVAS_ID}/resources`, rfsHeaders, ctx) },
+        ],
+        ctx.opts.runs,
+        ctx.opts.durationSec,
+        ctx.opts.warmupSec,
+      );
+      ctx.notes.set('reads', r);
+      const ratio = r.catalogue!.perSecond / r.constant!.perSecond;
+      return [
+        {
+          measured: rate(r.catalogue!),
+          baseline: `${rate(r.constant!)} · ${fmt(s.ready.bytes / 1024, 0)} KiB body`,
+          ratio: `${fmt(ratio, 2)}×`,
+          target: ctx.count === 1000 ? verdict(ratio, '≥ 0.8×', ratio >= 0.8) : '(≥ 0.8× at 1k)',
+        },
+      ];
+    },
+  },
+  {
+    id: '2',
+    title: 'catalogue GET with If-None-Match (304) vs /healthz',
+    async run(ctx) {
+      const s = await ctx.shared();
+      const r = await compare(
+        [
+          { name: '304', run: getSpec(s, '/api/acp/resources', { ...owner(ctx), 'if-none-match': s.ready.etag }, ctx, 304) },
+          { name: 'healthz', run: getSpec(s, '/healthz', {}, ctx) },
+        ],
+        ctx.opts.runs,
+        ctx.opts.durationSec,
+        ctx.opts.warmupSec,
+      );
+      const ratio = r['304']!.perSecond / r.healthz!.perSecond;
+      return [{ measured: rate(r['304']!), baseline: rate(r.healthz!), ratio: `${fmt(ratio, 2)}×`, target: verdict(ratio, '≥ 0.8×', ratio >= 0.8) }];
+    },
+  },
+  {
+    id: '3',
+    title: 'RFS catalogue GET (canvas token) vs constant-bytes route',
+    async run(ctx) {
+      const r = ctx.notes.get('reads');
+      if (!r) return [{ measured: 'n/a (measured together with scenario 1)', baseline: '', ratio: '', target: '' }];
+      return [{ measured: rate(r.rfs!), baseline: rate(r.constant!), ratio: `${fmt(r.rfs!.perSecond / r.constant!.perSecond, 2)}×`, target: '—' }];
+    },
+  },
+  {
+    id: '4',
+    title: 'acknowledged registrations/s, 32 writers: batched vs one write per request',
+    async run(ctx) {
+      const r = await compare(
+        [
+          writeVariant(ctx, 'replace', 'replace', {}),
+          writeVariant(ctx, 'replace-1', 'replace', BATCH_OFF),
+          writeVariant(ctx, 'create', 'create', {}),
+          writeVariant(ctx, 'create-1', 'create', BATCH_OFF),
+        ],
+        ctx.opts.runs,
+        ctx.opts.durationSec,
+        0,
+      );
+      ctx.notes.set('writes', r);
+      return (['replace', 'create'] as const).map((mode) => {
+        const ratio = r[mode]!.perSecond / r[`${mode}-1`]!.perSecond;
+        return {
+          measured: `${mode === 'replace' ? 'replace own' : 'new IDs'}: ${rate(r[mode]!, 'writes/s')}`,
+          baseline: `STORE_MAX_BATCH=1: ${rate(r[`${mode}-1`]!, 'writes/s')}`,
+          ratio: `${fmt(ratio, 1)}×`,
+          target: verdict(ratio, '≥ 4×', ratio >= 4),
+        };
+      });
+    },
+    across(byScale) {
+      const scales = [...byScale.keys()].sort((a, b) => a - b);
+      const small = scales[0]!;
+      const large = scales[scales.length - 1]!;
+      return (['replace', 'create'] as const).map((mode) => {
+        if (small === large) return { scale: `${scaleName(large)} vs ${scaleName(small)}`, measured: 'n/a (needs two scales)', baseline: '', ratio: '', target: '' };
+        const a = byScale.get(large)!.notes.get('writes')![mode]!;
+        const b = byScale.get(small)!.notes.get('writes')![mode]!;
+        const ratio = a.perSecond / b.perSecond;
+        return {
+          scale: `${scaleName(large)} vs ${scaleName(small)}`,
+          measured: `${mode === 'replace' ? 'replace own' : 'new IDs'} at ${scaleName(large)}: ${fmt(a.perSecond)} writes/s`,
+          baseline: `at ${scaleName(small)}: ${fmt(b.perSecond)} writes/s`,
+          ratio: `${fmt(ratio, 2)}×`,
+          target: verdict(ratio, '≥ 0.5×', ratio >= 0.5),
+        };
+      });
+    },
+  },
+  { id: '5', title: 'launches of new threads (req/s, p99)', unavailable: 'launch not yet built' },
+  {
+    id: '6',
+    title: 'catalogue GET p99 while 32 writers run vs idle (fixed read rate)',
+    async run(ctx) {
+      const s = await ctx.shared();
+      const read = (durationSec: number) =>
+        runLoad({
+          url: s.url,
+          connections: 2,
+          durationSec,
+          overallRate: ctx.opts.readRate,
+          expectStatus: [200],
+          request: { kind: 'get', path: '/api/acp/resources', headers: owner(ctx) },
+        });
+      const r = await compare(
+        [
+          { name: 'idle', run: read },
+          {
+            name: 'loaded',
+            async run(durationSec) {
+              const writes = runLoad(writesSpec(s.url, ctx, 'replace', durationSec + 0.5, `l${++runCounter}`));
+              await new Promise((res) => setTimeout(res, 200));
+              const [result] = await Promise.all([read(durationSec), writes]);
+              return result;
+            },
+          },
+        ],
+        ctx.opts.runs,
+        ctx.opts.durationSec,
+        ctx.opts.warmupSec,
+      );
+      const ratio = r.loaded!.p99 / r.idle!.p99;
+      return [
+        {
+          measured: `p99 ${fmt(r.loaded!.p99, 1)} ms (p50 ${fmt(r.loaded!.p50, 1)}) under writes`,
+          baseline: `p99 ${fmt(r.idle!.p99, 1)} ms (p50 ${fmt(r.idle!.p50, 1)}) idle, ${fmt(ctx.opts.readRate)} req/s`,
+          ratio: `${fmt(ratio, 2)}×`,
+          target: verdict(ratio, '≤ 2×', ratio <= 2),
+        },
+      ];
+    },
+  },
+  {
+    id: '7',
+    title: 'start-up time and RSS (resources on disk)',
+    at: 'largest',
+    async run(ctx) {
+      const startups: number[] = [];
+      const rss: number[] = [];
+      for (let i = 0; i < ctx.opts.runs; i++) {
+        const dir = await copyDataDir(ctx.template, ctx.root);
+        const server = await startServer(dir, ctx.creds);
+        startups.push(server.ready.startupMs);
+        rss.push(server.ready.rss);
+        await server.stop();
+        await removeDir(dir);
+      }
+      return [{ measured: `${fmt(median(startups))} ms to listening, RSS ${fmt(median(rss) / 2 ** 20)} MiB`, baseline: '', ratio: '', target: '—' }];
+    },
+  },
+  { id: '7', title: 'start-up with 10k profiles and 100k workloads', unavailable: 'profiles and workloads not yet built' },
+];
+
+function printTable(rows: Row[]): string {
+  const header = ['#', 'scenario', 'scale', 'measured (median)', 'baseline (median)', 'ratio', 'target'];
+  const lines = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`];
+  for (const r of rows) lines.push(`| ${[r.scenario, r.title, r.scale, r.measured, r.baseline, r.ratio, r.target].join(' | ')} |`);
+  return lines.join('\n');
+}
+
+async function main(): Promise<void> {
+  const opts = options(process.argv.slice(2), process.env);
+  const root = await tempRoot();
+  const creds = newCredentials();
+  const rows: Row[] = [];
+  const byScale = new Map<number, ScaleContext>();
+  const largest = Math.max(...opts.scales);
+  const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
+  const started = performance.now();
+  log(`scales ${opts.scales.join(', ')}; ${opts.runs} runs of ${opts.durationSec} s per variant after ${opts.warmupSec} s warm-up`);
+  try {
+    for (const count of opts.scales) {
+      const template = await prepareDataDir(root, count, creds);
+      let shared: RunningServer | undefined;
+      let sharedDir: string | undefined;
+      const ctx: ScaleContext = {
+        count,
+        creds,
+        template,
+        root,
+        opts,
+        notes: new Map(),
+        async shared() {
+          if (!shared) {
+            sharedDir = await copyDataDir(template, root);
+            shared = await startServer(sharedDir, creds);
+          }
+          return shared;
+        },
+      };
+      byScale.set(count, ctx);
+      for (const s of SCENARIOS) {
+        if (s.unavailable || !s.run || (s.at === 'largest' && count !== largest) || (opts.only && !opts.only.has(s.id))) continue;
+        log(`${scaleName(count)}: scenario ${s.id} (${s.title}) at +${((performance.now() - started) / 1000).toFixed(1)} s`);
+        for (const r of await s.run(ctx)) rows.push({ scenario: s.id, title: s.title, scale: scaleName(count), ...r });
+      }
+      await shared?.stop();
+      if (sharedDir) await removeDir(sharedDir);
+    }
+  } finally {
+    killChildren();
+    await removeDir(root);
+  }
+  // Rows in table order: per-scale rows, cross-scale rows, and the scenarios not built yet.
+  const ordered: Row[] = [];
+  for (const s of SCENARIOS) {
+    if (s.unavailable) {
+      ordered.push({ scenario: s.id, title: s.title, scale: '—', measured: `n/a (${s.unavailable})`, baseline: '', ratio: '', target: '' });
+      continue;
+    }
+    if (opts.only && !opts.only.has(s.id)) continue;
+    ordered.push(...rows.filter((r) => r.scenario === s.id && r.title === s.title));
+    if (s.across) for (const r of s.across(byScale)) ordered.push({ scenario: s.id, title: s.title, ...r });
+  }
+  process.stdout.write(printTable(ordered) + '\n');
+}
+
+process.on('SIGINT', () => {
+  killChildren();
+  process.exit(130);
+});
+await main();

@@ -1,0 +1,26 @@
+// The bench harness in --smoke mode: one small scale, one short run per variant. Checks that every scenario
+// of the table prints a row (timings are not asserted: CI machines vary).
+import t from 'tap';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+t.test('the bench in --smoke mode prints a row for every scenario', async (t) => {
+  // Compiled first, as `npm run bench` does: under the test's TypeScript loader every child process the
+  // bench forks would compile the app again.
+  await run(process.execPath, [path.resolve('node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { timeout: 60_000 });
+  const { stdout } = await run(process.execPath, [path.resolve('dist/scripts/bench/run.js'), '--smoke'], {
+    timeout: 90_000,
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  const rows = stdout.split('\n').filter((l) => /^\| \d/.test(l));
+  const cells = rows.map((l) => l.split('|').map((c) => c.trim()));
+  for (const id of ['1', '2', '3', '4', '6']) t.ok(cells.some((c) => c[1] === id && c[3] === '100'), `scenario ${id} measured at 100`);
+  t.ok(cells.some((c) => c[1] === '4' && c[3] === '100 vs 100'), 'scenario 4 across scales');
+  t.ok(cells.some((c) => c[1] === '5' && /n\/a \(launch not yet built\)/.test(c[4]!)), 'scenario 5 not built yet');
+  t.ok(cells.some((c) => c[1] === '7' && /ms to listening, RSS/.test(c[4]!)), 'scenario 7 (resources)');
+  t.ok(cells.some((c) => c[1] === '7' && /n\/a \(profiles and workloads/.test(c[4]!)), 'scenario 7 (profiles, workloads) not built yet');
+  t.notOk(rows.some((l) => /NaN|undefined/.test(l)), 'no missing figure');
+});
