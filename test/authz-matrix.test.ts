@@ -62,6 +62,7 @@ const MATRIX: Record<string, Entry> = {
   'GET /api/acp/profiles/{id}': { url: '/api/acp/profiles/{profileId}', allowed: { owner: 200 } },
   'PATCH /api/acp/profiles/{id}': { url: '/api/acp/profiles/{profileId}', payload: { alias: 'Renamed' }, allowed: { owner: 200 } },
   'DELETE /api/acp/profiles/{id}': { url: '/api/acp/profiles/{profileId}', allowed: { owner: 204 } },
+  'GET /api/acp/capabilities': { url: '/api/acp/capabilities', allowed: { owner: 200 } },
   'GET /api/rfs/{canvasId}/resources': { url: '/api/rfs/canvas-x/resources', allowed: { canvasX: 200 } },
   'GET /api/rfs/{canvasId}/resources/{id}': { url: '/api/rfs/canvas-x/resources/tool-a', allowed: { canvasX: 200 } },
 };

@@ -296,6 +296,30 @@ t.test('DOT escaping: a hostile name cannot inject DOT syntax and survives rende
   t.same(texts('agent:p1'), ['<i>agent</i> \\', 'p1']);
 });
 
+t.test('the DOT of the test fixture', async (t) => {
+  // The state test/capabilities-http.test.ts builds over HTTP, with fixed profile IDs.
+  const dot = snapshotToDot(
+    buildSnapshot(
+      state({
+        resources: [
+          resource('huabu-access', 'huabu', 'Huabu access'),
+          resource('local-resource-management', 'huabu', 'Local resource management'),
+          resource('web-search', 'huabu', 'Web search'),
+          resource('local-git', 'mac-a', 'Git'),
+          resource('other-git', 'mac-b', 'Git', 'Run git in $HOME.'),
+        ],
+        profiles: [
+          { ...profile('prf-reviewer', 'mac-a', ['web-search', 'local-git'], 'Reviewer'), workingDirPath: '/home/me/site' },
+          { ...profile('prf-writer', 'mac-b', ['other-git'], 'Writer'), workingDirPath: '/home/me/site' },
+        ],
+        machines: [{ machineId: 'mac-a' }, { machineId: 'mac-b' }],
+        requiredResourceIds: ['huabu-access', 'local-resource-management'],
+      }),
+    ),
+  );
+  t.matchSnapshot(dot, 'DOT');
+});
+
 function decodeXml(s: string): string {
   return s
     .replace(/&#(\d+);/g, (_, n: string) => String.fromCodePoint(Number(n)))
