@@ -4,6 +4,8 @@ import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from '@fastify/typ
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
+import { CapabilityProjection } from './capabilities/capability-projection.js';
+import { assertNoErrors } from './capabilities/diagnostics.js';
 import { resolveCredentials } from './credentials/credentials-file.js';
 import { seedHuabuResources } from './host/huabu.js';
 import { authPlugin } from './http/auth.js';
@@ -16,6 +18,7 @@ import { MachineRegistry } from './machines/machine-registry.js';
 import { ProfileRegistry } from './profiles/profile-registry.js';
 import { CatalogueCache } from './registry/catalogue-cache.js';
 import { ResourceRegistry } from './registry/resource-registry.js';
+import { capabilityRoutes } from './routes/capabilities.js';
 import { canvasTokenRoutes, rfsUrl } from './routes/canvas-tokens.js';
 import { catalogueRoutes } from './routes/catalogue.js';
 import type { RouteDeps } from './routes/deps.js';
@@ -74,9 +77,12 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     const scanner = new SecretScanner(Object.values(credentials));
     const registry = new ResourceRegistry(store, scanner, clock, (err) => logger.error({ err }, 'audit log append failed'));
     const machines = new MachineRegistry(store, clock);
-    const profiles = new ProfileRegistry(store, scanner, clock, (err) => logger.error({ err }, 'audit log append failed'));
+    const profiles = new ProfileRegistry(store, scanner, clock, (err) => logger.error({ err }, 'audit log append failed'), {
+      requiredResourceIds: config.requiredResourceIds,
+    });
     const catalogue = new CatalogueCache((view) => metrics.catalogueRebuilds.inc({ view: view.split(':')[0] }));
-    const deps: RouteDeps = { config, credentials, registry, machines, profiles, catalogue, now };
+    const capabilities = new CapabilityProjection(store, config.requiredResourceIds);
+    const deps: RouteDeps = { config, credentials, registry, machines, profiles, catalogue, capabilities, now };
     const workloads = new WorkloadService({
       store,
       profiles,
@@ -84,6 +90,9 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       requiredResourceIds: config.requiredResourceIds,
       rfsUrl: (canvasId) => rfsUrl(config.publicBaseUrl, canvasId),
       clock,
+      // Fail closed: any error diagnostic touching the profile or its effective set stops the launch.
+      preflight: async (profile, effective) =>
+        assertNoErrors(await capabilities.diagnosticsFor(profile, effective), 'The launch would confuse the agent', { profileId: profile.id }),
     });
 
     app = Fastify({
@@ -99,7 +108,10 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     app.addHook('preClose', async () => {
       closing = true;
     });
-    app.addHook('onClose', async () => store.close());
+    app.addHook('onClose', async () => {
+      await capabilities.close();
+      await store.close();
+    });
     app.addHook('onResponse', async (request, reply) => {
       metrics.requestDuration.observe(
         { method: request.method, route: request.routeOptions.url ?? '__unmatched__', status_code: String(reply.statusCode) },
@@ -118,6 +130,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
         await acp.register(profileRoutes, deps);
         await acp.register(canvasTokenRoutes, deps);
         await acp.register(workloadRoutes, { ...deps, workloads, metrics });
+        await acp.register(capabilityRoutes, deps);
         await acp.register(providerRoutes, { ...deps, prefix: '/providers/:provider' });
       },
       { prefix: '/api/acp' },

@@ -197,3 +197,25 @@ t.test('a workload file that does not parse stops the start and is left as it is
   await t.rejects(build(t, { dataDir }), /canvas-1\.json: does not parse/);
   t.equal(await readFile(file, 'utf8'), '{"schemaVersion": 1, "state": {');
 });
+
+t.test('launch fails closed on capability diagnostics, with nothing written, and passes once fixed', async (t) => {
+  const { h, macA, profileId } = await world(t);
+  // mac-a publishes a record its agents would see next to huabu's web-search under the same name.
+  t.equal((await h.put('mac-a', macA, 'my-search', { name: '  NAME OF WEB-SEARCH ' })).statusCode, 201);
+  const refused = await launch(h, { profileId, canvasId: 'canvas-1', threadId: 'thread-1' });
+  t.equal(refused.statusCode, 422);
+  t.equal(refused.json().code, 'capability_diagnostics_failed');
+  t.match(refused.json().details.diagnostics, [{ severity: 'error', code: 'duplicate_resource_name' }]);
+  t.same(await readdir(path.join(h.dataDir, 'workloads')), [], 'nothing was written');
+  t.equal((await h.app.inject({ url: '/api/acp/workloads/canvas-1/thread-1', headers: h.owner })).statusCode, 404);
+
+  const unrelated = await launch(h, { profileId, canvasId: 'canvas-1', threadId: 'thread-2', resourceIds: ['image-gen'] });
+  t.equal(unrelated.statusCode, 201, 'a selection without the clash launches');
+
+  await h.app.inject({ method: 'DELETE', url: '/api/acp/providers/mac-a/resources/my-search', headers: h.bearer(macA) });
+  const allowed = await launch(h, { profileId, canvasId: 'canvas-1', threadId: 'thread-1' });
+  t.equal(allowed.statusCode, 201, 'allowed once the duplicate is withdrawn');
+  const metrics = (await h.app.inject({ url: '/metrics' })).body;
+  t.match(metrics, /registry_launch_outcomes_total\{outcome="capability_diagnostics_failed"\} 1/);
+  t.match(metrics, /registry_launch_outcomes_total\{outcome="realized"\} 2/);
+});

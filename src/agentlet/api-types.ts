@@ -112,7 +112,7 @@ export interface paths {
         put?: never;
         /**
          * Check a candidate record without storing it
-         * @description Reports every problem of a candidate record: schema rules, secrets, and (when the ID is taken) ownership. A provider checks a record as its own; the owner may name the `provider`. Nothing is stored.
+         * @description Reports every problem of a candidate record: schema rules, secrets, ownership (when the ID is taken), a name an agent could see twice (`duplicate_resource_name`: another ID with the same name ignoring case and surrounding space, of the host, or of the same machine, or any provider when the candidate is the host's) and `$VARIABLE`s outside the runtime set (`unknown_variable`, a warning). A provider checks a record as its own; the owner may name the `provider`. Nothing is stored.
          */
         post: operations["validateResource"];
         delete?: never;
@@ -180,7 +180,7 @@ export interface paths {
         put?: never;
         /**
          * Create an Agent Profile
-         * @description Creates an `acp-command` profile; the registry assigns `id` and `schemaVersion`. `resourceIds` (at most 64, unique, order kept) may name only registered resources (else 422 `unresolved_resource_ids`) whose provider is `huabu` or the profile's `agentletId` (else 422 `resource_not_eligible`); `details.ids` lists the offenders. Aliases are unique ignoring case. Alias, path, command and every key and string of `customData` are scanned for secrets.
+         * @description Creates an `acp-command` profile; the registry assigns `id` and `schemaVersion`. `resourceIds` (at most 64, unique, order kept) may name only registered resources (else 422 `unresolved_resource_ids`) whose provider is `huabu` or the profile's `agentletId` (else 422 `resource_not_eligible`); `details.ids` lists the offenders. A selection that would show the agent two resources of the same name (ignoring case and surrounding space; required defaults included) is 422 `capability_diagnostics_failed` with `details.diagnostics`. Aliases are unique ignoring case. Alias, path, command and every key and string of `customData` are scanned for secrets.
          */
         post: operations["createProfile"];
         delete?: never;
@@ -212,7 +212,7 @@ export interface paths {
         head?: never;
         /**
          * Change an Agent Profile
-         * @description Changes alias, workingDirPath, resourceIds and customData; fields left out stay. `resourceIds` replaces the whole list and is placement-checked like on create; `customData` replaces the whole object. With `If-Match` (the ETag from GET) a change made meanwhile by someone else is refused with 412 instead of being overwritten. Manifest-backed profiles cannot be changed here (409 `invalid_profile_kind`).
+         * @description Changes alias, workingDirPath, resourceIds and customData; fields left out stay. `resourceIds` replaces the whole list and is checked like on create (placement, then same-named resources); `customData` replaces the whole object. With `If-Match` (the ETag from GET) a change made meanwhile by someone else is refused with 412 instead of being overwritten. Manifest-backed profiles cannot be changed here (409 `invalid_profile_kind`).
          */
         patch: operations["updateProfile"];
         trace?: never;
@@ -283,6 +283,26 @@ export interface paths {
         };
         /** Read one workload */
         get: operations["getWorkload"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/acp/capabilities": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the capability snapshot
+         * @description One read-only snapshot over everything the registry knows: components (`resource:<id>`, `agent:<profileId>`, `provider:huabu`, `provider:<machineId>`), edges (`publishes`, `selects`, `placed-on`, `requires`), alias bindings and diagnostics, sorted so equal states give equal bytes. `?format=dot` answers the Graphviz source (one cluster per kind), `?format=svg` the graph rendered (at most 800 components: narrow a larger registry with `?kind=` or read the DOT; else 413 `payload_too_large`). `?kind=` narrows the view: components of that kind, edges with either end of that kind, aliases bound to a kept component, and diagnostics naming at least one ID of that kind. The `ETag` is the digest of the whole snapshot; `If-None-Match` with it answers 304.
+         */
+        get: operations["getCapabilities"];
         put?: never;
         post?: never;
         delete?: never;
@@ -781,7 +801,7 @@ export interface operations {
                         /** @description True when the record has no error-severity issue. */
                         valid: boolean;
                         issues: {
-                            /** @description Stable code, e.g. `validation_failed`, `secret_detected`, `resource_conflict`. */
+                            /** @description Stable code: `validation_failed`, `secret_detected`, `resource_conflict`, `duplicate_resource_name` (errors) or `unknown_variable` (warning). */
                             code: string;
                             /** @description The field concerned (`/name`), or empty for the whole record. */
                             field: string;
@@ -1607,7 +1627,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `secret_detected`, `unresolved_resource_ids`, `resource_not_eligible` */
+            /** @description `secret_detected`, `unresolved_resource_ids`, `resource_not_eligible`, `capability_diagnostics_failed` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2340,7 +2360,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `secret_detected`, `unresolved_resource_ids`, `resource_not_eligible` */
+            /** @description `secret_detected`, `unresolved_resource_ids`, `resource_not_eligible`, `capability_diagnostics_failed` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3229,6 +3249,197 @@ export interface operations {
             };
             /** @description `workload_not_found` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getCapabilities: {
+        parameters: {
+            query?: {
+                /** @description Narrow to components of this kind, the edges with either end of this kind, the aliases bound to them, and the diagnostics naming at least one ID of this kind. */
+                kind?: "resource" | "agent" | "provider";
+                /** @description `json` (default), `dot` (Graphviz source, `text/vnd.graphviz`) or `svg` (the graph rendered, `image/svg+xml`). */
+                format?: "json" | "dot" | "svg";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The snapshot, in the format asked for. */
+            200: {
+                headers: {
+                    /** @description The snapshot digest, quoted. */
+                    etag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description SHA-256 (hex) of the canonical serialization of the whole snapshot (components, edges, aliases, diagnostics); the ETag. A `?kind=` view carries the digest of the whole snapshot. */
+                        digest: string;
+                        /** @description Sorted by id. */
+                        components: {
+                            /**
+                             * @description Component ID, namespaced by kind: `resource:<resourceId>`, `agent:<profileId>`, `provider:huabu` (the host) or `provider:<machineId>`.
+                             * @example resource:web-search
+                             */
+                            id: string;
+                            /** @description What the component is. */
+                            kind: "resource" | "agent" | "provider";
+                            /** @description Display name: a resource's name, an agent's alias, a provider's ID. */
+                            name: string;
+                            /** @description One line about the component. */
+                            description: string;
+                            /** @description Sorted facts: resources `provider:<id>` and `required`; agents `launch:<kind>` and `machine:<agentletId>`; providers `host` or `machine`, and `revoked` or `not-enrolled`. */
+                            tags: string[];
+                            /** @description Aliases bound to the component (an agent's alias). */
+                            aliases: string[];
+                        }[];
+                        /** @description Sorted by from, kind, to. */
+                        edges: {
+                            /** @description `publishes` provider→resource, `selects` agent→resource, `placed-on` agent→provider (machine), `requires` host→required default. */
+                            kind: "publishes" | "selects" | "placed-on" | "requires";
+                            /**
+                             * @description Component ID, namespaced by kind: `resource:<resourceId>`, `agent:<profileId>`, `provider:huabu` (the host) or `provider:<machineId>`.
+                             * @example resource:web-search
+                             */
+                            from: string;
+                            /**
+                             * @description Component ID, namespaced by kind: `resource:<resourceId>`, `agent:<profileId>`, `provider:huabu` (the host) or `provider:<machineId>`.
+                             * @example resource:web-search
+                             */
+                            to: string;
+                        }[];
+                        /** @description Sorted by alias (ignoring case), then as written, then component. */
+                        aliases: {
+                            /** @description The alias as written. */
+                            alias: string;
+                            /**
+                             * @description Component ID, namespaced by kind: `resource:<resourceId>`, `agent:<profileId>`, `provider:huabu` (the host) or `provider:<machineId>`.
+                             * @example resource:web-search
+                             */
+                            component: string;
+                        }[];
+                        /** @description Errors first, then by code, components and message. */
+                        diagnostics: {
+                            severity: "error" | "warning";
+                            /** @description Errors: `duplicate_resource_name`, `unresolved_reference`, `cross_machine_reference`, `alias_collision`, `missing_required_resource`. Warnings: `alias_shadows_component`, `unknown_variable`. */
+                            code: "duplicate_resource_name" | "unresolved_reference" | "cross_machine_reference" | "alias_collision" | "missing_required_resource" | "alias_shadows_component" | "unknown_variable";
+                            message: string;
+                            /** @description The components concerned, sorted. An unresolved or missing reference names the ID it expected (`resource:<id>`), which is not a component. */
+                            components: string[];
+                        }[];
+                    };
+                    "text/vnd.graphviz": string;
+                    "image/svg+xml": string;
+                };
+            };
+            /** @description Not modified: the `If-None-Match` ETag is current; no body. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

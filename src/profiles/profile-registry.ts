@@ -1,6 +1,7 @@
 // The profile registry: validates and scans profile writes, checks placement against the catalogue, applies
 // them through the store (which enforces alias uniqueness and If-Match atomically), answers reads, and
 // writes the audit trail. Framework-free.
+import { assertNoErrors, selectionConflicts, type SelectionProfile } from '../capabilities/diagnostics.js';
 import { AppError } from '../errors.js';
 import { systemClock, type Clock } from '../registry/resource-registry.js';
 import {
@@ -76,6 +77,7 @@ export class ProfileRegistry {
     private readonly scanner: SecretScanner,
     private readonly clock: Clock = systemClock,
     private readonly onAuditError: (err: unknown) => void = () => undefined,
+    private readonly options: { requiredResourceIds?: readonly string[] } = {},
   ) {}
 
   async list(): Promise<AgentProfile[]> {
@@ -101,10 +103,12 @@ export class ProfileRegistry {
     const resourceIds = body.resourceIds ?? [];
     assertCustomDataSize(body.customData);
     await this.#assertPlacement(resourceIds, body.agentletId);
+    const id = newProfileId();
+    await this.#assertNoConflicts({ id, alias: body.alias, agentletId: body.agentletId }, resourceIds);
     await this.scanner.assertClean(textFields({ ...body, command: launch.command }));
     const profile: AgentProfile = {
       schemaVersion: PROFILE_SCHEMA_VERSION,
-      id: newProfileId(),
+      id,
       alias: body.alias,
       agentletId: body.agentletId,
       workingDirPath: body.workingDirPath,
@@ -130,7 +134,10 @@ export class ProfileRegistry {
     if (isManifestBacked(current.profile)) throw notThisKind(current.profile, 'changed');
     assertCustomDataSize(body.customData);
     // agentletId cannot change, so placement checked against this read still holds at the write.
-    if (body.resourceIds !== undefined) await this.#assertPlacement(body.resourceIds, current.profile.agentletId);
+    if (body.resourceIds !== undefined) {
+      await this.#assertPlacement(body.resourceIds, current.profile.agentletId);
+      await this.#assertNoConflicts({ ...current.profile, alias: body.alias ?? current.profile.alias }, body.resourceIds);
+    }
     await this.scanner.assertClean(textFields(body));
     const changes: ProfileChanges = {};
     if (body.alias !== undefined) changes.alias = body.alias;
@@ -153,6 +160,20 @@ export class ProfileRegistry {
     const records = await Promise.all(resourceIds.map(async (rid) => [rid, await this.store.getResource(rid)] as const));
     const found = new Map(records);
     assertPlacement(resourceIds, agentletId, (rid) => found.get(rid));
+  }
+
+  /**
+   * 422 `capability_diagnostics_failed` when the selection would put two same-named resources in front
+   * of the agent (see `selectionConflicts`). Runs after placement, so every ID resolves and is eligible.
+   */
+  async #assertNoConflicts(profile: SelectionProfile, resourceIds: readonly string[]): Promise<void> {
+    if (resourceIds.length === 0) return;
+    const conflicts = selectionConflicts(
+      { resources: await this.store.listResources(), requiredResourceIds: this.options.requiredResourceIds ?? [] },
+      profile,
+      resourceIds,
+    );
+    assertNoErrors(conflicts, 'The selection holds resources an agent could not tell apart', { field: '/resourceIds' });
   }
 
   /** A failure to append is reported, not turned into a failed request: the change itself is durable. */

@@ -1,6 +1,7 @@
 // The resource registry: validates and scans records, applies provider ownership through the store,
 // answers catalogue reads, and writes the audit trail. Framework-free.
 import { Compile } from 'typebox/compile';
+import { canSeeTogether, nameKey, RUNTIME_VARIABLES, unknownVariables } from '../capabilities/rules.js';
 import { AppError } from '../errors.js';
 import { HOST_PROVIDER, ProviderId } from '../schemas/common.js';
 import {
@@ -137,6 +138,31 @@ export class ResourceRegistry {
       const held = await this.store.getResource(body.id);
       if (held && provider !== undefined && held.provider !== provider) {
         issues.push({ code: 'resource_conflict', field: '/id', severity: 'error', message: `ID ${body.id} is held by provider ${held.provider}` });
+      }
+    }
+    if (typeof body.instructions === 'string') {
+      for (const name of unknownVariables(body.instructions)) {
+        issues.push({
+          code: 'unknown_variable',
+          field: '/instructions',
+          severity: 'warning',
+          message: `$${name} is not a runtime variable (${RUNTIME_VARIABLES.map((v) => `$${v}`).join(', ')}); an agent will not find it set`,
+        });
+      }
+    }
+    if (typeof body.name === 'string' && body.name.trim() !== '') {
+      // With no provider known (the owner did not name one), only the host's records clash for sure.
+      const key = nameKey(body.name);
+      const clashes = (await this.store.listResources()).filter(
+        (r) => r.id !== body.id && nameKey(r.name) === key && (provider === undefined ? r.provider === HOST_PROVIDER : canSeeTogether(provider, r.provider)),
+      );
+      if (clashes.length > 0) {
+        issues.push({
+          code: 'duplicate_resource_name',
+          field: '/name',
+          severity: 'error',
+          message: `an agent could see this record together with ${clashes.map((r) => `${r.id} (${r.provider})`).join(', ')}, which share its name ignoring case and surrounding space`,
+        });
       }
     }
     return { valid: !issues.some((i) => i.severity === 'error'), issues };

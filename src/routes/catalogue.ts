@@ -71,7 +71,7 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
           operationId: 'validateResource',
         summary: 'Check a candidate record without storing it',
           description:
-            'Reports every problem of a candidate record: schema rules, secrets, and (when the ID is taken) ownership. A provider checks a record as its own; the owner may name the `provider`. Nothing is stored.',
+            'Reports every problem of a candidate record: schema rules, secrets, ownership (when the ID is taken), a name an agent could see twice (`duplicate_resource_name`: another ID with the same name ignoring case and surrounding space, of the host, or of the same machine, or any provider when the candidate is the host\'s) and `$VARIABLE`s outside the runtime set (`unknown_variable`, a warning). A provider checks a record as its own; the owner may name the `provider`. Nothing is stored.',
           body: Type.Unknown({ description: 'A candidate AgentResource: `{schemaVersion: 1, id, name, description, instructions, provider?}`.' }),
           response: { 200: { ...ValidateResult, description: 'The issues found (empty when valid).' }, ...errors('validation_failed') },
         },

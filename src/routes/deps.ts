@@ -1,4 +1,5 @@
 // What the route plugins are handed: the core services and the validated configuration.
+import type { CapabilityProjection } from '../capabilities/capability-projection.js';
 import type { Config } from '../config.js';
 import type { Credentials } from '../credentials/credentials-file.js';
 import type { MachineRegistry } from '../machines/machine-registry.js';
@@ -13,5 +14,6 @@ export interface RouteDeps {
   machines: MachineRegistry;
   profiles: ProfileRegistry;
   catalogue: CatalogueCache;
+  capabilities: CapabilityProjection;
   now: () => Date;
 }

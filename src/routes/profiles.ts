@@ -45,7 +45,7 @@ export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
         tags: ['profiles'],
         operationId: 'createProfile',
         summary: 'Create an Agent Profile',
-        description: `Creates an \`acp-command\` profile; the registry assigns \`id\` and \`schemaVersion\`. \`resourceIds\` (at most ${MAX_PROFILE_RESOURCE_IDS}, unique, order kept) may name only registered resources (else 422 \`unresolved_resource_ids\`) whose provider is \`huabu\` or the profile's \`agentletId\` (else 422 \`resource_not_eligible\`); \`details.ids\` lists the offenders. Aliases are unique ignoring case. Alias, path, command and every key and string of \`customData\` are scanned for secrets.`,
+        description: `Creates an \`acp-command\` profile; the registry assigns \`id\` and \`schemaVersion\`. \`resourceIds\` (at most ${MAX_PROFILE_RESOURCE_IDS}, unique, order kept) may name only registered resources (else 422 \`unresolved_resource_ids\`) whose provider is \`huabu\` or the profile's \`agentletId\` (else 422 \`resource_not_eligible\`); \`details.ids\` lists the offenders. A selection that would show the agent two resources of the same name (ignoring case and surrounding space; required defaults included) is 422 \`capability_diagnostics_failed\` with \`details.diagnostics\`. Aliases are unique ignoring case. Alias, path, command and every key and string of \`customData\` are scanned for secrets.`,
         body: ProfileCreateBody,
         response: {
           201: { ...AgentProfile, description: 'Created. The `ETag` header carries its revision.', ...ETAG_HEADER },
@@ -56,6 +56,7 @@ export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
             'secret_detected',
             'unresolved_resource_ids',
             'resource_not_eligible',
+            'capability_diagnostics_failed',
             'payload_too_large',
             'storage_unavailable',
           ),
@@ -97,7 +98,7 @@ export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
         operationId: 'updateProfile',
         summary: 'Change an Agent Profile',
         description:
-          'Changes alias, workingDirPath, resourceIds and customData; fields left out stay. `resourceIds` replaces the whole list and is placement-checked like on create; `customData` replaces the whole object. With `If-Match` (the ETag from GET) a change made meanwhile by someone else is refused with 412 instead of being overwritten. Manifest-backed profiles cannot be changed here (409 `invalid_profile_kind`).',
+          'Changes alias, workingDirPath, resourceIds and customData; fields left out stay. `resourceIds` replaces the whole list and is checked like on create (placement, then same-named resources); `customData` replaces the whole object. With `If-Match` (the ETag from GET) a change made meanwhile by someone else is refused with 412 instead of being overwritten. Manifest-backed profiles cannot be changed here (409 `invalid_profile_kind`).',
         params: ProfileParams,
         headers: IfMatchHeaders,
         body: ProfilePatchBody,
@@ -112,6 +113,7 @@ export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
             'secret_detected',
             'unresolved_resource_ids',
             'resource_not_eligible',
+            'capability_diagnostics_failed',
             'payload_too_large',
             'storage_unavailable',
           ),

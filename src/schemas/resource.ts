@@ -88,7 +88,10 @@ export const ResourceList = Type.Object(
 
 export const ValidationIssue = Type.Object(
   {
-    code: Type.String({ description: 'Stable code, e.g. `validation_failed`, `secret_detected`, `resource_conflict`.' }),
+    code: Type.String({
+      description:
+        'Stable code: `validation_failed`, `secret_detected`, `resource_conflict`, `duplicate_resource_name` (errors) or `unknown_variable` (warning).',
+    }),
     field: Type.String({ description: 'The field concerned (`/name`), or empty for the whole record.' }),
     severity: Type.Union([Type.Literal('error'), Type.Literal('warning')]),
     message: Type.String(),

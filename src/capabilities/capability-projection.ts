@@ -1,0 +1,91 @@
+// The capability projection over the live stores: builds the snapshot from the current records and the
+// host's required defaults, and serves it as JSON, DOT or SVG. Rendered bodies are cached per snapshot
+// digest (a changed state drops them, and concurrent requests for one body share its rendering); SVG is
+// rendered in-process by Graphviz compiled to WebAssembly, in a worker started on the first SVG request.
+// Framework-free.
+import { AppError } from '../errors.js';
+import type { CapabilitySnapshot, ComponentKind } from '../schemas/capability.js';
+import type { RegistryStore } from '../storage/store.js';
+import { diagnosticsFor, type SelectionProfile, type SnapshotInput } from './diagnostics.js';
+import { drawnComponentCount, snapshotToDot } from './dot.js';
+import { buildSnapshot, narrowSnapshot, serializeSnapshot } from './snapshot.js';
+import { SvgRenderer } from './svg-renderer.js';
+
+/** Graphviz `dot` layout grows much faster than linearly: about 15 s for 1500 components here. */
+export const MAX_SVG_COMPONENTS = 800;
+
+export type CapabilityFormat = 'json' | 'dot' | 'svg';
+
+export interface RenderedView {
+  /** The whole snapshot's digest (the ETag). */
+  digest: string;
+  body: string;
+}
+
+export type ProjectionStore = Pick<RegistryStore, 'listResources' | 'listProfiles' | 'listMachines'>;
+
+export class CapabilityProjection {
+  #digest: string | undefined;
+  #bodies = new Map<string, Promise<string>>();
+  readonly #svg = new SvgRenderer();
+
+  constructor(
+    private readonly store: ProjectionStore,
+    private readonly requiredResourceIds: readonly string[],
+  ) {}
+
+  /** The records a snapshot is built from, read now. */
+  async input(): Promise<SnapshotInput> {
+    const [resources, entries, machines] = await Promise.all([this.store.listResources(), this.store.listProfiles(), this.store.listMachines()]);
+    return { resources, profiles: entries.map((e) => e.profile), machines, requiredResourceIds: this.requiredResourceIds };
+  }
+
+  async snapshot(): Promise<CapabilitySnapshot> {
+    return buildSnapshot(await this.input());
+  }
+
+  /** The error diagnostics that stand in the way of `profile` working with `effectiveResourceIds`, now. */
+  async diagnosticsFor(profile: SelectionProfile, effectiveResourceIds: readonly string[]) {
+    return diagnosticsFor(await this.input(), { profile, effectiveResourceIds });
+  }
+
+  /** The current snapshot (or its `kind` view) in `format`; bodies are reused while the digest holds. */
+  async render(kind: ComponentKind | undefined, format: CapabilityFormat): Promise<RenderedView> {
+    const whole = await this.snapshot();
+    if (whole.digest !== this.#digest) {
+      this.#digest = whole.digest;
+      this.#bodies.clear();
+    }
+    const key = `${kind ?? '*'}:${format}`;
+    let body = this.#bodies.get(key);
+    if (body === undefined) {
+      body = this.#build(whole, kind, format);
+      this.#bodies.set(key, body);
+      // A failed body is not kept: the next request tries again.
+      body.catch(() => {
+        if (this.#bodies.get(key) === body) this.#bodies.delete(key);
+      });
+    }
+    return { digest: whole.digest, body: await body };
+  }
+
+  /** Stops the SVG worker, if it was started. */
+  close(): Promise<void> {
+    return this.#svg.close();
+  }
+
+  async #build(whole: CapabilitySnapshot, kind: ComponentKind | undefined, format: CapabilityFormat): Promise<string> {
+    const view = narrowSnapshot(whole, kind);
+    if (format === 'json') return serializeSnapshot(view);
+    if (format === 'dot') return snapshotToDot(view, whole);
+    const drawn = drawnComponentCount(view, whole);
+    if (drawn > MAX_SVG_COMPONENTS) {
+      throw new AppError(
+        'payload_too_large',
+        `The graph has ${drawn} components; SVG is rendered for at most ${MAX_SVG_COMPONENTS}. Narrow it with ?kind= or take ?format=dot.`,
+        { components: drawn, limit: MAX_SVG_COMPONENTS },
+      );
+    }
+    return this.#svg.render(snapshotToDot(view, whole));
+  }
+}
