@@ -1,5 +1,6 @@
 // Model-based test: random command sequences (register, replace, withdraw, reconcile, create/patch profile,
-// launch) run against the real app and against a small in-memory model of the rules; every answer must
+// launch) run against the real app and against a small in-memory model of the rules (ownership,
+// placement, same-name clashes, first realization); every answer must
 // match the model, and the catalogue must equal the model at the end of every sequence.
 // MODEL_RUNS sequences (default 1000), FUZZ_SEED to reproduce. Each sequence works in its own namespace
 // (ID prefix, machines, canvas) of one shared app, so sequences are independent.
@@ -31,12 +32,29 @@ function providerPath(r: Real, p: Provider): string {
   return p === 'huabu' ? 'huabu' : r.machineIds[p];
 }
 
+const visible = (provider: Provider, machine: 'mA' | 'mB') => provider === 'huabu' || provider === machine;
+const nameKey = (name: string) => name.trim().toLowerCase();
+
+/** Placement: every ID registered and eligible for the machine. */
 function resolve(m: Model, machine: 'mA' | 'mB', ids: string[]): 201 | 422 {
   for (const id of ids) {
     const rec = m.resources.get(id);
-    if (!rec || (rec.provider !== 'huabu' && rec.provider !== machine)) return 422;
+    if (!rec || !visible(rec.provider, machine)) return 422;
   }
   return 201;
+}
+
+/** A profile may not select two resources with one name (no required defaults in this test). */
+function selectionClash(m: Model, ids: string[]): boolean {
+  const keys = ids.map((id) => nameKey(m.resources.get(id)!.name));
+  return new Set(keys).size < keys.length;
+}
+
+/** A launch is refused when a name of its effective set is shared by two resources the agent can see. */
+function launchClash(m: Model, machine: 'mA' | 'mB', ids: string[]): boolean {
+  const keys = new Set(ids.map((id) => nameKey(m.resources.get(id)!.name)));
+  const seen = [...m.resources.values()].filter((r) => visible(r.provider, machine) && keys.has(nameKey(r.name)));
+  return seen.length > keys.size;
 }
 
 abstract class Cmd implements fc.AsyncCommand<Model, Real> {
@@ -118,7 +136,7 @@ class CreateProfile extends Cmd {
     return m.profiles.length < 3;
   }
   async run(m: Model, r: Real) {
-    const expected = resolve(m, this.machine, this.selection);
+    const expected = resolve(m, this.machine, this.selection) === 201 && selectionClash(m, this.selection) ? 422 : resolve(m, this.machine, this.selection);
     const res = await r.h.app.inject({
       method: 'POST',
       url: '/api/acp/profiles',
@@ -148,7 +166,7 @@ class PatchProfile extends Cmd {
   }
   async run(m: Model, r: Real) {
     const profile = m.profiles[this.index % m.profiles.length]!;
-    const expected = resolve(m, profile.machine, this.selection) === 201 ? 200 : 422;
+    const expected = resolve(m, profile.machine, this.selection) === 201 && !selectionClash(m, this.selection) ? 200 : 422;
     const res = await r.h.app.inject({
       method: 'PATCH',
       url: `/api/acp/profiles/${profile.id}`,
@@ -180,7 +198,7 @@ class Launch extends Cmd {
       const same = stored.profile === pi && (this.override === undefined || JSON.stringify(this.override) === JSON.stringify(stored.resourceIds));
       expected = same ? 200 : 409;
     } else {
-      expected = resolve(m, profile.machine, effective);
+      expected = resolve(m, profile.machine, effective) === 201 && !launchClash(m, profile.machine, effective) ? 201 : 422;
     }
     const res = await r.h.app.inject({
       method: 'POST',
