@@ -4,6 +4,7 @@ import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from '@fastify/typ
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
+import { AuditTrail } from './audit/audit-trail.js';
 import { CapabilityProjection } from './capabilities/capability-projection.js';
 import { assertNoErrors } from './capabilities/diagnostics.js';
 import { resolveCredentials } from './credentials/credentials-file.js';
@@ -75,9 +76,10 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     const { credentials } = resolved;
 
     const scanner = new SecretScanner(Object.values(credentials));
-    const registry = new ResourceRegistry(store, scanner, clock, (err) => logger.error({ err }, 'audit log append failed'));
-    const machines = new MachineRegistry(store, clock);
-    const profiles = new ProfileRegistry(store, scanner, clock, (err) => logger.error({ err }, 'audit log append failed'), {
+    const audit = new AuditTrail(store, clock, (err) => logger.error({ err }, 'audit log append failed'));
+    const registry = new ResourceRegistry(store, scanner, audit);
+    const machines = new MachineRegistry(store, clock, audit);
+    const profiles = new ProfileRegistry(store, scanner, audit, {
       requiredResourceIds: config.requiredResourceIds,
     });
     const catalogue = new CatalogueCache((view) => metrics.catalogueRebuilds.inc({ view: view.split(':')[0] }));

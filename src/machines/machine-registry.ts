@@ -5,12 +5,14 @@ import { generateToken, TOKEN_PREFIX, tokenDigest, matchDigest } from '../creden
 import { HOST_PROVIDER } from '../schemas/common.js';
 import type { Machine } from '../schemas/machine.js';
 import type { RegistryStore } from '../storage/store.js';
-import { systemClock, type Clock } from '../registry/resource-registry.js';
+import { AuditTrail } from '../audit/audit-trail.js';
+import { systemClock, type Clock } from '../clock.js';
 
 export class MachineRegistry {
   constructor(
     private readonly store: RegistryStore,
     private readonly clock: Clock = systemClock,
+    private readonly audit: AuditTrail = new AuditTrail(store, clock),
   ) {}
 
   async enroll(machineId: string, actor: string): Promise<{ machineId: string; token: string }> {
@@ -19,13 +21,10 @@ export class MachineRegistry {
     }
     const token = generateToken(TOKEN_PREFIX.machine);
     const at = this.clock.now().toISOString();
-    try {
-      await this.store.enrollMachine({ machineId, tokenDigest: tokenDigest(token).toString('hex'), enrolledAt: at });
-    } catch (err) {
-      await this.#audit(actor, 'machine.enroll', machineId, err instanceof AppError ? err.code : 'internal_error');
-      throw err;
-    }
-    await this.#audit(actor, 'machine.enroll', machineId, 'enrolled');
+    await this.store
+      .enrollMachine({ machineId, tokenDigest: tokenDigest(token).toString('hex'), enrolledAt: at })
+      .catch((err: unknown) => this.audit.failure(actor, 'machine.enroll', machineId, err));
+    await this.audit.record([{ actor, action: 'machine.enroll', id: machineId, outcome: 'enrolled' }]);
     return { machineId, token };
   }
 
@@ -36,8 +35,10 @@ export class MachineRegistry {
   }
 
   async revoke(machineId: string, actor: string): Promise<void> {
-    await this.store.revokeMachine(machineId, this.clock.now().toISOString());
-    await this.#audit(actor, 'machine.revoke', machineId, 'revoked');
+    await this.store
+      .revokeMachine(machineId, this.clock.now().toISOString())
+      .catch((err: unknown) => this.audit.failure(actor, 'machine.revoke', machineId, err));
+    await this.audit.record([{ actor, action: 'machine.revoke', id: machineId, outcome: 'revoked' }]);
   }
 
   /** True while `machineId` is enrolled and not revoked. */
@@ -54,9 +55,5 @@ export class MachineRegistry {
     // The index lookup finds the candidate; the constant-time comparison decides.
     if (!machine || machine.revokedAt) return undefined;
     return matchDigest(presented, [Buffer.from(machine.tokenDigest, 'hex')]) === 0 ? machine.machineId : undefined;
-  }
-
-  async #audit(actor: string, action: string, id: string, outcome: string): Promise<void> {
-    await this.store.appendAudit([{ at: this.clock.now().toISOString(), actor, action, id, outcome }]).catch(() => undefined);
   }
 }

@@ -3,7 +3,7 @@
 // writes the audit trail. Framework-free.
 import { assertNoErrors, selectionConflicts, type SelectionProfile } from '../capabilities/diagnostics.js';
 import { AppError } from '../errors.js';
-import { systemClock, type Clock } from '../registry/resource-registry.js';
+import { AuditTrail } from '../audit/audit-trail.js';
 import {
   MAX_CUSTOM_DATA_BYTES,
   PROFILE_SCHEMA_VERSION,
@@ -12,7 +12,7 @@ import {
   type ProfilePatchBody,
 } from '../schemas/profile.js';
 import { stringLeaves, type SecretScanner } from '../secrets/secret-scanner.js';
-import type { AuditEntry, ProfileEntry, RegistryStore } from '../storage/store.js';
+import type { ProfileEntry, RegistryStore } from '../storage/store.js';
 import { assertPlacement } from './placement.js';
 import {
   ACP_COMMAND,
@@ -75,8 +75,7 @@ export class ProfileRegistry {
   constructor(
     private readonly store: RegistryStore,
     private readonly scanner: SecretScanner,
-    private readonly clock: Clock = systemClock,
-    private readonly onAuditError: (err: unknown) => void = () => undefined,
+    private readonly audit: AuditTrail = new AuditTrail(store),
     private readonly options: { requiredResourceIds?: readonly string[] } = {},
   ) {}
 
@@ -116,8 +115,8 @@ export class ProfileRegistry {
       ...(body.customData !== undefined ? { customData: body.customData } : {}),
       launch,
     };
-    const entry = await this.store.createProfile(profile).catch((err: unknown) => this.#auditFailure(actor, 'profile.create', profile.id, err));
-    await this.#audit([{ actor, action: 'profile.create', id: profile.id, outcome: 'created' }]);
+    const entry = await this.store.createProfile(profile).catch((err: unknown) => this.audit.failure(actor, 'profile.create', profile.id, err));
+    await this.audit.record([{ actor, action: 'profile.create', id: profile.id, outcome: 'created' }]);
     return read(entry);
   }
 
@@ -144,14 +143,14 @@ export class ProfileRegistry {
     if (body.workingDirPath !== undefined) changes.workingDirPath = body.workingDirPath;
     if (body.resourceIds !== undefined) changes.resourceIds = body.resourceIds;
     if (body.customData !== undefined) changes.customData = body.customData;
-    const entry = await this.store.updateProfile(id, changes, expected).catch((err: unknown) => this.#auditFailure(actor, 'profile.update', id, err));
-    await this.#audit([{ actor, action: 'profile.update', id, outcome: entry.changed ? 'updated' : 'unchanged' }]);
+    const entry = await this.store.updateProfile(id, changes, expected).catch((err: unknown) => this.audit.failure(actor, 'profile.update', id, err));
+    await this.audit.record([{ actor, action: 'profile.update', id, outcome: entry.changed ? 'updated' : 'unchanged' }]);
     return read(entry);
   }
 
   async delete(id: string, ifMatch: string | undefined, actor: string): Promise<void> {
-    await this.store.deleteProfile(id, parseIfMatch(ifMatch)).catch((err: unknown) => this.#auditFailure(actor, 'profile.delete', id, err));
-    await this.#audit([{ actor, action: 'profile.delete', id, outcome: 'deleted' }]);
+    await this.store.deleteProfile(id, parseIfMatch(ifMatch)).catch((err: unknown) => this.audit.failure(actor, 'profile.delete', id, err));
+    await this.audit.record([{ actor, action: 'profile.delete', id, outcome: 'deleted' }]);
   }
 
 
@@ -174,17 +173,5 @@ export class ProfileRegistry {
       resourceIds,
     );
     assertNoErrors(conflicts, 'The selection holds resources an agent could not tell apart', { field: '/resourceIds' });
-  }
-
-  /** A failure to append is reported, not turned into a failed request: the change itself is durable. */
-  async #audit(entries: Omit<AuditEntry, 'at'>[]): Promise<void> {
-    const at = this.clock.now().toISOString();
-    await this.store.appendAudit(entries.map((e) => ({ at, ...e }))).catch((err: unknown) => this.onAuditError(err));
-  }
-
-  async #auditFailure(actor: string, action: string, id: string, err: unknown): Promise<never> {
-    const outcome = err instanceof AppError ? err.code : 'internal_error';
-    await this.#audit([{ actor, action, id, outcome }]);
-    throw err;
   }
 }

@@ -13,13 +13,10 @@ import {
   type ValidationIssue,
 } from '../schemas/resource.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
-import type { AuditEntry, RegistryStore } from '../storage/store.js';
+import type { RegistryStore } from '../storage/store.js';
+import { AuditTrail } from '../audit/audit-trail.js';
 import type { PutOutcome } from './ownership.js';
 
-export interface Clock {
-  now(): Date;
-}
-export const systemClock: Clock = { now: () => new Date() };
 
 /** A candidate as `POST /resources/validate` takes it: a reconcile entry whose provider may be omitted. */
 const checkCandidate = Compile(ReconcileEntry);
@@ -43,8 +40,7 @@ export class ResourceRegistry {
   constructor(
     private readonly store: RegistryStore,
     private readonly scanner: SecretScanner,
-    private readonly clock: Clock = systemClock,
-    private readonly onAuditError: (err: unknown) => void = () => undefined,
+    private readonly audit: AuditTrail = new AuditTrail(store),
   ) {}
 
   list(): Promise<readonly AgentResource[]> {
@@ -77,14 +73,14 @@ export class ResourceRegistry {
     }
     const record = this.#toRecord(provider, { ...body, id }, '');
     await this.scanner.assertClean(textFields(record));
-    const outcome = await this.store.putResource(record).catch((err: unknown) => this.#auditFailure(actor, 'resource.register', id, err));
-    await this.#audit([{ actor, action: 'resource.register', id, outcome }]);
+    const outcome = await this.store.putResource(record).catch((err: unknown) => this.audit.failure(actor, 'resource.register', id, err));
+    await this.audit.record([{ actor, action: 'resource.register', id, outcome }]);
     return { outcome, record };
   }
 
   async withdraw(provider: string, id: string, actor: string): Promise<void> {
-    await this.store.withdrawResource(provider, id).catch((err: unknown) => this.#auditFailure(actor, 'resource.withdraw', id, err));
-    await this.#audit([{ actor, action: 'resource.withdraw', id, outcome: 'withdrawn' }]);
+    await this.store.withdrawResource(provider, id).catch((err: unknown) => this.audit.failure(actor, 'resource.withdraw', id, err));
+    await this.audit.record([{ actor, action: 'resource.withdraw', id, outcome: 'withdrawn' }]);
   }
 
   /** Replace the provider's whole set atomically; any conflict changes nothing. */
@@ -100,10 +96,10 @@ export class ResourceRegistry {
     await this.scanner.assertClean(fields);
     const result = await this.store
       .reconcileResources(provider, records, dryRun)
-      .catch((err: unknown) => this.#auditFailure(actor, 'resource.reconcile', `provider:${provider}`, err));
+      .catch((err: unknown) => this.audit.failure(actor, 'resource.reconcile', `provider:${provider}`, err));
     if (!dryRun) {
       const action = 'resource.reconcile';
-      await this.#audit([
+      await this.audit.record([
         ...result.created.map((id) => ({ actor, action, id, outcome: 'created' })),
         ...result.replaced.map((id) => ({ actor, action, id, outcome: 'replaced' })),
         ...result.withdrawn.map((id) => ({ actor, action, id, outcome: 'withdrawn' })),
@@ -184,21 +180,5 @@ export class ResourceRegistry {
       throw new AppError('validation_failed', 'The record does not satisfy the AgentResource schema.', { field: at || '/' });
     }
     return record;
-  }
-
-  /**
-   * The audit log records what happened; a failure to append is reported, not turned into a failed
-   * request, because the change itself is already durable.
-   */
-  async #audit(entries: Omit<AuditEntry, 'at'>[]): Promise<void> {
-    const at = this.clock.now().toISOString();
-    await this.store.appendAudit(entries.map((e) => ({ at, ...e }))).catch((err: unknown) => this.onAuditError(err));
-  }
-
-  /** Records a refused or failed change, then rethrows its error. */
-  async #auditFailure(actor: string, action: string, id: string, err: unknown): Promise<never> {
-    const outcome = err instanceof AppError ? err.code : 'internal_error';
-    await this.#audit([{ actor, action, id, outcome }]);
-    throw err;
   }
 }

@@ -7,7 +7,7 @@ import type { AgentProfile } from '../schemas/profile.js';
 import { DRIVER_SCHEMA_VERSION, type LaunchBody, type WorkloadRecord } from '../schemas/workload.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
 import type { RegistryStore } from '../storage/store.js';
-import { systemClock, type Clock } from '../registry/resource-registry.js';
+import { systemClock, type Clock } from '../clock.js';
 import { bootstrapPreamble } from './bootstrap.js';
 
 export interface LaunchResult {

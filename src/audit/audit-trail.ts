@@ -1,0 +1,26 @@
+// The audit trail of privileged changes and refusals: who (actor), did what (action), to which object
+// (id), with what outcome; never a secret. An entry that cannot be appended is reported through `onError`,
+// not turned into a failed request: the change it describes is already durable.
+import { systemClock, type Clock } from '../clock.js';
+import { AppError } from '../errors.js';
+import type { AuditEntry, RegistryStore } from '../storage/store.js';
+
+export class AuditTrail {
+  constructor(
+    private readonly store: Pick<RegistryStore, 'appendAudit'>,
+    private readonly clock: Clock = systemClock,
+    private readonly onError: (err: unknown) => void = () => undefined,
+  ) {}
+
+  async record(entries: Omit<AuditEntry, 'at'>[]): Promise<void> {
+    if (entries.length === 0) return;
+    const at = this.clock.now().toISOString();
+    await this.store.appendAudit(entries.map((e) => ({ at, ...e }))).catch((err: unknown) => this.onError(err));
+  }
+
+  /** Records a refused or failed change (its error code is the outcome), then rethrows the error. */
+  async failure(actor: string, action: string, id: string, err: unknown): Promise<never> {
+    await this.record([{ actor, action, id, outcome: err instanceof AppError ? err.code : 'internal_error' }]);
+    throw err;
+  }
+}
