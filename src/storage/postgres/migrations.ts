@@ -2,7 +2,7 @@
 // They run at every start (and by `npm run migrate` with DATABASE_URL) under a session advisory lock, so
 // replicas starting together migrate once; a database at a newer version than this code knows stops the
 // start. A migration is applied in one transaction together with its row in schema_migrations.
-import type { PoolClient } from 'pg';
+import type { ClientBase } from 'pg';
 
 export interface SqlMigration {
   version: number;
@@ -63,13 +63,23 @@ CREATE TABLE workloads (
   PRIMARY KEY (canvas_id, thread_id)
 );
 
+-- source: 'service', or 'import' for entries copied from a JSON DATA_DIR's audit.jsonl.
 CREATE TABLE audit_log (
   seq bigserial PRIMARY KEY,
   at text NOT NULL,
   actor text NOT NULL,
   action text NOT NULL,
   object_id text NOT NULL,
-  outcome text NOT NULL
+  outcome text NOT NULL,
+  source text NOT NULL DEFAULT 'service'
+);
+
+-- Every run of \`npm run import\` (a database that holds data and no import is refused).
+CREATE TABLE json_imports (
+  seq bigserial PRIMARY KEY,
+  data_dir text NOT NULL,
+  imported_at timestamptz NOT NULL DEFAULT now(),
+  counts jsonb NOT NULL
 );
 
 CREATE FUNCTION arr_notify_change() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -114,7 +124,7 @@ export interface MigrationReport {
  * Brings the database to SCHEMA_VERSION while holding the migration lock (a second caller waits, then
  * finds nothing to do). Refuses a database whose version is newer than the code's.
  */
-export async function migrate(client: PoolClient, options: { dryRun?: boolean } = {}): Promise<MigrationReport> {
+export async function migrate(client: Pick<ClientBase, 'query'>, options: { dryRun?: boolean } = {}): Promise<MigrationReport> {
   await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
   try {
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (

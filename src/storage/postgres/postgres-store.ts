@@ -157,13 +157,37 @@ export class PostgresStore implements RegistryStore {
     }
   }
 
-  #query<R extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<pg.QueryResult<R>> {
-    return this.#pool.query<R>(sql, params);
+  /** A pooled connection; any failure to get one (refused, not accepting, timed out) is 503. */
+  async #connect(): Promise<pg.PoolClient> {
+    try {
+      return await this.#pool.connect();
+    } catch (err) {
+      throw storageUnavailable(err);
+    }
+  }
+
+  async #query<R extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<pg.QueryResult<R>> {
+    const client = await this.#connect();
+    let failed: unknown;
+    try {
+      return await client.query<R>(sql, params);
+    } catch (err) {
+      failed = err;
+      throw err;
+    } finally {
+      // A connection that failed is not handed out again.
+      client.release(failed !== undefined && isUnavailable(failed) ? (failed as Error) : undefined);
+    }
+  }
+
+  /** For the read helpers below. */
+  get #db(): Queryable {
+    return { query: ((sql: string, params?: unknown[]) => this.#query(sql, params)) as Queryable['query'] };
   }
 
   /** One transaction on one pooled client: COMMIT before returning, ROLLBACK on any error. */
   async #transaction<T>(work: (client: Queryable) => Promise<T>): Promise<T> {
-    const client = await this.#pool.connect();
+    const client = await this.#connect();
     let broken = false;
     try {
       await client.query('BEGIN');
@@ -188,7 +212,7 @@ export class PostgresStore implements RegistryStore {
   }
 
   getResource(id: string): Promise<AgentResource | undefined> {
-    return this.#guard(() => readResource(this.#pool, id));
+    return this.#guard(() => readResource(this.#db, id));
   }
 
   /**
@@ -221,7 +245,7 @@ export class PostgresStore implements RegistryStore {
           return rows[0]!.created ? 'created' : 'replaced';
         }
         // No row back: held by another provider (409), or the caller's own identical record.
-        const held = await readResource(this.#pool, record.id);
+        const held = await readResource(this.#db, record.id);
         if (held && held.provider !== record.provider) throw conflictError([{ id: held.id, provider: held.provider }]);
         if (held && sameRecord(held, record)) return 'unchanged';
         // Withdrawn or changed between the two statements: try again.
@@ -238,7 +262,7 @@ export class PostgresStore implements RegistryStore {
           this.#resourcesCounter++;
           return;
         }
-        const held = await readResource(this.#pool, id);
+        const held = await readResource(this.#db, id);
         planWithdraw(held, provider, id); // throws 404 or 409
       }
       throw new AppError('storage_unavailable', `Resource ${id} is changing too often; retry later.`);
@@ -256,7 +280,7 @@ export class PostgresStore implements RegistryStore {
       const owned = rows.filter((r) => r.provider === provider).map((r) => r.id);
       return planReconcile((id) => current.get(id), owned, provider, records); // throws 409 on any conflict
     };
-    if (dryRun) return this.#guard(async () => ({ dryRun, ...(await planOn(this.#pool, false)) }));
+    if (dryRun) return this.#guard(async () => ({ dryRun, ...(await planOn(this.#db, false)) }));
     return this.#guard(async () => {
       const result = await this.#transaction(async (client) => {
         // Reconciles of one provider run one after another, so each sees the set the previous one left.
@@ -356,7 +380,7 @@ export class PostgresStore implements RegistryStore {
   }
 
   getProfile(id: string): Promise<ProfileEntry | undefined> {
-    return this.#guard(() => readProfile(this.#pool, id));
+    return this.#guard(() => readProfile(this.#db, id));
   }
 
   createProfile(profile: AgentProfile): Promise<ProfileEntry> {
@@ -384,7 +408,7 @@ export class PostgresStore implements RegistryStore {
   updateProfile(id: string, changes: ProfileChanges, expectedRevisions?: readonly string[]): Promise<ProfileEntry & { changed: boolean }> {
     return this.#guard(async () => {
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-        const current = await readProfile(this.#pool, id);
+        const current = await readProfile(this.#db, id);
         // Existence, If-Match and kind, in the order a client expects; the alias rule is the unique index.
         const { next, changed } = planUpdate([], current?.profile, id, changes, expectedRevisions);
         if (!changed) return { ...current!, changed: false };
@@ -408,7 +432,7 @@ export class PostgresStore implements RegistryStore {
   deleteProfile(id: string, expectedRevisions?: readonly string[]): Promise<void> {
     return this.#guard(async () => {
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-        const current = await readProfile(this.#pool, id);
+        const current = await readProfile(this.#db, id);
         planDelete(current?.profile, id, expectedRevisions);
         const { rowCount } = await this.#query('DELETE FROM profiles WHERE id = $1 AND revision = $2', [id, current!.revision]);
         if (rowCount) return;
