@@ -8,7 +8,7 @@
 
 start_private_postgres() {
   local bindir
-  bindir="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"
+  bindir="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)"
   if [ -z "$bindir" ] || [ ! -x "$bindir/initdb" ]; then
     echo "--- installing Debian's postgresql (initdb not found)"
     local sudo=""
