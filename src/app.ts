@@ -33,6 +33,8 @@ import { WorkloadService } from './workloads/workload-service.js';
 import { SecretScanner } from './secrets/secret-scanner.js';
 import type { FileSystemSeam } from './storage/durable-file.js';
 import { JsonFileStore } from './storage/json-file-store.js';
+import { PostgresStore } from './storage/postgres/postgres-store.js';
+import type { RegistryStore } from './storage/store.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -46,6 +48,29 @@ export interface BuildOptions {
   now?: () => Date;
 }
 
+/** The store the configuration selects: PostgreSQL when DATABASE_URL is set, else JSON files in DATA_DIR. */
+async function openStore(config: Config, logger: Logger, metrics: Metrics, fs: FileSystemSeam | undefined): Promise<RegistryStore> {
+  if (config.databaseUrl) {
+    return PostgresStore.open({
+      databaseUrl: config.databaseUrl,
+      poolSize: config.databasePoolSize,
+      log: (level, message, err) => logger[level](err === undefined ? {} : { err }, message),
+      onMigrated: (report) => logger.warn({ from: report.from, to: report.to, applied: report.applied }, 'migrated the database schema'),
+    });
+  }
+  return JsonFileStore.open({
+    dataDir: config.dataDir,
+    observeBatch: metrics.observeBatch,
+    ...(config.storeMaxBatch !== undefined ? { maxBatch: config.storeMaxBatch } : {}),
+    ...(fs ? { fs } : {}),
+    onRegistryMigrated: (report) =>
+      logger.warn(
+        { file: report.file, from: report.from, backup: report.backupFile, steps: report.steps, upgradedProfiles: report.upgradedProfileIds.length },
+        'migrated the registry file to the current version; the original is kept in the backup file',
+      ),
+  });
+}
+
 export async function buildApp(options: BuildOptions): Promise<FastifyInstance> {
   const { config } = options;
   const logger = options.logger ?? createLogger(config.logLevel);
@@ -53,17 +78,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   const clock = { now };
 
   const metrics = new Metrics();
-  const store = await JsonFileStore.open({
-    dataDir: config.dataDir,
-    observeBatch: metrics.observeBatch,
-    ...(config.storeMaxBatch !== undefined ? { maxBatch: config.storeMaxBatch } : {}),
-    ...(options.fs ? { fs: options.fs } : {}),
-    onRegistryMigrated: (report) =>
-      logger.warn(
-        { file: report.file, from: report.from, backup: report.backupFile, steps: report.steps, upgradedProfiles: report.upgradedProfileIds.length },
-        'migrated the registry file to the current version; the original is kept in the backup file',
-      ),
-  });
+  const store = await openStore(config, logger, metrics, options.fs);
   let app: FastifyInstance | undefined;
   try {
     const resolved = await resolveCredentials(config.dataDir, {

@@ -30,6 +30,13 @@ export interface Config {
   maxEventLoopDelayMs: number;
   /** Most updates one durable write may cover; `undefined` = unlimited (tuning and benchmark knob). */
   storeMaxBatch: number | undefined;
+  /**
+   * Set: the PostgreSQL store on this database instead of JSON files (DATA_DIR is then not used, and the
+   * three credentials must come from the environment, identical on every replica).
+   */
+  databaseUrl: string | undefined;
+  /** Pooled database connections per process (PostgreSQL store only). */
+  databasePoolSize: number;
 }
 
 const Env = Type.Object({
@@ -46,7 +53,8 @@ const Env = Type.Object({
   CANVAS_TOKEN_SECRET: Type.Optional(Type.String({ minLength: MIN_TOKEN_LENGTH })),
   REQUIRED_RESOURCE_IDS: Type.Optional(Type.String()),
   SEED_HUABU_RESOURCES: Type.Optional(Type.Union(['true', 'false', '1', '0'].map((v) => Type.Literal(v)))),
-  DATABASE_URL: Type.Optional(Type.String()),
+  DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+  DATABASE_POOL_SIZE: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$' })),
   RATE_LIMIT_WRITES_PER_MINUTE: Type.Optional(Type.String({ pattern: '^[0-9]{1,7}$' })),
   MAX_EVENT_LOOP_DELAY_MS: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
   STORE_MAX_BATCH: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
@@ -72,7 +80,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   }
   const e = relevant as Record<keyof typeof Env.properties, string | undefined>;
   if (e.DATABASE_URL) {
-    throw new ConfigError('DATABASE_URL is set, but this version stores data in JSON files under DATA_DIR only; unset it.');
+    const missing = (['OWNER_TOKEN', 'HUABU_PROVIDER_TOKEN', 'CANVAS_TOKEN_SECRET'] as const).filter((k) => e[k] === undefined);
+    if (missing.length > 0) {
+      throw new ConfigError(
+        `DATABASE_URL is set, so ${missing.join(', ')} must be set too: every replica on the database needs the same credentials, so they are not generated into a per-process DATA_DIR.`,
+      );
+    }
   }
   if (e.ARR_UNSAFE_ACK_BEFORE_WRITE_MS !== undefined && e.ARR_ALLOW_UNSAFE_TEST_MODES !== '1') {
     throw new ConfigError(
@@ -106,5 +119,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     rateLimitWritesPerMinute: e.RATE_LIMIT_WRITES_PER_MINUTE === undefined ? 1200 : Number(e.RATE_LIMIT_WRITES_PER_MINUTE),
     maxEventLoopDelayMs: e.MAX_EVENT_LOOP_DELAY_MS === undefined ? 1000 : Number(e.MAX_EVENT_LOOP_DELAY_MS),
     storeMaxBatch: e.STORE_MAX_BATCH === undefined ? undefined : Number(e.STORE_MAX_BATCH),
+    databaseUrl: e.DATABASE_URL,
+    databasePoolSize: e.DATABASE_POOL_SIZE === undefined ? 10 : Number(e.DATABASE_POOL_SIZE),
   };
 }

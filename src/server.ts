@@ -6,6 +6,8 @@ import { CredentialsFileError } from './credentials/credentials-file.js';
 import { createLogger } from './logger.js';
 import { DataDirLockedError } from './storage/data-dir-lock.js';
 import { StoreFileError } from './storage/json-file-store.js';
+import { DatabaseSchemaError } from './storage/postgres/migrations.js';
+import { DatabaseUnavailableError } from './storage/postgres/pg-errors.js';
 import { deferredCommitFileSystem } from './storage/unsafe-deferred-commit.js';
 
 async function main(): Promise<void> {
@@ -30,7 +32,13 @@ async function main(): Promise<void> {
       ...(unsafeMs === undefined ? {} : { fs: deferredCommitFileSystem(unsafeMs, (err) => logger.error({ err }, 'deferred commit failed')) }),
     });
   } catch (err) {
-    if (err instanceof DataDirLockedError || err instanceof StoreFileError || err instanceof CredentialsFileError) {
+    if (
+      err instanceof DataDirLockedError ||
+      err instanceof StoreFileError ||
+      err instanceof CredentialsFileError ||
+      err instanceof DatabaseSchemaError ||
+      err instanceof DatabaseUnavailableError
+    ) {
       logger.fatal(err.message);
       logger.flush();
       process.exitCode = 1;
@@ -44,7 +52,7 @@ async function main(): Promise<void> {
     await app.close();
   });
   await app.listen({ host: config.host, port: config.port });
-  app.log.info({ dataDir: config.dataDir, docs: `${config.publicBaseUrl}/docs` }, 'agent-resource-registry ready');
+  app.log.info({ ...(config.databaseUrl ? { store: 'postgres' } : { dataDir: config.dataDir }), docs: `${config.publicBaseUrl}/docs` }, 'agent-resource-registry ready');
 }
 
 await main();

@@ -36,7 +36,9 @@ t.test('a second process on the same DATA_DIR refuses to start; a restart after 
 
   const server = path.resolve('dist/src/server.js');
   const dataDir = await tempDataDir();
-  const env = { ...process.env, ...testEnv(dataDir, { PORT: '0' }) };
+  // The JSON store's lock is under test: a DATABASE_URL exported for the PostgreSQL tests must not leak in.
+  const { DATABASE_URL: _postgres, ...inherited } = process.env;
+  const env = { ...inherited, ...testEnv(dataDir, { PORT: '0' }) };
   const logFile = canaryLogFile();
   const log = await fsp.open(logFile, 'a');
   t.teardown(() => log.close());

@@ -1,10 +1,13 @@
 // Bench plumbing: prepared DATA_DIRs written directly in the store's versioned format, the server under
 // test and the load generator as child processes (loopback only), and medians.
+import { randomBytes } from 'node:crypto';
 import { fork, type ChildProcess } from 'node:child_process';
 import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { importJsonDataDir } from '../../src/storage/postgres/import-json.js';
 import { generateToken, mintCanvasToken, TOKEN_PREFIX, tokenDigest } from '../../src/credentials/tokens.js';
 import { writeBody, type LoadResult, type LoadSpec, type ServerReady, type Writer } from './protocol.js';
 
@@ -93,7 +96,33 @@ function track(child: ChildProcess): ChildProcess {
   return child;
 }
 
+/**
+ * BENCH_STORE=postgres (with DATABASE_URL naming a server): each bench server gets a fresh database holding
+ * `dataDir`'s records (through `npm run import`), dropped when it stops.
+ */
+async function benchDatabase(dataDir: string): Promise<{ url: string; drop(): Promise<void> } | undefined> {
+  if (process.env.BENCH_STORE !== 'postgres') return undefined;
+  const base = process.env.DATABASE_URL;
+  if (!base) throw new Error('BENCH_STORE=postgres needs DATABASE_URL (a server where databases may be created)');
+  const name = `arr_bench_${randomBytes(6).toString('hex')}`;
+  const admin = async (sql: string) => {
+    const c = new pg.Client({ connectionString: base });
+    await c.connect();
+    try {
+      await c.query(sql);
+    } finally {
+      await c.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  await importJsonDataDir(dataDir, url.toString());
+  return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
 export async function startServer(dataDir: string, creds: Credentials, env: Record<string, string> = {}): Promise<RunningServer> {
+  const database = await benchDatabase(dataDir);
   const child = track(
     fork(SERVER_ENTRY, [], {
       env: {
@@ -107,6 +136,7 @@ export async function startServer(dataDir: string, creds: Credentials, env: Reco
         HUABU_PROVIDER_TOKEN: creds.huabu,
         CANVAS_TOKEN_SECRET: creds.secret,
         SEED_HUABU_RESOURCES: 'false',
+        ...(database ? { DATABASE_URL: database.url } : {}),
         ...env,
       },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -122,12 +152,14 @@ export async function startServer(dataDir: string, creds: Credentials, env: Reco
     ready,
     url: `http://127.0.0.1:${ready.port}`,
     async stop() {
-      if (child.exitCode !== null) return;
-      const exited = new Promise<void>((r) => child.once('exit', () => r()));
-      child.send({ type: 'stop' });
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(timer);
+      if (child.exitCode === null) {
+        const exited = new Promise<void>((r) => child.once('exit', () => r()));
+        child.send({ type: 'stop' });
+        const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      await database?.drop();
     },
   };
 }

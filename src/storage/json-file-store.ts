@@ -159,6 +159,15 @@ async function loadMachines(file: string): Promise<MachinesState> {
   return { machines };
 }
 
+export interface JsonStoreSnapshot {
+  resources: readonly AgentResource[];
+  machines: readonly MachineRecord[];
+  profiles: readonly ProfileEntry[];
+  /** The registry document around the profiles (its `state.profiles` is not kept up to date here). */
+  registryDocument: JsonObject;
+  workloads: readonly WorkloadRecord[];
+}
+
 export interface JsonFileStoreOptions {
   dataDir: string;
   /** File-system seam for fault injection in tests. */
@@ -335,6 +344,19 @@ export class JsonFileStore implements RegistryStore {
 
   appendAudit(entries: readonly AuditEntry[]): Promise<void> {
     return this.audit.append(entries);
+  }
+
+  /** Everything this store holds besides the audit log, for `npm run import` into PostgreSQL. */
+  async snapshot(): Promise<JsonStoreSnapshot> {
+    const workloads: WorkloadRecord[] = [];
+    for (const canvasId of this.workloads.canvasIds()) workloads.push(...(await this.workloads.list(canvasId)));
+    return {
+      resources: await this.listResources(),
+      machines: await this.listMachines(),
+      profiles: await this.listProfiles(),
+      registryDocument: this.registry.state.doc,
+      workloads,
+    };
   }
 
   async close(): Promise<void> {

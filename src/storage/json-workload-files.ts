@@ -76,6 +76,11 @@ export class JsonWorkloadFiles {
     return new DurableDocument(path.join(this.dir, `${canvasId}.json`), state, codec, this.fs, this.observe, 'workloads');
   }
 
+  /** Canvases with a workloads file, sorted. */
+  canvasIds(): string[] {
+    return [...this.#canvases.keys()].sort();
+  }
+
   async list(canvasId: string): Promise<readonly WorkloadRecord[]> {
     const state = this.#canvases.get(canvasId)?.state;
     return state ? [...state.workloads.keys()].sort().map((k) => state.workloads.get(k)!) : [];

@@ -1,0 +1,181 @@
+// `npm run import -- --data-dir DIR`: copies a JSON DATA_DIR into the PostgreSQL database named by
+// DATABASE_URL. The DATA_DIR is read through the JSON store itself (so its lock keeps a running JSON
+// service out, and its files are migrated and validated as at a start). The database must be empty or
+// hold an earlier import; everything is written in one transaction, and only what differs is written, so
+// re-running the same import changes nothing.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import pg from 'pg';
+import { aliasKey, profileRevision } from '../../profiles/profile-rules.js';
+import { AUDIT_FILE, JsonFileStore } from '../json-file-store.js';
+import type { AuditEntry } from '../store.js';
+import { PostgresStore } from './postgres-store.js';
+
+export interface ImportCounts {
+  resources: number;
+  machines: number;
+  profiles: number;
+  registryStateKeys: number;
+  workloads: number;
+  auditEntries: number;
+}
+
+export interface ImportReport {
+  /** What the DATA_DIR holds. */
+  found: ImportCounts;
+  /** Rows inserted or changed by this run (all zero when re-run on the same DATA_DIR). */
+  written: ImportCounts;
+}
+
+export class ImportRefusedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ImportRefusedError';
+  }
+}
+
+async function readAudit(dataDir: string): Promise<AuditEntry[]> {
+  const text = await readFile(path.join(dataDir, AUDIT_FILE), 'utf8').catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return '';
+    throw err;
+  });
+  // A torn last line (a crash mid-append) was never acknowledged: skip it.
+  return text
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .flatMap((line) => {
+      try {
+        const e = JSON.parse(line) as AuditEntry;
+        return typeof e.at === 'string' && typeof e.actor === 'string' ? [e] : [];
+      } catch {
+        return [];
+      }
+    });
+}
+
+export async function importJsonDataDir(dataDir: string, databaseUrl: string): Promise<ImportReport> {
+  const json = await JsonFileStore.open({ dataDir });
+  let snapshot;
+  let audit;
+  try {
+    snapshot = await json.snapshot();
+    audit = await readAudit(dataDir);
+  } finally {
+    await json.close();
+  }
+
+  const byKey = new Map<string, string[]>();
+  for (const { profile } of snapshot.profiles) byKey.set(aliasKey(profile.alias), [...(byKey.get(aliasKey(profile.alias)) ?? []), profile.id]);
+  const duplicates = [...byKey.values()].filter((ids) => ids.length > 1);
+  if (duplicates.length > 0) {
+    throw new ImportRefusedError(
+      `Profiles share an alias (ignoring case), which the database does not allow: ${duplicates.map((ids) => ids.join(' and ')).join('; ')}. Rename one of each pair through the JSON-backed service, then import again.`,
+    );
+  }
+
+  const { state, ...top } = snapshot.registryDocument as { state?: Record<string, unknown> } & Record<string, unknown>;
+  const { profiles: _profiles, ...otherState } = state ?? {};
+  delete top.schemaVersion;
+  const stateRows: [string, unknown][] = [...Object.entries(otherState), ...(Object.keys(top).length > 0 ? [['$document', top] as [string, unknown]] : [])];
+
+  // Migrates the database (under the advisory lock) exactly as a service start would.
+  await (await PostgresStore.open({ databaseUrl, poolSize: 1 })).close();
+
+  const client = new pg.Client({ connectionString: databaseUrl, application_name: 'agent-resource-registry-import' });
+  await client.connect();
+  try {
+    await client.query('BEGIN');
+    // One import at a time, and no service write can slip between the emptiness check and the copy.
+    await client.query('LOCK TABLE resources, machines, profiles, registry_state, workloads, audit_log, json_imports IN EXCLUSIVE MODE');
+    const { rows: previous } = await client.query('SELECT 1 FROM json_imports LIMIT 1');
+    if (previous.length === 0) {
+      const { rows } = await client.query<{ n: string }>(
+        `SELECT (SELECT count(*) FROM resources) + (SELECT count(*) FROM machines) + (SELECT count(*) FROM profiles)
+              + (SELECT count(*) FROM workloads) + (SELECT count(*) FROM registry_state) AS n`,
+      );
+      if (Number(rows[0]!.n) > 0) {
+        throw new ImportRefusedError('The database already holds registry data that did not come from an import; import only into an empty database.');
+      }
+    }
+
+    const written: ImportCounts = { resources: 0, machines: 0, profiles: 0, registryStateKeys: 0, workloads: 0, auditEntries: 0 };
+    const r = snapshot.resources;
+    written.resources = (
+      await client.query(
+        `INSERT INTO resources AS t (id, provider, schema_version, name, description, instructions)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[])
+         ON CONFLICT (id) DO UPDATE SET provider = EXCLUDED.provider, schema_version = EXCLUDED.schema_version, name = EXCLUDED.name,
+           description = EXCLUDED.description, instructions = EXCLUDED.instructions, updated_at = now()
+         WHERE (t.provider, t.schema_version, t.name, t.description, t.instructions)
+           IS DISTINCT FROM (EXCLUDED.provider, EXCLUDED.schema_version, EXCLUDED.name, EXCLUDED.description, EXCLUDED.instructions)`,
+        [r.map((x) => x.id), r.map((x) => x.provider), r.map((x) => x.schemaVersion), r.map((x) => x.name), r.map((x) => x.description), r.map((x) => x.instructions)],
+      )
+    ).rowCount ?? 0;
+    const m = snapshot.machines;
+    written.machines = (
+      await client.query(
+        `INSERT INTO machines AS t (machine_id, token_digest, enrolled_at, revoked_at)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
+         ON CONFLICT (machine_id) DO UPDATE SET token_digest = EXCLUDED.token_digest, enrolled_at = EXCLUDED.enrolled_at, revoked_at = EXCLUDED.revoked_at
+         WHERE (t.token_digest, t.enrolled_at, t.revoked_at) IS DISTINCT FROM (EXCLUDED.token_digest, EXCLUDED.enrolled_at, EXCLUDED.revoked_at)`,
+        [m.map((x) => x.machineId), m.map((x) => x.tokenDigest), m.map((x) => x.enrolledAt), m.map((x) => x.revokedAt ?? null)],
+      )
+    ).rowCount ?? 0;
+    const p = snapshot.profiles.map((e) => e.profile);
+    written.profiles = (
+      await client.query(
+        `INSERT INTO profiles AS t (id, alias_key, revision, record)
+         SELECT id, alias_key, revision, record::json FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(id, alias_key, revision, record)
+         ON CONFLICT (id) DO UPDATE SET alias_key = EXCLUDED.alias_key, revision = EXCLUDED.revision, record = EXCLUDED.record
+         WHERE t.revision IS DISTINCT FROM EXCLUDED.revision`,
+        [p.map((x) => x.id), p.map((x) => aliasKey(x.alias)), p.map((x) => profileRevision(x)), p.map((x) => JSON.stringify(x))],
+      )
+    ).rowCount ?? 0;
+    written.registryStateKeys = (
+      await client.query(
+        `INSERT INTO registry_state AS t (key, value) SELECT key, value::jsonb FROM unnest($1::text[], $2::text[]) AS u(key, value)
+         ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value WHERE t.value IS DISTINCT FROM EXCLUDED.value`,
+        [stateRows.map(([k]) => k), stateRows.map(([, v]) => JSON.stringify(v))],
+      )
+    ).rowCount ?? 0;
+    const w = snapshot.workloads;
+    written.workloads = (
+      await client.query(
+        `INSERT INTO workloads (canvas_id, thread_id, record)
+         SELECT canvas_id, thread_id, record::json FROM unnest($1::text[], $2::text[], $3::text[]) AS u(canvas_id, thread_id, record)
+         ON CONFLICT DO NOTHING`,
+        [w.map((x) => x.canvasId), w.map((x) => x.threadId), w.map((x) => JSON.stringify(x))],
+      )
+    ).rowCount ?? 0;
+    // audit.jsonl only grows: copy the entries beyond those an earlier import copied.
+    const { rows: copied } = await client.query<{ n: string }>(`SELECT count(*) AS n FROM audit_log WHERE source = 'import'`);
+    const fresh = audit.slice(Number(copied[0]!.n));
+    if (fresh.length > 0) {
+      await client.query(
+        `INSERT INTO audit_log (at, actor, action, object_id, outcome, source)
+         SELECT at, actor, action, object_id, outcome, 'import' FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(at, actor, action, object_id, outcome)`,
+        [fresh.map((e) => e.at), fresh.map((e) => e.actor), fresh.map((e) => e.action), fresh.map((e) => e.id), fresh.map((e) => e.outcome)],
+      );
+    }
+    written.auditEntries = fresh.length;
+    const found: ImportCounts = {
+      resources: r.length,
+      machines: m.length,
+      profiles: p.length,
+      registryStateKeys: stateRows.length,
+      workloads: w.length,
+      auditEntries: audit.length,
+    };
+    // Recorded when it wrote anything (or is the first): a re-run on the same DATA_DIR leaves no trace.
+    if (previous.length === 0 || Object.values(written).some((n) => n > 0)) {
+      await client.query('INSERT INTO json_imports (data_dir, counts) VALUES ($1, $2)', [path.resolve(dataDir), JSON.stringify({ found, written })]);
+    }
+    await client.query('COMMIT');
+    return { found, written };
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,161 @@
+// The PostgreSQL schema as numbered SQL migrations, embedded in the code so `dist` needs no copied files.
+// They run at every start (and by `npm run migrate` with DATABASE_URL) under a session advisory lock, so
+// replicas starting together migrate once; a database at a newer version than this code knows stops the
+// start. A migration is applied in one transaction together with its row in schema_migrations.
+import type { ClientBase } from 'pg';
+
+export interface SqlMigration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** Every change of a table is announced on this channel (payload: the table name) by a trigger. */
+export const CHANGES_CHANNEL = 'arr_changes';
+
+export const MIGRATIONS: readonly SqlMigration[] = [
+  {
+    version: 1,
+    name: 'initial',
+    sql: `
+CREATE TABLE resources (
+  id text PRIMARY KEY,
+  provider text NOT NULL,
+  schema_version integer NOT NULL,
+  name text NOT NULL,
+  description text NOT NULL,
+  instructions text NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX resources_provider_idx ON resources (provider);
+
+CREATE TABLE machines (
+  machine_id text PRIMARY KEY,
+  token_digest text NOT NULL CHECK (token_digest ~ '^[0-9a-f]{64}$'),
+  enrolled_at text NOT NULL,
+  revoked_at text
+);
+CREATE UNIQUE INDEX machines_active_token_digest_idx ON machines (token_digest) WHERE revoked_at IS NULL;
+
+-- record: the stored profile exactly as written (json keeps its bytes); alias_key: aliasKey(alias)
+-- computed by the code (so the case rule is JavaScript's, not the database locale's); revision: the
+-- content digest (the ETag).
+CREATE TABLE profiles (
+  id text PRIMARY KEY,
+  alias_key text NOT NULL,
+  revision text NOT NULL,
+  record json NOT NULL
+);
+CREATE UNIQUE INDEX profiles_alias_key_idx ON profiles (alias_key);
+
+-- The Agent Team registry document around the profiles: one row per other state key, and the
+-- document's other top-level keys under '$document'. Carried unchanged.
+CREATE TABLE registry_state (
+  key text PRIMARY KEY,
+  value jsonb NOT NULL
+);
+
+CREATE TABLE workloads (
+  canvas_id text NOT NULL,
+  thread_id text NOT NULL,
+  record json NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (canvas_id, thread_id)
+);
+
+-- source: 'service', or 'import' for entries copied from a JSON DATA_DIR's audit.jsonl.
+CREATE TABLE audit_log (
+  seq bigserial PRIMARY KEY,
+  at text NOT NULL,
+  actor text NOT NULL,
+  action text NOT NULL,
+  object_id text NOT NULL,
+  outcome text NOT NULL,
+  source text NOT NULL DEFAULT 'service'
+);
+
+-- Every run of \`npm run import\` (a database that holds data and no import is refused).
+CREATE TABLE json_imports (
+  seq bigserial PRIMARY KEY,
+  data_dir text NOT NULL,
+  imported_at timestamptz NOT NULL DEFAULT now(),
+  counts jsonb NOT NULL
+);
+
+CREATE FUNCTION arr_notify_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('${CHANGES_CHANNEL}', TG_TABLE_NAME);
+  RETURN NULL;
+END
+$$;
+-- Row triggers fire only when a row really changed (a refused conditional upsert announces nothing);
+-- notifications with the same payload in one transaction are folded into one by PostgreSQL.
+CREATE TRIGGER resources_changed AFTER INSERT OR UPDATE OR DELETE ON resources
+  FOR EACH ROW EXECUTE FUNCTION arr_notify_change();
+CREATE TRIGGER resources_truncated AFTER TRUNCATE ON resources
+  FOR EACH STATEMENT EXECUTE FUNCTION arr_notify_change();
+CREATE TRIGGER machines_changed AFTER INSERT OR UPDATE OR DELETE ON machines
+  FOR EACH ROW EXECUTE FUNCTION arr_notify_change();
+CREATE TRIGGER profiles_changed AFTER INSERT OR UPDATE OR DELETE ON profiles
+  FOR EACH ROW EXECUTE FUNCTION arr_notify_change();
+`,
+  },
+];
+
+export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
+
+/** Arbitrary constant key of the session advisory lock migrations run under. */
+export const MIGRATION_LOCK_KEY = 7_420_331_901;
+
+export class DatabaseSchemaError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DatabaseSchemaError';
+  }
+}
+
+export interface MigrationReport {
+  from: number;
+  to: number;
+  applied: string[];
+}
+
+/**
+ * Brings the database to SCHEMA_VERSION while holding the migration lock (a second caller waits, then
+ * finds nothing to do). Refuses a database whose version is newer than the code's.
+ */
+export async function migrate(client: Pick<ClientBase, 'query'>, options: { dryRun?: boolean } = {}): Promise<MigrationReport> {
+  await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+  try {
+    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY,
+      name text NOT NULL,
+      applied_at timestamptz NOT NULL DEFAULT now()
+    )`);
+    const { rows } = await client.query<{ version: number | null }>('SELECT max(version) AS version FROM schema_migrations');
+    const from = rows[0]?.version ?? 0;
+    if (from > SCHEMA_VERSION) {
+      throw new DatabaseSchemaError(
+        `The database schema is at version ${from}, newer than this version of agent-resource-registry knows (${SCHEMA_VERSION}); run a newer release, or restore a backup taken before the upgrade.`,
+      );
+    }
+    const applied: string[] = [];
+    for (const m of MIGRATIONS) {
+      if (m.version <= from) continue;
+      applied.push(`${String(m.version).padStart(3, '0')}-${m.name}`);
+      if (options.dryRun) continue;
+      await client.query('BEGIN');
+      try {
+        await client.query(m.sql);
+        await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      }
+    }
+    return { from, to: options.dryRun ? from : SCHEMA_VERSION, applied };
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => undefined);
+  }
+}

@@ -1,0 +1,520 @@
+// The PostgreSQL store (DESIGN §6): the RegistryStore interface over a pg pool, for several replicas on one
+// database. Every rule is enforced inside the database: ownership by a conditional upsert (no row back
+// means 409), reconcile in one transaction, the first realization of a thread by its primary key, profile
+// If-Match by a conditional write on the revision column, aliases by a unique index. A write is
+// acknowledged only after its COMMIT. Replicas learn of each other's changes through LISTEN/NOTIFY (see
+// change-listener.ts), which drives resourcesRevision() and so the catalogue caches.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { AppError } from '../../errors.js';
+import { aliasKey, planDelete, planUpdate, profileRevision, type ProfileChanges } from '../../profiles/profile-rules.js';
+import { conflictError, planReconcile, planWithdraw, sameRecord, type PutOutcome } from '../../registry/ownership.js';
+import type { AgentProfile } from '../../schemas/profile.js';
+import type { AgentResource, ReconcileResult } from '../../schemas/resource.js';
+import type { WorkloadRecord } from '../../schemas/workload.js';
+import type { AuditEntry, MachineRecord, ProfileEntry, RegistryStore } from '../store.js';
+import { ChangeListener } from './change-listener.js';
+import { migrate, type MigrationReport } from './migrations.js';
+import { DatabaseUnavailableError, isUnavailable, storageUnavailable } from './pg-errors.js';
+
+export interface PostgresStoreOptions {
+  databaseUrl: string;
+  /** Most pooled connections of this process (default 10). */
+  poolSize?: number;
+  /** Told about listener disconnects and reconnects, and idle-client errors (no secrets in them). */
+  log?: (level: 'warn' | 'info', message: string, err?: unknown) => void;
+  /** Told when migrations were applied at open. */
+  onMigrated?: (report: MigrationReport) => void;
+}
+
+/** How often a conditional write is retried when the row it read changed under it (optimistic loop). */
+const MAX_ATTEMPTS = 20;
+
+interface ResourceRow {
+  id: string;
+  provider: string;
+  schema_version: number;
+  name: string;
+  description: string;
+  instructions: string;
+}
+
+const RESOURCE_COLUMNS = 'id, provider, schema_version, name, description, instructions';
+
+function resourceOf(row: ResourceRow): AgentResource {
+  // The order of the record as the JSON store keeps it, so catalogue bodies read the same.
+  return {
+    schemaVersion: row.schema_version as 1,
+    id: row.id,
+    name: row.name,
+    provider: row.provider,
+    description: row.description,
+    instructions: row.instructions,
+  };
+}
+
+interface MachineRow {
+  machine_id: string;
+  token_digest: string;
+  enrolled_at: string;
+  revoked_at: string | null;
+}
+
+function machineOf(row: MachineRow): MachineRecord {
+  return {
+    machineId: row.machine_id,
+    tokenDigest: row.token_digest,
+    enrolledAt: row.enrolled_at,
+    ...(row.revoked_at === null ? {} : { revokedAt: row.revoked_at }),
+  };
+}
+
+function isUniqueViolation(err: unknown, constraint: string): boolean {
+  const e = err as { code?: string; constraint?: string };
+  return e?.code === '23505' && e.constraint === constraint;
+}
+
+type Queryable = Pick<pg.PoolClient, 'query'>;
+
+export class PostgresStore implements RegistryStore {
+  readonly #pool: pg.Pool;
+  readonly #listener: ChangeListener;
+  /** Local revision of the resources: bumped by this replica's commits and by every notification. */
+  #resourcesCounter = 0;
+  /** Backend process IDs of this store's pooled connections: their changes were counted at commit. */
+  readonly #ownBackends: Set<number>;
+  readonly #epoch = randomBytes(6).toString('base64url');
+  #closed = false;
+
+  private constructor(pool: pg.Pool, listener: ChangeListener, ownBackends: Set<number>) {
+    this.#ownBackends = ownBackends;
+    this.#pool = pool;
+    this.#listener = listener;
+  }
+
+  /** Connects, migrates under the advisory lock (or refuses a newer schema), and starts listening. */
+  static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
+    const log = options.log ?? (() => undefined);
+    const pool = new pg.Pool({
+      connectionString: options.databaseUrl,
+      max: options.poolSize ?? 10,
+      connectionTimeoutMillis: 5_000,
+      idleTimeoutMillis: 30_000,
+      application_name: 'agent-resource-registry',
+    });
+    // An idle client losing its connection must not crash the process; the next checkout reconnects.
+    pool.on('error', (err) => log('warn', 'an idle database connection failed', err));
+    const ownBackends = new Set<number>();
+    pool.on('connect', (client) => {
+      const pid = (client as pg.PoolClient & { processID?: number }).processID;
+      if (typeof pid === 'number') {
+        ownBackends.add(pid);
+        client.once('end', () => ownBackends.delete(pid));
+      }
+    });
+    let listener: ChangeListener | undefined;
+    try {
+      let client: pg.PoolClient;
+      try {
+        client = await pool.connect();
+      } catch (err) {
+        throw new DatabaseUnavailableError(err);
+      }
+      try {
+        const report = await migrate(client);
+        if (report.applied.length > 0) options.onMigrated?.(report);
+      } finally {
+        client.release();
+      }
+      let store: PostgresStore | undefined;
+      listener = new ChangeListener(options.databaseUrl, (table, pid) => store?.onChange(table, pid), log);
+      store = new PostgresStore(pool, listener, ownBackends);
+      await listener.start().catch((err: unknown) => {
+        throw new DatabaseUnavailableError(err);
+      });
+      return store;
+    } catch (err) {
+      await listener?.close();
+      await pool.end().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** A change announced by any replica (`undefined`: notifications may have been missed). */
+  private onChange(table: string | undefined, processId: number | undefined): void {
+    if (processId !== undefined && this.#ownBackends.has(processId)) return;
+    if (table === undefined || table === 'resources') this.#resourcesCounter++;
+  }
+
+  /** Runs one store operation, mapping a lost or refused database connection to 503. */
+  async #guard<T>(op: () => Promise<T>): Promise<T> {
+    if (this.#closed) throw new AppError('storage_unavailable', 'The registry is shutting down; nothing was changed. Retry later.');
+    try {
+      return await op();
+    } catch (err) {
+      if (isUnavailable(err)) throw storageUnavailable(err);
+      throw err;
+    }
+  }
+
+  /** A pooled connection; any failure to get one (refused, not accepting, timed out) is 503. */
+  async #connect(): Promise<pg.PoolClient> {
+    try {
+      return await this.#pool.connect();
+    } catch (err) {
+      throw storageUnavailable(err);
+    }
+  }
+
+  async #query<R extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<pg.QueryResult<R>> {
+    const client = await this.#connect();
+    let failed: unknown;
+    try {
+      return await client.query<R>(sql, params);
+    } catch (err) {
+      failed = err;
+      throw err;
+    } finally {
+      // A connection that failed is not handed out again.
+      client.release(failed !== undefined && isUnavailable(failed) ? (failed as Error) : undefined);
+    }
+  }
+
+  /** For the read helpers below. */
+  get #db(): Queryable {
+    return { query: ((sql: string, params?: unknown[]) => this.#query(sql, params)) as Queryable['query'] };
+  }
+
+  /** One transaction on one pooled client: COMMIT before returning, ROLLBACK on any error. */
+  async #transaction<T>(work: (client: Queryable) => Promise<T>): Promise<T> {
+    const client = await this.#connect();
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {
+        broken = true;
+      });
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  listResources(): Promise<readonly AgentResource[]> {
+    return this.#guard(async () => {
+      const { rows } = await this.#query<ResourceRow>(`SELECT ${RESOURCE_COLUMNS} FROM resources ORDER BY id COLLATE "C"`);
+      return rows.map(resourceOf);
+    });
+  }
+
+  getResource(id: string): Promise<AgentResource | undefined> {
+    return this.#guard(() => readResource(this.#db, id));
+  }
+
+  /**
+   * Served from this replica's view, not a query: it changes on every commit here and on every change
+   * notification from any replica. While the listener is disconnected (notifications may be missed),
+   * every call returns a new value, so caches rebuild from the database until it is back.
+   */
+  async resourcesRevision(): Promise<string> {
+    if (!this.#listener.connected) this.#resourcesCounter++;
+    return `${this.#epoch}:${this.#resourcesCounter}`;
+  }
+
+  putResource(record: AgentResource): Promise<PutOutcome> {
+    return this.#guard(async () => {
+      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        // The ownership rule as one statement: the row is written only when the ID is free or already the
+        // caller's (and different); anything else returns no row.
+        const { rows } = await this.#query<{ created: boolean }>(
+          `INSERT INTO resources AS r (${RESOURCE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)
+           ON CONFLICT (id) DO UPDATE SET schema_version = EXCLUDED.schema_version, name = EXCLUDED.name,
+             description = EXCLUDED.description, instructions = EXCLUDED.instructions, updated_at = now()
+           WHERE r.provider = EXCLUDED.provider
+             AND (r.schema_version, r.name, r.description, r.instructions)
+                 IS DISTINCT FROM (EXCLUDED.schema_version, EXCLUDED.name, EXCLUDED.description, EXCLUDED.instructions)
+           RETURNING (xmax = 0) AS created`,
+          [record.id, record.provider, record.schemaVersion, record.name, record.description, record.instructions],
+        );
+        if (rows.length > 0) {
+          this.#resourcesCounter++;
+          return rows[0]!.created ? 'created' : 'replaced';
+        }
+        // No row back: held by another provider (409), or the caller's own identical record.
+        const held = await readResource(this.#db, record.id);
+        if (held && held.provider !== record.provider) throw conflictError([{ id: held.id, provider: held.provider }]);
+        if (held && sameRecord(held, record)) return 'unchanged';
+        // Withdrawn or changed between the two statements: try again.
+      }
+      throw new AppError('storage_unavailable', `Resource ${record.id} is changing too often to store this change; retry later.`);
+    });
+  }
+
+  withdrawResource(provider: string, id: string): Promise<void> {
+    return this.#guard(async () => {
+      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        const { rowCount } = await this.#query('DELETE FROM resources WHERE id = $1 AND provider = $2', [id, provider]);
+        if (rowCount) {
+          this.#resourcesCounter++;
+          return;
+        }
+        const held = await readResource(this.#db, id);
+        planWithdraw(held, provider, id); // throws 404 or 409
+      }
+      throw new AppError('storage_unavailable', `Resource ${id} is changing too often; retry later.`);
+    });
+  }
+
+  reconcileResources(provider: string, records: readonly AgentResource[], dryRun: boolean): Promise<ReconcileResult> {
+    const ids = records.map((r) => r.id);
+    const planOn = async (client: Queryable, lock: boolean) => {
+      const { rows } = await client.query<ResourceRow>(
+        `SELECT ${RESOURCE_COLUMNS} FROM resources WHERE provider = $1 OR id = ANY($2::text[]) ORDER BY id COLLATE "C"${lock ? ' FOR UPDATE' : ''}`,
+        [provider, ids],
+      );
+      const current = new Map(rows.map((row) => [row.id, resourceOf(row)]));
+      const owned = rows.filter((r) => r.provider === provider).map((r) => r.id);
+      return planReconcile((id) => current.get(id), owned, provider, records); // throws 409 on any conflict
+    };
+    if (dryRun) return this.#guard(async () => ({ dryRun, ...(await planOn(this.#db, false)) }));
+    return this.#guard(async () => {
+      const result = await this.#transaction(async (client) => {
+        // Reconciles of one provider run one after another, so each sees the set the previous one left.
+        await client.query(`SELECT pg_advisory_xact_lock(hashtextextended('arr-reconcile:' || $1, 0))`, [provider]);
+        const plan = await planOn(client, true);
+        if (plan.withdrawn.length > 0) {
+          await client.query('DELETE FROM resources WHERE provider = $1 AND id = ANY($2::text[])', [provider, plan.withdrawn]);
+        }
+        const writes = records.filter((r) => !plan.unchanged.includes(r.id));
+        if (writes.length > 0) {
+          // The same conditional upsert as a single put, for the whole set: an ID another provider took
+          // after the read above comes back missing, and the whole transaction rolls back.
+          const { rows } = await client.query<{ id: string }>(
+            `INSERT INTO resources AS r (${RESOURCE_COLUMNS})
+             SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[])
+             ON CONFLICT (id) DO UPDATE SET schema_version = EXCLUDED.schema_version, name = EXCLUDED.name,
+               description = EXCLUDED.description, instructions = EXCLUDED.instructions, updated_at = now()
+             WHERE r.provider = EXCLUDED.provider
+             RETURNING id`,
+            [
+              writes.map((r) => r.id),
+              writes.map((r) => r.provider),
+              writes.map((r) => r.schemaVersion),
+              writes.map((r) => r.name),
+              writes.map((r) => r.description),
+              writes.map((r) => r.instructions),
+            ],
+          );
+          if (rows.length !== writes.length) {
+            const written = new Set(rows.map((r) => r.id));
+            const lost = writes.filter((r) => !written.has(r.id)).map((r) => r.id);
+            const holders = await client.query<{ id: string; provider: string }>(
+              'SELECT id, provider FROM resources WHERE id = ANY($1::text[]) ORDER BY id COLLATE "C"',
+              [lost],
+            );
+            throw conflictError(holders.rows.map((h) => ({ id: h.id, provider: h.provider })));
+          }
+        }
+        return { dryRun, ...plan };
+      });
+      if (result.created.length + result.replaced.length + result.withdrawn.length > 0) this.#resourcesCounter++;
+      return result;
+    });
+  }
+
+  listMachines(): Promise<readonly MachineRecord[]> {
+    return this.#guard(async () => {
+      const { rows } = await this.#query<MachineRow>('SELECT * FROM machines ORDER BY machine_id COLLATE "C"');
+      return rows.map(machineOf);
+    });
+  }
+
+  getMachine(machineId: string): Promise<MachineRecord | undefined> {
+    return this.#guard(async () => {
+      const { rows } = await this.#query<MachineRow>('SELECT * FROM machines WHERE machine_id = $1', [machineId]);
+      return rows[0] && machineOf(rows[0]);
+    });
+  }
+
+  findMachineByTokenDigest(digest: string): Promise<MachineRecord | undefined> {
+    return this.#guard(async () => {
+      const { rows } = await this.#query<MachineRow>('SELECT * FROM machines WHERE token_digest = $1 AND revoked_at IS NULL', [digest]);
+      return rows[0] && machineOf(rows[0]);
+    });
+  }
+
+  enrollMachine(record: MachineRecord): Promise<void> {
+    return this.#guard(async () => {
+      // New, or re-enrolment of a revoked machine; an active one returns no row.
+      const { rowCount } = await this.#query(
+        `INSERT INTO machines (machine_id, token_digest, enrolled_at, revoked_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (machine_id) DO UPDATE SET token_digest = EXCLUDED.token_digest, enrolled_at = EXCLUDED.enrolled_at,
+           revoked_at = EXCLUDED.revoked_at
+         WHERE machines.revoked_at IS NOT NULL`,
+        [record.machineId, record.tokenDigest, record.enrolledAt, record.revokedAt ?? null],
+      );
+      if (!rowCount) {
+        throw new AppError('machine_exists', `Machine ${record.machineId} is already enrolled; revoke it first to issue a new token.`, {
+          machineId: record.machineId,
+        });
+      }
+    });
+  }
+
+  revokeMachine(machineId: string, revokedAt: string): Promise<void> {
+    return this.#guard(async () => {
+      const { rowCount } = await this.#query('UPDATE machines SET revoked_at = $2 WHERE machine_id = $1 AND revoked_at IS NULL', [machineId, revokedAt]);
+      if (!rowCount) throw new AppError('machine_not_found', `No enrolled machine ${machineId}.`, { machineId });
+    });
+  }
+
+  listProfiles(): Promise<readonly ProfileEntry[]> {
+    return this.#guard(async () => {
+      const { rows } = await this.#query<{ record: AgentProfile; revision: string }>('SELECT record, revision FROM profiles ORDER BY id COLLATE "C"');
+      return rows.map((r) => ({ profile: r.record, revision: r.revision }));
+    });
+  }
+
+  getProfile(id: string): Promise<ProfileEntry | undefined> {
+    return this.#guard(() => readProfile(this.#db, id));
+  }
+
+  createProfile(profile: AgentProfile): Promise<ProfileEntry> {
+    return this.#guard(async () => {
+      const revision = profileRevision(profile);
+      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        try {
+          await this.#query('INSERT INTO profiles (id, alias_key, revision, record) VALUES ($1, $2, $3, $4::json)', [
+            profile.id,
+            aliasKey(profile.alias),
+            revision,
+            JSON.stringify(profile),
+          ]);
+          return { profile, revision };
+        } catch (err) {
+          if (isUniqueViolation(err, 'profiles_pkey')) throw new AppError('internal_error', `Profile ID ${profile.id} was assigned twice.`);
+          if (!isUniqueViolation(err, 'profiles_alias_key_idx')) throw err;
+          await this.#throwAliasConflict(profile.alias);
+        }
+      }
+      throw new AppError('storage_unavailable', 'Profiles are changing too often to store this change; retry later.');
+    });
+  }
+
+  updateProfile(id: string, changes: ProfileChanges, expectedRevisions?: readonly string[]): Promise<ProfileEntry & { changed: boolean }> {
+    return this.#guard(async () => {
+      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        const current = await readProfile(this.#db, id);
+        // Existence, If-Match and kind, in the order a client expects; the alias rule is the unique index.
+        const { next, changed } = planUpdate([], current?.profile, id, changes, expectedRevisions);
+        if (!changed) return { ...current!, changed: false };
+        const revision = profileRevision(next);
+        try {
+          // Written only if the row is still the revision the checks ran on: If-Match in the same step.
+          const { rowCount } = await this.#query(
+            'UPDATE profiles SET alias_key = $3, revision = $4, record = $5::json WHERE id = $1 AND revision = $2',
+            [id, current!.revision, aliasKey(next.alias), revision, JSON.stringify(next)],
+          );
+          if (rowCount) return { profile: next, revision, changed: true };
+        } catch (err) {
+          if (!isUniqueViolation(err, 'profiles_alias_key_idx')) throw err;
+          await this.#throwAliasConflict(next.alias);
+        }
+      }
+      throw new AppError('storage_unavailable', `Profile ${id} is changing too often to store this change; retry later.`);
+    });
+  }
+
+  deleteProfile(id: string, expectedRevisions?: readonly string[]): Promise<void> {
+    return this.#guard(async () => {
+      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        const current = await readProfile(this.#db, id);
+        planDelete(current?.profile, id, expectedRevisions);
+        const { rowCount } = await this.#query('DELETE FROM profiles WHERE id = $1 AND revision = $2', [id, current!.revision]);
+        if (rowCount) return;
+      }
+      throw new AppError('storage_unavailable', `Profile ${id} is changing too often to store this change; retry later.`);
+    });
+  }
+
+  /** Throws 409 naming the profile that holds `alias`; returns when none does any more (retry). */
+  async #throwAliasConflict(alias: string): Promise<void> {
+    const { rows } = await this.#query<{ id: string }>('SELECT id FROM profiles WHERE alias_key = $1', [aliasKey(alias)]);
+    if (rows[0]) {
+      throw new AppError('alias_conflict', `Alias ${JSON.stringify(alias)} is already used by profile ${rows[0].id} (aliases ignore case).`, {
+        field: '/alias',
+        id: rows[0].id,
+      });
+    }
+  }
+
+  listWorkloads(canvasId: string): Promise<readonly WorkloadRecord[]> {
+    return this.#guard(async () => {
+      const { rows } = await this.#query<{ record: WorkloadRecord }>(
+        'SELECT record FROM workloads WHERE canvas_id = $1 ORDER BY thread_id COLLATE "C"',
+        [canvasId],
+      );
+      return rows.map((r) => r.record);
+    });
+  }
+
+  getWorkload(canvasId: string, threadId: string): Promise<WorkloadRecord | undefined> {
+    return this.#guard(async () => {
+      const { rows } = await this.#query<{ record: WorkloadRecord }>('SELECT record FROM workloads WHERE canvas_id = $1 AND thread_id = $2', [
+        canvasId,
+        threadId,
+      ]);
+      return rows[0]?.record;
+    });
+  }
+
+  realizeWorkload(record: WorkloadRecord): Promise<{ workload: WorkloadRecord; created: boolean }> {
+    return this.#guard(async () => {
+      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        // The primary key picks exactly one winner across replicas; the others read the winner's record.
+        const inserted = await this.#query(
+          'INSERT INTO workloads (canvas_id, thread_id, record) VALUES ($1, $2, $3::json) ON CONFLICT DO NOTHING',
+          [record.canvasId, record.threadId, JSON.stringify(record)],
+        );
+        if (inserted.rowCount) return { workload: record, created: true };
+        const existing = await this.#query<{ record: WorkloadRecord }>('SELECT record FROM workloads WHERE canvas_id = $1 AND thread_id = $2', [
+          record.canvasId,
+          record.threadId,
+        ]);
+        if (existing.rows[0]) return { workload: existing.rows[0].record, created: false };
+      }
+      throw new AppError('storage_unavailable', 'The workload could not be stored; retry later.');
+    });
+  }
+
+  appendAudit(entries: readonly AuditEntry[]): Promise<void> {
+    if (entries.length === 0) return Promise.resolve();
+    return this.#guard(async () => {
+      await this.#query(
+        'INSERT INTO audit_log (at, actor, action, object_id, outcome) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])',
+        [entries.map((e) => e.at), entries.map((e) => e.actor), entries.map((e) => e.action), entries.map((e) => e.id), entries.map((e) => e.outcome)],
+      );
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#listener.close();
+    await this.#pool.end();
+  }
+}
+
+async function readResource(db: Queryable, id: string): Promise<AgentResource | undefined> {
+  const { rows } = await db.query<ResourceRow>(`SELECT ${RESOURCE_COLUMNS} FROM resources WHERE id = $1`, [id]);
+  return rows[0] && resourceOf(rows[0]);
+}
+
+async function readProfile(db: Queryable, id: string): Promise<ProfileEntry | undefined> {
+  const { rows } = await db.query<{ record: AgentProfile; revision: string }>('SELECT record, revision FROM profiles WHERE id = $1', [id]);
+  return rows[0] && { profile: rows[0].record, revision: rows[0].revision };
+}

@@ -1,0 +1,72 @@
+// `npm run import`: a JSON DATA_DIR copied into an empty database, served the same by a PostgreSQL-backed
+// app, and idempotent; a database with data of its own is refused.
+import t from 'tap';
+import { buildApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { createLogger } from '../../src/logger.js';
+import { runImport } from '../../src/storage/postgres/commands.js';
+import { build, CANARY, recordIssuedToken, tempDataDir, testEnv } from '../helpers/build.js';
+import { freshDatabase, postgresOrSkip, queryOnce } from '../helpers/postgres.js';
+
+const base = postgresOrSkip(t);
+if (base) {
+  t.test('a JSON DATA_DIR imports into an empty database, serves the same, and re-importing changes nothing', async (t) => {
+    const dataDir = await tempDataDir();
+    const json = await build({ teardown: () => undefined }, { dataDir, env: { SEED_HUABU_RESOURCES: 'true' } });
+    const mac = await json.enroll('mac-a');
+    await json.put('huabu', CANARY.huabu, 'web-search');
+    await json.put('mac-a', mac, 'local-git');
+    const created = await json.app.inject({
+      method: 'POST',
+      url: '/api/acp/profiles',
+      headers: json.owner,
+      payload: { alias: 'Reviewer', agentletId: 'mac-a', workingDirPath: '/home/me/site', launch: { kind: 'acp-command', command: 'agent' }, resourceIds: ['web-search'] },
+    });
+    const profileId = created.json().id as string;
+    const launched = await json.app.inject({ method: 'POST', url: '/api/acp/launch', headers: json.owner, payload: { profileId, canvasId: 'canvas-1', threadId: 'thread-1' } });
+    t.equal(launched.statusCode, 201);
+    const jsonCatalogue = await json.app.inject({ url: '/api/acp/resources', headers: json.owner });
+    const jsonProfile = await json.app.inject({ url: `/api/acp/profiles/${profileId}`, headers: json.owner });
+    await json.app.close();
+
+    const url = await freshDatabase(t, base);
+    const out: string[] = [];
+    const err: string[] = [];
+    t.equal(await runImport(['--data-dir', dataDir], url, (l) => out.push(l), (l) => err.push(l)), 0, err.join('\n'));
+    t.match(out.join('\n'), /holds 4 resources, 1 machines, 1 profiles, \d+ other registry keys, 1 workloads, \d+ audit entries/);
+    t.match(out.join('\n'), /written: 4 resources, 1 machines, 1 profiles/);
+    out.length = 0;
+    const auditBefore = await queryOnce<{ n: string }>(url, 'SELECT count(*) AS n FROM audit_log');
+    t.equal(await runImport([`--data-dir=${dataDir}`], url, (l) => out.push(l), (l) => err.push(l)), 0);
+    t.match(out.join('\n'), /already held all of it; nothing written/, 'idempotent');
+    t.same(await queryOnce(url, 'SELECT count(*) AS n FROM audit_log'), auditBefore, 'audit entries are not copied twice');
+    t.same(await queryOnce(url, 'SELECT count(*)::int AS n FROM json_imports'), [{ n: 1 }], 'a no-op re-run leaves no trace');
+
+    const config = loadConfig(testEnv(await tempDataDir(), { DATABASE_URL: url, SEED_HUABU_RESOURCES: 'false' }));
+    const pgApp = await buildApp({ config, logger: createLogger('silent') });
+    t.teardown(() => pgApp.close());
+    const owner = { authorization: `Bearer ${CANARY.owner}` };
+    const catalogue = await pgApp.inject({ url: '/api/acp/resources', headers: owner });
+    t.same(catalogue.json(), jsonCatalogue.json(), 'the same catalogue');
+    t.equal(catalogue.body, jsonCatalogue.body, 'byte for byte');
+    const profile = await pgApp.inject({ url: `/api/acp/profiles/${profileId}`, headers: owner });
+    t.same(profile.json(), jsonProfile.json());
+    t.equal(profile.headers.etag, jsonProfile.headers.etag, 'the same ETag: If-Match keeps working across the move');
+    t.same((await pgApp.inject({ url: '/api/acp/workloads/canvas-1/thread-1', headers: owner })).json(), launched.json());
+    const rfs = await pgApp.inject({ url: '/api/rfs/canvas-1/resources', headers: { authorization: `Bearer ${mac}` } });
+    t.not(rfs.statusCode, 401, 'the machine token still authenticates');
+    recordIssuedToken(mac);
+  });
+
+  t.test('a database holding data that did not come from an import is refused, untouched', async (t) => {
+    const url = await freshDatabase(t, base);
+    const config = loadConfig(testEnv(await tempDataDir(), { DATABASE_URL: url, SEED_HUABU_RESOURCES: 'true' }));
+    await (await buildApp({ config, logger: createLogger('silent') })).close();
+    const before = await queryOnce(url, 'SELECT id FROM resources ORDER BY id');
+    const err: string[] = [];
+    t.equal(await runImport(['--data-dir', await tempDataDir()], url, () => undefined, (l) => err.push(l)), 1);
+    t.match(err.join('\n'), /import only into an empty database/);
+    t.same(await queryOnce(url, 'SELECT id FROM resources ORDER BY id'), before);
+    t.equal(await runImport([], url, () => undefined, () => undefined), 2, 'usage');
+  });
+}

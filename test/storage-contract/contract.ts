@@ -1,0 +1,286 @@
+// The storage contract: the rules of src/storage/store.ts that every RegistryStore keeps, run against each
+// implementation (test/storage-contract.test.ts: JSON files; test/postgres/storage-contract.test.ts:
+// PostgreSQL). Each subtest starts from an empty store; `replica` (when the store supports several
+// processes) opens a second store over the same state, so the atomic rules are checked across replicas.
+import { createHash } from 'node:crypto';
+import type { Test } from 'tap';
+import { AppError } from '../../src/errors.js';
+import type { AgentProfile } from '../../src/schemas/profile.js';
+import type { AgentResource } from '../../src/schemas/resource.js';
+import type { WorkloadRecord } from '../../src/schemas/workload.js';
+import type { RegistryStore } from '../../src/storage/store.js';
+
+export interface ContractTarget {
+  /** An empty store (closed by the contract in teardown). */
+  fresh(t: Test): Promise<RegistryStore>;
+  /** A second store over the state of the last fresh one, as another replica would be (optional). */
+  replica?(t: Test): Promise<RegistryStore>;
+}
+
+export const resource = (provider: string, id: string, name = `Name of ${id}`): AgentResource => ({
+  schemaVersion: 1,
+  id,
+  name,
+  provider,
+  description: `About ${id}.`,
+  instructions: `Use ${id} via $HUABU_RFS_URL.`,
+});
+
+export const profile = (id: string, alias: string, over: Partial<AgentProfile> = {}): AgentProfile => ({
+  schemaVersion: 2,
+  id,
+  alias,
+  agentletId: 'agentlet-a',
+  workingDirPath: '/home/me/site',
+  resourceIds: [],
+  launch: { kind: 'acp-command', command: 'claude-code-acp' },
+  ...over,
+});
+
+export const workload = (canvasId: string, threadId: string, agentletId = 'agentlet-a'): WorkloadRecord => ({
+  driverSchemaVersion: 1,
+  canvasId,
+  threadId,
+  realizedAt: new Date().toISOString(),
+  spec: {
+    binding: { profileId: 'prf-aaaaaaaaaaaaaaaa', alias: 'Reviewer' },
+    agentletId,
+    cwd: '/home/me/site',
+    resourceIds: ['huabu-access'],
+    resourceScope: { canvasId, threadId },
+    initialPreamble: ['bootstrap'],
+    env: { HUABU_RFS_URL: `http://registry.test/api/rfs/${canvasId}`, HUABU_THREAD_ID: threadId },
+  },
+});
+
+const digest = (token: string) => createHash('sha256').update(token).digest('hex');
+
+/** The rejection of `p` as {code, details}, or a failure when it resolves. */
+async function rejection(t: Test, p: Promise<unknown>): Promise<{ code: string; details: Record<string, unknown> | undefined }> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof AppError) return { code: err.code, details: err.details };
+    throw err;
+  }
+  t.fail('expected a rejection');
+  return { code: 'none', details: undefined };
+}
+
+export function runContract(t: Test, name: string, target: ContractTarget): void {
+  const open = async (t: Test) => {
+    const store = await target.fresh(t);
+    t.teardown(() => store.close());
+    return store;
+  };
+  const openReplica = async (t: Test, first: RegistryStore) => {
+    if (!target.replica) return first;
+    const store = await target.replica(t);
+    t.teardown(() => store.close());
+    return store;
+  };
+
+  t.test(`${name}: put creates, replaces, leaves an identical record unchanged; the revision follows changes`, async (t) => {
+    const s = await open(t);
+    const r0 = await s.resourcesRevision();
+    t.equal(await s.putResource(resource('huabu', 'web-search')), 'created');
+    const r1 = await s.resourcesRevision();
+    t.not(r1, r0, 'a create changes the revision');
+    t.equal(await s.putResource(resource('huabu', 'web-search')), 'unchanged');
+    t.equal(await s.putResource(resource('huabu', 'web-search', 'Renamed')), 'replaced');
+    t.not(await s.resourcesRevision(), r1, 'a replace changes the revision');
+    await s.putResource(resource('agentlet-a', 'a-tool'));
+    t.same((await s.listResources()).map((r) => r.id), ['a-tool', 'web-search'], 'sorted by id');
+    t.same(await s.getResource('web-search'), resource('huabu', 'web-search', 'Renamed'));
+    t.equal(await s.getResource('nope'), undefined);
+  });
+
+  t.test(`${name}: another provider's ID is a 409 and the held record is untouched`, async (t) => {
+    const s = await open(t);
+    await s.putResource(resource('huabu', 'web-search'));
+    const before = await s.resourcesRevision();
+    const err = await rejection(t, s.putResource(resource('agentlet-a', 'web-search', 'Hijack')));
+    t.equal(err.code, 'resource_conflict');
+    t.same(err.details, { ids: ['web-search'], conflicts: [{ id: 'web-search', provider: 'huabu' }] });
+    t.same(await s.getResource('web-search'), resource('huabu', 'web-search'), 'untouched');
+    const withdraw = await rejection(t, s.withdrawResource('agentlet-a', 'web-search'));
+    t.equal(withdraw.code, 'resource_conflict');
+    t.same(await s.getResource('web-search'), resource('huabu', 'web-search'), 'still there');
+    t.equal(await s.resourcesRevision(), before, 'nothing changed');
+  });
+
+  t.test(`${name}: withdraw removes only the caller's own record; a missing ID is 404`, async (t) => {
+    const s = await open(t);
+    await s.putResource(resource('huabu', 'web-search'));
+    t.equal((await rejection(t, s.withdrawResource('huabu', 'nope'))).code, 'resource_not_found');
+    await s.withdrawResource('huabu', 'web-search');
+    t.equal(await s.getResource('web-search'), undefined);
+    t.equal((await rejection(t, s.withdrawResource('huabu', 'web-search'))).code, 'resource_not_found');
+    t.equal(await s.putResource(resource('agentlet-a', 'web-search')), 'created', 'a withdrawn ID is free again');
+  });
+
+  t.test(`${name}: reconcile applies the whole set, dry run changes nothing, a conflict changes nothing`, async (t) => {
+    const s = await open(t);
+    await s.putResource(resource('huabu', 'keep'));
+    await s.putResource(resource('huabu', 'change'));
+    await s.putResource(resource('huabu', 'drop'));
+    await s.putResource(resource('other', 'taken'));
+    const set = [resource('huabu', 'keep'), resource('huabu', 'change', 'Changed'), resource('huabu', 'new')];
+
+    const before = await s.listResources();
+    const rev = await s.resourcesRevision();
+    const dry = await s.reconcileResources('huabu', set, true);
+    t.same(dry, { dryRun: true, created: ['new'], replaced: ['change'], withdrawn: ['drop'], unchanged: ['keep'] });
+    t.same(await s.listResources(), before, 'dry run: nothing written');
+    t.equal(await s.resourcesRevision(), rev);
+
+    const conflict = await rejection(t, s.reconcileResources('huabu', [...set, resource('huabu', 'taken')], false));
+    t.equal(conflict.code, 'resource_conflict');
+    t.same(conflict.details, { ids: ['taken'], conflicts: [{ id: 'taken', provider: 'other' }] });
+    t.same(await s.listResources(), before, 'a conflict rolls back the whole set');
+
+    const done = await s.reconcileResources('huabu', set, false);
+    t.same(done, { dryRun: false, created: ['new'], replaced: ['change'], withdrawn: ['drop'], unchanged: ['keep'] });
+    t.same((await s.listResources()).map((r) => `${r.provider}/${r.id}/${r.name}`), [
+      'huabu/change/Changed',
+      'huabu/keep/Name of keep',
+      'huabu/new/Name of new',
+      'other/taken/Name of taken',
+    ]);
+    t.not(await s.resourcesRevision(), rev);
+    const again = await s.reconcileResources('huabu', set, false);
+    t.same(again, { dryRun: false, created: [], replaced: [], withdrawn: [], unchanged: ['change', 'keep', 'new'] }, 'idempotent');
+    t.same(await s.reconcileResources('huabu', [], false), { dryRun: false, created: [], replaced: [], withdrawn: ['change', 'keep', 'new'], unchanged: [] });
+    t.same((await s.listResources()).map((r) => r.id), ['taken']);
+  });
+
+  t.test(`${name}: machines enroll once, revoke, and re-enroll with a new token`, async (t) => {
+    const s = await open(t);
+    const first = { machineId: 'agentlet-a', tokenDigest: digest('one'), enrolledAt: '2026-01-01T00:00:00.000Z' };
+    await s.enrollMachine(first);
+    t.equal((await rejection(t, s.enrollMachine({ ...first, tokenDigest: digest('two') }))).code, 'machine_exists');
+    t.same(await s.findMachineByTokenDigest(digest('one')), first);
+    t.equal(await s.findMachineByTokenDigest(digest('two')), undefined, 'the refused token was not stored');
+    await s.revokeMachine('agentlet-a', '2026-01-02T00:00:00.000Z');
+    t.equal((await rejection(t, s.revokeMachine('agentlet-a', '2026-01-03T00:00:00.000Z'))).code, 'machine_not_found');
+    t.equal((await rejection(t, s.revokeMachine('nobody', '2026-01-03T00:00:00.000Z'))).code, 'machine_not_found');
+    t.equal(await s.findMachineByTokenDigest(digest('one')), undefined, 'a revoked token no longer authenticates');
+    t.same(await s.getMachine('agentlet-a'), { ...first, revokedAt: '2026-01-02T00:00:00.000Z' });
+    const again = { machineId: 'agentlet-a', tokenDigest: digest('three'), enrolledAt: '2026-01-04T00:00:00.000Z' };
+    await s.enrollMachine(again);
+    t.same(await s.findMachineByTokenDigest(digest('three')), again);
+    await s.enrollMachine({ machineId: 'agentlet-0', tokenDigest: digest('zero'), enrolledAt: '2026-01-05T00:00:00.000Z' });
+    t.same((await s.listMachines()).map((m) => m.machineId), ['agentlet-0', 'agentlet-a']);
+  });
+
+  t.test(`${name}: profiles: alias unique ignoring case, If-Match, manifest-backed records never change`, async (t) => {
+    const s = await open(t);
+    const a = await s.createProfile(profile('prf-a', 'Reviewer'));
+    t.ok(a.revision);
+    const clash = await rejection(t, s.createProfile(profile('prf-b', 'REVIEWER')));
+    t.equal(clash.code, 'alias_conflict');
+    t.same(clash.details, { field: '/alias', id: 'prf-a' });
+    t.equal(await s.getProfile('prf-b'), undefined);
+    await s.createProfile(profile('prf-b', 'Writer'));
+    t.equal((await rejection(t, s.updateProfile('prf-b', { alias: 'reviewer' }))).code, 'alias_conflict');
+
+    const stale = await rejection(t, s.updateProfile('prf-a', { workingDirPath: '/elsewhere' }, ['not-it']));
+    t.equal(stale.code, 'precondition_failed');
+    const updated = await s.updateProfile('prf-a', { workingDirPath: '/elsewhere' }, ['x', a.revision]);
+    t.equal(updated.changed, true);
+    t.not(updated.revision, a.revision, 'a change gives a new revision');
+    t.equal(updated.profile.workingDirPath, '/elsewhere');
+    t.same(await s.getProfile('prf-a'), { profile: updated.profile, revision: updated.revision });
+    t.equal((await rejection(t, s.updateProfile('prf-a', { alias: 'Other' }, [a.revision]))).code, 'precondition_failed', 'the old ETag is stale');
+    const same = await s.updateProfile('prf-a', { workingDirPath: '/elsewhere' });
+    t.equal(same.changed, false);
+    t.equal(same.revision, updated.revision, 'no change, same revision');
+    const renamed = await s.updateProfile('prf-a', { alias: 'reviewer' });
+    t.equal(renamed.profile.alias, 'reviewer', 'a profile may change the case of its own alias');
+
+    t.equal((await rejection(t, s.deleteProfile('prf-a', [a.revision]))).code, 'precondition_failed');
+    t.equal((await rejection(t, s.updateProfile('prf-nope', { alias: 'X' }))).code, 'profile_not_found');
+    t.equal((await rejection(t, s.deleteProfile('prf-nope'))).code, 'profile_not_found');
+    await s.deleteProfile('prf-a', [renamed.revision]);
+    t.equal(await s.getProfile('prf-a'), undefined);
+    await s.createProfile(profile('prf-c', 'Reviewer'));
+    t.pass('a deleted alias is free again');
+
+    const manifest = profile('prf-m', 'Team agent', { launch: { kind: 'agent-team-manifest', manifestPath: '/team/agent.md', harness: 'claude' } });
+    await s.createProfile(manifest);
+    t.equal((await rejection(t, s.updateProfile('prf-m', { alias: 'Renamed' }))).code, 'invalid_profile_kind');
+    t.equal((await rejection(t, s.deleteProfile('prf-m'))).code, 'invalid_profile_kind');
+    t.same((await s.getProfile('prf-m'))?.profile, manifest, 'stored exactly as written');
+    t.same((await s.listProfiles()).map((e) => e.profile.id), ['prf-b', 'prf-c', 'prf-m'], 'sorted by id');
+  });
+
+  t.test(`${name}: concurrent conditional updates of one profile with one ETag: exactly one wins`, async (t) => {
+    const s = await open(t);
+    const r = await openReplica(t, s);
+    const a = await s.createProfile(profile('prf-a', 'Reviewer'));
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 10 }, (_, i) => (i % 2 ? s : r).updateProfile('prf-a', { workingDirPath: `/dir-${i}` }, [a.revision])),
+    );
+    t.equal(outcomes.filter((o) => o.status === 'fulfilled').length, 1, 'one winner');
+    t.ok(
+      outcomes.every((o) => o.status === 'fulfilled' || (o.reason as AppError).code === 'precondition_failed'),
+      'the others are told the ETag is stale',
+    );
+  });
+
+  t.test(`${name}: concurrent conflicting registrations of one ID by two providers give exactly one owner`, async (t) => {
+    const s = await open(t);
+    const r = await openReplica(t, s);
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 50 }, (_, i) => (i % 2 ? s : r).putResource(resource(i % 4 < 2 ? 'huabu' : 'agentlet-a', 'contested', `Write ${i}`))),
+    );
+    const owner = (await s.getResource('contested'))!.provider;
+    t.ok(owner === 'huabu' || owner === 'agentlet-a');
+    for (const [i, o] of outcomes.entries()) {
+      const provider = i % 4 < 2 ? 'huabu' : 'agentlet-a';
+      if (provider === owner) t.equal(o.status, 'fulfilled', `write ${i} by the owner succeeded`);
+      else t.equal(o.status === 'rejected' && (o.reason as AppError).code, 'resource_conflict', `write ${i} by the other provider is a conflict`);
+    }
+    t.equal(outcomes.filter((o) => o.status === 'fulfilled' && o.value === 'created').length, 1, 'created once');
+  });
+
+  t.test(`${name}: concurrent first realizations of one thread store exactly one record`, async (t) => {
+    const s = await open(t);
+    const r = await openReplica(t, s);
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => (i % 2 ? s : r).realizeWorkload(workload('canvas-1', 'thread-1', `agentlet-${i}`))),
+    );
+    t.equal(results.filter((x) => x.created).length, 1, 'one creation');
+    const winner = results.find((x) => x.created)!.workload;
+    t.ok(results.every((x) => JSON.stringify(x.workload) === JSON.stringify(winner)), 'every caller gets the winning record');
+    t.same(await s.getWorkload('canvas-1', 'thread-1'), winner);
+    await s.realizeWorkload(workload('canvas-1', 'thread-0'));
+    await s.realizeWorkload(workload('canvas-2', 'thread-9'));
+    t.same((await r.listWorkloads('canvas-1')).map((w) => w.threadId), ['thread-0', 'thread-1'], 'sorted by thread');
+    t.same(await s.listWorkloads('canvas-none'), []);
+    t.equal(await s.getWorkload('canvas-2', 'thread-1'), undefined);
+  });
+
+  t.test(`${name}: the audit log takes entries`, async (t) => {
+    const s = await open(t);
+    await s.appendAudit([
+      { at: '2026-01-01T00:00:00.000Z', actor: 'owner', action: 'machine.enroll', id: 'agentlet-a', outcome: 'enrolled' },
+      { at: '2026-01-01T00:00:01.000Z', actor: 'provider:huabu', action: 'resource.register', id: 'web-search', outcome: 'created' },
+    ]);
+    await s.appendAudit([]);
+    t.pass();
+  });
+
+  if (target.replica) {
+    t.test(`${name}: a change through one replica changes the other's resources revision`, async (t) => {
+      const s = await open(t);
+      const r = await openReplica(t, s);
+      const before = await r.resourcesRevision();
+      await s.putResource(resource('huabu', 'web-search'));
+      const deadline = Date.now() + 1_000;
+      while ((await r.resourcesRevision()) === before && Date.now() < deadline) await new Promise((res) => setTimeout(res, 10));
+      t.not(await r.resourcesRevision(), before, 'within one second');
+      t.same(await r.getResource('web-search'), resource('huabu', 'web-search'));
+    });
+  }
+}
