@@ -6,6 +6,7 @@ import { appendFile, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool, request } from 'undici';
+import { readStoredResources } from '../../src/storage/json-file-store.js';
 import { CANARY, recordIssuedToken, tempDataDir, testEnv } from '../helpers/build.js';
 import {
   canonicalJson,
@@ -182,10 +183,8 @@ async function observe({ server, dataDir, tokens, round, ackedThreads, torn }: O
       if (rel.endsWith('.jsonl')) {
         checkJsonLines(rel, bytes, torn);
       } else if (rel.endsWith('.json')) {
-        const doc = JSON.parse(bytes.toString('utf8')) as { state?: { resources?: Content[]; profiles?: unknown[]; workloads?: { canvasId: string; threadId: string }[] } };
-        if (rel === path.join('agent-resources', 'resources.json')) {
-          for (const r of (doc.state?.resources ?? []) as (Content & { id: string })[]) states.set(r.id, contentOf(r));
-        } else if (rel === path.join('agent-team', 'registry.json')) {
+        const doc = JSON.parse(bytes.toString('utf8')) as { state?: { profiles?: unknown[]; workloads?: { canvasId: string; threadId: string }[] } };
+        if (rel === path.join('agent-team', 'registry.json')) {
           for (const p of doc.state?.profiles ?? []) {
             if ((p as { launch?: { kind?: string } }).launch?.kind === 'acp-command') profiles.set((p as { id: string }).id, profileViewOf(p));
           }
@@ -197,6 +196,13 @@ async function observe({ server, dataDir, tokens, round, ackedThreads, torn }: O
     } catch (err) {
       violations.push({ kind: 'file-does-not-parse', round, message: `${rel}: ${(err as Error).message}` });
     }
+  }
+  // resources.json with its journal replayed: what is durable (a start compacts the journal into the file,
+  // but before the first kill the setup's writes are in the journal only).
+  try {
+    for (const r of await readStoredResources(dataDir)) states.set(r.id, contentOf(r));
+  } catch (err) {
+    violations.push({ kind: 'file-does-not-parse', round, message: `agent-resources: ${(err as Error).message}` });
   }
   const served = await getJson(server.origin, '/api/acp/resources', CANARY.owner);
   const servedStates = new Map(((served.body as { resources?: (Content & { id: string })[] })?.resources ?? []).map((r) => [r.id, contentOf(r)] as const));
@@ -329,8 +335,9 @@ export async function runCrashRounds(options: CrashOptions): Promise<CrashResult
   const threads = new ThreadPool();
   const ledger = new WorkloadLedger();
   const torn: TornLine[] = [];
-  let start = (await observe({ server, dataDir, tokens, round: 0, ackedThreads: [], torn })).snapshot;
-  checkWorkloads({ round: 0, start, ops: [], end: start }, ledger);
+  const initial = await observe({ server, dataDir, tokens, round: 0, ackedThreads: [], torn });
+  let start = initial.snapshot;
+  result.violations.push(...initial.violations, ...checkWorkloads({ round: 0, start, ops: [], end: start }, ledger));
 
   try {
     for (let round = 1; round <= options.rounds; round++) {
