@@ -208,3 +208,17 @@ t.test('an existing backup with other bytes is never overwritten', async (t) => 
   t.equal(await readFile(`${file}.v3.bak`, 'utf8'), 'an older original');
   t.ok((await readFile(`${file}.v3.1.bak`)).equals(original));
 });
+
+t.test('the migrate command removes temp files an interrupted run left (a dry run leaves them)', async (t) => {
+  const original = await fixtureBytes('v1');
+  const { dataDir, file } = await dataDirWith(original);
+  const leftovers = [`${file}.v1.bak.4242-0a0b0c0d0e0f.tmp`, `${file}.4242-0f0e0d0c0b0a.tmp`];
+  for (const temp of leftovers) await writeFile(temp, 'half of a write');
+  const out: string[] = [];
+  t.equal(await runMigrate(['--data-dir', dataDir, '--dry-run'], (l) => out.push(l), () => undefined), 0);
+  t.same(await agentTeamFiles(dataDir), ['registry.json', ...leftovers.map((f) => path.basename(f))].sort(), 'a dry run removes nothing');
+  t.equal(await runMigrate(['--data-dir', dataDir], (l) => out.push(l), () => undefined), 0);
+  t.match(out.join('\n'), 'removed 2 temp file(s) left by an interrupted write');
+  t.same(await agentTeamFiles(dataDir), ['registry.json', 'registry.json.v1.bak']);
+  t.same(JSON.parse(await readFile(file, 'utf8')), await fixture('v4'));
+});

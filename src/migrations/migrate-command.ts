@@ -1,10 +1,12 @@
 // `npm run migrate -- --data-dir DIR [--dry-run]`: runs the registry-file migration the service runs at
 // start, while holding the DATA_DIR lock (so never beside a running service), and prints what it changed
-// or, with --dry-run, what it would change. Returns the process exit code.
+// or, with --dry-run, what it would change. Like the service's start, it first removes the temp files an
+// interrupted run (a kill mid-write) left beside the registry file. Returns the process exit code.
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DataDirLockedError, lockDataDir } from '../storage/data-dir-lock.js';
 import { REGISTRY_FILE } from '../storage/json-file-store.js';
+import { sweepTempFiles } from '../storage/durable-file.js';
 import { StoreFileError } from '../storage/store-file-error.js';
 import { REGISTRY_FILE_VERSION } from './registry-file.js';
 import { migrateRegistryFile, type RegistryMigrationReport } from './registry-migration.js';
@@ -58,7 +60,11 @@ export async function runMigrate(argv: readonly string[], out: (line: string) =>
     throw e;
   }
   try {
-    const report = await migrateRegistryFile(path.join(args.dataDir, REGISTRY_FILE), { dryRun: args.dryRun });
+    const file = path.join(args.dataDir, REGISTRY_FILE);
+    // Safe: the lock guarantees no other process is writing them.
+    const swept = args.dryRun ? [] : await sweepTempFiles(path.dirname(file));
+    if (swept.length > 0) out(`removed ${swept.length} temp file(s) left by an interrupted write: ${swept.join(', ')}`);
+    const report = await migrateRegistryFile(file, { dryRun: args.dryRun });
     for (const line of describeReport(report, args.dryRun)) out(line);
     return 0;
   } catch (e) {

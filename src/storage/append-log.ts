@@ -1,4 +1,6 @@
 // An append-only JSON-lines file (the audit log). Concurrent appends are batched into one write + fdatasync.
+// A crash mid-append can leave a torn last line (no final newline): at open it is ended with a newline, so
+// it stays as it was, on a line of its own, and every later line parses.
 import * as fsp from 'node:fs/promises';
 import { FILE_MODE } from './durable-file.js';
 
@@ -11,7 +13,22 @@ export class AppendLog {
 
   static async open(file: string): Promise<AppendLog> {
     const log = new AppendLog(file);
-    log.#handle = await fsp.open(file, 'a', FILE_MODE);
+    const handle = await fsp.open(file, 'a+', FILE_MODE);
+    try {
+      const { size } = await handle.stat();
+      if (size > 0) {
+        const last = Buffer.alloc(1);
+        await handle.read(last, 0, 1, size - 1);
+        if (last[0] !== 0x0a) {
+          await handle.write('\n');
+          await handle.datasync();
+        }
+      }
+    } catch (err) {
+      await handle.close();
+      throw err;
+    }
+    log.#handle = handle;
     return log;
   }
 

@@ -1,7 +1,10 @@
-// Crash test (DESIGN §6): concurrent writers against the real server process, SIGKILL at a seeded random
-// moment, restart on the same DATA_DIR, and a history check: no acknowledged write is lost, owners change
-// only through withdrawal, every file parses, no temp file remains, machine tokens still work. The negative
-// check runs the same harness against a deliberately unsafe server and must find lost writes.
+// Crash test (DESIGN §6): concurrent writers (resource registrations, replacements, withdrawals and
+// reconciles; profile creates, PATCHes with and without If-Match, deletes; launches of new and repeated
+// threads) against the real server process, SIGKILL at a seeded random moment, restart on the same DATA_DIR,
+// and a history check: no acknowledged write is lost, owners change only through withdrawal, a thread's
+// first realization is its only record for ever, every file parses (audit.jsonl keeps a torn last line as
+// its own line), no temp file remains, machine tokens still work. The negative check runs the same harness
+// against a deliberately unsafe server and must find lost writes.
 //
 // CRASH_ROUNDS (default 50) and CRASH_SEED (default random; printed) reproduce a run:
 //   npm run build && CRASH_SEED=<seed> CRASH_ROUNDS=<n> npx tap test/crash/crash.test.ts
@@ -22,7 +25,7 @@ const rounds = intFromEnv('CRASH_ROUNDS', 50);
 const seed = intFromEnv('CRASH_SEED', randomInt(2 ** 31));
 const NEGATIVE_MAX_ROUNDS = 8;
 
-// About 1.8 s a round on an idle two-core machine (about 1 s of it the restart), 2.5-3 s when it is busy;
+// About 2 s a round on an idle two-core machine (about 1 s of it the restart), 2.5-3 s when it is busy;
 // the timeout only guards against a hang.
 t.setTimeout(Math.max(120_000, (rounds + NEGATIVE_MAX_ROUNDS) * 5_000));
 t.teardown(killAllServers);
@@ -38,13 +41,26 @@ const base: Omit<CrashOptions, 'seed' | 'rounds'> = {
 const summary = (label: string, r: CrashResult) =>
   `${label}: seed ${r.seed}, ${r.roundsRun} rounds, ${r.acknowledged} acknowledged writes checked, ` +
   `${r.unknown} unknown-outcome writes, ${r.rejected} rejected, ${r.violations.length} violations, ` +
-  `slowest restart ${r.maxRestartMs.toFixed(0)} ms, ${(r.durationMs / 1000).toFixed(1)} s`;
+  `${r.tornAuditLines} torn audit lines, slowest restart ${r.maxRestartMs.toFixed(0)} ms, ${(r.durationMs / 1000).toFixed(1)} s`;
+
+/** Acknowledged/unknown/rejected by kind of write. */
+const byKind = (r: CrashResult) =>
+  Object.entries(r.byKind)
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([kind, c]) => `${kind} ${c.acknowledged}/${c.unknown}/${c.rejected}`)
+    .join(', ');
 
 t.test('kill -9 at random moments loses no acknowledged write', async (t) => {
   const result = await runCrashRounds({ ...base, seed, rounds });
   t.comment(summary('crash', result));
+  t.comment(`by kind (acknowledged/unknown/rejected): ${byKind(result)}`);
   t.equal(result.roundsRun, rounds, 'every round ran');
   t.ok(result.acknowledged > rounds, 'the writers got writes acknowledged before the kills');
+  const acked = (...kinds: string[]) => kinds.reduce((sum, k) => sum + (result.byKind[k]?.acknowledged ?? 0), 0);
+  if (rounds >= 10) {
+    t.ok(acked('profile-create') > 0 && acked('profile-patch', 'profile-patch-if-match') > 0 && acked('profile-delete', 'profile-delete-if-match') > 0, 'profile creates, patches and deletes were acknowledged');
+    t.ok(acked('launch') > 0 && acked('launch-repeat') > 0, 'launches and repeated launches were acknowledged');
+  }
   t.ok(result.unknown > 0, 'some writes were cut off by the kills');
   t.same(
     result.violations.slice(0, 20).map((v) => `round ${v.round} ${v.kind}: ${v.message}`),
@@ -73,7 +89,10 @@ t.test('negative check: a server that acknowledges before committing is caught',
     log: () => undefined,
   });
   t.comment(summary('negative check', result));
+  t.comment(`by kind (acknowledged/unknown/rejected): ${byKind(result)}`);
   const lost = result.violations.filter((v) => v.kind === 'lost-acknowledged-write');
   t.ok(lost.length > 0, `the checker reports lost acknowledged writes (${lost.length} in ${result.roundsRun} round(s))`);
+  const part = (v: { id?: string }) => (v.id?.includes('/') ? 'workloads' : v.id?.startsWith('prf-') ? 'profiles' : 'resources');
+  t.comment(`lost acknowledged writes by part: ${['resources', 'profiles', 'workloads'].map((p) => `${p} ${lost.filter((v) => part(v) === p).length}`).join(', ')}`);
   if (lost[0]) t.comment(`e.g. ${lost[0].message}`);
 });

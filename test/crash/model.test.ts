@@ -1,6 +1,21 @@
 // The crash test's checker on small hand-written histories: what it accepts and what it reports.
 import t from 'tap';
-import { checkRound, type Content, type Effect, type IdState, type OpRecord, type Outcome, type RoundHistory } from './model.js';
+import {
+  canonicalJson,
+  checkProfiles,
+  checkRound,
+  checkWorkloads,
+  createEffects,
+  WorkloadLedger,
+  type Content,
+  type Effect,
+  type IdState,
+  type OpRecord,
+  type Outcome,
+  type ProfileEffect,
+  type ProfileView,
+  type RoundHistory,
+} from './model.js';
 
 const rec = (provider: string, name: string): Content => ({ provider, name, description: 'd', instructions: 'i' });
 let seq = 0;
@@ -74,4 +89,78 @@ t.test("a record leaves its owner only through the owner's withdrawal", async (t
   t.same(kinds(history([], [unknownCreate, refused, unknownWithdraw], [])), [], 'a withdrawal that may have happened explains it');
   const earlierWithdraw = op('acknowledged', 1, 4, 'm1', [['x', null]]);
   t.same(kinds(history([], [unknownCreate, refused, earlierWithdraw], [])), ['owner-changed-without-withdrawal'], 'a withdrawal certainly before the 409 does not');
+});
+
+const profile = (id: string, alias: string, tag = `tag-${id}`): ProfileView => ({
+  id,
+  alias,
+  agentletId: 'm1',
+  workingDirPath: '/w',
+  command: 'agent',
+  resourceIds: [],
+  tag,
+});
+
+/** A profile operation over [inv, cmp]. */
+function pop(outcome: Outcome, inv: number, cmp: number | undefined, profileEffects: ProfileEffect[], extra: Partial<OpRecord> = {}): OpRecord {
+  return { ...op(outcome, inv, cmp, 'owner', []), profileEffects: outcome === 'rejected' ? [] : profileEffects, ...extra };
+}
+const alias = (id: string, value: string): ProfileEffect => ({ id, field: 'alias', value: JSON.stringify(value) });
+const gone = (id: string): ProfileEffect => ({ id, field: 'exists', value: 'absent' });
+
+function profileHistory(start: ProfileView[], ops: OpRecord[], end: ProfileView[]): RoundHistory {
+  const h = history([], ops, []);
+  h.start.profiles = new Map(start.map((p) => [p.id, p]));
+  h.end.profiles = new Map(end.map((p) => [p.id, p]));
+  return h;
+}
+const profileKinds = (h: RoundHistory) => checkProfiles(h).map((v) => v.kind);
+
+t.test('profiles: acknowledged creates, patches and deletes are reflected field by field', async (t) => {
+  const created = profile('prf-a', 'A');
+  const create = pop('acknowledged', 10, 20, createEffects(created));
+  const patch = pop('acknowledged', 30, 40, [alias('prf-a', 'B')]);
+  t.same(profileKinds(profileHistory([], [create, patch], [{ ...created, alias: 'B' }])), []);
+  t.same(profileKinds(profileHistory([], [create, patch], [created])), ['lost-acknowledged-write'], 'the patch was lost');
+  t.same(profileKinds(profileHistory([], [create, patch], [])), ['lost-acknowledged-write'], 'the create was lost');
+  const unknownPatch = pop('unknown', 50, undefined, [alias('prf-a', 'C')]);
+  t.same(profileKinds(profileHistory([], [create, patch, unknownPatch], [{ ...created, alias: 'C' }])), [], 'an unknown patch may have landed');
+  t.same(profileKinds(profileHistory([], [create, patch, unknownPatch], [{ ...created, alias: 'B' }])), [], 'or not');
+  t.same(profileKinds(profileHistory([created], [], [{ ...created, workingDirPath: '/x' }])), ['unexpected-change'], 'fields nobody wrote stay');
+});
+
+t.test('profiles: an acknowledged delete stays deleted; an unknown create may appear, as sent', async (t) => {
+  const a = profile('prf-a', 'A');
+  const del = pop('acknowledged', 10, 20, [gone('prf-a')]);
+  t.same(profileKinds(profileHistory([a], [del], [])), []);
+  t.same(profileKinds(profileHistory([a], [del], [a])), ['lost-acknowledged-write']);
+  const { id: _id, ...sent } = profile('', 'N', 'tag-n');
+  const unknownCreate = pop('unknown', 10, undefined, [], { profileCreate: { id: '', ...sent } });
+  t.same(profileKinds(profileHistory([], [unknownCreate], [profile('prf-n', 'N', 'tag-n')])), []);
+  t.same(profileKinds(profileHistory([], [unknownCreate], [profile('prf-n', 'Other', 'tag-n')])), ['unexpected-change'], 'not as sent');
+  t.same(profileKinds(profileHistory([], [], [profile('prf-x', 'X')])), ['unexpected-change'], 'nobody created it');
+  t.same(profileKinds(profileHistory([a, profile('prf-b', 'a')], [], [a, profile('prf-b', 'a')])), ['alias-not-unique']);
+});
+
+t.test('workloads: the first realization is the only record, across rounds', async (t) => {
+  const record = { canvasId: 'c', threadId: 't', realizedAt: '1', spec: { binding: { profileId: 'p' } } };
+  const answer = JSON.stringify(record);
+  const launch = (outcome: Outcome, text?: string) =>
+    ({ ...op(outcome, 10, 20, 'owner', []), launch: { canvasId: 'c', threadId: 't', profileId: 'p', ...(text ? { answer: text } : {}) } }) as OpRecord;
+  const round = (ops: OpRecord[], end: Record<string, unknown> | undefined, served = end ? JSON.stringify(end) : undefined): RoundHistory => {
+    const h = history([], ops, []);
+    h.end.workloads = new Map(end ? [['c/t', canonicalJson(end)]] : []);
+    h.end.servedWorkloads = new Map(served ? [['c/t', served]] : []);
+    return h;
+  };
+  const kindsOf = (h: RoundHistory, ledger = new WorkloadLedger()) => checkWorkloads(h, ledger).map((v) => v.kind);
+  t.same(kindsOf(round([launch('acknowledged', answer)], record)), []);
+  t.same(kindsOf(round([launch('acknowledged', answer)], undefined)), ['lost-acknowledged-write', 'lost-acknowledged-write']);
+  t.same(kindsOf(round([launch('acknowledged', answer)], { ...record, realizedAt: '2' })), ['workload-differs-from-answer', 'workload-changed']);
+  t.same(kindsOf(round([launch('unknown')], record)), [], 'an unknown launch may have realized it');
+  t.same(kindsOf(round([], record)), ['unexpected-change'], 'nobody launched it');
+  const ledger = new WorkloadLedger();
+  t.same(kindsOf(round([launch('acknowledged', answer)], record), ledger), []);
+  t.same(kindsOf(round([launch('unknown')], { ...record, realizedAt: '2' }), ledger), ['workload-changed'], 'a later round cannot realize it again');
+  t.same(kindsOf(round([launch('acknowledged', JSON.stringify({ ...record, realizedAt: '3' }))], record), ledger), ['workload-changed'], 'nor answer another record');
 });

@@ -49,10 +49,75 @@ export interface OpRecord {
   /** Acknowledged: what it did. Unknown: what it might have done. Rejected: nothing. */
   effects: Effect[];
   observations: Observation[];
+  /** Profile fields the operation set (same rules as `effects`). */
+  profileEffects?: ProfileEffect[];
+  /** A create of unknown outcome: its profile may exist after the restart under an ID nobody saw (found by its tag). */
+  profileCreate?: ProfileView;
+  /** A launch: the thread it realizes or repeats, and (acknowledged) the answer's exact bytes. */
+  launch?: LaunchEffect;
+}
+
+/** The fields of an Agent Profile the model follows. `tag` is the creating operation's (in customData). */
+export interface ProfileView {
+  id: string;
+  alias: string;
+  agentletId: string;
+  workingDirPath: string;
+  command: string;
+  resourceIds: string[];
+  tag: string | undefined;
+}
+
+export const PROFILE_FIELDS = ['exists', 'alias', 'resourceIds', 'agentletId', 'workingDirPath', 'command', 'tag'] as const;
+export type ProfileField = (typeof PROFILE_FIELDS)[number];
+
+/** One field of one profile set to a value (JSON text; `exists` is "present" or "absent"). */
+export interface ProfileEffect {
+  id: string;
+  field: ProfileField;
+  value: string;
+}
+
+export function profileFieldValue(p: ProfileView | undefined, field: ProfileField): string {
+  if (field === 'exists') return p ? 'present' : 'absent';
+  return p ? JSON.stringify(p[field]) ?? 'undefined' : 'absent';
+}
+
+/** Every field of a created profile (a create writes them all). */
+export function createEffects(p: ProfileView): ProfileEffect[] {
+  return PROFILE_FIELDS.map((field) => ({ id: p.id, field, value: profileFieldValue(p, field) }));
+}
+
+export interface LaunchEffect {
+  canvasId: string;
+  threadId: string;
+  profileId: string;
+  /** The 201/200 answer as received. */
+  answer?: string;
+}
+
+export const threadKey = (canvasId: string, threadId: string) => `${canvasId}/${threadId}`;
+
+/** JSON with object keys sorted at every level: equal records, equal text. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value);
 }
 
 export interface Snapshot {
   states: Map<string, IdState>;
+  /** The acp-command profiles by ID (absent in hand-written histories: none). */
+  profiles?: Map<string, ProfileView>;
+  /** Every workload record on disk, canonical JSON by `canvas/thread`. */
+  workloads?: Map<string, string>;
+  /** GET /api/acp/workloads/:canvasId/:threadId bytes of the threads acknowledged in the round. */
+  servedWorkloads?: Map<string, string>;
   /** When the snapshot was read: no operation of the round was in flight then. */
   inv: number;
   cmp: number;
@@ -73,7 +138,10 @@ export type ViolationKind =
   | 'file-does-not-parse'
   | 'temp-file-left'
   | 'served-differs-from-disk'
-  | 'machine-token-failed';
+  | 'machine-token-failed'
+  | 'alias-not-unique'
+  | 'workload-changed'
+  | 'workload-differs-from-answer';
 
 export interface Violation {
   kind: ViolationKind;
@@ -178,6 +246,140 @@ function checkOwnership(h: RoundHistory): Violation[] {
         message: `${id}: owned by ${first.owner} (${first.source}) and later ${later.owner ?? 'absent'} (${later.source}), with no withdrawal by ${first.owner} in between`,
       });
     }
+  }
+  return violations;
+}
+
+/**
+ * The values a register (one field of one record) may hold after the round: the start value when no
+ * acknowledged write touched it, every acknowledged write no other acknowledged write certainly followed,
+ * and every write of unknown outcome.
+ */
+function allowedValues<V>(start: V, acked: { op: OpRecord; value: V }[], unknown: { value: V }[]): V[] {
+  const candidates: V[] = [];
+  if (acked.length === 0) candidates.push(start);
+  for (const w of acked) if (!acked.some((o) => o.op !== w.op && o.op.inv > w.op.cmp!)) candidates.push(w.value);
+  for (const w of unknown) candidates.push(w.value);
+  return candidates;
+}
+
+/**
+ * Agent Profiles, field by field (a linearizable history projected on one field is one of that field's
+ * register): an acknowledged create, PATCH or delete must be reflected unless a later acknowledged one,
+ * or one of unknown outcome, could have changed the field again. A profile nobody knew at the start and
+ * no acknowledged create returned must be an unknown-outcome create's, exactly as sent. Aliases stay
+ * unique ignoring case.
+ */
+export function checkProfiles(h: RoundHistory): Violation[] {
+  const violations: Violation[] = [];
+  const start = h.start.profiles ?? new Map<string, ProfileView>();
+  const end = h.end.profiles ?? new Map<string, ProfileView>();
+  const acked = h.ops.filter((op) => op.outcome === 'acknowledged');
+  const unknown = h.ops.filter((op) => op.outcome === 'unknown');
+  const effectsOf = (op: OpRecord, id: string, field: ProfileField) =>
+    (op.profileEffects ?? []).filter((e) => e.id === id && e.field === field).map((e) => ({ op, value: e.value }));
+  const ackedCreates = new Set(acked.flatMap((op) => (op.profileEffects ?? []).filter((e) => e.field === 'exists' && e.value === 'present').map((e) => e.id)));
+  const ids = new Set([...start.keys(), ...end.keys(), ...h.ops.flatMap((op) => (op.profileEffects ?? []).map((e) => e.id))]);
+
+  for (const id of [...ids].sort()) {
+    const after = end.get(id);
+    if (!start.has(id) && !ackedCreates.has(id)) {
+      if (!after) continue;
+      const creator = unknown.find((op) => op.profileCreate && op.profileCreate.tag === after.tag);
+      const expected = creator?.profileCreate && { ...creator.profileCreate, id };
+      if (!expected || PROFILE_FIELDS.some((f) => profileFieldValue(expected, f) !== profileFieldValue(after, f))) {
+        violations.push({
+          kind: 'unexpected-change',
+          round: h.round,
+          id,
+          message: `profile ${id} (alias ${JSON.stringify(after.alias)}, tag ${after.tag}) appeared, but ${creator ? `differs from its unacknowledged create ${describeOp(creator)}` : 'no create of this round could have made it'}`,
+        });
+      }
+      continue;
+    }
+    for (const field of PROFILE_FIELDS) {
+      if (field !== 'exists' && !after) continue;
+      const ackedWrites = acked.flatMap((op) => effectsOf(op, id, field));
+      const candidates = allowedValues(profileFieldValue(start.get(id), field), ackedWrites, unknown.flatMap((op) => effectsOf(op, id, field)));
+      const value = profileFieldValue(after, field);
+      if (!candidates.includes(value)) {
+        const latest = ackedWrites.filter((w) => !ackedWrites.some((o) => o.op !== w.op && o.op.inv > w.op.cmp!));
+        violations.push({
+          kind: ackedWrites.length > 0 ? 'lost-acknowledged-write' : 'unexpected-change',
+          round: h.round,
+          id,
+          message:
+            `profile ${id} ${field}: recovered ${value}, but the history allows only [${candidates.join(', ')}]` +
+            (latest.length > 0 ? `; last acknowledged: ${latest.map((w) => `${describeOp(w.op)} → ${w.value}`).join('; ')}` : ''),
+        });
+      }
+    }
+  }
+
+  const byAlias = new Map<string, string>();
+  for (const p of end.values()) {
+    const key = p.alias.toLowerCase();
+    const other = byAlias.get(key);
+    if (other) violations.push({ kind: 'alias-not-unique', round: h.round, id: p.id, message: `profiles ${other} and ${p.id} share the alias ${JSON.stringify(p.alias)} (ignoring case)` });
+    byAlias.set(key, p.id);
+  }
+  return violations;
+}
+
+/** Every workload record ever seen, by thread, across rounds and restarts: the first realization wins. */
+export class WorkloadLedger {
+  readonly records = new Map<string, { json: string; source: string }>();
+}
+
+/**
+ * Workloads: every acknowledged launch (201, or 200 for a repeat) answered the one record of its thread,
+ * which is then on disk and served byte-for-byte as answered; a thread never has two different records
+ * over the whole history; a record nobody asked for never appears.
+ */
+export function checkWorkloads(h: RoundHistory, ledger: WorkloadLedger): Violation[] {
+  const violations: Violation[] = [];
+  const end = h.end.workloads ?? new Map<string, string>();
+  const served = h.end.servedWorkloads ?? new Map<string, string>();
+  const launches = h.ops.filter((op) => op.launch && op.outcome !== 'rejected');
+  for (const op of launches) {
+    if (op.outcome !== 'acknowledged') continue;
+    const { canvasId, threadId, answer } = op.launch!;
+    const key = threadKey(canvasId, threadId);
+    const json = canonicalJson(JSON.parse(answer!));
+    const known = ledger.records.get(key);
+    if (known && known.json !== json) {
+      violations.push({ kind: 'workload-changed', round: h.round, id: key, message: `${key}: ${describeOp(op)} answered ${json}, but ${known.source} had ${known.json}` });
+      continue;
+    }
+    if (!known) ledger.records.set(key, { json, source: `round ${h.round} ${describeOp(op)}` });
+    const bytes = served.get(key);
+    if (bytes !== answer) {
+      violations.push({
+        kind: end.has(key) ? 'workload-differs-from-answer' : 'lost-acknowledged-write',
+        round: h.round,
+        id: key,
+        message: `${key}: ${describeOp(op)} answered ${answer}; after the restart GET answers ${bytes ?? 'nothing'}`,
+      });
+    }
+  }
+  for (const [key, { json, source }] of ledger.records) {
+    const now = end.get(key);
+    if (now === json) continue;
+    violations.push({
+      kind: now === undefined ? 'lost-acknowledged-write' : 'workload-changed',
+      round: h.round,
+      id: key,
+      message: `${key}: ${source} had ${json}; after the restart ${now ?? 'the record is gone'}`,
+    });
+  }
+  for (const [key, json] of end) {
+    if (ledger.records.has(key)) continue;
+    const record = JSON.parse(json) as { spec?: { binding?: { profileId?: string } } };
+    const asked = launches.some((op) => threadKey(op.launch!.canvasId, op.launch!.threadId) === key && op.launch!.profileId === record.spec?.binding?.profileId);
+    if (!asked && !(h.start.workloads?.get(key) === json)) {
+      violations.push({ kind: 'unexpected-change', round: h.round, id: key, message: `${key}: a record appeared that no launch of the round asked for: ${json}` });
+    }
+    ledger.records.set(key, { json, source: `the state after round ${h.round}` });
   }
   return violations;
 }
