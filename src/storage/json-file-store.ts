@@ -209,8 +209,19 @@ export class JsonFileStore implements RegistryStore {
     }
   }
 
+  /** Sorted lists of each document, built once per revision and frozen (readers share them). */
+  readonly #lists = new Map<object, { revision: number; list: readonly unknown[] }>();
+
+  #listOf<T>(doc: { readonly revision: number }, build: () => T[]): readonly T[] {
+    const cached = this.#lists.get(doc);
+    if (cached && cached.revision === doc.revision) return cached.list as readonly T[];
+    const list = Object.freeze(build());
+    this.#lists.set(doc, { revision: doc.revision, list });
+    return list;
+  }
+
   async listResources(): Promise<readonly AgentResource[]> {
-    return sortedValues(this.resources.state.resources);
+    return this.#listOf(this.resources, () => sortedValues(this.resources.state.resources));
   }
 
   async getResource(id: string): Promise<AgentResource | undefined> {
@@ -252,7 +263,7 @@ export class JsonFileStore implements RegistryStore {
   }
 
   async listMachines(): Promise<readonly MachineRecord[]> {
-    return sortedValues(this.machines.state.machines);
+    return this.#listOf(this.machines, () => sortedValues(this.machines.state.machines));
   }
 
   async getMachine(machineId: string): Promise<MachineRecord | undefined> {
@@ -286,7 +297,7 @@ export class JsonFileStore implements RegistryStore {
   }
 
   async listProfiles(): Promise<readonly ProfileEntry[]> {
-    return sortedValues(this.registry.state.profiles).map(entryOf);
+    return this.#listOf(this.registry, () => sortedValues(this.registry.state.profiles).map(entryOf));
   }
 
   async getProfile(id: string): Promise<ProfileEntry | undefined> {
