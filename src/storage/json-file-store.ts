@@ -348,8 +348,9 @@ export class JsonFileStore implements RegistryStore {
     return this.audit.append(entries);
   }
 
+  /** Waits for every queued write of every file, then the audit log, then releases the DATA_DIR lock. */
   async close(): Promise<void> {
-    await this.resources.close();
+    await Promise.all([this.resources.close(), this.machines.close(), this.registry.close(), this.workloads.close()]);
     await this.audit.close();
     await this.lock.release();
   }
