@@ -160,7 +160,11 @@ const BATCH_OFF = { STORE_MAX_BATCH: '1' };
 const LAUNCH_ENV = { REQUIRED_RESOURCE_IDS: BENCH_REQUIRED.join(','), RATE_LIMIT_WRITES_PER_MINUTE: '0' };
 
 /** Quantiles of a Prometheus histogram as bucket upper bounds, from the server's /metrics text. */
-export function histogramSummary(metrics: string, name: string, labels: string): { count: number; mean: number; at(q: number): number } | undefined {
+export function histogramSummary(
+  metrics: string,
+  name: string,
+  labels: string,
+): { count: number; mean: number; at(q: number): number; shareUpTo(le: number): number } | undefined {
   const buckets: [number, number][] = [];
   let sum = 0;
   let count = 0;
@@ -175,7 +179,12 @@ export function histogramSummary(metrics: string, name: string, labels: string):
   }
   if (count === 0) return undefined;
   buckets.sort((a, b) => a[0] - b[0]);
-  return { count, mean: sum / count, at: (q) => buckets.find(([, c]) => c >= q * count)?.[0] ?? Infinity };
+  return {
+    count,
+    mean: sum / count,
+    at: (q) => buckets.find(([, c]) => c >= q * count)?.[0] ?? Infinity,
+    shareUpTo: (le) => (buckets.find(([b]) => b === le)?.[1] ?? NaN) / count,
+  };
 }
 
 async function workloadWrites(url: string): Promise<string> {
@@ -184,7 +193,8 @@ async function workloadWrites(url: string): Promise<string> {
   const batch = histogramSummary(text, 'registry_store_batch_operations', 'file="workloads"');
   if (!writes || !batch) return 'no workload writes';
   const ms = (s: number) => (s === Infinity ? '> 1 s' : `≤ ${fmt(s * 1000, 1)} ms`);
-  return `durable writes (workloads): ${fmt(writes.count)}, mean ${fmt(writes.mean * 1000, 1)} ms, p50 ${ms(writes.at(0.5))}, p99 ${ms(writes.at(0.99))}; ${fmt(batch.mean, 1)} launches per write`;
+  const shares = [0.001, 0.0025, 0.005, 0.01, 0.025].map((le) => `${fmt(writes.shareUpTo(le) * 100, 1)}`).join(' / ');
+  return `durable writes (workloads): ${fmt(writes.count)}, mean ${fmt(writes.mean * 1000, 1)} ms, p50 ${ms(writes.at(0.5))}, p99 ${ms(writes.at(0.99))} (% ≤ 1 / 2.5 / 5 / 10 / 25 ms: ${shares}); ${fmt(batch.mean, 1)} launches per write`;
 }
 
 /** The scenario table of issue 8. Add a scenario by adding an entry; rows print in this order. */
