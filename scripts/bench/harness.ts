@@ -223,6 +223,9 @@ async function launchServer(dataDir: string, creds: Credentials, env: Record<str
         HUABU_PROVIDER_TOKEN: creds.huabu,
         CANVAS_TOKEN_SECRET: creds.secret,
         SEED_HUABU_RESOURCES: 'false',
+        // The bench measures the service, not the limiter: 1200 writes/min per credential would cap a run
+        // of 32 writers over five providers after a few seconds and turn the rest into fast 429s.
+        RATE_LIMIT_WRITES_PER_MINUTE: '0',
         ...env,
       },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

@@ -153,11 +153,8 @@ function writeVariant(ctx: ScaleContext, name: string, mode: 'replace' | 'create
 
 const owner = (ctx: ScaleContext) => ({ authorization: `Bearer ${ctx.creds.owner}` });
 const BATCH_OFF = { STORE_MAX_BATCH: '1' };
-/**
- * The launch server: two seeded host records as required defaults, and no write rate limit (every launch is
- * the owner's; the limiter's 1200/min per credential would cap the run, not the service).
- */
-const LAUNCH_ENV = { REQUIRED_RESOURCE_IDS: BENCH_REQUIRED.join(','), RATE_LIMIT_WRITES_PER_MINUTE: '0' };
+/** The launch server: two seeded host records as required defaults (every bench server runs without the write rate limit). */
+const LAUNCH_ENV = { REQUIRED_RESOURCE_IDS: BENCH_REQUIRED.join(',') };
 
 /** Quantiles of a Prometheus histogram as bucket upper bounds, from the server's /metrics text. */
 export function histogramSummary(
