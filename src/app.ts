@@ -107,7 +107,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     const inFlight = trackRequests(app);
 
     // Close order: preClose (readiness goes 503), then Fastify closes the HTTP side (no new requests; its
-    // onClose runs before ours, which were added earlier), then the handlers still running finish (their
+    // onClose runs before ours, which were added earlier), then the requests still in flight finish (their
     // clients may have hung up, the work goes on: store writes and audit lines land), then the store.
     let closing = false;
     app.addHook('preClose', async () => {
