@@ -11,6 +11,7 @@ import { resolveCredentials } from './credentials/credentials-file.js';
 import { seedHuabuResources } from './host/huabu.js';
 import { authPlugin } from './http/auth.js';
 import { installErrorHandling } from './http/error-handler.js';
+import { trackRequests } from './http/in-flight.js';
 import { registerLimits } from './http/limits.js';
 import { registerOpenApi } from './http/openapi.js';
 import { createLogger } from './logger.js';
@@ -120,12 +121,17 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     }).withTypeProvider<TypeBoxTypeProvider>();
     app.setValidatorCompiler(TypeBoxValidatorCompiler);
     installErrorHandling(app);
+    const inFlight = trackRequests(app);
 
+    // Close order: preClose (readiness goes 503), then Fastify closes the HTTP side (no new requests; its
+    // onClose runs before ours, which were added earlier), then the requests still in flight finish (their
+    // clients may have hung up, the work goes on: store writes and audit lines land), then the store.
     let closing = false;
     app.addHook('preClose', async () => {
       closing = true;
     });
     app.addHook('onClose', async () => {
+      await inFlight.drain();
       await capabilities.close();
       await store.close();
     });

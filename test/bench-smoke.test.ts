@@ -17,10 +17,12 @@ t.test('the bench in --smoke mode prints a row for every scenario', async (t) =>
   });
   const rows = stdout.split('\n').filter((l) => /^\| \d/.test(l));
   const cells = rows.map((l) => l.split('|').map((c) => c.trim()));
-  for (const id of ['1', '2', '3', '4', '6']) t.ok(cells.some((c) => c[1] === id && c[3] === '100'), `scenario ${id} measured at 100`);
+  for (const id of ['1', '2', '3', '4', '5', '6']) t.ok(cells.some((c) => c[1] === id && c[3] === '100'), `scenario ${id} measured at 100`);
   t.ok(cells.some((c) => c[1] === '4' && c[3] === '100 vs 100'), 'scenario 4 across scales');
-  t.ok(cells.some((c) => c[1] === '5' && /n\/a \(launch not yet built\)/.test(c[4]!)), 'scenario 5 not built yet');
-  t.ok(cells.some((c) => c[1] === '7' && /ms to listening, RSS/.test(c[4]!)), 'scenario 7 (resources)');
-  t.ok(cells.some((c) => c[1] === '7' && /n\/a \(profiles and workloads/.test(c[4]!)), 'scenario 7 (profiles, workloads) not built yet');
+  t.ok(cells.some((c) => c[1] === '5' && /launches\/s \(p99/.test(c[4]!) && !/⚠/.test(c[4]!)), 'scenario 5: launches at full speed');
+  t.ok(cells.some((c) => c[1] === '5' && /^p99 .* at \d+ launches\/s$/.test(c[4]!)), 'scenario 5: launch latency at a fixed rate');
+  t.ok(cells.some((c) => c[1] === '7' && /ms to listening, .* ms to \/readyz 200, RSS/.test(c[4]!) && !/workloads/.test(c[5]!)), 'scenario 7 (resources, profiles)');
+  t.ok(cells.some((c) => c[1] === '7' && /ms to \/readyz 200, RSS/.test(c[4]!) && /workloads/.test(c[5]!)), 'scenario 7 (with workloads)');
+  t.notOk(rows.some((l) => /n\/a \(.*not yet built/.test(l)), 'every scenario is built');
   t.notOk(rows.some((l) => /NaN|undefined/.test(l)), 'no missing figure');
 });

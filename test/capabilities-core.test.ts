@@ -3,7 +3,7 @@
 // escaping checked by rendering it.
 import t from 'tap';
 import { instance } from '@viz-js/viz';
-import { diagnosticsFor, selectionConflicts, type SnapshotInput } from '../src/capabilities/diagnostics.js';
+import { diagnosticsFor, diagnosticsIndex, selectionConflicts, type SnapshotInput } from '../src/capabilities/diagnostics.js';
 import { escapeDotLabel, snapshotToDot } from '../src/capabilities/dot.js';
 import { unknownVariables } from '../src/capabilities/rules.js';
 import { buildSnapshot, narrowSnapshot, serializeSnapshot } from '../src/capabilities/snapshot.js';
@@ -252,6 +252,20 @@ t.test('diagnosticsFor: the errors that stand in the way of one agent and one ef
   const snapshot = buildSnapshot({ ...base, profiles: [{ ...p1, resourceIds: ['git', 'search'] }] });
   const inSnapshot = diagnosticsFor(base, { profile: p1, effectiveResourceIds: ['huabu-access', 'git', 'search'] });
   for (const d of inSnapshot) t.ok(snapshot.diagnostics.some((s) => JSON.stringify(s) === JSON.stringify(d)), `${d.code} is the snapshot's own diagnostic`);
+
+  // A kept index (what the projection holds per store state) answers every selection as the records do.
+  const index = diagnosticsIndex(base);
+  const selections: [AgentProfile, string[]][] = [
+    [p1, ['huabu-access', 'git']],
+    [p1, ['huabu-access', 'git', 'search']],
+    [p9, ['huabu-access', 'search']],
+    [p1, ['huabu-access', 'gone', 'other']],
+    [{ ...p1, alias: 'WRITER' }, ['huabu-access']],
+    [{ ...p1, agentletId: 'mac-b' }, ['huabu-access', 'search', 'git', 'search']],
+  ];
+  for (const [profile, effectiveResourceIds] of selections) {
+    t.same(diagnosticsFor(index, { profile, effectiveResourceIds }), diagnosticsFor(base, { profile, effectiveResourceIds }), `index: ${profile.id} ${effectiveResourceIds.join(',')}`);
+  }
 });
 
 t.test('selectionConflicts: what a profile save refuses', async (t) => {

@@ -2,6 +2,7 @@
 // test and the load generator as child processes (loopback only), and medians.
 import { randomBytes } from 'node:crypto';
 import { fork, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -44,10 +45,45 @@ export function canvasToken(creds: Credentials): string {
 /** Record i belongs to provider i mod 5 (huabu, bm0..bm3). */
 export const seededId = (provider: string, k: number) => `r-${provider}-${k}`;
 
-/** A DATA_DIR holding `count` resources and the four enrolled bench machines. */
+/** Resources record i has: provider i mod 5, so a provider owns about count / 5 of them. */
+const ownedBy = (count: number, p: number) => Math.floor(count / PROVIDERS.length) + (p < count % PROVIDERS.length ? 1 : 0);
+
+/** The host's required defaults of the launch scenarios (two seeded host records). */
+export const BENCH_REQUIRED = [seededId('huabu', 0), seededId('huabu', 1)];
+
+/** Profile j: `prf-bench-<j>` on machine bm(j mod 4), selecting one host record and one of its machine's. */
+export const benchProfileId = (j: number) => `prf-bench-${j}`;
+
+function benchProfile(j: number, count: number) {
+  const machine = MACHINES[j % MACHINES.length]!;
+  const hostOwned = ownedBy(count, 0);
+  const machineOwned = ownedBy(count, PROVIDERS.indexOf(machine));
+  const resourceIds = [
+    ...(hostOwned > BENCH_REQUIRED.length ? [seededId('huabu', BENCH_REQUIRED.length + (j % (hostOwned - BENCH_REQUIRED.length)))] : []),
+    ...(machineOwned > 0 ? [seededId(machine, j % machineOwned)] : []),
+  ];
+  return {
+    schemaVersion: 2,
+    id: benchProfileId(j),
+    alias: `Bench agent ${j}`,
+    agentletId: machine,
+    workingDirPath: `/home/bench/project-${j % 97}`,
+    launch: { kind: 'acp-command', command: `bench-agent-acp --profile ${j}` },
+    customData: { color: 'teal', order: j },
+    resourceIds,
+  };
+}
+
+/**
+ * A DATA_DIR holding `count` resources, `count` Agent Profiles (agent-team/registry.json v4) and the four
+ * enrolled bench machines.
+ */
 export async function prepareDataDir(root: string, count: number, creds: Credentials): Promise<string> {
   const dir = path.join(root, `template-${count}`);
   await mkdir(path.join(dir, 'agent-resources'), { recursive: true, mode: 0o700 });
+  await mkdir(path.join(dir, 'agent-team'), { recursive: true, mode: 0o700 });
+  const profiles = Array.from({ length: count }, (_, j) => benchProfile(j, count)).sort((a, b) => (a.id < b.id ? -1 : 1));
+  await writeFile(path.join(dir, 'agent-team', 'registry.json'), JSON.stringify({ schemaVersion: 4, state: { profiles } }, null, 2) + '\n', { mode: 0o600 });
   const resources = Array.from({ length: count }, (_, i) => {
     const provider = PROVIDERS[i % PROVIDERS.length]!;
     const id = seededId(provider, Math.floor(i / PROVIDERS.length));
@@ -63,13 +99,51 @@ export async function prepareDataDir(root: string, count: number, creds: Credent
 /** 32 writers (connections) share these: every provider with the seeded records it owns. */
 export function writersFor(count: number, creds: Credentials): Writer[] {
   return PROVIDERS.map((provider, p) => {
-    const owned = Math.floor(count / PROVIDERS.length) + (p < count % PROVIDERS.length ? 1 : 0);
+    const owned = ownedBy(count, p);
     return {
       provider,
       token: provider === 'huabu' ? creds.huabu : creds.machines[provider]!,
       ids: Array.from({ length: Math.max(owned, 1) }, (_, k) => seededId(provider, k)),
     };
   });
+}
+
+/**
+ * Adds `canvases` x `threadsPerCanvas` realized workloads, one file per canvas (`workloads/<canvas>.json`,
+ * written as the store writes it), launched from the bench profiles.
+ */
+export async function addWorkloads(dir: string, count: number, canvases: number, threadsPerCanvas: number): Promise<void> {
+  const workloadsDir = path.join(dir, 'workloads');
+  await mkdir(workloadsDir, { recursive: true, mode: 0o700 });
+  const realizedAt = new Date().toISOString();
+  const pending: Promise<void>[] = [];
+  for (let c = 0; c < canvases; c++) {
+    const canvasId = `canvas-${String(c).padStart(6, '0')}`;
+    const workloads = Array.from({ length: threadsPerCanvas }, (_, t) => {
+      const threadId = `thread-${String(t).padStart(4, '0')}`;
+      const profile = benchProfile((c * threadsPerCanvas + t) % Math.max(count, 1), count);
+      const resourceIds = [...new Set([...BENCH_REQUIRED, ...profile.resourceIds])];
+      return {
+        driverSchemaVersion: 1,
+        canvasId,
+        threadId,
+        realizedAt,
+        spec: {
+          binding: { profileId: profile.id, alias: profile.alias },
+          agentletId: profile.agentletId,
+          cwd: profile.workingDirPath,
+          resourceIds,
+          resourceScope: { canvasId, threadId },
+          initialPreamble: [`Your resources: ${resourceIds.join(', ')}. Read $HUABU_RFS_URL/resources/<id> for each before you start.`],
+          env: { HUABU_RFS_URL: `http://127.0.0.1:3000/api/rfs/${canvasId}`, HUABU_THREAD_ID: threadId },
+        },
+      };
+    });
+    const text = JSON.stringify({ schemaVersion: 1, state: { workloads } }, null, 2) + '\n';
+    pending.push(writeFile(path.join(workloadsDir, `${canvasId}.json`), text, { mode: 0o600 }));
+    if (pending.length >= 64) await Promise.all(pending.splice(0));
+  }
+  await Promise.all(pending);
 }
 
 export async function copyDataDir(template: string, root: string): Promise<string> {
@@ -122,6 +196,48 @@ async function benchDatabase(dataDir: string): Promise<{ url: string; drop(): Pr
 }
 
 export async function startServer(dataDir: string, creds: Credentials, env: Record<string, string> = {}): Promise<RunningServer> {
+  return (await launchServer(dataDir, creds, env)).server;
+}
+
+/** A port free right now (the kernel's pick), for a server whose /readyz is polled before it reports. */
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((r) => probe.close(r));
+  return port;
+}
+
+export interface StartupTimes {
+  /** Child's clock: process start to listening. */
+  listeningMs: number;
+  /** Runner's clock: fork to the first 200 from /readyz (polled every 2 ms from the fork on). */
+  readyzMs: number;
+  rss: number;
+}
+
+/** Starts a server on a known port, polls /readyz from the fork on, and stops it. */
+export async function measureStartup(dataDir: string, creds: Credentials): Promise<StartupTimes> {
+  const port = await freePort();
+  const forked = performance.now();
+  const launching = launchServer(dataDir, creds, { PORT: String(port) });
+  let readyzMs: number | undefined;
+  const url = `http://127.0.0.1:${port}/readyz`;
+  for (;;) {
+    const ok = await fetch(url).then((r) => r.status === 200, () => false);
+    if (ok) {
+      readyzMs = performance.now() - forked;
+      break;
+    }
+    if (performance.now() - forked > 120_000) throw new Error('/readyz did not answer 200 within 120 s');
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  const { server } = await launching;
+  await server.stop();
+  return { listeningMs: server.ready.startupMs, readyzMs, rss: server.ready.rss };
+}
+
+async function launchServer(dataDir: string, creds: Credentials, env: Record<string, string>): Promise<{ server: RunningServer }> {
   const database = await benchDatabase(dataDir);
   const child = track(
     fork(SERVER_ENTRY, [], {
@@ -137,6 +253,9 @@ export async function startServer(dataDir: string, creds: Credentials, env: Reco
         CANVAS_TOKEN_SECRET: creds.secret,
         SEED_HUABU_RESOURCES: 'false',
         ...(database ? { DATABASE_URL: database.url } : {}),
+        // The bench measures the service, not the limiter: 1200 writes/min per credential would cap a run
+        // of 32 writers over five providers after a few seconds and turn the rest into fast 429s.
+        RATE_LIMIT_WRITES_PER_MINUTE: '0',
         ...env,
       },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -148,7 +267,7 @@ export async function startServer(dataDir: string, creds: Credentials, env: Reco
     child.once('message', (m: ServerReady) => resolve(m));
     child.once('exit', (code) => reject(new Error(`bench server exited with ${code} before it was ready`)));
   });
-  return {
+  return { server: {
     ready,
     url: `http://127.0.0.1:${ready.port}`,
     async stop() {
@@ -161,7 +280,7 @@ export async function startServer(dataDir: string, creds: Credentials, env: Reco
       }
       await database?.drop();
     },
-  };
+  } };
 }
 
 /** One autocannon pass in its own process. */

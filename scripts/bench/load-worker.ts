@@ -6,6 +6,24 @@ import { writeBody, type LoadResult, type LoadSpec } from './protocol.js';
 function requestsFor(spec: LoadSpec): autocannon.Request[] {
   const r = spec.request;
   if (r.kind === 'get') return [{ method: 'GET', path: r.path, headers: r.headers }];
+  if (r.kind === 'launches') {
+    let i = 0;
+    const headers = { authorization: `Bearer ${r.token}`, 'content-type': 'application/json' };
+    return [
+      {
+        method: 'POST',
+        setupRequest: (req) => {
+          const n = i++;
+          const body = {
+            profileId: r.profileIds[(n * 7919) % r.profileIds.length]!,
+            canvasId: `${r.tag}-c${Math.floor(n / r.threadsPerCanvas)}`,
+            threadId: `t-${n}`,
+          };
+          return { ...req, method: 'POST', path: '/api/acp/launch', headers, body: JSON.stringify(body) };
+        },
+      },
+    ];
+  }
   let n = 0;
   return [
     {

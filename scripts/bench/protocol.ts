@@ -17,7 +17,15 @@ export interface LoadSpec {
   expectStatus: number[];
   request:
     | { kind: 'get'; path: string; headers: Record<string, string> }
-    | { kind: 'writes'; mode: 'replace' | 'create'; writers: Writer[]; tag: string };
+    | { kind: 'writes'; mode: 'replace' | 'create'; writers: Writer[]; tag: string }
+    | {
+        /** Owner launches of new threads: request i launches thread `t-<i>` of canvas `<tag>-<i / threadsPerCanvas>`. */
+        kind: 'launches';
+        token: string;
+        profileIds: string[];
+        threadsPerCanvas: number;
+        tag: string;
+      };
 }
 
 export interface LoadResult {

@@ -4,15 +4,21 @@
 //
 // Knobs (environment): BENCH_SCALES (100,1000,10000), BENCH_RUNS (5), BENCH_DURATION (2 s per run),
 // BENCH_WARMUP (1 s), BENCH_CONNECTIONS (10, read scenarios), BENCH_WRITERS (32), BENCH_READ_RATE
-// (100 req/s, the fixed read load of scenario 6), BENCH_ONLY (e.g. `4,6`: run only these scenarios),
+// (100 req/s, the fixed read load of scenario 6), BENCH_LAUNCH_RATE (100 launches/s, the fixed load of
+// scenario 5's latency row), BENCH_THREADS_PER_CANVAS (10: scenario 5's launches and scenario 7's
+// workloads on disk), BENCH_ONLY (e.g. `4,6`: run only these scenarios),
 // BENCH_LOG_LEVEL (warn), BENCH_TMPDIR, BENCH_SERVER_NODE_ARGS (e.g. `--cpu-prof`).
 // `--smoke`: one small scale, one short run each; checks the harness, not the service.
 import {
+  addWorkloads,
+  BENCH_REQUIRED,
+  benchProfileId,
   canvasToken,
   CANVAS_ID,
   compare,
   copyDataDir,
   killChildren,
+  measureStartup,
   median,
   newCredentials,
   prepareDataDir,
@@ -24,6 +30,7 @@ import {
   type Compared,
   type Credentials,
   type RunningServer,
+  type StartupTimes,
   type Variant,
 } from './harness.js';
 import type { LoadResult, LoadSpec } from './protocol.js';
@@ -36,6 +43,8 @@ interface Options {
   connections: number;
   writers: number;
   readRate: number;
+  launchRate: number;
+  threadsPerCanvas: number;
   only: Set<string> | undefined;
 }
 
@@ -48,7 +57,7 @@ function options(argv: string[], env: NodeJS.ProcessEnv): Options {
     return value;
   };
   if (argv.includes('--smoke')) {
-    return { scales: [100], runs: 1, durationSec: 0.3, warmupSec: 0, connections: 4, writers: 8, readRate: 50, only: undefined };
+    return { scales: [100], runs: 1, durationSec: 0.3, warmupSec: 0, connections: 4, writers: 8, readRate: 50, launchRate: 50, threadsPerCanvas: 10, only: undefined };
   }
   return {
     scales: (env.BENCH_SCALES ?? '100,1000,10000').split(',').map((s) => Number(s.trim())).filter((n) => n > 0),
@@ -58,6 +67,8 @@ function options(argv: string[], env: NodeJS.ProcessEnv): Options {
     connections: Math.round(num('BENCH_CONNECTIONS', 10)),
     writers: Math.round(num('BENCH_WRITERS', 32)),
     readRate: num('BENCH_READ_RATE', 100),
+    launchRate: num('BENCH_LAUNCH_RATE', 100),
+    threadsPerCanvas: Math.round(num('BENCH_THREADS_PER_CANVAS', 10)),
     only: env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined,
   };
 }
@@ -142,6 +153,46 @@ function writeVariant(ctx: ScaleContext, name: string, mode: 'replace' | 'create
 
 const owner = (ctx: ScaleContext) => ({ authorization: `Bearer ${ctx.creds.owner}` });
 const BATCH_OFF = { STORE_MAX_BATCH: '1' };
+/** The launch server: two seeded host records as required defaults (every bench server runs without the write rate limit). */
+const LAUNCH_ENV = { REQUIRED_RESOURCE_IDS: BENCH_REQUIRED.join(',') };
+
+/** Quantiles of a Prometheus histogram as bucket upper bounds, from the server's /metrics text. */
+export function histogramSummary(
+  metrics: string,
+  name: string,
+  labels: string,
+): { count: number; mean: number; at(q: number): number; shareUpTo(le: number): number } | undefined {
+  const buckets: [number, number][] = [];
+  let sum = 0;
+  let count = 0;
+  for (const line of metrics.split('\n')) {
+    if (!line.startsWith(name) || !line.includes(labels)) continue;
+    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (line.startsWith(`${name}_bucket`)) {
+      const le = /le="([^"]+)"/.exec(line)?.[1];
+      if (le) buckets.push([le === '+Inf' ? Infinity : Number(le), value]);
+    } else if (line.startsWith(`${name}_sum`)) sum = value;
+    else if (line.startsWith(`${name}_count`)) count = value;
+  }
+  if (count === 0) return undefined;
+  buckets.sort((a, b) => a[0] - b[0]);
+  return {
+    count,
+    mean: sum / count,
+    at: (q) => buckets.find(([, c]) => c >= q * count)?.[0] ?? Infinity,
+    shareUpTo: (le) => (buckets.find(([b]) => b === le)?.[1] ?? NaN) / count,
+  };
+}
+
+async function workloadWrites(url: string): Promise<string> {
+  const text = await fetch(`${url}/metrics`).then((r) => r.text());
+  const writes = histogramSummary(text, 'registry_store_write_duration_seconds', 'file="workloads"');
+  const batch = histogramSummary(text, 'registry_store_batch_operations', 'file="workloads"');
+  if (!writes || !batch) return 'no workload writes';
+  const ms = (s: number) => (s === Infinity ? '> 1 s' : `≤ ${fmt(s * 1000, 1)} ms`);
+  const shares = [0.001, 0.0025, 0.005, 0.01, 0.025].map((le) => `${fmt(writes.shareUpTo(le) * 100, 1)}`).join(' / ');
+  return `durable writes (workloads): ${fmt(writes.count)}, mean ${fmt(writes.mean * 1000, 1)} ms, p50 ${ms(writes.at(0.5))}, p99 ${ms(writes.at(0.99))} (% ≤ 1 / 2.5 / 5 / 10 / 25 ms: ${shares}); ${fmt(batch.mean, 1)} launches per write`;
+}
 
 /** The scenario table of issue 8. Add a scenario by adding an entry; rows print in this order. */
 export const SCENARIOS: Scenario[] = [
@@ -245,7 +296,53 @@ export const SCENARIOS: Scenario[] = [
       });
     },
   },
-  { id: '5', title: 'launches of new threads (req/s, p99)', unavailable: 'launch not yet built' },
+  {
+    id: '5',
+    title: 'launches of new threads (req/s, p99)',
+    async run(ctx) {
+      const dir = await copyDataDir(ctx.template, ctx.root);
+      const server = await startServer(dir, ctx.creds, LAUNCH_ENV);
+      try {
+        const profileIds = Array.from({ length: ctx.count }, (_, j) => benchProfileId(j));
+        const spec = (durationSec: number, connections: number, overallRate?: number): LoadSpec => ({
+          url: server.url,
+          connections,
+          durationSec,
+          ...(overallRate ? { overallRate } : {}),
+          expectStatus: [201],
+          request: { kind: 'launches', token: ctx.creds.owner, profileIds, threadsPerCanvas: ctx.opts.threadsPerCanvas, tag: `L${++runCounter}` },
+        });
+        const r = await compare(
+          [
+            { name: 'max', run: (d) => runLoad(spec(d, ctx.opts.connections)) },
+            { name: 'paced', run: (d) => runLoad(spec(d, 2, ctx.opts.launchRate)) },
+          ],
+          ctx.opts.runs,
+          ctx.opts.durationSec,
+          ctx.opts.warmupSec,
+        );
+        const writes = await workloadWrites(server.url);
+        const holds = r.paced!.p99 < 5;
+        return [
+          {
+            measured: `${ctx.opts.connections} connections: ${rate(r.max!, 'launches/s')}`,
+            baseline: writes,
+            ratio: '',
+            target: '—',
+          },
+          {
+            measured: `p99 ${fmt(r.paced!.p99, 1)} ms (p50 ${fmt(r.paced!.p50, 1)}) at ${fmt(ctx.opts.launchRate)} launches/s${r.paced!.unexpected + r.paced!.errors ? ` ⚠ ${r.paced!.unexpected} unexpected, ${r.paced!.errors} errors` : ''}`,
+            baseline: `${ctx.count} profiles, ${ctx.opts.threadsPerCanvas} new threads per new canvas`,
+            ratio: '',
+            target: ctx.count === 10_000 ? verdict(0, '< 5 ms', holds) : '(< 5 ms at 10k)',
+          },
+        ];
+      } finally {
+        await server.stop();
+        await removeDir(dir);
+      }
+    },
+  },
   {
     id: '6',
     title: 'catalogue GET p99 while 32 writers run vs idle (fixed read rate)',
@@ -290,23 +387,36 @@ export const SCENARIOS: Scenario[] = [
   },
   {
     id: '7',
-    title: 'start-up time and RSS (resources on disk)',
+    title: 'start-up time and RSS',
     at: 'largest',
     async run(ctx) {
-      const startups: number[] = [];
-      const rss: number[] = [];
-      for (let i = 0; i < ctx.opts.runs; i++) {
-        const dir = await copyDataDir(ctx.template, ctx.root);
-        const server = await startServer(dir, ctx.creds);
-        startups.push(server.ready.startupMs);
-        rss.push(server.ready.rss);
-        await server.stop();
+      const n = scaleName(ctx.count);
+      const canvases = ctx.count;
+      const threads = ctx.opts.threadsPerCanvas;
+      const withWorkloads = await copyDataDir(ctx.template, ctx.root);
+      await addWorkloads(withWorkloads, ctx.count, canvases, threads);
+      const variants: [string, string][] = [
+        [ctx.template, `${n} resources, ${n} profiles`],
+        [withWorkloads, `${n} resources, ${n} profiles, ${scaleName(canvases * threads)} workloads (${scaleName(canvases)} canvases × ${threads} threads)`],
+      ];
+      const rows: Omit<Row, 'scenario' | 'title' | 'scale'>[] = [];
+      for (const [template, what] of variants) {
+        // Start-up writes nothing the next start depends on, so one copy serves every run (page cache warm).
+        const dir = await copyDataDir(template, ctx.root);
+        const runs: StartupTimes[] = [];
+        for (let i = 0; i < ctx.opts.runs; i++) runs.push(await measureStartup(dir, ctx.creds));
         await removeDir(dir);
+        rows.push({
+          measured: `${fmt(median(runs.map((r) => r.listeningMs)))} ms to listening, ${fmt(median(runs.map((r) => r.readyzMs)))} ms to /readyz 200, RSS ${fmt(median(runs.map((r) => r.rss)) / 2 ** 20)} MiB`,
+          baseline: what,
+          ratio: '',
+          target: '—',
+        });
       }
-      return [{ measured: `${fmt(median(startups))} ms to listening, RSS ${fmt(median(rss) / 2 ** 20)} MiB`, baseline: '', ratio: '', target: '—' }];
+      await removeDir(withWorkloads);
+      return rows;
     },
   },
-  { id: '7', title: 'start-up with 10k profiles and 100k workloads', unavailable: 'profiles and workloads not yet built' },
 ];
 
 function printTable(rows: Row[]): string {

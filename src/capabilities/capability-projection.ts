@@ -6,7 +6,7 @@
 import { AppError } from '../errors.js';
 import type { CapabilitySnapshot, ComponentKind } from '../schemas/capability.js';
 import type { RegistryStore } from '../storage/store.js';
-import { diagnosticsFor, type SelectionProfile, type SnapshotInput } from './diagnostics.js';
+import { diagnosticsFor, diagnosticsIndex, type DiagnosticsIndex, type SelectionProfile, type SnapshotInput } from './diagnostics.js';
 import { drawnComponentCount, snapshotToDot } from './dot.js';
 import { buildSnapshot, narrowSnapshot, serializeSnapshot } from './snapshot.js';
 import { SvgRenderer } from './svg-renderer.js';
@@ -34,10 +34,26 @@ export class CapabilityProjection {
     private readonly requiredResourceIds: readonly string[],
   ) {}
 
+  /**
+   * The last input and its diagnostics index, kept while the store returns the very same lists (the JSON
+   * store returns one frozen list per revision of each file; a store that builds new lists on every call
+   * gets a new input and index every time, which is correct, only slower).
+   */
+  #last: { lists: readonly unknown[]; input: SnapshotInput; index?: DiagnosticsIndex } | undefined;
+
   /** The records a snapshot is built from, read now. */
   async input(): Promise<SnapshotInput> {
-    const [resources, entries, machines] = await Promise.all([this.store.listResources(), this.store.listProfiles(), this.store.listMachines()]);
-    return { resources, profiles: entries.map((e) => e.profile), machines, requiredResourceIds: this.requiredResourceIds };
+    return (await this.#current()).input;
+  }
+
+  async #current(): Promise<{ input: SnapshotInput; index?: DiagnosticsIndex }> {
+    const lists = await Promise.all([this.store.listResources(), this.store.listProfiles(), this.store.listMachines()]);
+    const last = this.#last;
+    if (last && lists.every((list, i) => list === last.lists[i])) return last;
+    const [resources, entries, machines] = lists;
+    const input = { resources, profiles: entries.map((e) => e.profile), machines, requiredResourceIds: this.requiredResourceIds };
+    this.#last = { lists, input };
+    return this.#last;
   }
 
   async snapshot(): Promise<CapabilitySnapshot> {
@@ -46,7 +62,9 @@ export class CapabilityProjection {
 
   /** The error diagnostics that stand in the way of `profile` working with `effectiveResourceIds`, now. */
   async diagnosticsFor(profile: SelectionProfile, effectiveResourceIds: readonly string[]) {
-    return diagnosticsFor(await this.input(), { profile, effectiveResourceIds });
+    const current = await this.#current();
+    current.index ??= diagnosticsIndex(current.input);
+    return diagnosticsFor(current.index, { profile, effectiveResourceIds });
   }
 
   /** The current snapshot (or its `kind` view) in `format`; bodies are reused while the digest holds. */

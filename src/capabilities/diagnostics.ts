@@ -189,6 +189,42 @@ export function registryDiagnostics(input: SnapshotInput): Diagnostic[] {
 }
 
 /**
+ * What `diagnosticsFor` looks records up in: resources by ID and by name key, profiles by alias key. Built
+ * in one pass over the records, so a caller that keeps it while the records hold (the capability projection
+ * keeps one per store state) answers each launch with work proportional to the effective set, not to the
+ * registry.
+ */
+export interface DiagnosticsIndex {
+  readonly kind: 'diagnostics-index';
+  readonly requiredResourceIds: ReadonlySet<string>;
+  readonly resources: ReadonlyMap<string, AgentResource>;
+  /** Resources of every provider by `nameKey`, in input order. */
+  readonly byName: ReadonlyMap<string, readonly AgentResource[]>;
+  /** Profiles by `aliasKey`, in input order. */
+  readonly byAlias: ReadonlyMap<string, readonly SelectionProfile[]>;
+}
+
+function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+}
+
+export function diagnosticsIndex(input: Pick<SnapshotInput, 'resources' | 'profiles' | 'requiredResourceIds'>): DiagnosticsIndex {
+  const resources = new Map<string, AgentResource>();
+  const byName = new Map<string, AgentResource[]>();
+  for (const r of input.resources) {
+    resources.set(r.id, r);
+    pushTo(byName, nameKey(r.name), r);
+  }
+  const byAlias = new Map<string, SelectionProfile[]>();
+  for (const p of input.profiles) pushTo(byAlias, aliasKey(p.alias), p);
+  return { kind: 'diagnostics-index', requiredResourceIds: new Set(input.requiredResourceIds), resources, byName, byAlias };
+}
+
+const isIndex = (v: SnapshotInput | DiagnosticsIndex): v is DiagnosticsIndex => (v as DiagnosticsIndex).kind === 'diagnostics-index';
+
+/**
  * The error diagnostics that stand in the way of `profile` working with `effectiveResourceIds` (required
  * defaults and its selection, as launch computes them), judged from the profile's machine:
  * - a required default that is missing, or that belongs to a machine other than the profile's;
@@ -197,34 +233,38 @@ export function registryDiagnostics(input: SnapshotInput): Diagnostic[] {
  *   machine's records: exactly what the agent's catalogue lists);
  * - another profile sharing the profile's alias (ignoring case).
  * Each is the same diagnostic the snapshot lists for the stored state. Warnings never stop anything.
+ * `input` is the records, or an index of them (`diagnosticsIndex`) kept while they hold.
  */
 export function diagnosticsFor(
-  input: SnapshotInput,
+  input: SnapshotInput | DiagnosticsIndex,
   selection: { profile: SelectionProfile; effectiveResourceIds: readonly string[] },
 ): Diagnostic[] {
+  const index = isIndex(input) ? input : diagnosticsIndex(input);
   const { profile, effectiveResourceIds } = selection;
   const out: Diagnostic[] = [];
-  const required = new Set(input.requiredResourceIds);
-  const visible = input.resources.filter((r) => visibleOnMachine(r.provider, profile.agentletId));
-  const resources = new Map(input.resources.map((r) => [r.id, r]));
+  const required = index.requiredResourceIds;
+  const resources = index.resources;
+  const sees = (r: AgentResource) => visibleOnMachine(r.provider, profile.agentletId);
 
   const effectiveKeys = new Set<string>();
   for (const id of new Set(effectiveResourceIds)) {
     const record = resources.get(id);
     if (required.has(id)) {
       if (!record) out.push(missingRequired(id));
-      else if (!visibleOnMachine(record.provider, profile.agentletId)) out.push(requiredOnMachine(record));
+      else if (!sees(record)) out.push(requiredOnMachine(record));
     } else if (!record) out.push(unresolvedReference(profile, id));
-    else if (!visibleOnMachine(record.provider, profile.agentletId)) out.push(crossMachineReference(profile, record));
-    if (record && visibleOnMachine(record.provider, profile.agentletId)) effectiveKeys.add(nameKey(record.name));
+    else if (!sees(record)) out.push(crossMachineReference(profile, record));
+    if (record && sees(record)) effectiveKeys.add(nameKey(record.name));
   }
-  for (const group of nameGroups(visible.filter((r) => effectiveKeys.has(nameKey(r.name))))) {
+  // Every resource the agent sees under an effective resource's name: a clash when there are two or more.
+  for (const key of effectiveKeys) {
+    const group = (index.byName.get(key) ?? []).filter(sees);
+    if (group.length < 2) continue;
     const machineOwn = group.some((r) => r.provider !== HOST_PROVIDER);
     out.push(duplicateName(group, machineOwn ? profile.agentletId : undefined));
   }
 
-  const key = aliasKey(profile.alias);
-  const namesakes = input.profiles.filter((p) => p.id !== profile.id && aliasKey(p.alias) === key);
+  const namesakes = (index.byAlias.get(aliasKey(profile.alias)) ?? []).filter((p) => p.id !== profile.id);
   if (namesakes.length > 0) out.push(aliasCollision([profile, ...namesakes]));
   return sortDiagnostics(out);
 }

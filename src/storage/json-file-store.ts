@@ -218,8 +218,19 @@ export class JsonFileStore implements RegistryStore {
     }
   }
 
+  /** Sorted lists of each document, built once per revision and frozen (readers share them). */
+  readonly #lists = new Map<object, { revision: number; list: readonly unknown[] }>();
+
+  #listOf<T>(doc: { readonly revision: number }, build: () => T[]): readonly T[] {
+    const cached = this.#lists.get(doc);
+    if (cached && cached.revision === doc.revision) return cached.list as readonly T[];
+    const list = Object.freeze(build());
+    this.#lists.set(doc, { revision: doc.revision, list });
+    return list;
+  }
+
   async listResources(): Promise<readonly AgentResource[]> {
-    return sortedValues(this.resources.state.resources);
+    return this.#listOf(this.resources, () => sortedValues(this.resources.state.resources));
   }
 
   async getResource(id: string): Promise<AgentResource | undefined> {
@@ -261,7 +272,7 @@ export class JsonFileStore implements RegistryStore {
   }
 
   async listMachines(): Promise<readonly MachineRecord[]> {
-    return sortedValues(this.machines.state.machines);
+    return this.#listOf(this.machines, () => sortedValues(this.machines.state.machines));
   }
 
   async getMachine(machineId: string): Promise<MachineRecord | undefined> {
@@ -295,7 +306,7 @@ export class JsonFileStore implements RegistryStore {
   }
 
   async listProfiles(): Promise<readonly ProfileEntry[]> {
-    return sortedValues(this.registry.state.profiles).map(entryOf);
+    return this.#listOf(this.registry, () => sortedValues(this.registry.state.profiles).map(entryOf));
   }
 
   async getProfile(id: string): Promise<ProfileEntry | undefined> {
@@ -359,8 +370,9 @@ export class JsonFileStore implements RegistryStore {
     };
   }
 
+  /** Waits for every queued write of every file, then the audit log, then releases the DATA_DIR lock. */
   async close(): Promise<void> {
-    await this.resources.close();
+    await Promise.all([this.resources.close(), this.machines.close(), this.registry.close(), this.workloads.close()]);
     await this.audit.close();
     await this.lock.release();
   }

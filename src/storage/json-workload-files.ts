@@ -5,6 +5,7 @@
 import { mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Compile } from 'typebox/compile';
+import { AppError } from '../errors.js';
 import { SLUG_ID_PATTERN } from '../schemas/common.js';
 import { WorkloadRecord } from '../schemas/workload.js';
 import { DurableDocument, type BatchObserver, type DocumentCodec } from './durable-document.js';
@@ -41,6 +42,7 @@ export function readWorkload(file: string, entry: unknown): WorkloadRecord {
 
 export class JsonWorkloadFiles {
   readonly #canvases = new Map<string, DurableDocument<CanvasState>>();
+  #closed = false;
 
   private constructor(
     private readonly dir: string,
@@ -92,10 +94,11 @@ export class JsonWorkloadFiles {
 
   realize(record: WorkloadRecord): Promise<{ workload: WorkloadRecord; created: boolean }> {
     let doc = this.#canvases.get(record.canvasId);
-    if (!doc) {
+    if (!doc && !this.#closed) {
       doc = this.#document(record.canvasId, { workloads: new Map() });
       this.#canvases.set(record.canvasId, doc);
     }
+    if (!doc) return Promise.reject(new AppError('storage_unavailable', 'The registry is shutting down; nothing was changed. Retry later.'));
     const frozen = Object.freeze(record);
     return doc.update<{ workload: WorkloadRecord; created: boolean }>((draft) => {
       const existing = draft.workloads.get(record.threadId);
@@ -103,5 +106,11 @@ export class JsonWorkloadFiles {
       draft.workloads.set(record.threadId, frozen);
       return { result: { workload: frozen, created: true }, changed: true };
     });
+  }
+
+  /** Waits for every canvas's queued writes; later launches are refused (503). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await Promise.all([...this.#canvases.values()].map((doc) => doc.close()));
   }
 }
