@@ -3,6 +3,7 @@ import t from 'tap';
 import { copyFile, mkdir, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { build, CANARY, tempDataDir, type TestApp } from './helpers/build.js';
+import { readJournal } from '../src/storage/journal.js';
 
 const REQUIRED = ['huabu-access', 'local-resource-management'];
 
@@ -20,6 +21,13 @@ async function world(t: Parameters<typeof build>[0], dataDir?: string) {
     payload: { alias: 'Reviewer', agentletId: 'mac-a', workingDirPath: '/home/me/site', launch: { kind: 'acp-command', command: 'agent' }, resourceIds: ['web-search', 'local-git'] },
   });
   return { h, macA, macB, profileId: profile.json().id as string };
+}
+
+/** No canvas file, and nothing in the workloads journal. */
+async function noWorkloadWritten(h: TestApp): Promise<boolean> {
+  const dir = path.join(h.dataDir, 'workloads');
+  const names = await readdir(dir);
+  return names.every((n) => n === 'workloads.journal') && (await readJournal(path.join(dir, 'workloads.journal'))).bytes === 0;
 }
 
 const launch = (h: TestApp, payload: Record<string, unknown>) => h.app.inject({ method: 'POST', url: '/api/acp/launch', headers: h.owner, payload });
@@ -50,13 +58,16 @@ t.test('the first launch realizes the thread with required defaults first, then 
   t.notMatch(JSON.stringify(w), /arr_(canvas|machine|owner|huabu)_/, 'no token anywhere in the record');
   t.equal(w.spec.initialPreamble.length, 1);
 
-  const onDisk = JSON.parse(await readFile(path.join(h.dataDir, 'workloads', 'canvas-1.json'), 'utf8'));
-  t.same(onDisk, { schemaVersion: 1, state: { workloads: [w] } }, 'durable before the 201');
+  // Durable before the 201: in the shared workloads journal (the canvas file is brought up to date by compaction).
+  t.same((await readJournal(path.join(h.dataDir, 'workloads', 'workloads.journal'))).batches, [[w]], 'durable before the 201');
   const read = await h.app.inject({ url: '/api/acp/workloads/canvas-1/thread-1', headers: h.owner });
   t.same(read.json(), w);
   const list = await h.app.inject({ url: '/api/acp/workloads?canvasId=canvas-1', headers: h.owner });
   t.same(list.json(), { workloads: [w] });
   t.equal((await h.app.inject({ url: '/api/acp/workloads/canvas-1/nope', headers: h.owner })).json().code, 'workload_not_found');
+  await h.app.close();
+  const onDisk = JSON.parse(await readFile(path.join(h.dataDir, 'workloads', 'canvas-1.json'), 'utf8'));
+  t.same(onDisk, { schemaVersion: 1, state: { workloads: [w] } }, 'compacted into the canvas file at close');
 });
 
 t.test('an override replaces the selection; [] gives only the defaults; defaults survive and dedupe', async (t) => {
@@ -89,7 +100,7 @@ t.test('unknown, cross-machine and unregistered required IDs fail with nothing w
   const secret = await launch(h, { profileId, canvasId: 'canvas-1', threadId: 't1', additionalInitialPreamble: `token ${CANARY.owner}` });
   t.equal(secret.json().code, 'secret_detected');
   t.notMatch(secret.body, CANARY.owner);
-  t.same(await readdir(path.join(h.dataDir, 'workloads')), [], 'no workload file was written');
+  t.same(await noWorkloadWritten(h), true, 'no workload was written');
 
   await h.app.inject({ method: 'DELETE', url: '/api/acp/providers/huabu/resources/local-resource-management', headers: h.huabu });
   const missingDefault = await launch(h, { profileId, canvasId: 'canvas-1', threadId: 't1', resourceIds: [] });
@@ -143,8 +154,10 @@ t.test('20 concurrent first launches of one thread produce exactly one record', 
     else if (r.statusCode === 409) t.same(r.json().details.resourceIds, winner.spec.resourceIds, 'a loser asking for another list gets 409');
     else t.equal(r.statusCode, 201);
   }
+  t.equal((await readJournal(path.join(h.dataDir, 'workloads', 'workloads.journal'))).batches.flat().length, 1, 'one record in the journal');
+  await h.app.close();
   const file = JSON.parse(await readFile(path.join(h.dataDir, 'workloads', 'canvas-1.json'), 'utf8'));
-  t.equal(file.state.workloads.length, 1);
+  t.equal(file.state.workloads.length, 1, 'one record in the canvas file after close');
 });
 
 t.test('workloads survive a restart; a withdrawal never rewrites them but later launches fail explicitly', async (t) => {
@@ -206,7 +219,7 @@ t.test('launch fails closed on capability diagnostics, with nothing written, and
   t.equal(refused.statusCode, 422);
   t.equal(refused.json().code, 'capability_diagnostics_failed');
   t.match(refused.json().details.diagnostics, [{ severity: 'error', code: 'duplicate_resource_name' }]);
-  t.same(await readdir(path.join(h.dataDir, 'workloads')), [], 'nothing was written');
+  t.same(await noWorkloadWritten(h), true, 'nothing was written');
   t.equal((await h.app.inject({ url: '/api/acp/workloads/canvas-1/thread-1', headers: h.owner })).statusCode, 404);
 
   const unrelated = await launch(h, { profileId, canvasId: 'canvas-1', threadId: 'thread-2', resourceIds: ['image-gen'] });

@@ -34,6 +34,11 @@ export interface JournalCodec<S> extends DocumentCodec<S> {
   changes(draft: S): unknown[];
   /** Applies changes, of a committed batch or of a replayed journal line, to the state in place. Throws on an invalid change. */
   apply(state: S, changes: readonly unknown[]): void;
+  /**
+   * Optional: writes the state durably somewhere other than one whole file (workloads: the canvas files
+   * the journal touched), returning the bytes written. Without it, compaction replaces `file` with `serialize`.
+   */
+  compact?(state: S): Promise<number>;
 }
 
 export interface BatchInfo {
@@ -103,8 +108,9 @@ export class DurableDocument<S> {
     for (const changes of content.batches) codec.apply(initial, changes);
     const doc = new DurableDocument(file, initial, codec, fs, observe, label, options);
     // The versioned file always exists, so the layout of a DATA_DIR is the same with or without a journal.
-    const fileExists = await access(file).then(() => true, () => false);
-    if (content.bytes > 0 || !fileExists) {
+    if (codec.compact) {
+      if (content.bytes > 0) doc.#fileBytes = await codec.compact(initial);
+    } else if (content.bytes > 0 || !(await access(file).then(() => true, () => false))) {
       const text = codec.serialize(initial);
       await writeFileDurably(file, text, fs);
       doc.#fileBytes = Buffer.byteLength(text);
@@ -201,9 +207,13 @@ export class DurableDocument<S> {
   async #compact(): Promise<void> {
     const journal = this.#journal!;
     try {
-      const text = this.codec.serialize(this.#state);
-      await writeFileDurably(this.file, text, this.fs);
-      this.#fileBytes = Buffer.byteLength(text);
+      if (this.#journalCodec?.compact) {
+        this.#fileBytes = await this.#journalCodec.compact(this.#state);
+      } else {
+        const text = this.codec.serialize(this.#state);
+        await writeFileDurably(this.file, text, this.fs);
+        this.#fileBytes = Buffer.byteLength(text);
+      }
       await journal.reset();
       this.#retryCompactionAt = 0;
     } catch {

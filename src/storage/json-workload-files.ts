@@ -1,15 +1,19 @@
 // Workload records as JSON files, one per canvas: `workloads/<canvasId>.json` =
-// `{schemaVersion: 1, state: {workloads: [...]}}` sorted by threadId, so a launch rewrites one small file.
-// Every file is read at start (a file that does not parse stops the start); each canvas has its own
-// group-committed durable document, created on its first launch.
+// `{schemaVersion: 1, state: {workloads: [...]}}` sorted by threadId. Every file is read at start (a file
+// that does not parse stops the start). A launch does not rewrite its canvas file: every canvas shares one
+// group-committed journal, `workloads/workloads.journal` (one line per batch, fdatasync'ed before the batch
+// is acknowledged), replayed over the canvas files at start and compacted into them (only the canvases it
+// touched) at start, at close and once it passes WORKLOADS_COMPACT_AT_BYTES. One document for all canvases keeps the
+// first-realization check atomic with its record across canvases.
 import { mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Compile } from 'typebox/compile';
 import { AppError } from '../errors.js';
 import { SLUG_ID_PATTERN } from '../schemas/common.js';
 import { WorkloadRecord } from '../schemas/workload.js';
-import { DurableDocument, type BatchObserver, type DocumentCodec } from './durable-document.js';
-import { sweepTempFiles, type FileSystemSeam } from './durable-file.js';
+import { DurableDocument, type BatchObserver, type JournalCodec } from './durable-document.js';
+import { sweepTempFiles, writeFileDurably, type FileSystemSeam } from './durable-file.js';
+import { JournalCorruptError, journalPathFor } from './journal.js';
 import { StoreFileError } from './store-file-error.js';
 import { readVersionedFile } from './versioned-file.js';
 
@@ -18,19 +22,78 @@ const WORKLOADS_FILE_VERSION = 1;
 const checkWorkload = Compile(WorkloadRecord);
 const canvasFileName = new RegExp(SLUG_ID_PATTERN.replace('$', '\\.json$'));
 
-interface CanvasState {
-  workloads: Map<string, WorkloadRecord>;
+/** The journal is `workloads/workloads.journal` (the name the crash test's unsafe seam recognizes). */
+const JOURNAL_BASE = 'workloads';
+/** Compact once the journal holds this many bytes (~1,500 launches). */
+export const WORKLOADS_COMPACT_AT_BYTES = 1024 * 1024;
+/** Canvas files written at once by a compaction. */
+const COMPACT_PARALLEL = 16;
+
+interface WorkloadsState {
+  /** Committed records by canvas, then thread. A draft shares it read-only. */
+  canvases: Map<string, Map<string, WorkloadRecord>>;
+  /** Canvases whose file does not yet hold every committed record (their records are in the journal). */
+  dirty: Set<string>;
+  /** In a mutation's draft only: the records it added, by `canvasId/threadId`. */
+  added?: Map<string, WorkloadRecord>;
 }
 
-const codec: DocumentCodec<CanvasState> = {
-  clone: (s) => ({ workloads: new Map(s.workloads) }),
-  serialize: (s) =>
+const threadKey = (canvasId: string, threadId: string) => `${canvasId}/${threadId}`;
+
+function serializeCanvas(workloads: Map<string, WorkloadRecord>): string {
+  return (
     JSON.stringify(
-      { schemaVersion: WORKLOADS_FILE_VERSION, state: { workloads: [...s.workloads.keys()].sort().map((k) => s.workloads.get(k)) } },
+      { schemaVersion: WORKLOADS_FILE_VERSION, state: { workloads: [...workloads.keys()].sort().map((k) => workloads.get(k)) } },
       null,
       2,
-    ) + '\n',
-};
+    ) + '\n'
+  );
+}
+
+function workloadsCodec(dir: string, fs: FileSystemSeam): JournalCodec<WorkloadsState> {
+  const journalFile = journalPathFor(path.join(dir, JOURNAL_BASE));
+  return {
+    clone: (s) => ({ canvases: s.canvases, dirty: s.dirty, added: new Map() }),
+    serialize: () => {
+      throw new Error('workloads are written per canvas (compact)');
+    },
+    changes: (draft) => [...draft.added!.values()],
+    apply(state, changes) {
+      for (const change of changes) {
+        const record = readWorkload(journalFile, change);
+        if (!canvasFileName.test(`${record.canvasId}.json`)) throw new StoreFileError(journalFile, 'holds an invalid workload record');
+        let canvas = state.canvases.get(record.canvasId);
+        if (!canvas) state.canvases.set(record.canvasId, (canvas = new Map()));
+        // The first realization of a thread is its only record; a replayed line the canvas file already holds is the same record.
+        if (!canvas.has(record.threadId)) canvas.set(record.threadId, record);
+        state.dirty.add(record.canvasId);
+      }
+    },
+    async compact(state) {
+      let bytes = 0;
+      let failure: { err: unknown } | undefined;
+      const pending = [...state.dirty];
+      // Every worker stops at the first failure, and all have finished before the compaction returns or
+      // throws: no write of an older state can land after a later compaction's.
+      const worker = async () => {
+        for (let canvasId = pending.pop(); canvasId !== undefined && !failure; canvasId = pending.pop()) {
+          const text = serializeCanvas(state.canvases.get(canvasId)!);
+          try {
+            await writeFileDurably(path.join(dir, `${canvasId}.json`), text, fs);
+          } catch (err) {
+            failure ??= { err };
+            return;
+          }
+          state.dirty.delete(canvasId);
+          bytes += Buffer.byteLength(text);
+        }
+      };
+      await Promise.all(Array.from({ length: COMPACT_PARALLEL }, worker));
+      if (failure) throw failure.err;
+      return bytes;
+    },
+  };
+}
 
 /** A stored v1 record written before resources were pinned has no `resourceIds`: it reads as `[]`. */
 export function readWorkload(file: string, entry: unknown): WorkloadRecord {
@@ -41,27 +104,27 @@ export function readWorkload(file: string, entry: unknown): WorkloadRecord {
 }
 
 export class JsonWorkloadFiles {
-  readonly #canvases = new Map<string, DurableDocument<CanvasState>>();
   #closed = false;
 
-  private constructor(
-    private readonly dir: string,
-    private readonly fs: FileSystemSeam,
-    private readonly observe: BatchObserver | undefined,
-  ) {}
+  private constructor(private readonly doc: DurableDocument<WorkloadsState>) {}
 
-  static async open(dataDir: string, fs: FileSystemSeam, observe?: BatchObserver): Promise<JsonWorkloadFiles> {
+  static async open(
+    dataDir: string,
+    fs: FileSystemSeam,
+    observe?: BatchObserver,
+    compactAtBytes: number = WORKLOADS_COMPACT_AT_BYTES,
+  ): Promise<JsonWorkloadFiles> {
     const dir = path.join(dataDir, WORKLOADS_DIR);
     await mkdir(dir, { recursive: true, mode: 0o700 });
     await sweepTempFiles(dir);
-    const files = new JsonWorkloadFiles(dir, fs, observe);
+    const state: WorkloadsState = { canvases: new Map(), dirty: new Set() };
     for (const name of (await readdir(dir)).sort()) {
       if (!name.endsWith('.json')) continue;
       const file = path.join(dir, name);
       if (!canvasFileName.test(name)) throw new StoreFileError(file, 'is not named after a canvas ID');
       const canvasId = name.slice(0, -'.json'.length);
-      const state = await readVersionedFile(file, WORKLOADS_FILE_VERSION);
-      const list = state?.workloads;
+      const stored = await readVersionedFile(file, WORKLOADS_FILE_VERSION);
+      const list = stored?.workloads;
       if (!Array.isArray(list)) throw new StoreFileError(file, 'state.workloads is not an array');
       const workloads = new Map<string, WorkloadRecord>();
       for (const entry of list) {
@@ -69,48 +132,46 @@ export class JsonWorkloadFiles {
         if (record.canvasId !== canvasId) throw new StoreFileError(file, `holds a workload of canvas ${record.canvasId}`);
         workloads.set(record.threadId, record);
       }
-      files.#canvases.set(canvasId, files.#document(canvasId, { workloads }));
+      state.canvases.set(canvasId, workloads);
     }
-    return files;
+    try {
+      const doc = await DurableDocument.openJournaled(path.join(dir, JOURNAL_BASE), state, workloadsCodec(dir, fs), fs, observe, 'workloads', { compactAtBytes });
+      return new JsonWorkloadFiles(doc);
+    } catch (err) {
+      if (err instanceof JournalCorruptError) throw new StoreFileError(err.file, err.message.slice(path.basename(err.file).length + 1));
+      throw err;
+    }
   }
 
-  #document(canvasId: string, state: CanvasState): DurableDocument<CanvasState> {
-    return new DurableDocument(path.join(this.dir, `${canvasId}.json`), state, codec, this.fs, this.observe, 'workloads');
-  }
-
-  /** Canvases with a workloads file, sorted. */
+  /** Canvases with workloads, sorted. */
   canvasIds(): string[] {
-    return [...this.#canvases.keys()].sort();
+    return [...this.doc.state.canvases.keys()].sort();
   }
 
   async list(canvasId: string): Promise<readonly WorkloadRecord[]> {
-    const state = this.#canvases.get(canvasId)?.state;
-    return state ? [...state.workloads.keys()].sort().map((k) => state.workloads.get(k)!) : [];
+    const workloads = this.doc.state.canvases.get(canvasId);
+    return workloads ? [...workloads.keys()].sort().map((k) => workloads.get(k)!) : [];
   }
 
   async get(canvasId: string, threadId: string): Promise<WorkloadRecord | undefined> {
-    return this.#canvases.get(canvasId)?.state.workloads.get(threadId);
+    return this.doc.state.canvases.get(canvasId)?.get(threadId);
   }
 
   realize(record: WorkloadRecord): Promise<{ workload: WorkloadRecord; created: boolean }> {
-    let doc = this.#canvases.get(record.canvasId);
-    if (!doc && !this.#closed) {
-      doc = this.#document(record.canvasId, { workloads: new Map() });
-      this.#canvases.set(record.canvasId, doc);
-    }
-    if (!doc) return Promise.reject(new AppError('storage_unavailable', 'The registry is shutting down; nothing was changed. Retry later.'));
+    if (this.#closed) return Promise.reject(new AppError('storage_unavailable', 'The registry is shutting down; nothing was changed. Retry later.'));
     const frozen = Object.freeze(record);
-    return doc.update<{ workload: WorkloadRecord; created: boolean }>((draft) => {
-      const existing = draft.workloads.get(record.threadId);
+    const key = threadKey(record.canvasId, record.threadId);
+    return this.doc.update<{ workload: WorkloadRecord; created: boolean }>((draft) => {
+      const existing = draft.added!.get(key) ?? draft.canvases.get(record.canvasId)?.get(record.threadId);
       if (existing) return { result: { workload: existing, created: false }, changed: false };
-      draft.workloads.set(record.threadId, frozen);
+      draft.added!.set(key, frozen);
       return { result: { workload: frozen, created: true }, changed: true };
     });
   }
 
-  /** Waits for every canvas's queued writes; later launches are refused (503). */
+  /** Waits for queued launches and compacts the journal into the canvas files; later launches are refused (503). */
   async close(): Promise<void> {
     this.#closed = true;
-    await Promise.all([...this.#canvases.values()].map((doc) => doc.close()));
+    await this.doc.close();
   }
 }
