@@ -97,6 +97,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     const machines = new MachineRegistry(store, clock, audit);
     const profiles = new ProfileRegistry(store, scanner, audit, {
       requiredResourceIds: config.requiredResourceIds,
+      ...(config.defaultAgentletId !== undefined ? { defaultAgentletId: config.defaultAgentletId } : {}),
     });
     const catalogue = new CatalogueCache((view) => metrics.catalogueRebuilds.inc({ view: view.split(':')[0] }));
     const capabilities = new CapabilityProjection(store, config.requiredResourceIds);

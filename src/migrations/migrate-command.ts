@@ -36,6 +36,9 @@ export function describeReport(report: RegistryMigrationReport, dryRun: boolean)
     lines.push(`  profiles v1 → v2 (resourceIds reset to []): ${report.upgradedProfileIds.join(', ')}`);
   }
   lines.push(`  ${dryRun ? 'would back up' : 'backed up'} the original bytes to ${report.backupFile}`);
+  if (report.setupLogFiles.length > 0) {
+    lines.push(`  ${dryRun ? 'would move' : 'moved'} ${report.setupLogFiles.length} embedded setup log(s) to: ${report.setupLogFiles.join(', ')}`);
+  }
   return lines;
 }
 

@@ -1,12 +1,15 @@
 // Runs the registry-file migration on disk: read, migrate in memory, and (unless it is a dry run or nothing
-// changes) write a durable backup of the original bytes beside the file, then the migrated file durably.
+// changes) write a durable backup of the original bytes beside the file, then the setup logs leaving the
+// file (`<profile id>.setup.jsonl` beside it, where upstream's store keeps them), then the migrated file
+// durably. A run killed midway is finished by the next one: it starts again from the original bytes.
 // A file already at v4 with v2 profiles is left alone, so re-running is a no-op. A file that does not
 // parse, or has a future or unknown version, stops with StoreFileError and is never written.
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { nodeFileSystem, writeFileDurably, type FileSystemSeam } from '../storage/durable-file.js';
 import { StoreFileError } from '../storage/store-file-error.js';
 import { MigrationError, type JsonObject } from './profile-v1.js';
-import { migrateRegistryDocument, serializeRegistryDocument } from './registry-file.js';
+import { migrateRegistryDocument, serializeRegistryDocument, serializeSetupLog, setupLogFileName } from './registry-file.js';
 
 export interface RegistryMigrationReport {
   file: string;
@@ -20,6 +23,8 @@ export interface RegistryMigrationReport {
   upgradedProfileIds: string[];
   /** Where the original bytes are (or would be) kept. */
   backupFile?: string;
+  /** Setup-log files written (or, in a dry run, that would be), one per profile that had an embedded log. */
+  setupLogFiles: string[];
   /** The document as the store will load it (v4); absent when there is no file. */
   doc?: JsonObject;
 }
@@ -48,7 +53,7 @@ export async function migrateRegistryFile(
   options: { dryRun?: boolean; fs?: FileSystemSeam } = {},
 ): Promise<RegistryMigrationReport> {
   const original = await readIfExists(file);
-  if (original === undefined) return { file, exists: false, changed: false, steps: [], upgradedProfileIds: [] };
+  if (original === undefined) return { file, exists: false, changed: false, steps: [], upgradedProfileIds: [], setupLogFiles: [] };
   let parsed: unknown;
   try {
     parsed = JSON.parse(original.toString('utf8'));
@@ -69,6 +74,7 @@ export async function migrateRegistryFile(
     changed: result.steps.length > 0,
     steps: result.steps,
     upgradedProfileIds: result.upgradedIds,
+    setupLogFiles: [...result.setupLogs.keys()].map((id) => path.join(path.dirname(file), setupLogFileName(id))),
     doc: result.doc,
   };
   if (!report.changed) return report;
@@ -77,6 +83,10 @@ export async function migrateRegistryFile(
   if (options.dryRun) return report;
   const fs = options.fs ?? nodeFileSystem;
   if (!backup.present) await writeFileDurably(backup.path, original, fs);
+  // Before the registry file: a run killed in between starts from the original again and rewrites them.
+  for (const [id, entries] of result.setupLogs) {
+    await writeFileDurably(path.join(path.dirname(file), setupLogFileName(id)), serializeSetupLog(entries), fs);
+  }
   await writeFileDurably(file, serializeRegistryDocument(result.doc), fs);
   return report;
 }

@@ -95,7 +95,8 @@ const registryCodec: DocumentCodec<RegistryState> = {
 
 /** The migration has already checked every record against the current schema. */
 function loadRegistry(migrated: RegistryMigrationReport): RegistryState {
-  const doc = migrated.doc ?? { schemaVersion: REGISTRY_FILE_VERSION, state: { profiles: [] } };
+  // Upstream's empty state (its store.ts `emptyState`), so a file written from scratch is one it reads.
+  const doc = migrated.doc ?? { schemaVersion: REGISTRY_FILE_VERSION, state: { roots: [], members: [], profiles: [], configs: [] } };
   const profiles = new Map<string, AgentProfile>();
   for (const p of ((doc.state as JsonObject).profiles ?? []) as AgentProfile[]) profiles.set(p.id, Object.freeze(p));
   return { profiles, doc };
@@ -339,6 +340,11 @@ export class JsonFileStore implements RegistryStore {
       draft.profiles.delete(id);
       return { result: undefined, changed: true };
     });
+  }
+
+  async getTeamState(): Promise<{ members: unknown; configs: unknown }> {
+    const state = this.registry.state.doc.state as JsonObject | undefined;
+    return { members: state?.members, configs: state?.configs };
   }
 
   listWorkloads(canvasId: string): Promise<readonly WorkloadRecord[]> {

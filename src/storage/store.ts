@@ -61,6 +61,11 @@ export interface RegistryStore {
   createProfile(profile: AgentProfile): Promise<ProfileEntry>;
   updateProfile(id: string, changes: ProfileChanges, expectedRevisions?: readonly string[]): Promise<ProfileEntry & { changed: boolean }>;
   deleteProfile(id: string, expectedRevisions?: readonly string[]): Promise<void>;
+  /**
+   * The Agent Team state kept beside the profiles (`members`, `configs` of the registry file), exactly as
+   * stored (`undefined` when absent); read to tell which manifest-backed profiles are selectable.
+   */
+  getTeamState(): Promise<{ members: unknown; configs: unknown }>;
 
   /**
    * Workloads (agent threads), one durable document per canvas. `realizeWorkload` writes the record only

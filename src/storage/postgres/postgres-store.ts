@@ -383,6 +383,14 @@ export class PostgresStore implements RegistryStore {
     return this.#guard(() => readProfile(this.#db, id));
   }
 
+  getTeamState(): Promise<{ members: unknown; configs: unknown }> {
+    return this.#guard(async () => {
+      const { rows } = await this.#query<{ key: string; value: unknown }>("SELECT key, value FROM registry_state WHERE key IN ('members', 'configs')");
+      const byKey = new Map(rows.map((r) => [r.key, r.value]));
+      return { members: byKey.get('members'), configs: byKey.get('configs') };
+    });
+  }
+
   createProfile(profile: AgentProfile): Promise<ProfileEntry> {
     return this.#guard(async () => {
       const revision = profileRevision(profile);
