@@ -1,6 +1,8 @@
 // `npm run import`: a JSON DATA_DIR copied into an empty database, served the same by a PostgreSQL-backed
 // app, and idempotent; a database with data of its own is refused.
 import t from 'tap';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
@@ -10,6 +12,31 @@ import { freshDatabase, postgresOrSkip, queryOnce } from '../helpers/postgres.js
 
 const base = postgresOrSkip(t);
 if (base) {
+  t.test('an upstream Huabu registry file (v1 with deployments) is migrated, imported, and listed the same with its selectable profiles', async (t) => {
+    const dataDir = await tempDataDir();
+    await mkdir(path.join(dataDir, 'agent-team'), { recursive: true });
+    const v1 = JSON.parse(await readFile(path.join('test', 'fixtures', 'registry', 'v1.json'), 'utf8'));
+    await writeFile(path.join(dataDir, 'agent-team', 'registry.json'), JSON.stringify(v1));
+    const json = await build({ teardown: () => undefined }, { dataDir });
+    const jsonList = await json.app.inject({ url: '/api/acp/profiles', headers: json.owner });
+    await json.app.close();
+    t.same(jsonList.json().selectableProfileIds, ['legacy-deployment'], 'the ready deployment on an active member is selectable');
+
+    const url = await freshDatabase(t, base);
+    const err: string[] = [];
+    t.equal(await runImport(['--data-dir', dataDir], url, () => undefined, (l) => err.push(l)), 0, err.join('\n'));
+    const config = loadConfig(testEnv(await tempDataDir(), { DATABASE_URL: url, SEED_HUABU_RESOURCES: 'false' }));
+    const pgApp = await buildApp({ config, logger: createLogger('silent') });
+    t.teardown(() => pgApp.close());
+    const pgList = await pgApp.inject({ url: '/api/acp/profiles', headers: { authorization: `Bearer ${CANARY.owner}` } });
+    t.same(pgList.json(), jsonList.json(), 'the same profiles and selectableProfileIds from the database');
+    t.same(
+      (await queryOnce<{ key: string; value: unknown }>(url, "SELECT key, value FROM registry_state WHERE key IN ('roots', 'members', 'configs') ORDER BY key")).map((r) => [r.key, r.value]),
+      [['configs', v1.state.configs], ['members', v1.state.members], ['roots', v1.state.roots]],
+      'the Agent Team state is carried key for key',
+    );
+  });
+
   t.test('a JSON DATA_DIR imports into an empty database, serves the same, and re-importing changes nothing', async (t) => {
     const dataDir = await tempDataDir();
     const json = await build({ teardown: () => undefined }, { dataDir, env: { SEED_HUABU_RESOURCES: 'true' } });
