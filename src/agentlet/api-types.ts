@@ -174,7 +174,7 @@ export interface paths {
         };
         /**
          * List Agent Profiles
-         * @description Every profile, sorted by id. Manifest-backed profiles are listed with `resourceIds: []`.
+         * @description Every profile, sorted by id, and `selectableProfileIds`: the ones a new agent can be started from (upstream's meaning; the Huabu UI offers only these). Manifest-backed profiles are listed with `resourceIds: []`.
          */
         get: operations["listProfiles"];
         put?: never;
@@ -212,7 +212,7 @@ export interface paths {
         head?: never;
         /**
          * Change an Agent Profile
-         * @description Changes alias, workingDirPath, resourceIds and customData; fields left out stay. `resourceIds` replaces the whole list and is checked like on create (placement, then same-named resources); `customData` replaces the whole object. With `If-Match` (the ETag from GET) a change made meanwhile by someone else is refused with 412 instead of being overwritten. Manifest-backed profiles cannot be changed here (409 `invalid_profile_kind`).
+         * @description Changes alias, workingDirPath, resourceIds, customData and metadata; fields left out stay. `resourceIds` replaces the whole list and is checked like on create (placement, then same-named resources); `customData` and `metadata` replace the whole object, and `null` removes it. With `If-Match` (the ETag from GET) a change made meanwhile by someone else is refused with 412 instead of being overwritten. Manifest-backed profiles cannot be changed here (409 `invalid_profile_kind`).
          */
         patch: operations["updateProfile"];
         trace?: never;
@@ -1267,7 +1267,7 @@ export interface operations {
                              */
                             id: string;
                             /**
-                             * @description Display name the owner calls the agent by; 1..64 printable characters, unique among profiles ignoring case.
+                             * @description Display name the owner calls the agent by; 1..255 printable characters without surrounding whitespace, unique among profiles ignoring case.
                              * @example Reviewer
                              */
                             alias: string;
@@ -1277,7 +1277,7 @@ export interface operations {
                              */
                             agentletId: string;
                             /**
-                             * @description Absolute working directory of the agent on its machine (at most 4096 characters, no control characters).
+                             * @description Absolute working directory of the agent on its machine: POSIX, Windows drive or UNC path (at most 4096 characters, no control characters).
                              * @example /home/me/projects/site
                              */
                             workingDirPath: string;
@@ -1292,14 +1292,22 @@ export interface operations {
                             customData?: {
                                 [key: string]: unknown;
                             };
+                            /**
+                             * ProfileMetadata
+                             * @description Host UI metadata of an `acp-command` profile, stored and returned as sent.
+                             */
+                            metadata?: {
+                                /**
+                                 * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                                 * @example claude-code
+                                 */
+                                cliId?: string;
+                            };
                             /** @description `acp-command` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API. */
                             launch: {
                                 /** @enum {string} */
                                 kind: "acp-command";
-                                /**
-                                 * @description The ACP agent command line the Agentlet runs (scanned for secrets; pass credentials through the environment instead).
-                                 * @example claude-code-acp
-                                 */
+                                /** @description The ACP agent command line the Agentlet runs. */
                                 command: string;
                             } | ({
                                 /** @enum {string} */
@@ -1316,6 +1324,8 @@ export interface operations {
                                 [key: string]: unknown;
                             };
                         }[];
+                        /** @description IDs of the profiles a new agent can be started from, in the order of `profiles` (upstream's `listSelectableProfileIds`): every `acp-command` profile, and a manifest-backed one only when its preparation is `ready`, its Agent Team member is `active`, and every required environment field of the member has a value. */
+                        selectableProfileIds: string[];
                     };
                 };
             };
@@ -1378,22 +1388,22 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description The registry assigns `id` and `schemaVersion`; sending either is 400. Only `acp-command` profiles can be created here: an `agent-team-manifest` launch is 409 `invalid_profile_kind`. */
+        /** @description The registry assigns `id` and `schemaVersion`; sending either is 400. Only `acp-command` profiles can be created here: an `agent-team-manifest` launch is 409 `invalid_profile_kind`. `agentletId` defaults to `DEFAULT_AGENTLET_ID` when the service has one. */
         requestBody: {
             content: {
                 "application/json": {
                     /**
-                     * @description Display name the owner calls the agent by; 1..64 printable characters, unique among profiles ignoring case.
+                     * @description Display name the owner calls the agent by; 1..255 printable characters without surrounding whitespace, unique among profiles ignoring case.
                      * @example Reviewer
                      */
                     alias: string;
                     /**
-                     * @description Exact Agentlet machine ID (never `huabu`).
+                     * @description The machine the agent runs on. May be left out when the service has `DEFAULT_AGENTLET_ID` (the Huabu server's own machine); otherwise required (400).
                      * @example agentlet-7f3a
                      */
-                    agentletId: string;
+                    agentletId?: string;
                     /**
-                     * @description Absolute working directory of the agent on its machine (at most 4096 characters, no control characters).
+                     * @description Absolute working directory of the agent on its machine: POSIX, Windows drive or UNC path (at most 4096 characters, no control characters).
                      * @example /home/me/projects/site
                      */
                     workingDirPath: string;
@@ -1427,6 +1437,17 @@ export interface operations {
                     customData?: {
                         [key: string]: unknown;
                     };
+                    /**
+                     * ProfileMetadata
+                     * @description Host UI metadata of an `acp-command` profile, stored and returned as sent.
+                     */
+                    metadata?: {
+                        /**
+                         * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                         * @example claude-code
+                         */
+                        cliId?: string;
+                    };
                 };
             };
         };
@@ -1451,7 +1472,7 @@ export interface operations {
                          */
                         id: string;
                         /**
-                         * @description Display name the owner calls the agent by; 1..64 printable characters, unique among profiles ignoring case.
+                         * @description Display name the owner calls the agent by; 1..255 printable characters without surrounding whitespace, unique among profiles ignoring case.
                          * @example Reviewer
                          */
                         alias: string;
@@ -1461,7 +1482,7 @@ export interface operations {
                          */
                         agentletId: string;
                         /**
-                         * @description Absolute working directory of the agent on its machine (at most 4096 characters, no control characters).
+                         * @description Absolute working directory of the agent on its machine: POSIX, Windows drive or UNC path (at most 4096 characters, no control characters).
                          * @example /home/me/projects/site
                          */
                         workingDirPath: string;
@@ -1476,14 +1497,22 @@ export interface operations {
                         customData?: {
                             [key: string]: unknown;
                         };
+                        /**
+                         * ProfileMetadata
+                         * @description Host UI metadata of an `acp-command` profile, stored and returned as sent.
+                         */
+                        metadata?: {
+                            /**
+                             * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                             * @example claude-code
+                             */
+                            cliId?: string;
+                        };
                         /** @description `acp-command` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API. */
                         launch: {
                             /** @enum {string} */
                             kind: "acp-command";
-                            /**
-                             * @description The ACP agent command line the Agentlet runs (scanned for secrets; pass credentials through the environment instead).
-                             * @example claude-code-acp
-                             */
+                            /** @description The ACP agent command line the Agentlet runs. */
                             command: string;
                         } | ({
                             /** @enum {string} */
@@ -1714,7 +1743,7 @@ export interface operations {
                          */
                         id: string;
                         /**
-                         * @description Display name the owner calls the agent by; 1..64 printable characters, unique among profiles ignoring case.
+                         * @description Display name the owner calls the agent by; 1..255 printable characters without surrounding whitespace, unique among profiles ignoring case.
                          * @example Reviewer
                          */
                         alias: string;
@@ -1724,7 +1753,7 @@ export interface operations {
                          */
                         agentletId: string;
                         /**
-                         * @description Absolute working directory of the agent on its machine (at most 4096 characters, no control characters).
+                         * @description Absolute working directory of the agent on its machine: POSIX, Windows drive or UNC path (at most 4096 characters, no control characters).
                          * @example /home/me/projects/site
                          */
                         workingDirPath: string;
@@ -1739,14 +1768,22 @@ export interface operations {
                         customData?: {
                             [key: string]: unknown;
                         };
+                        /**
+                         * ProfileMetadata
+                         * @description Host UI metadata of an `acp-command` profile, stored and returned as sent.
+                         */
+                        metadata?: {
+                            /**
+                             * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                             * @example claude-code
+                             */
+                            cliId?: string;
+                        };
                         /** @description `acp-command` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API. */
                         launch: {
                             /** @enum {string} */
                             kind: "acp-command";
-                            /**
-                             * @description The ACP agent command line the Agentlet runs (scanned for secrets; pass credentials through the environment instead).
-                             * @example claude-code-acp
-                             */
+                            /** @description The ACP agent command line the Agentlet runs. */
                             command: string;
                         } | ({
                             /** @enum {string} */
@@ -2085,17 +2122,17 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description Fields left out stay as they are. `resourceIds` replaces the whole list (`[]` selects nothing); `customData` replaces the whole object. */
+        /** @description Fields left out stay as they are. `resourceIds` replaces the whole list (`[]` selects nothing); `customData` and `metadata` replace the whole object, and `null` removes it. */
         requestBody: {
             content: {
                 "application/json": {
                     /**
-                     * @description Display name the owner calls the agent by; 1..64 printable characters, unique among profiles ignoring case.
+                     * @description Display name the owner calls the agent by; 1..255 printable characters without surrounding whitespace, unique among profiles ignoring case.
                      * @example Reviewer
                      */
                     alias?: string;
                     /**
-                     * @description Absolute working directory of the agent on its machine (at most 4096 characters, no control characters).
+                     * @description Absolute working directory of the agent on its machine: POSIX, Windows drive or UNC path (at most 4096 characters, no control characters).
                      * @example /home/me/projects/site
                      */
                     workingDirPath?: string;
@@ -2106,10 +2143,18 @@ export interface operations {
                      *     ]
                      */
                     resourceIds?: string[];
-                    /** @description Free JSON object for the host UI, at most 16384 bytes serialized. Every key and string inside is scanned for secrets. */
+                    /** @description Replaces the whole object; `null` removes it. */
                     customData?: {
                         [key: string]: unknown;
-                    };
+                    } | null;
+                    /** @description Replaces the whole object; `null` removes it. */
+                    metadata?: {
+                        /**
+                         * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                         * @example claude-code
+                         */
+                        cliId?: string;
+                    } | null;
                 };
             };
         };
@@ -2134,7 +2179,7 @@ export interface operations {
                          */
                         id: string;
                         /**
-                         * @description Display name the owner calls the agent by; 1..64 printable characters, unique among profiles ignoring case.
+                         * @description Display name the owner calls the agent by; 1..255 printable characters without surrounding whitespace, unique among profiles ignoring case.
                          * @example Reviewer
                          */
                         alias: string;
@@ -2144,7 +2189,7 @@ export interface operations {
                          */
                         agentletId: string;
                         /**
-                         * @description Absolute working directory of the agent on its machine (at most 4096 characters, no control characters).
+                         * @description Absolute working directory of the agent on its machine: POSIX, Windows drive or UNC path (at most 4096 characters, no control characters).
                          * @example /home/me/projects/site
                          */
                         workingDirPath: string;
@@ -2159,14 +2204,22 @@ export interface operations {
                         customData?: {
                             [key: string]: unknown;
                         };
+                        /**
+                         * ProfileMetadata
+                         * @description Host UI metadata of an `acp-command` profile, stored and returned as sent.
+                         */
+                        metadata?: {
+                            /**
+                             * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                             * @example claude-code
+                             */
+                            cliId?: string;
+                        };
                         /** @description `acp-command` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API. */
                         launch: {
                             /** @enum {string} */
                             kind: "acp-command";
-                            /**
-                             * @description The ACP agent command line the Agentlet runs (scanned for secrets; pass credentials through the environment instead).
-                             * @example claude-code-acp
-                             */
+                            /** @description The ACP agent command line the Agentlet runs. */
                             command: string;
                         } | ({
                             /** @enum {string} */
@@ -2592,7 +2645,7 @@ export interface operations {
                      */
                     threadId: string;
                     /**
-                     * @description Absolute working directory of the agent on its machine (at most 4096 characters, no control characters).
+                     * @description Absolute working directory of the agent on its machine: POSIX, Windows drive or UNC path (at most 4096 characters, no control characters).
                      * @example /home/me/projects/site
                      */
                     workingDirPath?: string;
