@@ -8,6 +8,7 @@ import { DataDirLockedError, lockDataDir } from '../storage/data-dir-lock.js';
 import { REGISTRY_FILE } from '../storage/json-file-store.js';
 import { sweepTempFiles } from '../storage/durable-file.js';
 import { StoreFileError } from '../storage/store-file-error.js';
+import { silentProgress, type Progress } from '../progress.js';
 import { REGISTRY_FILE_VERSION } from './registry-file.js';
 import { migrateRegistryFile, type RegistryMigrationReport } from './registry-migration.js';
 
@@ -42,7 +43,12 @@ export function describeReport(report: RegistryMigrationReport, dryRun: boolean)
   return lines;
 }
 
-export async function runMigrate(argv: readonly string[], out: (line: string) => void, err: (line: string) => void): Promise<number> {
+export async function runMigrate(
+  argv: readonly string[],
+  out: (line: string) => void,
+  err: (line: string) => void,
+  progress: Progress = silentProgress,
+): Promise<number> {
   const args = parseMigrateArgs(argv);
   if ('error' in args) {
     err(`${args.error}\n${MIGRATE_USAGE}`);
@@ -67,7 +73,7 @@ export async function runMigrate(argv: readonly string[], out: (line: string) =>
     // Safe: the lock guarantees no other process is writing them.
     const swept = args.dryRun ? [] : await sweepTempFiles(path.dirname(file));
     if (swept.length > 0) out(`removed ${swept.length} temp file(s) left by an interrupted write: ${swept.join(', ')}`);
-    const report = await migrateRegistryFile(file, { dryRun: args.dryRun });
+    const report = await migrateRegistryFile(file, { dryRun: args.dryRun, progress });
     for (const line of describeReport(report, args.dryRun)) out(line);
     return 0;
   } catch (e) {

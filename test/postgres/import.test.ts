@@ -3,6 +3,9 @@
 import t from 'tap';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { spawn } from 'node:child_process';
+import { Writable } from 'node:stream';
+import { LARGE_ROW_COUNT, terminalProgress } from '../../src/progress.js';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
@@ -12,6 +15,33 @@ import { freshDatabase, postgresOrSkip, queryOnce } from '../helpers/postgres.js
 
 const base = postgresOrSkip(t);
 if (base) {
+  t.test('npm run import shows a bar on a terminal for a large DATA_DIR, and only its report when not a terminal', async (t) => {
+    const dataDir = await tempDataDir();
+    await mkdir(path.join(dataDir, 'agent-team'), { recursive: true });
+    const profiles = Array.from({ length: LARGE_ROW_COUNT }, (_, i) => ({
+      schemaVersion: 2, id: `p-${i}`, alias: `Agent ${i}`, agentletId: 'mac-a', workingDirPath: '/w', resourceIds: [], launch: { kind: 'acp-command', command: 'agent' },
+    }));
+    await writeFile(path.join(dataDir, 'agent-team', 'registry.json'), JSON.stringify({ schemaVersion: 4, state: { roots: [], members: [], profiles, configs: [] } }));
+
+    const chunks: string[] = [];
+    const terminal = Object.assign(new Writable({ write: (c, _e, done) => (chunks.push(String(c)), done()) }), { isTTY: true, columns: 120 });
+    const url = await freshDatabase(t, base);
+    t.equal(await runImport(['--data-dir', dataDir], url, () => undefined, () => undefined, terminalProgress(terminal)), 0);
+    t.match(chunks.join(''), /importing into PostgreSQL .*100% \d+\/\d+ rows/, 'the bar reaches 100% of the rows');
+
+    const entry = path.resolve('dist/scripts/import-json.js');
+    const other = await freshDatabase(t, base);
+    const child = spawn(process.execPath, [entry, '--data-dir', dataDir], { env: { ...process.env, DATABASE_URL: other }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    t.equal(await new Promise((resolve) => child.once('exit', resolve)), 0);
+    t.equal(stderr, '', 'nothing on stderr');
+    t.notMatch(stdout, /[\r\u001b]|%/, 'no bar');
+    t.match(stdout, new RegExp(`holds 0 resources, 0 machines, ${LARGE_ROW_COUNT} profiles`));
+  });
+
   t.test('an upstream Huabu registry file (v1 with deployments) is migrated, imported, and listed the same with its selectable profiles', async (t) => {
     const dataDir = await tempDataDir();
     await mkdir(path.join(dataDir, 'agent-team'), { recursive: true });

@@ -10,6 +10,7 @@ import { aliasKey, profileRevision } from '../../profiles/profile-rules.js';
 import { AUDIT_FILE, JsonFileStore } from '../json-file-store.js';
 import type { AuditEntry } from '../store.js';
 import { PostgresStore } from './postgres-store.js';
+import { LARGE_ROW_COUNT, silentProgress, type Progress } from '../../progress.js';
 
 export interface ImportCounts {
   resources: number;
@@ -53,7 +54,7 @@ async function readAudit(dataDir: string): Promise<AuditEntry[]> {
     });
 }
 
-export async function importJsonDataDir(dataDir: string, databaseUrl: string): Promise<ImportReport> {
+export async function importJsonDataDir(dataDir: string, databaseUrl: string, reporter: Progress = silentProgress): Promise<ImportReport> {
   const json = await JsonFileStore.open({ dataDir });
   let snapshot;
   let audit;
@@ -84,6 +85,10 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string): P
   const client = new pg.Client({ connectionString: databaseUrl, application_name: 'agent-resource-registry-import' });
   await client.connect();
   try {
+    const rows = snapshot.resources.length + snapshot.machines.length + snapshot.profiles.length + stateRows.length + snapshot.workloads.length + audit.length;
+    // A bar (on a terminal) only when there is enough to wait for.
+    const progress = rows >= LARGE_ROW_COUNT ? reporter : silentProgress;
+    progress.stage('importing into PostgreSQL', rows, 'rows');
     await client.query('BEGIN');
     // One import at a time, and no service write can slip between the emptiness check and the copy.
     await client.query('LOCK TABLE resources, machines, profiles, registry_state, workloads, audit_log, json_imports IN EXCLUSIVE MODE');
@@ -111,6 +116,7 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string): P
         [r.map((x) => x.id), r.map((x) => x.provider), r.map((x) => x.schemaVersion), r.map((x) => x.name), r.map((x) => x.description), r.map((x) => x.instructions)],
       )
     ).rowCount ?? 0;
+    progress.advance(r.length);
     const m = snapshot.machines;
     written.machines = (
       await client.query(
@@ -121,6 +127,7 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string): P
         [m.map((x) => x.machineId), m.map((x) => x.tokenDigest), m.map((x) => x.enrolledAt), m.map((x) => x.revokedAt ?? null)],
       )
     ).rowCount ?? 0;
+    progress.advance(m.length);
     const p = snapshot.profiles.map((e) => e.profile);
     written.profiles = (
       await client.query(
@@ -131,6 +138,7 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string): P
         [p.map((x) => x.id), p.map((x) => aliasKey(x.alias)), p.map((x) => profileRevision(x)), p.map((x) => JSON.stringify(x))],
       )
     ).rowCount ?? 0;
+    progress.advance(p.length);
     written.registryStateKeys = (
       await client.query(
         `INSERT INTO registry_state AS t (key, value) SELECT key, value::jsonb FROM unnest($1::text[], $2::text[]) AS u(key, value)
@@ -138,6 +146,7 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string): P
         [stateRows.map(([k]) => k), stateRows.map(([, v]) => JSON.stringify(v))],
       )
     ).rowCount ?? 0;
+    progress.advance(stateRows.length);
     const w = snapshot.workloads;
     written.workloads = (
       await client.query(
@@ -147,6 +156,7 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string): P
         [w.map((x) => x.canvasId), w.map((x) => x.threadId), w.map((x) => JSON.stringify(x))],
       )
     ).rowCount ?? 0;
+    progress.advance(w.length);
     // audit.jsonl only grows: copy the entries beyond those an earlier import copied.
     const { rows: copied } = await client.query<{ n: string }>(`SELECT count(*) AS n FROM audit_log WHERE source = 'import'`);
     const fresh = audit.slice(Number(copied[0]!.n));
@@ -158,6 +168,8 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string): P
       );
     }
     written.auditEntries = fresh.length;
+    progress.advance(audit.length);
+    progress.done();
     const found: ImportCounts = {
       resources: r.length,
       machines: m.length,
