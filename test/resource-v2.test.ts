@@ -256,3 +256,31 @@ t.test('a v1 file stays v1 until it must become v2; then its v1 bytes are backed
   const v2 = upstreamLoad(await readFile(resourcesFile(h.dataDir), 'utf8'));
   t.match(v2.resources[0], { id: 'huabu-access', userContent: 'Be brief.' });
 });
+
+t.test('npm run migrate -- --dry-run reports the resources file; the real run backs up the v1 bytes, then writes v2', async (t) => {
+  const { runMigrate } = await import('../src/migrations/migrate-command.js');
+  const { writeFile, mkdir } = await import('node:fs/promises');
+  const dataDir = await tempDataDir();
+  const file = resourcesFile(dataDir);
+  await mkdir(path.dirname(file), { recursive: true });
+  const v1Text = JSON.stringify({ schemaVersion: 1, state: { resources: [{ schemaVersion: 1, id: 'a', name: 'A', provider: 'huabu', description: 'd', instructions: 'i' }] } }) + '\n';
+  await writeFile(file, v1Text);
+  const run = async (args: string[]) => {
+    const out: string[] = [];
+    const code = await runMigrate(['--data-dir', dataDir, ...args], (l) => out.push(l), (l) => out.push(l));
+    return { code, out: out.join('\n') };
+  };
+  t.match((await run(['--dry-run'])).out, /resources file v1; 1 record\(s\), 1 written as v1 \(kept exactly\), 0 customized by the owner; nothing to do/);
+  // A journal (as a killed service leaves it) holding a v2 record: the next start, or migrate, makes the file v2.
+  await writeFile(`${file}.journal`, JSON.stringify({ changes: [{ put: { schemaVersion: 2, id: 'b', name: 'B', provider: 'huabu', sourceContent: 'S', userContent: '' } }] }) + '\n');
+  const dry = await run(['--dry-run']);
+  t.equal(dry.code, 0);
+  t.match(dry.out, 'resources file v1 → v2');
+  t.match(dry.out, `would back up the original bytes to ${file}.v1.bak`);
+  t.equal(await readFile(file, 'utf8'), v1Text, 'the dry run wrote nothing');
+  const real = await run([]);
+  t.match(real.out, `backed up the original bytes to ${file}.v1.bak`);
+  t.equal(await readFile(`${file}.v1.bak`, 'utf8'), v1Text);
+  t.same(upstreamLoad(await readFile(file, 'utf8')).resources.map((r) => r.id), ['a', 'b']);
+  t.match((await run([])).out, /resources file v2 \(upstream's format\); 2 record\(s\).*nothing to do/);
+});

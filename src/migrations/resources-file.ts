@@ -148,3 +148,61 @@ function parseVersion(bytes: Buffer): number | undefined {
     return undefined;
   }
 }
+
+export interface ResourcesFileReport {
+  file: string;
+  exists: boolean;
+  /** The version on disk. */
+  from?: 1 | 2;
+  /** The version the file has once its journal is folded in (what a start writes). */
+  to?: 1 | 2;
+  records: number;
+  writtenAsV1: number;
+  customized: number;
+  /** Where the v1 bytes are (or would be) kept when the file becomes v2 now. */
+  backupFile?: string;
+}
+
+/** What `resources.json` (with its journal replayed) holds, and whether folding the journal makes it v2. */
+export async function inspectResourcesFile(file: string, journal: readonly (readonly unknown[])[]): Promise<ResourcesFileReport> {
+  const bytes = await readIfExists(file);
+  if (bytes === undefined && journal.length === 0) return { file, exists: false, records: 0, writtenAsV1: 0, customized: 0 };
+  const parsed = bytes === undefined ? { version: 1 as const, records: [] } : parseResourcesFile(file, bytes.toString('utf8'));
+  const records = new Map(parsed.records.map((r) => [r.id, r]));
+  for (const changes of journal) {
+    for (const change of changes as ({ put?: unknown; withdraw?: unknown } | null)[]) {
+      if (change && checkStored.Check(change.put)) records.set(change.put.id, change.put);
+      else if (change && typeof change.withdraw === 'string') records.delete(change.withdraw);
+      else throw new StoreFileError(`${file}.journal`, 'holds an invalid change');
+    }
+  }
+  const all = [...records.values()];
+  const to = journal.length === 0 ? parsed.version : fileVersionFor(all);
+  const report: ResourcesFileReport = {
+    file,
+    exists: bytes !== undefined,
+    from: parsed.version,
+    to,
+    records: all.length,
+    writtenAsV1: all.filter((r) => r.schemaVersion === 1).length,
+    customized: all.filter((r) => r.displayName !== undefined || (r.userContent ?? '') !== '').length,
+  };
+  if (bytes !== undefined && parsed.version === 1 && to === 2) report.backupFile = (await resourcesBackupPath(file, bytes)).path;
+  return report;
+}
+
+export function describeResourcesReport(report: ResourcesFileReport, dryRun: boolean): string[] {
+  if (!report.exists && report.records === 0) return [`${report.file}: no resources file; nothing to migrate`];
+  const what = `${report.records} record(s), ${report.writtenAsV1} written as v1 (kept exactly), ${report.customized} customized by the owner`;
+  if (report.backupFile) {
+    return [
+      `${report.file}: resources file v1 → v2 (its journal holds v2 records or customizations)${dryRun ? ' (dry run: nothing written)' : ''}; ${what}`,
+      `  ${dryRun ? 'would back up' : 'backed up'} the original bytes to ${report.backupFile}`,
+    ];
+  }
+  if (report.from === 2) return [`${report.file}: resources file v2 (upstream's format); ${what}; nothing to do`];
+  return [
+    `${report.file}: resources file v1; ${what}; nothing to do`,
+    '  it becomes v2 when a v2 record or an owner customization is first stored; its v1 bytes are backed up first',
+  ];
+}
