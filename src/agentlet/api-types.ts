@@ -73,7 +73,7 @@ export interface paths {
         };
         /**
          * Read the whole catalogue
-         * @description All records sorted by id, optionally of one provider. Sends an `ETag`; answers `If-None-Match` with 304.
+         * @description All records sorted by id, optionally of one provider, in the representation `schemaVersion` asks for (1, the default, or 2). Each representation has its own `ETag`; answers `If-None-Match` with 304.
          */
         get: operations["listResources"];
         put?: never;
@@ -91,14 +91,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read one record */
+        /**
+         * Read one record
+         * @description One record in the representation `schemaVersion` asks for (1, the default, or 2).
+         */
         get: operations["getResource"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Customize a record (the owner's fields)
+         * @description Sets the owner's `displayName` (`null` clears it) and `userContent` (`''` clears it) of any record, whichever version its provider wrote. A provider's later replace or reconcile keeps them. Answers the record v2. Both fields are scanned for secrets.
+         */
+        patch: operations["customizeResource"];
         trace?: never;
     };
     "/api/acp/resources/validate": {
@@ -322,7 +329,7 @@ export interface paths {
         get: operations["listProviderResources"];
         /**
          * Reconcile the provider's whole set
-         * @description Replaces the provider's complete set (at most 1000 records) in one atomic step: listed records are created or replaced, the provider's records left out are withdrawn. Any conflict rejects the whole request and changes nothing. `?dryRun=true` reports the plan only.
+         * @description Replaces the provider's complete set (at most 1000 records, each record v1 or v2) in one atomic step; the owner's customization of a kept record survives: listed records are created or replaced, the provider's records left out are withdrawn. Any conflict rejects the whole request and changes nothing. `?dryRun=true` reports the plan only.
          */
         put: operations["reconcileProviderResources"];
         post?: never;
@@ -342,7 +349,7 @@ export interface paths {
         get?: never;
         /**
          * Register or replace one record
-         * @description Creates an unused ID (201) or replaces the provider's own record (200). An ID held by another provider is 409 `resource_conflict` and the held record is left unchanged. `id` and `provider` may be repeated in the body and must match.
+         * @description Creates an unused ID (201) or replaces the provider's own record (200), as record v1 or v2 (`schemaVersion` of the body); the answer is the record in that version. The owner's `displayName` and `userContent` are never taken from a provider (400) and survive a replace. An ID held by another provider is 409 `resource_conflict` and the held record is left unchanged. `id` and `provider` may be repeated in the body and must match.
          */
         put: operations["putProviderResource"];
         post?: never;
@@ -365,7 +372,7 @@ export interface paths {
         };
         /**
          * Read the agent's catalogue
-         * @description The host's records and those of the token's machine, sorted by id. Sends an `ETag`; answers `If-None-Match` with 304.
+         * @description The host's records and those of the token's machine, sorted by id, in the representation `schemaVersion` asks for (1, the default, or 2). Each representation has its own `ETag`; answers `If-None-Match` with 304.
          */
         get: operations["listRfsResources"];
         put?: never;
@@ -383,7 +390,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read one record */
+        /**
+         * Read one record
+         * @description One record in the representation `schemaVersion` asks for (1, the default, or 2).
+         */
         get: operations["getRfsResource"];
         put?: never;
         post?: never;
@@ -504,6 +514,8 @@ export interface operations {
                  * @example huabu
                  */
                 provider?: string;
+                /** @description Representation: `1` (the default; v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). */
+                schemaVersion?: 1 | 2;
             };
             header?: never;
             path?: never;
@@ -541,6 +553,33 @@ export interface operations {
                             description: string;
                             /** @description Natural-language guidance for an agent. May reference `$HUABU_RFS_URL`, `$AGENTLET_TOKEN`, `$AGENT_RESOURCE_DIR`, `$HUABU_THREAD_ID`, `$HUABU_RESOURCE_GRANT`; never a secret value. */
                             instructions: string;
+                        }[];
+                    } | {
+                        /** @description Records sorted by id, as record v2. */
+                        resources: {
+                            /**
+                             * @description Record schema version.
+                             * @enum {number}
+                             */
+                            schemaVersion: 2;
+                            /**
+                             * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                             * @example web-search
+                             */
+                            id: string;
+                            /** @description Source-owned canonical name (the provider writes it). */
+                            name: string;
+                            /** @description Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`. */
+                            displayName?: string;
+                            /**
+                             * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                             * @example huabu
+                             */
+                            provider: string;
+                            /** @description Source-owned agent-readable guidance (the provider writes it; trimmed). May reference the runtime variables; never a secret value. */
+                            sourceContent: string;
+                            /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
+                            userContent: string;
                         }[];
                     };
                 };
@@ -631,7 +670,10 @@ export interface operations {
     };
     getResource: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Representation: `1` (the default; v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). */
+                schemaVersion?: 1 | 2;
+            };
             header?: never;
             path: {
                 /**
@@ -672,6 +714,30 @@ export interface operations {
                         description: string;
                         /** @description Natural-language guidance for an agent. May reference `$HUABU_RFS_URL`, `$AGENTLET_TOKEN`, `$AGENT_RESOURCE_DIR`, `$HUABU_THREAD_ID`, `$HUABU_RESOURCE_GRANT`; never a secret value. */
                         instructions: string;
+                    } | {
+                        /**
+                         * @description Record schema version.
+                         * @enum {number}
+                         */
+                        schemaVersion: 2;
+                        /**
+                         * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                         * @example web-search
+                         */
+                        id: string;
+                        /** @description Source-owned canonical name (the provider writes it). */
+                        name: string;
+                        /** @description Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`. */
+                        displayName?: string;
+                        /**
+                         * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                         * @example huabu
+                         */
+                        provider: string;
+                        /** @description Source-owned agent-readable guidance (the provider writes it; trimmed). May reference the runtime variables; never a secret value. */
+                        sourceContent: string;
+                        /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
+                        userContent: string;
                     };
                 };
             };
@@ -777,6 +843,214 @@ export interface operations {
             };
         };
     };
+    customizeResource: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                 * @example web-search
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    displayName?: string | null;
+                    /** @description Owner instructions for every agent that selects the resource (trimmed when stored); `''` clears them. */
+                    userContent?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The customized record, as record v2. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Record schema version.
+                         * @enum {number}
+                         */
+                        schemaVersion: 2;
+                        /**
+                         * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                         * @example web-search
+                         */
+                        id: string;
+                        /** @description Source-owned canonical name (the provider writes it). */
+                        name: string;
+                        /** @description Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`. */
+                        displayName?: string;
+                        /**
+                         * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                         * @example huabu
+                         */
+                        provider: string;
+                        /** @description Source-owned agent-readable guidance (the provider writes it; trimmed). May reference the runtime variables; never a secret value. */
+                        sourceContent: string;
+                        /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
+                        userContent: string;
+                    };
+                };
+            };
+            /** @description `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `resource_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `secret_detected` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `storage_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
     validateResource: {
         parameters: {
             query?: never;
@@ -784,7 +1058,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description A candidate AgentResource: `{schemaVersion: 1, id, name, description, instructions, provider?}`. */
+        /** @description A candidate AgentResource: `{schemaVersion: 1, id, name, description, instructions, provider?}` or `{schemaVersion: 2, id, name, sourceContent, provider?}`. */
         requestBody: {
             content: {
                 "application/json": unknown;
@@ -3520,7 +3794,10 @@ export interface operations {
     };
     listProviderResources: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Representation: `1` (the default; v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). */
+                schemaVersion?: 1 | 2;
+            };
             header?: never;
             path: {
                 /**
@@ -3563,6 +3840,33 @@ export interface operations {
                             description: string;
                             /** @description Natural-language guidance for an agent. May reference `$HUABU_RFS_URL`, `$AGENTLET_TOKEN`, `$AGENT_RESOURCE_DIR`, `$HUABU_THREAD_ID`, `$HUABU_RESOURCE_GRANT`; never a secret value. */
                             instructions: string;
+                        }[];
+                    } | {
+                        /** @description Records sorted by id, as record v2. */
+                        resources: {
+                            /**
+                             * @description Record schema version.
+                             * @enum {number}
+                             */
+                            schemaVersion: 2;
+                            /**
+                             * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                             * @example web-search
+                             */
+                            id: string;
+                            /** @description Source-owned canonical name (the provider writes it). */
+                            name: string;
+                            /** @description Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`. */
+                            displayName?: string;
+                            /**
+                             * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                             * @example huabu
+                             */
+                            provider: string;
+                            /** @description Source-owned agent-readable guidance (the provider writes it; trimmed). May reference the runtime variables; never a secret value. */
+                            sourceContent: string;
+                            /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
+                            userContent: string;
                         }[];
                     };
                 };
@@ -3663,7 +3967,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /** @description The provider's complete set; records left out are withdrawn. */
-                    resources: {
+                    resources: ({
                         /** @enum {number} */
                         schemaVersion: 1;
                         /**
@@ -3682,7 +3986,24 @@ export interface operations {
                         description: string;
                         /** @description Natural-language guidance for an agent. May reference `$HUABU_RFS_URL`, `$AGENTLET_TOKEN`, `$AGENT_RESOURCE_DIR`, `$HUABU_THREAD_ID`, `$HUABU_RESOURCE_GRANT`; never a secret value. */
                         instructions: string;
-                    }[];
+                    } | {
+                        /** @enum {number} */
+                        schemaVersion: 2;
+                        /**
+                         * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                         * @example web-search
+                         */
+                        id: string;
+                        /**
+                         * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                         * @example huabu
+                         */
+                        provider?: string;
+                        /** @description Source-owned canonical name (trimmed when stored). */
+                        name: string;
+                        /** @description Source-owned agent-readable guidance (trimmed when stored); never a secret value. */
+                        sourceContent: string;
+                    })[];
                 };
             };
         };
@@ -3902,6 +4223,7 @@ export interface operations {
             };
             cookie?: never;
         };
+        /** @description Record v1 `{schemaVersion: 1, name, description, instructions}` or v2 `{schemaVersion: 2, name, sourceContent}`. */
         requestBody: {
             content: {
                 "application/json": {
@@ -3923,6 +4245,23 @@ export interface operations {
                     description: string;
                     /** @description Natural-language guidance for an agent. May reference `$HUABU_RFS_URL`, `$AGENTLET_TOKEN`, `$AGENT_RESOURCE_DIR`, `$HUABU_THREAD_ID`, `$HUABU_RESOURCE_GRANT`; never a secret value. */
                     instructions: string;
+                } | {
+                    /** @enum {number} */
+                    schemaVersion: 2;
+                    /**
+                     * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                     * @example web-search
+                     */
+                    id?: string;
+                    /**
+                     * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                     * @example huabu
+                     */
+                    provider?: string;
+                    /** @description Source-owned canonical name (trimmed when stored). */
+                    name: string;
+                    /** @description Source-owned agent-readable guidance (trimmed when stored); never a secret value. */
+                    sourceContent: string;
                 };
             };
         };
@@ -3955,6 +4294,30 @@ export interface operations {
                         description: string;
                         /** @description Natural-language guidance for an agent. May reference `$HUABU_RFS_URL`, `$AGENTLET_TOKEN`, `$AGENT_RESOURCE_DIR`, `$HUABU_THREAD_ID`, `$HUABU_RESOURCE_GRANT`; never a secret value. */
                         instructions: string;
+                    } | {
+                        /**
+                         * @description Record schema version.
+                         * @enum {number}
+                         */
+                        schemaVersion: 2;
+                        /**
+                         * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                         * @example web-search
+                         */
+                        id: string;
+                        /** @description Source-owned canonical name (the provider writes it). */
+                        name: string;
+                        /** @description Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`. */
+                        displayName?: string;
+                        /**
+                         * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                         * @example huabu
+                         */
+                        provider: string;
+                        /** @description Source-owned agent-readable guidance (the provider writes it; trimmed). May reference the runtime variables; never a secret value. */
+                        sourceContent: string;
+                        /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
+                        userContent: string;
                     };
                 };
             };
@@ -3986,6 +4349,30 @@ export interface operations {
                         description: string;
                         /** @description Natural-language guidance for an agent. May reference `$HUABU_RFS_URL`, `$AGENTLET_TOKEN`, `$AGENT_RESOURCE_DIR`, `$HUABU_THREAD_ID`, `$HUABU_RESOURCE_GRANT`; never a secret value. */
                         instructions: string;
+                    } | {
+                        /**
+                         * @description Record schema version.
+                         * @enum {number}
+                         */
+                        schemaVersion: 2;
+                        /**
+                         * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                         * @example web-search
+                         */
+                        id: string;
+                        /** @description Source-owned canonical name (the provider writes it). */
+                        name: string;
+                        /** @description Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`. */
+                        displayName?: string;
+                        /**
+                         * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                         * @example huabu
+                         */
+                        provider: string;
+                        /** @description Source-owned agent-readable guidance (the provider writes it; trimmed). May reference the runtime variables; never a secret value. */
+                        sourceContent: string;
+                        /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
+                        userContent: string;
                     };
                 };
             };
@@ -4322,7 +4709,10 @@ export interface operations {
     };
     listRfsResources: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Representation: `1` (the default; v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). */
+                schemaVersion?: 1 | 2;
+            };
             header?: never;
             path: {
                 /**
@@ -4365,6 +4755,33 @@ export interface operations {
                             description: string;
                             /** @description Natural-language guidance for an agent. May reference `$HUABU_RFS_URL`, `$AGENTLET_TOKEN`, `$AGENT_RESOURCE_DIR`, `$HUABU_THREAD_ID`, `$HUABU_RESOURCE_GRANT`; never a secret value. */
                             instructions: string;
+                        }[];
+                    } | {
+                        /** @description Records sorted by id, as record v2. */
+                        resources: {
+                            /**
+                             * @description Record schema version.
+                             * @enum {number}
+                             */
+                            schemaVersion: 2;
+                            /**
+                             * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                             * @example web-search
+                             */
+                            id: string;
+                            /** @description Source-owned canonical name (the provider writes it). */
+                            name: string;
+                            /** @description Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`. */
+                            displayName?: string;
+                            /**
+                             * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                             * @example huabu
+                             */
+                            provider: string;
+                            /** @description Source-owned agent-readable guidance (the provider writes it; trimmed). May reference the runtime variables; never a secret value. */
+                            sourceContent: string;
+                            /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
+                            userContent: string;
                         }[];
                     };
                 };
@@ -4455,7 +4872,10 @@ export interface operations {
     };
     getRfsResource: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Representation: `1` (the default; v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). */
+                schemaVersion?: 1 | 2;
+            };
             header?: never;
             path: {
                 /**
@@ -4501,6 +4921,30 @@ export interface operations {
                         description: string;
                         /** @description Natural-language guidance for an agent. May reference `$HUABU_RFS_URL`, `$AGENTLET_TOKEN`, `$AGENT_RESOURCE_DIR`, `$HUABU_THREAD_ID`, `$HUABU_RESOURCE_GRANT`; never a secret value. */
                         instructions: string;
+                    } | {
+                        /**
+                         * @description Record schema version.
+                         * @enum {number}
+                         */
+                        schemaVersion: 2;
+                        /**
+                         * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                         * @example web-search
+                         */
+                        id: string;
+                        /** @description Source-owned canonical name (the provider writes it). */
+                        name: string;
+                        /** @description Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`. */
+                        displayName?: string;
+                        /**
+                         * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                         * @example huabu
+                         */
+                        provider: string;
+                        /** @description Source-owned agent-readable guidance (the provider writes it; trimmed). May reference the runtime variables; never a secret value. */
+                        sourceContent: string;
+                        /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
+                        userContent: string;
                     };
                 };
             };

@@ -107,13 +107,25 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string, re
     const r = snapshot.resources;
     written.resources = (
       await client.query(
-        `INSERT INTO resources AS t (id, provider, schema_version, name, description, instructions)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[])
+        `INSERT INTO resources AS t (id, provider, schema_version, name, description, instructions, source_content, display_name, user_content)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
          ON CONFLICT (id) DO UPDATE SET provider = EXCLUDED.provider, schema_version = EXCLUDED.schema_version, name = EXCLUDED.name,
-           description = EXCLUDED.description, instructions = EXCLUDED.instructions, updated_at = now()
-         WHERE (t.provider, t.schema_version, t.name, t.description, t.instructions)
-           IS DISTINCT FROM (EXCLUDED.provider, EXCLUDED.schema_version, EXCLUDED.name, EXCLUDED.description, EXCLUDED.instructions)`,
-        [r.map((x) => x.id), r.map((x) => x.provider), r.map((x) => x.schemaVersion), r.map((x) => x.name), r.map((x) => x.description), r.map((x) => x.instructions)],
+           description = EXCLUDED.description, instructions = EXCLUDED.instructions, source_content = EXCLUDED.source_content,
+           display_name = EXCLUDED.display_name, user_content = EXCLUDED.user_content, updated_at = now()
+         WHERE (t.provider, t.schema_version, t.name, t.description, t.instructions, t.source_content, t.display_name, t.user_content)
+           IS DISTINCT FROM (EXCLUDED.provider, EXCLUDED.schema_version, EXCLUDED.name, EXCLUDED.description, EXCLUDED.instructions,
+             EXCLUDED.source_content, EXCLUDED.display_name, EXCLUDED.user_content)`,
+        [
+          r.map((x) => x.id),
+          r.map((x) => x.provider),
+          r.map((x) => x.schemaVersion),
+          r.map((x) => x.name),
+          r.map((x) => (x.schemaVersion === 1 ? x.description : null)),
+          r.map((x) => (x.schemaVersion === 1 ? x.instructions : null)),
+          r.map((x) => (x.schemaVersion === 2 ? x.sourceContent : null)),
+          r.map((x) => x.displayName ?? null),
+          r.map((x) => x.userContent ?? ''),
+        ],
       )
     ).rowCount ?? 0;
     progress.advance(r.length);
