@@ -69,7 +69,7 @@ t.test('a second process on the same DATA_DIR refuses to start; a restart after 
 t.test('a file that does not parse, or has a future or unknown version, stops the start and is left byte-identical', async (t) => {
   const cases: [string, string][] = [
     ['truncated', '{"schemaVersion": 1, "state": {"resources": ['],
-    ['future version', JSON.stringify({ schemaVersion: 2, state: { resources: [] } })],
+    ['future version', JSON.stringify({ schemaVersion: 3, state: { resources: [] } })],
     ['unknown version', JSON.stringify({ schemaVersion: 0, state: { resources: [] } })],
     ['invalid record', JSON.stringify({ schemaVersion: 1, state: { resources: [{ schemaVersion: 1, id: 'Bad Id' }] } })],
     ['not an object', '[]'],
