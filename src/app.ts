@@ -1,6 +1,6 @@
 // Builds the whole application (store, credentials, core services, HTTP routes, OpenAPI) and never
 // listens. Tests and scripts build it with their own configuration; src/server.ts runs it.
-import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
@@ -14,6 +14,7 @@ import { installErrorHandling } from './http/error-handler.js';
 import { trackRequests } from './http/in-flight.js';
 import { registerLimits } from './http/limits.js';
 import { registerOpenApi } from './http/openapi.js';
+import { validatorCompiler } from './http/validator.js';
 import { createLogger } from './logger.js';
 import { Metrics } from './metrics.js';
 import { MachineRegistry } from './machines/machine-registry.js';
@@ -121,7 +122,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       requestTimeout: 30_000,
       return503OnClosing: true,
     }).withTypeProvider<TypeBoxTypeProvider>();
-    app.setValidatorCompiler(TypeBoxValidatorCompiler);
+    app.setValidatorCompiler(validatorCompiler);
     installErrorHandling(app);
     const inFlight = trackRequests(app);
 

@@ -8,6 +8,9 @@
 // scenario 5's latency row), BENCH_THREADS_PER_CANVAS (10: scenario 5's launches and scenario 7's
 // workloads on disk), BENCH_ONLY (e.g. `4,6`: run only these scenarios),
 // BENCH_LOG_LEVEL (warn), BENCH_TMPDIR, BENCH_SERVER_NODE_ARGS (e.g. `--cpu-prof`).
+// Scenario 8 (PostgreSQL next to the JSON store) runs when DATABASE_URL names a server where databases may
+// be created; BENCH_PG_POOL sets its servers' DATABASE_POOL_SIZE; BENCH_BASELINE_BUILD (another build's
+// `dist`, e.g. of the previous commit) adds that build's PostgreSQL rows to the same run.
 // `--smoke`: one small scale, one short run each; checks the harness, not the service.
 import {
   addWorkloads,
@@ -417,7 +420,52 @@ export const SCENARIOS: Scenario[] = [
       return rows;
     },
   },
+  {
+    id: '8',
+    title: 'PostgreSQL registrations/s vs the JSON store, 32 writers',
+    ...(process.env.DATABASE_URL ? {} : { unavailable: 'set DATABASE_URL to a PostgreSQL server where databases may be created' }),
+    async run(ctx) {
+      const r = await compare([...storeVariants(ctx, 'replace'), ...storeVariants(ctx, 'create')], ctx.opts.runs, ctx.opts.durationSec, 0);
+      const pool = process.env.BENCH_PG_POOL ?? '10';
+      return (['replace', 'create'] as const).flatMap((mode) => {
+        const json = r[`json-${mode}`]!;
+        const pg = r[`pg-${mode}`]!;
+        const before = r[`pg-${mode}-baseline`];
+        const name = mode === 'replace' ? 'replace own' : 'new IDs';
+        const ratio = pg.perSecond / json.perSecond;
+        return [
+          {
+            measured: `${name}, PostgreSQL (pool ${pool}): ${rate(pg, 'writes/s')}`,
+            baseline: `JSON store: ${rate(json, 'writes/s')}`,
+            ratio: `${fmt(ratio, 2)}×`,
+            target: verdict(ratio, '≥ 0.5×', ratio >= 0.5),
+          },
+          ...(before
+            ? [
+                {
+                  measured: `${name}, PostgreSQL on the baseline build: ${rate(before, 'writes/s')}`,
+                  baseline: `JSON store: ${rate(json, 'writes/s')}`,
+                  ratio: `${fmt(before.perSecond / json.perSecond, 2)}×`,
+                  target: `(this build / baseline: ${fmt(pg.perSecond / before.perSecond, 1)}×)`,
+                },
+              ]
+            : []),
+        ];
+      });
+    },
+  },
 ];
+
+/** Scenario 8's variants: the JSON store, PostgreSQL, and PostgreSQL on the baseline build if given. */
+function storeVariants(ctx: ScaleContext, mode: 'replace' | 'create'): Variant[] {
+  const pg = { BENCH_STORE: 'postgres', ...(process.env.BENCH_PG_POOL ? { DATABASE_POOL_SIZE: process.env.BENCH_PG_POOL } : {}) };
+  const baseline = process.env.BENCH_BASELINE_BUILD;
+  return [
+    writeVariant(ctx, `json-${mode}`, mode, { BENCH_STORE: 'json' }),
+    writeVariant(ctx, `pg-${mode}`, mode, pg),
+    ...(baseline ? [writeVariant(ctx, `pg-${mode}-baseline`, mode, { ...pg, BENCH_BUILD: baseline })] : []),
+  ];
+}
 
 function printTable(rows: Row[]): string {
   const header = ['#', 'scenario', 'scale', 'measured (median)', 'baseline (median)', 'ratio', 'target'];
