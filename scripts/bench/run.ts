@@ -95,6 +95,8 @@ interface ScaleContext {
   opts: Options;
   /** One server per scale for the read scenarios (started on first use). */
   shared(): Promise<RunningServer>;
+  /** The same on BENCH_BASELINE_BUILD, when set (before/after in one run). */
+  baseline(): Promise<RunningServer | undefined>;
   /** Results a scenario leaves for a later one or for the cross-scale rows. */
   notes: Map<string, Compared>;
 }
@@ -232,17 +234,29 @@ export const SCENARIOS: Scenario[] = [
     title: 'catalogue GET with If-None-Match (304) vs /healthz',
     async run(ctx) {
       const s = await ctx.shared();
+      const b = await ctx.baseline();
       const r = await compare(
         [
           { name: '304', run: getSpec(s, '/api/acp/resources', { ...owner(ctx), 'if-none-match': s.ready.etag }, ctx, 304) },
           { name: 'healthz', run: getSpec(s, '/healthz', {}, ctx) },
+          ...(b
+            ? [
+                { name: '304-baseline', run: getSpec(b, '/api/acp/resources', { ...owner(ctx), 'if-none-match': b.ready.etag }, ctx, 304) },
+                { name: 'healthz-baseline', run: getSpec(b, '/healthz', {}, ctx) },
+              ]
+            : []),
         ],
         ctx.opts.runs,
         ctx.opts.durationSec,
         ctx.opts.warmupSec,
       );
       const ratio = r['304']!.perSecond / r.healthz!.perSecond;
-      return [{ measured: rate(r['304']!), baseline: rate(r.healthz!), ratio: `${fmt(ratio, 2)}×`, target: verdict(ratio, '≥ 0.8×', ratio >= 0.8) }];
+      const rows = [{ measured: rate(r['304']!), baseline: rate(r.healthz!), ratio: `${fmt(ratio, 2)}×`, target: verdict(ratio, '≥ 0.8×', ratio >= 0.8) }];
+      if (b) {
+        const before = r['304-baseline']!.perSecond / r['healthz-baseline']!.perSecond;
+        rows.push({ measured: `baseline build: ${rate(r['304-baseline']!)}`, baseline: `baseline build: ${rate(r['healthz-baseline']!)}`, ratio: `${fmt(before, 2)}×`, target: `(${ctx.opts.connections} connections)` });
+      }
+      return rows;
     },
   },
   {
@@ -489,6 +503,8 @@ async function main(): Promise<void> {
       const template = await prepareDataDir(root, count, creds);
       let shared: RunningServer | undefined;
       let sharedDir: string | undefined;
+      let baselineServer: RunningServer | undefined;
+      let baselineDir: string | undefined;
       const ctx: ScaleContext = {
         count,
         creds,
@@ -503,6 +519,15 @@ async function main(): Promise<void> {
           }
           return shared;
         },
+        async baseline() {
+          const build = process.env.BENCH_BASELINE_BUILD;
+          if (!build) return undefined;
+          if (!baselineServer) {
+            baselineDir = await copyDataDir(template, root);
+            baselineServer = await startServer(baselineDir, creds, { BENCH_BUILD: build });
+          }
+          return baselineServer;
+        },
       };
       byScale.set(count, ctx);
       for (const s of SCENARIOS) {
@@ -512,6 +537,8 @@ async function main(): Promise<void> {
       }
       await shared?.stop();
       if (sharedDir) await removeDir(sharedDir);
+      await baselineServer?.stop();
+      if (baselineDir) await removeDir(baselineDir);
     }
   } finally {
     killChildren();
@@ -520,6 +547,7 @@ async function main(): Promise<void> {
   // Rows in table order: per-scale rows, cross-scale rows, and the scenarios not built yet.
   const ordered: Row[] = [];
   for (const s of SCENARIOS) {
+    if (opts.only && !opts.only.has(s.id)) continue;
     if (s.unavailable) {
       ordered.push({ scenario: s.id, title: s.title, scale: '—', measured: `n/a (${s.unavailable})`, baseline: '', ratio: '', target: '' });
       continue;
