@@ -533,7 +533,12 @@ async function main(): Promise<void> {
       for (const s of SCENARIOS) {
         if (s.unavailable || !s.run || (s.at === 'largest' && count !== largest) || (opts.only && !opts.only.has(s.id))) continue;
         log(`${scaleName(count)}: scenario ${s.id} (${s.title}) at +${((performance.now() - started) / 1000).toFixed(1)} s`);
-        for (const r of await s.run(ctx)) rows.push({ scenario: s.id, title: s.title, scale: scaleName(count), ...r });
+        for (const r of await s.run(ctx)) {
+          const row = { scenario: s.id, title: s.title, scale: scaleName(count), ...r };
+          rows.push(row);
+          // As each scenario ends, so a later failure does not lose the rows measured so far.
+          log(`row: ${printTable([row]).split('\n')[2]}`);
+        }
       }
       await shared?.stop();
       if (sharedDir) await removeDir(sharedDir);
