@@ -176,8 +176,8 @@ function track(child: ChildProcess): ChildProcess {
  */
 async function benchDatabase(dataDir: string, store: string | undefined): Promise<{ url: string; drop(): Promise<void> } | undefined> {
   if (store !== 'postgres') return undefined;
-  const base = process.env.DATABASE_URL;
-  if (!base) throw new Error('BENCH_STORE=postgres needs DATABASE_URL (a server where databases may be created)');
+  const base = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL;
+  if (!base) throw new Error('BENCH_STORE=postgres needs BENCH_DATABASE_URL or DATABASE_URL (a server where databases may be created)');
   const name = `arr_bench_${randomBytes(6).toString('hex')}`;
   const admin = async (sql: string) => {
     const c = new pg.Client({ connectionString: base });

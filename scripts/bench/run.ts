@@ -8,8 +8,8 @@
 // scenario 5's latency row), BENCH_THREADS_PER_CANVAS (10: scenario 5's launches and scenario 7's
 // workloads on disk), BENCH_ONLY (e.g. `4,6`: run only these scenarios),
 // BENCH_LOG_LEVEL (warn), BENCH_TMPDIR, BENCH_SERVER_NODE_ARGS (e.g. `--cpu-prof`).
-// Scenario 8 (PostgreSQL next to the JSON store) runs when DATABASE_URL names a server where databases may
-// be created; BENCH_PG_POOL sets its servers' DATABASE_POOL_SIZE; BENCH_BASELINE_BUILD (another build's
+// Scenario 8 (PostgreSQL next to the JSON store) runs when BENCH_DATABASE_URL names a server where databases
+// may be created (not DATABASE_URL, which test runs set for other reasons); BENCH_PG_POOL sets its servers' DATABASE_POOL_SIZE; BENCH_BASELINE_BUILD (another build's
 // `dist`, e.g. of the previous commit) adds that build's PostgreSQL rows to the same run.
 // `--smoke`: one small scale, one short run each; checks the harness, not the service.
 import {
@@ -437,7 +437,7 @@ export const SCENARIOS: Scenario[] = [
   {
     id: '8',
     title: 'PostgreSQL registrations/s vs the JSON store, 32 writers',
-    ...(process.env.DATABASE_URL ? {} : { unavailable: 'set DATABASE_URL to a PostgreSQL server where databases may be created' }),
+    ...(process.env.BENCH_DATABASE_URL ? {} : { unavailable: 'set BENCH_DATABASE_URL to a PostgreSQL server where databases may be created' }),
     async run(ctx) {
       const r = await compare([...storeVariants(ctx, 'replace'), ...storeVariants(ctx, 'create')], ctx.opts.runs, ctx.opts.durationSec, 0);
       const pool = process.env.BENCH_PG_POOL ?? '10';
