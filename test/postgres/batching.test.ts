@@ -118,7 +118,7 @@ if (base) {
     const url = await freshDatabase(t, base);
     const env = { ...testEnv('/nonexistent-data-dir', { DATABASE_URL: url, RATE_LIMIT_WRITES_PER_MINUTE: '0' }) };
     for (const round of [0, 1]) {
-      const server = await startServer(env);
+      const server = await startServer(env, 60_000); // generous: the suite shares the machine
       const acknowledged: string[] = [];
       let stop = false;
       const writer = async (w: number) => {
