@@ -56,6 +56,8 @@ async function openStore(config: Config, logger: Logger, metrics: Metrics, fs: F
     return PostgresStore.open({
       databaseUrl: config.databaseUrl,
       poolSize: config.databasePoolSize,
+      observeBatch: metrics.observeBatch,
+      ...(config.storeMaxBatch !== undefined ? { maxBatch: config.storeMaxBatch } : {}),
       log: (level, message, err) => logger[level](err === undefined ? {} : { err }, message),
       onMigrated: (report) => logger.warn({ from: report.from, to: report.to, applied: report.applied }, 'migrated the database schema'),
     });

@@ -174,10 +174,10 @@ function track(child: ChildProcess): ChildProcess {
  * BENCH_STORE=postgres (with DATABASE_URL naming a server): each bench server gets a fresh database holding
  * `dataDir`'s records (through `npm run import`), dropped when it stops.
  */
-async function benchDatabase(dataDir: string): Promise<{ url: string; drop(): Promise<void> } | undefined> {
-  if (process.env.BENCH_STORE !== 'postgres') return undefined;
-  const base = process.env.DATABASE_URL;
-  if (!base) throw new Error('BENCH_STORE=postgres needs DATABASE_URL (a server where databases may be created)');
+async function benchDatabase(dataDir: string, store: string | undefined): Promise<{ url: string; drop(): Promise<void> } | undefined> {
+  if (store !== 'postgres') return undefined;
+  const base = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL;
+  if (!base) throw new Error('BENCH_STORE=postgres needs BENCH_DATABASE_URL or DATABASE_URL (a server where databases may be created)');
   const name = `arr_bench_${randomBytes(6).toString('hex')}`;
   const admin = async (sql: string) => {
     const c = new pg.Client({ connectionString: base });
@@ -237,10 +237,17 @@ export async function measureStartup(dataDir: string, creds: Credentials): Promi
   return { listeningMs: server.ready.startupMs, readyzMs, rss: server.ready.rss };
 }
 
-async function launchServer(dataDir: string, creds: Credentials, env: Record<string, string>): Promise<{ server: RunningServer }> {
-  const database = await benchDatabase(dataDir);
+/**
+ * `env` may also hold two bench-only keys, not passed to the server: BENCH_STORE (`postgres` or `json`,
+ * overriding the environment's for this server) and BENCH_BUILD (another build's `dist` directory, whose
+ * bench server runs instead of this one: a before/after comparison in one run).
+ */
+async function launchServer(dataDir: string, creds: Credentials, allEnv: Record<string, string>): Promise<{ server: RunningServer }> {
+  const { BENCH_STORE: store = process.env.BENCH_STORE, BENCH_BUILD: build, ...env } = allEnv;
+  const database = await benchDatabase(dataDir, store);
+  const entry = build ? path.join(build, 'scripts', 'bench', `bench-server${ext}`) : SERVER_ENTRY;
   const child = track(
-    fork(SERVER_ENTRY, [], {
+    fork(entry, [], {
       env: {
         PATH: process.env.PATH ?? '',
         ...(process.env.NODE_OPTIONS ? { NODE_OPTIONS: process.env.NODE_OPTIONS } : {}),

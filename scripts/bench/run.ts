@@ -8,6 +8,9 @@
 // scenario 5's latency row), BENCH_THREADS_PER_CANVAS (10: scenario 5's launches and scenario 7's
 // workloads on disk), BENCH_ONLY (e.g. `4,6`: run only these scenarios),
 // BENCH_LOG_LEVEL (warn), BENCH_TMPDIR, BENCH_SERVER_NODE_ARGS (e.g. `--cpu-prof`).
+// Scenario 8 (PostgreSQL next to the JSON store) runs when BENCH_DATABASE_URL names a server where databases
+// may be created (not DATABASE_URL, which test runs set for other reasons); BENCH_PG_POOL sets its servers' DATABASE_POOL_SIZE; BENCH_BASELINE_BUILD (another build's
+// `dist`, e.g. of the previous commit) adds that build's PostgreSQL rows to the same run.
 // `--smoke`: one small scale, one short run each; checks the harness, not the service.
 import {
   addWorkloads,
@@ -92,6 +95,8 @@ interface ScaleContext {
   opts: Options;
   /** One server per scale for the read scenarios (started on first use). */
   shared(): Promise<RunningServer>;
+  /** The same on BENCH_BASELINE_BUILD, when set (before/after in one run). */
+  baseline(): Promise<RunningServer | undefined>;
   /** Results a scenario leaves for a later one or for the cross-scale rows. */
   notes: Map<string, Compared>;
 }
@@ -229,17 +234,29 @@ export const SCENARIOS: Scenario[] = [
     title: 'catalogue GET with If-None-Match (304) vs /healthz',
     async run(ctx) {
       const s = await ctx.shared();
+      const b = await ctx.baseline();
       const r = await compare(
         [
           { name: '304', run: getSpec(s, '/api/acp/resources', { ...owner(ctx), 'if-none-match': s.ready.etag }, ctx, 304) },
           { name: 'healthz', run: getSpec(s, '/healthz', {}, ctx) },
+          ...(b
+            ? [
+                { name: '304-baseline', run: getSpec(b, '/api/acp/resources', { ...owner(ctx), 'if-none-match': b.ready.etag }, ctx, 304) },
+                { name: 'healthz-baseline', run: getSpec(b, '/healthz', {}, ctx) },
+              ]
+            : []),
         ],
         ctx.opts.runs,
         ctx.opts.durationSec,
         ctx.opts.warmupSec,
       );
       const ratio = r['304']!.perSecond / r.healthz!.perSecond;
-      return [{ measured: rate(r['304']!), baseline: rate(r.healthz!), ratio: `${fmt(ratio, 2)}×`, target: verdict(ratio, '≥ 0.8×', ratio >= 0.8) }];
+      const rows = [{ measured: rate(r['304']!), baseline: rate(r.healthz!), ratio: `${fmt(ratio, 2)}×`, target: verdict(ratio, '≥ 0.8×', ratio >= 0.8) }];
+      if (b) {
+        const before = r['304-baseline']!.perSecond / r['healthz-baseline']!.perSecond;
+        rows.push({ measured: `baseline build: ${rate(r['304-baseline']!)}`, baseline: `baseline build: ${rate(r['healthz-baseline']!)}`, ratio: `${fmt(before, 2)}×`, target: `(${ctx.opts.connections} connections)` });
+      }
+      return rows;
     },
   },
   {
@@ -417,7 +434,52 @@ export const SCENARIOS: Scenario[] = [
       return rows;
     },
   },
+  {
+    id: '8',
+    title: 'PostgreSQL registrations/s vs the JSON store, 32 writers',
+    ...(process.env.BENCH_DATABASE_URL ? {} : { unavailable: 'set BENCH_DATABASE_URL to a PostgreSQL server where databases may be created' }),
+    async run(ctx) {
+      const r = await compare([...storeVariants(ctx, 'replace'), ...storeVariants(ctx, 'create')], ctx.opts.runs, ctx.opts.durationSec, 0);
+      const pool = process.env.BENCH_PG_POOL ?? '10';
+      return (['replace', 'create'] as const).flatMap((mode) => {
+        const json = r[`json-${mode}`]!;
+        const pg = r[`pg-${mode}`]!;
+        const before = r[`pg-${mode}-baseline`];
+        const name = mode === 'replace' ? 'replace own' : 'new IDs';
+        const ratio = pg.perSecond / json.perSecond;
+        return [
+          {
+            measured: `${name}, PostgreSQL (pool ${pool}): ${rate(pg, 'writes/s')}`,
+            baseline: `JSON store: ${rate(json, 'writes/s')}`,
+            ratio: `${fmt(ratio, 2)}×`,
+            target: verdict(ratio, '≥ 0.5×', ratio >= 0.5),
+          },
+          ...(before
+            ? [
+                {
+                  measured: `${name}, PostgreSQL on the baseline build: ${rate(before, 'writes/s')}`,
+                  baseline: `JSON store: ${rate(json, 'writes/s')}`,
+                  ratio: `${fmt(before.perSecond / json.perSecond, 2)}×`,
+                  target: `(this build / baseline: ${fmt(pg.perSecond / before.perSecond, 1)}×)`,
+                },
+              ]
+            : []),
+        ];
+      });
+    },
+  },
 ];
+
+/** Scenario 8's variants: the JSON store, PostgreSQL, and PostgreSQL on the baseline build if given. */
+function storeVariants(ctx: ScaleContext, mode: 'replace' | 'create'): Variant[] {
+  const pg = { BENCH_STORE: 'postgres', ...(process.env.BENCH_PG_POOL ? { DATABASE_POOL_SIZE: process.env.BENCH_PG_POOL } : {}) };
+  const baseline = process.env.BENCH_BASELINE_BUILD;
+  return [
+    writeVariant(ctx, `json-${mode}`, mode, { BENCH_STORE: 'json' }),
+    writeVariant(ctx, `pg-${mode}`, mode, pg),
+    ...(baseline ? [writeVariant(ctx, `pg-${mode}-baseline`, mode, { ...pg, BENCH_BUILD: baseline })] : []),
+  ];
+}
 
 function printTable(rows: Row[]): string {
   const header = ['#', 'scenario', 'scale', 'measured (median)', 'baseline (median)', 'ratio', 'target'];
@@ -441,6 +503,8 @@ async function main(): Promise<void> {
       const template = await prepareDataDir(root, count, creds);
       let shared: RunningServer | undefined;
       let sharedDir: string | undefined;
+      let baselineServer: RunningServer | undefined;
+      let baselineDir: string | undefined;
       const ctx: ScaleContext = {
         count,
         creds,
@@ -455,15 +519,31 @@ async function main(): Promise<void> {
           }
           return shared;
         },
+        async baseline() {
+          const build = process.env.BENCH_BASELINE_BUILD;
+          if (!build) return undefined;
+          if (!baselineServer) {
+            baselineDir = await copyDataDir(template, root);
+            baselineServer = await startServer(baselineDir, creds, { BENCH_BUILD: build });
+          }
+          return baselineServer;
+        },
       };
       byScale.set(count, ctx);
       for (const s of SCENARIOS) {
         if (s.unavailable || !s.run || (s.at === 'largest' && count !== largest) || (opts.only && !opts.only.has(s.id))) continue;
         log(`${scaleName(count)}: scenario ${s.id} (${s.title}) at +${((performance.now() - started) / 1000).toFixed(1)} s`);
-        for (const r of await s.run(ctx)) rows.push({ scenario: s.id, title: s.title, scale: scaleName(count), ...r });
+        for (const r of await s.run(ctx)) {
+          const row = { scenario: s.id, title: s.title, scale: scaleName(count), ...r };
+          rows.push(row);
+          // As each scenario ends, so a later failure does not lose the rows measured so far.
+          log(`row: ${printTable([row]).split('\n')[2]}`);
+        }
       }
       await shared?.stop();
       if (sharedDir) await removeDir(sharedDir);
+      await baselineServer?.stop();
+      if (baselineDir) await removeDir(baselineDir);
     }
   } finally {
     killChildren();
@@ -472,6 +552,7 @@ async function main(): Promise<void> {
   // Rows in table order: per-scale rows, cross-scale rows, and the scenarios not built yet.
   const ordered: Row[] = [];
   for (const s of SCENARIOS) {
+    if (opts.only && !opts.only.has(s.id)) continue;
     if (s.unavailable) {
       ordered.push({ scenario: s.id, title: s.title, scale: '—', measured: `n/a (${s.unavailable})`, baseline: '', ratio: '', target: '' });
       continue;

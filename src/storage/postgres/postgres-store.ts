@@ -2,7 +2,9 @@
 // database. Every rule is enforced inside the database: ownership by a conditional upsert (no row back
 // means 409), reconcile in one transaction, the first realization of a thread by its primary key, profile
 // If-Match by a conditional write on the revision column, aliases by a unique index. A write is
-// acknowledged only after its COMMIT. Replicas learn of each other's changes through LISTEN/NOTIFY (see
+// acknowledged only after its COMMIT. Registrations and audit appends are group-committed: those that
+// arrive while a batch transaction runs are queued and run, each with its usual statements, in the next
+// one (one COMMIT and, through the triggers, one notification per batch). Replicas learn of each other's changes through LISTEN/NOTIFY (see
 // change-listener.ts), which drives resourcesRevision() and so the catalogue caches.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
@@ -13,6 +15,7 @@ import { withOwnerFields, type CustomizationPatch } from '../../registry/resourc
 import type { AgentProfile } from '../../schemas/profile.js';
 import type { ReconcileResult, StoredResource } from '../../schemas/resource.js';
 import type { WorkloadRecord } from '../../schemas/workload.js';
+import type { BatchObserver } from '../durable-document.js';
 import type { AuditEntry, MachineRecord, ProfileEntry, RegistryStore } from '../store.js';
 import { ChangeListener } from './change-listener.js';
 import { migrate, type MigrationReport } from './migrations.js';
@@ -26,7 +29,32 @@ export interface PostgresStoreOptions {
   log?: (level: 'warn' | 'info', message: string, err?: unknown) => void;
   /** Told when migrations were applied at open. */
   onMigrated?: (report: MigrationReport) => void;
+  /** Told after each batch transaction (label `postgres`): its size, duration and outcome. */
+  observeBatch?: BatchObserver;
+  /** Most operations one batch transaction may cover (default 64). 1 turns group commit off. */
+  maxBatch?: number;
 }
+
+/** Default for PostgresStoreOptions.maxBatch: bounds how long a batch holds its row locks. */
+const DEFAULT_MAX_BATCH = 64;
+
+/** What a batched operation runs on: the batch's client, and a way to say the resources changed. */
+interface BatchContext {
+  client: Queryable;
+  /** Counted (resourcesRevision) only once the batch has committed. */
+  resourcesChanged(): void;
+}
+
+interface BatchJob {
+  /** Jobs run in key order (stable), so concurrent batches take row locks in one order, as reconcile does. */
+  key: string;
+  run(ctx: BatchContext): Promise<unknown>;
+  resolve(value: unknown): void;
+  reject(err: unknown): void;
+}
+
+/** A job failed in a way that aborts the transaction (a database error, not a domain refusal). */
+const abortsTransaction = (err: unknown) => !(err instanceof AppError);
 
 /** How often a conditional write is retried when the row it read changed under it (optimistic loop). */
 const MAX_ATTEMPTS = 20;
@@ -101,11 +129,18 @@ export class PostgresStore implements RegistryStore {
   readonly #ownBackends: Set<number>;
   readonly #epoch = randomBytes(6).toString('base64url');
   #closed = false;
+  readonly #observe: BatchObserver | undefined;
+  readonly #maxBatch: number;
+  /** Group commit: jobs waiting for the next batch, and the batch running now (one at a time). */
+  #queue: BatchJob[] = [];
+  #running: Promise<void> | undefined;
 
-  private constructor(pool: pg.Pool, listener: ChangeListener, ownBackends: Set<number>) {
+  private constructor(pool: pg.Pool, listener: ChangeListener, ownBackends: Set<number>, options: PostgresStoreOptions) {
     this.#ownBackends = ownBackends;
     this.#pool = pool;
     this.#listener = listener;
+    this.#observe = options.observeBatch;
+    this.#maxBatch = Math.max(1, options.maxBatch ?? DEFAULT_MAX_BATCH);
   }
 
   /** Connects, migrates under the advisory lock (or refuses a newer schema), and starts listening. */
@@ -144,7 +179,7 @@ export class PostgresStore implements RegistryStore {
       }
       let store: PostgresStore | undefined;
       listener = new ChangeListener(options.databaseUrl, (table, pid) => store?.onChange(table, pid), log);
-      store = new PostgresStore(pool, listener, ownBackends);
+      store = new PostgresStore(pool, listener, ownBackends, options);
       await listener.start().catch((err: unknown) => {
         throw new DatabaseUnavailableError(err);
       });
@@ -220,6 +255,99 @@ export class PostgresStore implements RegistryStore {
     }
   }
 
+  /**
+   * Group commit: runs `run` in the next batch transaction together with the operations queued beside it,
+   * and settles only after that transaction's COMMIT (or its failure). A domain refusal (AppError) rejects
+   * its own operation and leaves the others; any other error rolls the batch back, and each of its
+   * operations is then run again in a transaction of its own, so one bad operation fails alone.
+   */
+  #batched<T>(key: string, run: (ctx: BatchContext) => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#queue.push({ key, run, resolve: resolve as (v: unknown) => void, reject });
+      this.#running ??= this.#drain();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      while (this.#queue.length > 0) {
+        const jobs = this.#queue.splice(0, this.#maxBatch);
+        // Stable: two operations on one ID keep their arrival order.
+        jobs.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+        await this.#runBatch(jobs);
+      }
+    } finally {
+      this.#running = undefined;
+    }
+  }
+
+  async #runBatch(jobs: BatchJob[]): Promise<void> {
+    const started = performance.now();
+    let changed = false;
+    const outcomes: ({ ok: true; value: unknown } | { ok: false; err: unknown })[] = [];
+    let client: pg.PoolClient;
+    try {
+      client = await this.#connect();
+    } catch (err) {
+      for (const job of jobs) job.reject(err);
+      this.#observe?.({ label: 'postgres', operations: jobs.length, durationMs: performance.now() - started, ok: false });
+      return;
+    }
+    let broken: Error | undefined;
+    let aborted: unknown;
+    try {
+      await client.query('BEGIN');
+      const ctx: BatchContext = { client, resourcesChanged: () => (changed = true) };
+      for (const job of jobs) {
+        try {
+          outcomes.push({ ok: true, value: await job.run(ctx) });
+        } catch (err) {
+          if (abortsTransaction(err)) {
+            aborted = err;
+            break;
+          }
+          outcomes.push({ ok: false, err });
+        }
+      }
+      if (aborted === undefined) await client.query('COMMIT');
+      else await client.query('ROLLBACK');
+    } catch (err) {
+      // BEGIN, COMMIT or ROLLBACK failed: the connection is not handed out again.
+      broken = err instanceof Error ? err : new Error(String(err));
+      if (aborted === undefined) aborted = err;
+      if (isUnavailable(err)) {
+        // The COMMIT's outcome is unknown: every operation of the batch answers 503 (retrying is safe).
+        client.release(broken);
+        for (const job of jobs) job.reject(storageUnavailable(err));
+        this.#observe?.({ label: 'postgres', operations: jobs.length, durationMs: performance.now() - started, ok: false });
+        return;
+      }
+    }
+    client.release(broken);
+    if (aborted === undefined) {
+      if (changed) this.#resourcesCounter++;
+      this.#observe?.({ label: 'postgres', operations: jobs.length, durationMs: performance.now() - started, ok: true });
+      jobs.forEach((job, i) => {
+        const outcome = outcomes[i]!;
+        if (outcome.ok) job.resolve(outcome.value);
+        else job.reject(outcome.err);
+      });
+      return;
+    }
+    this.#observe?.({ label: 'postgres', operations: jobs.length, durationMs: performance.now() - started, ok: false });
+    // Rolled back, nothing of it stored: each operation alone, in its own transaction.
+    for (const job of jobs) {
+      let alone = false;
+      try {
+        const value = await this.#transaction((c) => job.run({ client: c, resourcesChanged: () => (alone = true) }));
+        if (alone) this.#resourcesCounter++;
+        job.resolve(value);
+      } catch (err) {
+        job.reject(err);
+      }
+    }
+  }
+
   listResources(): Promise<readonly StoredResource[]> {
     return this.#guard(async () => {
       const { rows } = await this.#query<ResourceRow>(`SELECT ${RESOURCE_COLUMNS} FROM resources ORDER BY id COLLATE "C"`);
@@ -242,33 +370,7 @@ export class PostgresStore implements RegistryStore {
   }
 
   putResource(record: StoredResource): Promise<PutOutcome> {
-    return this.#guard(async () => {
-      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-        // The ownership rule as one statement: the row is written only when the ID is free or already the
-        // caller's (and different); anything else returns no row. The owner's columns are left as they are.
-        const { rows } = await this.#query<{ created: boolean }>(
-          `INSERT INTO resources AS r (${SOURCE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)
-           ON CONFLICT (id) DO UPDATE SET schema_version = EXCLUDED.schema_version, name = EXCLUDED.name,
-             description = EXCLUDED.description, instructions = EXCLUDED.instructions,
-             source_content = EXCLUDED.source_content, updated_at = now()
-           WHERE r.provider = EXCLUDED.provider
-             AND (r.schema_version, r.name, r.description, r.instructions, r.source_content)
-                 IS DISTINCT FROM (EXCLUDED.schema_version, EXCLUDED.name, EXCLUDED.description, EXCLUDED.instructions, EXCLUDED.source_content)
-           RETURNING (xmax = 0) AS created`,
-          sourceValues(record),
-        );
-        if (rows.length > 0) {
-          this.#resourcesCounter++;
-          return rows[0]!.created ? 'created' : 'replaced';
-        }
-        // No row back: held by another provider (409), or the caller's own identical record.
-        const held = await readResource(this.#db, record.id);
-        if (held && held.provider !== record.provider) throw conflictError([{ id: held.id, provider: held.provider }]);
-        if (held && sameRecord(held, carryOwnerFields(held, record))) return 'unchanged';
-        // Withdrawn or changed between the two statements: try again.
-      }
-      throw new AppError('storage_unavailable', `Resource ${record.id} is changing too often to store this change; retry later.`);
-    });
+    return this.#guard(() => this.#batched(`resource:${record.id}`, (ctx) => putResourceOn(ctx, record)));
   }
 
   withdrawResource(provider: string, id: string): Promise<void> {
@@ -528,20 +630,55 @@ export class PostgresStore implements RegistryStore {
 
   appendAudit(entries: readonly AuditEntry[]): Promise<void> {
     if (entries.length === 0) return Promise.resolve();
-    return this.#guard(async () => {
-      await this.#query(
-        'INSERT INTO audit_log (at, actor, action, object_id, outcome) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])',
-        [entries.map((e) => e.at), entries.map((e) => e.actor), entries.map((e) => e.action), entries.map((e) => e.id), entries.map((e) => e.outcome)],
-      );
-    });
+    return this.#guard(() =>
+      this.#batched('audit', async ({ client }) => {
+        await client.query(
+          'INSERT INTO audit_log (at, actor, action, object_id, outcome) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])',
+          [entries.map((e) => e.at), entries.map((e) => e.actor), entries.map((e) => e.action), entries.map((e) => e.id), entries.map((e) => e.outcome)],
+        );
+      }),
+    );
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    // Operations already queued still commit (or fail) before the pool closes.
+    await this.#running;
     await this.#listener.close();
     await this.#pool.end();
   }
+}
+
+/**
+ * One registration on `ctx.client` (inside a batch transaction): the ownership rule as one statement, the
+ * row written only when the ID is free or already the caller's (and different); anything else returns no
+ * row, and the holder is read to tell 409 from `unchanged`. The owner's columns are left as they are.
+ */
+async function putResourceOn(ctx: BatchContext, record: StoredResource): Promise<PutOutcome> {
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    const { rows } = await ctx.client.query<{ created: boolean }>(
+      `INSERT INTO resources AS r (${SOURCE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (id) DO UPDATE SET schema_version = EXCLUDED.schema_version, name = EXCLUDED.name,
+         description = EXCLUDED.description, instructions = EXCLUDED.instructions,
+         source_content = EXCLUDED.source_content, updated_at = now()
+       WHERE r.provider = EXCLUDED.provider
+         AND (r.schema_version, r.name, r.description, r.instructions, r.source_content)
+             IS DISTINCT FROM (EXCLUDED.schema_version, EXCLUDED.name, EXCLUDED.description, EXCLUDED.instructions, EXCLUDED.source_content)
+       RETURNING (xmax = 0) AS created`,
+      sourceValues(record),
+    );
+    if (rows.length > 0) {
+      ctx.resourcesChanged();
+      return rows[0]!.created ? 'created' : 'replaced';
+    }
+    // No row back: held by another provider (409), or the caller's own identical record.
+    const held = await readResource(ctx.client, record.id);
+    if (held && held.provider !== record.provider) throw conflictError([{ id: held.id, provider: held.provider }]);
+    if (held && sameRecord(held, carryOwnerFields(held, record))) return 'unchanged';
+    // Withdrawn or changed between the two statements: try again.
+  }
+  throw new AppError('storage_unavailable', `Resource ${record.id} is changing too often to store this change; retry later.`);
 }
 
 async function readResource(db: Queryable, id: string): Promise<StoredResource | undefined> {

@@ -1,0 +1,151 @@
+// Group commit in the PostgreSQL store (issue 15): concurrent registrations share one transaction and one
+// change notification, each still gets its own answer (created, replaced, unchanged, 409), a database error
+// in one of them fails that one alone, and a replica SIGKILLed in the middle of batches loses nothing it
+// acknowledged.
+import t from 'tap';
+import pg from 'pg';
+import { request } from 'undici';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AppError } from '../../src/errors.js';
+import { CHANGES_CHANNEL } from '../../src/storage/postgres/migrations.js';
+import { PostgresStore } from '../../src/storage/postgres/postgres-store.js';
+import type { BatchInfo } from '../../src/storage/durable-document.js';
+import { CANARY, testEnv } from '../helpers/build.js';
+import { freshDatabase, postgresOrSkip, queryOnce } from '../helpers/postgres.js';
+import { killAllServers, startServer } from '../crash/server-process.js';
+import { resource } from '../storage-contract/contract.js';
+
+const base = postgresOrSkip(t);
+if (base) {
+  t.test('concurrent registrations share batch transactions and notifications; each gets its own outcome', async (t) => {
+    const url = await freshDatabase(t, base);
+    const batches: BatchInfo[] = [];
+    const store = await PostgresStore.open({ databaseUrl: url, observeBatch: (b) => batches.push(b) });
+    t.teardown(() => store.close());
+    await store.putResource(resource('huabu', 'held-by-huabu'));
+    await store.putResource(resource('huabu', 'same'));
+    await store.putResource(resource('huabu', 'to-replace'));
+    batches.length = 0;
+
+    const listener = new pg.Client({ connectionString: url });
+    await listener.connect();
+    t.teardown(() => listener.end());
+    let notifications = 0;
+    listener.on('notification', (m) => {
+      if (m.payload === 'resources') notifications++;
+    });
+    await listener.query(`LISTEN ${CHANGES_CHANNEL}`);
+    const before = await store.resourcesRevision();
+
+    const news = Array.from({ length: 40 }, (_, i) => store.putResource(resource('huabu', `new-${i}`)));
+    const conflict = store.putResource(resource('bm0', 'held-by-huabu')).then(
+      () => 'stored',
+      (err: unknown) => (err instanceof AppError ? err.code : String(err)),
+    );
+    const same = store.putResource(resource('huabu', 'same'));
+    const replaced = store.putResource(resource('huabu', 'to-replace', 'A new name'));
+    t.same(await Promise.all(news), Array(40).fill('created'), 'every new ID: created');
+    t.equal(await conflict, 'resource_conflict', "another provider's ID: 409, alone");
+    t.equal(await same, 'unchanged');
+    t.equal(await replaced, 'replaced');
+    t.not(await store.resourcesRevision(), before, 'the revision moved with the commits');
+
+    const ops = batches.reduce((n, b) => n + b.operations, 0);
+    t.equal(ops, 43, 'every operation went through a batch');
+    t.ok(batches.every((b) => b.ok && b.label === 'postgres'));
+    t.ok(batches.length < 43 && batches.some((b) => b.operations > 1), `batched: ${batches.map((b) => b.operations).join(', ')}`);
+    await sleep(200);
+    t.ok(notifications >= 1 && notifications <= batches.length, `${notifications} notifications for 43 registrations in ${batches.length} batches`);
+
+    const rows = await queryOnce<{ id: string; provider: string; name: string }>(url, 'SELECT id, provider, name FROM resources ORDER BY id');
+    t.equal(rows.length, 43, '40 new + 3 seeded');
+    t.equal(rows.find((r) => r.id === 'held-by-huabu')?.provider, 'huabu', 'the held record is untouched');
+    t.equal(rows.find((r) => r.id === 'to-replace')?.name, 'A new name');
+  });
+
+  t.test('a database error in one registration fails it alone; the rest of its batch is stored', async (t) => {
+    const url = await freshDatabase(t, base);
+    const batches: BatchInfo[] = [];
+    const store = await PostgresStore.open({ databaseUrl: url, observeBatch: (b) => batches.push(b) });
+    t.teardown(() => store.close());
+    await store.putResource(resource('huabu', 'warm-up'));
+    // A NUL character is valid JSON but not valid PostgreSQL text: the statement fails and aborts the batch.
+    const puts = Array.from({ length: 20 }, (_, i) =>
+      store.putResource(i === 7 ? { ...resource('huabu', 'bad'), description: 'bad \u0000 byte' } : resource('huabu', `ok-${i}`)).then(
+        (outcome) => ({ ok: true, outcome }),
+        (err: unknown) => ({ ok: false, outcome: err instanceof AppError ? err.code : 'database error' }),
+      ),
+    );
+    const results = await Promise.all(puts);
+    t.same(results[7], { ok: false, outcome: 'database error' }, 'the bad one fails');
+    t.ok(results.every((r, i) => i === 7 || (r.ok && r.outcome === 'created')), 'the others are created');
+    t.ok(batches.some((b) => !b.ok && b.operations > 1), 'they shared the batch that rolled back');
+    const rows = await queryOnce<{ id: string }>(url, `SELECT id FROM resources WHERE id LIKE 'ok-%'`);
+    t.equal(rows.length, 19, 'all 19 stored');
+    const before = await store.resourcesRevision();
+    t.equal(await store.putResource(resource('huabu', 'after')), 'created', 'the store keeps working');
+    t.not(await store.resourcesRevision(), before);
+  });
+
+  t.test('audit entries are batched with registrations and every one is stored', async (t) => {
+    const url = await freshDatabase(t, base);
+    const store = await PostgresStore.open({ databaseUrl: url });
+    t.teardown(() => store.close());
+    await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        Promise.all([
+          store.putResource(resource('huabu', `a-${i}`)),
+          store.appendAudit([{ at: new Date(0).toISOString(), actor: 'provider:huabu', action: 'resource.register', id: `a-${i}`, outcome: 'created' }]),
+        ]),
+      ),
+    );
+    const rows = await queryOnce<{ n: string }>(url, `SELECT count(*) AS n FROM audit_log WHERE object_id LIKE 'a-%'`);
+    t.equal(Number(rows[0]!.n), 30);
+  });
+
+  t.test('close waits for queued registrations to commit', async (t) => {
+    const url = await freshDatabase(t, base);
+    const store = await PostgresStore.open({ databaseUrl: url });
+    const puts = Array.from({ length: 25 }, (_, i) => store.putResource(resource('huabu', `c-${i}`)));
+    await store.close();
+    t.same(await Promise.all(puts), Array(25).fill('created'));
+    const rows = await queryOnce<{ id: string }>(url, `SELECT id FROM resources WHERE id LIKE 'c-%'`);
+    t.equal(rows.length, 25);
+  });
+
+  t.test('a replica SIGKILLed while 32 writers keep batches in flight loses nothing it acknowledged', async (t) => {
+    t.teardown(killAllServers);
+    const url = await freshDatabase(t, base);
+    const env = { ...testEnv('/nonexistent-data-dir', { DATABASE_URL: url, RATE_LIMIT_WRITES_PER_MINUTE: '0' }) };
+    for (const round of [0, 1]) {
+      const server = await startServer(env, 60_000); // generous: the suite shares the machine
+      const acknowledged: string[] = [];
+      let stop = false;
+      const writer = async (w: number) => {
+        for (let i = 0; !stop; i++) {
+          const id = `k${round}-${w}-${i}`;
+          const res = await request(`${server.origin}/api/acp/providers/huabu/resources/${id}`, {
+            method: 'PUT',
+            headers: { authorization: `Bearer ${CANARY.huabu}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ schemaVersion: 1, name: `Name of ${id}`, description: `About ${id}.`, instructions: `Use ${id}.` }),
+          }).catch(() => undefined);
+          if (!res) return; // the connection died with the process
+          await res.body.text().catch(() => undefined);
+          if (res.statusCode === 201) acknowledged.push(id);
+        }
+      };
+      const writers = Promise.all(Array.from({ length: 32 }, (_, w) => writer(w)));
+      while (acknowledged.length < 150 + round * 70) await sleep(2);
+      const metrics = await request(`${server.origin}/metrics`).then((r) => r.body.text());
+      await server.kill();
+      stop = true;
+      await writers;
+      const sum = Number(/registry_store_batch_operations_sum\{file="postgres"\} (\d+)/.exec(metrics)?.[1]);
+      const count = Number(/registry_store_batch_operations_count\{file="postgres"\} (\d+)/.exec(metrics)?.[1]);
+      t.ok(count > 0 && sum / count > 1, `round ${round}: batches of ${(sum / count).toFixed(1)} operations on average before the kill`);
+      const stored = new Set((await queryOnce<{ id: string }>(url, `SELECT id FROM resources WHERE id LIKE $1`, [`k${round}-%`])).map((r) => r.id));
+      const lost = acknowledged.filter((id) => !stored.has(id));
+      t.same(lost, [], `round ${round}: all ${acknowledged.length} acknowledged registrations are stored (${stored.size} in all)`);
+    }
+  });
+}
