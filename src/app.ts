@@ -10,7 +10,7 @@ import { assertNoErrors } from './capabilities/diagnostics.js';
 import { resolveCredentials } from './credentials/credentials-file.js';
 import { seedHuabuResources } from './host/huabu.js';
 import { authPlugin } from './http/auth.js';
-import { installErrorHandling } from './http/error-handler.js';
+import { clientErrorHandler, frameworkErrors, installErrorHandling, MAX_PARAM_LENGTH } from './http/error-handler.js';
 import { trackRequests } from './http/in-flight.js';
 import { registerLimits } from './http/limits.js';
 import { registerOpenApi } from './http/openapi.js';
@@ -118,6 +118,9 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       bodyLimit: BODY_LIMIT,
       requestTimeout: 30_000,
       return503OnClosing: true,
+      maxParamLength: MAX_PARAM_LENGTH,
+      frameworkErrors,
+      clientErrorHandler,
     }).withTypeProvider<TypeBoxTypeProvider>();
     app.setValidatorCompiler(TypeBoxValidatorCompiler);
     installErrorHandling(app);

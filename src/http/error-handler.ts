@@ -2,8 +2,15 @@
 // stable codes of src/errors.ts. Validation and parser errors from Fastify are mapped to those codes;
 // anything unexpected is a 500 whose message never leaves the process.
 import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, ERROR_CODES, type ErrorCode } from '../errors.js';
+
+/**
+ * Longest path parameter the router accepts. IDs allow 128 characters; anything up to this reaches the
+ * route's schema and is a 400 there, beyond it the router's own check answers (also 400, in our envelope).
+ */
+export const MAX_PARAM_LENGTH = 1024;
 
 interface ErrorBody {
   statusCode: number;
@@ -42,6 +49,9 @@ function toBody(err: FastifyError | AppError | Error): ErrorBody {
     const first = issues[0];
     return body('validation_failed', first ? `${first.field} ${first.message}` : 'The request is invalid.', { issues });
   }
+  if (err instanceof SyntaxError && /forbidden prototype property/.test(err.message)) {
+    return body('validation_failed', 'The request body holds a forbidden property (`__proto__`, or `constructor.prototype`).');
+  }
   if (err instanceof SyntaxError || fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
     return body('validation_failed', 'The request body is not valid JSON.');
   }
@@ -53,7 +63,67 @@ function toBody(err: FastifyError | AppError | Error): ErrorBody {
   return body('internal_error', 'An internal error occurred; it has been logged.');
 }
 
+/** Paths Fastify rejects before routing; their default messages would echo the path (which may hold a token). */
+const FRAMEWORK_MESSAGES: Record<string, string> = {
+  FST_ERR_MAX_PARAM_LENGTH: `A path parameter is longer than ${MAX_PARAM_LENGTH} characters.`,
+  FST_ERR_BAD_URL: 'The path is not a valid URL.',
+};
+
+/**
+ * Fastify's `frameworkErrors` option: errors raised before routing (an over-long path parameter, a bad
+ * URL, an async constraint) rendered as ours, without echoing the path.
+ */
+export function frameworkErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const message = FRAMEWORK_MESSAGES[err.code];
+  const out = message ? body('validation_failed', message) : toBody(err);
+  request.log.info({ code: out.code, statusCode: out.statusCode, cause: err.code }, 'request rejected before routing');
+  void reply.code(out.statusCode).send(out);
+}
+
+/**
+ * Fastify's `clientErrorHandler`: the HTTP parser refused the request (malformed request line or header,
+ * headers too large, request timeout). Writes our envelope on the raw socket, then closes it.
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException & { rawPacket?: unknown }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const out =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? body('request_timeout', 'The request took too long to arrive.')
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? body('headers_too_large', 'The request headers are larger than the server accepts.')
+        : body('validation_failed', 'The request is not well-formed HTTP.');
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const json = JSON.stringify(out);
+  socket.end(
+    `HTTP/1.1 ${out.statusCode} ${out.error}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`,
+  );
+}
+
+/**
+ * Fastify's JSON parser, with one difference: a body that is valid JSON but holds `__proto__` (or
+ * `constructor.prototype`) is refused as such, where Fastify's parser calls it "not valid JSON".
+ */
+function installJsonParser(app: FastifyInstance): void {
+  const parse = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) => {
+    parse(request, text.toString(), (err, value) => {
+      if (!err) return done(null, value);
+      try {
+        JSON.parse(text.toString());
+      } catch {
+        return done(err, undefined);
+      }
+      done(new SyntaxError('Object contains forbidden prototype property'), undefined);
+    });
+  });
+}
+
 export function installErrorHandling(app: FastifyInstance): void {
+  installJsonParser(app);
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const out = toBody(err);
     if (out.statusCode >= 500) request.log.error({ err }, 'request failed');
