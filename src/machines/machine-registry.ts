@@ -8,6 +8,15 @@ import type { RegistryStore } from '../storage/store.js';
 import { AuditTrail } from '../audit/audit-trail.js';
 import { systemClock, type Clock } from '../clock.js';
 
+/**
+ * `now` as an ISO timestamp, or one millisecond after `previous` when the clock has not passed it (a
+ * frozen, injected or stepped-back clock): enrollments of one machine get strictly increasing values.
+ */
+function laterThan(now: Date, previous: string | undefined): string {
+  const prev = previous === undefined ? NaN : Date.parse(previous);
+  return Number.isNaN(prev) || now.getTime() > prev ? now.toISOString() : new Date(prev + 1).toISOString();
+}
+
 export class MachineRegistry {
   constructor(
     private readonly store: RegistryStore,
@@ -20,7 +29,7 @@ export class MachineRegistry {
       throw new AppError('validation_failed', `${machineId} is reserved for the host provider.`, { field: '/machineId' });
     }
     const token = generateToken(TOKEN_PREFIX.machine);
-    const at = this.clock.now().toISOString();
+    const at = laterThan(this.clock.now(), (await this.store.getMachine(machineId))?.enrolledAt);
     await this.store
       .enrollMachine({ machineId, tokenDigest: tokenDigest(token).toString('hex'), enrolledAt: at })
       .catch((err: unknown) => this.audit.failure(actor, 'machine.enroll', machineId, err));
@@ -43,8 +52,18 @@ export class MachineRegistry {
 
   /** True while `machineId` is enrolled and not revoked. */
   async isActive(machineId: string): Promise<boolean> {
+    return (await this.activeEnrollment(machineId)) !== undefined;
+  }
+
+  /**
+   * The identity of the machine's current enrollment: its `enrolledAt` as stored, while the machine is
+   * active; undefined when it is unknown or revoked. Canvas tokens (and hosted-invocation grants) carry it
+   * as a claim and are valid only while this returns the same value, so a token minted before a revoke
+   * never works for a later enrollment (`enroll` makes every re-enrollment's value strictly later).
+   */
+  async activeEnrollment(machineId: string): Promise<string | undefined> {
     const machine = await this.store.getMachine(machineId);
-    return machine !== undefined && !machine.revokedAt;
+    return machine && !machine.revokedAt ? machine.enrolledAt : undefined;
   }
 
   /** The active machine a presented token belongs to, if any. */

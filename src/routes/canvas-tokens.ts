@@ -29,11 +29,12 @@ export const canvasTokenRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
     },
     async (request, reply) => {
       const { canvasId, agentletId, ttlSeconds = DEFAULT_CANVAS_TTL_SECONDS } = request.body;
-      if (!(await machines.isActive(agentletId))) {
+      const enrolledAt = await machines.activeEnrollment(agentletId);
+      if (enrolledAt === undefined) {
         throw new AppError('machine_not_found', `No enrolled machine ${agentletId}.`, { machineId: agentletId });
       }
       const exp = Math.floor(now().getTime() / 1000) + ttlSeconds;
-      const token = mintCanvasToken({ canvasId, agentletId, exp }, credentials.canvasTokenSecret);
+      const token = mintCanvasToken({ canvasId, agentletId, enrolledAt, exp }, credentials.canvasTokenSecret);
       reply.header('cache-control', 'no-store');
       return reply.code(201).send({ token, expiresAt: new Date(exp * 1000).toISOString(), rfsUrl: rfsUrl(config.publicBaseUrl, canvasId) });
     },
