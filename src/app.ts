@@ -94,13 +94,13 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     const scanner = new SecretScanner(Object.values(credentials));
     const audit = new AuditTrail(store, clock, (err) => logger.error({ err }, 'audit log append failed'));
     const registry = new ResourceRegistry(store, scanner, audit);
-    const machines = new MachineRegistry(store, clock, audit);
+    const machines = new MachineRegistry(store, clock, audit, scanner);
     const profiles = new ProfileRegistry(store, scanner, audit, {
       requiredResourceIds: config.requiredResourceIds,
     });
     const catalogue = new CatalogueCache((view) => metrics.catalogueRebuilds.inc({ view: view.split(':')[0] }));
     const capabilities = new CapabilityProjection(store, config.requiredResourceIds);
-    const deps: RouteDeps = { config, credentials, registry, machines, profiles, catalogue, capabilities, now };
+    const deps: RouteDeps = { config, credentials, registry, machines, profiles, catalogue, capabilities, scanner, now };
     const workloads = new WorkloadService({
       store,
       profiles,

@@ -35,6 +35,14 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_VALIDATION: 'validation_failed',
 };
 
+/**
+ * The message for unknown properties. Their names are never echoed: a client that pastes a token where a
+ * key belongs would get it back in the response (and in every log and proxy on the way).
+ */
+export function unknownProperties(count: number): string {
+  return `must not have additional properties (${count} unknown; names are not echoed)`;
+}
+
 function toBody(err: FastifyError | AppError | Error): ErrorBody {
   if (err instanceof AppError) return body(err.code, err.message, err.details);
   const fe = err as FastifyError;
@@ -44,7 +52,7 @@ function toBody(err: FastifyError | AppError | Error): ErrorBody {
       .map((v) => {
         const extra = (v.params as { additionalProperties?: string[] })?.additionalProperties;
         const field = `${fe.validationContext ?? 'body'}${v.instancePath || ''}`;
-        return { field, message: extra ? `${v.message}: ${extra.join(', ')}` : (v.message ?? 'is invalid') };
+        return { field, message: extra ? unknownProperties(extra.length) : (v.message ?? 'is invalid') };
       });
     const first = issues[0];
     return body('validation_failed', first ? `${first.field} ${first.message}` : 'The request is invalid.', { issues });

@@ -7,6 +7,7 @@ import type { Machine } from '../schemas/machine.js';
 import type { RegistryStore } from '../storage/store.js';
 import { AuditTrail } from '../audit/audit-trail.js';
 import { systemClock, type Clock } from '../clock.js';
+import type { SecretScanner } from '../secrets/secret-scanner.js';
 
 /**
  * `now` as an ISO timestamp, or one millisecond after `previous` when the clock has not passed it (a
@@ -22,12 +23,14 @@ export class MachineRegistry {
     private readonly store: RegistryStore,
     private readonly clock: Clock = systemClock,
     private readonly audit: AuditTrail = new AuditTrail(store, clock),
+    private readonly scanner?: SecretScanner,
   ) {}
 
   async enroll(machineId: string, actor: string): Promise<{ machineId: string; token: string }> {
     if (machineId.toLowerCase() === HOST_PROVIDER) {
       throw new AppError('validation_failed', `${machineId} is reserved for the host provider.`, { field: '/machineId' });
     }
+    await this.scanner?.assertClean([['/machineId', machineId]]);
     const token = generateToken(TOKEN_PREFIX.machine);
     const at = laterThan(this.clock.now(), (await this.store.getMachine(machineId))?.enrolledAt);
     await this.store

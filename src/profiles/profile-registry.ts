@@ -104,7 +104,7 @@ export class ProfileRegistry {
     await this.#assertPlacement(resourceIds, body.agentletId);
     const id = newProfileId();
     await this.#assertNoConflicts({ id, alias: body.alias, agentletId: body.agentletId }, resourceIds);
-    await this.scanner.assertClean(textFields({ ...body, command: launch.command }));
+    await this.scanner.assertClean([['/agentletId', body.agentletId], ...textFields({ ...body, command: launch.command })]);
     const profile: AgentProfile = {
       schemaVersion: PROFILE_SCHEMA_VERSION,
       id,

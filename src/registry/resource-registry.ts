@@ -117,8 +117,10 @@ export class ResourceRegistry {
     const body = (candidate ?? {}) as Record<string, unknown>;
     for (const e of checkCandidate.Errors(candidate)) {
       if (e.keyword === 'boolean') continue; // repeated by the `additionalProperties` entry
-      const extra = e.keyword === 'additionalProperties' ? `: ${(e.params as { additionalProperties?: string[] }).additionalProperties?.join(', ')}` : '';
-      issues.push({ code: 'validation_failed', field: e.instancePath, severity: 'error', message: `${e.message}${extra}` });
+      const extra = e.keyword === 'additionalProperties' ? (e.params as { additionalProperties?: string[] }).additionalProperties : undefined;
+      // Unknown property names are never echoed (one could be a pasted token).
+      const message = extra ? `must not have additional properties (${extra.length} unknown; names are not echoed)` : e.message;
+      issues.push({ code: 'validation_failed', field: e.instancePath, severity: 'error', message });
     }
     const provider = callerProvider ?? (typeof body.provider === 'string' ? body.provider : undefined);
     if (callerProvider !== undefined && body.provider !== undefined && body.provider !== callerProvider) {

@@ -11,7 +11,7 @@ export function rfsUrl(publicBaseUrl: string, canvasId: string): string {
   return `${publicBaseUrl}/api/rfs/${encodeURIComponent(canvasId)}`;
 }
 
-export const canvasTokenRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { machines, credentials, config, now }) => {
+export const canvasTokenRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { machines, credentials, config, scanner, now }) => {
   protect(app, [app.requireOwner, app.requireHuabu], ['ownerToken', 'providerToken']);
 
   app.post(
@@ -24,11 +24,12 @@ export const canvasTokenRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
         description:
           'A token bound to one canvas and one enrolled Agentlet machine, expiring after `ttlSeconds`. It reads `$HUABU_RFS_URL/resources`: the host records and that machine\'s. Owner token or the Huabu provider token.',
         body: CanvasTokenBody,
-        response: { 201: { ...CanvasTokenResult, description: 'Minted.' }, ...errors('validation_failed', 'machine_not_found') },
+        response: { 201: { ...CanvasTokenResult, description: 'Minted.' }, ...errors('validation_failed', 'machine_not_found', 'secret_detected') },
       },
     },
     async (request, reply) => {
       const { canvasId, agentletId, ttlSeconds = DEFAULT_CANVAS_TTL_SECONDS } = request.body;
+      await scanner.assertClean([['/canvasId', canvasId]]);
       const enrolledAt = await machines.activeEnrollment(agentletId);
       if (enrolledAt === undefined) {
         throw new AppError('machine_not_found', `No enrolled machine ${agentletId}.`, { machineId: agentletId });

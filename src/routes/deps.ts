@@ -6,6 +6,7 @@ import type { MachineRegistry } from '../machines/machine-registry.js';
 import type { ProfileRegistry } from '../profiles/profile-registry.js';
 import type { CatalogueCache } from '../registry/catalogue-cache.js';
 import type { ResourceRegistry } from '../registry/resource-registry.js';
+import type { SecretScanner } from '../secrets/secret-scanner.js';
 
 export interface RouteDeps {
   config: Config;
@@ -15,5 +16,6 @@ export interface RouteDeps {
   profiles: ProfileRegistry;
   catalogue: CatalogueCache;
   capabilities: CapabilityProjection;
+  scanner: SecretScanner;
   now: () => Date;
 }

@@ -52,6 +52,12 @@ export class WorkloadService {
 
   async launch(request: LaunchBody): Promise<LaunchResult> {
     const { store } = this.#o;
+    // Every field that may be stored or echoed is scanned first, IDs and the directory override included.
+    await this.#o.scanner.assertClean([
+      ['/canvasId', request.canvasId],
+      ['/threadId', request.threadId],
+      ...(request.workingDirPath === undefined ? [] : [['/workingDirPath', request.workingDirPath] as [string, string]]),
+    ]);
     const stored = await store.getWorkload(request.canvasId, request.threadId);
     if (stored) return { workload: this.#repeat(stored, request), realized: false };
 
