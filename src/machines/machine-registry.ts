@@ -46,11 +46,19 @@ export class MachineRegistry {
     );
   }
 
+  /**
+   * Revokes the machine's credential (and so every canvas token of this enrollment), then withdraws all
+   * its records, each audited: its IDs are free again. The credential goes first so the machine cannot
+   * register anything in between.
+   */
   async revoke(machineId: string, actor: string): Promise<void> {
+    const action = 'machine.revoke';
     await this.store
       .revokeMachine(machineId, this.clock.now().toISOString())
-      .catch((err: unknown) => this.audit.failure(actor, 'machine.revoke', machineId, err));
-    await this.audit.record([{ actor, action: 'machine.revoke', id: machineId, outcome: 'revoked' }]);
+      .catch((err: unknown) => this.audit.failure(actor, action, machineId, err));
+    await this.audit.record([{ actor, action, id: machineId, outcome: 'revoked' }]);
+    const { withdrawn } = await this.store.reconcileResources(machineId, [], false);
+    await this.audit.record(withdrawn.map((id) => ({ actor, action, id, outcome: 'withdrawn' })));
   }
 
   /** True while `machineId` is enrolled and not revoked. */

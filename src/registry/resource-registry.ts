@@ -41,7 +41,20 @@ export class ResourceRegistry {
     private readonly store: RegistryStore,
     private readonly scanner: SecretScanner,
     private readonly audit: AuditTrail = new AuditTrail(store),
+    /** Host configuration: required default IDs, which belong to the host alone. */
+    private readonly requiredResourceIds: readonly string[] = [],
   ) {}
+
+  /** A machine may not hold a required default ID (not even before the host registers it): 403. */
+  #assertNotReserved(provider: string, ids: readonly string[]): void {
+    if (provider === HOST_PROVIDER) return;
+    const reserved = ids.filter((id) => this.requiredResourceIds.includes(id));
+    if (reserved.length > 0) {
+      throw new AppError('forbidden', `${reserved.join(', ')} ${reserved.length === 1 ? 'is a required default ID; it belongs' : 'are required default IDs; they belong'} to the host alone.`, {
+        ids: reserved,
+      });
+    }
+  }
 
   list(): Promise<readonly AgentResource[]> {
     return this.store.listResources();
@@ -72,7 +85,8 @@ export class ResourceRegistry {
       throw new AppError('validation_failed', `Body id ${body.id} does not match the path ID ${id}.`, { field: '/id' });
     }
     const record = this.#toRecord(provider, { ...body, id }, '');
-    await this.scanner.assertClean(textFields(record));
+    await this.scanner.assertClean(textFields(record)).catch((err: unknown) => this.audit.failure(actor, 'resource.register', id, err));
+    this.#assertNotReserved(provider, [id]);
     const outcome = await this.store.putResource(record).catch((err: unknown) => this.audit.failure(actor, 'resource.register', id, err));
     await this.audit.record([{ actor, action: 'resource.register', id, outcome }]);
     return { outcome, record };
@@ -93,7 +107,8 @@ export class ResourceRegistry {
     }
     const records = entries.map((entry, i) => this.#toRecord(provider, entry, `/resources/${i}`));
     const fields = records.flatMap((r, i) => textFields(r).map(([f, v]): [string, string] => [`/resources/${i}${f}`, v]));
-    await this.scanner.assertClean(fields);
+    await this.scanner.assertClean(fields).catch((err: unknown) => this.audit.failure(actor, 'resource.reconcile', `provider:${provider}`, err));
+    this.#assertNotReserved(provider, records.map((r) => r.id));
     const result = await this.store
       .reconcileResources(provider, records, dryRun)
       .catch((err: unknown) => this.audit.failure(actor, 'resource.reconcile', `provider:${provider}`, err));

@@ -1,6 +1,7 @@
 // Owner or Huabu: mint a canvas token for an agent (its $AGENTLET_TOKEN) and tell it its $HUABU_RFS_URL.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { mintCanvasToken } from '../credentials/tokens.js';
+import { actorOf } from '../credentials/principal.js';
 import { AppError } from '../errors.js';
 import { protect } from '../http/auth.js';
 import { errors } from '../http/openapi.js';
@@ -11,7 +12,7 @@ export function rfsUrl(publicBaseUrl: string, canvasId: string): string {
   return `${publicBaseUrl}/api/rfs/${encodeURIComponent(canvasId)}`;
 }
 
-export const canvasTokenRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { machines, credentials, config, scanner, now }) => {
+export const canvasTokenRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { machines, credentials, config, scanner, audit, now }) => {
   protect(app, [app.requireOwner, app.requireHuabu], ['ownerToken', 'providerToken']);
 
   app.post(
@@ -36,6 +37,7 @@ export const canvasTokenRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
       }
       const exp = Math.floor(now().getTime() / 1000) + ttlSeconds;
       const token = mintCanvasToken({ canvasId, agentletId, enrolledAt, exp }, credentials.canvasTokenSecret);
+      await audit.record([{ actor: actorOf(request.principal!), action: 'canvas-token.mint', id: `${canvasId}@${agentletId}`, outcome: 'minted' }]);
       reply.header('cache-control', 'no-store');
       return reply.code(201).send({ token, expiresAt: new Date(exp * 1000).toISOString(), rfsUrl: rfsUrl(config.publicBaseUrl, canvasId) });
     },

@@ -6,6 +6,7 @@ import type { MachineRegistry } from '../machines/machine-registry.js';
 import type { ProfileRegistry } from '../profiles/profile-registry.js';
 import type { CatalogueCache } from '../registry/catalogue-cache.js';
 import type { ResourceRegistry } from '../registry/resource-registry.js';
+import type { AuditTrail } from '../audit/audit-trail.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
 
 export interface RouteDeps {
@@ -17,5 +18,6 @@ export interface RouteDeps {
   catalogue: CatalogueCache;
   capabilities: CapabilityProjection;
   scanner: SecretScanner;
+  audit: AuditTrail;
   now: () => Date;
 }
