@@ -15,6 +15,7 @@ export const ERROR_CODES = {
   invalid_profile_kind: 409,
   workload_already_realized: 409,
   machine_exists: 409,
+  method_not_allowed: 405,
   request_timeout: 408,
   precondition_failed: 412,
   payload_too_large: 413,

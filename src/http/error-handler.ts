@@ -130,6 +130,15 @@ function installJsonParser(app: FastifyInstance): void {
   });
 }
 
+/** A route URL (`/api/acp/resources/:id`, `/docs/static/*`) as a regular expression over concrete paths. */
+function routePattern(url: string): RegExp {
+  const source = url
+    .split(/(:[A-Za-z0-9_]+|\*)/)
+    .map((part) => (part === '*' ? '.*' : part.startsWith(':') ? '[^/]+' : part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')))
+    .join('');
+  return new RegExp(`^${source}/?$`);
+}
+
 export function installErrorHandling(app: FastifyInstance): void {
   installJsonParser(app);
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
@@ -139,7 +148,22 @@ export function installErrorHandling(app: FastifyInstance): void {
     if (out.statusCode === 401) reply.header('www-authenticate', 'Bearer');
     void reply.code(out.statusCode).send(out);
   });
+  const routes = new Map<string, { pattern: RegExp; methods: Set<string> }>();
+  app.addHook('onRoute', (route) => {
+    const entry = routes.get(route.url) ?? { pattern: routePattern(route.url), methods: new Set<string>() };
+    for (const m of [route.method].flat()) entry.methods.add(m);
+    routes.set(route.url, entry);
+  });
   app.setNotFoundHandler((request, reply) => {
+    // A path some route serves, with another method: 405 and the methods it does serve.
+    const urlPath = request.url.split('?')[0]!;
+    const allowed = new Set<string>();
+    for (const { pattern, methods } of routes.values()) if (pattern.test(urlPath)) for (const m of methods) allowed.add(m);
+    if (allowed.size > 0 && !allowed.has(request.method)) {
+      const allow = [...allowed].sort().join(', ');
+      void reply.code(405).header('allow', allow).send(body('method_not_allowed', `${request.method} is not served on this path; it serves ${allow}.`, { allow: [...allowed].sort() }));
+      return;
+    }
     void reply.code(404).send(body('not_found', `No route for ${request.method} on this path.`));
   });
 }

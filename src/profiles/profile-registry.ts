@@ -36,11 +36,14 @@ export interface ProfileRead {
  * unconditional (no header, or `*`, which any existing profile matches). Weak tags never match.
  */
 export function parseIfMatch(header: string | undefined): string[] | undefined {
-  if (header === undefined || header.trim() === '' || header.trim() === '*') return undefined;
-  return header
-    .split(',')
-    .map((t) => t.trim())
-    .filter((t) => t !== '' && !t.startsWith('W/'))
+  if (header === undefined || header.trim() === '*') return undefined;
+  const tags = header.split(',').map((t) => t.trim()).filter((t) => t !== '');
+  // An If-Match that names nothing is a client bug (an empty variable), not "no condition": 400.
+  if (tags.length === 0) {
+    throw new AppError('validation_failed', 'If-Match is empty; send an ETag, `*`, or no If-Match header.', { field: 'headers/if-match' });
+  }
+  return tags
+    .filter((t) => !t.startsWith('W/'))
     .map((t) => (t.length >= 2 && t.startsWith('"') && t.endsWith('"') ? t.slice(1, -1) : t));
 }
 
