@@ -6,6 +6,7 @@ import { AppError } from '../errors.js';
 import { AuditTrail } from '../audit/audit-trail.js';
 import {
   MAX_CUSTOM_DATA_BYTES,
+  MAX_CUSTOM_DATA_DEPTH,
   PROFILE_SCHEMA_VERSION,
   type AgentProfile,
   type ProfileCreateBody,
@@ -51,8 +52,28 @@ function read(entry: ProfileEntry): ProfileRead {
   return { profile: profileView(entry.profile), etag: `"${entry.revision}"` };
 }
 
+/**
+ * Refuses customData nested deeper than MAX_CUSTOM_DATA_DEPTH (objects and arrays), counted without
+ * recursion, before anything recursive (serializing, scanning) touches it: 5,000 levels overflowed the stack.
+ */
+function assertCustomDataDepth(customData: Record<string, unknown> | undefined): void {
+  if (customData === undefined) return;
+  const stack: [unknown, number][] = [[customData, 1]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!;
+    if (depth > MAX_CUSTOM_DATA_DEPTH) {
+      throw new AppError('validation_failed', `customData is nested more than ${MAX_CUSTOM_DATA_DEPTH} levels deep.`, {
+        field: '/customData',
+        limit: MAX_CUSTOM_DATA_DEPTH,
+      });
+    }
+    for (const child of Object.values(value as object)) if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+  }
+}
+
 function assertCustomDataSize(customData: Record<string, unknown> | undefined): void {
   if (customData === undefined) return;
+  assertCustomDataDepth(customData);
   const bytes = Buffer.byteLength(JSON.stringify(customData), 'utf8');
   if (bytes > MAX_CUSTOM_DATA_BYTES) {
     throw new AppError('validation_failed', `customData is ${bytes} bytes serialized; at most ${MAX_CUSTOM_DATA_BYTES} are allowed.`, {
