@@ -13,6 +13,7 @@ import { seedHuabuResources } from './host/huabu.js';
 import { authPlugin } from './http/auth.js';
 import { clientErrorHandler, frameworkErrors, installErrorHandling, MAX_PARAM_LENGTH } from './http/error-handler.js';
 import { trackRequests } from './http/in-flight.js';
+import { ExpensiveWork } from './http/expensive-work.js';
 import { registerLimits } from './http/limits.js';
 import { registerOpenApi } from './http/openapi.js';
 import { createLogger } from './logger.js';
@@ -122,7 +123,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     });
     const catalogue = new CatalogueCache((view) => metrics.catalogueRebuilds.inc({ view: view.split(':')[0] }));
     const capabilities = new CapabilityProjection(store, config.requiredResourceIds);
-    const deps: RouteDeps = { config, credentials, registry, machines, profiles, catalogue, capabilities, scanner, audit, now };
+    const deps: RouteDeps = { config, credentials, registry, machines, profiles, catalogue, capabilities, scanner, audit, expensive: new ExpensiveWork(), now };
     const workloads = new WorkloadService({
       store,
       profiles,

@@ -45,6 +45,8 @@ export function unknownProperties(count: number): string {
 
 function toBody(err: FastifyError | AppError | Error): ErrorBody {
   if (err instanceof AppError) return body(err.code, err.message, err.details);
+  // Work cancelled because its client went away: nobody reads this answer.
+  if (err.name === 'AbortError') return body('overloaded', 'The request was cancelled.');
   const fe = err as FastifyError;
   if (fe.validation) {
     const issues = fe.validation
@@ -146,6 +148,8 @@ export function installErrorHandling(app: FastifyInstance): void {
     if (out.statusCode >= 500) request.log.error({ err }, 'request failed');
     else request.log.info({ code: out.code, statusCode: out.statusCode }, 'request rejected');
     if (out.statusCode === 401) reply.header('www-authenticate', 'Bearer');
+    const retryAfter = out.details?.retryAfterSeconds;
+    if (out.code === 'rate_limited' && typeof retryAfter === 'number' && !reply.hasHeader('retry-after')) reply.header('retry-after', String(retryAfter));
     void reply.code(out.statusCode).send(out);
   });
   const routes = new Map<string, { pattern: RegExp; methods: Set<string> }>();

@@ -29,6 +29,7 @@ const AWS_ACCESS_KEY_ID = /(?<![A-Z0-9])(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|
 /** A PEM private key block with key material (secretlint's rule misses short ones, such as P-256 EC keys). */
 const PEM_PRIVATE_KEY = /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----\s*[A-Za-z0-9+/=]{40,}/;
 const MIN_KNOWN_SECRET_LENGTH = 12;
+const YIELD_EVERY_FIELDS = 32;
 
 /**
  * The recommended preset's rules, each registered on its own, without `secretlint-rule-filter-comments`:
@@ -54,7 +55,11 @@ export class SecretScanner {
    */
   async scan(fields: Iterable<[field: string, value: string]>): Promise<SecretFinding[]> {
     const findings: SecretFinding[] = [];
+    let scanned = 0;
     for (const [field, value] of fields) {
+      // secretlint is synchronous under its promises: yield to the event loop now and then, so a large
+      // write (a 1,000-record reconcile) does not hold every other request (agents' reads) until it ends.
+      if (++scanned % YIELD_EVERY_FIELDS === 0) await new Promise((resolve) => setImmediate(resolve));
       const rule = await this.#firstRule(value);
       if (rule) findings.push({ field, rule });
       if (rule && field.endsWith(KEY_SUFFIX)) break;
