@@ -1,6 +1,7 @@
 // Agentlet machine enrollment: issues a machine token once (stored only as its digest), lists machines,
 // revokes credentials (the machine's records stay), and maps a presented token to its machine.
 import { AppError } from '../errors.js';
+import { lookAlikeKey } from '../text/look-alike.js';
 import { generateToken, TOKEN_PREFIX, tokenDigest, matchDigest } from '../credentials/tokens.js';
 import { HOST_PROVIDER } from '../schemas/common.js';
 import type { Machine } from '../schemas/machine.js';
@@ -27,7 +28,8 @@ export class MachineRegistry {
   ) {}
 
   async enroll(machineId: string, actor: string): Promise<{ machineId: string; token: string }> {
-    if (machineId.toLowerCase() === HOST_PROVIDER) {
+    // `huabu`, `Huabu`, `huabu.`, `hu-abu`, `huаbu` (Cyrillic а): anything that reads as the host is reserved.
+    if (lookAlikeKey(machineId.replace(/[._-]/g, '')) === HOST_PROVIDER) {
       throw new AppError('validation_failed', `${machineId} is reserved for the host provider.`, { field: '/machineId' });
     }
     await this.scanner?.assertClean([['/machineId', machineId]]);

@@ -3,6 +3,7 @@
 // writes the audit trail. Framework-free.
 import { assertNoErrors, selectionConflicts, type SelectionProfile } from '../capabilities/diagnostics.js';
 import { AppError } from '../errors.js';
+import { hasInvisible } from '../text/look-alike.js';
 import { AuditTrail } from '../audit/audit-trail.js';
 import {
   MAX_CUSTOM_DATA_BYTES,
@@ -71,6 +72,13 @@ function assertCustomDataDepth(customData: Record<string, unknown> | undefined):
   }
 }
 
+/** Aliases may not hold invisible or bidi-control characters (they would make look-alikes). */
+function assertVisibleAlias(alias: string | undefined): void {
+  if (alias !== undefined && hasInvisible(alias)) {
+    throw new AppError('validation_failed', 'The alias holds an invisible or bidirectional-control character.', { field: '/alias' });
+  }
+}
+
 function assertCustomDataSize(customData: Record<string, unknown> | undefined): void {
   if (customData === undefined) return;
   assertCustomDataDepth(customData);
@@ -124,6 +132,7 @@ export class ProfileRegistry {
     }
     const launch = { kind: ACP_COMMAND, command: (body.launch as { command: string }).command } as const;
     const resourceIds = body.resourceIds ?? [];
+    assertVisibleAlias(body.alias);
     assertCustomDataSize(body.customData);
     await this.#assertPlacement(resourceIds, body.agentletId);
     const id = newProfileId();
@@ -155,6 +164,7 @@ export class ProfileRegistry {
     // Fail early on a stale ETag or the wrong kind; the store checks both again inside the write.
     assertRevision(current.profile, expected);
     if (isManifestBacked(current.profile)) throw notThisKind(current.profile, 'changed');
+    assertVisibleAlias(body.alias);
     assertCustomDataSize(body.customData);
     // agentletId cannot change, so placement checked against this read still holds at the write.
     if (body.resourceIds !== undefined) {

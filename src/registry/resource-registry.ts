@@ -3,6 +3,7 @@
 import { Compile } from 'typebox/compile';
 import { canSeeTogether, nameKey, RUNTIME_VARIABLES, unknownVariables } from '../capabilities/rules.js';
 import { AppError } from '../errors.js';
+import { hasInvisible } from '../text/look-alike.js';
 import { HOST_PROVIDER, ProviderId } from '../schemas/common.js';
 import {
   AgentResource,
@@ -193,6 +194,9 @@ export class ResourceRegistry {
       description: body.description,
       instructions: body.instructions,
     };
+    if (hasInvisible(record.name)) {
+      throw new AppError('validation_failed', 'The name holds an invisible or bidirectional-control character.', { field: `${at}/name` });
+    }
     if (!checkProvider.Check(provider) || !checkRecord.Check(record)) {
       throw new AppError('validation_failed', 'The record does not satisfy the AgentResource schema.', { field: at || '/' });
     }
