@@ -1,7 +1,8 @@
 // Builds the whole application (store, credentials, core services, HTTP routes, OpenAPI) and never
 // listens. Tests and scripts build it with their own configuration; src/server.ts runs it.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import { actorOf } from './credentials/principal.js';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { AuditTrail } from './audit/audit-trail.js';
@@ -10,8 +11,9 @@ import { assertNoErrors } from './capabilities/diagnostics.js';
 import { resolveCredentials } from './credentials/credentials-file.js';
 import { seedHuabuResources } from './host/huabu.js';
 import { authPlugin } from './http/auth.js';
-import { installErrorHandling } from './http/error-handler.js';
+import { clientErrorHandler, frameworkErrors, installErrorHandling, MAX_PARAM_LENGTH } from './http/error-handler.js';
 import { trackRequests } from './http/in-flight.js';
+import { ExpensiveWork } from './http/expensive-work.js';
 import { registerLimits } from './http/limits.js';
 import { registerOpenApi } from './http/openapi.js';
 import { validatorCompiler } from './http/validator.js';
@@ -75,6 +77,27 @@ async function openStore(config: Config, logger: Logger, metrics: Metrics, fs: F
   });
 }
 
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Refused writes leave an audit entry: a 401 or 403 on a write route (the route's pattern, never the
+ * concrete path, which could carry anything). Refusals by the core (secret_detected, conflicts) are audited
+ * where they happen, with the object's ID.
+ */
+function auditRefusedWrite(audit: AuditTrail, request: FastifyRequest, statusCode: number): void {
+  if (READ_METHODS.has(request.method) || (statusCode !== 401 && statusCode !== 403)) return;
+  const route = request.routeOptions.url;
+  if (route === undefined) return;
+  void audit.record([
+    {
+      actor: request.principal ? actorOf(request.principal) : 'anonymous',
+      action: `${request.method} ${route}`,
+      id: '-',
+      outcome: statusCode === 401 ? 'unauthorized' : 'forbidden',
+    },
+  ]);
+}
+
 export async function buildApp(options: BuildOptions): Promise<FastifyInstance> {
   const { config } = options;
   const logger = options.logger ?? createLogger(config.logLevel);
@@ -96,15 +119,15 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
 
     const scanner = new SecretScanner(Object.values(credentials));
     const audit = new AuditTrail(store, clock, (err) => logger.error({ err }, 'audit log append failed'));
-    const registry = new ResourceRegistry(store, scanner, audit);
-    const machines = new MachineRegistry(store, clock, audit);
+    const registry = new ResourceRegistry(store, scanner, audit, config.requiredResourceIds);
+    const machines = new MachineRegistry(store, clock, audit, scanner);
     const profiles = new ProfileRegistry(store, scanner, audit, {
       requiredResourceIds: config.requiredResourceIds,
       ...(config.defaultAgentletId !== undefined ? { defaultAgentletId: config.defaultAgentletId } : {}),
     });
     const catalogue = new CatalogueCache((view) => metrics.catalogueRebuilds.inc({ view: view.split(':')[0] }));
     const capabilities = new CapabilityProjection(store, config.requiredResourceIds);
-    const deps: RouteDeps = { config, credentials, registry, machines, profiles, catalogue, capabilities, now };
+    const deps: RouteDeps = { config, credentials, registry, machines, profiles, catalogue, capabilities, scanner, audit, expensive: new ExpensiveWork(), now };
     const workloads = new WorkloadService({
       store,
       profiles,
@@ -112,6 +135,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       requiredResourceIds: config.requiredResourceIds,
       rfsUrl: (canvasId) => rfsUrl(config.publicBaseUrl, canvasId),
       clock,
+      audit,
       // Fail closed: any error diagnostic touching the profile or its effective set stops the launch.
       preflight: async (profile, effective) =>
         assertNoErrors(await capabilities.diagnosticsFor(profile, effective), 'The launch would confuse the agent', { profileId: profile.id }),
@@ -122,6 +146,9 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       bodyLimit: BODY_LIMIT,
       requestTimeout: 30_000,
       return503OnClosing: true,
+      maxParamLength: MAX_PARAM_LENGTH,
+      frameworkErrors,
+      clientErrorHandler,
     }).withTypeProvider<TypeBoxTypeProvider>();
     app.setValidatorCompiler(validatorCompiler);
     installErrorHandling(app);
@@ -140,6 +167,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       await store.close();
     });
     app.addHook('onResponse', async (request, reply) => {
+      auditRefusedWrite(audit, request, reply.statusCode);
       metrics.requestDuration.observe(
         { method: request.method, route: request.routeOptions.url ?? '__unmatched__', status_code: String(reply.statusCode) },
         reply.elapsedTime / 1000,

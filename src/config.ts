@@ -6,7 +6,7 @@ import { Compile } from 'typebox/compile';
 import { RESOURCE_ID_PATTERN, SLUG_ID_PATTERN } from './schemas/common.js';
 
 export const DEFAULT_REQUIRED_RESOURCE_IDS = ['huabu-access', 'local-resource-management'];
-const MIN_TOKEN_LENGTH = 24;
+export const MIN_TOKEN_LENGTH = 24;
 
 export interface Config {
   host: string;

@@ -78,14 +78,14 @@ t.test('machine tokens: shown once, revocable, never listed', async (t) => {
   const after = await h.put('agentlet-a', token, 'tool-x');
   t.equal(after.statusCode, 401, 'a revoked token is unknown');
   const records = await h.app.inject({ url: '/api/acp/resources?provider=agentlet-a', headers: h.owner });
-  t.same(records.json().resources.map((r: { id: string }) => r.id), ['tool-x'], 'its records stay');
+  t.same(records.json().resources.map((r: { id: string }) => r.id), [], 'its records are withdrawn (issue 14: revoking frees its IDs)');
   const unknown = await h.app.inject({ method: 'DELETE', url: '/api/acp/machines/agentlet-a', headers: h.owner });
   t.equal(unknown.statusCode, 404);
   t.equal(unknown.json().code, 'machine_not_found');
 
   const reenrolled = await h.enroll('agentlet-a');
   t.not(reenrolled, token);
-  t.equal((await h.put('agentlet-a', reenrolled, 'tool-x', { name: 'New name' })).statusCode, 200, 'the re-enrolled machine owns its records again');
+  t.equal((await h.put('agentlet-a', reenrolled, 'tool-x', { name: 'New name' })).statusCode, 201, 'the re-enrolled machine registers its records again');
 });
 
 t.test('canvas tokens: bound to one canvas and one machine, expiring, tamper-evident', async (t) => {

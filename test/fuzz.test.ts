@@ -64,6 +64,11 @@ const hostile = fc.constantFrom<unknown>(
   null,
   12,
   { schemaVersion: 1, id: '../../etc/passwd', name: 'n', description: 'd', instructions: 'i' },
+  // Issue 14: deep nesting (customData), a token-shaped unknown property, look-alike and invisible text.
+  { customData: JSON.parse('{"a":'.repeat(1000) + '1' + '}'.repeat(1000)) },
+  { ['arr_machine_' + 'F'.repeat(43)]: 1, ['ghp_' + 'A1b2'.repeat(9)]: 2 },
+  { alias: 'Re\u200Bviewer', name: '\u202Eevil', machineId: 'huabu.' },
+  'Ｒｅｖｉｅｗｅｒ',
 );
 
 /** Values that are probably not valid: valid ones broken in one place, or anything at all. */
@@ -114,7 +119,17 @@ t.test('fuzz every operation as every role', async (t) => {
           .filter((p) => p.in === 'path')
           .map((p) => {
             const own = p.name === 'provider' ? fc.constantFrom('huabu', 'agentlet-a') : p.name === 'canvasId' ? fc.constant('canvas-x') : fc.constant('tool-a');
-            return [p.name, fc.oneof({ arbitrary: own, weight: 3 }, { arbitrary: valid(p.schema) as fc.Arbitrary<string>, weight: 2 }, { arbitrary: fc.string({ maxLength: 20 }), weight: 1 })];
+            // Issue 14: IDs of 101..128 characters (once 414) and longer ones (400 in our envelope).
+            const long = fc.integer({ min: 101, max: 700 }).map((n) => 'a'.repeat(n));
+            return [
+              p.name,
+              fc.oneof(
+                { arbitrary: own, weight: 3 },
+                { arbitrary: valid(p.schema) as fc.Arbitrary<string>, weight: 2 },
+                { arbitrary: fc.string({ maxLength: 20 }), weight: 1 },
+                { arbitrary: long, weight: 1 },
+              ),
+            ];
           }),
       );
       const queryArbs = Object.fromEntries(params.filter((p) => p.in === 'query').map((p) => [p.name, fc.oneof(valid(p.schema), fc.string({ maxLength: 10 }))]));
@@ -147,6 +162,9 @@ t.test('fuzz every operation as every role', async (t) => {
                     : ({} as Record<string, unknown>).polluted !== undefined
                       ? 'Object.prototype polluted'
                       : undefined;
+            if (!problem && res.statusCode >= 400 && /^application\/json/.test(String(res.headers['content-type'])) && /arr_machine_F|ghp_A1b2/.test(res.body)) {
+              failures.push(`${method.toUpperCase()} ${url} as ${role}: a token-shaped property name was echoed`);
+            }
             if (problem) failures.push(`${method.toUpperCase()} ${url} as ${role}: ${problem}`);
             return problem === undefined;
           }),

@@ -38,8 +38,11 @@ export function newCredentials(): Credentials {
   };
 }
 
+/** Every seeded machine's enrollment (canvas tokens are bound to it). */
+const BENCH_ENROLLED_AT = '2026-01-01T00:00:00.000Z';
+
 export function canvasToken(creds: Credentials): string {
-  return mintCanvasToken({ canvasId: CANVAS_ID, agentletId: MACHINES[0]!, exp: Math.floor(Date.now() / 1000) + 24 * 3600 }, creds.secret);
+  return mintCanvasToken({ canvasId: CANVAS_ID, agentletId: MACHINES[0]!, enrolledAt: BENCH_ENROLLED_AT, exp: Math.floor(Date.now() / 1000) + 24 * 3600 }, creds.secret);
 }
 
 /** Record i belongs to provider i mod 5 (huabu, bm0..bm3). */
@@ -90,7 +93,7 @@ export async function prepareDataDir(root: string, count: number, creds: Credent
     return { ...writeBody(id, 'seed'), id, provider };
   }).sort((a, b) => (a.id < b.id ? -1 : 1));
   await writeFile(path.join(dir, 'agent-resources', 'resources.json'), JSON.stringify({ schemaVersion: 1, state: { resources } }), { mode: 0o600 });
-  const enrolledAt = new Date().toISOString();
+  const enrolledAt = BENCH_ENROLLED_AT;
   const machines = MACHINES.map((machineId) => ({ machineId, tokenDigest: tokenDigest(creds.machines[machineId]!).toString('hex'), enrolledAt }));
   await writeFile(path.join(dir, 'machines.json'), JSON.stringify({ schemaVersion: 1, state: { machines } }), { mode: 0o600 });
   return dir;

@@ -13,6 +13,8 @@ import { SvgRenderer } from './svg-renderer.js';
 
 /** Graphviz `dot` layout grows much faster than linearly: about 15 s for 1500 components here. */
 export const MAX_SVG_COMPONENTS = 800;
+/** Edges cost the layout as much as components do: 798 components and 9.5k edges took 146 s. */
+export const MAX_SVG_EDGES = 1500;
 
 export type CapabilityFormat = 'json' | 'dot' | 'svg';
 
@@ -26,7 +28,7 @@ export type ProjectionStore = Pick<RegistryStore, 'listResources' | 'listProfile
 
 export class CapabilityProjection {
   #digest: string | undefined;
-  #bodies = new Map<string, Promise<string>>();
+  #bodies = new Map<string, { body: Promise<string>; waiters: number; controller: AbortController }>();
   readonly #svg = new SvgRenderer();
 
   constructor(
@@ -67,24 +69,51 @@ export class CapabilityProjection {
     return diagnosticsFor(current.index, { profile, effectiveResourceIds });
   }
 
-  /** The current snapshot (or its `kind` view) in `format`; bodies are reused while the digest holds. */
-  async render(kind: ComponentKind | undefined, format: CapabilityFormat): Promise<RenderedView> {
+  /**
+   * The current snapshot (or its `kind` view) in `format`; bodies are reused while the digest holds, and
+   * concurrent requests for one body share its rendering. `signal` is the caller going away: the caller
+   * stops waiting at once, and a rendering nobody waits for any more is cancelled.
+   */
+  async render(kind: ComponentKind | undefined, format: CapabilityFormat, signal?: AbortSignal): Promise<RenderedView> {
     const whole = await this.snapshot();
     if (whole.digest !== this.#digest) {
       this.#digest = whole.digest;
       this.#bodies.clear();
     }
     const key = `${kind ?? '*'}:${format}`;
-    let body = this.#bodies.get(key);
-    if (body === undefined) {
-      body = this.#build(whole, kind, format);
-      this.#bodies.set(key, body);
+    let entry = this.#bodies.get(key);
+    if (entry === undefined) {
+      const controller = new AbortController();
+      const created = { body: this.#build(whole, kind, format, controller.signal), waiters: 0, controller };
+      entry = created;
+      this.#bodies.set(key, created);
       // A failed body is not kept: the next request tries again.
-      body.catch(() => {
-        if (this.#bodies.get(key) === body) this.#bodies.delete(key);
+      created.body.catch(() => {
+        if (this.#bodies.get(key) === created) this.#bodies.delete(key);
       });
     }
-    return { digest: whole.digest, body: await body };
+    const shared = entry;
+    shared.waiters++;
+    try {
+      if (!signal) return { digest: whole.digest, body: await shared.body };
+      let onAbort!: () => void;
+      const aborted = new Promise<never>((_, reject) => {
+        onAbort = () => reject(Object.assign(new Error('The client went away.'), { name: 'AbortError' }));
+        if (signal.aborted) onAbort();
+        else signal.addEventListener('abort', onAbort, { once: true });
+      });
+      try {
+        return { digest: whole.digest, body: await Promise.race([shared.body, aborted]) };
+      } finally {
+        signal.removeEventListener('abort', onAbort);
+      }
+    } finally {
+      shared.waiters--;
+      if (shared.waiters === 0 && signal?.aborted) {
+        shared.controller.abort();
+        if (this.#bodies.get(key) === shared) this.#bodies.delete(key);
+      }
+    }
   }
 
   /** Stops the SVG worker, if it was started. */
@@ -92,7 +121,7 @@ export class CapabilityProjection {
     return this.#svg.close();
   }
 
-  async #build(whole: CapabilitySnapshot, kind: ComponentKind | undefined, format: CapabilityFormat): Promise<string> {
+  async #build(whole: CapabilitySnapshot, kind: ComponentKind | undefined, format: CapabilityFormat, signal: AbortSignal): Promise<string> {
     const view = narrowSnapshot(whole, kind);
     if (format === 'json') return serializeSnapshot(view);
     if (format === 'dot') return snapshotToDot(view, whole);
@@ -104,6 +133,13 @@ export class CapabilityProjection {
         { components: drawn, limit: MAX_SVG_COMPONENTS },
       );
     }
-    return this.#svg.render(snapshotToDot(view, whole));
+    if (view.edges.length > MAX_SVG_EDGES) {
+      throw new AppError(
+        'payload_too_large',
+        `The graph has ${view.edges.length} edges; SVG is rendered for at most ${MAX_SVG_EDGES}. Narrow it with ?kind= or take ?format=dot.`,
+        { edges: view.edges.length, limit: MAX_SVG_EDGES },
+      );
+    }
+    return this.#svg.render(snapshotToDot(view, whole), { signal });
   }
 }

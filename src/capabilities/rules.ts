@@ -1,5 +1,6 @@
 // The small rules the capability projection is made of: when two resource names clash, which providers an
 // agent can see together, and which `$VARIABLE`s an instruction may name. Pure; no I/O.
+import { lookAlikeKey } from '../text/look-alike.js';
 import { HOST_PROVIDER } from '../schemas/common.js';
 
 /** The runtime variables an agent's environment provides (DESIGN §2). */
@@ -12,9 +13,9 @@ export const RUNTIME_VARIABLES: readonly string[] = [
 ];
 const RUNTIME = new Set(RUNTIME_VARIABLES);
 
-/** Names clash ignoring case and surrounding whitespace. */
+/** Names clash ignoring case, surrounding whitespace and look-alike characters (src/text/look-alike.ts). */
 export function nameKey(name: string): string {
-  return name.trim().toLowerCase();
+  return lookAlikeKey(name);
 }
 
 /**

@@ -1,72 +1,87 @@
-// Renders DOT to SVG with Graphviz compiled to WebAssembly (@viz-js/viz), in one worker thread so a large
-// layout never blocks the event loop. The worker (and WebAssembly) starts on the first render; jobs run
-// one at a time; the worker holds the process open only while a job is pending.
+// Renders DOT to SVG with Graphviz compiled to WebAssembly (@viz-js/viz), each render in its own worker
+// thread so a large layout never blocks the event loop and can be stopped: a render that passes its time
+// limit, or whose callers all went away (AbortSignal), has its worker terminated. Renders run one at a
+// time (the layout is CPU-bound; two would only share the cores with the event loop).
 import { Worker } from 'node:worker_threads';
+import { AppError } from '../errors.js';
 
 const WORKER_SOURCE = (vizUrl: string) => `
-const { parentPort } = require('node:worker_threads');
-const viz = import(${JSON.stringify(vizUrl)}).then((m) => m.instance());
-parentPort.on('message', async ({ id, dot }) => {
-  try {
-    parentPort.postMessage({ id, svg: (await viz).renderString(dot, { format: 'svg' }) });
-  } catch (err) {
-    parentPort.postMessage({ id, error: String((err && err.message) || err) });
-  }
-});
+const { parentPort, workerData } = require('node:worker_threads');
+import(${JSON.stringify(vizUrl)})
+  .then((m) => m.instance())
+  .then((viz) => parentPort.postMessage({ svg: viz.renderString(workerData.dot, { format: 'svg' }) }))
+  .catch((err) => parentPort.postMessage({ error: String((err && err.message) || err) }));
 `;
 
-interface Job {
-  resolve(svg: string): void;
-  reject(err: Error): void;
+/** How long one layout may take before it is stopped (413: narrow the graph). */
+export const SVG_RENDER_TIMEOUT_MS = 20_000;
+
+export interface RenderOptions {
+  /** Aborted when nobody waits for the result any more (the client disconnected). */
+  signal?: AbortSignal;
+  timeoutMs?: number;
 }
 
 export class SvgRenderer {
-  #worker: Worker | undefined;
-  #pending = new Map<number, Job>();
-  #next = 0;
+  #tail: Promise<unknown> = Promise.resolve();
+  #running = new Set<Worker>();
+  #closed = false;
 
-  render(dot: string): Promise<string> {
-    const worker = this.#start();
-    const id = ++this.#next;
-    return new Promise<string>((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject });
-      worker.ref();
-      worker.postMessage({ id, dot });
-    });
+  render(dot: string, options: RenderOptions = {}): Promise<string> {
+    const run = this.#tail.then(() => this.#run(dot, options));
+    this.#tail = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Workers rendering right now (0 when idle). */
+  get running(): number {
+    return this.#running.size;
   }
 
   async close(): Promise<void> {
-    const worker = this.#worker;
-    this.#worker = undefined;
-    this.#fail(new Error('The SVG renderer was closed.'));
-    if (worker) await worker.terminate();
+    this.#closed = true;
+    await Promise.all([...this.#running].map((w) => w.terminate()));
   }
 
-  #start(): Worker {
-    if (this.#worker) return this.#worker;
-    const worker = new Worker(WORKER_SOURCE(import.meta.resolve('@viz-js/viz')), { eval: true });
-    worker.unref();
-    worker.on('message', ({ id, svg, error }: { id: number; svg?: string; error?: string }) => {
-      const job = this.#pending.get(id);
-      this.#pending.delete(id);
-      if (this.#pending.size === 0) worker.unref();
-      if (!job) return;
-      if (svg !== undefined) job.resolve(svg);
-      else job.reject(new Error(`Graphviz could not render the graph: ${error}`));
+  #run(dot: string, { signal, timeoutMs = SVG_RENDER_TIMEOUT_MS }: RenderOptions): Promise<string> {
+    if (this.#closed) return Promise.reject(new Error('The SVG renderer was closed.'));
+    if (signal?.aborted) return Promise.reject(abortError());
+    return new Promise<string>((resolve, reject) => {
+      const worker = new Worker(WORKER_SOURCE(import.meta.resolve('@viz-js/viz')), { eval: true, workerData: { dot } });
+      this.#running.add(worker);
+      let settled = false;
+      const finish = (err: Error | undefined, svg?: string) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        this.#running.delete(worker);
+        void worker.terminate();
+        if (err) reject(err);
+        else resolve(svg!);
+      };
+      const timer = setTimeout(
+        () =>
+          finish(
+            new AppError('payload_too_large', `The graph took more than ${timeoutMs / 1000} s to lay out; narrow it with ?kind= or take ?format=dot.`, {
+              timeoutMs,
+            }),
+          ),
+        timeoutMs,
+      );
+      const onAbort = () => finish(abortError());
+      signal?.addEventListener('abort', onAbort, { once: true });
+      worker.on('message', ({ svg, error }: { svg?: string; error?: string }) =>
+        finish(svg !== undefined ? undefined : new Error(`Graphviz could not render the graph: ${error}`), svg),
+      );
+      worker.on('error', (err) => finish(err));
+      worker.on('exit', (code) => finish(new Error(`The SVG renderer stopped (exit code ${code}).`)));
     });
-    const lost = (err: Error) => {
-      if (this.#worker === worker) this.#worker = undefined;
-      this.#fail(err);
-    };
-    worker.on('error', lost);
-    worker.on('exit', (code) => lost(new Error(`The SVG renderer stopped (exit code ${code}).`)));
-    this.#worker = worker;
-    return worker;
   }
+}
 
-  #fail(err: Error): void {
-    const jobs = [...this.#pending.values()];
-    this.#pending.clear();
-    for (const job of jobs) job.reject(err);
-  }
+function abortError(): Error {
+  const err = new Error('The render was cancelled: nobody waits for it any more.');
+  err.name = 'AbortError';
+  return err;
 }

@@ -3,6 +3,7 @@
 // (mode 0600) and read from there on later starts. Callers log the file's path, never a value.
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { MIN_TOKEN_LENGTH } from '../config.js';
 import { writeFileDurably } from '../storage/durable-file.js';
 import { generateToken, TOKEN_PREFIX } from './tokens.js';
 
@@ -56,7 +57,12 @@ async function readStored(file: string): Promise<Partial<Credentials>> {
   const stored: Partial<Credentials> = {};
   for (const key of Object.keys(generators) as (keyof Credentials)[]) {
     const value = (parsed as Record<string, unknown>)?.[key];
-    if (typeof value === 'string' && value.length > 0) stored[key] = value;
+    if (value === undefined) continue;
+    // The same rule as the environment: a string of at least MIN_TOKEN_LENGTH visible characters.
+    if (typeof value !== 'string' || value.length < MIN_TOKEN_LENGTH || !/^[\x21-\x7e]+$/.test(value)) {
+      throw new CredentialsFileError(file, `${key} must be a string of at least ${MIN_TOKEN_LENGTH} printable characters without spaces; fix or remove it`);
+    }
+    stored[key] = value;
   }
   return stored;
 }

@@ -35,6 +35,8 @@ export function matchDigest(presented: Buffer, candidates: readonly Buffer[]): n
 export interface CanvasClaims {
   canvasId: string;
   agentletId: string;
+  /** The machine's `enrolledAt` when the token was minted (see MachineRegistry.activeEnrollment). */
+  enrolledAt: string;
   /** Seconds since the epoch. */
   exp: number;
 }
@@ -47,9 +49,12 @@ function sign(payload: string, secret: string): Buffer {
   return createHmac('sha256', secret).update(payload).digest();
 }
 
-/** `arr_canvas_<base64url(JSON claims)>.<base64url(HMAC-SHA256)>`, bound to one canvas and one machine. */
+/**
+ * `arr_canvas_<base64url(JSON claims)>.<base64url(HMAC-SHA256)>`, bound to one canvas, one machine and
+ * that machine's enrollment (`e`).
+ */
 export function mintCanvasToken(claims: CanvasClaims, secret: string): string {
-  const payload = Buffer.from(JSON.stringify({ c: claims.canvasId, m: claims.agentletId, exp: claims.exp })).toString('base64url');
+  const payload = Buffer.from(JSON.stringify({ c: claims.canvasId, m: claims.agentletId, e: claims.enrolledAt, exp: claims.exp })).toString('base64url');
   return `${TOKEN_PREFIX.canvas}${payload}.${sign(payload, secret).toString('base64url')}`;
 }
 
@@ -60,15 +65,15 @@ export function verifyCanvasToken(token: string, secret: string, nowSeconds: num
   const expected = sign(payload, secret);
   const given = Buffer.from(signature, 'base64url');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad_signature' };
-  let claims: { c?: unknown; m?: unknown; exp?: unknown };
+  let claims: { c?: unknown; m?: unknown; e?: unknown; exp?: unknown };
   try {
     claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
   } catch {
     return { ok: false, reason: 'malformed' };
   }
-  if (typeof claims.c !== 'string' || typeof claims.m !== 'string' || typeof claims.exp !== 'number') {
+  if (typeof claims.c !== 'string' || typeof claims.m !== 'string' || typeof claims.e !== 'string' || typeof claims.exp !== 'number') {
     return { ok: false, reason: 'malformed' };
   }
   if (claims.exp <= nowSeconds) return { ok: false, reason: 'expired' };
-  return { ok: true, claims: { canvasId: claims.c, agentletId: claims.m, exp: claims.exp } };
+  return { ok: true, claims: { canvasId: claims.c, agentletId: claims.m, enrolledAt: claims.e, exp: claims.exp } };
 }

@@ -71,8 +71,11 @@ export const authPlugin = fp<AuthOptions>(
         if (!check.ok) {
           throw unauthorized(check.reason === 'expired' ? 'The canvas token has expired.' : 'The canvas token is not valid.');
         }
-        // A canvas token dies with its machine's credential.
-        if (!(await machines.isActive(check.claims.agentletId))) throw unauthorized('The canvas token is not valid.');
+        // A canvas token dies with the enrollment it was minted under: a revoke, even when followed by a new
+        // enrollment of the same machine ID, ends it.
+        if ((await machines.activeEnrollment(check.claims.agentletId)) !== check.claims.enrolledAt) {
+          throw unauthorized('The canvas token is not valid.');
+        }
         return { kind: 'canvas', canvasId: check.claims.canvasId, agentletId: check.claims.agentletId, expiresAt: check.claims.exp };
       }
       const machineId = await machines.authenticate(token);

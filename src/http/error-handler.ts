@@ -2,8 +2,15 @@
 // stable codes of src/errors.ts. Validation and parser errors from Fastify are mapped to those codes;
 // anything unexpected is a 500 whose message never leaves the process.
 import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, ERROR_CODES, type ErrorCode } from '../errors.js';
+
+/**
+ * Longest path parameter the router accepts. IDs allow 128 characters; anything up to this reaches the
+ * route's schema and is a 400 there, beyond it the router's own check answers (also 400, in our envelope).
+ */
+export const MAX_PARAM_LENGTH = 1024;
 
 interface ErrorBody {
   statusCode: number;
@@ -28,8 +35,18 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_VALIDATION: 'validation_failed',
 };
 
+/**
+ * The message for unknown properties. Their names are never echoed: a client that pastes a token where a
+ * key belongs would get it back in the response (and in every log and proxy on the way).
+ */
+export function unknownProperties(count: number): string {
+  return `must not have additional properties (${count} unknown; names are not echoed)`;
+}
+
 function toBody(err: FastifyError | AppError | Error): ErrorBody {
   if (err instanceof AppError) return body(err.code, err.message, err.details);
+  // Work cancelled because its client went away: nobody reads this answer.
+  if (err.name === 'AbortError') return body('overloaded', 'The request was cancelled.');
   const fe = err as FastifyError;
   if (fe.validation) {
     const issues = fe.validation
@@ -37,10 +54,13 @@ function toBody(err: FastifyError | AppError | Error): ErrorBody {
       .map((v) => {
         const extra = (v.params as { additionalProperties?: string[] })?.additionalProperties;
         const field = `${fe.validationContext ?? 'body'}${v.instancePath || ''}`;
-        return { field, message: extra ? `${v.message}: ${extra.join(', ')}` : (v.message ?? 'is invalid') };
+        return { field, message: extra ? unknownProperties(extra.length) : (v.message ?? 'is invalid') };
       });
     const first = issues[0];
     return body('validation_failed', first ? `${first.field} ${first.message}` : 'The request is invalid.', { issues });
+  }
+  if (err instanceof SyntaxError && /forbidden prototype property/.test(err.message)) {
+    return body('validation_failed', 'The request body holds a forbidden property (`__proto__`, or `constructor.prototype`).');
   }
   if (err instanceof SyntaxError || fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
     return body('validation_failed', 'The request body is not valid JSON.');
@@ -53,15 +73,101 @@ function toBody(err: FastifyError | AppError | Error): ErrorBody {
   return body('internal_error', 'An internal error occurred; it has been logged.');
 }
 
+/** Paths Fastify rejects before routing; their default messages would echo the path (which may hold a token). */
+const FRAMEWORK_MESSAGES: Record<string, string> = {
+  FST_ERR_MAX_PARAM_LENGTH: `A path parameter is longer than ${MAX_PARAM_LENGTH} characters.`,
+  FST_ERR_BAD_URL: 'The path is not a valid URL.',
+};
+
+/**
+ * Fastify's `frameworkErrors` option: errors raised before routing (an over-long path parameter, a bad
+ * URL, an async constraint) rendered as ours, without echoing the path.
+ */
+export function frameworkErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const message = FRAMEWORK_MESSAGES[err.code];
+  const out = message ? body('validation_failed', message) : toBody(err);
+  request.log.info({ code: out.code, statusCode: out.statusCode, cause: err.code }, 'request rejected before routing');
+  void reply.code(out.statusCode).send(out);
+}
+
+/**
+ * Fastify's `clientErrorHandler`: the HTTP parser refused the request (malformed request line or header,
+ * headers too large, request timeout). Writes our envelope on the raw socket, then closes it.
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException & { rawPacket?: unknown }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const out =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? body('request_timeout', 'The request took too long to arrive.')
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? body('headers_too_large', 'The request headers are larger than the server accepts.')
+        : body('validation_failed', 'The request is not well-formed HTTP.');
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const json = JSON.stringify(out);
+  socket.end(
+    `HTTP/1.1 ${out.statusCode} ${out.error}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`,
+  );
+}
+
+/**
+ * Fastify's JSON parser, with one difference: a body that is valid JSON but holds `__proto__` (or
+ * `constructor.prototype`) is refused as such, where Fastify's parser calls it "not valid JSON".
+ */
+function installJsonParser(app: FastifyInstance): void {
+  const parse = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) => {
+    parse(request, text.toString(), (err, value) => {
+      if (!err) return done(null, value);
+      try {
+        JSON.parse(text.toString());
+      } catch {
+        return done(err, undefined);
+      }
+      done(new SyntaxError('Object contains forbidden prototype property'), undefined);
+    });
+  });
+}
+
+/** A route URL (`/api/acp/resources/:id`, `/docs/static/*`) as a regular expression over concrete paths. */
+function routePattern(url: string): RegExp {
+  const source = url
+    .split(/(:[A-Za-z0-9_]+|\*)/)
+    .map((part) => (part === '*' ? '.*' : part.startsWith(':') ? '[^/]+' : part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')))
+    .join('');
+  return new RegExp(`^${source}/?$`);
+}
+
 export function installErrorHandling(app: FastifyInstance): void {
+  installJsonParser(app);
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const out = toBody(err);
     if (out.statusCode >= 500) request.log.error({ err }, 'request failed');
     else request.log.info({ code: out.code, statusCode: out.statusCode }, 'request rejected');
     if (out.statusCode === 401) reply.header('www-authenticate', 'Bearer');
+    const retryAfter = out.details?.retryAfterSeconds;
+    if (out.code === 'rate_limited' && typeof retryAfter === 'number' && !reply.hasHeader('retry-after')) reply.header('retry-after', String(retryAfter));
     void reply.code(out.statusCode).send(out);
   });
+  const routes = new Map<string, { pattern: RegExp; methods: Set<string> }>();
+  app.addHook('onRoute', (route) => {
+    const entry = routes.get(route.url) ?? { pattern: routePattern(route.url), methods: new Set<string>() };
+    for (const m of [route.method].flat()) entry.methods.add(m);
+    routes.set(route.url, entry);
+  });
   app.setNotFoundHandler((request, reply) => {
+    // A path some route serves, with another method: 405 and the methods it does serve.
+    const urlPath = request.url.split('?')[0]!;
+    const allowed = new Set<string>();
+    for (const { pattern, methods } of routes.values()) if (pattern.test(urlPath)) for (const m of methods) allowed.add(m);
+    if (allowed.size > 0 && !allowed.has(request.method)) {
+      const allow = [...allowed].sort().join(', ');
+      void reply.code(405).header('allow', allow).send(body('method_not_allowed', `${request.method} is not served on this path; it serves ${allow}.`, { allow: [...allowed].sort() }));
+      return;
+    }
     void reply.code(404).send(body('not_found', `No route for ${request.method} on this path.`));
   });
 }

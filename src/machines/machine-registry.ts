@@ -1,26 +1,40 @@
 // Agentlet machine enrollment: issues a machine token once (stored only as its digest), lists machines,
 // revokes credentials (the machine's records stay), and maps a presented token to its machine.
 import { AppError } from '../errors.js';
+import { lookAlikeKey } from '../text/look-alike.js';
 import { generateToken, TOKEN_PREFIX, tokenDigest, matchDigest } from '../credentials/tokens.js';
 import { HOST_PROVIDER } from '../schemas/common.js';
 import type { Machine } from '../schemas/machine.js';
 import type { RegistryStore } from '../storage/store.js';
 import { AuditTrail } from '../audit/audit-trail.js';
 import { systemClock, type Clock } from '../clock.js';
+import type { SecretScanner } from '../secrets/secret-scanner.js';
+
+/**
+ * `now` as an ISO timestamp, or one millisecond after `previous` when the clock has not passed it (a
+ * frozen, injected or stepped-back clock): enrollments of one machine get strictly increasing values.
+ */
+function laterThan(now: Date, previous: string | undefined): string {
+  const prev = previous === undefined ? NaN : Date.parse(previous);
+  return Number.isNaN(prev) || now.getTime() > prev ? now.toISOString() : new Date(prev + 1).toISOString();
+}
 
 export class MachineRegistry {
   constructor(
     private readonly store: RegistryStore,
     private readonly clock: Clock = systemClock,
     private readonly audit: AuditTrail = new AuditTrail(store, clock),
+    private readonly scanner?: SecretScanner,
   ) {}
 
   async enroll(machineId: string, actor: string): Promise<{ machineId: string; token: string }> {
-    if (machineId.toLowerCase() === HOST_PROVIDER) {
+    // `huabu`, `Huabu`, `huabu.`, `hu-abu`, `huаbu` (Cyrillic а): anything that reads as the host is reserved.
+    if (lookAlikeKey(machineId.replace(/[._-]/g, '')) === HOST_PROVIDER) {
       throw new AppError('validation_failed', `${machineId} is reserved for the host provider.`, { field: '/machineId' });
     }
+    await this.scanner?.assertClean([['/machineId', machineId]]);
     const token = generateToken(TOKEN_PREFIX.machine);
-    const at = this.clock.now().toISOString();
+    const at = laterThan(this.clock.now(), (await this.store.getMachine(machineId))?.enrolledAt);
     await this.store
       .enrollMachine({ machineId, tokenDigest: tokenDigest(token).toString('hex'), enrolledAt: at })
       .catch((err: unknown) => this.audit.failure(actor, 'machine.enroll', machineId, err));
@@ -34,17 +48,35 @@ export class MachineRegistry {
     );
   }
 
+  /**
+   * Revokes the machine's credential (and so every canvas token of this enrollment), then withdraws all
+   * its records, each audited: its IDs are free again. The credential goes first so the machine cannot
+   * register anything in between.
+   */
   async revoke(machineId: string, actor: string): Promise<void> {
+    const action = 'machine.revoke';
     await this.store
       .revokeMachine(machineId, this.clock.now().toISOString())
-      .catch((err: unknown) => this.audit.failure(actor, 'machine.revoke', machineId, err));
-    await this.audit.record([{ actor, action: 'machine.revoke', id: machineId, outcome: 'revoked' }]);
+      .catch((err: unknown) => this.audit.failure(actor, action, machineId, err));
+    await this.audit.record([{ actor, action, id: machineId, outcome: 'revoked' }]);
+    const { withdrawn } = await this.store.reconcileResources(machineId, [], false);
+    await this.audit.record(withdrawn.map((id) => ({ actor, action, id, outcome: 'withdrawn' })));
   }
 
   /** True while `machineId` is enrolled and not revoked. */
   async isActive(machineId: string): Promise<boolean> {
+    return (await this.activeEnrollment(machineId)) !== undefined;
+  }
+
+  /**
+   * The identity of the machine's current enrollment: its `enrolledAt` as stored, while the machine is
+   * active; undefined when it is unknown or revoked. Canvas tokens (and hosted-invocation grants) carry it
+   * as a claim and are valid only while this returns the same value, so a token minted before a revoke
+   * never works for a later enrollment (`enroll` makes every re-enrollment's value strictly later).
+   */
+  async activeEnrollment(machineId: string): Promise<string | undefined> {
     const machine = await this.store.getMachine(machineId);
-    return machine !== undefined && !machine.revokedAt;
+    return machine && !machine.revokedAt ? machine.enrolledAt : undefined;
   }
 
   /** The active machine a presented token belongs to, if any. */

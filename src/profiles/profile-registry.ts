@@ -3,9 +3,11 @@
 // writes the audit trail. Framework-free.
 import { assertNoErrors, selectionConflicts, type SelectionProfile } from '../capabilities/diagnostics.js';
 import { AppError } from '../errors.js';
+import { hasInvisible } from '../text/look-alike.js';
 import { AuditTrail } from '../audit/audit-trail.js';
 import {
   MAX_CUSTOM_DATA_BYTES,
+  MAX_CUSTOM_DATA_DEPTH,
   PROFILE_SCHEMA_VERSION,
   type AgentProfile,
   type ProfileCreateBody,
@@ -37,11 +39,14 @@ export interface ProfileRead {
  * unconditional (no header, or `*`, which any existing profile matches). Weak tags never match.
  */
 export function parseIfMatch(header: string | undefined): string[] | undefined {
-  if (header === undefined || header.trim() === '' || header.trim() === '*') return undefined;
-  return header
-    .split(',')
-    .map((t) => t.trim())
-    .filter((t) => t !== '' && !t.startsWith('W/'))
+  if (header === undefined || header.trim() === '*') return undefined;
+  const tags = header.split(',').map((t) => t.trim()).filter((t) => t !== '');
+  // An If-Match that names nothing is a client bug (an empty variable), not "no condition": 400.
+  if (tags.length === 0) {
+    throw new AppError('validation_failed', 'If-Match is empty; send an ETag, `*`, or no If-Match header.', { field: 'headers/if-match' });
+  }
+  return tags
+    .filter((t) => !t.startsWith('W/'))
     .map((t) => (t.length >= 2 && t.startsWith('"') && t.endsWith('"') ? t.slice(1, -1) : t));
 }
 
@@ -49,8 +54,35 @@ function read(entry: ProfileEntry): ProfileRead {
   return { profile: profileView(entry.profile), etag: `"${entry.revision}"` };
 }
 
+/**
+ * Refuses customData nested deeper than MAX_CUSTOM_DATA_DEPTH (objects and arrays), counted without
+ * recursion, before anything recursive (serializing, scanning) touches it: 5,000 levels overflowed the stack.
+ */
+function assertCustomDataDepth(customData: Record<string, unknown> | undefined): void {
+  if (customData === undefined) return;
+  const stack: [unknown, number][] = [[customData, 1]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!;
+    if (depth > MAX_CUSTOM_DATA_DEPTH) {
+      throw new AppError('validation_failed', `customData is nested more than ${MAX_CUSTOM_DATA_DEPTH} levels deep.`, {
+        field: '/customData',
+        limit: MAX_CUSTOM_DATA_DEPTH,
+      });
+    }
+    for (const child of Object.values(value as object)) if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+  }
+}
+
+/** Aliases may not hold invisible or bidi-control characters (they would make look-alikes). */
+function assertVisibleAlias(alias: string | undefined): void {
+  if (alias !== undefined && hasInvisible(alias)) {
+    throw new AppError('validation_failed', 'The alias holds an invisible or bidirectional-control character.', { field: '/alias' });
+  }
+}
+
 function assertCustomDataSize(customData: Record<string, unknown> | undefined): void {
   if (customData === undefined) return;
+  assertCustomDataDepth(customData);
   const bytes = Buffer.byteLength(JSON.stringify(customData), 'utf8');
   if (bytes > MAX_CUSTOM_DATA_BYTES) {
     throw new AppError('validation_failed', `customData is ${bytes} bytes serialized; at most ${MAX_CUSTOM_DATA_BYTES} are allowed.`, {
@@ -122,11 +154,12 @@ export class ProfileRegistry {
       });
     }
     const resourceIds = body.resourceIds ?? [];
+    assertVisibleAlias(body.alias);
     assertCustomDataSize(body.customData);
     await this.#assertPlacement(resourceIds, agentletId);
     const id = newProfileId();
     await this.#assertNoConflicts({ id, alias: body.alias, agentletId }, resourceIds);
-    await this.scanner.assertClean(textFields({ ...body, command: launch.command }));
+    await this.scanner.assertClean([['/agentletId', agentletId], ...textFields({ ...body, command: launch.command })]);
     const profile: AgentProfile = {
       schemaVersion: PROFILE_SCHEMA_VERSION,
       id,
@@ -154,6 +187,7 @@ export class ProfileRegistry {
     // Fail early on a stale ETag or the wrong kind; the store checks both again inside the write.
     assertRevision(current.profile, expected);
     if (isManifestBacked(current.profile)) throw notThisKind(current.profile, 'changed');
+    assertVisibleAlias(body.alias);
     assertCustomDataSize(body.customData ?? undefined);
     // agentletId cannot change, so placement checked against this read still holds at the write.
     if (body.resourceIds !== undefined) {

@@ -1,6 +1,7 @@
 // The rules of the profile registry that every store applies atomically with its write (the JSON store
 // inside its group-commit mutation; a database store in one statement or transaction): alias uniqueness
 // ignoring case, the If-Match revision check, and the kinds this API may change. Pure functions.
+import { lookAlikeKey } from '../text/look-alike.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { AppError } from '../errors.js';
 import type { AgentProfile } from '../schemas/profile.js';
@@ -19,9 +20,12 @@ export interface ProfileChanges {
   metadata?: { cliId?: string } | null;
 }
 
-/** Aliases compare ignoring case: `toLowerCase()` here, `lower(alias)` in a database index. */
+/**
+ * Aliases compare ignoring case and look-alike characters (src/text/look-alike.ts); a database keeps this
+ * key in a uniquely indexed column (PostgreSQL `profiles.alias_key`, re-keyed at start when the rule changes).
+ */
 export function aliasKey(alias: string): string {
-  return alias.toLowerCase();
+  return lookAlikeKey(alias);
 }
 
 export function isManifestBacked(profile: Pick<AgentProfile, 'launch'>): boolean {

@@ -3,6 +3,7 @@
 import { Compile } from 'typebox/compile';
 import { canSeeTogether, nameKey, RUNTIME_VARIABLES, unknownVariables } from '../capabilities/rules.js';
 import { AppError } from '../errors.js';
+import { hasInvisible } from '../text/look-alike.js';
 import { HOST_PROVIDER, ProviderId } from '../schemas/common.js';
 import { discriminatedErrors } from '../schemas/discriminated-errors.js';
 import {
@@ -48,7 +49,20 @@ export class ResourceRegistry {
     private readonly store: RegistryStore,
     private readonly scanner: SecretScanner,
     private readonly audit: AuditTrail = new AuditTrail(store),
+    /** Host configuration: required default IDs, which belong to the host alone. */
+    private readonly requiredResourceIds: readonly string[] = [],
   ) {}
+
+  /** A machine may not hold a required default ID (not even before the host registers it): 403. */
+  #assertNotReserved(provider: string, ids: readonly string[]): void {
+    if (provider === HOST_PROVIDER) return;
+    const reserved = ids.filter((id) => this.requiredResourceIds.includes(id));
+    if (reserved.length > 0) {
+      throw new AppError('forbidden', `${reserved.join(', ')} ${reserved.length === 1 ? 'is a required default ID; it belongs' : 'are required default IDs; they belong'} to the host alone.`, {
+        ids: reserved,
+      });
+    }
+  }
 
   list(): Promise<readonly StoredResource[]> {
     return this.store.listResources();
@@ -80,7 +94,8 @@ export class ResourceRegistry {
       throw new AppError('validation_failed', `Body id ${body.id} does not match the path ID ${id}.`, { field: '/id' });
     }
     const record = this.#toRecord(provider, { ...body, id }, '');
-    await this.scanner.assertClean(textFieldsOf(record));
+    await this.scanner.assertClean(textFieldsOf(record)).catch((err: unknown) => this.audit.failure(actor, 'resource.register', id, err));
+    this.#assertNotReserved(provider, [id]);
     const outcome = await this.store.putResource(record).catch((err: unknown) => this.audit.failure(actor, 'resource.register', id, err));
     await this.audit.record([{ actor, action: 'resource.register', id, outcome }]);
     const stored = await this.store.getResource(id);
@@ -94,7 +109,12 @@ export class ResourceRegistry {
       ...(body.userContent !== undefined ? { userContent: body.userContent.trim() } : {}),
     };
     const texts: [string, string][] = [];
-    if (typeof patch.displayName === 'string') texts.push(['/displayName', patch.displayName]);
+    if (typeof patch.displayName === 'string') {
+      if (hasInvisible(patch.displayName)) {
+        throw new AppError('validation_failed', 'The display name holds an invisible or bidirectional-control character.', { field: '/displayName' });
+      }
+      texts.push(['/displayName', patch.displayName]);
+    }
     if (patch.userContent) texts.push(['/userContent', patch.userContent]);
     await this.scanner.assertClean(texts);
     const record = await this.store.customizeResource(id, patch).catch((err: unknown) => this.audit.failure(actor, 'resource.customize', id, err));
@@ -117,7 +137,8 @@ export class ResourceRegistry {
     }
     const records = entries.map((entry, i) => this.#toRecord(provider, entry, `/resources/${i}`));
     const fields = records.flatMap((r, i) => textFieldsOf(r, `/resources/${i}`));
-    await this.scanner.assertClean(fields);
+    await this.scanner.assertClean(fields).catch((err: unknown) => this.audit.failure(actor, 'resource.reconcile', `provider:${provider}`, err));
+    this.#assertNotReserved(provider, records.map((r) => r.id));
     const result = await this.store
       .reconcileResources(provider, records, dryRun)
       .catch((err: unknown) => this.audit.failure(actor, 'resource.reconcile', `provider:${provider}`, err));
@@ -141,8 +162,10 @@ export class ResourceRegistry {
     const body = (candidate ?? {}) as Record<string, unknown>;
     for (const e of discriminatedErrors(AnyReconcileEntry, candidate, [...checkCandidate.Errors(candidate)])) {
       if (e.keyword === 'boolean') continue; // repeated by the `additionalProperties` entry
-      const extra = e.keyword === 'additionalProperties' ? `: ${(e.params as { additionalProperties?: string[] }).additionalProperties?.join(', ')}` : '';
-      issues.push({ code: 'validation_failed', field: e.instancePath, severity: 'error', message: `${e.message}${extra}` });
+      const extra = e.keyword === 'additionalProperties' ? (e.params as { additionalProperties?: string[] }).additionalProperties : undefined;
+      // Unknown property names are never echoed (one could be a pasted token).
+      const message = extra ? `must not have additional properties (${extra.length} unknown; names are not echoed)` : e.message;
+      issues.push({ code: 'validation_failed', field: e.instancePath, severity: 'error', message });
     }
     const provider = callerProvider ?? (typeof body.provider === 'string' ? body.provider : undefined);
     if (callerProvider !== undefined && body.provider !== undefined && body.provider !== callerProvider) {
@@ -192,6 +215,9 @@ export class ResourceRegistry {
   #toRecord(provider: string, body: (ResourcePutBody | ReconcileEntry) & { id: string }, at: string): StoredResource {
     if (body.provider !== undefined && body.provider !== provider) {
       throw new AppError('validation_failed', `Body provider ${body.provider} does not match the caller's provider ${provider}.`, { field: `${at}/provider` });
+    }
+    if (hasInvisible(body.name)) {
+      throw new AppError('validation_failed', 'The name holds an invisible or bidirectional-control character.', { field: `${at}/name` });
     }
     if (body.schemaVersion === 2) {
       // Upstream trims the provider's text; whitespace-only never reaches here (the body schema wants a visible character).

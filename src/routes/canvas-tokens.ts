@@ -1,6 +1,7 @@
 // Owner or Huabu: mint a canvas token for an agent (its $AGENTLET_TOKEN) and tell it its $HUABU_RFS_URL.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { mintCanvasToken } from '../credentials/tokens.js';
+import { actorOf } from '../credentials/principal.js';
 import { AppError } from '../errors.js';
 import { protect } from '../http/auth.js';
 import { errors } from '../http/openapi.js';
@@ -11,7 +12,7 @@ export function rfsUrl(publicBaseUrl: string, canvasId: string): string {
   return `${publicBaseUrl}/api/rfs/${encodeURIComponent(canvasId)}`;
 }
 
-export const canvasTokenRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { machines, credentials, config, now }) => {
+export const canvasTokenRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { machines, credentials, config, scanner, audit, now }) => {
   protect(app, [app.requireOwner, app.requireHuabu], ['ownerToken', 'providerToken']);
 
   app.post(
@@ -24,16 +25,19 @@ export const canvasTokenRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
         description:
           'A token bound to one canvas and one enrolled Agentlet machine, expiring after `ttlSeconds`. It reads `$HUABU_RFS_URL/resources`: the host records and that machine\'s. Owner token or the Huabu provider token.',
         body: CanvasTokenBody,
-        response: { 201: { ...CanvasTokenResult, description: 'Minted.' }, ...errors('validation_failed', 'machine_not_found') },
+        response: { 201: { ...CanvasTokenResult, description: 'Minted.' }, ...errors('validation_failed', 'machine_not_found', 'secret_detected') },
       },
     },
     async (request, reply) => {
       const { canvasId, agentletId, ttlSeconds = DEFAULT_CANVAS_TTL_SECONDS } = request.body;
-      if (!(await machines.isActive(agentletId))) {
+      await scanner.assertClean([['/canvasId', canvasId]]);
+      const enrolledAt = await machines.activeEnrollment(agentletId);
+      if (enrolledAt === undefined) {
         throw new AppError('machine_not_found', `No enrolled machine ${agentletId}.`, { machineId: agentletId });
       }
       const exp = Math.floor(now().getTime() / 1000) + ttlSeconds;
-      const token = mintCanvasToken({ canvasId, agentletId, exp }, credentials.canvasTokenSecret);
+      const token = mintCanvasToken({ canvasId, agentletId, enrolledAt, exp }, credentials.canvasTokenSecret);
+      await audit.record([{ actor: actorOf(request.principal!), action: 'canvas-token.mint', id: `${canvasId}@${agentletId}`, outcome: 'minted' }]);
       reply.header('cache-control', 'no-store');
       return reply.code(201).send({ token, expiresAt: new Date(exp * 1000).toISOString(), rfsUrl: rfsUrl(config.publicBaseUrl, canvasId) });
     },

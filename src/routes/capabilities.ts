@@ -3,6 +3,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { protect } from '../http/auth.js';
+import { clientGone } from '../http/expensive-work.js';
 import { errors } from '../http/openapi.js';
 import { etagMatches } from '../registry/catalogue-cache.js';
 import { CapabilityQuery, CapabilitySnapshot } from '../schemas/capability.js';
@@ -15,7 +16,7 @@ export const CONTENT_TYPES = {
   svg: 'image/svg+xml; charset=utf-8',
 } as const;
 
-export const capabilityRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { capabilities }) => {
+export const capabilityRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { capabilities, expensive }) => {
   protect(app, [app.requireOwner], ['ownerToken']);
 
   app.get(
@@ -39,13 +40,16 @@ export const capabilityRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app
             },
           },
           304: NotModified,
-          ...errors('validation_failed', 'payload_too_large'),
+          ...errors('validation_failed', 'payload_too_large', 'rate_limited'),
         },
       },
     },
     async (request, reply) => {
       const format = request.query.format ?? 'json';
-      const { digest, body } = await capabilities.render(request.query.kind, format);
+      const { digest, body } =
+        format === 'svg'
+          ? await expensive.run(request, () => capabilities.render(request.query.kind, format, clientGone(reply)))
+          : await capabilities.render(request.query.kind, format);
       const etag = `"${digest}"`;
       reply.header('etag', etag).header('cache-control', 'private, no-cache');
       if (etagMatches(request.headers['if-none-match'], etag)) return reply.code(304).send(null);

@@ -6,6 +6,9 @@ import type { MachineRegistry } from '../machines/machine-registry.js';
 import type { ProfileRegistry } from '../profiles/profile-registry.js';
 import type { CatalogueCache } from '../registry/catalogue-cache.js';
 import type { ResourceRegistry } from '../registry/resource-registry.js';
+import type { AuditTrail } from '../audit/audit-trail.js';
+import type { ExpensiveWork } from '../http/expensive-work.js';
+import type { SecretScanner } from '../secrets/secret-scanner.js';
 
 export interface RouteDeps {
   config: Config;
@@ -15,5 +18,9 @@ export interface RouteDeps {
   profiles: ProfileRegistry;
   catalogue: CatalogueCache;
   capabilities: CapabilityProjection;
+  scanner: SecretScanner;
+  audit: AuditTrail;
+  /** Per-credential bound on expensive requests (SVG renders, large reconciles). */
+  expensive: ExpensiveWork;
   now: () => Date;
 }

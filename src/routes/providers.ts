@@ -6,6 +6,7 @@ import { actorOf } from '../credentials/principal.js';
 import { AppError } from '../errors.js';
 import { protect } from '../http/auth.js';
 import { errors } from '../http/openapi.js';
+import { EXPENSIVE_RECONCILE_RECORDS } from '../http/expensive-work.js';
 import { ProviderId, ResourceId } from '../schemas/common.js';
 import { represent } from '../registry/resource-versions.js';
 import { AnyAgentResource, AnyResourceList, AnyResourcePutBody, MAX_RECONCILE_RESOURCES, ReconcileBody, ReconcileResult, SchemaVersionQuery } from '../schemas/resource.js';
@@ -17,7 +18,7 @@ export const RECONCILE_BODY_LIMIT = 8 * 1024 * 1024;
 const ProviderParams = Type.Object({ provider: ProviderId });
 const ResourceParams = Type.Object({ provider: ProviderId, id: ResourceId });
 
-export const providerRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { registry }) => {
+export const providerRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { registry, expensive }) => {
   protect(app, [app.requireProvider], ['providerToken']);
   app.addHook('onRequest', async (request) => {
     const principal = request.principal;
@@ -105,11 +106,13 @@ export const providerRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
         body: ReconcileBody,
         response: {
           200: { ...ReconcileResult, description: 'What changed (or would change, with dryRun).' },
-          ...errors('validation_failed', 'resource_conflict', 'secret_detected', 'payload_too_large', 'storage_unavailable'),
+          ...errors('validation_failed', 'resource_conflict', 'secret_detected', 'payload_too_large', 'rate_limited', 'storage_unavailable'),
         },
       },
     },
-    async (request) =>
-      registry.reconcile(request.params.provider, request.body.resources, request.query.dryRun === true, actorOf(request.principal!)),
+    async (request) => {
+      const work = () => registry.reconcile(request.params.provider, request.body.resources, request.query.dryRun === true, actorOf(request.principal!));
+      return request.body.resources.length >= EXPENSIVE_RECONCILE_RECORDS ? expensive.run(request, work) : work();
+    },
   );
 };

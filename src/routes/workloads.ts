@@ -1,6 +1,7 @@
 // Owner: launch an agent thread (realize it once, pinning its effective resources) and read workloads.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
+import { actorOf } from '../credentials/principal.js';
 import { isAppError } from '../errors.js';
 import { protect } from '../http/auth.js';
 import { errors } from '../http/openapi.js';
@@ -52,7 +53,7 @@ export const workloadRoutes: FastifyPluginAsyncTypebox<RouteDeps & { workloads: 
     },
     async (request, reply) => {
       try {
-        const { workload, realized } = await workloads.launch(request.body);
+        const { workload, realized } = await workloads.launch(request.body, actorOf(request.principal!));
         metrics.launchOutcomes.inc({ outcome: realized ? 'realized' : 'repeated' });
         return reply.code(realized ? 201 : 200).send(workload);
       } catch (err) {

@@ -57,8 +57,11 @@ export const ProfileResourceIds = Type.Array(ResourceId, {
   examples: [['web-search']],
 });
 
+/** Objects and arrays in `customData` may nest at most this deep (the object itself is level 1). */
+export const MAX_CUSTOM_DATA_DEPTH = 32;
+
 export const CustomData = Type.Record(Type.String(), Type.Unknown(), {
-  description: `Free JSON object for the host UI, at most ${MAX_CUSTOM_DATA_BYTES} bytes serialized. Every key and string inside is scanned for secrets.`,
+  description: `Free JSON object for the host UI, at most ${MAX_CUSTOM_DATA_BYTES} bytes serialized and ${MAX_CUSTOM_DATA_DEPTH} levels of objects and arrays deep (400 \`validation_failed\` beyond). Every key and string inside is scanned for secrets.`,
 });
 
 export const AcpCommandLaunch = Type.Object(

@@ -162,7 +162,7 @@ export const ReconcileBody = Type.Object(
   {
     resources: Type.Array(AnyReconcileEntry, {
       maxItems: MAX_RECONCILE_RESOURCES,
-      description: "The provider's complete set; records left out are withdrawn.",
+      description: "The provider's complete set; records left out are withdrawn. Each `id` may appear only once (listing one twice is 400 `validation_failed`).",
     }),
   },
   { additionalProperties: false },

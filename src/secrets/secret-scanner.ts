@@ -4,7 +4,7 @@
 // field and the rule, never the value.
 import { lintSource } from '@secretlint/core';
 import { secretLintProfiler } from '@secretlint/profiler';
-import { creator as recommendedPreset } from '@secretlint/secretlint-rule-preset-recommend';
+import { rules as recommendedRules } from '@secretlint/secretlint-rule-preset-recommend';
 import { AppError } from '../errors.js';
 
 export interface SecretFinding {
@@ -14,13 +14,31 @@ export interface SecretFinding {
   rule: string;
 }
 
-/** Tokens this service issues all start with `arr_<kind>_`, so a leaked one is recognizable. */
-const OWN_TOKEN = /\barr_(?:owner|huabu|machine|canvas|secret)_[A-Za-z0-9_.-]{16,}/;
-const JWT_LIKE = /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/;
+/**
+ * Tokens this service issues all start with `arr_<kind>_`, so a leaked one is recognizable. No word
+ * boundary before it (nor before a JWT): a token glued to a preceding word (`TOKENarr_machine_...`) is
+ * still a token.
+ */
+const OWN_TOKEN = /arr_(?:owner|huabu|machine|canvas|secret)_[A-Za-z0-9_.-]{16,}/;
+const JWT_LIKE = /eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/;
+/**
+ * AWS access key IDs (gitleaks' and trufflehog's prefixes). secretlint's AWS rule only reports them with
+ * `enableIDScanRule`, which also reports bare 12-digit account IDs; this reports the key IDs alone.
+ */
+const AWS_ACCESS_KEY_ID = /(?<![A-Z0-9])(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z2-7]{16}(?![A-Z0-9])/;
+/** A PEM private key block with key material (secretlint's rule misses short ones, such as P-256 EC keys). */
+const PEM_PRIVATE_KEY = /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----\s*[A-Za-z0-9+/=]{40,}/;
 const MIN_KNOWN_SECRET_LENGTH = 12;
+const YIELD_EVERY_FIELDS = 32;
 
+/**
+ * The recommended preset's rules, each registered on its own, without `secretlint-rule-filter-comments`:
+ * that rule obeys `secretlint-disable` comments, and text in a field must never switch scanning off
+ * (the field is data, not a source file its author annotates).
+ */
+const FILTER_COMMENTS_RULE = '@secretlint/secretlint-rule-filter-comments';
 const secretlintConfig = {
-  rules: [{ id: '@secretlint/secretlint-rule-preset-recommend', rule: recommendedPreset }],
+  rules: recommendedRules.filter((rule) => rule.meta.id !== FILTER_COMMENTS_RULE).map((rule) => ({ id: rule.meta.id, rule })),
 };
 
 export class SecretScanner {
@@ -37,7 +55,11 @@ export class SecretScanner {
    */
   async scan(fields: Iterable<[field: string, value: string]>): Promise<SecretFinding[]> {
     const findings: SecretFinding[] = [];
+    let scanned = 0;
     for (const [field, value] of fields) {
+      // secretlint is synchronous under its promises: yield to the event loop now and then, so a large
+      // write (a 1,000-record reconcile) does not hold every other request (agents' reads) until it ends.
+      if (++scanned % YIELD_EVERY_FIELDS === 0) await new Promise((resolve) => setImmediate(resolve));
       const rule = await this.#firstRule(value);
       if (rule) findings.push({ field, rule });
       if (rule && field.endsWith(KEY_SUFFIX)) break;
@@ -62,6 +84,8 @@ export class SecretScanner {
     if (value.length === 0) return undefined;
     if (OWN_TOKEN.test(value)) return 'registry-token';
     if (JWT_LIKE.test(value)) return 'jwt-like';
+    if (AWS_ACCESS_KEY_ID.test(value)) return 'aws-access-key-id';
+    if (PEM_PRIVATE_KEY.test(value)) return 'private-key';
     if (this.#knownSecrets.some((s) => value.includes(s))) return 'configured-credential';
     const result = await lintSource({
       source: { filePath: '/registry/field.txt', content: value, contentType: 'text' },

@@ -218,6 +218,8 @@ export class JsonFileStore implements RegistryStore {
     const fs = options.fs ?? nodeFileSystem;
     await mkdir(dataDir, { recursive: true, mode: 0o700 });
     const lock = await lockDataDir(dataDir);
+    // What is open so far, closed again if a later file refuses to load (no handle left to the GC).
+    const opened: { close(): Promise<void> }[] = [];
     try {
       const resourcesPath = path.join(dataDir, RESOURCES_FILE);
       const registryPath = path.join(dataDir, REGISTRY_FILE);
@@ -229,12 +231,15 @@ export class JsonFileStore implements RegistryStore {
       const machinesPath = path.join(dataDir, MACHINES_FILE);
       const tuning = options.maxBatch === undefined ? {} : { maxBatch: options.maxBatch };
       const resources = await openResources(resourcesPath, fs, options.observeBatch, tuning, options.onResourcesBackedUp);
+      opened.push(resources);
       const machines = new DurableDocument(machinesPath, await loadMachines(machinesPath), machinesCodec, fs, options.observeBatch, undefined, tuning);
       const registry = new DurableDocument(registryPath, loadRegistry(migrated), registryCodec, fs, options.observeBatch, undefined, tuning);
       const workloads = await JsonWorkloadFiles.open(dataDir, fs, options.observeBatch);
+      opened.push(workloads);
       const audit = await AppendLog.open(path.join(dataDir, AUDIT_FILE));
       return new JsonFileStore(lock, resources, machines, registry, workloads, audit, indexByDigest(machines.state.machines));
     } catch (err) {
+      for (const doc of opened.reverse()) await doc.close().catch(() => undefined);
       await lock.release();
       throw err;
     }

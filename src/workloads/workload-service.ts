@@ -8,6 +8,7 @@ import { DRIVER_SCHEMA_VERSION, type LaunchBody, type WorkloadRecord } from '../
 import type { SecretScanner } from '../secrets/secret-scanner.js';
 import type { RegistryStore } from '../storage/store.js';
 import { systemClock, type Clock } from '../clock.js';
+import type { AuditTrail } from '../audit/audit-trail.js';
 import { bootstrapPreamble } from './bootstrap.js';
 
 export interface LaunchResult {
@@ -32,6 +33,7 @@ export interface WorkloadServiceOptions {
   rfsUrl: (canvasId: string) => string;
   clock?: Clock;
   preflight?: LaunchPreflight;
+  audit?: AuditTrail;
 }
 
 /** `dedupe([...required, ...selected])`, first occurrence wins, order otherwise kept. */
@@ -50,8 +52,24 @@ export class WorkloadService {
     this.#clock = options.clock ?? systemClock;
   }
 
-  async launch(request: LaunchBody): Promise<LaunchResult> {
+  /** Launches (see #launch) and audits the outcome: `realized`, `repeated` or the refusal's code. */
+  async launch(request: LaunchBody, actor = 'owner'): Promise<LaunchResult> {
+    const id = `${request.canvasId}/${request.threadId}`;
+    const action = 'workload.launch';
+    const audit = this.#o.audit;
+    const result = await this.#launch(request).catch((err: unknown) => (audit ? audit.failure(actor, action, id, err) : Promise.reject(err)));
+    await audit?.record([{ actor, action, id, outcome: result.realized ? 'realized' : 'repeated' }]);
+    return result;
+  }
+
+  async #launch(request: LaunchBody): Promise<LaunchResult> {
     const { store } = this.#o;
+    // Every field that may be stored or echoed is scanned first, IDs and the directory override included.
+    await this.#o.scanner.assertClean([
+      ['/canvasId', request.canvasId],
+      ['/threadId', request.threadId],
+      ...(request.workingDirPath === undefined ? [] : [['/workingDirPath', request.workingDirPath] as [string, string]]),
+    ]);
     const stored = await store.getWorkload(request.canvasId, request.threadId);
     if (stored) return { workload: this.#repeat(stored, request), realized: false };
 

@@ -35,6 +35,12 @@ const haystacks = [
 t.ok(issued.length > 0, `the suite issued tokens to look for (${issued.length})`);
 t.ok(haystacks.some((f) => f.includes(`${path.sep}logs${path.sep}`)), 'there are log files to scan');
 t.ok(haystacks.some((f) => f.includes(`${path.sep}data${path.sep}`)), 'there are data files to scan');
+// Issue 14: audit entries for launches, canvas-token mints, revocations and refused writes are scanned too.
+const audits = haystacks.filter((f) => f.endsWith('audit.jsonl'));
+const auditText = (await Promise.all(audits.map((f) => readFile(f, 'utf8')))).join('');
+for (const action of ['workload.launch', 'canvas-token.mint', 'machine.revoke']) {
+  t.ok(auditText.includes(`"action":"${action}"`), `audit logs with ${action} entries are among the files scanned`);
+}
 
 let hits = 0;
 for (const file of haystacks) {

@@ -120,6 +120,52 @@ function isUniqueViolation(err: unknown, constraint: string): boolean {
 
 type Queryable = Pick<pg.PoolClient, 'query'>;
 
+/**
+ * `profiles.alias_key` is computed by code (`aliasKey`); when the rule changes (it became a look-alike
+ * skeleton), rows written under the old rule are re-keyed here at start, in one transaction under the
+ * migration advisory lock's neighbour (a transaction-level advisory lock), so replicas starting together
+ * do it once. A row whose new key clashes with another's keeps its old key (the service starts; the
+ * capability projection reports the `alias_collision`) and is named in the log by profile ID.
+ */
+export async function rekeyAliases(client: pg.PoolClient): Promise<{ updated: number; clashing: string[] }> {
+  await client.query('BEGIN');
+  try {
+    await client.query("SELECT pg_advisory_xact_lock(hashtext('arr_rekey_aliases'))");
+    const { rows } = await client.query<{ id: string; alias: string; alias_key: string }>(
+      'SELECT id, record->>\'alias\' AS alias, alias_key FROM profiles ORDER BY id COLLATE "C" FOR UPDATE',
+    );
+    const stale = rows.filter((r) => aliasKey(r.alias) !== r.alias_key);
+    const taken = new Set(rows.filter((r) => !stale.includes(r)).map((r) => r.alias_key));
+    let updated = 0;
+    const clashing: string[] = [];
+    // Park the stale rows on keys no alias can have (a control character), so a row may move onto a key
+    // another stale row is leaving.
+    if (stale.length > 0) {
+      await client.query("UPDATE profiles SET alias_key = chr(1) || id WHERE id = ANY($1::text[])", [stale.map((r) => r.id)]);
+    }
+    for (const row of stale) {
+      const key = aliasKey(row.alias);
+      if (taken.has(key)) {
+        // Back on its old key when that is still free, else it stays parked (unique, never matching).
+        if (!taken.has(row.alias_key)) {
+          await client.query('UPDATE profiles SET alias_key = $2 WHERE id = $1', [row.id, row.alias_key]);
+          taken.add(row.alias_key);
+        }
+        clashing.push(row.id);
+        continue;
+      }
+      await client.query('UPDATE profiles SET alias_key = $2 WHERE id = $1', [row.id, key]);
+      taken.add(key);
+      updated++;
+    }
+    await client.query('COMMIT');
+    return { updated, clashing };
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+}
+
 export class PostgresStore implements RegistryStore {
   readonly #pool: pg.Pool;
   readonly #listener: ChangeListener;
@@ -174,6 +220,10 @@ export class PostgresStore implements RegistryStore {
       try {
         const report = await migrate(client);
         if (report.applied.length > 0) options.onMigrated?.(report);
+        const rekeyed = await rekeyAliases(client);
+        if (rekeyed.updated > 0 || rekeyed.clashing.length > 0) {
+          log('warn', `re-keyed ${rekeyed.updated} profile aliases under the current alias rule${rekeyed.clashing.length > 0 ? `; kept the old key of ${rekeyed.clashing.join(', ')}, whose alias now clashes with another (rename one)` : ''}`);
+        }
       } finally {
         client.release();
       }
