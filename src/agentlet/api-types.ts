@@ -1562,7 +1562,7 @@ export interface operations {
                              *     ]
                              */
                             resourceIds: string[];
-                            /** @description Free JSON object for the host UI, at most 16384 bytes serialized. Every key and string inside is scanned for secrets. */
+                            /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep (400 `validation_failed` beyond). Every key and string inside is scanned for secrets. */
                             customData?: {
                                 [key: string]: unknown;
                             };
@@ -1707,7 +1707,7 @@ export interface operations {
                      *     ]
                      */
                     resourceIds?: string[];
-                    /** @description Free JSON object for the host UI, at most 16384 bytes serialized. Every key and string inside is scanned for secrets. */
+                    /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep (400 `validation_failed` beyond). Every key and string inside is scanned for secrets. */
                     customData?: {
                         [key: string]: unknown;
                     };
@@ -1767,7 +1767,7 @@ export interface operations {
                          *     ]
                          */
                         resourceIds: string[];
-                        /** @description Free JSON object for the host UI, at most 16384 bytes serialized. Every key and string inside is scanned for secrets. */
+                        /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep (400 `validation_failed` beyond). Every key and string inside is scanned for secrets. */
                         customData?: {
                             [key: string]: unknown;
                         };
@@ -2038,7 +2038,7 @@ export interface operations {
                          *     ]
                          */
                         resourceIds: string[];
-                        /** @description Free JSON object for the host UI, at most 16384 bytes serialized. Every key and string inside is scanned for secrets. */
+                        /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep (400 `validation_failed` beyond). Every key and string inside is scanned for secrets. */
                         customData?: {
                             [key: string]: unknown;
                         };
@@ -2474,7 +2474,7 @@ export interface operations {
                          *     ]
                          */
                         resourceIds: string[];
-                        /** @description Free JSON object for the host UI, at most 16384 bytes serialized. Every key and string inside is scanned for secrets. */
+                        /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep (400 `validation_failed` beyond). Every key and string inside is scanned for secrets. */
                         customData?: {
                             [key: string]: unknown;
                         };
@@ -2858,6 +2858,31 @@ export interface operations {
             };
             /** @description `machine_not_found` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `secret_detected` */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3790,6 +3815,31 @@ export interface operations {
                     };
                 };
             };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
         };
     };
     listProviderResources: {
@@ -3966,7 +4016,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description The provider's complete set; records left out are withdrawn. */
+                    /** @description The provider's complete set; records left out are withdrawn. Each `id` may appear only once (listing one twice is 400 `validation_failed`). */
                     resources: ({
                         /** @enum {number} */
                         schemaVersion: 1;
@@ -4155,6 +4205,31 @@ export interface operations {
             };
             /** @description `secret_detected` */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
