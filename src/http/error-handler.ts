@@ -59,6 +59,8 @@ export function installErrorHandling(app: FastifyInstance): void {
     if (out.statusCode >= 500) request.log.error({ err }, 'request failed');
     else request.log.info({ code: out.code, statusCode: out.statusCode }, 'request rejected');
     if (out.statusCode === 401) reply.header('www-authenticate', 'Bearer');
+    const retryAfter = out.details?.retryAfterSeconds;
+    if (out.statusCode === 429 && typeof retryAfter === 'number') reply.header('retry-after', String(retryAfter));
     void reply.code(out.statusCode).send(out);
   });
   app.setNotFoundHandler((request, reply) => {
