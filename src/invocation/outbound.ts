@@ -45,6 +45,8 @@ export class OutboundClient {
         bodyTimeout: call.timeoutMs,
       });
       const { statusCode, headers, body } = response;
+      // Destroying the body early (refusing it) must not surface as an unhandled stream error.
+      body.on('error', () => undefined);
       if (statusCode < 200 || statusCode > 299) {
         body.destroy();
         return failed('status', statusCode);
