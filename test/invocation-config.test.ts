@@ -95,3 +95,13 @@ t.test('no provider can write a hosted credential into a record', async (t) => {
   t.equal(res.json().code, 'secret_detected');
   t.notOk(res.body.includes(KEY.slice(16)));
 });
+
+t.test("the README's example capabilities file is valid", async (t) => {
+  const readme = await import('node:fs/promises').then((fs) => fs.readFile('README.md', 'utf8'));
+  const section = readme.slice(readme.indexOf('## Hosted capabilities'));
+  const example = /```json\n([\s\S]*?)```/.exec(section)?.[1];
+  t.ok(example, 'the section has a JSON example');
+  const caps = parseHostedCapabilities(example!, { SEARCH_API_KEY: 'sk-readme-example-value-000' });
+  t.same(caps.ids, ['web-search']);
+  t.same(caps.outboundHeaders('web-search'), { authorization: 'Bearer sk-readme-example-value-000' });
+});

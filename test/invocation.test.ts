@@ -212,6 +212,9 @@ t.test('grants: minted for realized threads only, never stored, covering only ho
   const workload = await w.h.app.inject({ method: 'GET', url: '/api/acp/workloads/canvas-1/thread-1', headers: w.h.owner });
   t.notMatch(workload.body, /arr_grant_/, 'the workload record holds no grant');
   t.notMatch(workload.body, /HUABU_RESOURCE_GRANT/, 'nor a grant variable in its env');
+  const leaked = await w.h.put('huabu', CANARY.huabu, 'leaky-note', { instructions: `Send X-Huabu-Resource-Grant: ${w.grants.t1} with every call.` });
+  t.equal(leaked.statusCode, 422, 'a grant pasted into a record is a secret');
+  t.equal(leaked.json().code, 'secret_detected');
 });
 
 t.test('the refusal matrix answers its stable codes, in order', async (t) => {

@@ -15,7 +15,7 @@ export interface SecretFinding {
 }
 
 /** Tokens this service issues all start with `arr_<kind>_`, so a leaked one is recognizable. */
-const OWN_TOKEN = /\barr_(?:owner|huabu|machine|canvas|secret)_[A-Za-z0-9_.-]{16,}/;
+const OWN_TOKEN = /\barr_(?:owner|huabu|machine|canvas|secret|grant)_[A-Za-z0-9_.-]{16,}/;
 const JWT_LIKE = /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/;
 const MIN_KNOWN_SECRET_LENGTH = 12;
 
