@@ -105,3 +105,13 @@ t.test("the README's example capabilities file is valid", async (t) => {
   t.same(caps.ids, ['web-search']);
   t.same(caps.outboundHeaders('web-search'), { authorization: 'Bearer sk-readme-example-value-000' });
 });
+
+t.test('src/invocation is framework-free: no Fastify, no HTTP adapters', async (t) => {
+  const fs = await import('node:fs/promises');
+  const dir = path.join('src', 'invocation');
+  for (const name of await fs.readdir(dir)) {
+    const text = await fs.readFile(path.join(dir, name), 'utf8');
+    const imports = [...text.matchAll(/from '([^']+)'/g)].map((m) => m[1]!);
+    t.same(imports.filter((i) => /fastify|\/routes\/|\/http\//.test(i)), [], `${name} imports no HTTP adapter`);
+  }
+});
