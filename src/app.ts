@@ -32,6 +32,10 @@ import { profileRoutes } from './routes/profiles.js';
 import { operationsRoutes } from './routes/operations.js';
 import { providerRoutes } from './routes/providers.js';
 import { rfsRoutes } from './routes/rfs.js';
+import { grantRoutes } from './routes/grants.js';
+import { invokeRoutes } from './routes/invoke.js';
+import { InvocationService } from './invocation/invocation-service.js';
+import { OutboundClient } from './invocation/outbound.js';
 import { workloadRoutes } from './routes/workloads.js';
 import { WorkloadService } from './workloads/workload-service.js';
 import { SecretScanner } from './secrets/secret-scanner.js';
@@ -117,7 +121,8 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     else if (resolved.file) logger.info({ file: resolved.file }, 'using credentials stored in this file');
     const { credentials } = resolved;
 
-    const scanner = new SecretScanner(Object.values(credentials));
+    // The hosted capabilities' credential values are known secrets too: no record may carry one.
+    const scanner = new SecretScanner([...Object.values(credentials), ...config.hostedCapabilities.credentialValues()]);
     const audit = new AuditTrail(store, clock, (err) => logger.error({ err }, 'audit log append failed'));
     const registry = new ResourceRegistry(store, scanner, audit, config.requiredResourceIds);
     const machines = new MachineRegistry(store, clock, audit, scanner);
@@ -126,7 +131,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       ...(config.defaultAgentletId !== undefined ? { defaultAgentletId: config.defaultAgentletId } : {}),
     });
     const catalogue = new CatalogueCache((view) => metrics.catalogueRebuilds.inc({ view: view.split(':')[0] }));
-    const capabilities = new CapabilityProjection(store, config.requiredResourceIds);
+    const capabilities = new CapabilityProjection(store, config.requiredResourceIds, config.hostedCapabilities.ids);
     const deps: RouteDeps = { config, credentials, registry, machines, profiles, catalogue, capabilities, scanner, audit, expensive: new ExpensiveWork(), now };
     const workloads = new WorkloadService({
       store,
@@ -139,6 +144,18 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       // Fail closed: any error diagnostic touching the profile or its effective set stops the launch.
       preflight: async (profile, effective) =>
         assertNoErrors(await capabilities.diagnosticsFor(profile, effective), 'The launch would confuse the agent', { profileId: profile.id }),
+    });
+
+    const outbound = new OutboundClient();
+    const invocations = new InvocationService({
+      store,
+      capabilities: config.hostedCapabilities,
+      canvasTokenSecret: credentials.canvasTokenSecret,
+      audit,
+      outbound,
+      now,
+      observe: (resource, outcome, seconds) => metrics.invocations.observe({ resource, outcome }, seconds),
+      onCallFailed: (facts) => logger.warn(facts, 'hosted capability call failed'),
     });
 
     app = Fastify({
@@ -164,6 +181,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     app.addHook('onClose', async () => {
       await inFlight.drain();
       await capabilities.close();
+      await outbound.close();
       await store.close();
     });
     app.addHook('onResponse', async (request, reply) => {
@@ -186,14 +204,16 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
         await acp.register(canvasTokenRoutes, deps);
         await acp.register(workloadRoutes, { ...deps, workloads, metrics });
         await acp.register(capabilityRoutes, deps);
+        await acp.register(grantRoutes, { invocations });
         await acp.register(providerRoutes, { ...deps, prefix: '/providers/:provider' });
       },
       { prefix: '/api/acp' },
     );
     await app.register(rfsRoutes, { ...deps, prefix: '/api/rfs/:canvasId' });
+    await app.register(invokeRoutes, { invocations, prefix: '/api/rfs/:canvasId' });
 
     if (config.seedHuabuResources) {
-      await seedHuabuResources(registry).catch((err: unknown) => {
+      await seedHuabuResources(registry, config.hostedCapabilities.ids).catch((err: unknown) => {
         logger.error({ err }, 'could not register the host resources as provider huabu');
       });
     }

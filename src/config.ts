@@ -4,6 +4,7 @@ import path from 'node:path';
 import Type from 'typebox';
 import { Compile } from 'typebox/compile';
 import { RESOURCE_ID_PATTERN, SLUG_ID_PATTERN } from './schemas/common.js';
+import { CapabilitiesFileError, HostedCapabilities, loadHostedCapabilities } from './invocation/capabilities-file.js';
 
 export const DEFAULT_REQUIRED_RESOURCE_IDS = ['huabu-access', 'local-resource-management'];
 export const MIN_TOKEN_LENGTH = 24;
@@ -42,6 +43,11 @@ export interface Config {
    * Huabu UI leaves out); unset: `agentletId` is required.
    */
   defaultAgentletId?: string;
+  /**
+   * The operator's hosted capabilities (HOSTED_CAPABILITIES_FILE, read and validated here, once; their
+   * credential values come from the environment variables the file names and are never serialized).
+   */
+  hostedCapabilities: HostedCapabilities;
 }
 
 const Env = Type.Object({
@@ -64,6 +70,7 @@ const Env = Type.Object({
   MAX_EVENT_LOOP_DELAY_MS: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
   STORE_MAX_BATCH: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   DEFAULT_AGENTLET_ID: Type.Optional(Type.String({ pattern: SLUG_ID_PATTERN })),
+  HOSTED_CAPABILITIES_FILE: Type.Optional(Type.String({ minLength: 1 })),
 });
 const checkEnv = Compile(Env);
 
@@ -110,6 +117,13 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   const idPattern = new RegExp(RESOURCE_ID_PATTERN);
   const badIds = requiredResourceIds.filter((id) => !idPattern.test(id) || id.length > 128);
   if (badIds.length > 0) throw new ConfigError(`REQUIRED_RESOURCE_IDS holds invalid resource IDs: ${badIds.join(', ')}`);
+  let hostedCapabilities: HostedCapabilities;
+  try {
+    hostedCapabilities = loadHostedCapabilities(e.HOSTED_CAPABILITIES_FILE === undefined ? undefined : path.resolve(e.HOSTED_CAPABILITIES_FILE), env);
+  } catch (err) {
+    if (err instanceof CapabilitiesFileError) throw new ConfigError(err.message);
+    throw err;
+  }
   const urlHost = host.includes(':') ? `[${host}]` : host;
   return {
     host,
@@ -129,5 +143,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     databaseUrl: e.DATABASE_URL,
     databasePoolSize: e.DATABASE_POOL_SIZE === undefined ? 10 : Number(e.DATABASE_POOL_SIZE),
     ...(e.DEFAULT_AGENTLET_ID === undefined ? {} : { defaultAgentletId: e.DEFAULT_AGENTLET_ID }),
+    hostedCapabilities,
   };
 }

@@ -45,6 +45,14 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly invocations = new Histogram({
+    name: 'registry_invocations_duration_seconds',
+    help: 'Hosted-capability invocations through the RFS boundary, by resource (configured IDs only) and outcome (`ok`, `cancelled` or the error code); the _count series counts them.',
+    labelNames: ['resource', 'outcome'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }

@@ -17,6 +17,8 @@ interface Entry {
   allowed: Partial<Record<PrincipalName, number>> | 'public';
   /** Status for anyone on a public route. */
   publicStatus?: number;
+  /** The error code an admitted principal gets when the route needs more than its token. */
+  admittedCode?: string;
 }
 
 const resource = { schemaVersion: 1, name: 'Tool', description: 'A tool.', instructions: 'Use it via $HUABU_RFS_URL.' };
@@ -72,6 +74,14 @@ const MATRIX: Record<string, Entry> = {
   'GET /api/acp/capabilities': { url: '/api/acp/capabilities', allowed: { owner: 200 } },
   'GET /api/rfs/{canvasId}/resources': { url: '/api/rfs/canvas-x/resources', allowed: { canvasX: 200 } },
   'GET /api/rfs/{canvasId}/resources/{id}': { url: '/api/rfs/canvas-x/resources/tool-a', allowed: { canvasX: 200 } },
+  'POST /api/acp/grants': { url: '/api/acp/grants', payload: { canvasId: 'canvas-x', threadId: 'thread-1' }, allowed: { owner: 201, huabu: 201 } },
+  // The canvas token is admitted; the invocation then needs a resource grant too (test/invocation.test.ts).
+  'POST /api/rfs/{canvasId}/resources/{id}/invoke': {
+    url: '/api/rfs/canvas-x/resources/tool-a/invoke',
+    payload: { schemaVersion: 1, input: {} },
+    allowed: { canvasX: 401 },
+    admittedCode: 'grant_invalid',
+  },
 };
 
 async function world(t: Parameters<typeof build>[0]): Promise<{ h: TestApp; tokens: Record<PrincipalName, string | undefined>; profileId: string }> {
@@ -141,9 +151,13 @@ for (const [operation, entry] of Object.entries(MATRIX)) {
         ...(entry.payload === undefined ? {} : { payload: JSON.parse(JSON.stringify(entry.payload).replace('{profileId}', profileId)) }),
       });
       t.equal(res.statusCode, expected, `${principal} → ${expected}`);
-      if (expected === 401) t.equal(res.json().code, 'unauthorized');
-      if (expected === 403) t.equal(res.json().code, 'forbidden');
+      if (entry.admittedCode && entry.allowed !== 'public' && principal in entry.allowed) t.equal(res.json().code, entry.admittedCode);
+      else {
+        if (expected === 401) t.equal(res.json().code, 'unauthorized');
+        if (expected === 403) t.equal(res.json().code, 'forbidden');
+      }
       if (res.statusCode === 201 && /machines|canvas-tokens/.test(entry.url)) recordIssuedToken(res.json().token);
+      if (res.statusCode === 201 && /grants/.test(entry.url)) recordIssuedToken(res.json().grant);
     }
   });
 }

@@ -6,7 +6,7 @@
 // BENCH_WARMUP (1 s), BENCH_CONNECTIONS (10, read scenarios), BENCH_WRITERS (32), BENCH_READ_RATE
 // (100 req/s, the fixed read load of scenario 6), BENCH_LAUNCH_RATE (100 launches/s, the fixed load of
 // scenario 5's latency row), BENCH_THREADS_PER_CANVAS (10: scenario 5's launches and scenario 7's
-// workloads on disk), BENCH_ONLY (e.g. `4,6`: run only these scenarios),
+// workloads on disk), BENCH_INVOKE_CALLS (2000: scenario 9's calls each way), BENCH_ONLY (e.g. `4,6`: run only these scenarios),
 // BENCH_LOG_LEVEL (warn), BENCH_TMPDIR, BENCH_SERVER_NODE_ARGS (e.g. `--cpu-prof`).
 // Scenario 8 (PostgreSQL next to the JSON store) runs when BENCH_DATABASE_URL names a server where databases
 // may be created (not DATABASE_URL, which test runs set for other reasons); BENCH_PG_POOL sets its servers' DATABASE_POOL_SIZE; BENCH_BASELINE_BUILD (another build's
@@ -37,6 +37,8 @@ import {
   type Variant,
 } from './harness.js';
 import type { LoadResult, LoadSpec } from './protocol.js';
+import { measureInvocationOverhead } from './invocation-overhead.js';
+import { loadavg } from 'node:os';
 
 interface Options {
   scales: number[];
@@ -48,6 +50,8 @@ interface Options {
   readRate: number;
   launchRate: number;
   threadsPerCanvas: number;
+  /** Scenario 9: calls each way (direct, through the service). */
+  invokeCalls: number;
   only: Set<string> | undefined;
 }
 
@@ -60,7 +64,7 @@ function options(argv: string[], env: NodeJS.ProcessEnv): Options {
     return value;
   };
   if (argv.includes('--smoke')) {
-    return { scales: [100], runs: 1, durationSec: 0.3, warmupSec: 0, connections: 4, writers: 8, readRate: 50, launchRate: 50, threadsPerCanvas: 10, only: undefined };
+    return { scales: [100], runs: 1, durationSec: 0.3, warmupSec: 0, connections: 4, writers: 8, readRate: 50, launchRate: 50, threadsPerCanvas: 10, invokeCalls: 20, only: undefined };
   }
   return {
     scales: (env.BENCH_SCALES ?? '100,1000,10000').split(',').map((s) => Number(s.trim())).filter((n) => n > 0),
@@ -72,6 +76,7 @@ function options(argv: string[], env: NodeJS.ProcessEnv): Options {
     readRate: num('BENCH_READ_RATE', 100),
     launchRate: num('BENCH_LAUNCH_RATE', 100),
     threadsPerCanvas: Math.round(num('BENCH_THREADS_PER_CANVAS', 10)),
+    invokeCalls: Math.round(num('BENCH_INVOKE_CALLS', 2000)),
     only: env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined,
   };
 }
@@ -466,6 +471,25 @@ export const SCENARIOS: Scenario[] = [
             : []),
         ];
       });
+    },
+  },
+  {
+    id: '9',
+    title: 'hosted invocation overhead',
+    at: 'largest',
+    async run(ctx) {
+      const dir = await copyDataDir(ctx.template, ctx.root);
+      const load = loadavg().map((l) => l.toFixed(2)).join(' ');
+      const r = await measureInvocationOverhead(dir, ctx.root, ctx.creds, ctx.opts.invokeCalls);
+      await removeDir(dir);
+      return [
+        {
+          measured: `through the service p50 ${fmt(r.service.p50, 2)} ms, p99 ${fmt(r.service.p99, 2)} ms (overhead p50 +${fmt(r.service.p50 - r.direct.p50, 2)} ms, p99 +${fmt(r.service.p99 - r.direct.p99, 2)} ms)`,
+          baseline: `direct p50 ${fmt(r.direct.p50, 2)} ms, p99 ${fmt(r.direct.p99, 2)} ms; ${fmt(r.calls)} sequential calls each, alternating; load average ${load}`,
+          ratio: `${fmt(r.service.p50 / r.direct.p50, 2)}×`,
+          target: '—',
+        },
+      ];
     },
   },
 ];

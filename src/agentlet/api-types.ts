@@ -318,6 +318,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/acp/grants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mint a resource grant
+         * @description An opaque token binding the thread's machine (and its enrollment), profile, canvas, thread, the hosted capabilities among its effective resources, an expiry and the capabilities policy version. The agent sends it as `X-Huabu-Resource-Grant` with its canvas token to `POST $HUABU_RFS_URL/resources/<id>/invoke`. Owner token or the Huabu provider token; never written into the workload.
+         */
+        post: operations["mintResourceGrant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/acp/providers/{provider}/resources": {
         parameters: {
             query?: never;
@@ -397,6 +417,26 @@ export interface paths {
         get: operations["getRfsResource"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/rfs/{canvasId}/resources/{id}/invoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Invoke a hosted capability
+         * @description Forwards `input` to the operator's endpoint for this hosted capability (with its credential, which the agent never sees) and answers its JSON. Needs the canvas token (`Authorization: Bearer $AGENTLET_TOKEN`) and the thread's grant (`X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT`); `X-Huabu-Thread-Id: $HUABU_THREAD_ID` additionally pins the grant to the calling thread. Checks in order: canvas token 401, grant 401 `grant_invalid`/`grant_expired`, bound to this canvas, machine and thread 403, resource granted 403 `resource_not_granted`, hosted 404, input 400, sizes 413, per-grant concurrency and rate 429 (with `Retry-After`), deadline 504 `invocation_timeout`, endpoint failure 502 `invocation_failed` (no upstream body or headers). A hang-up aborts the outbound request.
+         */
+        post: operations["invokeHostedResource"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3697,8 +3737,8 @@ export interface operations {
                         /** @description Errors first, then by code, components and message. */
                         diagnostics: {
                             severity: "error" | "warning";
-                            /** @description Errors: `duplicate_resource_name`, `unresolved_reference`, `cross_machine_reference`, `alias_collision`, `missing_required_resource`. Warnings: `alias_shadows_component`, `unknown_variable`. */
-                            code: "duplicate_resource_name" | "unresolved_reference" | "cross_machine_reference" | "alias_collision" | "missing_required_resource" | "alias_shadows_component" | "unknown_variable";
+                            /** @description Errors: `duplicate_resource_name`, `unresolved_reference`, `cross_machine_reference`, `alias_collision`, `missing_required_resource`. Warnings: `alias_shadows_component`, `unknown_variable`, `unresolved_hosted_capability` (a hosted capability without a record of the host's). */
+                            code: "duplicate_resource_name" | "unresolved_reference" | "cross_machine_reference" | "alias_collision" | "missing_required_resource" | "alias_shadows_component" | "unknown_variable" | "unresolved_hosted_capability";
                             message: string;
                             /** @description The components concerned, sorted. An unresolved or missing reference names the ID it expected (`resource:<id>`), which is not a component. */
                             components: string[];
@@ -3817,6 +3857,152 @@ export interface operations {
             };
             /** @description `rate_limited` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    mintResourceGrant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Canvas ID.
+                     * @example canvas-42
+                     */
+                    canvasId: string;
+                    /**
+                     * @description Thread ID within the canvas.
+                     * @example thread-1
+                     */
+                    threadId: string;
+                    /** @description Lifetime in seconds (default 3600). */
+                    ttlSeconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Minted. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The opaque grant (`arr_grant_...`): the agent's `$HUABU_RESOURCE_GRANT`. Shown only in this response; never stored. */
+                        grant: string;
+                        /** Format: date-time */
+                        expiresAt: string;
+                        /** @description The hosted capabilities among the thread's effective resources. */
+                        allowedResourceIds: string[];
+                        /** @description Digest of the capabilities file the grant was minted under; a changed file invalidates the grant. */
+                        policyVersion: string;
+                    };
+                };
+            };
+            /** @description `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `workload_not_found`, `machine_not_found` */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5100,6 +5286,261 @@ export interface operations {
             };
             /** @description `resource_not_found` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    invokeHostedResource: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The resource grant (`$HUABU_RESOURCE_GRANT`). */
+                "x-huabu-resource-grant"?: string;
+                /** @description The calling thread (`$HUABU_THREAD_ID`); when sent, it must be the grant's thread. */
+                "x-huabu-thread-id"?: string;
+            };
+            path: {
+                /**
+                 * @description Canvas ID.
+                 * @example canvas-42
+                 */
+                canvasId: string;
+                /**
+                 * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                 * @example web-search
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {number} */
+                    schemaVersion: 1;
+                    /** @description The capability's input, checked against the operator's input schema. */
+                    input: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The endpoint's answer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        schemaVersion: 1;
+                        /**
+                         * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                         * @example web-search
+                         */
+                        resourceId: string;
+                        /** @description The endpoint's JSON answer (bounded by the capability's maxOutputBytes). */
+                        output: unknown;
+                    };
+                };
+            };
+            /** @description `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `grant_invalid`, `grant_expired` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `resource_not_granted` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `resource_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `invocation_failed` */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `invocation_timeout` */
+            504: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -34,6 +34,7 @@ export class CapabilityProjection {
   constructor(
     private readonly store: ProjectionStore,
     private readonly requiredResourceIds: readonly string[],
+    private readonly hostedCapabilityIds: readonly string[] = [],
   ) {}
 
   /**
@@ -53,7 +54,13 @@ export class CapabilityProjection {
     const last = this.#last;
     if (last && lists.every((list, i) => list === last.lists[i])) return last;
     const [resources, entries, machines] = lists;
-    const input = { resources, profiles: entries.map((e) => e.profile), machines, requiredResourceIds: this.requiredResourceIds };
+    const input = {
+      resources,
+      profiles: entries.map((e) => e.profile),
+      machines,
+      requiredResourceIds: this.requiredResourceIds,
+      hostedCapabilityIds: this.hostedCapabilityIds,
+    };
     this.#last = { lists, input };
     return this.#last;
   }

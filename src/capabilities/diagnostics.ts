@@ -24,6 +24,8 @@ export interface SnapshotInput {
   profiles: readonly AgentProfile[];
   machines: readonly { machineId: string; revokedAt?: string | undefined }[];
   requiredResourceIds: readonly string[];
+  /** The operator's hosted capability IDs (HOSTED_CAPABILITIES_FILE); absent: none. */
+  hostedCapabilityIds?: readonly string[];
 }
 
 /** The agent a selection is for: its ID (`agent:<id>`), alias and machine. */
@@ -42,6 +44,7 @@ const SEVERITY: Record<DiagnosticCode, Diagnostic['severity']> = {
   missing_required_resource: 'error',
   alias_shadows_component: 'warning',
   unknown_variable: 'warning',
+  unresolved_hosted_capability: 'warning',
 };
 
 export const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
@@ -193,7 +196,18 @@ export function registryDiagnostics(input: SnapshotInput): Diagnostic[] {
       );
     }
   }
+  out.push(...hostedCapabilityDiagnostics(resources, input.hostedCapabilityIds ?? []));
   return sortDiagnostics(out);
+}
+
+/** A hosted capability needs a record of the host's: without one, its invocations answer 404. */
+function hostedCapabilityDiagnostics(resources: ReadonlyMap<string, AgentResource>, ids: readonly string[]): Diagnostic[] {
+  return ids.flatMap((id) => {
+    const record = resources.get(id);
+    if (record?.provider === HOST_PROVIDER) return [];
+    const why = record ? `its record belongs to machine ${record.provider}, and only ${HOST_PROVIDER}'s records can be hosted` : 'no record of that ID is registered';
+    return [diagnostic('unresolved_hosted_capability', `The operator hosts capability ${id}, but ${why}; invoking it answers 404.`, [resourceComponent(id)])];
+  });
 }
 
 /**

@@ -32,9 +32,44 @@ export const HUABU_RESOURCES: ReadonlyArray<ResourcePutBody & { id: string }> = 
   },
 ];
 
-/** Registers (or refreshes) the host's own records as provider `huabu`. */
-export async function seedHuabuResources(registry: ResourceRegistry): Promise<void> {
-  for (const { id, ...body } of HUABU_RESOURCES) {
+/**
+ * Records for the hosted capabilities upstream Huabu ships, seeded only when the operator's
+ * HOSTED_CAPABILITIES_FILE hosts that ID (a record without an endpoint would promise what nobody serves).
+ * Shapes follow upstream's host records (microsoft/Huabu, the `web-search` and `generate-image` records
+ * beside docs/architecture/agent-resources.md, read at commit 0e53b7eb538ed0c1b76c4018daca13e8c8fd82ce).
+ */
+export const HUABU_HOSTED_RESOURCES: ReadonlyArray<ResourcePutBody & { id: string }> = [
+  {
+    schemaVersion: 1,
+    id: 'web-search',
+    name: 'Web search',
+    description: 'Search the web through the host, with credentials the host keeps.',
+    instructions: [
+      'POST {"schemaVersion":1,"input":{"query":"..."}} to $HUABU_RFS_URL/resources/web-search/invoke with the headers `Authorization: Bearer $AGENTLET_TOKEN`, `X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT` and `X-Huabu-Thread-Id: $HUABU_THREAD_ID`.',
+      'The answer is {"schemaVersion":1,"resourceId":"web-search","output":...}. A 429 answer names when to retry (Retry-After); 401 grant_expired means the grant ran out: stop and report it.',
+      'Never print or copy the token or the grant.',
+    ].join('\n'),
+  },
+  {
+    schemaVersion: 1,
+    id: 'generate-image',
+    name: 'Generate image',
+    description: 'Generate an image through the host, with credentials the host keeps.',
+    instructions: [
+      'POST {"schemaVersion":1,"input":{"prompt":"..."}} to $HUABU_RFS_URL/resources/generate-image/invoke with the headers `Authorization: Bearer $AGENTLET_TOKEN`, `X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT` and `X-Huabu-Thread-Id: $HUABU_THREAD_ID`.',
+      'The answer is {"schemaVersion":1,"resourceId":"generate-image","output":...}. A 429 answer names when to retry (Retry-After); 401 grant_expired means the grant ran out: stop and report it.',
+      'Never print or copy the token or the grant.',
+    ].join('\n'),
+  },
+];
+
+/**
+ * Registers (or refreshes) the host's own records as provider `huabu`, and the records of the hosted
+ * capabilities in `hostedCapabilityIds` that the host knows how to describe.
+ */
+export async function seedHuabuResources(registry: ResourceRegistry, hostedCapabilityIds: readonly string[] = []): Promise<void> {
+  const hosted = new Set(hostedCapabilityIds);
+  for (const { id, ...body } of [...HUABU_RESOURCES, ...HUABU_HOSTED_RESOURCES.filter((r) => hosted.has(r.id))]) {
     await registry.register(HOST_PROVIDER, id, body, 'host:seed');
   }
 }

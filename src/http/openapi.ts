@@ -30,7 +30,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'canvas tokens', description: 'Short-lived tokens an agent uses to read the catalogue for one canvas.' },
         { name: 'providers', description: 'A provider registers, replaces and withdraws its own records.' },
         { name: 'workloads', description: 'The owner launches agent threads; each realized thread pins its resources durably.' },
-        { name: 'rfs', description: 'An agent reads the safe catalogue for its canvas and machine.' },
+        { name: 'rfs', description: 'An agent reads the safe catalogue for its canvas and machine, and invokes the hosted capabilities its grant covers.' },
+        { name: 'grants', description: 'Runtime-only resource grants: which hosted capabilities one realized thread may invoke, until when.' },
       ],
       components: {
         securitySchemes: {
@@ -41,6 +42,12 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
             description: 'A provider token: the Huabu provider token (HUABU_PROVIDER_TOKEN) or a machine token from `POST /api/acp/machines`.',
           },
           canvasToken: { type: 'http', scheme: 'bearer', description: 'A canvas token from `POST /api/acp/canvas-tokens` ($AGENTLET_TOKEN).' },
+          resourceGrant: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'X-Huabu-Resource-Grant',
+            description: 'A resource grant from `POST /api/acp/grants` ($HUABU_RESOURCE_GRANT); sent together with the canvas token.',
+          },
         },
       },
     },

@@ -7,7 +7,7 @@ export type ComponentKind = (typeof COMPONENT_KINDS)[number];
 export const EDGE_KINDS = ['publishes', 'selects', 'placed-on', 'requires'] as const;
 export const DIAGNOSTIC_CODES = {
   error: ['duplicate_resource_name', 'unresolved_reference', 'cross_machine_reference', 'alias_collision', 'missing_required_resource'],
-  warning: ['alias_shadows_component', 'unknown_variable'],
+  warning: ['alias_shadows_component', 'unknown_variable', 'unresolved_hosted_capability'],
 } as const;
 export type DiagnosticCode = (typeof DIAGNOSTIC_CODES)['error' | 'warning'][number];
 
@@ -64,8 +64,9 @@ export const Diagnostic = Type.Object(
         Type.Literal('missing_required_resource'),
         Type.Literal('alias_shadows_component'),
         Type.Literal('unknown_variable'),
+        Type.Literal('unresolved_hosted_capability'),
       ],
-      { description: 'Errors: `duplicate_resource_name`, `unresolved_reference`, `cross_machine_reference`, `alias_collision`, `missing_required_resource`. Warnings: `alias_shadows_component`, `unknown_variable`.' },
+      { description: 'Errors: `duplicate_resource_name`, `unresolved_reference`, `cross_machine_reference`, `alias_collision`, `missing_required_resource`. Warnings: `alias_shadows_component`, `unknown_variable`, `unresolved_hosted_capability` (a hosted capability without a record of the host\'s).' },
     ),
     message: Type.String(),
     components: Type.Array(ComponentId, {

@@ -19,7 +19,7 @@ export interface SecretFinding {
  * boundary before it (nor before a JWT): a token glued to a preceding word (`TOKENarr_machine_...`) is
  * still a token.
  */
-const OWN_TOKEN = /arr_(?:owner|huabu|machine|canvas|secret)_[A-Za-z0-9_.-]{16,}/;
+const OWN_TOKEN = /arr_(?:owner|huabu|machine|canvas|secret|grant)_[A-Za-z0-9_.-]{16,}/;
 const JWT_LIKE = /eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/;
 /**
  * AWS access key IDs (gitleaks' and trufflehog's prefixes). secretlint's AWS rule only reports them with

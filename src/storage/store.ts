@@ -30,6 +30,8 @@ export interface AuditEntry {
   /** The object acted on (resource ID, machine ID, ...). */
   id: string;
   outcome: string;
+  /** Structured facts (IDs, durations, byte counts), never a secret, input or output. */
+  details?: Record<string, string | number | readonly string[]>;
 }
 
 export interface RegistryStore {

@@ -1,0 +1,278 @@
+// Hosted capabilities, operator-defined: the HOSTED_CAPABILITIES_FILE read and validated once at start.
+// Each capability names the endpoint the service POSTs an agent's input to, the environment variable whose
+// value goes into a credential header (the value is held here, in a private field, and never stored,
+// returned, logged or serialized), a bounded JSON Schema for the input, a deadline, size bounds and a
+// per-grant quota. The policy version is a digest of the file's bytes: any change to the file gives every
+// grant minted before it a different version, so they stop working. Framework-free.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import Type, { type Static } from 'typebox';
+import { Compile } from 'typebox/compile';
+import { RESOURCE_ID_PATTERN } from '../schemas/common.js';
+
+export class CapabilitiesFileError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CapabilitiesFileError';
+  }
+}
+
+/** Bounds on an operator's input schema: it must describe a finite document. */
+export const INPUT_SCHEMA_LIMITS = { maxDepth: 8, maxSchemaBytes: 16 * 1024, maxProperties: 64, maxItems: 1024, maxStringLength: 1_000_000 };
+/** Hard ceilings on what one capability may configure. */
+export const CAPABILITY_LIMITS = { maxTimeoutMs: 300_000, maxInputBytes: 1024 * 1024, maxOutputBytes: 8 * 1024 * 1024, maxConcurrency: 64, maxPerMinute: 10_000 };
+
+const HEADER_NAME = '^[A-Za-z0-9!#$%&\'*+.^_`|~-]{1,64}$';
+const ENV_NAME = '^[A-Za-z_][A-Za-z0-9_]{0,127}$';
+/** Headers the service sets itself or that would change how the request is framed. */
+const RESERVED_HEADERS = new Set(['host', 'content-type', 'content-length', 'transfer-encoding', 'connection', 'upgrade', 'te', 'trailer', 'keep-alive', 'expect']);
+
+const CapabilityEntry = Type.Object(
+  {
+    endpoint: Type.String({ minLength: 1, maxLength: 2048, pattern: '^https?://' }),
+    credential: Type.Optional(
+      Type.Object(
+        {
+          header: Type.String({ pattern: HEADER_NAME }),
+          scheme: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._~+/-]{1,32}$' })),
+          env: Type.String({ pattern: ENV_NAME }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    inputSchema: Type.Object({}, { additionalProperties: true }),
+    timeoutMs: Type.Integer({ minimum: 1, maximum: CAPABILITY_LIMITS.maxTimeoutMs }),
+    maxInputBytes: Type.Integer({ minimum: 1, maximum: CAPABILITY_LIMITS.maxInputBytes }),
+    maxOutputBytes: Type.Integer({ minimum: 1, maximum: CAPABILITY_LIMITS.maxOutputBytes }),
+    perGrant: Type.Object(
+      {
+        concurrency: Type.Integer({ minimum: 1, maximum: CAPABILITY_LIMITS.maxConcurrency }),
+        perMinute: Type.Integer({ minimum: 1, maximum: CAPABILITY_LIMITS.maxPerMinute }),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const CapabilitiesDocument = Type.Object(
+  {
+    schemaVersion: Type.Literal(1),
+    capabilities: Type.Record(Type.String({ pattern: RESOURCE_ID_PATTERN, maxLength: 128 }), CapabilityEntry, { additionalProperties: false }),
+  },
+  { additionalProperties: false },
+);
+type CapabilityEntry = Static<typeof CapabilityEntry>;
+const checkDocument = Compile(CapabilitiesDocument);
+
+export interface InputIssue {
+  field: string;
+  message: string;
+}
+
+/** One hosted capability as the service uses it. No credential value in here. */
+export interface HostedCapability {
+  readonly id: string;
+  readonly endpoint: URL;
+  readonly credentialHeader: string | undefined;
+  readonly timeoutMs: number;
+  readonly maxInputBytes: number;
+  readonly maxOutputBytes: number;
+  readonly perGrant: { readonly concurrency: number; readonly perMinute: number };
+  /** Validates an agent's input against the operator's schema; `[]` when valid. */
+  readonly checkInput: (input: unknown) => InputIssue[];
+}
+
+/**
+ * The operator's hosted capabilities and their policy version. Credential values are kept in a private
+ * field, so logging or serializing this object can never show them.
+ */
+export class HostedCapabilities {
+  readonly #byId: ReadonlyMap<string, HostedCapability>;
+  readonly #headerValues: ReadonlyMap<string, string>;
+  readonly #secrets: readonly string[];
+
+  /** `headerValues`: the credential header's value per capability; `secrets`: the raw variable values. */
+  constructor(
+    readonly policyVersion: string,
+    capabilities: readonly HostedCapability[],
+    headerValues: ReadonlyMap<string, string>,
+    secrets: readonly string[],
+  ) {
+    this.#byId = new Map(capabilities.map((c) => [c.id, c]));
+    this.#headerValues = headerValues;
+    this.#secrets = [...new Set(secrets)];
+  }
+
+  /** No capabilities: the state without HOSTED_CAPABILITIES_FILE. */
+  static none(): HostedCapabilities {
+    return new HostedCapabilities('none', [], new Map(), []);
+  }
+
+  get ids(): string[] {
+    return [...this.#byId.keys()].sort();
+  }
+
+  get(id: string): HostedCapability | undefined {
+    return this.#byId.get(id);
+  }
+
+  /** The headers the outbound call adds for `id` (the credential header, value included). */
+  outboundHeaders(id: string): Record<string, string> {
+    const capability = this.#byId.get(id);
+    const value = this.#headerValues.get(id);
+    return capability?.credentialHeader && value !== undefined ? { [capability.credentialHeader]: value } : {};
+  }
+
+  /** Every credential value, for the secret scanner (a provider can never write one into a record). */
+  credentialValues(): string[] {
+    return [...this.#secrets];
+  }
+
+  toJSON(): unknown {
+    return { policyVersion: this.policyVersion, ids: this.ids };
+  }
+}
+
+/** The reasons an input schema is not bounded, as `path: problem` lines; `[]` when it is. */
+export function unboundedSchemaProblems(schema: unknown): string[] {
+  const problems: string[] = [];
+  const bytes = Buffer.byteLength(JSON.stringify(schema));
+  if (bytes > INPUT_SCHEMA_LIMITS.maxSchemaBytes) problems.push(`is ${bytes} bytes; at most ${INPUT_SCHEMA_LIMITS.maxSchemaBytes}`);
+  const visit = (node: unknown, at: string, depth: number): void => {
+    if (typeof node !== 'object' || node === null || Array.isArray(node)) {
+      problems.push(`${at}: must be a schema object`);
+      return;
+    }
+    if (depth > INPUT_SCHEMA_LIMITS.maxDepth) {
+      problems.push(`${at}: nests deeper than ${INPUT_SCHEMA_LIMITS.maxDepth} levels`);
+      return;
+    }
+    const s = node as Record<string, unknown>;
+    for (const key of ['$ref', '$dynamicRef', '$recursiveRef', 'patternProperties', 'dependentSchemas', 'unevaluatedProperties', 'if', 'then', 'else', 'not']) {
+      if (key in s) problems.push(`${at}: \`${key}\` is not supported in a hosted input schema`);
+    }
+    for (const key of ['anyOf', 'oneOf', 'allOf']) {
+      const list = s[key];
+      if (list === undefined) continue;
+      if (!Array.isArray(list) || list.length === 0 || list.length > 16) problems.push(`${at}/${key}: must list 1..16 schemas`);
+      else list.forEach((child, i) => visit(child, `${at}/${key}/${i}`, depth + 1));
+    }
+    const type = s.type;
+    const types = Array.isArray(type) ? type : type === undefined ? [] : [type];
+    if (types.length === 0 && !('const' in s) && !('enum' in s) && !('anyOf' in s) && !('oneOf' in s) && !('allOf' in s)) {
+      problems.push(`${at}: needs a \`type\`, \`const\` or \`enum\``);
+    }
+    if (types.includes('string') && !(typeof s.maxLength === 'number' && s.maxLength <= INPUT_SCHEMA_LIMITS.maxStringLength)) {
+      problems.push(`${at}: a string needs \`maxLength\` (at most ${INPUT_SCHEMA_LIMITS.maxStringLength})`);
+    }
+    if (types.includes('array')) {
+      if (!(typeof s.maxItems === 'number' && s.maxItems <= INPUT_SCHEMA_LIMITS.maxItems)) problems.push(`${at}: an array needs \`maxItems\` (at most ${INPUT_SCHEMA_LIMITS.maxItems})`);
+      if (s.items === undefined) problems.push(`${at}: an array needs \`items\``);
+      else visit(s.items, `${at}/items`, depth + 1);
+    }
+    if (types.includes('object')) {
+      if (s.additionalProperties !== false) problems.push(`${at}: an object needs \`additionalProperties: false\``);
+      const props = s.properties ?? {};
+      if (typeof props !== 'object' || props === null || Array.isArray(props)) problems.push(`${at}/properties: must be an object`);
+      else {
+        const entries = Object.entries(props);
+        if (entries.length > INPUT_SCHEMA_LIMITS.maxProperties) problems.push(`${at}: at most ${INPUT_SCHEMA_LIMITS.maxProperties} properties`);
+        for (const [name, child] of entries) visit(child, `${at}/properties/${name}`, depth + 1);
+      }
+    }
+  };
+  visit(schema, '#', 0);
+  return problems;
+}
+
+function compileInput(id: string, schema: Record<string, unknown>): (input: unknown) => InputIssue[] {
+  let validator: ReturnType<typeof Compile>;
+  try {
+    validator = Compile(schema as never);
+  } catch (err) {
+    throw new CapabilitiesFileError(`capabilities.${id}.inputSchema does not compile: ${(err as Error).message}`);
+  }
+  return (input) => {
+    if (validator.Check(input)) return [];
+    return [...validator.Errors(input)]
+      .filter((e) => e.keyword !== 'boolean')
+      .slice(0, 16)
+      .map((e) => {
+        const extra = (e.params as { additionalProperties?: string[] } | undefined)?.additionalProperties;
+        return { field: `body/input${e.instancePath}`, message: extra ? `${e.message}: ${extra.join(', ')}` : e.message };
+      });
+  };
+}
+
+/**
+ * Parses and validates the file's bytes. `env` supplies credential values by name; a capability whose
+ * variable is unset or empty stops the start (naming the variable, never a value).
+ */
+export function parseHostedCapabilities(text: string, env: Record<string, string | undefined>, source = 'HOSTED_CAPABILITIES_FILE'): HostedCapabilities {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (err) {
+    throw new CapabilitiesFileError(`${source} is not valid JSON: ${(err as Error).message}`);
+  }
+  if (!checkDocument.Check(doc)) {
+    const problems = [...checkDocument.Errors(doc)]
+      .filter((e) => e.keyword !== 'boolean')
+      .slice(0, 8)
+      .map((e) => `${e.instancePath || '/'} ${e.message}`);
+    throw new CapabilitiesFileError(`${source} is invalid: ${[...new Set(problems)].join('; ')}`);
+  }
+  const capabilities: HostedCapability[] = [];
+  const values = new Map<string, string>();
+  const secrets: string[] = [];
+  for (const [id, entry] of Object.entries((doc as Static<typeof CapabilitiesDocument>).capabilities) as [string, CapabilityEntry][]) {
+    let endpoint: URL;
+    try {
+      endpoint = new URL(entry.endpoint);
+    } catch {
+      throw new CapabilitiesFileError(`${source}: capabilities.${id}.endpoint is not a URL`);
+    }
+    if (endpoint.username || endpoint.password) {
+      throw new CapabilitiesFileError(`${source}: capabilities.${id}.endpoint must not carry credentials; name them in \`credential\``);
+    }
+    const problems = unboundedSchemaProblems(entry.inputSchema);
+    if (problems.length > 0) throw new CapabilitiesFileError(`${source}: capabilities.${id}.inputSchema is not bounded: ${problems.slice(0, 8).join('; ')}`);
+    if (entry.credential) {
+      if (RESERVED_HEADERS.has(entry.credential.header.toLowerCase())) {
+        throw new CapabilitiesFileError(`${source}: capabilities.${id}.credential.header ${entry.credential.header} is reserved`);
+      }
+      const value = env[entry.credential.env];
+      if (value === undefined || value === '') {
+        throw new CapabilitiesFileError(`${source}: capabilities.${id}.credential names ${entry.credential.env}, which is not set`);
+      }
+      if (/[\r\n\0]/.test(value)) throw new CapabilitiesFileError(`${source}: the value of ${entry.credential.env} holds a line break or NUL`);
+      values.set(id, entry.credential.scheme ? `${entry.credential.scheme} ${value}` : value);
+      secrets.push(value);
+    }
+    capabilities.push({
+      id,
+      endpoint,
+      credentialHeader: entry.credential?.header.toLowerCase(),
+      timeoutMs: entry.timeoutMs,
+      maxInputBytes: entry.maxInputBytes,
+      maxOutputBytes: entry.maxOutputBytes,
+      perGrant: { ...entry.perGrant },
+      checkInput: compileInput(id, entry.inputSchema as Record<string, unknown>),
+    });
+  }
+  const policyVersion = createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 16);
+  return new HostedCapabilities(policyVersion, capabilities, values, secrets);
+}
+
+/** Reads `file` (unset: no capabilities). Every problem is a CapabilitiesFileError naming the file. */
+export function loadHostedCapabilities(file: string | undefined, env: Record<string, string | undefined>): HostedCapabilities {
+  if (file === undefined) return HostedCapabilities.none();
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new CapabilitiesFileError(`HOSTED_CAPABILITIES_FILE ${file} cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  return parseHostedCapabilities(text, env, `HOSTED_CAPABILITIES_FILE ${file}`);
+}

@@ -1,0 +1,79 @@
+// Resource grants: `arr_grant_<base64url(JSON claims)>.<base64url(HMAC-SHA256)>`, an opaque runtime-only
+// token that says who may invoke which hosted capabilities, for which thread, until when. Each claim is a
+// fact checked at every invocation (deny by default): machine and its enrollment, profile, canvas, thread,
+// allowed resource IDs, expiry, policy version. Signed with a key derived from CANVAS_TOKEN_SECRET under a
+// label of its own, so a canvas token can never pass as a grant nor a grant as a canvas token. Never stored.
+// Framework-free.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+export const GRANT_PREFIX = 'arr_grant_';
+export const GRANT_HEADER = 'x-huabu-resource-grant';
+export const GRANT_ENV = 'HUABU_RESOURCE_GRANT';
+const KEY_LABEL = 'agent-resource-registry/resource-grant/v1';
+
+export interface GrantClaims {
+  machineId: string;
+  /** The machine record's `enrolledAt` when the grant was minted: a re-enrollment does not revive it. */
+  enrolledAt: string;
+  profileId: string;
+  canvasId: string;
+  threadId: string;
+  allowedResourceIds: string[];
+  /** Seconds since the epoch. */
+  exp: number;
+  policyVersion: string;
+}
+
+export type GrantCheck = { ok: true; claims: GrantClaims } | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
+
+/** The grant signing key: HMAC-SHA256(CANVAS_TOKEN_SECRET, label). */
+export function grantKey(canvasTokenSecret: string): Buffer {
+  return createHmac('sha256', canvasTokenSecret).update(KEY_LABEL).digest();
+}
+
+function sign(payload: string, key: Buffer): Buffer {
+  return createHmac('sha256', key).update(payload).digest();
+}
+
+export function mintGrant(claims: GrantClaims, key: Buffer): string {
+  const c = claims;
+  const payload = Buffer.from(
+    JSON.stringify({ v: 1, m: c.machineId, e: c.enrolledAt, p: c.profileId, c: c.canvasId, t: c.threadId, r: c.allowedResourceIds, exp: c.exp, pv: c.policyVersion }),
+  ).toString('base64url');
+  return `${GRANT_PREFIX}${payload}.${sign(payload, key).toString('base64url')}`;
+}
+
+const isString = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length <= 256;
+
+export function verifyGrant(token: string, key: Buffer, nowSeconds: number): GrantCheck {
+  if (!token.startsWith(GRANT_PREFIX) || token.length > 16 * 1024) return { ok: false, reason: 'malformed' };
+  const [payload, signature, extra] = token.slice(GRANT_PREFIX.length).split('.');
+  if (!payload || !signature || extra !== undefined) return { ok: false, reason: 'malformed' };
+  const expected = sign(payload, key);
+  const given = Buffer.from(signature, 'base64url');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad_signature' };
+  let raw: Record<string, unknown>;
+  try {
+    raw = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+  } catch {
+    return { ok: false, reason: 'malformed' };
+  }
+  const { v, m, e, p, c, t, r, exp, pv } = raw;
+  if (v !== 1 || ![m, e, p, c, t, pv].every(isString) || typeof exp !== 'number' || !Array.isArray(r) || !r.every(isString)) {
+    return { ok: false, reason: 'malformed' };
+  }
+  if (exp <= nowSeconds) return { ok: false, reason: 'expired' };
+  return {
+    ok: true,
+    claims: {
+      machineId: m as string,
+      enrolledAt: e as string,
+      profileId: p as string,
+      canvasId: c as string,
+      threadId: t as string,
+      allowedResourceIds: r as string[],
+      exp,
+      policyVersion: pv as string,
+    },
+  };
+}

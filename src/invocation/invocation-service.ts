@@ -1,0 +1,243 @@
+// Scoped invocation of hosted capabilities: grants are minted for realized workloads, and each invocation
+// is checked fact by fact in a fixed order (grant valid, bound to this canvas, machine and thread, resource
+// granted, hosted, input valid, sizes, quota), then forwarded to the operator's endpoint with its
+// credential, under its deadline and size bound. Every mint and every invocation, refused ones included, is
+// audited (who, which thread, which resource, outcome, duration, bytes; never input or output) and counted.
+// Framework-free: the route adapts HTTP to these calls.
+import { createHash } from 'node:crypto';
+import type { AuditTrail } from '../audit/audit-trail.js';
+import { AppError, type ErrorCode } from '../errors.js';
+import { HOST_PROVIDER } from '../schemas/common.js';
+import type { RegistryStore } from '../storage/store.js';
+import type { HostedCapabilities, HostedCapability } from './capabilities-file.js';
+import { grantKey, mintGrant, verifyGrant, type GrantClaims } from './grants.js';
+import type { OutboundClient } from './outbound.js';
+import { GrantQuotas } from './quotas.js';
+
+export const DEFAULT_GRANT_TTL_SECONDS = 3600;
+
+/** What the caller presented, besides the grant. */
+export interface InvocationCaller {
+  /** The canvas and machine of the (already verified) canvas token. */
+  tokenCanvasId: string;
+  tokenMachineId: string;
+  /** The canvas in the URL. */
+  canvasId: string;
+  /** `X-Huabu-Thread-Id`, when the agent sends it. */
+  threadId: string | undefined;
+}
+
+/** What is known about one invocation so far; audited when it ends, whatever the outcome. */
+export interface InvocationContext {
+  resourceId: string;
+  canvasId: string;
+  machineId: string;
+  profileId?: string;
+  threadId?: string;
+  grantKey?: string;
+  startedAt: number;
+  inputBytes: number;
+  outputBytes: number;
+}
+
+export interface InvocationOutcomeSink {
+  /** One invocation ended: `outcome` is `ok`, `cancelled` or an error code. */
+  (resourceLabel: string, outcome: string, durationSeconds: number): void;
+}
+
+export interface InvocationServiceOptions {
+  store: Pick<RegistryStore, 'getWorkload' | 'getMachine' | 'getResource'>;
+  capabilities: HostedCapabilities;
+  canvasTokenSecret: string;
+  audit: AuditTrail;
+  outbound: OutboundClient;
+  now: () => Date;
+  observe: InvocationOutcomeSink;
+  quotas?: GrantQuotas;
+  /** Where a failed call's facts go (the host's log): reason and upstream status, never body or headers. */
+  onCallFailed?: (facts: { resourceId: string; reason: string; status?: number }) => void;
+}
+
+export interface MintedGrant {
+  grant: string;
+  expiresAt: string;
+  allowedResourceIds: string[];
+  policyVersion: string;
+}
+
+export class InvocationService {
+  readonly #o: InvocationServiceOptions;
+  readonly #key: Buffer;
+  readonly #quotas: GrantQuotas;
+
+  constructor(options: InvocationServiceOptions) {
+    this.#o = options;
+    this.#key = grantKey(options.canvasTokenSecret);
+    this.#quotas = options.quotas ?? new GrantQuotas(() => options.now().getTime());
+  }
+
+  get capabilities(): HostedCapabilities {
+    return this.#o.capabilities;
+  }
+
+  /** Mints a grant for a realized workload on an active machine. Audited; never stored. */
+  async mint(canvasId: string, threadId: string, ttlSeconds: number, actor: string): Promise<MintedGrant> {
+    const { store, capabilities, audit } = this.#o;
+    const id = `${canvasId}/${threadId}`;
+    const workload = await store.getWorkload(canvasId, threadId);
+    if (!workload) {
+      return audit.failure(actor, 'grant.mint', id, new AppError('workload_not_found', `Thread ${threadId} of canvas ${canvasId} has not been launched.`, { canvasId, threadId }));
+    }
+    const machineId = workload.spec.agentletId;
+    const machine = await store.getMachine(machineId);
+    if (!machine || machine.revokedAt) {
+      return audit.failure(actor, 'grant.mint', id, new AppError('machine_not_found', `The thread's machine ${machineId} is not enrolled.`, { machineId }));
+    }
+    const hosted = new Set(capabilities.ids);
+    const allowedResourceIds = workload.spec.resourceIds.filter((rid) => hosted.has(rid));
+    const exp = Math.floor(this.#o.now().getTime() / 1000) + ttlSeconds;
+    const claims: GrantClaims = {
+      machineId,
+      enrolledAt: machine.enrolledAt,
+      profileId: workload.spec.binding.profileId,
+      canvasId,
+      threadId,
+      allowedResourceIds,
+      exp,
+      policyVersion: capabilities.policyVersion,
+    };
+    const grant = mintGrant(claims, this.#key);
+    const expiresAt = new Date(exp * 1000).toISOString();
+    await audit.record([
+      {
+        actor,
+        action: 'grant.mint',
+        id,
+        outcome: 'minted',
+        details: { machine: machineId, profile: claims.profileId, canvas: canvasId, thread: threadId, resources: allowedResourceIds, expiresAt, policyVersion: claims.policyVersion },
+      },
+    ]);
+    return { grant, expiresAt, allowedResourceIds, policyVersion: claims.policyVersion };
+  }
+
+  /** A fresh context for an invocation of `resourceId` by a verified canvas token. */
+  begin(resourceId: string, caller: Pick<InvocationCaller, 'tokenCanvasId' | 'tokenMachineId'>): InvocationContext {
+    return { resourceId, canvasId: caller.tokenCanvasId, machineId: caller.tokenMachineId, startedAt: performance.now(), inputBytes: 0, outputBytes: 0 };
+  }
+
+  /**
+   * The grant checks, in the contract's order, up to "hosted": 401 `grant_invalid` / `grant_expired`,
+   * 403 `forbidden` (another canvas, machine or thread), 403 `resource_not_granted`, 404 `resource_not_found`.
+   */
+  async authorize(ctx: InvocationContext, grant: string | undefined, caller: InvocationCaller): Promise<HostedCapability> {
+    const { store, capabilities } = this.#o;
+    if (grant === undefined || grant === '') throw new AppError('grant_invalid', 'A resource grant is required in X-Huabu-Resource-Grant.', { reason: 'missing' });
+    const check = verifyGrant(grant, this.#key, Math.floor(this.#o.now().getTime() / 1000));
+    if (!check.ok) {
+      if (check.reason === 'expired') throw new AppError('grant_expired', 'The resource grant has expired; ask the host for a new one.');
+      throw new AppError('grant_invalid', 'The resource grant is not valid.', { reason: 'malformed' });
+    }
+    const claims = check.claims;
+    ctx.profileId = claims.profileId;
+    ctx.threadId = claims.threadId;
+    ctx.grantKey = createHash('sha256').update(grant).digest('hex');
+    if (claims.policyVersion !== capabilities.policyVersion) {
+      throw new AppError('grant_invalid', 'The resource grant was minted under an earlier capabilities policy; ask the host for a new one.', { reason: 'policy_changed' });
+    }
+    const machine = await store.getMachine(claims.machineId);
+    if (!machine || machine.revokedAt || machine.enrolledAt !== claims.enrolledAt) {
+      throw new AppError('grant_invalid', "The resource grant's machine enrollment has been revoked.", { reason: 'machine_revoked' });
+    }
+    if (claims.canvasId !== caller.canvasId || caller.tokenCanvasId !== caller.canvasId || claims.machineId !== caller.tokenMachineId) {
+      throw new AppError('forbidden', 'The resource grant or token is not valid for this canvas and machine.');
+    }
+    if (caller.threadId !== undefined && caller.threadId !== claims.threadId) {
+      throw new AppError('forbidden', 'The resource grant belongs to another thread.');
+    }
+    if (!claims.allowedResourceIds.includes(ctx.resourceId)) {
+      throw new AppError('resource_not_granted', `The resource grant does not cover ${ctx.resourceId}.`, { id: ctx.resourceId });
+    }
+    const capability = capabilities.get(ctx.resourceId);
+    const record = capability ? await store.getResource(ctx.resourceId) : undefined;
+    if (!capability || !record || record.provider !== HOST_PROVIDER) {
+      throw new AppError('resource_not_found', `${ctx.resourceId} is not a hosted capability here.`, { id: ctx.resourceId });
+    }
+    return capability;
+  }
+
+  /**
+   * Input valid (400), size (413), quota (429 with `retryAfterSeconds`), then the call: 504
+   * `invocation_timeout`, 502 `invocation_failed` (with only a reason), or the endpoint's JSON answer.
+   * A hang-up (`signal`) aborts the outbound request; the result is then `cancelled`.
+   */
+  async invoke(ctx: InvocationContext, capability: HostedCapability, input: unknown, signal: AbortSignal): Promise<{ output: unknown } | { cancelled: true }> {
+    const issues = capability.checkInput(input);
+    if (issues.length > 0) throw new AppError('validation_failed', `${issues[0]!.field} ${issues[0]!.message}`, { issues });
+    const body = JSON.stringify(input);
+    ctx.inputBytes = Buffer.byteLength(body);
+    if (ctx.inputBytes > capability.maxInputBytes) {
+      throw new AppError('payload_too_large', `The input is ${ctx.inputBytes} bytes; ${capability.id} takes at most ${capability.maxInputBytes}.`, {
+        inputBytes: ctx.inputBytes,
+        maxInputBytes: capability.maxInputBytes,
+      });
+    }
+    const slot = this.#quotas.acquire(`${ctx.grantKey}:${capability.id}`, capability.perGrant);
+    if (!slot.ok) {
+      const what = slot.reason === 'concurrency' ? `${capability.perGrant.concurrency} invocations in flight` : `${capability.perGrant.perMinute} invocations a minute`;
+      throw new AppError('rate_limited', `This grant may have at most ${what} of ${capability.id}; retry in ${slot.retryAfterSeconds} s.`, {
+        reason: slot.reason,
+        retryAfterSeconds: slot.retryAfterSeconds,
+      });
+    }
+    try {
+      const result = await this.#o.outbound.call({
+        endpoint: capability.endpoint,
+        headers: this.#o.capabilities.outboundHeaders(capability.id),
+        body,
+        timeoutMs: capability.timeoutMs,
+        maxOutputBytes: capability.maxOutputBytes,
+        signal,
+      });
+      if (result.ok) {
+        ctx.outputBytes = result.outputBytes;
+        return { output: result.output };
+      }
+      if (result.reason === 'cancelled') return { cancelled: true };
+      this.#o.onCallFailed?.({ resourceId: capability.id, reason: result.reason, ...(result.status ? { status: result.status } : {}) });
+      if (result.reason === 'timeout') {
+        throw new AppError('invocation_timeout', `${capability.id} did not answer within ${capability.timeoutMs} ms.`, { timeoutMs: capability.timeoutMs });
+      }
+      throw new AppError('invocation_failed', `${capability.id} failed; the host has the details in its logs.`, {
+        reason: result.reason,
+        ...(result.reason === 'output_too_large' ? { maxOutputBytes: capability.maxOutputBytes } : {}),
+      });
+    } finally {
+      slot.release();
+    }
+  }
+
+  /** Audits and counts the end of an invocation. Never throws. */
+  async finish(ctx: InvocationContext, outcome: 'ok' | 'cancelled' | ErrorCode, actor: string): Promise<void> {
+    const durationMs = performance.now() - ctx.startedAt;
+    const label = this.#o.capabilities.get(ctx.resourceId) ? ctx.resourceId : '__not_hosted__';
+    this.#o.observe(label, outcome, durationMs / 1000);
+    await this.#o.audit.record([
+      {
+        actor,
+        action: 'resource.invoke',
+        id: ctx.resourceId,
+        outcome,
+        details: {
+          ...(ctx.machineId ? { machine: ctx.machineId } : {}),
+          canvas: ctx.canvasId,
+          ...(ctx.profileId ? { profile: ctx.profileId } : {}),
+          ...(ctx.threadId ? { thread: ctx.threadId } : {}),
+          resource: ctx.resourceId,
+          durationMs: Math.round(durationMs * 100) / 100,
+          inputBytes: ctx.inputBytes,
+          outputBytes: ctx.outputBytes,
+        },
+      },
+    ]);
+  }
+}

@@ -1,0 +1,85 @@
+// The outbound call to a hosted capability's endpoint, with a gateway's discipline: one POST of the
+// agent's input as JSON (never retried: it may not be idempotent), a per-capability deadline, a bound on
+// the answer's size read as it streams in, redirects not followed, and cancellation passed downstream (the
+// caller's AbortSignal aborts the request when the agent hangs up). Whatever goes wrong, the result names
+// only a reason: the endpoint's body and headers never travel further. Framework-free.
+import { Agent, request } from 'undici';
+
+export type OutboundResult =
+  | { ok: true; output: unknown; outputBytes: number }
+  | { ok: false; reason: 'timeout' | 'cancelled' | 'unreachable' | 'status' | 'not_json' | 'output_too_large'; status?: number };
+
+export interface OutboundCall {
+  endpoint: URL;
+  headers: Record<string, string>;
+  body: string;
+  timeoutMs: number;
+  maxOutputBytes: number;
+  /** Aborted when the agent hangs up. */
+  signal: AbortSignal;
+}
+
+export class OutboundClient {
+  readonly #agent = new Agent({ keepAliveTimeout: 10_000, connections: 128 });
+
+  async call(call: OutboundCall): Promise<OutboundResult> {
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort(new Error('deadline'));
+    }, call.timeoutMs);
+    const onCancel = () => controller.abort(new Error('cancelled'));
+    if (call.signal.aborted) onCancel();
+    else call.signal.addEventListener('abort', onCancel, { once: true });
+    const failed = (reason: Exclude<OutboundResult, { ok: true }>['reason'], status?: number): OutboundResult =>
+      timedOut ? { ok: false, reason: 'timeout' } : call.signal.aborted ? { ok: false, reason: 'cancelled' } : { ok: false, reason, ...(status ? { status } : {}) };
+    try {
+      const response = await request(call.endpoint, {
+        method: 'POST',
+        dispatcher: this.#agent,
+        headers: { ...call.headers, 'content-type': 'application/json', accept: 'application/json' },
+        body: call.body,
+        signal: controller.signal,
+        headersTimeout: call.timeoutMs,
+        bodyTimeout: call.timeoutMs,
+      });
+      const { statusCode, headers, body } = response;
+      // Destroying the body early (refusing it) must not surface as an unhandled stream error.
+      body.on('error', () => undefined);
+      if (statusCode < 200 || statusCode > 299) {
+        body.destroy();
+        return failed('status', statusCode);
+      }
+      const declared = Number(headers['content-length']);
+      if (Number.isFinite(declared) && declared > call.maxOutputBytes) {
+        body.destroy();
+        return failed('output_too_large');
+      }
+      const chunks: Buffer[] = [];
+      let bytes = 0;
+      for await (const chunk of body) {
+        bytes += (chunk as Buffer).length;
+        if (bytes > call.maxOutputBytes) {
+          body.destroy();
+          return failed('output_too_large');
+        }
+        chunks.push(chunk as Buffer);
+      }
+      try {
+        return { ok: true, output: JSON.parse(Buffer.concat(chunks, bytes).toString('utf8')), outputBytes: bytes };
+      } catch {
+        return failed('not_json');
+      }
+    } catch {
+      return failed('unreachable');
+    } finally {
+      clearTimeout(timer);
+      call.signal.removeEventListener('abort', onCancel);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.#agent.close();
+  }
+}

@@ -1,0 +1,136 @@
+// RFS: an agent invokes a hosted capability with its canvas token and its resource grant. The checks run
+// before the body is read, in the contract's order (canvas token 401, grant 401, binding 403, resource
+// granted 403, hosted 404), then the body's shape and the input (400), sizes (413), quota (429), and the
+// call (504, 502). A hang-up aborts the outbound request. Every invocation, refused or not, is audited once.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import Type from 'typebox';
+import { actorOf } from '../credentials/principal.js';
+import { AppError, isAppError } from '../errors.js';
+import { protect } from '../http/auth.js';
+import { errors } from '../http/openapi.js';
+import type { HostedCapability } from '../invocation/capabilities-file.js';
+import { GRANT_HEADER } from '../invocation/grants.js';
+import type { InvocationContext, InvocationService } from '../invocation/invocation-service.js';
+import { CanvasId, ResourceId } from '../schemas/common.js';
+import { InvokeBody, InvokeResult } from '../schemas/invocation.js';
+
+export const THREAD_HEADER = 'x-huabu-thread-id';
+/** Room for the `{schemaVersion, input}` envelope around the largest input. */
+const ENVELOPE_BYTES = 1024;
+
+interface InvocationState {
+  ctx: InvocationContext;
+  capability?: HostedCapability;
+  finished: boolean;
+  cancelled?: boolean;
+}
+
+const STATE = Symbol('invocation');
+type WithState = FastifyRequest & { [STATE]?: InvocationState };
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+export const invokeRoutes: FastifyPluginAsyncTypebox<{ invocations: InvocationService }> = async (app, { invocations }) => {
+  protect(app, [app.requireCanvas], ['canvasToken']);
+  // Both credentials are required together: one security requirement naming both schemes.
+  app.addHook('onRoute', (route) => {
+    route.schema = { ...route.schema, security: [{ canvasToken: [], resourceGrant: [] }] };
+  });
+
+  const ids = invocations.capabilities.ids;
+  const largest = Math.max(0, ...ids.map((id) => invocations.capabilities.get(id)!.maxInputBytes));
+
+  async function finish(request: FastifyRequest, outcome: Parameters<InvocationService['finish']>[1]): Promise<void> {
+    const r = request as WithState;
+    if (!r[STATE]) {
+      // Refused before the canvas token was accepted: audited with what the URL says.
+      const { canvasId = '', id = '' } = (request.params ?? {}) as { canvasId?: string; id?: string };
+      r[STATE] = { ctx: invocations.begin(id, { tokenCanvasId: canvasId, tokenMachineId: '' }), finished: false };
+    }
+    const state = r[STATE];
+    if (state.finished) return;
+    state.finished = true;
+    await invocations.finish(state.ctx, outcome, request.principal ? actorOf(request.principal) : 'unauthenticated');
+  }
+
+  // Refusals and failures of this route (thrown by a check, by Fastify's body parsing or validation, or
+  // by the call) are audited here.
+  app.addHook('onError', async (request, _reply, err) => {
+    const state = (request as WithState)[STATE];
+    if (state?.cancelled) return finish(request, 'cancelled');
+    const code = isAppError(err) ? err.code : (err as { statusCode?: number }).statusCode === 413 ? 'payload_too_large' : (err as { validation?: unknown }).validation ? 'validation_failed' : 'internal_error';
+    await finish(request, code);
+  });
+
+  app.post(
+    '/resources/:id/invoke',
+    {
+      bodyLimit: largest + ENVELOPE_BYTES,
+      onRequest: async (request) => {
+        const principal = request.principal;
+        if (principal?.kind !== 'canvas') return;
+        const { canvasId, id } = request.params as { canvasId: string; id: string };
+        const ctx = invocations.begin(id, { tokenCanvasId: principal.canvasId, tokenMachineId: principal.agentletId });
+        const state: InvocationState = { ctx, finished: false };
+        (request as WithState)[STATE] = state;
+        state.capability = await invocations.authorize(ctx, header(request, GRANT_HEADER), {
+          tokenCanvasId: principal.canvasId,
+          tokenMachineId: principal.agentletId,
+          canvasId,
+          threadId: header(request, THREAD_HEADER),
+        });
+      },
+      schema: {
+        tags: ['rfs'],
+        operationId: 'invokeHostedResource',
+        summary: 'Invoke a hosted capability',
+        description:
+          "Forwards `input` to the operator's endpoint for this hosted capability (with its credential, which the agent never sees) and answers its JSON. Needs the canvas token (`Authorization: Bearer $AGENTLET_TOKEN`) and the thread's grant (`X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT`); `X-Huabu-Thread-Id: $HUABU_THREAD_ID` additionally pins the grant to the calling thread. Checks in order: canvas token 401, grant 401 `grant_invalid`/`grant_expired`, bound to this canvas, machine and thread 403, resource granted 403 `resource_not_granted`, hosted 404, input 400, sizes 413, per-grant concurrency and rate 429 (with `Retry-After`), deadline 504 `invocation_timeout`, endpoint failure 502 `invocation_failed` (no upstream body or headers). A hang-up aborts the outbound request.",
+        params: Type.Object({ canvasId: CanvasId, id: ResourceId }),
+        headers: Type.Object({
+          'x-huabu-resource-grant': Type.Optional(Type.String({ description: 'The resource grant (`$HUABU_RESOURCE_GRANT`).' })),
+          'x-huabu-thread-id': Type.Optional(Type.String({ description: 'The calling thread (`$HUABU_THREAD_ID`); when sent, it must be the grant\'s thread.' })),
+        }),
+        body: InvokeBody,
+        response: {
+          200: { ...InvokeResult, description: "The endpoint's answer." },
+          ...errors(
+            'validation_failed',
+            'grant_invalid',
+            'grant_expired',
+            'resource_not_granted',
+            'resource_not_found',
+            'payload_too_large',
+            'rate_limited',
+            'invocation_failed',
+            'invocation_timeout',
+          ),
+        },
+      },
+    },
+    async (request, reply) => {
+      const state = (request as WithState)[STATE]!;
+      const aborted = new AbortController();
+      // The response's socket closing before the answer is written means the agent hung up.
+      const onClose = () => {
+        if (!reply.raw.writableFinished) aborted.abort();
+      };
+      reply.raw.once('close', onClose);
+      try {
+        const result = await invocations.invoke(state.ctx, state.capability!, request.body.input, aborted.signal);
+        if ('cancelled' in result) {
+          state.cancelled = true;
+          throw new AppError('invocation_failed', 'The agent hung up; the call was aborted.', { reason: 'cancelled' });
+        }
+        await finish(request, 'ok');
+        return reply.code(200).send({ schemaVersion: 1 as const, resourceId: state.ctx.resourceId, output: result.output });
+      } finally {
+        reply.raw.removeListener('close', onClose);
+      }
+    },
+  );
+};

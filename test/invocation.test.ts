@@ -1,0 +1,390 @@
+// Scoped invocation of hosted capabilities, with real HTTP on both sides: the registry listens on a real
+// socket and the agent calls it with undici; a real local HTTP server plays the hosted provider (it sees
+// the credential header, the input, and the abort). Covers the happy path, the whole refusal matrix in
+// the contract's order, bounds, the deadline, quotas, cancellation, audit and metrics.
+import t from 'tap';
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { request } from 'undici';
+import { build, CANARY, DATA_ROOT, recordIssuedToken, type TestApp } from './helpers/build.js';
+import { startHostedEndpoint, UPSTREAM_LEAK, type HostedEndpoint } from './helpers/hosted-endpoint.js';
+
+/** The hosted provider's credential: recognizable, so the canary scan looks for it everywhere. */
+export const SEARCH_KEY = 'arr_credential_CANARYsearch0key0value0for0tests0';
+recordIssuedToken(SEARCH_KEY);
+
+const WEB_SEARCH_SCHEMA = {
+  // After upstream's web-search input (microsoft/Huabu, the shared hosted-capability schema next to
+  // RESOURCE_GRANT_HEADER, found with find_string "X-Huabu-Resource-Grant"; architecture in
+  // docs/architecture/agent-resources.md at commit 0e53b7eb538ed0c1b76c4018daca13e8c8fd82ce).
+  type: 'object',
+  properties: {
+    query: { type: 'string', minLength: 1, maxLength: 4000 },
+    maxResults: { type: 'integer', minimum: 1, maximum: 10 },
+    searchDepth: { type: 'string', enum: ['basic', 'advanced'], maxLength: 16 },
+    includeAnswer: { type: 'boolean' },
+  },
+  required: ['query'],
+  additionalProperties: false,
+};
+
+function capabilitiesFile(origin: string) {
+  const base = { inputSchema: WEB_SEARCH_SCHEMA, timeoutMs: 5000, maxInputBytes: 200, maxOutputBytes: 1000, perGrant: { concurrency: 4, perMinute: 1000 } };
+  return {
+    schemaVersion: 1,
+    capabilities: {
+      'web-search': { ...base, endpoint: `${origin}/ok`, credential: { header: 'X-Api-Key', env: 'ARR_TEST_SEARCH_KEY' } },
+      'slow-search': { ...base, endpoint: `${origin}/hold`, timeoutMs: 300 },
+      'hold-search': { ...base, endpoint: `${origin}/hold`, timeoutMs: 20_000, perGrant: { concurrency: 1, perMinute: 1000 } },
+      'limited-search': { ...base, endpoint: `${origin}/ok`, perGrant: { concurrency: 4, perMinute: 2 } },
+      'failing-search': { ...base, endpoint: `${origin}/fail` },
+      'big-search': { ...base, endpoint: `${origin}/big` },
+      'text-search': { ...base, endpoint: `${origin}/not-json` },
+      'down-search': { ...base, endpoint: 'http://127.0.0.1:9/unreachable' },
+      'withdrawn-search': { ...base, endpoint: `${origin}/ok` },
+      'ghost-search': { ...base, endpoint: `${origin}/ok` },
+    },
+  };
+}
+const HOSTED = ['web-search', 'slow-search', 'hold-search', 'limited-search', 'failing-search', 'big-search', 'text-search', 'down-search', 'withdrawn-search'];
+
+interface World {
+  h: TestApp;
+  endpoint: HostedEndpoint;
+  origin: string;
+  clock: { ms: number };
+  capsFile: string;
+  tokens: { c1m1: string; c2m1: string; c1m2: string };
+  grants: { t1: string; t2: string; t3: string; t4: string };
+  mint(canvasId: string, threadId: string, ttlSeconds?: number): Promise<string>;
+  invoke(id: string, opts?: { canvas?: string; token?: string | null; grant?: string | null; input?: unknown; body?: unknown; thread?: string; signal?: AbortSignal }): Promise<{ status: number; headers: Record<string, unknown>; body: any; text: string }>;
+}
+
+async function world(t: Parameters<typeof build>[0], options: { dataDir?: string; capsFile?: string; endpoint?: HostedEndpoint } = {}): Promise<World> {
+  const endpoint = options.endpoint ?? (await startHostedEndpoint());
+  if (!options.endpoint) t.teardown(() => endpoint.close());
+  const clock = { ms: Date.parse('2026-11-30T12:00:00.000Z') };
+  const capsFile = options.capsFile ?? path.join(DATA_ROOT, `caps-${process.pid}-${Math.random().toString(36).slice(2)}.json`);
+  if (!options.capsFile) await writeFile(capsFile, JSON.stringify(capabilitiesFile(endpoint.origin)));
+  const h = await build(t, {
+    env: { HOSTED_CAPABILITIES_FILE: capsFile, ARR_TEST_SEARCH_KEY: SEARCH_KEY, REQUIRED_RESOURCE_IDS: '' },
+    now: () => new Date(clock.ms),
+    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+  });
+  await h.app.listen({ port: 0, host: '127.0.0.1' });
+  const origin = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
+
+  const mint = async (canvasId: string, threadId: string, ttlSeconds?: number) => {
+    const res = await h.app.inject({ method: 'POST', url: '/api/acp/grants', headers: h.owner, payload: { canvasId, threadId, ...(ttlSeconds ? { ttlSeconds } : {}) } });
+    if (res.statusCode !== 201) throw new Error(`grant: ${res.statusCode} ${res.body}`);
+    const grant = res.json().grant as string;
+    recordIssuedToken(grant);
+    return grant;
+  };
+  const w: World = {
+    h,
+    endpoint,
+    origin,
+    clock,
+    capsFile,
+    tokens: undefined as never,
+    grants: undefined as never,
+    mint,
+    async invoke(id, opts = {}) {
+      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      const token = opts.token === undefined ? w.tokens.c1m1 : opts.token;
+      const grant = opts.grant === undefined ? w.grants.t1 : opts.grant;
+      if (token) headers.authorization = `Bearer ${token}`;
+      if (grant) headers['x-huabu-resource-grant'] = grant;
+      if (opts.thread) headers['x-huabu-thread-id'] = opts.thread;
+      const res = await request(`${origin}/api/rfs/${opts.canvas ?? 'canvas-1'}/resources/${id}/invoke`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(opts.body ?? { schemaVersion: 1, input: opts.input ?? { query: 'lichen growth rates' } }),
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      });
+      const text = await res.body.text();
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = undefined;
+      }
+      return { status: res.statusCode, headers: res.headers as Record<string, unknown>, body, text };
+    },
+  };
+  if (options.dataDir) return w;
+
+  const m1 = await h.enroll('mac-1');
+  const m2 = await h.enroll('mac-2');
+  for (const id of HOSTED) {
+    const put = await h.put('huabu', CANARY.huabu, id);
+    if (put.statusCode !== 201) throw new Error(`put ${id}: ${put.body}`);
+  }
+  const profile = async (agentletId: string, resourceIds: string[]) => {
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/api/acp/profiles',
+      headers: h.owner,
+      payload: { alias: `Agent ${agentletId} ${resourceIds.length}`, agentletId, workingDirPath: '/work', launch: { kind: 'acp-command', command: 'agent' }, resourceIds },
+    });
+    if (res.statusCode !== 201) throw new Error(`profile: ${res.body}`);
+    return res.json().id as string;
+  };
+  const p1 = await profile('mac-1', HOSTED.filter((id) => id !== 'hold-search'));
+  const p1b = await profile('mac-1', ['web-search', 'hold-search']);
+  const p2 = await profile('mac-2', ['web-search']);
+  const launch = async (profileId: string, canvasId: string, threadId: string) => {
+    const res = await h.app.inject({ method: 'POST', url: '/api/acp/launch', headers: h.owner, payload: { profileId, canvasId, threadId } });
+    if (res.statusCode !== 201) throw new Error(`launch: ${res.body}`);
+  };
+  await launch(p1, 'canvas-1', 'thread-1');
+  await launch(p2, 'canvas-1', 'thread-2');
+  await launch(p1, 'canvas-2', 'thread-3');
+  await launch(p1b, 'canvas-1', 'thread-4');
+  void m1;
+  void m2;
+  w.tokens = { c1m1: await h.canvasToken('canvas-1', 'mac-1'), c2m1: await h.canvasToken('canvas-2', 'mac-1'), c1m2: await h.canvasToken('canvas-1', 'mac-2') };
+  w.grants = { t1: await mint('canvas-1', 'thread-1'), t2: await mint('canvas-1', 'thread-2'), t3: await mint('canvas-2', 'thread-3'), t4: await mint('canvas-1', 'thread-4') };
+  return w;
+}
+
+type AuditLine = { at: string; actor: string; action: string; id: string; outcome: string; details?: Record<string, unknown> };
+async function auditLines(h: TestApp): Promise<AuditLine[]> {
+  const text = await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8').catch(() => '');
+  return text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as AuditLine);
+}
+
+t.test('an agent with a canvas token and a grant invokes a hosted capability end to end', async (t) => {
+  const w = await world(t);
+  const seen = w.endpoint.next();
+  const res = await w.invoke('web-search', { input: { query: 'lichen growth rates', maxResults: 3 }, thread: 'thread-1' });
+  t.equal(res.status, 200, res.text);
+  t.same(res.body, {
+    schemaVersion: 1,
+    resourceId: 'web-search',
+    output: { results: [{ title: 'A result', url: 'https://example.org/' }], echoed: { query: 'lichen growth rates', maxResults: 3 } },
+  });
+  const got = await seen;
+  t.equal(got.headers['x-api-key'], SEARCH_KEY, 'the endpoint sees the credential header from the named variable');
+  t.same(JSON.parse(got.body), { query: 'lichen growth rates', maxResults: 3 }, 'the endpoint receives the input, nothing else');
+  t.equal(got.headers.authorization, undefined, "the agent's canvas token is not forwarded");
+  t.equal(got.headers['x-huabu-resource-grant'], undefined, 'nor its grant');
+  t.notOk(res.text.includes(SEARCH_KEY), 'the credential is not in the answer');
+
+  const audit = (await auditLines(w.h)).filter((a) => a.action === 'resource.invoke');
+  t.equal(audit.length, 1);
+  t.match(audit[0], {
+    actor: 'canvas:canvas-1@mac-1',
+    id: 'web-search',
+    outcome: 'ok',
+    details: { machine: 'mac-1', canvas: 'canvas-1', thread: 'thread-1', resource: 'web-search', inputBytes: Number, outputBytes: Number, durationMs: Number },
+  });
+  t.type(audit[0]!.details!.profile, 'string');
+  const auditText = await readFile(path.join(w.h.dataDir, 'audit.jsonl'), 'utf8');
+  t.notOk(auditText.includes('lichen'), 'the audit never holds the input');
+  t.notOk(auditText.includes('A result'), 'nor the output');
+  const mints = (await auditLines(w.h)).filter((a) => a.action === 'grant.mint');
+  t.equal(mints.length, 4, 'every grant mint is audited');
+  t.match(mints[0], { actor: 'owner', id: 'canvas-1/thread-1', outcome: 'minted', details: { machine: 'mac-1', thread: 'thread-1', canvas: 'canvas-1' } });
+
+  const metrics = await w.h.app.inject({ method: 'GET', url: '/metrics' });
+  t.match(metrics.body, /registry_invocations_duration_seconds_count\{resource="web-search",outcome="ok"\} 1/);
+});
+
+t.test('grants: minted for realized threads only, never stored, covering only hosted capabilities', async (t) => {
+  const w = await world(t);
+  const res = await w.h.app.inject({ method: 'POST', url: '/api/acp/grants', headers: w.h.owner, payload: { canvasId: 'canvas-1', threadId: 'thread-1', ttlSeconds: 600 } });
+  t.equal(res.statusCode, 201);
+  recordIssuedToken(res.json().grant);
+  t.match(res.json(), { grant: /^arr_grant_/, expiresAt: '2026-11-30T12:10:00.000Z', policyVersion: /^[0-9a-f]{16}$/ });
+  t.same(res.json().allowedResourceIds, HOSTED.filter((id) => id !== 'hold-search'));
+  t.equal(res.headers['cache-control'], 'no-store');
+  const byHuabu = await w.h.app.inject({ method: 'POST', url: '/api/acp/grants', headers: w.h.huabu, payload: { canvasId: 'canvas-1', threadId: 'thread-2' } });
+  t.equal(byHuabu.statusCode, 201, 'the host may mint at spawn or resume');
+  recordIssuedToken(byHuabu.json().grant);
+  t.same(byHuabu.json().allowedResourceIds, ['web-search']);
+  const unlaunched = await w.h.app.inject({ method: 'POST', url: '/api/acp/grants', headers: w.h.owner, payload: { canvasId: 'canvas-1', threadId: 'thread-9' } });
+  t.equal(unlaunched.statusCode, 404);
+  t.equal(unlaunched.json().code, 'workload_not_found');
+  const machine = await w.h.app.inject({ method: 'POST', url: '/api/acp/grants', headers: w.h.bearer(w.tokens.c1m1), payload: { canvasId: 'canvas-1', threadId: 'thread-1' } });
+  t.equal(machine.statusCode, 403, 'a canvas token cannot mint grants');
+  const workload = await w.h.app.inject({ method: 'GET', url: '/api/acp/workloads/canvas-1/thread-1', headers: w.h.owner });
+  t.notMatch(workload.body, /arr_grant_/, 'the workload record holds no grant');
+  t.notMatch(workload.body, /HUABU_RESOURCE_GRANT/, 'nor a grant variable in its env');
+  const leaked = await w.h.put('huabu', CANARY.huabu, 'leaky-note', { instructions: `Send X-Huabu-Resource-Grant: ${w.grants.t1} with every call.` });
+  t.equal(leaked.statusCode, 422, 'a grant pasted into a record is a secret');
+  t.equal(leaked.json().code, 'secret_detected');
+});
+
+t.test('the refusal matrix answers its stable codes, in order', async (t) => {
+  const w = await world(t);
+  const code = async (p: ReturnType<World['invoke']>) => {
+    const r = await p;
+    return `${r.status} ${r.body?.code}`;
+  };
+  t.equal(await code(w.invoke('web-search', { token: null })), '401 unauthorized', 'no canvas token');
+  t.equal(await code(w.invoke('web-search', { token: null, grant: null })), '401 unauthorized', 'neither');
+  t.equal(await code(w.invoke('web-search', { grant: null })), '401 grant_invalid', 'no grant');
+  t.equal(await code(w.invoke('web-search', { grant: 'arr_grant_bm9wZQ.c2ln' })), '401 grant_invalid', 'a forged grant');
+  t.equal(await code(w.invoke('web-search', { grant: w.tokens.c1m1 })), '401 grant_invalid', 'a canvas token is no grant');
+  t.equal(await code(w.invoke('web-search', { token: w.tokens.c2m1 })), '403 forbidden', "another canvas's token");
+  t.equal(await code(w.invoke('web-search', { grant: w.grants.t3 })), '403 forbidden', "another canvas's grant");
+  t.equal(await code(w.invoke('web-search', { grant: w.grants.t2 })), '403 forbidden', "another thread's grant (on another machine)");
+  t.equal(await code(w.invoke('web-search', { grant: w.grants.t4, thread: 'thread-1' })), '403 forbidden', "another thread's grant (same machine, thread named)");
+  t.equal(await code(w.invoke('web-search', { grant: w.grants.t4, thread: 'thread-4' })), '200 undefined', 'its own thread');
+  t.equal(await code(w.invoke('hold-search')), '403 resource_not_granted', 'a hosted capability the thread does not have');
+  t.equal(await code(w.invoke('local-git')), '403 resource_not_granted', 'not a hosted capability at all');
+  t.equal(await code(w.invoke('ghost-search')), '403 resource_not_granted', 'hosted, but never in any effective set');
+  // Granted, then its record withdrawn: not hosted any more.
+  const withdrawn = await w.h.app.inject({ method: 'DELETE', url: '/api/acp/providers/huabu/resources/withdrawn-search', headers: w.h.huabu });
+  t.equal(withdrawn.statusCode, 204);
+  t.equal(await code(w.invoke('withdrawn-search')), '404 resource_not_found', 'a capability whose record is absent');
+  const snapshot = await w.h.app.inject({ method: 'GET', url: '/api/acp/capabilities', headers: w.h.owner });
+  const diags = (snapshot.json().diagnostics as { code: string; components: string[] }[]).filter((d) => d.code === 'unresolved_hosted_capability');
+  t.same(diags.map((d) => d.components), [['resource:ghost-search'], ['resource:withdrawn-search']], 'the projection names hosted capabilities without a record');
+  // Input and sizes, after every grant check.
+  t.equal(await code(w.invoke('web-search', { input: { query: '' } })), '400 validation_failed', 'input against the schema');
+  t.equal(await code(w.invoke('web-search', { input: { query: 'x', extra: 1 } })), '400 validation_failed', 'no extra input fields');
+  t.equal(await code(w.invoke('web-search', { body: { schemaVersion: 2, input: { query: 'x' } } })), '400 validation_failed', 'the envelope version');
+  t.equal(await code(w.invoke('web-search', { body: { schemaVersion: 1 } })), '400 validation_failed', 'the envelope needs input');
+  t.equal(await code(w.invoke('web-search', { input: { query: 'q'.repeat(300) } })), '413 payload_too_large', 'input over maxInputBytes');
+  t.equal(await code(w.invoke('web-search', { input: { query: 'q'.repeat(5000) } })), '413 payload_too_large', 'body over every bound');
+  t.equal(await code(w.invoke('web-search', { grant: null, input: { query: 'q'.repeat(5000) } })), '401 grant_invalid', 'the grant is checked before the body');
+  // The endpoint never saw a refused call.
+  t.equal(w.endpoint.received.length, 1, 'only the one allowed call reached the endpoint');
+  const audit = (await auditLines(w.h)).filter((a) => a.action === 'resource.invoke');
+  t.equal(audit.length, 21, 'every invocation, refused ones included, is audited');
+  t.same(
+    [...new Set(audit.map((a) => a.outcome))].sort(),
+    ['forbidden', 'grant_invalid', 'ok', 'payload_too_large', 'resource_not_found', 'resource_not_granted', 'unauthorized', 'validation_failed'],
+  );
+  const metrics = await w.h.app.inject({ method: 'GET', url: '/metrics' });
+  t.match(metrics.body, /registry_invocations_duration_seconds_count\{resource="web-search",outcome="grant_invalid"\} 4/);
+  t.match(metrics.body, /registry_invocations_duration_seconds_count\{resource="__not_hosted__",outcome="resource_not_granted"\} 1/);
+});
+
+t.test('an expired grant is 401 grant_expired', async (t) => {
+  const w = await world(t);
+  const short = await w.mint('canvas-1', 'thread-1', 60);
+  t.equal((await w.invoke('web-search', { grant: short })).status, 200);
+  w.clock.ms += 61_000;
+  const res = await w.invoke('web-search', { grant: short });
+  t.equal(res.status, 401);
+  t.equal(res.body.code, 'grant_expired');
+});
+
+t.test('revoking the machine kills its grants, and a re-enrollment does not revive them', async (t) => {
+  const w = await world(t);
+  t.equal((await w.invoke('web-search')).status, 200);
+  const revoke = await w.h.app.inject({ method: 'DELETE', url: '/api/acp/machines/mac-1', headers: w.h.owner });
+  t.equal(revoke.statusCode, 204);
+  t.equal((await w.invoke('web-search')).status, 401, 'the canvas token and the grant are dead');
+  w.clock.ms += 1000;
+  await w.h.enroll('mac-1');
+  const token = await w.h.canvasToken('canvas-1', 'mac-1');
+  const res = await w.invoke('web-search', { token });
+  t.equal(res.status, 401);
+  t.equal(res.body.code, 'grant_invalid', 'a grant of the old enrollment stays dead');
+  t.equal(res.body.details.reason, 'machine_revoked');
+  const fresh = await w.mint('canvas-1', 'thread-1');
+  t.equal((await w.invoke('web-search', { token, grant: fresh })).status, 200, 'a grant minted under the new enrollment works');
+});
+
+t.test('the endpoint: deadline 504, failure 502 without upstream body or headers, output bound', async (t) => {
+  const w = await world(t);
+  const seen = w.endpoint.next();
+  const started = performance.now();
+  const slow = await w.invoke('slow-search');
+  t.equal(slow.status, 504);
+  t.equal(slow.body.code, 'invocation_timeout');
+  t.ok(performance.now() - started < 3000, 'answered at the deadline, not later');
+  t.equal(await (await seen).aborted, true, 'the endpoint saw the request aborted at the deadline');
+
+  const failing = await w.invoke('failing-search');
+  t.equal(failing.status, 502);
+  t.equal(failing.body.code, 'invocation_failed');
+  t.notOk(failing.text.includes(UPSTREAM_LEAK), 'no upstream body');
+  t.equal(failing.headers['x-upstream-leak'], undefined, 'no upstream header');
+  t.same(failing.body.details, { reason: 'status' });
+
+  const text = await w.invoke('text-search');
+  t.equal(`${text.status} ${text.body.code} ${text.body.details.reason}`, '502 invocation_failed not_json');
+  t.notOk(text.text.includes(UPSTREAM_LEAK));
+  const big = await w.invoke('big-search');
+  t.equal(`${big.status} ${big.body.code} ${big.body.details.reason}`, '502 invocation_failed output_too_large');
+  const down = await w.invoke('down-search');
+  t.equal(`${down.status} ${down.body.code} ${down.body.details.reason}`, '502 invocation_failed unreachable');
+  const outcomes = (await auditLines(w.h)).filter((a) => a.action === 'resource.invoke').map((a) => a.outcome);
+  t.same(outcomes, ['invocation_timeout', 'invocation_failed', 'invocation_failed', 'invocation_failed', 'invocation_failed']);
+});
+
+t.test('quotas: per-grant concurrency and per-minute rate answer 429 with Retry-After', async (t) => {
+  const w = await world(t);
+  // Rate: 2 a minute for limited-search, per grant.
+  t.equal((await w.invoke('limited-search')).status, 200);
+  w.clock.ms += 10_000;
+  t.equal((await w.invoke('limited-search')).status, 200);
+  const third = await w.invoke('limited-search');
+  t.equal(third.status, 429);
+  t.equal(third.body.code, 'rate_limited');
+  t.equal(third.headers['retry-after'], '50', 'retry when the oldest call leaves the window');
+  const other = await w.mint('canvas-1', 'thread-1');
+  t.equal((await w.invoke('limited-search', { grant: other })).status, 200, 'another grant has its own quota');
+  w.clock.ms += 50_000;
+  t.equal((await w.invoke('limited-search')).status, 200, 'the window slides');
+
+  // Concurrency: 1 in flight for hold-search (thread-4's profile has it).
+  const seen = w.endpoint.next();
+  const first = w.invoke('hold-search', { grant: w.grants.t4 });
+  await seen;
+  const second = await w.invoke('hold-search', { grant: w.grants.t4 });
+  t.equal(second.status, 429);
+  t.equal(second.body.details.reason, 'concurrency');
+  t.equal(second.headers['retry-after'], '1');
+  w.endpoint.releaseAll();
+  t.equal((await first).status, 200);
+});
+
+t.test('cancellation: when the agent hangs up, the outbound request is aborted and the invocation audited', async (t) => {
+  const w = await world(t);
+  const seen = w.endpoint.next();
+  const controller = new AbortController();
+  const pending = w.invoke('hold-search', { grant: w.grants.t4, signal: controller.signal }).catch((err: Error) => err);
+  const got = await seen;
+  controller.abort();
+  t.type(await pending, Error, 'the agent gave up');
+  t.equal(await got.aborted, true, 'the endpoint saw the abort');
+  // The slot is free again, and the audit says what happened.
+  let outcomes: string[] = [];
+  for (let i = 0; i < 50 && !outcomes.includes('cancelled'); i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    outcomes = (await auditLines(w.h)).filter((a) => a.action === 'resource.invoke').map((a) => a.outcome);
+  }
+  t.same(outcomes, ['cancelled']);
+  const next = w.endpoint.next();
+  const again = w.invoke('hold-search', { grant: w.grants.t4 });
+  await next;
+  w.endpoint.releaseAll();
+  t.equal((await again).status, 200, 'the concurrency slot was released');
+});
+
+t.test('a grant from before a policy change is refused', async (t) => {
+  const endpoint = await startHostedEndpoint();
+  t.teardown(() => endpoint.close());
+  const first = await world(t, { endpoint });
+  const grant = first.grants.t1;
+  const token = first.tokens.c1m1;
+  t.equal((await first.invoke('web-search')).status, 200);
+  await first.h.app.close();
+  const changed = capabilitiesFile(endpoint.origin);
+  changed.capabilities['web-search'].timeoutMs = 4000;
+  await writeFile(first.capsFile, JSON.stringify(changed));
+  const second = await world(t, { endpoint, dataDir: first.h.dataDir, capsFile: first.capsFile });
+  const res = await second.invoke('web-search', { token, grant });
+  t.equal(res.status, 401);
+  t.equal(res.body.code, 'grant_invalid');
+  t.equal(res.body.details.reason, 'policy_changed');
+  const fresh = await second.mint('canvas-1', 'thread-1');
+  t.equal((await second.invoke('web-search', { token, grant: fresh })).status, 200);
+});
