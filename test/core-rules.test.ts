@@ -1,0 +1,415 @@
+// The domain core's rules, each pinned by what a user would see break (issue 18: the mutants that survived
+// the whole suite and the focused runs). Fast on purpose: `npm run mutate` runs this file first, so most
+// mutants die here in a second or two. See docs/TESTING.md.
+import t from 'tap';
+import { createHmac } from 'node:crypto';
+import { mintCanvasToken, verifyCanvasToken, matchDigest, tokenDigest, generateToken, TOKEN_PREFIX } from '../src/credentials/tokens.js';
+import { fileVersion, migrateRegistryDocument, REGISTRY_FILE_STEPS, upgradeProfiles, validateRegistryDocument } from '../src/migrations/registry-file.js';
+import { MigrationError, upgradeProfile } from '../src/migrations/profile-v1.js';
+import { build, CANARY, type TestApp } from './helpers/build.js';
+
+const SECRET = 'arr_secret_core0rules0test0secret000000000000';
+
+// --- Ownership: a change to any single field is a replacement, and it is stored ---------------------------
+
+t.test('a PUT changing only one field answers 200 and stores the change; an identical PUT stores nothing new', async (t) => {
+  const h = await build(t);
+  const token = CANARY.huabu;
+  t.equal((await h.put('huabu', token, 'web-search')).statusCode, 201);
+  for (const [field, value] of [
+    ['instructions', 'Use web-search via $HUABU_RFS_URL, carefully.'],
+    ['name', 'Web search'],
+    ['description', 'Searches the web.'],
+  ] as const) {
+    const before = (await h.app.inject({ url: '/api/acp/resources/web-search', headers: h.owner })).json();
+    const res = await h.put('huabu', token, 'web-search', { ...pick(before), [field]: value });
+    t.equal(res.statusCode, 200, `changing only ${field}`);
+    const read = await h.app.inject({ url: '/api/acp/resources/web-search', headers: h.owner });
+    t.equal(read.json()[field], value, `the new ${field} is stored`);
+  }
+  const audit = async () => (await auditLines(h)).filter((a) => a.action === 'resource.register').map((a) => a.outcome);
+  t.same(await audit(), ['created', 'replaced', 'replaced', 'replaced']);
+  const current = (await h.app.inject({ url: '/api/acp/resources/web-search', headers: h.owner })).json();
+  t.equal((await h.put('huabu', token, 'web-search', pick(current))).statusCode, 200);
+  t.same(await audit(), ['created', 'replaced', 'replaced', 'replaced', 'unchanged'], 'an identical PUT is unchanged');
+});
+
+t.test('reconcile sorts a record changing only its instructions into replaced, and stores it', async (t) => {
+  const h = await build(t);
+  const rec = (id: string, instructions = `Use ${id}.`) => ({ schemaVersion: 1, id, name: `Name ${id}`, description: `About ${id}.`, instructions });
+  const url = '/api/acp/providers/huabu/resources';
+  const first = await h.app.inject({ method: 'PUT', url, headers: h.huabu, payload: { resources: [rec('a'), rec('b')] } });
+  t.equal(first.statusCode, 200, first.body);
+  const second = await h.app.inject({ method: 'PUT', url, headers: h.huabu, payload: { resources: [rec('a', 'Use a, now differently.'), rec('b')] } });
+  t.match(second.json(), { created: [], replaced: ['a'], unchanged: ['b'], withdrawn: [] });
+  t.equal((await h.app.inject({ url: '/api/acp/resources/a', headers: h.owner })).json().instructions, 'Use a, now differently.');
+});
+
+t.test('withdrawing another provider’s record is 409 naming the holder; an unknown ID is 404 naming the ID', async (t) => {
+  const h = await build(t);
+  const machine = await h.enroll('agentlet-a');
+  await h.put('huabu', CANARY.huabu, 'web-search');
+  const conflict = await h.app.inject({ method: 'DELETE', url: '/api/acp/providers/agentlet-a/resources/web-search', headers: h.bearer(machine) });
+  t.equal(conflict.statusCode, 409);
+  t.same(conflict.json().details, { ids: ['web-search'], conflicts: [{ id: 'web-search', provider: 'huabu' }] });
+  t.equal(conflict.json().message, 'Resource ID web-search is held by another provider; nothing was changed.');
+  t.equal((await h.app.inject({ url: '/api/acp/resources/web-search', headers: h.owner })).statusCode, 200, 'still there');
+  const missing = await h.app.inject({ method: 'DELETE', url: '/api/acp/providers/huabu/resources/nope', headers: h.huabu });
+  t.equal(missing.statusCode, 404);
+  t.equal(missing.json().code, 'resource_not_found');
+  t.same(missing.json().details, { id: 'nope' });
+});
+
+t.test('a reconcile conflicting on two IDs names both, in the plural', async (t) => {
+  const h = await build(t);
+  const machine = await h.enroll('agentlet-a');
+  for (const id of ['a', 'b']) await h.put('huabu', CANARY.huabu, id);
+  const rec = (id: string) => ({ schemaVersion: 1, id, name: id, description: id, instructions: id });
+  const res = await h.app.inject({
+    method: 'PUT',
+    url: '/api/acp/providers/agentlet-a/resources',
+    headers: h.bearer(machine),
+    payload: { resources: [rec('a'), rec('b'), rec('c')] },
+  });
+  t.equal(res.statusCode, 409);
+  t.equal(res.json().message, 'Resource IDs a, b are held by another provider; nothing was changed.');
+  t.same(res.json().details.ids, ['a', 'b']);
+  t.equal((await h.app.inject({ url: '/api/acp/resources/c', headers: h.owner })).statusCode, 404, 'nothing was created');
+});
+
+// --- Registry-file migration ---------------------------------------------------------------------------------
+
+const v1Profile = (id: string, alias = id) => ({
+  id,
+  alias,
+  agentletId: 'mac-a',
+  workingDirPath: '/w',
+  launch: { kind: 'acp-command', command: 'agent' },
+  resourceIds: ['ignored'],
+});
+
+t.test('a v4 file holding a legacy profile keeps every profile and every other state and top-level key', async (t) => {
+  const v2 = { schemaVersion: 2, ...v1Profile('current'), resourceIds: ['kept'] };
+  const doc = { schemaVersion: 4, topLevel: { keep: true }, state: { profiles: [v1Profile('legacy'), v2], roots: [{ path: '/r' }], configs: { retries: 3 } } };
+  const result = migrateRegistryDocument(doc);
+  t.same(result.doc, {
+    schemaVersion: 4,
+    topLevel: { keep: true },
+    state: {
+      profiles: [{ schemaVersion: 2, ...v1Profile('legacy'), resourceIds: [] }, v2],
+      roots: [{ path: '/r' }],
+      configs: { retries: 3 },
+    },
+  });
+  t.same(result.upgradedIds, ['legacy']);
+  t.same(result.steps, ['v4: profiles v1 (no schemaVersion) become v2 with resourceIds: []']);
+  t.equal(result.from, 4);
+});
+
+t.test('a v4 file with only current profiles is returned as it is, with no step', async (t) => {
+  const doc = { schemaVersion: 4, state: { profiles: [{ schemaVersion: 2, ...v1Profile('p') }] } };
+  const result = migrateRegistryDocument(doc);
+  t.same(result, { from: 4, doc, steps: [], upgradedIds: [] });
+});
+
+t.test('a v1 file listing one profile ID twice is refused, not merged', async (t) => {
+  t.throws(() => migrateRegistryDocument({ schemaVersion: 1, profiles: [v1Profile('p', 'First'), v1Profile('p', 'Second')] }), {
+    name: 'MigrationError',
+    message: 'profile p appears twice',
+  });
+  t.throws(() => REGISTRY_FILE_STEPS[0]!.up({ schemaVersion: 1, profiles: [v1Profile('p'), v1Profile('p')] }), { message: 'profile p appears twice' });
+});
+
+t.test('a v1 file migrates all the way, reporting each step and each upgraded ID', async (t) => {
+  const result = migrateRegistryDocument({ schemaVersion: 1, profiles: [v1Profile('a'), v1Profile('b')], roots: [] });
+  t.equal(result.from, 1);
+  t.same(result.steps, REGISTRY_FILE_STEPS.map((s) => s.describe));
+  t.same(result.upgradedIds, ['a', 'b']);
+  t.same(result.doc, {
+    schemaVersion: 4,
+    state: { roots: [], profiles: ['a', 'b'].map((id) => ({ schemaVersion: 2, ...v1Profile(id), resourceIds: [] })) },
+  });
+  const noProfiles = migrateRegistryDocument({ schemaVersion: 1 });
+  t.same(noProfiles.doc, { schemaVersion: 4, state: { profiles: [] } }, 'a v1 file without profiles has none');
+  const v2NoProfiles = migrateRegistryDocument({ schemaVersion: 2, state: {} });
+  t.same(v2NoProfiles.doc, { schemaVersion: 4, state: { profiles: [] } }, 'a v2 file without profiles has none');
+  const v4NoProfiles = migrateRegistryDocument({ schemaVersion: 4, state: {} });
+  t.same(v4NoProfiles.doc, { schemaVersion: 4, state: {} }, 'a v4 file without profiles is valid as it is');
+});
+
+t.test('every malformed legacy file is refused with a message naming what is wrong', async (t) => {
+  const cases: [string, unknown, string | RegExp][] = [
+    ['not an object', [], 'is not a JSON object'],
+    ['null', null, 'is not a JSON object'],
+    ['no schemaVersion', { state: {} }, 'has no integer schemaVersion'],
+    ['string schemaVersion', { schemaVersion: '2', state: {} }, 'has no integer schemaVersion'],
+    ['fractional schemaVersion', { schemaVersion: 2.5, state: { profiles: {} } }, 'has no integer schemaVersion'],
+    ['newer', { schemaVersion: 5, state: {} }, 'has schemaVersion 5, newer than this version of the service understands (4)'],
+    ['zero', { schemaVersion: 0, state: {} }, 'has unknown schemaVersion 0'],
+    ['v1 profiles not a list', { schemaVersion: 1, profiles: { a: {} } }, 'a v1 registry file must hold a `profiles` array'],
+    ['v1 profile without id', { schemaVersion: 1, profiles: [v1Profile('a'), { alias: 'x' }] }, 'profiles[1] has no string id'],
+    ['v1 profile not an object', { schemaVersion: 1, profiles: ['a'] }, 'profiles[0] has no string id'],
+    ['v2 without state', { schemaVersion: 2, profiles: {} }, 'a v2 registry file must hold a `state` object'],
+    ['v2 state not an object', { schemaVersion: 2, state: [] }, 'a v2 registry file must hold a `state` object'],
+    ['v2 profiles a list', { schemaVersion: 2, state: { profiles: [] } }, 'a v2 registry file must hold `state.profiles` as an object keyed by id'],
+    ['v2 profile not an object', { schemaVersion: 2, state: { profiles: { a: 'x' } } }, 'profile a is not a JSON object'],
+    ['v3 without state', { schemaVersion: 3 }, 'a v3 registry file must hold a `state` object'],
+    ['v3 profiles not a list', { schemaVersion: 3, state: { profiles: {} } }, '`state.profiles` is not a list'],
+    ['v3 profile not an object', { schemaVersion: 3, state: { profiles: [v1Profile('a'), 7] } }, 'profiles[1] is not a JSON object'],
+    ['v4 without state', { schemaVersion: 4 }, 'a v4 registry file must hold a `state` object'],
+    ['v4 profiles not a list', { schemaVersion: 4, state: { profiles: 'x' } }, '`state.profiles` is not a list'],
+    [
+      'unknown profile version',
+      { schemaVersion: 4, state: { profiles: [{ ...v1Profile('a'), schemaVersion: 3 }] } },
+      'profiles[0] (a) has unknown profile schemaVersion 3; this version of the service reads profiles v1 (no schemaVersion) and v2',
+    ],
+    [
+      'unknown profile version, no id',
+      { schemaVersion: 4, state: { profiles: [{ schemaVersion: '2' }] } },
+      'profiles[0] has unknown profile schemaVersion "2"; this version of the service reads profiles v1 (no schemaVersion) and v2',
+    ],
+    ['v4 duplicate', { schemaVersion: 4, state: { profiles: [{ schemaVersion: 2, ...v1Profile('a') }, { schemaVersion: 2, ...v1Profile('a') }] } }, 'profile a appears twice'],
+    [
+      'v4 invalid profile',
+      { schemaVersion: 4, state: { profiles: [{ schemaVersion: 2, ...v1Profile('a'), alias: 7 }] } },
+      /^profiles\[0\] \(a\) is not a valid AgentProfile v2: \/alias /,
+    ],
+    ['v4 invalid profile without id', { schemaVersion: 4, state: { profiles: [{ schemaVersion: 2 }] } }, /^profiles\[0\] is not a valid AgentProfile v2: \/ /],
+  ];
+  for (const [what, doc, message] of cases) {
+    let error: unknown;
+    try {
+      migrateRegistryDocument(doc);
+    } catch (err) {
+      error = err;
+    }
+    t.type(error, MigrationError, what);
+    if (typeof message === 'string') t.equal((error as Error).message, message, what);
+    else t.match((error as Error).message, message, what);
+  }
+});
+
+t.test('the file version is an integer 1..4', async (t) => {
+  for (const v of [1, 2, 3, 4]) t.equal(fileVersion({ schemaVersion: v }), v);
+  for (const v of [2.5, '3', null, NaN, 0, -1, 5]) t.throws(() => fileVersion({ schemaVersion: v }), MigrationError, String(v));
+});
+
+t.test('profile v1 → v2: the carried resourceIds are dropped, a v2 record is left alone', async (t) => {
+  const up = upgradeProfile(v1Profile('a'), 'here');
+  t.same(up, { record: { schemaVersion: 2, ...v1Profile('a'), resourceIds: [] }, upgraded: true });
+  t.same(Object.keys(up.record)[0], 'schemaVersion');
+  const v2 = { schemaVersion: 2, ...v1Profile('b') };
+  const same = upgradeProfile(v2, 'here');
+  t.equal(same.record, v2, 'the very same object');
+  t.equal(same.upgraded, false);
+  t.same(upgradeProfiles([v2, v1Profile('c')]).upgradedIds, ['c']);
+  t.same(upgradeProfiles(), { profiles: [], upgradedIds: [] });
+  t.throws(() => upgradeProfile(null, 'where'), { message: 'where is not a JSON object' });
+  t.throws(() => upgradeProfile([], 'where'), { message: 'where is not a JSON object' });
+  validateRegistryDocument({ schemaVersion: 4, state: {} });
+  t.pass('a v4 document without profiles validates');
+});
+
+// --- Canvas tokens ------------------------------------------------------------------------------------------
+
+const claims = { canvasId: 'canvas-x', agentletId: 'agentlet-a', exp: 1_000 };
+const signed = (payload: string, secret = SECRET) =>
+  `${TOKEN_PREFIX.canvas}${payload}.${createHmac('sha256', secret).update(payload).digest('base64url')}`;
+const b64 = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
+
+t.test('a canvas token is valid until the second before its expiry, and expired from that second on', async (t) => {
+  const token = mintCanvasToken(claims, SECRET);
+  t.same(verifyCanvasToken(token, SECRET, 999), { ok: true, claims });
+  t.same(verifyCanvasToken(token, SECRET, 1_000), { ok: false, reason: 'expired' }, 'expired during its expiry second');
+  t.same(verifyCanvasToken(token, SECRET, 1_001), { ok: false, reason: 'expired' });
+});
+
+t.test('over HTTP a canvas token is refused from its expiry second on', async (t) => {
+  let now = new Date('2026-11-30T12:00:00.000Z');
+  const h = await build(t, { now: () => now });
+  await h.enroll('agentlet-a');
+  const token = await h.canvasToken('canvas-x', 'agentlet-a', 60);
+  const read = () => h.app.inject({ url: '/api/rfs/canvas-x/resources', headers: h.bearer(token) });
+  now = new Date('2026-11-30T12:00:59.999Z');
+  t.equal((await read()).statusCode, 200, 'valid in its last second');
+  now = new Date('2026-11-30T12:01:00.000Z');
+  const expired = await read();
+  t.equal(expired.statusCode, 401, 'expired at exp');
+  t.equal(expired.json().message, 'The canvas token has expired.');
+});
+
+t.test('a malformed canvas token is refused as malformed, never with an exception', async (t) => {
+  const good = mintCanvasToken(claims, SECRET);
+  const [payload, signature] = good.slice(TOKEN_PREFIX.canvas.length).split('.') as [string, string];
+  const cases: [string, string, string][] = [
+    ['another prefix', `arr_owner_${payload}.${signature}`, 'malformed'],
+    ['no signature segment', `${TOKEN_PREFIX.canvas}${payload}`, 'malformed'],
+    ['empty signature', `${TOKEN_PREFIX.canvas}${payload}.`, 'malformed'],
+    ['empty payload', `${TOKEN_PREFIX.canvas}.${signature}`, 'malformed'],
+    ['an extra segment', `${good}.${signature}`, 'malformed'],
+    ['an empty extra segment', `${good}.`, 'malformed'],
+    ['a short signature', `${TOKEN_PREFIX.canvas}${payload}.${signature.slice(0, 10)}`, 'bad_signature'],
+    ['a long signature', `${TOKEN_PREFIX.canvas}${payload}.${signature}AAAA`, 'bad_signature'],
+    ['another secret', mintCanvasToken(claims, SECRET + 'x'), 'bad_signature'],
+    ['signed non-JSON payload', signed(b64('not json {')), 'malformed'],
+    ['signed JSON null', signed(b64('null')), 'malformed'],
+    ['canvas not a string', signed(b64({ c: 7, m: 'agentlet-a', exp: 1_000 })), 'malformed'],
+    ['machine missing', signed(b64({ c: 'canvas-x', exp: 1_000 })), 'malformed'],
+    ['machine not a string', signed(b64({ c: 'canvas-x', m: true, exp: 1_000 })), 'malformed'],
+    ['exp a string', signed(b64({ c: 'canvas-x', m: 'agentlet-a', exp: '1000' })), 'malformed'],
+    ['exp missing', signed(b64({ c: 'canvas-x', m: 'agentlet-a' })), 'malformed'],
+  ];
+  for (const [what, token, reason] of cases) {
+    let result: unknown;
+    t.doesNotThrow(() => (result = verifyCanvasToken(token, SECRET, 10)), what);
+    t.same(result, { ok: false, reason }, what);
+  }
+  t.same(verifyCanvasToken(signed(b64({ c: 'canvas-x', m: 'agentlet-a', exp: 1_000 })), SECRET, 10), { ok: true, claims }, 'hand-signed valid');
+});
+
+t.test('a canvas token with a short signature is 401 over HTTP, not 500', async (t) => {
+  const h = await build(t);
+  await h.enroll('agentlet-a');
+  const token = await h.canvasToken('canvas-x', 'agentlet-a');
+  for (const bad of [token.slice(0, -5), `${token}.x`, token.split('.')[0]!]) {
+    const res = await h.app.inject({ url: '/api/rfs/canvas-x/resources', headers: h.bearer(bad) });
+    t.equal(res.statusCode, 401);
+    t.equal(res.json().message, 'The canvas token is not valid.');
+  }
+});
+
+t.test('token digests: every candidate compared, the first match reported', async (t) => {
+  const a = tokenDigest('a');
+  const b = tokenDigest('b');
+  t.equal(matchDigest(a, [b, a]), 1);
+  t.equal(matchDigest(a, [a, b, a]), 0, 'the first match, not the last');
+  t.equal(matchDigest(tokenDigest('c'), [a, b]), -1);
+  t.equal(matchDigest(a, []), -1);
+  const token = generateToken(TOKEN_PREFIX.machine);
+  t.match(token, /^arr_machine_[A-Za-z0-9_-]{43}$/);
+  t.not(generateToken(TOKEN_PREFIX.machine), token);
+});
+
+// --- The Authorization header -------------------------------------------------------------------------------
+
+t.test('the Authorization header is exactly `Bearer <token>`: any case, any spaces between, nothing else', async (t) => {
+  const h = await build(t);
+  const as = (authorization: string) => h.app.inject({ url: '/api/acp/resources', headers: { authorization } });
+  for (const ok of [`Bearer ${CANARY.owner}`, `bearer ${CANARY.owner}`, `BEARER   ${CANARY.owner}`, `Bearer ${CANARY.owner}  `]) {
+    t.equal((await as(ok)).statusCode, 200, JSON.stringify(ok));
+  }
+  for (const bad of [`xBearer ${CANARY.owner}`, `Bearer ${CANARY.owner} extra`, `Bearer${CANARY.owner}`, `Bearer ${CANARY.owner}\tx`, `Token ${CANARY.owner}`]) {
+    const res = await as(bad);
+    t.equal(res.statusCode, 401, JSON.stringify(bad));
+    t.equal(res.json().message, 'Authorization must be `Bearer <token>`.', JSON.stringify(bad));
+  }
+  const none = await h.app.inject({ url: '/api/acp/resources' });
+  t.equal(none.json().message, 'A bearer token is required.');
+  const unknown = await as('Bearer arr_owner_nope');
+  t.equal(unknown.json().message, 'The bearer token is missing or not recognized.');
+  const inUrl = await h.app.inject({ url: `/api/acp/resources?token=${CANARY.owner}`, headers: h.owner });
+  t.equal(inUrl.statusCode, 401);
+  t.equal(inUrl.json().message, 'Tokens are accepted only in the Authorization header, never in the URL.');
+});
+
+t.test('each role is told which token it needs', async (t) => {
+  const h = await build(t);
+  const machine = await h.enroll('agentlet-a');
+  const canvas = await h.canvasToken('canvas-x', 'agentlet-a');
+  const message = async (url: string, token: string, method: 'GET' | 'PUT' | 'POST' = 'GET', payload?: object) =>
+    (await h.app.inject({ method, url, headers: h.bearer(token), ...(payload ? { payload } : {}) })).json().message;
+  t.equal(await message('/api/acp/resources', canvas), 'This operation needs the owner token.');
+  t.equal(await message('/api/acp/providers/huabu/resources/x', CANARY.owner, 'PUT', { schemaVersion: 1, name: 'n', description: 'd', instructions: 'i' }), 'This operation needs a provider token.');
+  t.equal(await message('/api/rfs/canvas-x/resources', machine), 'This operation needs a canvas token.');
+});
+
+// --- Launch: repeats ----------------------------------------------------------------------------------------
+
+async function launchWorld(t: Parameters<typeof build>[0], now?: () => Date) {
+  const h = await build(t, { env: { SEED_HUABU_RESOURCES: 'true' }, ...(now ? { now } : {}) });
+  await h.enroll('mac-a');
+  for (const id of ['web-search', 'image-gen']) await h.put('huabu', CANARY.huabu, id);
+  const profile = await h.app.inject({
+    method: 'POST',
+    url: '/api/acp/profiles',
+    headers: h.owner,
+    payload: { alias: 'Reviewer', agentletId: 'mac-a', workingDirPath: '/w', launch: { kind: 'acp-command', command: 'agent' }, resourceIds: ['web-search', 'image-gen'] },
+  });
+  return { h, profileId: profile.json().id as string };
+}
+
+const launch = (h: TestApp, payload: Record<string, unknown>) => h.app.inject({ method: 'POST', url: '/api/acp/launch', headers: h.owner, payload });
+
+t.test('a repeat asking for a prefix of the stored resource list is 409, not the stored record', async (t) => {
+  const { h, profileId } = await launchWorld(t);
+  const thread = { profileId, canvasId: 'c', threadId: 't' };
+  const first = await launch(h, thread);
+  t.equal(first.statusCode, 201);
+  t.same(first.json().spec.resourceIds, ['huabu-access', 'local-resource-management', 'web-search', 'image-gen']);
+  for (const resourceIds of [[], ['web-search'], ['image-gen', 'web-search'], ['web-search', 'image-gen', 'huabu-access-2']]) {
+    const res = await launch(h, { ...thread, resourceIds });
+    t.equal(res.statusCode, 409, JSON.stringify(resourceIds));
+    t.same(res.json().details.differs, ['resourceIds']);
+  }
+  t.equal((await launch(h, { ...thread, resourceIds: ['web-search', 'image-gen'] })).statusCode, 200, 'the same list is a repeat');
+});
+
+t.test('a repeat with another additional preamble is 409; with the same one it is the stored record', async (t) => {
+  const { h, profileId } = await launchWorld(t);
+  const thread = { profileId, canvasId: 'c', threadId: 't', additionalInitialPreamble: 'Be brief.' };
+  const first = await launch(h, thread);
+  t.equal(first.statusCode, 201);
+  t.same(first.json().spec.initialPreamble.slice(1), ['Be brief.']);
+  const again = await launch(h, thread);
+  t.equal(again.statusCode, 200);
+  t.same(again.json(), first.json());
+  const without = await launch(h, { profileId, canvasId: 'c', threadId: 't' });
+  t.equal(without.statusCode, 200, 'leaving it out asks for nothing different');
+  const other = await launch(h, { ...thread, additionalInitialPreamble: 'Be thorough.' });
+  t.equal(other.statusCode, 409);
+  t.same(other.json().details.differs, ['additionalInitialPreamble']);
+  t.equal(other.json().message, 'Thread t of canvas c is already realized; it cannot change its additionalInitialPreamble.');
+  const two = await launch(h, { ...thread, additionalInitialPreamble: 'Be thorough.', workingDirPath: '/elsewhere' });
+  t.equal(two.json().message, 'Thread t of canvas c is already realized; it cannot change its workingDirPath, additionalInitialPreamble.');
+  t.same(two.json().details, {
+    differs: ['workingDirPath', 'additionalInitialPreamble'],
+    profileId,
+    workingDirPath: '/w',
+    resourceIds: first.json().spec.resourceIds,
+    realizedAt: first.json().realizedAt,
+  });
+});
+
+t.test('realizedAt is the injected clock’s time of the first launch, and stays', async (t) => {
+  let now = new Date('2026-11-30T10:00:00.000Z');
+  const { h, profileId } = await launchWorld(t, () => now);
+  const first = await launch(h, { profileId, canvasId: 'c', threadId: 't' });
+  t.equal(first.json().realizedAt, '2026-11-30T10:00:00.000Z');
+  now = new Date('2026-11-30T11:00:00.000Z');
+  t.equal((await launch(h, { profileId, canvasId: 'c', threadId: 't' })).json().realizedAt, '2026-11-30T10:00:00.000Z');
+  t.equal((await launch(h, { profileId, canvasId: 'c', threadId: 't2' })).json().realizedAt, '2026-11-30T11:00:00.000Z');
+});
+
+t.test('a launch of an unknown profile is 404 naming it', async (t) => {
+  const h = await build(t);
+  await h.enroll('mac-a');
+  const res = await launch(h, { profileId: 'nope', canvasId: 'c', threadId: 't' });
+  t.equal(res.statusCode, 404);
+  t.equal(res.json().code, 'profile_not_found');
+  t.same(res.json().details, { id: 'nope' });
+});
+
+// --- helpers --------------------------------------------------------------------------------------------------
+
+function pick(r: Record<string, unknown>) {
+  return { name: String(r.name), description: String(r.description), instructions: String(r.instructions) };
+}
+
+async function auditLines(h: TestApp): Promise<Record<string, unknown>[]> {
+  const { readFile } = await import('node:fs/promises');
+  const { join } = await import('node:path');
+  return (await readFile(join(h.dataDir, 'audit.jsonl'), 'utf8'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+}
