@@ -7,74 +7,202 @@ import { mintCanvasToken, verifyCanvasToken, matchDigest, tokenDigest, generateT
 import { fileVersion, migrateRegistryDocument, REGISTRY_FILE_STEPS, upgradeProfiles, validateRegistryDocument } from '../src/migrations/registry-file.js';
 import { MigrationError, upgradeProfile } from '../src/migrations/profile-v1.js';
 import { build, CANARY, type TestApp } from './helpers/build.js';
+import { planPut, planReconcile, planWithdraw, sameRecord } from '../src/registry/ownership.js';
+import { assertPlacement } from '../src/profiles/placement.js';
+import {
+  aliasKey,
+  assertAliasFree,
+  assertRevision,
+  canonicalJson,
+  newProfileId,
+  planCreate,
+  planDelete,
+  planUpdate,
+  profileRevision,
+  profileView,
+} from '../src/profiles/profile-rules.js';
+import { effectiveResourceIds } from '../src/workloads/workload-service.js';
+import type { AgentResource } from '../src/schemas/resource.js';
+import type { AgentProfile } from '../src/schemas/profile.js';
 
 const SECRET = 'arr_secret_core0rules0test0secret000000000000';
 
-// --- Ownership: a change to any single field is a replacement, and it is stored ---------------------------
+// --- Ownership rules -------------------------------------------------------------------------------------------
 
-t.test('a PUT changing only one field answers 200 and stores the change; an identical PUT stores nothing new', async (t) => {
-  const h = await build(t);
-  const token = CANARY.huabu;
-  t.equal((await h.put('huabu', token, 'web-search')).statusCode, 201);
-  for (const [field, value] of [
-    ['instructions', 'Use web-search via $HUABU_RFS_URL, carefully.'],
-    ['name', 'Web search'],
-    ['description', 'Searches the web.'],
-  ] as const) {
-    const before = (await h.app.inject({ url: '/api/acp/resources/web-search', headers: h.owner })).json();
-    const res = await h.put('huabu', token, 'web-search', { ...pick(before), [field]: value });
-    t.equal(res.statusCode, 200, `changing only ${field}`);
-    const read = await h.app.inject({ url: '/api/acp/resources/web-search', headers: h.owner });
-    t.equal(read.json()[field], value, `the new ${field} is stored`);
+const resource = (id: string, provider = 'huabu', over: Partial<AgentResource> = {}): AgentResource => ({
+  schemaVersion: 1,
+  id,
+  provider,
+  name: `Name ${id}`,
+  description: `About ${id}.`,
+  instructions: `Use ${id}.`,
+  ...over,
+});
+
+t.test('a record differing in any one field is a replacement; only an identical one is unchanged', async (t) => {
+  const base = resource('a');
+  t.equal(planPut(undefined, base), 'created');
+  t.equal(planPut(base, { ...base }), 'unchanged');
+  t.ok(sameRecord(base, { ...base }));
+  for (const field of ['id', 'name', 'description', 'instructions'] as const) {
+    const changed = { ...base, [field]: base[field] + ' (changed)' };
+    t.notOk(sameRecord(base, changed), `${field} differs`);
+    t.equal(planPut(base, { ...changed, id: base.id }), field === 'id' ? 'unchanged' : 'replaced', field);
   }
-  const audit = async () => (await auditLines(h)).filter((a) => a.action === 'resource.register').map((a) => a.outcome);
-  t.same(await audit(), ['created', 'replaced', 'replaced', 'replaced']);
-  const current = (await h.app.inject({ url: '/api/acp/resources/web-search', headers: h.owner })).json();
-  t.equal((await h.put('huabu', token, 'web-search', pick(current))).statusCode, 200);
-  t.same(await audit(), ['created', 'replaced', 'replaced', 'replaced', 'unchanged'], 'an identical PUT is unchanged');
+  t.notOk(sameRecord(base, { ...base, provider: 'mac-a' }), 'provider differs');
+  t.notOk(sameRecord(base, { ...base, schemaVersion: 2 as 1 }), 'schemaVersion differs');
+  t.throws(() => planPut(base, { ...base, provider: 'mac-a' }), { code: 'resource_conflict', details: { ids: ['a'], conflicts: [{ id: 'a', provider: 'huabu' }] } });
 });
 
-t.test('reconcile sorts a record changing only its instructions into replaced, and stores it', async (t) => {
-  const h = await build(t);
-  const rec = (id: string, instructions = `Use ${id}.`) => ({ schemaVersion: 1, id, name: `Name ${id}`, description: `About ${id}.`, instructions });
-  const url = '/api/acp/providers/huabu/resources';
-  const first = await h.app.inject({ method: 'PUT', url, headers: h.huabu, payload: { resources: [rec('a'), rec('b')] } });
-  t.equal(first.statusCode, 200, first.body);
-  const second = await h.app.inject({ method: 'PUT', url, headers: h.huabu, payload: { resources: [rec('a', 'Use a, now differently.'), rec('b')] } });
-  t.match(second.json(), { created: [], replaced: ['a'], unchanged: ['b'], withdrawn: [] });
-  t.equal((await h.app.inject({ url: '/api/acp/resources/a', headers: h.owner })).json().instructions, 'Use a, now differently.');
-});
-
-t.test('withdrawing another provider’s record is 409 naming the holder; an unknown ID is 404 naming the ID', async (t) => {
-  const h = await build(t);
-  const machine = await h.enroll('agentlet-a');
-  await h.put('huabu', CANARY.huabu, 'web-search');
-  const conflict = await h.app.inject({ method: 'DELETE', url: '/api/acp/providers/agentlet-a/resources/web-search', headers: h.bearer(machine) });
-  t.equal(conflict.statusCode, 409);
-  t.same(conflict.json().details, { ids: ['web-search'], conflicts: [{ id: 'web-search', provider: 'huabu' }] });
-  t.equal(conflict.json().message, 'Resource ID web-search is held by another provider; nothing was changed.');
-  t.equal((await h.app.inject({ url: '/api/acp/resources/web-search', headers: h.owner })).statusCode, 200, 'still there');
-  const missing = await h.app.inject({ method: 'DELETE', url: '/api/acp/providers/huabu/resources/nope', headers: h.huabu });
-  t.equal(missing.statusCode, 404);
-  t.equal(missing.json().code, 'resource_not_found');
-  t.same(missing.json().details, { id: 'nope' });
-});
-
-t.test('a reconcile conflicting on two IDs names both, in the plural', async (t) => {
-  const h = await build(t);
-  const machine = await h.enroll('agentlet-a');
-  for (const id of ['a', 'b']) await h.put('huabu', CANARY.huabu, id);
-  const rec = (id: string) => ({ schemaVersion: 1, id, name: id, description: id, instructions: id });
-  const res = await h.app.inject({
-    method: 'PUT',
-    url: '/api/acp/providers/agentlet-a/resources',
-    headers: h.bearer(machine),
-    payload: { resources: [rec('a'), rec('b'), rec('c')] },
+t.test('withdraw: only the holder may; an unknown ID is not found', async (t) => {
+  t.doesNotThrow(() => planWithdraw(resource('a'), 'huabu', 'a'));
+  t.throws(() => planWithdraw(undefined, 'huabu', 'a'), { code: 'resource_not_found', message: 'No resource with ID a.', details: { id: 'a' } });
+  t.throws(() => planWithdraw(resource('a'), 'mac-a', 'a'), {
+    code: 'resource_conflict',
+    message: 'Resource ID a is held by another provider; nothing was changed.',
+    details: { ids: ['a'], conflicts: [{ id: 'a', provider: 'huabu' }] },
   });
-  t.equal(res.statusCode, 409);
-  t.equal(res.json().message, 'Resource IDs a, b are held by another provider; nothing was changed.');
-  t.same(res.json().details.ids, ['a', 'b']);
-  t.equal((await h.app.inject({ url: '/api/acp/resources/c', headers: h.owner })).statusCode, 404, 'nothing was created');
+});
+
+t.test('reconcile: created, replaced, unchanged and withdrawn, each sorted; any conflict rejects all', async (t) => {
+  const held = new Map([
+    ['b', resource('b', 'mac-a')],
+    ['d', resource('d', 'mac-a')],
+    ['c', resource('c', 'mac-a')],
+    ['z', resource('z', 'mac-a')],
+    ['y', resource('y', 'mac-a')],
+    ['x', resource('x', 'huabu')],
+  ]);
+  const plan = planReconcile((id) => held.get(id), ['b', 'd', 'c', 'z', 'y'], 'mac-a', [
+    resource('e', 'mac-a'),
+    resource('a', 'mac-a'),
+    resource('d', 'mac-a', { instructions: 'new' }),
+    resource('b', 'mac-a', { instructions: 'new' }),
+    resource('c', 'mac-a'),
+  ]);
+  t.same(plan, { created: ['a', 'e'], replaced: ['b', 'd'], withdrawn: ['y', 'z'], unchanged: ['c'] });
+  t.throws(() => planReconcile((id) => held.get(id), [], 'mac-a', [resource('x', 'mac-a'), resource('new', 'mac-a'), resource('w', 'mac-a')]), {
+    code: 'resource_conflict',
+    message: 'Resource ID x is held by another provider; nothing was changed.',
+  });
+  held.set('w', resource('w', 'other'));
+  t.throws(() => planReconcile((id) => held.get(id), [], 'mac-a', [resource('x', 'mac-a'), resource('w', 'mac-a')]), {
+    message: 'Resource IDs x, w are held by another provider; nothing was changed.',
+    details: { ids: ['x', 'w'], conflicts: [{ id: 'x', provider: 'huabu' }, { id: 'w', provider: 'other' }] },
+  });
+});
+
+// --- Placement and the effective set ----------------------------------------------------------------------------
+
+t.test('placement: every ID must resolve, and be the host’s or the profile machine’s own', async (t) => {
+  const records: Record<string, { provider: string }> = { h: { provider: 'huabu' }, a: { provider: 'mac-a' }, b: { provider: 'mac-b' }, b2: { provider: 'mac-b' } };
+  const lookup = (id: string) => records[id];
+  t.doesNotThrow(() => assertPlacement(['h', 'a'], 'mac-a', lookup));
+  t.doesNotThrow(() => assertPlacement([], 'mac-a', lookup));
+  t.throws(() => assertPlacement(['x', 'h', 'y', 'b'], 'mac-a', lookup), {
+    code: 'unresolved_resource_ids',
+    message: 'No resource with ID x, y; a profile can select only registered resources.',
+    details: { field: '/resourceIds', ids: ['x', 'y'] },
+  });
+  t.throws(() => assertPlacement(['b', 'h', 'b2'], 'mac-a', lookup), {
+    code: 'resource_not_eligible',
+    message: 'Resource b, b2 belongs to another machine; a profile on mac-a can select only resources of huabu or of mac-a.',
+    details: { field: '/resourceIds', ids: ['b', 'b2'], providers: [{ id: 'b', provider: 'mac-b' }, { id: 'b2', provider: 'mac-b' }] },
+  });
+  t.same(effectiveResourceIds(['r1', 'r2'], ['s', 'r2', 's', 'r1', 't']), ['r1', 'r2', 's', 't']);
+});
+
+// --- Profile rules --------------------------------------------------------------------------------------------
+
+const profile = (id: string, over: Partial<AgentProfile> = {}): AgentProfile =>
+  ({
+    schemaVersion: 2,
+    id,
+    alias: `Alias ${id}`,
+    agentletId: 'mac-a',
+    workingDirPath: '/w',
+    launch: { kind: 'acp-command', command: 'agent' },
+    resourceIds: [],
+    ...over,
+  }) as AgentProfile;
+const manifest = (id: string) => profile(id, { launch: { kind: 'agent-team-manifest', manifestPath: '/m.yaml', harness: 'h', member: 'm' } as AgentProfile['launch'], resourceIds: ['r'] });
+
+t.test('aliases are unique ignoring case; a profile may keep its own', async (t) => {
+  const all = [profile('p1', { alias: 'Reviewer' }), profile('p2', { alias: 'Writer' })];
+  t.equal(aliasKey('ReViEwEr'), 'reviewer');
+  t.throws(() => assertAliasFree(all, 'REVIEWER'), {
+    code: 'alias_conflict',
+    message: 'Alias "REVIEWER" is already used by profile p1 (aliases ignore case).',
+    details: { field: '/alias', id: 'p1' },
+  });
+  t.doesNotThrow(() => assertAliasFree(all, 'reviewer', 'p1'), 'its own alias');
+  t.throws(() => assertAliasFree(all, 'writer', 'p1'), { code: 'alias_conflict', details: { id: 'p2' } });
+  t.doesNotThrow(() => assertAliasFree(all, 'Editor'));
+  t.throws(() => planCreate(all, profile('p3', { alias: 'writer' }), () => false), { code: 'alias_conflict' });
+  t.throws(() => planCreate(all, profile('p1', { alias: 'New' }), (id) => id === 'p1'), { code: 'internal_error', message: 'Profile ID p1 was assigned twice.' });
+  t.doesNotThrow(() => planCreate(all, profile('p3', { alias: 'New' }), () => false));
+});
+
+t.test('revisions: stable over key order, changed by any change, checked only when If-Match is sent', async (t) => {
+  const p = profile('p1');
+  const rev = profileRevision(p);
+  t.match(rev, /^[A-Za-z0-9_-]{27}$/);
+  const reordered = Object.fromEntries(Object.entries(p).reverse()) as AgentProfile;
+  t.equal(profileRevision(reordered), rev, 'key order does not matter');
+  t.not(profileRevision({ ...p, alias: 'Other' }), rev);
+  t.not(profileRevision({ ...p, customData: { a: 1 } }), rev);
+  t.equal(canonicalJson({ b: [1, { d: null, c: 'x' }], a: undefined, e: true }), '{"b":[1,{"c":"x","d":null}],"e":true}');
+  t.equal(canonicalJson('s'), '"s"');
+  t.equal(canonicalJson(null), 'null');
+  t.doesNotThrow(() => assertRevision(p, undefined));
+  t.doesNotThrow(() => assertRevision(p, ['x', rev]));
+  t.throws(() => assertRevision(p, []), { code: 'precondition_failed', details: { id: 'p1' } });
+  t.throws(() => assertRevision(p, ['x']), {
+    message: 'Profile p1 changed since the ETag you sent was issued; read it again and reapply your change.',
+  });
+});
+
+t.test('update: not found, stale, manifest-backed and alias conflicts are refused in that order; no-op is unchanged', async (t) => {
+  const p1 = profile('p1', { alias: 'Reviewer' });
+  const all = [p1, profile('p2', { alias: 'Writer' }), manifest('m1')];
+  t.throws(() => planUpdate(all, undefined, 'nope', { alias: 'Writer' }, ['x']), { code: 'profile_not_found', message: 'No profile with ID nope.', details: { id: 'nope' } });
+  t.throws(() => planUpdate(all, p1, 'p1', { alias: 'Writer' }, ['stale']), { code: 'precondition_failed' });
+  t.throws(() => planUpdate(all, manifest('m1'), 'm1', { alias: 'Writer' }, undefined), {
+    code: 'invalid_profile_kind',
+    message: 'Profile m1 is manifest-backed (agent-team-manifest); it is managed by its Agent Team manifest and cannot be changed here.',
+    details: { id: 'm1', kind: 'agent-team-manifest' },
+  });
+  t.throws(() => planUpdate(all, p1, 'p1', { alias: 'writer' }, undefined), { code: 'alias_conflict' });
+  const same = planUpdate(all, p1, 'p1', { alias: 'Reviewer', workingDirPath: '/w', resourceIds: [] }, [profileRevision(p1)]);
+  t.equal(same.changed, false);
+  t.equal(same.next, p1, 'the current record itself');
+  const recase = planUpdate(all, p1, 'p1', { alias: 'REVIEWER' }, undefined);
+  t.same([recase.changed, recase.next.alias], [true, 'REVIEWER'], 'its own alias in another case');
+  const ids = ['a'];
+  const changed = planUpdate(all, p1, 'p1', { workingDirPath: '/x', resourceIds: ids, customData: { k: 1 } }, undefined);
+  t.equal(changed.changed, true);
+  t.same(changed.next, { ...p1, workingDirPath: '/x', resourceIds: ['a'], customData: { k: 1 } });
+  t.not(changed.next.resourceIds, ids, 'a copy of the list');
+  t.same(p1, profile('p1', { alias: 'Reviewer' }), 'the current record is not modified');
+  t.same(planUpdate(all, p1, 'p1', {}, undefined), { next: p1, changed: false });
+});
+
+t.test('delete: not found, stale and manifest-backed are refused', async (t) => {
+  t.throws(() => planDelete(undefined, 'nope', undefined), { code: 'profile_not_found' });
+  t.throws(() => planDelete(profile('p1'), 'p1', ['stale']), { code: 'precondition_failed' });
+  t.throws(() => planDelete(manifest('m1'), 'm1', undefined), { message: /cannot be deleted here\.$/ });
+  t.doesNotThrow(() => planDelete(profile('p1'), 'p1', [profileRevision(profile('p1'))]));
+});
+
+t.test('profile IDs and views', async (t) => {
+  const ids = new Set(Array.from({ length: 50 }, () => newProfileId()));
+  t.equal(ids.size, 50);
+  for (const id of ids) t.match(id, /^prf-[a-z2-7]{16}$/);
+  t.same(profileView(manifest('m1')).resourceIds, [], 'a manifest-backed profile shows no selection');
+  const own = profile('p1', { resourceIds: ['a'] });
+  t.equal(profileView(own), own);
+  const emptyManifest = { ...manifest('m2'), resourceIds: [] };
+  t.equal(profileView(emptyManifest), emptyManifest);
 });
 
 // --- Registry-file migration ---------------------------------------------------------------------------------
@@ -397,6 +525,73 @@ t.test('a launch of an unknown profile is 404 naming it', async (t) => {
   t.equal(res.statusCode, 404);
   t.equal(res.json().code, 'profile_not_found');
   t.same(res.json().details, { id: 'nope' });
+});
+
+// --- Ownership over HTTP: a change to any single field is a replacement, and it is stored ---------------------------
+
+t.test('a PUT changing only one field answers 200 and stores the change; an identical PUT stores nothing new', async (t) => {
+  const h = await build(t);
+  const token = CANARY.huabu;
+  t.equal((await h.put('huabu', token, 'web-search')).statusCode, 201);
+  for (const [field, value] of [
+    ['instructions', 'Use web-search via $HUABU_RFS_URL, carefully.'],
+    ['name', 'Web search'],
+    ['description', 'Searches the web.'],
+  ] as const) {
+    const before = (await h.app.inject({ url: '/api/acp/resources/web-search', headers: h.owner })).json();
+    const res = await h.put('huabu', token, 'web-search', { ...pick(before), [field]: value });
+    t.equal(res.statusCode, 200, `changing only ${field}`);
+    const read = await h.app.inject({ url: '/api/acp/resources/web-search', headers: h.owner });
+    t.equal(read.json()[field], value, `the new ${field} is stored`);
+  }
+  const audit = async () => (await auditLines(h)).filter((a) => a.action === 'resource.register').map((a) => a.outcome);
+  t.same(await audit(), ['created', 'replaced', 'replaced', 'replaced']);
+  const current = (await h.app.inject({ url: '/api/acp/resources/web-search', headers: h.owner })).json();
+  t.equal((await h.put('huabu', token, 'web-search', pick(current))).statusCode, 200);
+  t.same(await audit(), ['created', 'replaced', 'replaced', 'replaced', 'unchanged'], 'an identical PUT is unchanged');
+});
+
+t.test('reconcile sorts a record changing only its instructions into replaced, and stores it', async (t) => {
+  const h = await build(t);
+  const rec = (id: string, instructions = `Use ${id}.`) => ({ schemaVersion: 1, id, name: `Name ${id}`, description: `About ${id}.`, instructions });
+  const url = '/api/acp/providers/huabu/resources';
+  const first = await h.app.inject({ method: 'PUT', url, headers: h.huabu, payload: { resources: [rec('a'), rec('b')] } });
+  t.equal(first.statusCode, 200, first.body);
+  const second = await h.app.inject({ method: 'PUT', url, headers: h.huabu, payload: { resources: [rec('a', 'Use a, now differently.'), rec('b')] } });
+  t.match(second.json(), { created: [], replaced: ['a'], unchanged: ['b'], withdrawn: [] });
+  t.equal((await h.app.inject({ url: '/api/acp/resources/a', headers: h.owner })).json().instructions, 'Use a, now differently.');
+});
+
+t.test('withdrawing another provider’s record is 409 naming the holder; an unknown ID is 404 naming the ID', async (t) => {
+  const h = await build(t);
+  const machine = await h.enroll('agentlet-a');
+  await h.put('huabu', CANARY.huabu, 'web-search');
+  const conflict = await h.app.inject({ method: 'DELETE', url: '/api/acp/providers/agentlet-a/resources/web-search', headers: h.bearer(machine) });
+  t.equal(conflict.statusCode, 409);
+  t.same(conflict.json().details, { ids: ['web-search'], conflicts: [{ id: 'web-search', provider: 'huabu' }] });
+  t.equal(conflict.json().message, 'Resource ID web-search is held by another provider; nothing was changed.');
+  t.equal((await h.app.inject({ url: '/api/acp/resources/web-search', headers: h.owner })).statusCode, 200, 'still there');
+  const missing = await h.app.inject({ method: 'DELETE', url: '/api/acp/providers/huabu/resources/nope', headers: h.huabu });
+  t.equal(missing.statusCode, 404);
+  t.equal(missing.json().code, 'resource_not_found');
+  t.same(missing.json().details, { id: 'nope' });
+});
+
+t.test('a reconcile conflicting on two IDs names both, in the plural', async (t) => {
+  const h = await build(t);
+  const machine = await h.enroll('agentlet-a');
+  for (const id of ['a', 'b']) await h.put('huabu', CANARY.huabu, id);
+  const rec = (id: string) => ({ schemaVersion: 1, id, name: id, description: id, instructions: id });
+  const res = await h.app.inject({
+    method: 'PUT',
+    url: '/api/acp/providers/agentlet-a/resources',
+    headers: h.bearer(machine),
+    payload: { resources: [rec('a'), rec('b'), rec('c')] },
+  });
+  t.equal(res.statusCode, 409);
+  t.equal(res.json().message, 'Resource IDs a, b are held by another provider; nothing was changed.');
+  t.same(res.json().details.ids, ['a', 'b']);
+  t.equal((await h.app.inject({ url: '/api/acp/resources/c', headers: h.owner })).statusCode, 404, 'nothing was created');
 });
 
 // --- helpers --------------------------------------------------------------------------------------------------
