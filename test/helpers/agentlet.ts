@@ -74,7 +74,7 @@ export function cliRunner(t: TestContext, baseEnv: Record<string, string> = {}):
       execFile(
         process.execPath,
         [CLI, ...args],
-        { env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), ...(process.env.NODE_V8_COVERAGE ? { NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE } : {}), ...baseEnv, ...env }, timeout: 30_000 },
+        { env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), ...baseEnv, ...env }, timeout: 30_000 },
         (err, stdout, stderr) => {
           const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
           resolve({ code, stdout, stderr });
