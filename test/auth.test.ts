@@ -1,5 +1,6 @@
 // Who may call what: 401 for no or unknown credentials, 403 for the wrong role, provider or canvas.
 import t from 'tap';
+import { readFile } from 'node:fs/promises';
 import { build, CANARY } from './helpers/build.js';
 
 t.test('no token and unknown tokens are 401 with WWW-Authenticate', async (t) => {
@@ -53,9 +54,17 @@ t.test("a provider acts only on its own provider path", async (t) => {
 
 t.test('tokens in the query string are refused and never logged', async (t) => {
   const h = await build(t);
-  const res = await h.app.inject({ url: `/api/acp/resources?access_token=${CANARY.owner}` });
-  t.equal(res.statusCode, 401);
-  t.match(res.json().message, /Authorization header/);
+  const machine = await h.enroll('agentlet-a');
+  const before = (await readFile(h.logFile, 'utf8')).length;
+  for (const url of [`/api/acp/resources?access_token=${CANARY.owner}`, `/api/acp/resources?token=${machine}`, `/api/acp/resources?x=1&access_token=${CANARY.huabu}`]) {
+    const res = await h.app.inject({ url });
+    t.equal(res.statusCode, 401);
+    t.match(res.json().message, /Authorization header/);
+  }
+  const log = (await readFile(h.logFile, 'utf8')).slice(before);
+  t.match(log, /"statusCode":401/, 'the refused requests were logged');
+  t.match(log, /\/api\/acp\/resources/, 'with their path');
+  for (const token of [CANARY.owner, machine, CANARY.huabu]) t.notMatch(log, token.slice(10), 'but never the token');
 });
 
 t.test('machine tokens: shown once, revocable, never listed', async (t) => {

@@ -240,7 +240,11 @@ t.test('diagnosticsFor: the errors that stand in the way of one agent and one ef
     ['cross_machine_reference', ['agent:p1', 'resource:other']],
     ['unresolved_reference', ['agent:p1', 'resource:gone']],
   ]);
-  t.same(forSelection(p1, ['huabu-access', 'git'], { ...base, requiredResourceIds: ['huabu-access', 'local-resource-management'] }).slice(0, 0), []);
+  t.same(
+    forSelection(p1, ['huabu-access', 'git'], { ...base, requiredResourceIds: ['huabu-access', 'local-resource-management'] }),
+    [],
+    'near miss: an unregistered required default outside this effective set is not this selection\'s error',
+  );
   t.same(forSelection(p1, ['huabu-access', 'local-resource-management', 'git'], { ...base, requiredResourceIds: ['huabu-access', 'local-resource-management'] }), [
     ['missing_required_resource', ['provider:huabu', 'resource:local-resource-management']],
   ]);
@@ -332,6 +336,46 @@ t.test('the DOT of the test fixture', async (t) => {
     ),
   );
   t.matchSnapshot(dot, 'DOT');
+
+  // What the DOT means, read back by Graphviz itself: every node in its cluster, every edge with its kind.
+  const graph = (await instance()).renderJSON(dot) as {
+    objects: { _gvid: number; name: string; label?: string; color?: string; nodes?: number[] }[];
+    edges: { tail: number; head: number; label?: string; style?: string }[];
+  };
+  const byId = new Map(graph.objects.map((o) => [o._gvid, o]));
+  const clusters = Object.fromEntries(
+    graph.objects.filter((o) => o.name.startsWith('cluster_')).map((c) => [c.label, (c.nodes ?? []).map((n) => byId.get(n)!.name).sort()]),
+  );
+  t.same(clusters, {
+    Providers: ['provider:huabu', 'provider:mac-a', 'provider:mac-b'],
+    Resources: ['resource:huabu-access', 'resource:local-git', 'resource:local-resource-management', 'resource:other-git', 'resource:web-search'],
+    Agents: ['agent:prf-reviewer', 'agent:prf-writer'],
+  });
+  const node = (name: string) => graph.objects.find((o) => o.name === name)!;
+  t.equal(node('resource:local-git').label, 'Git\\nlocal-git', 'a resource shows its name and its ID');
+  t.equal(node('agent:prf-reviewer').label, 'Reviewer\\nprf-reviewer', 'an agent shows its alias and its ID');
+  t.equal(node('resource:other-git').color, 'orange', 'the resource with a warning ($HOME) is marked');
+  t.equal(node('resource:web-search').color, undefined, 'a clean resource is not');
+  const edges = graph.edges.map((e) => `${byId.get(e.tail)!.name} -${e.label}-> ${byId.get(e.head)!.name}`).sort();
+  t.same(edges, [
+    'agent:prf-reviewer -placed-on-> provider:mac-a',
+    'agent:prf-reviewer -selects-> resource:local-git',
+    'agent:prf-reviewer -selects-> resource:web-search',
+    'agent:prf-writer -placed-on-> provider:mac-b',
+    'agent:prf-writer -selects-> resource:other-git',
+    'provider:huabu -publishes-> resource:huabu-access',
+    'provider:huabu -publishes-> resource:local-resource-management',
+    'provider:huabu -publishes-> resource:web-search',
+    'provider:huabu -requires-> resource:huabu-access',
+    'provider:huabu -requires-> resource:local-resource-management',
+    'provider:mac-a -publishes-> resource:local-git',
+    'provider:mac-b -publishes-> resource:other-git',
+  ]);
+  t.same(
+    graph.edges.filter((e) => e.label === 'requires').map((e) => e.style),
+    ['dashed', 'dashed'],
+    'required defaults are drawn dashed',
+  );
 });
 
 function decodeXml(s: string): string {

@@ -169,7 +169,12 @@ t.test('fuzz every operation as every role', async (t) => {
             return problem === undefined;
           }),
           { numRuns: RUNS, seed: SEED, endOnFailure: true },
-        ).catch(() => undefined);
+        ).catch((err: unknown) => {
+          // A property that returned false has recorded its problem above; anything else that stopped
+          // fast-check (an exception inside the property: a non-JSON body, a rejected inject) is a failure
+          // too, never swallowed.
+          if (failures.length === 0) failures.push(`${method.toUpperCase()} ${path} as ${role}: ${err instanceof Error ? err.message.split('\n').slice(0, 6).join(' | ') : String(err)}`);
+        });
         t.same(failures.slice(0, 3), [], `${method.toUpperCase()} ${path} as ${role}: ${RUNS} cases`);
       }
     }

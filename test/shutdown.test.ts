@@ -12,6 +12,8 @@ import { CANARY, canaryLogFile, tempDataDir, testEnv } from './helpers/build.js'
 const body = (id: string) => ({ schemaVersion: 1, name: `Shutdown ${id}`, description: 'A record written while the app closes.', instructions: 'Nothing to read.' });
 
 t.test('writes in flight when close begins are audited before the audit file closes', async (t) => {
+  let admitted = 0;
+  let refused = 0;
   for (let delayTicks = 0; delayTicks <= 40; delayTicks++) {
     const dataDir = await tempDataDir();
     const logFile = canaryLogFile();
@@ -26,17 +28,31 @@ t.test('writes in flight when close begins are audited before the audit file clo
     const audit = (await readFile(path.join(dataDir, 'audit.jsonl'), 'utf8').catch(() => '')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
     const log = await readFile(logFile, 'utf8');
     t.notMatch(log, /audit log append failed/, `after ${delayTicks} ticks: no audit append failed`);
+    const stored = new Set((await readStoredResources(dataDir)).map((r) => r.id));
     for (const [i, res] of answers.entries()) {
-      // Fastify's own 503 while closing (no `code`): refused at the door, it never reached a handler.
-      if (res.statusCode === 503 && res.json().code === undefined) continue;
-      t.not(res.json().code, 'storage_unavailable', `after ${delayTicks} ticks: ${ids[i]} was not cut off by the closing store`);
       const lines = audit.filter((a) => a.id === ids[i]);
+      // Fastify's own 503 while closing (no `code`): refused at the door, it never reached a handler, so
+      // nothing of it may be stored or audited.
+      if (res.statusCode === 503 && res.json().code === undefined) {
+        refused++;
+        t.equal(lines.length, 0, `after ${delayTicks} ticks: refused ${ids[i]} has no audit line`);
+        t.notOk(stored.has(ids[i]!), `after ${delayTicks} ticks: refused ${ids[i]} is not stored`);
+        continue;
+      }
+      admitted++;
+      t.equal(res.statusCode, 201, `after ${delayTicks} ticks: ${ids[i]} created (${res.body.slice(0, 80)})`);
       t.equal(lines.length, 1, `after ${delayTicks} ticks: ${ids[i]} (${res.statusCode}) has its audit line`);
+      t.ok(stored.has(ids[i]!), `after ${delayTicks} ticks: ${ids[i]} is stored`);
     }
   }
+  // The per-request checks must have run on both paths, or this test proved nothing about one of them.
+  t.ok(admitted > 0, `${admitted} writes admitted and checked`);
+  t.ok(refused > 0, `${refused} writes refused at the door and checked`);
 });
 
 t.test('profile writes in flight when close begins are stored and audited, and the store closes after them', async (t) => {
+  let admitted = 0;
+  let refused = 0;
   for (let delayTicks = 0; delayTicks <= 40; delayTicks += 2) {
     const dataDir = await tempDataDir();
     const logFile = canaryLogFile();
@@ -54,14 +70,25 @@ t.test('profile writes in flight when close begins are stored and audited, and t
     const log = await readFile(logFile, 'utf8');
     t.notMatch(log, /audit log append failed/, `after ${delayTicks} ticks: no audit append failed`);
     const registry = JSON.parse(await readFile(path.join(dataDir, 'agent-team', 'registry.json'), 'utf8').catch(() => '{"state":{"profiles":[]}}'));
+    let created = 0;
     for (const res of answers) {
-      if (res.statusCode === 503 && res.json().code === undefined) continue;
+      if (res.statusCode === 503 && res.json().code === undefined) {
+        refused++;
+        continue;
+      }
+      admitted++;
+      created++;
       t.equal(res.statusCode, 201, `after ${delayTicks} ticks: created (${res.body.slice(0, 80)})`);
       const id = res.json().id;
       t.equal(audit.filter((a) => a.id === id).length, 1, `after ${delayTicks} ticks: ${id} has its audit line`);
       t.ok(registry.state.profiles.some((p: { id: string }) => p.id === id), `after ${delayTicks} ticks: ${id} is on disk`);
     }
+    // A refused request has no ID to look for: nothing beyond the created ones may be on disk or audited.
+    t.equal(registry.state.profiles.length, created, `after ${delayTicks} ticks: only the created profiles are on disk`);
+    t.equal(audit.filter((a) => a.action === 'profile.create').length, created, `after ${delayTicks} ticks: only they are audited`);
   }
+  t.ok(admitted > 0, `${admitted} profile writes admitted and checked`);
+  t.ok(refused > 0, `${refused} profile writes refused at the door and checked`);
 });
 
 t.test('writes whose clients hung up (as a load generator does at its end) still land with their audit lines', async (t) => {

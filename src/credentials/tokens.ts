@@ -65,13 +65,14 @@ export function verifyCanvasToken(token: string, secret: string, nowSeconds: num
   const expected = sign(payload, secret);
   const given = Buffer.from(signature, 'base64url');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad_signature' };
-  let claims: { c?: unknown; m?: unknown; e?: unknown; exp?: unknown };
+  let claims: { c?: unknown; m?: unknown; e?: unknown; exp?: unknown } | null;
   try {
     claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
   } catch {
     return { ok: false, reason: 'malformed' };
   }
-  if (typeof claims.c !== 'string' || typeof claims.m !== 'string' || typeof claims.e !== 'string' || typeof claims.exp !== 'number') {
+  // A signed `null` payload is malformed too (not a TypeError).
+  if (claims === null || typeof claims.c !== 'string' || typeof claims.m !== 'string' || typeof claims.e !== 'string' || typeof claims.exp !== 'number') {
     return { ok: false, reason: 'malformed' };
   }
   if (claims.exp <= nowSeconds) return { ok: false, reason: 'expired' };

@@ -31,6 +31,11 @@ async function logTail(logFile: string): Promise<string> {
   return text.split('\n').slice(-8).join('\n');
 }
 
+/** The coverage directory tap collects into, passed on to child processes. */
+export function coverageEnv(): Record<string, string> {
+  return process.env.NODE_V8_COVERAGE ? { NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE } : {};
+}
+
 /** Starts the server on `env` (PORT 0: the port is read from the log), bounded by `timeoutMs`. */
 export async function startServer(env: Record<string, string>, timeoutMs = 20_000): Promise<RunningServer> {
   if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run \`npm run build\` before the crash test`);
@@ -38,7 +43,8 @@ export async function startServer(env: Record<string, string>, timeoutMs = 20_00
   const logFile = canaryLogFile();
   const log = createWriteStream(logFile, { flags: 'a' });
   const child = spawn(process.execPath, [SERVER_ENTRY], {
-    env: { PATH: process.env.PATH ?? '', ...env, HOST: '127.0.0.1', PORT: '0' },
+    // NODE_V8_COVERAGE (set by tap): the server's coverage counts when it exits on its own (not after SIGKILL).
+    env: { PATH: process.env.PATH ?? '', ...coverageEnv(), ...env, HOST: '127.0.0.1', PORT: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   live.add(child);

@@ -59,6 +59,8 @@ export function testEnv(dataDir: string, env: Record<string, string> = {}): Reco
 export interface TestApp {
   app: FastifyInstance;
   dataDir: string;
+  /** Where this app's log lines go (written synchronously). */
+  logFile: string;
   owner: Record<string, string>;
   huabu: Record<string, string>;
   bearer(token: string): Record<string, string>;
@@ -79,7 +81,8 @@ export async function build(
 ): Promise<TestApp> {
   const dataDir = options.dataDir ?? (await tempDataDir());
   const config = loadConfig(testEnv(dataDir, { SEED_HUABU_RESOURCES: 'false', ...options.env }));
-  const logger = createLogger('info', pino.destination({ dest: canaryLogFile(), sync: true, mkdir: true }));
+  const logFile = canaryLogFile();
+  const logger = createLogger('info', pino.destination({ dest: logFile, sync: true, mkdir: true }));
   const { env: _env, dataDir: _dir, ...rest } = options;
   const app = await buildApp({ ...rest, config, logger });
   app.addHook('onSend', async (request, _reply, payload) => {
@@ -93,6 +96,7 @@ export async function build(
   const helper: TestApp = {
     app,
     dataDir,
+    logFile,
     owner: bearer(CANARY.owner),
     huabu: bearer(CANARY.huabu),
     bearer,

@@ -20,5 +20,15 @@ if (base) {
       return PostgresStore.open({ databaseUrl: url });
     },
     replica: async () => PostgresStore.open({ databaseUrl: url }),
+    async readAudit() {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      try {
+        const { rows } = await c.query('SELECT at, actor, action, object_id AS id, outcome FROM audit_log ORDER BY seq');
+        return rows;
+      } finally {
+        await c.end();
+      }
+    },
   });
 }

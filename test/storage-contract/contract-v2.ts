@@ -17,7 +17,7 @@ export const resourceV2 = (provider: string, id: string, sourceContent = `Use ${
   userContent: '',
 });
 
-export function runV2Contract(t: Test, name: string, target: ContractTarget & { reopen?(t: Test): Promise<RegistryStore> }): void {
+export function runV2Contract(t: Test, name: string, target: Pick<ContractTarget, 'fresh'> & { reopen?(t: Test): Promise<RegistryStore> }): void {
   const open = async (t: Test) => {
     const store = await target.fresh(t);
     t.teardown(() => store.close());

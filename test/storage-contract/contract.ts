@@ -8,13 +8,15 @@ import { AppError } from '../../src/errors.js';
 import type { AgentProfile } from '../../src/schemas/profile.js';
 import type { AgentResource } from '../../src/schemas/resource.js';
 import type { WorkloadRecord } from '../../src/schemas/workload.js';
-import type { RegistryStore } from '../../src/storage/store.js';
+import type { AuditEntry, RegistryStore } from '../../src/storage/store.js';
 
 export interface ContractTarget {
   /** An empty store (closed by the contract in teardown). */
   fresh(t: Test): Promise<RegistryStore>;
   /** A second store over the state of the last fresh one, as another replica would be (optional). */
   replica?(t: Test): Promise<RegistryStore>;
+  /** The audit log of the last fresh store as it is persisted (file lines, table rows), oldest first. */
+  readAudit(): Promise<AuditEntry[]>;
 }
 
 export const resource = (provider: string, id: string, name = `Name of ${id}`): AgentResource => ({
@@ -203,8 +205,10 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
     t.equal((await rejection(t, s.deleteProfile('prf-nope'))).code, 'profile_not_found');
     await s.deleteProfile('prf-a', [renamed.revision]);
     t.equal(await s.getProfile('prf-a'), undefined);
-    await s.createProfile(profile('prf-c', 'Reviewer'));
-    t.pass('a deleted alias is free again');
+    const reused = await s.createProfile(profile('prf-c', 'REVIEWER'));
+    t.equal(reused.profile.alias, 'REVIEWER', 'a deleted alias is free again (in any case)');
+    t.same((await s.getProfile('prf-c'))?.profile, profile('prf-c', 'REVIEWER'), 'and the new profile reads back under it');
+    t.equal((await rejection(t, s.createProfile(profile('prf-d', 'reviewer')))).code, 'alias_conflict', 'now held by the new profile');
 
     const manifest = profile('prf-m', 'Team agent', { launch: { kind: 'agent-team-manifest', manifestPath: '/team/agent.md', harness: 'claude' } });
     await s.createProfile(manifest);
@@ -284,7 +288,16 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
       { at: '2026-01-01T00:00:01.000Z', actor: 'provider:huabu', action: 'resource.register', id: 'web-search', outcome: 'created' },
     ]);
     await s.appendAudit([]);
-    t.pass();
+    await s.appendAudit([{ at: '2026-01-01T00:00:02.000Z', actor: 'owner', action: 'machine.revoke', id: 'agentlet-a', outcome: 'revoked' }]);
+    t.same(
+      await target.readAudit(),
+      [
+        { at: '2026-01-01T00:00:00.000Z', actor: 'owner', action: 'machine.enroll', id: 'agentlet-a', outcome: 'enrolled' },
+        { at: '2026-01-01T00:00:01.000Z', actor: 'provider:huabu', action: 'resource.register', id: 'web-search', outcome: 'created' },
+        { at: '2026-01-01T00:00:02.000Z', actor: 'owner', action: 'machine.revoke', id: 'agentlet-a', outcome: 'revoked' },
+      ],
+      'every entry persisted, in order; an empty batch adds nothing',
+    );
   });
 
   if (target.replica) {

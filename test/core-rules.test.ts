@@ -1,0 +1,397 @@
+// The domain core's rules as pure functions, each pinned by what a user would see break (issue 18: the
+// mutants that survived the whole suite and the focused runs). No app, no I/O: `npm run mutate` runs this
+// file first, so most mutants die here in a second or two. The same rules over HTTP: test/core-http.test.ts.
+// See docs/TESTING.md.
+import t from 'tap';
+import { createHmac } from 'node:crypto';
+import { mintCanvasToken, verifyCanvasToken, matchDigest, tokenDigest, generateToken, TOKEN_PREFIX } from '../src/credentials/tokens.js';
+import { fileVersion, migrateRegistryDocument, REGISTRY_FILE_STEPS, upgradeProfiles, validateRegistryDocument } from '../src/migrations/registry-file.js';
+import { MigrationError, upgradeProfile } from '../src/migrations/profile-v1.js';
+import { planPut, planReconcile, planWithdraw, sameRecord } from '../src/registry/ownership.js';
+import { assertPlacement } from '../src/profiles/placement.js';
+import {
+  aliasKey,
+  assertAliasFree,
+  assertRevision,
+  canonicalJson,
+  newProfileId,
+  planCreate,
+  planDelete,
+  planUpdate,
+  profileRevision,
+  profileView,
+} from '../src/profiles/profile-rules.js';
+import { effectiveResourceIds } from '../src/workloads/workload-service.js';
+import type { AgentResource } from '../src/schemas/resource.js';
+import type { AgentProfile } from '../src/schemas/profile.js';
+
+const SECRET = 'arr_secret_core0rules0test0secret000000000000';
+
+// --- Ownership rules -------------------------------------------------------------------------------------------
+
+const resource = (id: string, provider = 'huabu', over: Partial<AgentResource> = {}): AgentResource => ({
+  schemaVersion: 1,
+  id,
+  provider,
+  name: `Name ${id}`,
+  description: `About ${id}.`,
+  instructions: `Use ${id}.`,
+  ...over,
+});
+
+t.test('a record differing in any one field is a replacement; only an identical one is unchanged', async (t) => {
+  const base = resource('a');
+  t.equal(planPut(undefined, base), 'created');
+  t.equal(planPut(base, { ...base }), 'unchanged');
+  t.ok(sameRecord(base, { ...base }));
+  for (const field of ['id', 'name', 'description', 'instructions'] as const) {
+    const changed = { ...base, [field]: base[field] + ' (changed)' };
+    t.notOk(sameRecord(base, changed), `${field} differs`);
+    t.equal(planPut(base, { ...changed, id: base.id }), field === 'id' ? 'unchanged' : 'replaced', field);
+  }
+  t.notOk(sameRecord(base, { ...base, provider: 'mac-a' }), 'provider differs');
+  t.notOk(sameRecord(base, { ...base, schemaVersion: 2 as 1 }), 'schemaVersion differs');
+  t.throws(() => planPut(base, { ...base, provider: 'mac-a' }), { code: 'resource_conflict', details: { ids: ['a'], conflicts: [{ id: 'a', provider: 'huabu' }] } });
+});
+
+t.test('withdraw: only the holder may; an unknown ID is not found', async (t) => {
+  t.doesNotThrow(() => planWithdraw(resource('a'), 'huabu', 'a'));
+  t.throws(() => planWithdraw(undefined, 'huabu', 'a'), { code: 'resource_not_found', message: 'No resource with ID a.', details: { id: 'a' } });
+  t.throws(() => planWithdraw(resource('a'), 'mac-a', 'a'), {
+    code: 'resource_conflict',
+    message: 'Resource ID a is held by another provider; nothing was changed.',
+    details: { ids: ['a'], conflicts: [{ id: 'a', provider: 'huabu' }] },
+  });
+});
+
+t.test('reconcile: created, replaced, unchanged and withdrawn, each sorted; any conflict rejects all', async (t) => {
+  const held = new Map([
+    ['b', resource('b', 'mac-a')],
+    ['d', resource('d', 'mac-a')],
+    ['c', resource('c', 'mac-a')],
+    ['z', resource('z', 'mac-a')],
+    ['y', resource('y', 'mac-a')],
+    ['x', resource('x', 'huabu')],
+  ]);
+  const plan = planReconcile((id) => held.get(id), ['b', 'd', 'c', 'z', 'y'], 'mac-a', [
+    resource('e', 'mac-a'),
+    resource('a', 'mac-a'),
+    resource('d', 'mac-a', { instructions: 'new' }),
+    resource('b', 'mac-a', { instructions: 'new' }),
+    resource('c', 'mac-a'),
+  ]);
+  t.same(plan, { created: ['a', 'e'], replaced: ['b', 'd'], withdrawn: ['y', 'z'], unchanged: ['c'] });
+  t.throws(() => planReconcile((id) => held.get(id), [], 'mac-a', [resource('x', 'mac-a'), resource('new', 'mac-a'), resource('w', 'mac-a')]), {
+    code: 'resource_conflict',
+    message: 'Resource ID x is held by another provider; nothing was changed.',
+  });
+  held.set('w', resource('w', 'other'));
+  t.throws(() => planReconcile((id) => held.get(id), [], 'mac-a', [resource('x', 'mac-a'), resource('w', 'mac-a')]), {
+    message: 'Resource IDs x, w are held by another provider; nothing was changed.',
+    details: { ids: ['x', 'w'], conflicts: [{ id: 'x', provider: 'huabu' }, { id: 'w', provider: 'other' }] },
+  });
+});
+
+// --- Placement and the effective set ----------------------------------------------------------------------------
+
+t.test('placement: every ID must resolve, and be the host’s or the profile machine’s own', async (t) => {
+  const records: Record<string, { provider: string }> = { h: { provider: 'huabu' }, a: { provider: 'mac-a' }, b: { provider: 'mac-b' }, b2: { provider: 'mac-b' } };
+  const lookup = (id: string) => records[id];
+  t.doesNotThrow(() => assertPlacement(['h', 'a'], 'mac-a', lookup));
+  t.doesNotThrow(() => assertPlacement([], 'mac-a', lookup));
+  t.throws(() => assertPlacement(['x', 'h', 'y', 'b'], 'mac-a', lookup), {
+    code: 'unresolved_resource_ids',
+    message: 'No resource with ID x, y; a profile can select only registered resources.',
+    details: { field: '/resourceIds', ids: ['x', 'y'] },
+  });
+  t.throws(() => assertPlacement(['b', 'h', 'b2'], 'mac-a', lookup), {
+    code: 'resource_not_eligible',
+    message: 'Resource b, b2 belongs to another machine; a profile on mac-a can select only resources of huabu or of mac-a.',
+    details: { field: '/resourceIds', ids: ['b', 'b2'], providers: [{ id: 'b', provider: 'mac-b' }, { id: 'b2', provider: 'mac-b' }] },
+  });
+  t.same(effectiveResourceIds(['r1', 'r2'], ['s', 'r2', 's', 'r1', 't']), ['r1', 'r2', 's', 't']);
+});
+
+// --- Profile rules --------------------------------------------------------------------------------------------
+
+const profile = (id: string, over: Partial<AgentProfile> = {}): AgentProfile =>
+  ({
+    schemaVersion: 2,
+    id,
+    alias: `Alias ${id}`,
+    agentletId: 'mac-a',
+    workingDirPath: '/w',
+    launch: { kind: 'acp-command', command: 'agent' },
+    resourceIds: [],
+    ...over,
+  }) as AgentProfile;
+const manifest = (id: string) => profile(id, { launch: { kind: 'agent-team-manifest', manifestPath: '/m.yaml', harness: 'h', member: 'm' } as AgentProfile['launch'], resourceIds: ['r'] });
+
+t.test('aliases are unique ignoring case; a profile may keep its own', async (t) => {
+  const all = [profile('p1', { alias: 'Reviewer' }), profile('p2', { alias: 'Writer' })];
+  t.equal(aliasKey('ReViEwEr'), 'reviewer');
+  t.throws(() => assertAliasFree(all, 'REVIEWER'), {
+    code: 'alias_conflict',
+    message: 'Alias "REVIEWER" is already used by profile p1 (aliases ignore case).',
+    details: { field: '/alias', id: 'p1' },
+  });
+  t.doesNotThrow(() => assertAliasFree(all, 'reviewer', 'p1'), 'its own alias');
+  t.throws(() => assertAliasFree(all, 'writer', 'p1'), { code: 'alias_conflict', details: { id: 'p2' } });
+  t.doesNotThrow(() => assertAliasFree(all, 'Editor'));
+  t.throws(() => planCreate(all, profile('p3', { alias: 'writer' }), () => false), { code: 'alias_conflict' });
+  t.throws(() => planCreate(all, profile('p1', { alias: 'New' }), (id) => id === 'p1'), { code: 'internal_error', message: 'Profile ID p1 was assigned twice.' });
+  t.doesNotThrow(() => planCreate(all, profile('p3', { alias: 'New' }), () => false));
+});
+
+t.test('revisions: stable over key order, changed by any change, checked only when If-Match is sent', async (t) => {
+  const p = profile('p1');
+  const rev = profileRevision(p);
+  t.match(rev, /^[A-Za-z0-9_-]{27}$/);
+  const reordered = Object.fromEntries(Object.entries(p).reverse()) as AgentProfile;
+  t.equal(profileRevision(reordered), rev, 'key order does not matter');
+  t.not(profileRevision({ ...p, alias: 'Other' }), rev);
+  t.not(profileRevision({ ...p, customData: { a: 1 } }), rev);
+  t.equal(canonicalJson({ b: [1, { d: null, c: 'x' }], a: undefined, e: true }), '{"b":[1,{"c":"x","d":null}],"e":true}');
+  t.equal(canonicalJson('s'), '"s"');
+  t.equal(canonicalJson(null), 'null');
+  t.doesNotThrow(() => assertRevision(p, undefined));
+  t.doesNotThrow(() => assertRevision(p, ['x', rev]));
+  t.throws(() => assertRevision(p, []), { code: 'precondition_failed', details: { id: 'p1' } });
+  t.throws(() => assertRevision(p, ['x']), {
+    message: 'Profile p1 changed since the ETag you sent was issued; read it again and reapply your change.',
+  });
+});
+
+t.test('update: not found, stale, manifest-backed and alias conflicts are refused in that order; no-op is unchanged', async (t) => {
+  const p1 = profile('p1', { alias: 'Reviewer' });
+  const all = [p1, profile('p2', { alias: 'Writer' }), manifest('m1')];
+  t.throws(() => planUpdate(all, undefined, 'nope', { alias: 'Writer' }, ['x']), { code: 'profile_not_found', message: 'No profile with ID nope.', details: { id: 'nope' } });
+  t.throws(() => planUpdate(all, p1, 'p1', { alias: 'Writer' }, ['stale']), { code: 'precondition_failed' });
+  t.throws(() => planUpdate(all, manifest('m1'), 'm1', { alias: 'Writer' }, undefined), {
+    code: 'invalid_profile_kind',
+    message: 'Profile m1 is manifest-backed (agent-team-manifest); it is managed by its Agent Team manifest and cannot be changed here.',
+    details: { id: 'm1', kind: 'agent-team-manifest' },
+  });
+  t.throws(() => planUpdate(all, p1, 'p1', { alias: 'writer' }, undefined), { code: 'alias_conflict' });
+  const same = planUpdate(all, p1, 'p1', { alias: 'Reviewer', workingDirPath: '/w', resourceIds: [] }, [profileRevision(p1)]);
+  t.equal(same.changed, false);
+  t.equal(same.next, p1, 'the current record itself');
+  const recase = planUpdate(all, p1, 'p1', { alias: 'REVIEWER' }, undefined);
+  t.same([recase.changed, recase.next.alias], [true, 'REVIEWER'], 'its own alias in another case');
+  const ids = ['a'];
+  const changed = planUpdate(all, p1, 'p1', { workingDirPath: '/x', resourceIds: ids, customData: { k: 1 } }, undefined);
+  t.equal(changed.changed, true);
+  t.same(changed.next, { ...p1, workingDirPath: '/x', resourceIds: ['a'], customData: { k: 1 } });
+  t.not(changed.next.resourceIds, ids, 'a copy of the list');
+  t.same(p1, profile('p1', { alias: 'Reviewer' }), 'the current record is not modified');
+  t.same(planUpdate(all, p1, 'p1', {}, undefined), { next: p1, changed: false });
+});
+
+t.test('delete: not found, stale and manifest-backed are refused', async (t) => {
+  t.throws(() => planDelete(undefined, 'nope', undefined), { code: 'profile_not_found' });
+  t.throws(() => planDelete(profile('p1'), 'p1', ['stale']), { code: 'precondition_failed' });
+  t.throws(() => planDelete(manifest('m1'), 'm1', undefined), { message: /cannot be deleted here\.$/ });
+  t.doesNotThrow(() => planDelete(profile('p1'), 'p1', [profileRevision(profile('p1'))]));
+});
+
+t.test('profile IDs and views', async (t) => {
+  const ids = new Set(Array.from({ length: 50 }, () => newProfileId()));
+  t.equal(ids.size, 50);
+  for (const id of ids) t.match(id, /^prf-[a-z2-7]{16}$/);
+  t.same(profileView(manifest('m1')).resourceIds, [], 'a manifest-backed profile shows no selection');
+  const own = profile('p1', { resourceIds: ['a'] });
+  t.equal(profileView(own), own);
+  const emptyManifest = { ...manifest('m2'), resourceIds: [] };
+  t.equal(profileView(emptyManifest), emptyManifest);
+});
+
+// --- Registry-file migration ---------------------------------------------------------------------------------
+
+const v1Profile = (id: string, alias = id) => ({
+  id,
+  alias,
+  agentletId: 'mac-a',
+  workingDirPath: '/w',
+  launch: { kind: 'acp-command', command: 'agent' },
+  resourceIds: ['ignored'],
+});
+
+t.test('a v4 file holding a legacy profile keeps every profile and every other state and top-level key', async (t) => {
+  const v2 = { schemaVersion: 2, ...v1Profile('current'), resourceIds: ['kept'] };
+  const doc = { schemaVersion: 4, topLevel: { keep: true }, state: { profiles: [v1Profile('legacy'), v2], roots: [{ path: '/r' }], configs: { retries: 3 } } };
+  const result = migrateRegistryDocument(doc);
+  t.same(result.doc, {
+    schemaVersion: 4,
+    topLevel: { keep: true },
+    state: {
+      profiles: [{ schemaVersion: 2, ...v1Profile('legacy'), resourceIds: [] }, v2],
+      roots: [{ path: '/r' }],
+      configs: { retries: 3 },
+    },
+  });
+  t.same(result.upgradedIds, ['legacy']);
+  t.same(result.steps, ['v4: profiles v1 (no schemaVersion) become v2 with resourceIds: []']);
+  t.equal(result.from, 4);
+});
+
+t.test('a v4 file with only current profiles is returned as it is, with no step', async (t) => {
+  const doc = { schemaVersion: 4, state: { profiles: [{ schemaVersion: 2, ...v1Profile('p') }] } };
+  const result = migrateRegistryDocument(doc);
+  t.same(result, { from: 4, doc, steps: [], upgradedIds: [] });
+});
+
+t.test('a v1 file listing one profile ID twice is refused, not merged', async (t) => {
+  t.throws(() => migrateRegistryDocument({ schemaVersion: 1, profiles: [v1Profile('p', 'First'), v1Profile('p', 'Second')] }), {
+    name: 'MigrationError',
+    message: 'profile p appears twice',
+  });
+  t.throws(() => REGISTRY_FILE_STEPS[0]!.up({ schemaVersion: 1, profiles: [v1Profile('p'), v1Profile('p')] }), { message: 'profile p appears twice' });
+});
+
+t.test('a v1 file migrates all the way, reporting each step and each upgraded ID', async (t) => {
+  const result = migrateRegistryDocument({ schemaVersion: 1, profiles: [v1Profile('a'), v1Profile('b')], roots: [] });
+  t.equal(result.from, 1);
+  t.same(result.steps, REGISTRY_FILE_STEPS.map((s) => s.describe));
+  t.same(result.upgradedIds, ['a', 'b']);
+  t.same(result.doc, {
+    schemaVersion: 4,
+    state: { roots: [], profiles: ['a', 'b'].map((id) => ({ schemaVersion: 2, ...v1Profile(id), resourceIds: [] })) },
+  });
+  const noProfiles = migrateRegistryDocument({ schemaVersion: 1 });
+  t.same(noProfiles.doc, { schemaVersion: 4, state: { profiles: [] } }, 'a v1 file without profiles has none');
+  const v2NoProfiles = migrateRegistryDocument({ schemaVersion: 2, state: {} });
+  t.same(v2NoProfiles.doc, { schemaVersion: 4, state: { profiles: [] } }, 'a v2 file without profiles has none');
+  const v4NoProfiles = migrateRegistryDocument({ schemaVersion: 4, state: {} });
+  t.same(v4NoProfiles.doc, { schemaVersion: 4, state: {} }, 'a v4 file without profiles is valid as it is');
+});
+
+t.test('every malformed legacy file is refused with a message naming what is wrong', async (t) => {
+  const cases: [string, unknown, string | RegExp][] = [
+    ['not an object', [], 'is not a JSON object'],
+    ['null', null, 'is not a JSON object'],
+    ['no schemaVersion', { state: {} }, 'has no integer schemaVersion'],
+    ['string schemaVersion', { schemaVersion: '2', state: {} }, 'has no integer schemaVersion'],
+    ['fractional schemaVersion', { schemaVersion: 2.5, state: { profiles: {} } }, 'has no integer schemaVersion'],
+    ['newer', { schemaVersion: 5, state: {} }, 'has schemaVersion 5, newer than this version of the service understands (4)'],
+    ['zero', { schemaVersion: 0, state: {} }, 'has unknown schemaVersion 0'],
+    ['v1 profiles not a list', { schemaVersion: 1, profiles: { a: {} } }, 'a v1 registry file must hold a `profiles` array'],
+    ['v1 profile without id', { schemaVersion: 1, profiles: [v1Profile('a'), { alias: 'x' }] }, 'profiles[1] has no string id'],
+    ['v1 profile not an object', { schemaVersion: 1, profiles: ['a'] }, 'profiles[0] has no string id'],
+    ['v2 without state', { schemaVersion: 2, profiles: {} }, 'a v2 registry file must hold a `state` object'],
+    ['v2 state not an object', { schemaVersion: 2, state: [] }, 'a v2 registry file must hold a `state` object'],
+    ['v2 profiles a list', { schemaVersion: 2, state: { profiles: [] } }, 'a v2 registry file must hold `state.profiles` as an object keyed by id'],
+    ['v2 profile not an object', { schemaVersion: 2, state: { profiles: { a: 'x' } } }, 'profile a is not a JSON object'],
+    ['v3 without state', { schemaVersion: 3 }, 'a v3 registry file must hold a `state` object'],
+    ['v3 profiles not a list', { schemaVersion: 3, state: { profiles: {} } }, '`state.profiles` is not a list'],
+    ['v3 profile not an object', { schemaVersion: 3, state: { profiles: [v1Profile('a'), 7] } }, 'profiles[1] is not a JSON object'],
+    ['v4 without state', { schemaVersion: 4 }, 'a v4 registry file must hold a `state` object'],
+    ['v4 profiles not a list', { schemaVersion: 4, state: { profiles: 'x' } }, '`state.profiles` is not a list'],
+    [
+      'unknown profile version',
+      { schemaVersion: 4, state: { profiles: [{ ...v1Profile('a'), schemaVersion: 3 }] } },
+      'profiles[0] (a) has unknown profile schemaVersion 3; this version of the service reads profiles v1 (no schemaVersion) and v2',
+    ],
+    [
+      'unknown profile version, no id',
+      { schemaVersion: 4, state: { profiles: [{ schemaVersion: '2' }] } },
+      'profiles[0] has unknown profile schemaVersion "2"; this version of the service reads profiles v1 (no schemaVersion) and v2',
+    ],
+    ['v4 duplicate', { schemaVersion: 4, state: { profiles: [{ schemaVersion: 2, ...v1Profile('a') }, { schemaVersion: 2, ...v1Profile('a') }] } }, 'profile a appears twice'],
+    [
+      'v4 invalid profile',
+      { schemaVersion: 4, state: { profiles: [{ schemaVersion: 2, ...v1Profile('a'), alias: 7 }] } },
+      /^profiles\[0\] \(a\) is not a valid AgentProfile v2: \/alias /,
+    ],
+    ['v4 invalid profile without id', { schemaVersion: 4, state: { profiles: [{ schemaVersion: 2 }] } }, /^profiles\[0\] is not a valid AgentProfile v2: \/ /],
+  ];
+  for (const [what, doc, message] of cases) {
+    let error: unknown;
+    try {
+      migrateRegistryDocument(doc);
+    } catch (err) {
+      error = err;
+    }
+    t.type(error, MigrationError, what);
+    if (typeof message === 'string') t.equal((error as Error).message, message, what);
+    else t.match((error as Error).message, message, what);
+  }
+});
+
+t.test('the file version is an integer 1..4', async (t) => {
+  for (const v of [1, 2, 3, 4]) t.equal(fileVersion({ schemaVersion: v }), v);
+  for (const v of [2.5, '3', null, NaN, 0, -1, 5]) t.throws(() => fileVersion({ schemaVersion: v }), MigrationError, String(v));
+});
+
+t.test('profile v1 → v2: the carried resourceIds are dropped, a v2 record is left alone', async (t) => {
+  const up = upgradeProfile(v1Profile('a'), 'here');
+  t.same(up, { record: { schemaVersion: 2, ...v1Profile('a'), resourceIds: [] }, upgraded: true });
+  t.same(Object.keys(up.record)[0], 'schemaVersion');
+  const v2 = { schemaVersion: 2, ...v1Profile('b') };
+  const same = upgradeProfile(v2, 'here');
+  t.equal(same.record, v2, 'the very same object');
+  t.equal(same.upgraded, false);
+  t.same(upgradeProfiles([v2, v1Profile('c')]).upgradedIds, ['c']);
+  t.same(upgradeProfiles(), { profiles: [], upgradedIds: [] });
+  t.throws(() => upgradeProfile(null, 'where'), { message: 'where is not a JSON object' });
+  t.throws(() => upgradeProfile([], 'where'), { message: 'where is not a JSON object' });
+  validateRegistryDocument({ schemaVersion: 4, state: {} });
+  t.pass('a v4 document without profiles validates');
+});
+
+// --- Canvas tokens ------------------------------------------------------------------------------------------
+
+const claims = { canvasId: 'canvas-x', agentletId: 'agentlet-a', enrolledAt: '2026-01-01T00:00:00.000Z', exp: 1_000 };
+const signed = (payload: string, secret = SECRET) =>
+  `${TOKEN_PREFIX.canvas}${payload}.${createHmac('sha256', secret).update(payload).digest('base64url')}`;
+const b64 = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
+
+t.test('a canvas token is valid until the second before its expiry, and expired from that second on', async (t) => {
+  const token = mintCanvasToken(claims, SECRET);
+  t.same(verifyCanvasToken(token, SECRET, 999), { ok: true, claims });
+  t.same(verifyCanvasToken(token, SECRET, 1_000), { ok: false, reason: 'expired' }, 'expired during its expiry second');
+  t.same(verifyCanvasToken(token, SECRET, 1_001), { ok: false, reason: 'expired' });
+});
+
+t.test('a malformed canvas token is refused as malformed, never with an exception', async (t) => {
+  const good = mintCanvasToken(claims, SECRET);
+  const [payload, signature] = good.slice(TOKEN_PREFIX.canvas.length).split('.') as [string, string];
+  const cases: [string, string, string][] = [
+    ['another prefix', `arr_owner_${payload}.${signature}`, 'malformed'],
+    ['no signature segment', `${TOKEN_PREFIX.canvas}${payload}`, 'malformed'],
+    ['empty signature', `${TOKEN_PREFIX.canvas}${payload}.`, 'malformed'],
+    ['empty payload', `${TOKEN_PREFIX.canvas}.${signature}`, 'malformed'],
+    ['an extra segment', `${good}.${signature}`, 'malformed'],
+    ['an empty extra segment', `${good}.`, 'malformed'],
+    ['a short signature', `${TOKEN_PREFIX.canvas}${payload}.${signature.slice(0, 10)}`, 'bad_signature'],
+    ['a long signature', `${TOKEN_PREFIX.canvas}${payload}.${signature}AAAA`, 'bad_signature'],
+    ['another secret', mintCanvasToken(claims, SECRET + 'x'), 'bad_signature'],
+    ['signed non-JSON payload', signed(b64('not json {')), 'malformed'],
+    ['signed JSON null', signed(b64('null')), 'malformed'],
+    ['canvas not a string', signed(b64({ e: '2026-01-01T00:00:00.000Z', c: 7, m: 'agentlet-a', exp: 1_000 })), 'malformed'],
+    ['machine missing', signed(b64({ e: '2026-01-01T00:00:00.000Z', c: 'canvas-x', exp: 1_000 })), 'malformed'],
+    ['machine not a string', signed(b64({ e: '2026-01-01T00:00:00.000Z', c: 'canvas-x', m: true, exp: 1_000 })), 'malformed'],
+    ['exp a string', signed(b64({ e: '2026-01-01T00:00:00.000Z', c: 'canvas-x', m: 'agentlet-a', exp: '1000' })), 'malformed'],
+    ['enrollment missing', signed(b64({ c: 'canvas-x', m: 'agentlet-a', exp: 1_000 })), 'malformed'],
+    ['enrollment not a string', signed(b64({ c: 'canvas-x', m: 'agentlet-a', e: 5, exp: 1_000 })), 'malformed'],
+    ['exp missing', signed(b64({ e: '2026-01-01T00:00:00.000Z', c: 'canvas-x', m: 'agentlet-a' })), 'malformed'],
+  ];
+  for (const [what, token, reason] of cases) {
+    let result: unknown;
+    t.doesNotThrow(() => (result = verifyCanvasToken(token, SECRET, 10)), what);
+    t.same(result, { ok: false, reason }, what);
+  }
+  t.same(verifyCanvasToken(signed(b64({ c: 'canvas-x', m: 'agentlet-a', e: '2026-01-01T00:00:00.000Z', exp: 1_000 })), SECRET, 10), { ok: true, claims }, 'hand-signed valid');
+});
+
+t.test('token digests: every candidate compared, the first match reported', async (t) => {
+  const a = tokenDigest('a');
+  const b = tokenDigest('b');
+  t.equal(matchDigest(a, [b, a]), 1);
+  t.equal(matchDigest(a, [a, b, a]), 0, 'the first match, not the last');
+  t.equal(matchDigest(tokenDigest('c'), [a, b]), -1);
+  t.equal(matchDigest(a, []), -1);
+  const token = generateToken(TOKEN_PREFIX.machine);
+  t.match(token, /^arr_machine_[A-Za-z0-9_-]{43}$/);
+  t.not(generateToken(TOKEN_PREFIX.machine), token);
+});
+
