@@ -37,6 +37,11 @@ export interface CanvasClaims {
   agentletId: string;
   /** Seconds since the epoch. */
   exp: number;
+  /**
+   * Milliseconds since the epoch when the token was minted (checked against a canvas's revocation
+   * cut-off). Tokens minted before this claim existed have none and count as minted at 0.
+   */
+  mintedAtMs?: number;
 }
 
 export type CanvasTokenCheck =
@@ -49,7 +54,9 @@ function sign(payload: string, secret: string): Buffer {
 
 /** `arr_canvas_<base64url(JSON claims)>.<base64url(HMAC-SHA256)>`, bound to one canvas and one machine. */
 export function mintCanvasToken(claims: CanvasClaims, secret: string): string {
-  const payload = Buffer.from(JSON.stringify({ c: claims.canvasId, m: claims.agentletId, exp: claims.exp })).toString('base64url');
+  const payload = Buffer.from(
+    JSON.stringify({ c: claims.canvasId, m: claims.agentletId, exp: claims.exp, ...(claims.mintedAtMs === undefined ? {} : { t: claims.mintedAtMs }) }),
+  ).toString('base64url');
   return `${TOKEN_PREFIX.canvas}${payload}.${sign(payload, secret).toString('base64url')}`;
 }
 
@@ -60,15 +67,15 @@ export function verifyCanvasToken(token: string, secret: string, nowSeconds: num
   const expected = sign(payload, secret);
   const given = Buffer.from(signature, 'base64url');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad_signature' };
-  let claims: { c?: unknown; m?: unknown; exp?: unknown };
+  let claims: { c?: unknown; m?: unknown; exp?: unknown; t?: unknown };
   try {
     claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
   } catch {
     return { ok: false, reason: 'malformed' };
   }
-  if (typeof claims.c !== 'string' || typeof claims.m !== 'string' || typeof claims.exp !== 'number') {
+  if (typeof claims.c !== 'string' || typeof claims.m !== 'string' || typeof claims.exp !== 'number' || (claims.t !== undefined && typeof claims.t !== 'number')) {
     return { ok: false, reason: 'malformed' };
   }
   if (claims.exp <= nowSeconds) return { ok: false, reason: 'expired' };
-  return { ok: true, claims: { canvasId: claims.c, agentletId: claims.m, exp: claims.exp } };
+  return { ok: true, claims: { canvasId: claims.c, agentletId: claims.m, exp: claims.exp, mintedAtMs: claims.t ?? 0 } };
 }

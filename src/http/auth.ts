@@ -73,6 +73,8 @@ export const authPlugin = fp<AuthOptions>(
         }
         // A canvas token dies with its machine's credential.
         if (!(await machines.isActive(check.claims.agentletId))) throw unauthorized('The canvas token is not valid.');
+        // ... and with a revocation of its canvas's tokens.
+        if (await machines.isCanvasTokenRevoked(check.claims.canvasId, check.claims.mintedAtMs ?? 0)) throw unauthorized('The canvas token has been revoked.');
         return { kind: 'canvas', canvasId: check.claims.canvasId, agentletId: check.claims.agentletId, expiresAt: check.claims.exp };
       }
       const machineId = await machines.authenticate(token);

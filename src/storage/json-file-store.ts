@@ -38,6 +38,8 @@ interface ResourcesState {
 }
 interface MachinesState {
   machines: Map<string, MachineRecord>;
+  /** canvasId → ISO cut-off: canvas tokens of that canvas minted at or before it are refused. */
+  canvasRevocations: Map<string, string>;
 }
 
 interface RegistryState {
@@ -78,9 +80,22 @@ const resourcesCodec: JournalCodec<ResourcesState> = {
 };
 
 const machinesCodec: DocumentCodec<MachinesState> = {
-  clone: (s) => ({ machines: new Map(s.machines) }),
+  clone: (s) => ({ machines: new Map(s.machines), canvasRevocations: new Map(s.canvasRevocations) }),
   serialize: (s) =>
-    JSON.stringify({ schemaVersion: MACHINES_FILE_VERSION, state: { machines: sortedValues(s.machines) } }, null, 2) + '\n',
+    JSON.stringify(
+      {
+        schemaVersion: MACHINES_FILE_VERSION,
+        state: {
+          machines: sortedValues(s.machines),
+          // Written only once used, so a DATA_DIR that never revoked a canvas keeps its exact v1 bytes.
+          ...(s.canvasRevocations.size > 0
+            ? { canvasRevocations: [...s.canvasRevocations.keys()].sort().map((canvasId) => ({ canvasId, revokedBefore: s.canvasRevocations.get(canvasId)! })) }
+            : {}),
+        },
+      },
+      null,
+      2,
+    ) + '\n',
 };
 
 const registryCodec: DocumentCodec<RegistryState> = {
@@ -152,11 +167,20 @@ function isMachineRecord(v: unknown): v is MachineRecord {
 
 async function loadMachines(file: string): Promise<MachinesState> {
   const machines = new Map<string, MachineRecord>();
-  for (const entry of recordList(file, await readVersionedFile(file, MACHINES_FILE_VERSION), 'machines')) {
+  const state = await readVersionedFile(file, MACHINES_FILE_VERSION);
+  for (const entry of recordList(file, state, 'machines')) {
     if (!isMachineRecord(entry)) throw new StoreFileError(file, 'holds an invalid machine record');
     machines.set(entry.machineId, Object.freeze(entry));
   }
-  return { machines };
+  const canvasRevocations = new Map<string, string>();
+  const revocations = state && 'canvasRevocations' in state ? recordList(file, state, 'canvasRevocations') : [];
+  for (const entry of revocations as { canvasId?: unknown; revokedBefore?: unknown }[]) {
+    if (typeof entry?.canvasId !== 'string' || typeof entry.revokedBefore !== 'string') {
+      throw new StoreFileError(file, 'holds an invalid canvas-token revocation');
+    }
+    canvasRevocations.set(entry.canvasId, entry.revokedBefore);
+  }
+  return { machines, canvasRevocations };
 }
 
 export interface JsonStoreSnapshot {
@@ -303,6 +327,29 @@ export class JsonFileStore implements RegistryStore {
       return { result: undefined, changed: true };
     });
     this.machinesByDigest = indexByDigest(this.machines.state.machines);
+  }
+
+  async rotateMachineToken(machineId: string, tokenDigest: string): Promise<void> {
+    await this.machines.update((draft) => {
+      const existing = draft.machines.get(machineId);
+      if (!existing || existing.revokedAt) throw new AppError('machine_not_found', `No enrolled machine ${machineId}.`, { machineId });
+      draft.machines.set(machineId, Object.freeze({ ...existing, tokenDigest }));
+      return { result: undefined, changed: true };
+    });
+    this.machinesByDigest = indexByDigest(this.machines.state.machines);
+  }
+
+  async revokeCanvasTokens(canvasId: string, revokedBefore: string): Promise<void> {
+    await this.machines.update((draft) => {
+      const current = draft.canvasRevocations.get(canvasId);
+      if (current !== undefined && current >= revokedBefore) return { result: undefined, changed: false };
+      draft.canvasRevocations.set(canvasId, revokedBefore);
+      return { result: undefined, changed: true };
+    });
+  }
+
+  async canvasTokensRevokedBefore(canvasId: string): Promise<string | undefined> {
+    return this.machines.state.canvasRevocations.get(canvasId);
   }
 
   async listProfiles(): Promise<readonly ProfileEntry[]> {
