@@ -1,6 +1,7 @@
 // The embedded default store: JSON files under DATA_DIR (DESIGN §6), one durable document per file,
 // group-committed. The process holds the DATA_DIR lock for as long as the store is open.
-import { mkdir } from 'node:fs/promises';
+import { constants as fsConstants } from 'node:fs';
+import { access, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Compile } from 'typebox/compile';
 import { AppError } from '../errors.js';
@@ -19,7 +20,7 @@ import { readVersionedFile } from './versioned-file.js';
 import { JsonWorkloadFiles } from './json-workload-files.js';
 import type { WorkloadRecord } from '../schemas/workload.js';
 import type { AuditEntry, MachineRecord, ProfileEntry, RegistryStore } from './store.js';
-import { StoreFileError } from './store-file-error.js';
+import { DataDirError, StoreFileError } from './store-file-error.js';
 import { JournalCorruptError, journalPathFor, readJournal } from './journal.js';
 import { OverlayMap, type RecordMap } from './overlay-map.js';
 
@@ -30,7 +31,7 @@ export const REGISTRY_FILE = path.join('agent-team', 'registry.json');
 const RESOURCES_FILE_VERSION = 1;
 const MACHINES_FILE_VERSION = 1;
 
-export { StoreFileError };
+export { DataDirError, StoreFileError };
 
 interface ResourcesState {
   /** Committed: a Map; in a mutation's draft: an OverlayMap over it. */
@@ -218,7 +219,15 @@ export class JsonFileStore implements RegistryStore {
   static async open(options: JsonFileStoreOptions): Promise<JsonFileStore> {
     const { dataDir } = options;
     const fs = options.fs ?? nodeFileSystem;
-    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    await mkdir(dataDir, { recursive: true, mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+      // The operator's mistakes, said in one line (the server prints StoreFileError without a stack).
+      if (err.code === 'EEXIST' || err.code === 'ENOTDIR') throw new DataDirError(dataDir, 'is a file, not a directory (or a parent of it is a file); point DATA_DIR at a directory');
+      if (err.code === 'EACCES' || err.code === 'EPERM' || err.code === 'EROFS') throw new DataDirError(dataDir, `cannot be created or written (${err.code}); choose a directory this user may write`);
+      throw err;
+    });
+    await access(dataDir, fsConstants.W_OK | fsConstants.X_OK).catch((err: NodeJS.ErrnoException) => {
+      throw new DataDirError(dataDir, `is not writable by this user (${err.code}); fix its owner or mode, or choose another directory`);
+    });
     const lock = await lockDataDir(dataDir);
     try {
       const resourcesPath = path.join(dataDir, RESOURCES_FILE);
@@ -402,6 +411,10 @@ export class JsonFileStore implements RegistryStore {
 
   appendAudit(entries: readonly AuditEntry[]): Promise<void> {
     return this.audit.append(entries);
+  }
+
+  async isAvailable(): Promise<boolean> {
+    return true;
   }
 
   /** Everything this store holds besides the audit log, for `npm run import` into PostgreSQL. */

@@ -85,5 +85,10 @@ export interface RegistryStore {
   realizeWorkload(record: WorkloadRecord): Promise<{ workload: WorkloadRecord; created: boolean }>;
 
   appendAudit(entries: readonly AuditEntry[]): Promise<void>;
+  /**
+   * Whether the store can serve requests now (readiness). A store that lives in this process (JSON files)
+   * is ready once open; a database-backed store asks its database.
+   */
+  isAvailable(): Promise<boolean>;
   close(): Promise<void>;
 }

@@ -76,6 +76,9 @@ function isUniqueViolation(err: unknown, constraint: string): boolean {
 
 type Queryable = Pick<pg.PoolClient, 'query'>;
 
+/** Longest a readiness probe waits for the database before answering "not ready". */
+const READINESS_TIMEOUT_MS = 2_000;
+
 export class PostgresStore implements RegistryStore {
   readonly #pool: pg.Pool;
   readonly #listener: ChangeListener;
@@ -525,6 +528,24 @@ export class PostgresStore implements RegistryStore {
         [entries.map((e) => e.at), entries.map((e) => e.actor), entries.map((e) => e.action), entries.map((e) => e.id), entries.map((e) => e.outcome)],
       );
     });
+  }
+
+  /** One round trip to the database, bounded so a hung connection attempt answers "no" in time. */
+  async isAvailable(): Promise<boolean> {
+    if (this.#closed) return false;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), READINESS_TIMEOUT_MS);
+    });
+    const probe = this.#query('SELECT 1').then(
+      () => true,
+      () => false,
+    );
+    try {
+      return await Promise.race([probe, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async close(): Promise<void> {
