@@ -137,8 +137,11 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       return503OnClosing: true,
     }).withTypeProvider<TypeBoxTypeProvider>();
     app.setValidatorCompiler(TypeBoxValidatorCompiler);
+    // Not ready while generated credentials are not yet on disk: whoever waits for /readyz can read them.
+    let credentialsPending = options.deferCredentialWrite === true && resolved.generated;
     app.decorate('persistGeneratedCredentials', async () => {
       await resolved.persist();
+      credentialsPending = false;
       if (options.deferCredentialWrite) announceCredentials();
     });
     installErrorHandling(app);
@@ -166,7 +169,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     await registerLimits(app, config);
     await registerOpenApi(app);
     await app.register(authPlugin, { credentials, machines, now });
-    await app.register(operationsRoutes, { isReady: async () => !closing && (await store.isAvailable()), metrics });
+    await app.register(operationsRoutes, { isReady: async () => !closing && !credentialsPending && (await store.isAvailable()), metrics });
     await app.register(
       async (acp) => {
         await acp.register(catalogueRoutes, deps);
