@@ -1,4 +1,5 @@
 // The import command: `DATABASE_URL=... npm run import -- --data-dir DIR` (see src/storage/postgres/commands.ts).
+import { terminalProgress } from '../src/progress.js';
 import { IMPORT_USAGE, runImport } from '../src/storage/postgres/commands.js';
 
 const argv = process.argv.slice(2);
@@ -15,5 +16,6 @@ Huabu's token and every issued canvas token stop working.`);
     process.env.DATABASE_URL || undefined,
     (line) => console.log(line),
     (line) => console.error(line),
+    terminalProgress(process.stderr),
   );
 }

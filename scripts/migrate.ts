@@ -3,6 +3,7 @@
 // with DATABASE_URL set: the PostgreSQL schema migrations (`npm run migrate [-- --dry-run]`, see
 // src/storage/postgres/commands.ts), the same ones every service start runs.
 import { MIGRATE_USAGE, runMigrate } from '../src/migrations/migrate-command.js';
+import { terminalProgress } from '../src/progress.js';
 import { DATABASE_MIGRATE_USAGE, runDatabaseMigrate } from '../src/storage/postgres/commands.js';
 
 export const MIGRATE_HELP = `${MIGRATE_USAGE}
@@ -22,5 +23,5 @@ if (argv.includes('--help') || argv.includes('-h')) {
   process.exitCode =
     databaseUrl && !argv.some((a) => a === '--data-dir' || a.startsWith('--data-dir='))
       ? await runDatabaseMigrate(argv, databaseUrl, print, printErr)
-      : await runMigrate(argv, print, printErr);
+      : await runMigrate(argv, print, printErr, terminalProgress(process.stderr));
 }

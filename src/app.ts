@@ -1,6 +1,6 @@
 // Builds the whole application (store, credentials, core services, HTTP routes, OpenAPI) and never
 // listens. Tests and scripts build it with their own configuration; src/server.ts runs it.
-import { TypeBoxValidatorCompiler, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
@@ -14,6 +14,7 @@ import { installErrorHandling } from './http/error-handler.js';
 import { trackRequests } from './http/in-flight.js';
 import { registerLimits } from './http/limits.js';
 import { registerOpenApi } from './http/openapi.js';
+import { validatorCompiler } from './http/validator.js';
 import { createLogger } from './logger.js';
 import { Metrics } from './metrics.js';
 import { MachineRegistry } from './machines/machine-registry.js';
@@ -114,6 +115,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     const machines = new MachineRegistry(store, clock, audit);
     const profiles = new ProfileRegistry(store, scanner, audit, {
       requiredResourceIds: config.requiredResourceIds,
+      ...(config.defaultAgentletId !== undefined ? { defaultAgentletId: config.defaultAgentletId } : {}),
     });
     const catalogue = new CatalogueCache((view) => metrics.catalogueRebuilds.inc({ view: view.split(':')[0] }));
     const capabilities = new CapabilityProjection(store, config.requiredResourceIds);
@@ -136,7 +138,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       requestTimeout: 30_000,
       return503OnClosing: true,
     }).withTypeProvider<TypeBoxTypeProvider>();
-    app.setValidatorCompiler(TypeBoxValidatorCompiler);
+    app.setValidatorCompiler(validatorCompiler);
     // Not ready while generated credentials are not yet on disk: whoever waits for /readyz can read them.
     let credentialsPending = options.deferCredentialWrite === true && resolved.generated;
     app.decorate('persistGeneratedCredentials', async () => {

@@ -3,7 +3,7 @@
 import path from 'node:path';
 import Type from 'typebox';
 import { Compile } from 'typebox/compile';
-import { RESOURCE_ID_PATTERN } from './schemas/common.js';
+import { RESOURCE_ID_PATTERN, SLUG_ID_PATTERN } from './schemas/common.js';
 
 /** Addresses that mean "every interface": no client can use them to reach this process. */
 const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]', '::0', '0:0:0:0:0:0:0:0']);
@@ -40,6 +40,11 @@ export interface Config {
   databaseUrl: string | undefined;
   /** Pooled database connections per process (PostgreSQL store only). */
   databasePoolSize: number;
+  /**
+   * The machine a profile created without `agentletId` runs on (the Huabu server's own machine, which the
+   * Huabu UI leaves out); unset: `agentletId` is required.
+   */
+  defaultAgentletId?: string;
 }
 
 const Env = Type.Object({
@@ -61,6 +66,7 @@ const Env = Type.Object({
   RATE_LIMIT_WRITES_PER_MINUTE: Type.Optional(Type.String({ pattern: '^[0-9]{1,7}$' })),
   MAX_EVENT_LOOP_DELAY_MS: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
   STORE_MAX_BATCH: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
+  DEFAULT_AGENTLET_ID: Type.Optional(Type.String({ pattern: SLUG_ID_PATTERN })),
 });
 const checkEnv = Compile(Env);
 
@@ -95,6 +101,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       'ARR_UNSAFE_ACK_BEFORE_WRITE_MS is a test-only mode that loses acknowledged writes on a crash; it is refused unless ARR_ALLOW_UNSAFE_TEST_MODES=1 is also set.',
     );
   }
+  if (e.DEFAULT_AGENTLET_ID === 'huabu') throw new ConfigError('DEFAULT_AGENTLET_ID must be an Agentlet machine ID; `huabu` is the host provider, never a machine.');
   const host = e.HOST ?? '127.0.0.1';
   const port = e.PORT === undefined ? 8787 : Number(e.PORT);
   if (port > 65535) throw new ConfigError('PORT must be between 0 and 65535');
@@ -131,5 +138,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     storeMaxBatch: e.STORE_MAX_BATCH === undefined ? undefined : Number(e.STORE_MAX_BATCH),
     databaseUrl: e.DATABASE_URL,
     databasePoolSize: e.DATABASE_POOL_SIZE === undefined ? 10 : Number(e.DATABASE_POOL_SIZE),
+    ...(e.DEFAULT_AGENTLET_ID === undefined ? {} : { defaultAgentletId: e.DEFAULT_AGENTLET_ID }),
   };
 }

@@ -197,7 +197,7 @@ t.test('a legacy workload without resourceIds reads as [] and stays driver schem
     await readFile('test/fixtures/workloads/legacy-canvas.json', 'utf8'),
     'reading never rewrites the file',
   );
-  const manifest = await launch(h, { profileId: 'team-lead', canvasId: 'c', threadId: 't' });
+  const manifest = await launch(h, { profileId: 'profile-1', canvasId: 'c', threadId: 't' }); // the fixture's manifest-backed profile
   t.equal(manifest.statusCode, 409);
   t.equal(manifest.json().code, 'invalid_profile_kind');
 });

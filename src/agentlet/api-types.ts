@@ -73,7 +73,7 @@ export interface paths {
         };
         /**
          * Read the whole catalogue
-         * @description All records sorted by id, optionally of one provider. Sends an `ETag`; answers `If-None-Match` with 304.
+         * @description All records sorted by id, optionally of one provider, in the representation `schemaVersion` asks for (1, the default, or 2). Each representation has its own `ETag`; answers `If-None-Match` with 304.
          */
         get: operations["listResources"];
         put?: never;
@@ -91,14 +91,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read one record */
+        /**
+         * Read one record
+         * @description One record in the representation `schemaVersion` asks for (1, the default, or 2).
+         */
         get: operations["getResource"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Customize a record (the owner's fields)
+         * @description Sets the owner's `displayName` (`null` clears it) and `userContent` (`''` clears it) of any record, whichever version its provider wrote. A provider's later replace or reconcile keeps them. Answers the record v2. Both fields are scanned for secrets.
+         */
+        patch: operations["customizeResource"];
         trace?: never;
     };
     "/api/acp/resources/validate": {
@@ -194,7 +201,7 @@ export interface paths {
         };
         /**
          * List Agent Profiles
-         * @description Every profile, sorted by id. Manifest-backed profiles are listed with `resourceIds: []`.
+         * @description Every profile, sorted by id, and `selectableProfileIds`: the ones a new agent can be started from (upstream's meaning; the Huabu UI offers only these). Manifest-backed profiles are listed with `resourceIds: []`.
          */
         get: operations["listProfiles"];
         put?: never;
@@ -232,7 +239,7 @@ export interface paths {
         head?: never;
         /**
          * Change an Agent Profile
-         * @description Changes alias, workingDirPath, resourceIds and customData; fields left out stay. `resourceIds` replaces the whole list and is checked like on create (placement, then same-named resources); `customData` replaces the whole object. With `If-Match` (the ETag from GET) a change made meanwhile by someone else is refused with 412 instead of being overwritten. Manifest-backed profiles cannot be changed here (409 `invalid_profile_kind`).
+         * @description Changes alias, workingDirPath, resourceIds, customData and metadata; fields left out stay. `resourceIds` replaces the whole list and is checked like on create (placement, then same-named resources); `customData` and `metadata` replace the whole object, and `null` removes it. With `If-Match` (the ETag from GET) a change made meanwhile by someone else is refused with 412 instead of being overwritten. Manifest-backed profiles cannot be changed here (409 `invalid_profile_kind`).
          */
         patch: operations["updateProfile"];
         trace?: never;
@@ -362,7 +369,7 @@ export interface paths {
         get: operations["listProviderResources"];
         /**
          * Reconcile the provider's whole set
-         * @description Replaces the provider's complete set (at most 1000 records) in one atomic step: listed records are created or replaced, the provider's records left out are withdrawn. Any conflict rejects the whole request and changes nothing. `?dryRun=true` reports the plan only.
+         * @description Replaces the provider's complete set (at most 1000 records, each record v1 or v2) in one atomic step; the owner's customization of a kept record survives: listed records are created or replaced, the provider's records left out are withdrawn. Any conflict rejects the whole request and changes nothing. `?dryRun=true` reports the plan only.
          */
         put: operations["reconcileProviderResources"];
         post?: never;
@@ -382,7 +389,7 @@ export interface paths {
         get?: never;
         /**
          * Register or replace one record
-         * @description Creates an unused ID (201) or replaces the provider's own record (200). An ID held by another provider is 409 `resource_conflict` and the held record is left unchanged. `id` and `provider` may be repeated in the body and must match.
+         * @description Creates an unused ID (201) or replaces the provider's own record (200), as record v1 or v2 (`schemaVersion` of the body); the answer is the record in that version. The owner's `displayName` and `userContent` are never taken from a provider (400) and survive a replace. An ID held by another provider is 409 `resource_conflict` and the held record is left unchanged. `id` and `provider` may be repeated in the body and must match.
          */
         put: operations["putProviderResource"];
         post?: never;
@@ -405,7 +412,7 @@ export interface paths {
         };
         /**
          * Read the agent's catalogue
-         * @description The host's records and those of the token's machine, sorted by id. Sends an `ETag`; answers `If-None-Match` with 304.
+         * @description The host's records and those of the token's machine, sorted by id, in the representation `schemaVersion` asks for (1, the default, or 2). Each representation has its own `ETag`; answers `If-None-Match` with 304.
          */
         get: operations["listRfsResources"];
         put?: never;
@@ -423,7 +430,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read one record */
+        /**
+         * Read one record
+         * @description One record in the representation `schemaVersion` asks for (1, the default, or 2).
+         */
         get: operations["getRfsResource"];
         put?: never;
         post?: never;
@@ -544,6 +554,8 @@ export interface operations {
                  * @example huabu
                  */
                 provider?: string;
+                /** @description Representation: `1` (the default; v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). */
+                schemaVersion?: 1 | 2;
             };
             header?: never;
             path?: never;
@@ -581,6 +593,33 @@ export interface operations {
                             description: string;
                             /** @description Natural-language guidance for an agent. May reference `$HUABU_RFS_URL`, `$AGENTLET_TOKEN`, `$AGENT_RESOURCE_DIR`, `$HUABU_THREAD_ID`, `$HUABU_RESOURCE_GRANT`; never a secret value. */
                             instructions: string;
+                        }[];
+                    } | {
+                        /** @description Records sorted by id, as record v2. */
+                        resources: {
+                            /**
+                             * @description Record schema version.
+                             * @enum {number}
+                             */
+                            schemaVersion: 2;
+                            /**
+                             * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                             * @example web-search
+                             */
+                            id: string;
+                            /** @description Source-owned canonical name (the provider writes it). */
+                            name: string;
+                            /** @description Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`. */
+                            displayName?: string;
+                            /**
+                             * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                             * @example huabu
+                             */
+                            provider: string;
+                            /** @description Source-owned agent-readable guidance (the provider writes it; trimmed). May reference the runtime variables; never a secret value. */
+                            sourceContent: string;
+                            /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
+                            userContent: string;
                         }[];
                     };
                 };
@@ -671,7 +710,10 @@ export interface operations {
     };
     getResource: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Representation: `1` (the default; v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). */
+                schemaVersion?: 1 | 2;
+            };
             header?: never;
             path: {
                 /**
@@ -712,6 +754,30 @@ export interface operations {
                         description: string;
                         /** @description Natural-language guidance for an agent. May reference `$HUABU_RFS_URL`, `$AGENTLET_TOKEN`, `$AGENT_RESOURCE_DIR`, `$HUABU_THREAD_ID`, `$HUABU_RESOURCE_GRANT`; never a secret value. */
                         instructions: string;
+                    } | {
+                        /**
+                         * @description Record schema version.
+                         * @enum {number}
+                         */
+                        schemaVersion: 2;
+                        /**
+                         * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                         * @example web-search
+                         */
+                        id: string;
+                        /** @description Source-owned canonical name (the provider writes it). */
+                        name: string;
+                        /** @description Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`. */
+                        displayName?: string;
+                        /**
+                         * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                         * @example huabu
+                         */
+                        provider: string;
+                        /** @description Source-owned agent-readable guidance (the provider writes it; trimmed). May reference the runtime variables; never a secret value. */
+                        sourceContent: string;
+                        /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
+                        userContent: string;
                     };
                 };
             };
@@ -817,6 +883,214 @@ export interface operations {
             };
         };
     };
+    customizeResource: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                 * @example web-search
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    displayName?: string | null;
+                    /** @description Owner instructions for every agent that selects the resource (trimmed when stored); `''` clears them. */
+                    userContent?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The customized record, as record v2. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Record schema version.
+                         * @enum {number}
+                         */
+                        schemaVersion: 2;
+                        /**
+                         * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                         * @example web-search
+                         */
+                        id: string;
+                        /** @description Source-owned canonical name (the provider writes it). */
+                        name: string;
+                        /** @description Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`. */
+                        displayName?: string;
+                        /**
+                         * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                         * @example huabu
+                         */
+                        provider: string;
+                        /** @description Source-owned agent-readable guidance (the provider writes it; trimmed). May reference the runtime variables; never a secret value. */
+                        sourceContent: string;
+                        /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
+                        userContent: string;
+                    };
+                };
+            };
+            /** @description `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `resource_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `secret_detected` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `storage_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
     validateResource: {
         parameters: {
             query?: never;
@@ -824,7 +1098,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description A candidate AgentResource: `{schemaVersion: 1, id, name, description, instructions, provider?}`. */
+        /** @description A candidate AgentResource: `{schemaVersion: 1, id, name, description, instructions, provider?}` or `{schemaVersion: 2, id, name, sourceContent, provider?}`. */
         requestBody: {
             content: {
                 "application/json": unknown;
@@ -1441,7 +1715,7 @@ export interface operations {
                              */
                             id: string;
                             /**
-                             * @description Display name the owner calls the agent by; 1..64 printable characters, unique among profiles ignoring case.
+                             * @description Display name the owner calls the agent by; 1..255 printable characters without surrounding whitespace, unique among profiles ignoring case.
                              * @example Reviewer
                              */
                             alias: string;
@@ -1451,7 +1725,7 @@ export interface operations {
                              */
                             agentletId: string;
                             /**
-                             * @description Absolute working directory of the agent on its machine (at most 4096 characters, no control characters).
+                             * @description Absolute working directory of the agent on its machine: POSIX, Windows drive or UNC path (at most 4096 characters, no control characters).
                              * @example /home/me/projects/site
                              */
                             workingDirPath: string;
@@ -1466,14 +1740,22 @@ export interface operations {
                             customData?: {
                                 [key: string]: unknown;
                             };
+                            /**
+                             * ProfileMetadata
+                             * @description Host UI metadata of an `acp-command` profile, stored and returned as sent.
+                             */
+                            metadata?: {
+                                /**
+                                 * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                                 * @example claude-code
+                                 */
+                                cliId?: string;
+                            };
                             /** @description `acp-command` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API. */
                             launch: {
                                 /** @enum {string} */
                                 kind: "acp-command";
-                                /**
-                                 * @description The ACP agent command line the Agentlet runs (scanned for secrets; pass credentials through the environment instead).
-                                 * @example claude-code-acp
-                                 */
+                                /** @description The ACP agent command line the Agentlet runs. */
                                 command: string;
                             } | ({
                                 /** @enum {string} */
@@ -1490,6 +1772,8 @@ export interface operations {
                                 [key: string]: unknown;
                             };
                         }[];
+                        /** @description IDs of the profiles a new agent can be started from, in the order of `profiles` (upstream's `listSelectableProfileIds`): every `acp-command` profile, and a manifest-backed one only when its preparation is `ready`, its Agent Team member is `active`, and every required environment field of the member has a value. */
+                        selectableProfileIds: string[];
                     };
                 };
             };
@@ -1552,22 +1836,22 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description The registry assigns `id` and `schemaVersion`; sending either is 400. Only `acp-command` profiles can be created here: an `agent-team-manifest` launch is 409 `invalid_profile_kind`. */
+        /** @description The registry assigns `id` and `schemaVersion`; sending either is 400. Only `acp-command` profiles can be created here: an `agent-team-manifest` launch is 409 `invalid_profile_kind`. `agentletId` defaults to `DEFAULT_AGENTLET_ID` when the service has one. */
         requestBody: {
             content: {
                 "application/json": {
                     /**
-                     * @description Display name the owner calls the agent by; 1..64 printable characters, unique among profiles ignoring case.
+                     * @description Display name the owner calls the agent by; 1..255 printable characters without surrounding whitespace, unique among profiles ignoring case.
                      * @example Reviewer
                      */
                     alias: string;
                     /**
-                     * @description Exact Agentlet machine ID (never `huabu`).
+                     * @description The machine the agent runs on. May be left out when the service has `DEFAULT_AGENTLET_ID` (the Huabu server's own machine); otherwise required (400).
                      * @example agentlet-7f3a
                      */
-                    agentletId: string;
+                    agentletId?: string;
                     /**
-                     * @description Absolute working directory of the agent on its machine (at most 4096 characters, no control characters).
+                     * @description Absolute working directory of the agent on its machine: POSIX, Windows drive or UNC path (at most 4096 characters, no control characters).
                      * @example /home/me/projects/site
                      */
                     workingDirPath: string;
@@ -1601,6 +1885,17 @@ export interface operations {
                     customData?: {
                         [key: string]: unknown;
                     };
+                    /**
+                     * ProfileMetadata
+                     * @description Host UI metadata of an `acp-command` profile, stored and returned as sent.
+                     */
+                    metadata?: {
+                        /**
+                         * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                         * @example claude-code
+                         */
+                        cliId?: string;
+                    };
                 };
             };
         };
@@ -1625,7 +1920,7 @@ export interface operations {
                          */
                         id: string;
                         /**
-                         * @description Display name the owner calls the agent by; 1..64 printable characters, unique among profiles ignoring case.
+                         * @description Display name the owner calls the agent by; 1..255 printable characters without surrounding whitespace, unique among profiles ignoring case.
                          * @example Reviewer
                          */
                         alias: string;
@@ -1635,7 +1930,7 @@ export interface operations {
                          */
                         agentletId: string;
                         /**
-                         * @description Absolute working directory of the agent on its machine (at most 4096 characters, no control characters).
+                         * @description Absolute working directory of the agent on its machine: POSIX, Windows drive or UNC path (at most 4096 characters, no control characters).
                          * @example /home/me/projects/site
                          */
                         workingDirPath: string;
@@ -1650,14 +1945,22 @@ export interface operations {
                         customData?: {
                             [key: string]: unknown;
                         };
+                        /**
+                         * ProfileMetadata
+                         * @description Host UI metadata of an `acp-command` profile, stored and returned as sent.
+                         */
+                        metadata?: {
+                            /**
+                             * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                             * @example claude-code
+                             */
+                            cliId?: string;
+                        };
                         /** @description `acp-command` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API. */
                         launch: {
                             /** @enum {string} */
                             kind: "acp-command";
-                            /**
-                             * @description The ACP agent command line the Agentlet runs (scanned for secrets; pass credentials through the environment instead).
-                             * @example claude-code-acp
-                             */
+                            /** @description The ACP agent command line the Agentlet runs. */
                             command: string;
                         } | ({
                             /** @enum {string} */
@@ -1888,7 +2191,7 @@ export interface operations {
                          */
                         id: string;
                         /**
-                         * @description Display name the owner calls the agent by; 1..64 printable characters, unique among profiles ignoring case.
+                         * @description Display name the owner calls the agent by; 1..255 printable characters without surrounding whitespace, unique among profiles ignoring case.
                          * @example Reviewer
                          */
                         alias: string;
@@ -1898,7 +2201,7 @@ export interface operations {
                          */
                         agentletId: string;
                         /**
-                         * @description Absolute working directory of the agent on its machine (at most 4096 characters, no control characters).
+                         * @description Absolute working directory of the agent on its machine: POSIX, Windows drive or UNC path (at most 4096 characters, no control characters).
                          * @example /home/me/projects/site
                          */
                         workingDirPath: string;
@@ -1913,14 +2216,22 @@ export interface operations {
                         customData?: {
                             [key: string]: unknown;
                         };
+                        /**
+                         * ProfileMetadata
+                         * @description Host UI metadata of an `acp-command` profile, stored and returned as sent.
+                         */
+                        metadata?: {
+                            /**
+                             * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                             * @example claude-code
+                             */
+                            cliId?: string;
+                        };
                         /** @description `acp-command` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API. */
                         launch: {
                             /** @enum {string} */
                             kind: "acp-command";
-                            /**
-                             * @description The ACP agent command line the Agentlet runs (scanned for secrets; pass credentials through the environment instead).
-                             * @example claude-code-acp
-                             */
+                            /** @description The ACP agent command line the Agentlet runs. */
                             command: string;
                         } | ({
                             /** @enum {string} */
@@ -2259,17 +2570,17 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description Fields left out stay as they are. `resourceIds` replaces the whole list (`[]` selects nothing); `customData` replaces the whole object. */
+        /** @description Fields left out stay as they are. `resourceIds` replaces the whole list (`[]` selects nothing); `customData` and `metadata` replace the whole object, and `null` removes it. */
         requestBody: {
             content: {
                 "application/json": {
                     /**
-                     * @description Display name the owner calls the agent by; 1..64 printable characters, unique among profiles ignoring case.
+                     * @description Display name the owner calls the agent by; 1..255 printable characters without surrounding whitespace, unique among profiles ignoring case.
                      * @example Reviewer
                      */
                     alias?: string;
                     /**
-                     * @description Absolute working directory of the agent on its machine (at most 4096 characters, no control characters).
+                     * @description Absolute working directory of the agent on its machine: POSIX, Windows drive or UNC path (at most 4096 characters, no control characters).
                      * @example /home/me/projects/site
                      */
                     workingDirPath?: string;
@@ -2280,10 +2591,18 @@ export interface operations {
                      *     ]
                      */
                     resourceIds?: string[];
-                    /** @description Free JSON object for the host UI, at most 16384 bytes serialized. Every key and string inside is scanned for secrets. */
+                    /** @description Replaces the whole object; `null` removes it. */
                     customData?: {
                         [key: string]: unknown;
-                    };
+                    } | null;
+                    /** @description Replaces the whole object; `null` removes it. */
+                    metadata?: {
+                        /**
+                         * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                         * @example claude-code
+                         */
+                        cliId?: string;
+                    } | null;
                 };
             };
         };
@@ -2308,7 +2627,7 @@ export interface operations {
                          */
                         id: string;
                         /**
-                         * @description Display name the owner calls the agent by; 1..64 printable characters, unique among profiles ignoring case.
+                         * @description Display name the owner calls the agent by; 1..255 printable characters without surrounding whitespace, unique among profiles ignoring case.
                          * @example Reviewer
                          */
                         alias: string;
@@ -2318,7 +2637,7 @@ export interface operations {
                          */
                         agentletId: string;
                         /**
-                         * @description Absolute working directory of the agent on its machine (at most 4096 characters, no control characters).
+                         * @description Absolute working directory of the agent on its machine: POSIX, Windows drive or UNC path (at most 4096 characters, no control characters).
                          * @example /home/me/projects/site
                          */
                         workingDirPath: string;
@@ -2333,14 +2652,22 @@ export interface operations {
                         customData?: {
                             [key: string]: unknown;
                         };
+                        /**
+                         * ProfileMetadata
+                         * @description Host UI metadata of an `acp-command` profile, stored and returned as sent.
+                         */
+                        metadata?: {
+                            /**
+                             * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                             * @example claude-code
+                             */
+                            cliId?: string;
+                        };
                         /** @description `acp-command` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API. */
                         launch: {
                             /** @enum {string} */
                             kind: "acp-command";
-                            /**
-                             * @description The ACP agent command line the Agentlet runs (scanned for secrets; pass credentials through the environment instead).
-                             * @example claude-code-acp
-                             */
+                            /** @description The ACP agent command line the Agentlet runs. */
                             command: string;
                         } | ({
                             /** @enum {string} */
@@ -2882,7 +3209,7 @@ export interface operations {
                      */
                     threadId: string;
                     /**
-                     * @description Absolute working directory of the agent on its machine (at most 4096 characters, no control characters).
+                     * @description Absolute working directory of the agent on its machine: POSIX, Windows drive or UNC path (at most 4096 characters, no control characters).
                      * @example /home/me/projects/site
                      */
                     workingDirPath?: string;
@@ -3757,7 +4084,10 @@ export interface operations {
     };
     listProviderResources: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Representation: `1` (the default; v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). */
+                schemaVersion?: 1 | 2;
+            };
             header?: never;
             path: {
                 /**
@@ -3800,6 +4130,33 @@ export interface operations {
                             description: string;
                             /** @description Natural-language guidance for an agent. May reference `$HUABU_RFS_URL`, `$AGENTLET_TOKEN`, `$AGENT_RESOURCE_DIR`, `$HUABU_THREAD_ID`, `$HUABU_RESOURCE_GRANT`; never a secret value. */
                             instructions: string;
+                        }[];
+                    } | {
+                        /** @description Records sorted by id, as record v2. */
+                        resources: {
+                            /**
+                             * @description Record schema version.
+                             * @enum {number}
+                             */
+                            schemaVersion: 2;
+                            /**
+                             * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                             * @example web-search
+                             */
+                            id: string;
+                            /** @description Source-owned canonical name (the provider writes it). */
+                            name: string;
+                            /** @description Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`. */
+                            displayName?: string;
+                            /**
+                             * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                             * @example huabu
+                             */
+                            provider: string;
+                            /** @description Source-owned agent-readable guidance (the provider writes it; trimmed). May reference the runtime variables; never a secret value. */
+                            sourceContent: string;
+                            /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
+                            userContent: string;
                         }[];
                     };
                 };
@@ -3900,7 +4257,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /** @description The provider's complete set; records left out are withdrawn. */
-                    resources: {
+                    resources: ({
                         /** @enum {number} */
                         schemaVersion: 1;
                         /**
@@ -3919,7 +4276,24 @@ export interface operations {
                         description: string;
                         /** @description Natural-language guidance for an agent. May reference `$HUABU_RFS_URL`, `$AGENTLET_TOKEN`, `$AGENT_RESOURCE_DIR`, `$HUABU_THREAD_ID`, `$HUABU_RESOURCE_GRANT`; never a secret value. */
                         instructions: string;
-                    }[];
+                    } | {
+                        /** @enum {number} */
+                        schemaVersion: 2;
+                        /**
+                         * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                         * @example web-search
+                         */
+                        id: string;
+                        /**
+                         * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                         * @example huabu
+                         */
+                        provider?: string;
+                        /** @description Source-owned canonical name (trimmed when stored). */
+                        name: string;
+                        /** @description Source-owned agent-readable guidance (trimmed when stored); never a secret value. */
+                        sourceContent: string;
+                    })[];
                 };
             };
         };
@@ -4139,6 +4513,7 @@ export interface operations {
             };
             cookie?: never;
         };
+        /** @description Record v1 `{schemaVersion: 1, name, description, instructions}` or v2 `{schemaVersion: 2, name, sourceContent}`. */
         requestBody: {
             content: {
                 "application/json": {
@@ -4160,6 +4535,23 @@ export interface operations {
                     description: string;
                     /** @description Natural-language guidance for an agent. May reference `$HUABU_RFS_URL`, `$AGENTLET_TOKEN`, `$AGENT_RESOURCE_DIR`, `$HUABU_THREAD_ID`, `$HUABU_RESOURCE_GRANT`; never a secret value. */
                     instructions: string;
+                } | {
+                    /** @enum {number} */
+                    schemaVersion: 2;
+                    /**
+                     * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                     * @example web-search
+                     */
+                    id?: string;
+                    /**
+                     * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                     * @example huabu
+                     */
+                    provider?: string;
+                    /** @description Source-owned canonical name (trimmed when stored). */
+                    name: string;
+                    /** @description Source-owned agent-readable guidance (trimmed when stored); never a secret value. */
+                    sourceContent: string;
                 };
             };
         };
@@ -4192,6 +4584,30 @@ export interface operations {
                         description: string;
                         /** @description Natural-language guidance for an agent. May reference `$HUABU_RFS_URL`, `$AGENTLET_TOKEN`, `$AGENT_RESOURCE_DIR`, `$HUABU_THREAD_ID`, `$HUABU_RESOURCE_GRANT`; never a secret value. */
                         instructions: string;
+                    } | {
+                        /**
+                         * @description Record schema version.
+                         * @enum {number}
+                         */
+                        schemaVersion: 2;
+                        /**
+                         * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                         * @example web-search
+                         */
+                        id: string;
+                        /** @description Source-owned canonical name (the provider writes it). */
+                        name: string;
+                        /** @description Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`. */
+                        displayName?: string;
+                        /**
+                         * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                         * @example huabu
+                         */
+                        provider: string;
+                        /** @description Source-owned agent-readable guidance (the provider writes it; trimmed). May reference the runtime variables; never a secret value. */
+                        sourceContent: string;
+                        /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
+                        userContent: string;
                     };
                 };
             };
@@ -4223,6 +4639,30 @@ export interface operations {
                         description: string;
                         /** @description Natural-language guidance for an agent. May reference `$HUABU_RFS_URL`, `$AGENTLET_TOKEN`, `$AGENT_RESOURCE_DIR`, `$HUABU_THREAD_ID`, `$HUABU_RESOURCE_GRANT`; never a secret value. */
                         instructions: string;
+                    } | {
+                        /**
+                         * @description Record schema version.
+                         * @enum {number}
+                         */
+                        schemaVersion: 2;
+                        /**
+                         * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                         * @example web-search
+                         */
+                        id: string;
+                        /** @description Source-owned canonical name (the provider writes it). */
+                        name: string;
+                        /** @description Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`. */
+                        displayName?: string;
+                        /**
+                         * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                         * @example huabu
+                         */
+                        provider: string;
+                        /** @description Source-owned agent-readable guidance (the provider writes it; trimmed). May reference the runtime variables; never a secret value. */
+                        sourceContent: string;
+                        /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
+                        userContent: string;
                     };
                 };
             };
@@ -4559,7 +4999,10 @@ export interface operations {
     };
     listRfsResources: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Representation: `1` (the default; v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). */
+                schemaVersion?: 1 | 2;
+            };
             header?: never;
             path: {
                 /**
@@ -4602,6 +5045,33 @@ export interface operations {
                             description: string;
                             /** @description Natural-language guidance for an agent. May reference `$HUABU_RFS_URL`, `$AGENTLET_TOKEN`, `$AGENT_RESOURCE_DIR`, `$HUABU_THREAD_ID`, `$HUABU_RESOURCE_GRANT`; never a secret value. */
                             instructions: string;
+                        }[];
+                    } | {
+                        /** @description Records sorted by id, as record v2. */
+                        resources: {
+                            /**
+                             * @description Record schema version.
+                             * @enum {number}
+                             */
+                            schemaVersion: 2;
+                            /**
+                             * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                             * @example web-search
+                             */
+                            id: string;
+                            /** @description Source-owned canonical name (the provider writes it). */
+                            name: string;
+                            /** @description Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`. */
+                            displayName?: string;
+                            /**
+                             * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                             * @example huabu
+                             */
+                            provider: string;
+                            /** @description Source-owned agent-readable guidance (the provider writes it; trimmed). May reference the runtime variables; never a secret value. */
+                            sourceContent: string;
+                            /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
+                            userContent: string;
                         }[];
                     };
                 };
@@ -4692,7 +5162,10 @@ export interface operations {
     };
     getRfsResource: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Representation: `1` (the default; v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). */
+                schemaVersion?: 1 | 2;
+            };
             header?: never;
             path: {
                 /**
@@ -4738,6 +5211,30 @@ export interface operations {
                         description: string;
                         /** @description Natural-language guidance for an agent. May reference `$HUABU_RFS_URL`, `$AGENTLET_TOKEN`, `$AGENT_RESOURCE_DIR`, `$HUABU_THREAD_ID`, `$HUABU_RESOURCE_GRANT`; never a secret value. */
                         instructions: string;
+                    } | {
+                        /**
+                         * @description Record schema version.
+                         * @enum {number}
+                         */
+                        schemaVersion: 2;
+                        /**
+                         * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                         * @example web-search
+                         */
+                        id: string;
+                        /** @description Source-owned canonical name (the provider writes it). */
+                        name: string;
+                        /** @description Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`. */
+                        displayName?: string;
+                        /**
+                         * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                         * @example huabu
+                         */
+                        provider: string;
+                        /** @description Source-owned agent-readable guidance (the provider writes it; trimmed). May reference the runtime variables; never a secret value. */
+                        sourceContent: string;
+                        /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
+                        userContent: string;
                     };
                 };
             };

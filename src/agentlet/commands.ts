@@ -184,7 +184,7 @@ export async function listCommand(input: RegistryInput, io: Output): Promise<Exi
       io.out(`no records for machine ${input.machineId} at ${input.registryUrl}`);
       return EXIT.ok;
     }
-    const rows = resources.map((r) => [r.id, oneLine(r.name, 40), oneLine(r.description, 60)]);
+    const rows = resources.map((r) => [r.id, oneLine(r.name, 40), oneLine(r.schemaVersion === 1 ? r.description : r.sourceContent, 60)]);
     for (const line of formatTable(['ID', 'NAME', 'DESCRIPTION'], rows)) io.out(line);
     io.err(`${resources.length} record(s) for machine ${input.machineId} at ${input.registryUrl}`);
     return EXIT.ok;

@@ -6,7 +6,7 @@ import path from 'node:path';
 import Type, { type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { ResourceId, SINGLE_LINE_PATTERN } from '../schemas/common.js';
-import { ReconcileEntry, MAX_RECONCILE_RESOURCES } from '../schemas/resource.js';
+import { ReconcileEntry, MAX_RECONCILE_RESOURCES, type ReconcileEntryV1 } from '../schemas/resource.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
 import { TEMP_SUFFIX } from '../storage/durable-file.js';
 import { KIND_DIRS, RECEIPTS_DIR, type ReceiptKind } from './resource-root.js';
@@ -35,7 +35,7 @@ const checkReceipt = Compile(Receipt);
 const checkEntry = Compile(ReconcileEntry);
 
 /** The one record a receipt publishes: nothing about kind, entrypoint or installation leaves the machine. */
-export function toReconcileEntry(receipt: Receipt): ReconcileEntry {
+export function toReconcileEntry(receipt: Receipt): ReconcileEntryV1 {
   return { schemaVersion: 1, id: receipt.id, name: receipt.name, description: receipt.description, instructions: receipt.instructions };
 }
 

@@ -7,8 +7,16 @@ import { visibleOnMachine } from '../registry/resource-registry.js';
 import type { Diagnostic, DiagnosticCode } from '../schemas/capability.js';
 import { HOST_PROVIDER } from '../schemas/common.js';
 import type { AgentProfile } from '../schemas/profile.js';
-import type { AgentResource } from '../schemas/resource.js';
+import type { StoredResource } from '../schemas/resource.js';
+import { guidanceOf, labelOf } from '../registry/resource-versions.js';
 import { nameKey, RUNTIME_VARIABLES, unknownVariables } from './rules.js';
+
+/**
+ * A stored record of either version. The v1 field names stay optional on v2 records so that callers that
+ * build inputs by hand (tests, benchmarks) may spread v1 fields over any record; the projection reads
+ * records only through src/registry/resource-versions.ts.
+ */
+type AgentResource = StoredResource & { description?: string; instructions?: string };
 
 /** What a snapshot is built from: the stores' records and the host's required default IDs. */
 export interface SnapshotInput {
@@ -58,7 +66,7 @@ function duplicateName(unsorted: readonly AgentResource[], machine: string | und
   const where = machine === undefined ? `every agent sees them (all are ${HOST_PROVIDER}'s)` : `an agent on ${machine} sees them together`;
   return diagnostic(
     'duplicate_resource_name',
-    `Resources ${ids.join(', ')} share the name ${JSON.stringify(group[0]!.name.trim())} (ignoring case and surrounding space); ${where}.`,
+    `Resources ${ids.join(', ')} share the name ${JSON.stringify(labelOf(group[0]!).trim())} (ignoring case and surrounding space); ${where}.`,
     ids.map(resourceComponent),
   );
 }
@@ -109,7 +117,7 @@ function aliasCollision(unsorted: readonly SelectionProfile[]): Diagnostic {
 function nameGroups(resources: readonly AgentResource[]): AgentResource[][] {
   const groups = new Map<string, AgentResource[]>();
   for (const r of resources) {
-    const key = nameKey(r.name);
+    const key = nameKey(labelOf(r));
     const group = groups.get(key);
     if (group) group.push(r);
     else groups.set(key, [r]);
@@ -175,7 +183,7 @@ export function registryDiagnostics(input: SnapshotInput): Diagnostic[] {
   for (const group of byAlias.values()) if (group.length > 1) out.push(aliasCollision(group));
 
   for (const r of input.resources) {
-    for (const name of unknownVariables(r.instructions)) {
+    for (const name of unknownVariables(guidanceOf(r))) {
       out.push(
         diagnostic(
           'unknown_variable',
@@ -215,7 +223,7 @@ export function diagnosticsIndex(input: Pick<SnapshotInput, 'resources' | 'profi
   const byName = new Map<string, AgentResource[]>();
   for (const r of input.resources) {
     resources.set(r.id, r);
-    pushTo(byName, nameKey(r.name), r);
+    pushTo(byName, nameKey(labelOf(r)), r);
   }
   const byAlias = new Map<string, SelectionProfile[]>();
   for (const p of input.profiles) pushTo(byAlias, aliasKey(p.alias), p);
@@ -254,7 +262,7 @@ export function diagnosticsFor(
       else if (!sees(record)) out.push(requiredOnMachine(record));
     } else if (!record) out.push(unresolvedReference(profile, id));
     else if (!sees(record)) out.push(crossMachineReference(profile, record));
-    if (record && sees(record)) effectiveKeys.add(nameKey(record.name));
+    if (record && sees(record)) effectiveKeys.add(nameKey(labelOf(record)));
   }
   // Every resource the agent sees under an effective resource's name: a clash when there are two or more.
   for (const key of effectiveKeys) {

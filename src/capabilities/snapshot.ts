@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import { aliasKey, profileView } from '../profiles/profile-rules.js';
 import type { AliasBinding, CapabilitySnapshot, Component, ComponentKind, Diagnostic, Edge } from '../schemas/capability.js';
 import { HOST_PROVIDER } from '../schemas/common.js';
+import { labelOf, summaryOf } from '../registry/resource-versions.js';
 import {
   agentComponent,
   byCodeUnits,
@@ -67,7 +68,7 @@ export function buildSnapshot(input: SnapshotInput): CapabilitySnapshot {
 
   const edges: Edge[] = [];
   for (const r of resources) {
-    components.push(component(resourceComponent(r.id), 'resource', r.name, r.description, [`provider:${r.provider}`, ...(required.has(r.id) ? ['required'] : [])]));
+    components.push(component(resourceComponent(r.id), 'resource', labelOf(r), summaryOf(r), [`provider:${r.provider}`, ...(required.has(r.id) ? ['required'] : [])]));
     edges.push(edge('publishes', providerComponent(r.provider), resourceComponent(r.id)));
   }
   for (const id of new Set(input.requiredResourceIds)) if (known.has(id)) edges.push(edge('requires', HOST_COMPONENT, resourceComponent(id)));

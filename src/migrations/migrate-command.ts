@@ -5,9 +5,12 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DataDirLockedError, lockDataDir } from '../storage/data-dir-lock.js';
-import { REGISTRY_FILE } from '../storage/json-file-store.js';
-import { sweepTempFiles } from '../storage/durable-file.js';
+import { openResources, REGISTRY_FILE, RESOURCES_FILE } from '../storage/json-file-store.js';
+import { journalPathFor, readJournal } from '../storage/journal.js';
+import { describeResourcesReport, inspectResourcesFile } from './resources-file.js';
+import { nodeFileSystem, sweepTempFiles } from '../storage/durable-file.js';
 import { StoreFileError } from '../storage/store-file-error.js';
+import { silentProgress, type Progress } from '../progress.js';
 import { REGISTRY_FILE_VERSION } from './registry-file.js';
 import { migrateRegistryFile, type RegistryMigrationReport } from './registry-migration.js';
 
@@ -36,10 +39,18 @@ export function describeReport(report: RegistryMigrationReport, dryRun: boolean)
     lines.push(`  profiles v1 → v2 (resourceIds reset to []): ${report.upgradedProfileIds.join(', ')}`);
   }
   lines.push(`  ${dryRun ? 'would back up' : 'backed up'} the original bytes to ${report.backupFile}`);
+  if (report.setupLogFiles.length > 0) {
+    lines.push(`  ${dryRun ? 'would move' : 'moved'} ${report.setupLogFiles.length} embedded setup log(s) to: ${report.setupLogFiles.join(', ')}`);
+  }
   return lines;
 }
 
-export async function runMigrate(argv: readonly string[], out: (line: string) => void, err: (line: string) => void): Promise<number> {
+export async function runMigrate(
+  argv: readonly string[],
+  out: (line: string) => void,
+  err: (line: string) => void,
+  progress: Progress = silentProgress,
+): Promise<number> {
   const args = parseMigrateArgs(argv);
   if ('error' in args) {
     err(`${args.error}\n${MIGRATE_USAGE}`);
@@ -64,8 +75,18 @@ export async function runMigrate(argv: readonly string[], out: (line: string) =>
     // Safe: the lock guarantees no other process is writing them.
     const swept = args.dryRun ? [] : await sweepTempFiles(path.dirname(file));
     if (swept.length > 0) out(`removed ${swept.length} temp file(s) left by an interrupted write: ${swept.join(', ')}`);
-    const report = await migrateRegistryFile(file, { dryRun: args.dryRun });
+    const report = await migrateRegistryFile(file, { dryRun: args.dryRun, progress });
     for (const line of describeReport(report, args.dryRun)) out(line);
+    // resources.json: a start folds its journal in, which makes a v1 file v2 (after a backup) when the
+    // journal holds v2 records or customizations; the command does the same.
+    const resourcesFile = path.join(args.dataDir, RESOURCES_FILE);
+    const journal = await readJournal(journalPathFor(resourcesFile));
+    const resources = await inspectResourcesFile(resourcesFile, journal.batches);
+    if (!args.dryRun && journal.bytes > 0) {
+      await sweepTempFiles(path.dirname(resourcesFile));
+      await (await openResources(resourcesFile, nodeFileSystem, undefined, {})).close();
+    }
+    for (const line of describeResourcesReport(resources, args.dryRun)) out(line);
     return 0;
   } catch (e) {
     if (e instanceof StoreFileError) {

@@ -14,6 +14,7 @@ import {
 import { stringLeaves, type SecretScanner } from '../secrets/secret-scanner.js';
 import type { ProfileEntry, RegistryStore } from '../storage/store.js';
 import { assertPlacement } from './placement.js';
+import { selectableProfileIds } from './selectable.js';
 import {
   ACP_COMMAND,
   assertRevision,
@@ -60,13 +61,20 @@ function assertCustomDataSize(customData: Record<string, unknown> | undefined): 
   }
 }
 
-/** Every text field of a write, by JSON pointer: alias, path, command, and every key and string of customData. */
-function textFields(fields: { alias?: string; workingDirPath?: string; command?: string; customData?: Record<string, unknown> }): [string, string][] {
+/** Every text field of a write, by JSON pointer: alias, path, command, metadata, and every key and string of customData. */
+function textFields(fields: {
+  alias?: string;
+  workingDirPath?: string;
+  command?: string;
+  customData?: Record<string, unknown> | null;
+  metadata?: { cliId?: string } | null;
+}): [string, string][] {
   const out: [string, string][] = [];
   if (fields.alias !== undefined) out.push(['/alias', fields.alias]);
   if (fields.workingDirPath !== undefined) out.push(['/workingDirPath', fields.workingDirPath]);
   if (fields.command !== undefined) out.push(['/launch/command', fields.command]);
-  if (fields.customData !== undefined) out.push(...stringLeaves(fields.customData, '/customData'));
+  if (fields.metadata) out.push(...stringLeaves(fields.metadata, '/metadata'));
+  if (fields.customData) out.push(...stringLeaves(fields.customData, '/customData'));
   return out;
 }
 
@@ -76,11 +84,18 @@ export class ProfileRegistry {
     private readonly store: RegistryStore,
     private readonly scanner: SecretScanner,
     private readonly audit: AuditTrail = new AuditTrail(store),
-    private readonly options: { requiredResourceIds?: readonly string[] } = {},
+    private readonly options: { requiredResourceIds?: readonly string[]; defaultAgentletId?: string } = {},
   ) {}
 
   async list(): Promise<AgentProfile[]> {
     return (await this.store.listProfiles()).map((e) => profileView(e.profile));
+  }
+
+  /** The profiles and, with upstream's meaning, the IDs of those a new agent can be started from. */
+  async listWithSelectable(): Promise<{ profiles: AgentProfile[]; selectableProfileIds: string[] }> {
+    const [entries, team] = await Promise.all([this.store.listProfiles(), this.store.getTeamState()]);
+    const profiles = entries.map((e) => profileView(e.profile));
+    return { profiles, selectableProfileIds: selectableProfileIds(profiles, team) };
   }
 
   async get(id: string): Promise<ProfileRead> {
@@ -99,20 +114,28 @@ export class ProfileRegistry {
       );
     }
     const launch = { kind: ACP_COMMAND, command: (body.launch as { command: string }).command } as const;
+    // The Huabu UI leaves the machine out: the Huabu server's own machine, when the service knows it.
+    const agentletId = body.agentletId ?? this.options.defaultAgentletId;
+    if (agentletId === undefined) {
+      throw new AppError('validation_failed', 'agentletId is required (this service has no DEFAULT_AGENTLET_ID to use instead).', {
+        field: '/agentletId',
+      });
+    }
     const resourceIds = body.resourceIds ?? [];
     assertCustomDataSize(body.customData);
-    await this.#assertPlacement(resourceIds, body.agentletId);
+    await this.#assertPlacement(resourceIds, agentletId);
     const id = newProfileId();
-    await this.#assertNoConflicts({ id, alias: body.alias, agentletId: body.agentletId }, resourceIds);
+    await this.#assertNoConflicts({ id, alias: body.alias, agentletId }, resourceIds);
     await this.scanner.assertClean(textFields({ ...body, command: launch.command }));
     const profile: AgentProfile = {
       schemaVersion: PROFILE_SCHEMA_VERSION,
       id,
       alias: body.alias,
-      agentletId: body.agentletId,
+      agentletId,
       workingDirPath: body.workingDirPath,
       resourceIds: [...resourceIds],
       ...(body.customData !== undefined ? { customData: body.customData } : {}),
+      ...(body.metadata !== undefined ? { metadata: body.metadata } : {}),
       launch,
     };
     const entry = await this.store.createProfile(profile).catch((err: unknown) => this.audit.failure(actor, 'profile.create', profile.id, err));
@@ -131,7 +154,7 @@ export class ProfileRegistry {
     // Fail early on a stale ETag or the wrong kind; the store checks both again inside the write.
     assertRevision(current.profile, expected);
     if (isManifestBacked(current.profile)) throw notThisKind(current.profile, 'changed');
-    assertCustomDataSize(body.customData);
+    assertCustomDataSize(body.customData ?? undefined);
     // agentletId cannot change, so placement checked against this read still holds at the write.
     if (body.resourceIds !== undefined) {
       await this.#assertPlacement(body.resourceIds, current.profile.agentletId);
@@ -143,6 +166,7 @@ export class ProfileRegistry {
     if (body.workingDirPath !== undefined) changes.workingDirPath = body.workingDirPath;
     if (body.resourceIds !== undefined) changes.resourceIds = body.resourceIds;
     if (body.customData !== undefined) changes.customData = body.customData;
+    if (body.metadata !== undefined) changes.metadata = body.metadata;
     const entry = await this.store.updateProfile(id, changes, expected).catch((err: unknown) => this.audit.failure(actor, 'profile.update', id, err));
     await this.audit.record([{ actor, action: 'profile.update', id, outcome: entry.changed ? 'updated' : 'unchanged' }]);
     return read(entry);

@@ -13,7 +13,10 @@ export interface ProfileChanges {
   alias?: string;
   workingDirPath?: string;
   resourceIds?: string[];
-  customData?: Record<string, unknown>;
+  /** `null` removes it. */
+  customData?: Record<string, unknown> | null;
+  /** `null` removes it. */
+  metadata?: { cliId?: string } | null;
 }
 
 /** Aliases compare ignoring case: `toLowerCase()` here, `lower(alias)` in a database index. */
@@ -114,7 +117,10 @@ export function planUpdate(
   if (changes.alias !== undefined) next.alias = changes.alias;
   if (changes.workingDirPath !== undefined) next.workingDirPath = changes.workingDirPath;
   if (changes.resourceIds !== undefined) next.resourceIds = [...changes.resourceIds];
-  if (changes.customData !== undefined) next.customData = changes.customData;
+  if (changes.customData === null) delete next.customData;
+  else if (changes.customData !== undefined) next.customData = changes.customData;
+  if (changes.metadata === null) delete next.metadata;
+  else if (changes.metadata !== undefined) next.metadata = changes.metadata;
   const changed = canonicalJson(next) !== canonicalJson(current);
   return { next: changed ? next : current, changed };
 }

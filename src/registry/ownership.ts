@@ -2,20 +2,23 @@
 // them atomically with its write (the JSON store inside its group-commit mutation; a database store in
 // one transaction), so the rule lives here once.
 import { AppError } from '../errors.js';
-import type { AgentResource } from '../schemas/resource.js';
-import type { ReconcileResult } from '../schemas/resource.js';
+import type { ReconcileResult, StoredResource } from '../schemas/resource.js';
+import { ownerFieldsOf, sameStored, withOwnerFields } from './resource-versions.js';
 
 export type PutOutcome = 'created' | 'replaced' | 'unchanged';
 
-export function sameRecord(a: AgentResource, b: AgentResource): boolean {
-  return (
-    a.id === b.id &&
-    a.provider === b.provider &&
-    a.name === b.name &&
-    a.description === b.description &&
-    a.instructions === b.instructions &&
-    a.schemaVersion === b.schemaVersion
-  );
+/** Every field equal, the owner's customization included. */
+export function sameRecord(a: StoredResource, b: StoredResource): boolean {
+  return sameStored(a, b);
+}
+
+/**
+ * A provider's write never carries the owner's fields: the record to store keeps the customization of the
+ * record it replaces (as upstream's `replaceProviderResources` does), in whichever version it is written.
+ */
+export function carryOwnerFields(existing: StoredResource | undefined, incoming: StoredResource): StoredResource {
+  if (!existing || existing.provider !== incoming.provider) return incoming;
+  return withOwnerFields(incoming, ownerFieldsOf(existing));
 }
 
 export function conflictError(conflicts: { id: string; provider: string }[]): AppError {
@@ -28,14 +31,15 @@ export function conflictError(conflicts: { id: string; provider: string }[]): Ap
 }
 
 /** A provider may create an unused ID or replace its own; another provider's ID is a conflict. */
-export function planPut(existing: AgentResource | undefined, record: AgentResource): PutOutcome {
+export function planPut(existing: StoredResource | undefined, record: StoredResource): PutOutcome {
+  // `record` already carries the owner's fields (carryOwnerFields).
   if (!existing) return 'created';
   if (existing.provider !== record.provider) throw conflictError([{ id: existing.id, provider: existing.provider }]);
   return sameRecord(existing, record) ? 'unchanged' : 'replaced';
 }
 
 /** Withdrawal removes only the caller's own record. */
-export function planWithdraw(existing: AgentResource | undefined, provider: string, id: string): void {
+export function planWithdraw(existing: StoredResource | undefined, provider: string, id: string): void {
   if (!existing) throw new AppError('resource_not_found', `No resource with ID ${id}.`, { id });
   if (existing.provider !== provider) throw conflictError([{ id, provider: existing.provider }]);
 }
@@ -45,11 +49,12 @@ export function planWithdraw(existing: AgentResource | undefined, provider: stri
  * provider's records left out are withdrawn. Any conflict rejects the whole set.
  */
 export function planReconcile(
-  lookup: (id: string) => AgentResource | undefined,
+  lookup: (id: string) => StoredResource | undefined,
   ownedIds: Iterable<string>,
   provider: string,
-  records: readonly AgentResource[],
+  records: readonly StoredResource[],
 ): Omit<ReconcileResult, 'dryRun'> {
+  // `records` already carry the owner's fields (carryOwnerFields).
   const conflicts: { id: string; provider: string }[] = [];
   const plan = { created: [] as string[], replaced: [] as string[], withdrawn: [] as string[], unchanged: [] as string[] };
   const listed = new Set<string>();

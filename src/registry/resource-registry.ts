@@ -4,11 +4,16 @@ import { Compile } from 'typebox/compile';
 import { canSeeTogether, nameKey, RUNTIME_VARIABLES, unknownVariables } from '../capabilities/rules.js';
 import { AppError } from '../errors.js';
 import { HOST_PROVIDER, ProviderId } from '../schemas/common.js';
+import { discriminatedErrors } from '../schemas/discriminated-errors.js';
 import {
   AgentResource,
-  ReconcileEntry,
+  AgentResourceV2,
+  AnyReconcileEntry,
+  type ReconcileEntry,
   type ReconcileResult,
+  type ResourceCustomization,
   type ResourcePutBody,
+  type StoredResource,
   type ValidateResult,
   type ValidationIssue,
 } from '../schemas/resource.js';
@@ -16,12 +21,14 @@ import type { SecretScanner } from '../secrets/secret-scanner.js';
 import type { RegistryStore } from '../storage/store.js';
 import { AuditTrail } from '../audit/audit-trail.js';
 import type { PutOutcome } from './ownership.js';
+import { labelOf, textFieldsOf } from './resource-versions.js';
 
 
-/** A candidate as `POST /resources/validate` takes it: a reconcile entry whose provider may be omitted. */
-const checkCandidate = Compile(ReconcileEntry);
+/** A candidate as `POST /resources/validate` takes it: a reconcile entry (v1 or v2) whose provider may be omitted. */
+const checkCandidate = Compile(AnyReconcileEntry);
 const checkProvider = Compile(ProviderId);
-const checkRecord = Compile(AgentResource);
+const checkV1 = Compile(AgentResource);
+const checkV2 = Compile(AgentResourceV2);
 
 export function textFields(record: Pick<AgentResource, 'name' | 'description' | 'instructions'>): [string, string][] {
   return [
@@ -43,20 +50,20 @@ export class ResourceRegistry {
     private readonly audit: AuditTrail = new AuditTrail(store),
   ) {}
 
-  list(): Promise<readonly AgentResource[]> {
+  list(): Promise<readonly StoredResource[]> {
     return this.store.listResources();
   }
 
-  async listByProvider(provider: string): Promise<AgentResource[]> {
+  async listByProvider(provider: string): Promise<StoredResource[]> {
     return (await this.store.listResources()).filter((r) => r.provider === provider);
   }
 
   /** The records an agent on `machineId` may read about: the host's and that machine's own. */
-  async listVisibleOnMachine(machineId: string): Promise<AgentResource[]> {
+  async listVisibleOnMachine(machineId: string): Promise<StoredResource[]> {
     return (await this.store.listResources()).filter((r) => visibleOnMachine(r.provider, machineId));
   }
 
-  async get(id: string): Promise<AgentResource> {
+  async get(id: string): Promise<StoredResource> {
     const record = await this.store.getResource(id);
     if (!record) throw new AppError('resource_not_found', `No resource with ID ${id}.`, { id });
     return record;
@@ -67,15 +74,32 @@ export class ResourceRegistry {
   }
 
   /** Create an unused ID or replace the provider's own record. */
-  async register(provider: string, id: string, body: ResourcePutBody, actor: string): Promise<{ outcome: PutOutcome; record: AgentResource }> {
+  /** Create an unused ID or replace the provider's own record, in the version of the body; the owner's customization is kept. */
+  async register(provider: string, id: string, body: ResourcePutBody, actor: string): Promise<{ outcome: PutOutcome; record: StoredResource }> {
     if (body.id !== undefined && body.id !== id) {
       throw new AppError('validation_failed', `Body id ${body.id} does not match the path ID ${id}.`, { field: '/id' });
     }
     const record = this.#toRecord(provider, { ...body, id }, '');
-    await this.scanner.assertClean(textFields(record));
+    await this.scanner.assertClean(textFieldsOf(record));
     const outcome = await this.store.putResource(record).catch((err: unknown) => this.audit.failure(actor, 'resource.register', id, err));
     await this.audit.record([{ actor, action: 'resource.register', id, outcome }]);
-    return { outcome, record };
+    const stored = await this.store.getResource(id);
+    return { outcome, record: stored && stored.provider === provider && stored.schemaVersion === record.schemaVersion ? stored : record };
+  }
+
+  /** The owner's customization of any record (`displayName` null clears it, `userContent` '' clears it). */
+  async customize(id: string, body: ResourceCustomization, actor: string): Promise<StoredResource> {
+    const patch = {
+      ...(body.displayName !== undefined ? { displayName: body.displayName === null ? null : body.displayName.trim() } : {}),
+      ...(body.userContent !== undefined ? { userContent: body.userContent.trim() } : {}),
+    };
+    const texts: [string, string][] = [];
+    if (typeof patch.displayName === 'string') texts.push(['/displayName', patch.displayName]);
+    if (patch.userContent) texts.push(['/userContent', patch.userContent]);
+    await this.scanner.assertClean(texts);
+    const record = await this.store.customizeResource(id, patch).catch((err: unknown) => this.audit.failure(actor, 'resource.customize', id, err));
+    await this.audit.record([{ actor, action: 'resource.customize', id, outcome: 'customized' }]);
+    return record;
   }
 
   async withdraw(provider: string, id: string, actor: string): Promise<void> {
@@ -92,7 +116,7 @@ export class ResourceRegistry {
       throw new AppError('validation_failed', `The set lists ${[...duplicates].join(', ')} more than once.`, { ids: [...duplicates].sort() });
     }
     const records = entries.map((entry, i) => this.#toRecord(provider, entry, `/resources/${i}`));
-    const fields = records.flatMap((r, i) => textFields(r).map(([f, v]): [string, string] => [`/resources/${i}${f}`, v]));
+    const fields = records.flatMap((r, i) => textFieldsOf(r, `/resources/${i}`));
     await this.scanner.assertClean(fields);
     const result = await this.store
       .reconcileResources(provider, records, dryRun)
@@ -115,7 +139,7 @@ export class ResourceRegistry {
   async validate(candidate: unknown, callerProvider: string | undefined): Promise<ValidateResult> {
     const issues: ValidationIssue[] = [];
     const body = (candidate ?? {}) as Record<string, unknown>;
-    for (const e of checkCandidate.Errors(candidate)) {
+    for (const e of discriminatedErrors(AnyReconcileEntry, candidate, [...checkCandidate.Errors(candidate)])) {
       if (e.keyword === 'boolean') continue; // repeated by the `additionalProperties` entry
       const extra = e.keyword === 'additionalProperties' ? `: ${(e.params as { additionalProperties?: string[] }).additionalProperties?.join(', ')}` : '';
       issues.push({ code: 'validation_failed', field: e.instancePath, severity: 'error', message: `${e.message}${extra}` });
@@ -124,7 +148,7 @@ export class ResourceRegistry {
     if (callerProvider !== undefined && body.provider !== undefined && body.provider !== callerProvider) {
       issues.push({ code: 'validation_failed', field: '/provider', severity: 'error', message: `provider must be ${callerProvider} (the caller)` });
     }
-    const texts = (['name', 'description', 'instructions'] as const).flatMap((k): [string, string][] =>
+    const texts = (['name', 'description', 'instructions', 'sourceContent'] as const).flatMap((k): [string, string][] =>
       typeof body[k] === 'string' ? [[`/${k}`, body[k] as string]] : [],
     );
     for (const finding of await this.scanner.scan(texts)) {
@@ -136,11 +160,12 @@ export class ResourceRegistry {
         issues.push({ code: 'resource_conflict', field: '/id', severity: 'error', message: `ID ${body.id} is held by provider ${held.provider}` });
       }
     }
-    if (typeof body.instructions === 'string') {
-      for (const name of unknownVariables(body.instructions)) {
+    for (const key of ['instructions', 'sourceContent'] as const) {
+      if (typeof body[key] !== 'string') continue;
+      for (const name of unknownVariables(body[key] as string)) {
         issues.push({
           code: 'unknown_variable',
-          field: '/instructions',
+          field: `/${key}`,
           severity: 'warning',
           message: `$${name} is not a runtime variable (${RUNTIME_VARIABLES.map((v) => `$${v}`).join(', ')}); an agent will not find it set`,
         });
@@ -150,7 +175,7 @@ export class ResourceRegistry {
       // With no provider known (the owner did not name one), only the host's records clash for sure.
       const key = nameKey(body.name);
       const clashes = (await this.store.listResources()).filter(
-        (r) => r.id !== body.id && nameKey(r.name) === key && (provider === undefined ? r.provider === HOST_PROVIDER : canSeeTogether(provider, r.provider)),
+        (r) => r.id !== body.id && nameKey(labelOf(r)) === key && (provider === undefined ? r.provider === HOST_PROVIDER : canSeeTogether(provider, r.provider)),
       );
       if (clashes.length > 0) {
         issues.push({
@@ -164,9 +189,17 @@ export class ResourceRegistry {
     return { valid: !issues.some((i) => i.severity === 'error'), issues };
   }
 
-  #toRecord(provider: string, body: Omit<ResourcePutBody, 'id'> & { id: string }, at: string): AgentResource {
+  #toRecord(provider: string, body: (ResourcePutBody | ReconcileEntry) & { id: string }, at: string): StoredResource {
     if (body.provider !== undefined && body.provider !== provider) {
       throw new AppError('validation_failed', `Body provider ${body.provider} does not match the caller's provider ${provider}.`, { field: `${at}/provider` });
+    }
+    if (body.schemaVersion === 2) {
+      // Upstream trims the provider's text; whitespace-only never reaches here (the body schema wants a visible character).
+      const record = { schemaVersion: 2 as const, id: body.id, name: body.name.trim(), provider, sourceContent: body.sourceContent.trim(), userContent: '' };
+      if (!checkProvider.Check(provider) || !checkV2.Check(record)) {
+        throw new AppError('validation_failed', 'The record does not satisfy the AgentResource v2 schema.', { field: at || '/' });
+      }
+      return record;
     }
     const record: AgentResource = {
       schemaVersion: 1,
@@ -176,7 +209,7 @@ export class ResourceRegistry {
       description: body.description,
       instructions: body.instructions,
     };
-    if (!checkProvider.Check(provider) || !checkRecord.Check(record)) {
+    if (!checkProvider.Check(provider) || !checkV1.Check(record)) {
       throw new AppError('validation_failed', 'The record does not satisfy the AgentResource schema.', { field: at || '/' });
     }
     return record;

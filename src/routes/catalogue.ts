@@ -7,7 +7,9 @@ import { protect } from '../http/auth.js';
 import { errors } from '../http/openapi.js';
 import { etagMatches, type CachedBody } from '../registry/catalogue-cache.js';
 import { ProviderId, ResourceId } from '../schemas/common.js';
-import { AgentResource, ResourceList, ValidateResult } from '../schemas/resource.js';
+import { actorOf } from '../credentials/principal.js';
+import { represent, toV2 } from '../registry/resource-versions.js';
+import { AgentResourceV2, AnyAgentResource, AnyResourceList, ResourceCustomization, SchemaVersionQuery, ValidateResult } from '../schemas/resource.js';
 import type { RouteDeps } from './deps.js';
 
 /** Sends a cached catalogue body, or 304 when the client already holds it. */
@@ -31,14 +33,15 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
           tags: ['catalogue'],
           operationId: 'listResources',
         summary: 'Read the whole catalogue',
-          description: 'All records sorted by id, optionally of one provider. Sends an `ETag`; answers `If-None-Match` with 304.',
-          querystring: Type.Object({ provider: Type.Optional(ProviderId) }, { additionalProperties: false }),
-          response: { 200: { ...ResourceList, description: 'The catalogue.' }, 304: NotModified, ...errors('validation_failed') },
+          description:
+            'All records sorted by id, optionally of one provider, in the representation `schemaVersion` asks for (1, the default, or 2). Each representation has its own `ETag`; answers `If-None-Match` with 304.',
+          querystring: Type.Object({ provider: Type.Optional(ProviderId), schemaVersion: SchemaVersionQuery }, { additionalProperties: false }),
+          response: { 200: { ...AnyResourceList, description: 'The catalogue.' }, 304: NotModified, ...errors('validation_failed') },
         },
       },
       async (request, reply) => {
-        const { provider } = request.query;
-        const cached = await catalogue.get(await registry.revision(), provider === undefined ? 'all' : `provider:${provider}`, () =>
+        const { provider, schemaVersion = 1 } = request.query;
+        const cached = await catalogue.get(await registry.revision(), provider === undefined ? 'all' : `provider:${provider}`, schemaVersion, () =>
           provider === undefined ? registry.list() : registry.listByProvider(provider),
         );
         return sendCatalogue(reply, request.headers['if-none-match'], cached);
@@ -52,11 +55,33 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
           tags: ['catalogue'],
           operationId: 'getResource',
         summary: 'Read one record',
+          description: 'One record in the representation `schemaVersion` asks for (1, the default, or 2).',
           params: Type.Object({ id: ResourceId }),
-          response: { 200: { ...AgentResource, description: 'The record.' }, ...errors('validation_failed', 'resource_not_found') },
+          querystring: Type.Object({ schemaVersion: SchemaVersionQuery }, { additionalProperties: false }),
+          response: { 200: { ...AnyAgentResource, description: 'The record.' }, ...errors('validation_failed', 'resource_not_found') },
         },
       },
-      async (request) => registry.get(request.params.id),
+      async (request) => represent(await registry.get(request.params.id), request.query.schemaVersion ?? 1),
+    );
+
+    owner.patch(
+      '/resources/:id',
+      {
+        schema: {
+          tags: ['catalogue'],
+          operationId: 'customizeResource',
+          summary: "Customize a record (the owner's fields)",
+          description:
+            "Sets the owner's `displayName` (`null` clears it) and `userContent` (`''` clears it) of any record, whichever version its provider wrote. A provider's later replace or reconcile keeps them. Answers the record v2. Both fields are scanned for secrets.",
+          params: Type.Object({ id: ResourceId }),
+          body: ResourceCustomization,
+          response: {
+            200: { ...AgentResourceV2, description: 'The customized record, as record v2.' },
+            ...errors('validation_failed', 'resource_not_found', 'secret_detected', 'storage_unavailable'),
+          },
+        },
+      },
+      async (request) => toV2(await registry.customize(request.params.id, request.body, actorOf(request.principal!))),
     );
   });
 
@@ -72,7 +97,9 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
         summary: 'Check a candidate record without storing it',
           description:
             'Reports every problem of a candidate record: schema rules, secrets, ownership (when the ID is taken), a name an agent could see twice (`duplicate_resource_name`: another ID with the same name ignoring case and surrounding space, of the host, or of the same machine, or any provider when the candidate is the host\'s) and `$VARIABLE`s outside the runtime set (`unknown_variable`, a warning). A provider checks a record as its own; the owner may name the `provider`. Nothing is stored.',
-          body: Type.Unknown({ description: 'A candidate AgentResource: `{schemaVersion: 1, id, name, description, instructions, provider?}`.' }),
+          body: Type.Unknown({
+            description: 'A candidate AgentResource: `{schemaVersion: 1, id, name, description, instructions, provider?}` or `{schemaVersion: 2, id, name, sourceContent, provider?}`.',
+          }),
           response: { 200: { ...ValidateResult, description: 'The issues found (empty when valid).' }, ...errors('validation_failed') },
         },
       },

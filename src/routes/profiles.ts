@@ -31,11 +31,12 @@ export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
         tags: ['profiles'],
         operationId: 'listProfiles',
         summary: 'List Agent Profiles',
-        description: 'Every profile, sorted by id. Manifest-backed profiles are listed with `resourceIds: []`.',
+        description:
+          "Every profile, sorted by id, and `selectableProfileIds`: the ones a new agent can be started from (upstream's meaning; the Huabu UI offers only these). Manifest-backed profiles are listed with `resourceIds: []`.",
         response: { 200: { ...ProfileList, description: 'The profiles.' } },
       },
     },
-    async () => ({ profiles: await profiles.list() }),
+    async () => profiles.listWithSelectable(),
   );
 
   app.post(
@@ -98,7 +99,7 @@ export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
         operationId: 'updateProfile',
         summary: 'Change an Agent Profile',
         description:
-          'Changes alias, workingDirPath, resourceIds and customData; fields left out stay. `resourceIds` replaces the whole list and is checked like on create (placement, then same-named resources); `customData` replaces the whole object. With `If-Match` (the ETag from GET) a change made meanwhile by someone else is refused with 412 instead of being overwritten. Manifest-backed profiles cannot be changed here (409 `invalid_profile_kind`).',
+          'Changes alias, workingDirPath, resourceIds, customData and metadata; fields left out stay. `resourceIds` replaces the whole list and is checked like on create (placement, then same-named resources); `customData` and `metadata` replace the whole object, and `null` removes it. With `If-Match` (the ETag from GET) a change made meanwhile by someone else is refused with 412 instead of being overwritten. Manifest-backed profiles cannot be changed here (409 `invalid_profile_kind`).',
         params: ProfileParams,
         headers: IfMatchHeaders,
         body: ProfilePatchBody,

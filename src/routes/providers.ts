@@ -7,7 +7,8 @@ import { AppError } from '../errors.js';
 import { protect } from '../http/auth.js';
 import { errors } from '../http/openapi.js';
 import { ProviderId, ResourceId } from '../schemas/common.js';
-import { AgentResource, MAX_RECONCILE_RESOURCES, ReconcileBody, ReconcileResult, ResourceList, ResourcePutBody } from '../schemas/resource.js';
+import { represent } from '../registry/resource-versions.js';
+import { AnyAgentResource, AnyResourceList, AnyResourcePutBody, MAX_RECONCILE_RESOURCES, ReconcileBody, ReconcileResult, SchemaVersionQuery } from '../schemas/resource.js';
 import type { RouteDeps } from './deps.js';
 
 /** Reconcile bodies carry a whole set, so they may be larger than other bodies. */
@@ -34,10 +35,13 @@ export const providerRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
         operationId: 'listProviderResources',
         summary: "List the provider's own records",
         params: ProviderParams,
-        response: { 200: { ...ResourceList, description: "The provider's records, sorted by id." }, ...errors('validation_failed') },
+        querystring: Type.Object({ schemaVersion: SchemaVersionQuery }, { additionalProperties: false }),
+        response: { 200: { ...AnyResourceList, description: "The provider's records, sorted by id." }, ...errors('validation_failed') },
       },
     },
-    async (request) => ({ resources: await registry.listByProvider(request.params.provider) }),
+    async (request) => ({
+      resources: (await registry.listByProvider(request.params.provider)).map((r) => represent(r, request.query.schemaVersion ?? 1)),
+    }),
   );
 
   app.put(
@@ -48,12 +52,12 @@ export const providerRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
         operationId: 'putProviderResource',
         summary: 'Register or replace one record',
         description:
-          "Creates an unused ID (201) or replaces the provider's own record (200). An ID held by another provider is 409 `resource_conflict` and the held record is left unchanged. `id` and `provider` may be repeated in the body and must match.",
+          "Creates an unused ID (201) or replaces the provider's own record (200), as record v1 or v2 (`schemaVersion` of the body); the answer is the record in that version. The owner's `displayName` and `userContent` are never taken from a provider (400) and survive a replace. An ID held by another provider is 409 `resource_conflict` and the held record is left unchanged. `id` and `provider` may be repeated in the body and must match.",
         params: ResourceParams,
-        body: ResourcePutBody,
+        body: AnyResourcePutBody,
         response: {
-          200: { ...AgentResource, description: 'Replaced (or already identical).' },
-          201: { ...AgentResource, description: 'Created.' },
+          200: { ...AnyAgentResource, description: 'Replaced (or already identical).' },
+          201: { ...AnyAgentResource, description: 'Created.' },
           ...errors('validation_failed', 'resource_conflict', 'secret_detected', 'storage_unavailable'),
         },
       },
@@ -61,7 +65,7 @@ export const providerRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
     async (request, reply) => {
       const { provider, id } = request.params;
       const { outcome, record } = await registry.register(provider, id, request.body, actorOf(request.principal!));
-      return reply.code(outcome === 'created' ? 201 : 200).send(record);
+      return reply.code(outcome === 'created' ? 201 : 200).send(represent(record, request.body.schemaVersion));
     },
   );
 
@@ -95,7 +99,7 @@ export const providerRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
         tags: ['providers'],
         operationId: 'reconcileProviderResources',
         summary: "Reconcile the provider's whole set",
-        description: `Replaces the provider's complete set (at most ${MAX_RECONCILE_RESOURCES} records) in one atomic step: listed records are created or replaced, the provider's records left out are withdrawn. Any conflict rejects the whole request and changes nothing. \`?dryRun=true\` reports the plan only.`,
+        description: `Replaces the provider's complete set (at most ${MAX_RECONCILE_RESOURCES} records, each record v1 or v2) in one atomic step; the owner's customization of a kept record survives: listed records are created or replaced, the provider's records left out are withdrawn. Any conflict rejects the whole request and changes nothing. \`?dryRun=true\` reports the plan only.`,
         params: ProviderParams,
         querystring: Type.Object({ dryRun: Type.Optional(Type.Boolean({ default: false })) }, { additionalProperties: false }),
         body: ReconcileBody,

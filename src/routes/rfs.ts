@@ -7,7 +7,8 @@ import { protect } from '../http/auth.js';
 import { errors } from '../http/openapi.js';
 import { visibleOnMachine } from '../registry/resource-registry.js';
 import { CanvasId, ResourceId } from '../schemas/common.js';
-import { AgentResource, ResourceList } from '../schemas/resource.js';
+import { represent } from '../registry/resource-versions.js';
+import { AnyAgentResource, AnyResourceList, SchemaVersionQuery } from '../schemas/resource.js';
 import { NotModified, sendCatalogue } from './catalogue.js';
 import type { RouteDeps } from './deps.js';
 
@@ -28,14 +29,17 @@ export const rfsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { reg
         tags: ['rfs'],
         operationId: 'listRfsResources',
         summary: "Read the agent's catalogue",
-        description: "The host's records and those of the token's machine, sorted by id. Sends an `ETag`; answers `If-None-Match` with 304.",
+        description:
+          "The host's records and those of the token's machine, sorted by id, in the representation `schemaVersion` asks for (1, the default, or 2). Each representation has its own `ETag`; answers `If-None-Match` with 304.",
         params: Type.Object({ canvasId: CanvasId }),
-        response: { 200: { ...ResourceList, description: 'The records this agent may read about.' }, 304: NotModified, ...errors('validation_failed') },
+        querystring: Type.Object({ schemaVersion: SchemaVersionQuery }, { additionalProperties: false }),
+        response: { 200: { ...AnyResourceList, description: 'The records this agent may read about.' }, 304: NotModified, ...errors('validation_failed') },
       },
     },
     async (request, reply) => {
       const machineId = (request.principal as { agentletId: string }).agentletId;
-      const cached = await catalogue.get(await registry.revision(), `machine:${machineId}`, () => registry.listVisibleOnMachine(machineId));
+      const representation = request.query.schemaVersion ?? 1;
+      const cached = await catalogue.get(await registry.revision(), `machine:${machineId}`, representation, () => registry.listVisibleOnMachine(machineId));
       return sendCatalogue(reply, request.headers['if-none-match'], cached);
     },
   );
@@ -47,8 +51,10 @@ export const rfsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { reg
         tags: ['rfs'],
         operationId: 'getRfsResource',
         summary: 'Read one record',
+        description: 'One record in the representation `schemaVersion` asks for (1, the default, or 2).',
         params: Type.Object({ canvasId: CanvasId, id: ResourceId }),
-        response: { 200: { ...AgentResource, description: 'The record.' }, ...errors('validation_failed', 'resource_not_found') },
+        querystring: Type.Object({ schemaVersion: SchemaVersionQuery }, { additionalProperties: false }),
+        response: { 200: { ...AnyAgentResource, description: 'The record.' }, ...errors('validation_failed', 'resource_not_found') },
       },
     },
     async (request) => {
@@ -58,7 +64,7 @@ export const rfsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { reg
       if (!record || !visibleOnMachine(record.provider, machineId)) {
         throw new AppError('resource_not_found', `No resource with ID ${id} for this agent.`, { id });
       }
-      return record;
+      return represent(record, request.query.schemaVersion ?? 1);
     },
   );
 };

@@ -4,6 +4,11 @@ import Type, { type Static } from 'typebox';
 
 /** Text fields reject control characters other than newline and tab, and must hold something visible. */
 export const SAFE_TEXT_PATTERN = '^(?=[\\s\\S]*\\S)[^\\u0000-\\u0008\\u000B-\\u001F\\u007F]*$';
+/**
+ * Record v2 text (upstream trims it): no control characters other than newline and tab, and no leading or
+ * trailing white space. The empty string matches; a minLength says whether it is allowed.
+ */
+export const TRIMMED_TEXT_PATTERN = '^(?!\\s)(?![\\s\\S]*\\s$)[^\\u0000-\\u0008\\u000B-\\u001F\\u007F]*$';
 /** Single-line strings (aliases, paths): no control characters at all. */
 export const SINGLE_LINE_PATTERN = '^[^\\u0000-\\u001F\\u007F]*$';
 
@@ -14,6 +19,9 @@ export const HOST_PROVIDER = 'huabu';
 
 export const SafeText = (minLength: number, maxLength: number, description: string) =>
   Type.String({ minLength, maxLength, pattern: SAFE_TEXT_PATTERN, description });
+
+export const TrimmedText = (minLength: number, maxLength: number, description: string) =>
+  Type.String({ minLength, maxLength, pattern: TRIMMED_TEXT_PATTERN, description });
 
 export const ResourceId = Type.String({
   minLength: 1,

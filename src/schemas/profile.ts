@@ -22,23 +22,31 @@ export const ProfileId = Type.String({
   examples: ['prf-k7m2q9x4b8n3c5vd'],
 });
 
-/** Printable: no C0/C1 control characters or DEL, and at least one visible character. */
-export const ALIAS_PATTERN = '^(?=[\\s\\S]*\\S)[^\\u0000-\\u001F\\u007F-\\u009F]*$';
+/** Upstream's bound (Huabu `agent-profile.ts`, `trimmedString(255)`). */
+export const MAX_ALIAS_LENGTH = 255;
+/**
+ * Printable: no C0/C1 control characters or DEL; starts and ends with a visible character (upstream refuses
+ * surrounding whitespace, and its store would not read such a record back).
+ */
+export const ALIAS_PATTERN = '^(?=\\S)(?=[\\s\\S]*\\S$)[^\\u0000-\\u001F\\u007F-\\u009F]*$';
 export const Alias = Type.String({
   minLength: 1,
-  maxLength: 64,
+  maxLength: MAX_ALIAS_LENGTH,
   pattern: ALIAS_PATTERN,
-  description: 'Display name the owner calls the agent by; 1..64 printable characters, unique among profiles ignoring case.',
+  description: `Display name the owner calls the agent by; 1..${MAX_ALIAS_LENGTH} printable characters without surrounding whitespace, unique among profiles ignoring case.`,
   examples: ['Reviewer'],
 });
 
-/** An absolute POSIX path (`/...`) or Windows drive path (`C:\...`), single line (so no NUL). */
-export const WORKING_DIR_PATTERN = '^(?:/|[A-Za-z]:[\\\\/])[^\\u0000-\\u001F\\u007F]*$';
+/**
+ * An absolute POSIX path (`/...`), Windows drive path (`C:\...`) or UNC path (`\\server\share\...`), as
+ * upstream accepts them; single line (so no NUL).
+ */
+export const WORKING_DIR_PATTERN = '^(?:/|[A-Za-z]:[\\\\/]|\\\\\\\\)[^\\u0000-\\u001F\\u007F]*$';
 export const WorkingDirPath = Type.String({
   minLength: 1,
   maxLength: 4096,
   pattern: WORKING_DIR_PATTERN,
-  description: 'Absolute working directory of the agent on its machine (at most 4096 characters, no control characters).',
+  description: 'Absolute working directory of the agent on its machine: POSIX, Windows drive or UNC path (at most 4096 characters, no control characters).',
   examples: ['/home/me/projects/site'],
 });
 
@@ -83,6 +91,42 @@ export const ProfileLaunch = Type.Union([AcpCommandLaunch, AgentTeamManifestLaun
 });
 export type ProfileLaunch = Static<typeof ProfileLaunch>;
 
+/**
+ * How a stored launch is shown. The serializer picks a union branch by validating it, so the `acp-command`
+ * branch carries no length or line rule here: a stored record from another writer (upstream accepts any
+ * non-blank command) must still be listed.
+ */
+const ProfileLaunchView = Type.Union(
+  [
+    Type.Object(
+      { kind: Type.Literal('acp-command'), command: Type.String({ description: 'The ACP agent command line the Agentlet runs.' }) },
+      { additionalProperties: false, title: 'AcpCommandLaunchView', description: 'A profile launched by running an ACP command.' },
+    ),
+    AgentTeamManifestLaunch,
+  ],
+  {
+    description:
+      '`acp-command` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API.',
+  },
+);
+
+/** What the Huabu UI records about a command profile (upstream `commandMetadataSchema`). */
+export const ProfileMetadata = Type.Object(
+  {
+    cliId: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 255,
+        pattern: '^\\S(?:[\\s\\S]*\\S)?$',
+        description: 'The Huabu UI\'s ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).',
+        examples: ['claude-code'],
+      }),
+    ),
+  },
+  { additionalProperties: false, title: 'ProfileMetadata', description: 'Host UI metadata of an `acp-command` profile, stored and returned as sent.' },
+);
+export type ProfileMetadata = Static<typeof ProfileMetadata>;
+
 export const Preparation = Type.Record(Type.String(), Type.Unknown(), {
   description: 'Agent Team preparation of a manifest-backed profile, carried unchanged.',
 });
@@ -95,7 +139,8 @@ const profileProperties = {
   workingDirPath: WorkingDirPath,
   resourceIds: ProfileResourceIds,
   customData: Type.Optional(CustomData),
-  launch: ProfileLaunch,
+  metadata: Type.Optional(ProfileMetadata),
+  launch: ProfileLaunchView,
   preparation: Type.Optional(Preparation),
 };
 
@@ -103,26 +148,52 @@ const profileProperties = {
 export const AgentProfile = Type.Object(profileProperties, { additionalProperties: false, title: 'AgentProfile' });
 export type AgentProfile = Static<typeof AgentProfile>;
 
+const NON_BLANK = '\\S';
+const TRIMMED = '^\\S(?:[\\s\\S]*\\S)?$';
 /**
- * The record as stored: the same fields, plus any property another writer (Agent Team) put there, which
- * is carried unchanged.
+ * The record as stored, checked with upstream's store rules (Huabu agent-team `store.ts` `parseProfile`) and
+ * no stricter, so a record upstream's store accepts never stops the start: non-blank strings, an alias
+ * without surrounding whitespace, a bounded resource ID list, a JSON object for `customData`, and
+ * `metadata.cliId` a string. Any property another writer (Agent Team) put there is carried unchanged.
+ * Writes through the API are held to the stricter request schemas.
  */
-export const StoredAgentProfile = Type.Object(profileProperties, { additionalProperties: true });
+export const StoredAgentProfile = Type.Object(
+  {
+    schemaVersion: Type.Literal(PROFILE_SCHEMA_VERSION),
+    id: Type.String({ pattern: NON_BLANK }),
+    alias: Type.String({ pattern: TRIMMED }),
+    agentletId: Type.String({ pattern: NON_BLANK }),
+    workingDirPath: Type.String({ pattern: NON_BLANK }),
+    resourceIds: ProfileResourceIds,
+    customData: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    metadata: Type.Optional(Type.Object({ cliId: Type.Optional(Type.String()) }, { additionalProperties: true })),
+    launch: Type.Union([
+      Type.Object({ kind: Type.Literal('acp-command'), command: Type.String({ pattern: NON_BLANK }) }, { additionalProperties: true }),
+      Type.Object(
+        { kind: Type.Literal('agent-team-manifest'), manifestPath: Type.String({ pattern: NON_BLANK }), harness: Type.String({ pattern: NON_BLANK }) },
+        { additionalProperties: true },
+      ),
+    ]),
+    preparation: Type.Optional(Preparation),
+  },
+  { additionalProperties: true },
+);
 
 export const ProfileCreateBody = Type.Object(
   {
     alias: Alias,
-    agentletId: MachineId,
+    agentletId: Type.Optional({ ...MachineId, description: 'The machine the agent runs on. May be left out when the service has `DEFAULT_AGENTLET_ID` (the Huabu server\'s own machine); otherwise required (400).' }),
     workingDirPath: WorkingDirPath,
     launch: ProfileLaunch,
     resourceIds: Type.Optional(ProfileResourceIds),
     customData: Type.Optional(CustomData),
+    metadata: Type.Optional(ProfileMetadata),
   },
   {
     additionalProperties: false,
     title: 'ProfileCreate',
     description:
-      'The registry assigns `id` and `schemaVersion`; sending either is 400. Only `acp-command` profiles can be created here: an `agent-team-manifest` launch is 409 `invalid_profile_kind`.',
+      'The registry assigns `id` and `schemaVersion`; sending either is 400. Only `acp-command` profiles can be created here: an `agent-team-manifest` launch is 409 `invalid_profile_kind`. `agentletId` defaults to `DEFAULT_AGENTLET_ID` when the service has one.',
   },
 );
 export type ProfileCreateBody = Static<typeof ProfileCreateBody>;
@@ -132,19 +203,26 @@ export const ProfilePatchBody = Type.Object(
     alias: Type.Optional(Alias),
     workingDirPath: Type.Optional(WorkingDirPath),
     resourceIds: Type.Optional(ProfileResourceIds),
-    customData: Type.Optional(CustomData),
+    customData: Type.Optional(Type.Union([CustomData, Type.Null()], { description: 'Replaces the whole object; `null` removes it.' })),
+    metadata: Type.Optional(Type.Union([ProfileMetadata, Type.Null()], { description: 'Replaces the whole object; `null` removes it.' })),
   },
   {
     additionalProperties: false,
     title: 'ProfilePatch',
     description:
-      'Fields left out stay as they are. `resourceIds` replaces the whole list (`[]` selects nothing); `customData` replaces the whole object.',
+      'Fields left out stay as they are. `resourceIds` replaces the whole list (`[]` selects nothing); `customData` and `metadata` replace the whole object, and `null` removes it.',
   },
 );
 export type ProfilePatchBody = Static<typeof ProfilePatchBody>;
 
 export const ProfileList = Type.Object(
-  { profiles: Type.Array(AgentProfile, { description: 'Profiles sorted by id.' }) },
+  {
+    profiles: Type.Array(AgentProfile, { description: 'Profiles sorted by id.' }),
+    selectableProfileIds: Type.Array(ProfileId, {
+      description:
+        "IDs of the profiles a new agent can be started from, in the order of `profiles` (upstream's `listSelectableProfileIds`): every `acp-command` profile, and a manifest-backed one only when its preparation is `ready`, its Agent Team member is `active`, and every required environment field of the member has a value.",
+    }),
+  },
   { additionalProperties: false },
 );
 

@@ -1,7 +1,15 @@
-// The AgentResource record (schemaVersion 1) and the request bodies that carry it. One definition validates
-// HTTP bodies, types handlers, serializes responses, feeds OpenAPI and backs the domain validator.
-import Type, { type Static } from 'typebox';
-import { ProviderId, ResourceId, SafeText } from './common.js';
+// The AgentResource record (schemaVersion 1 and 2) and the request bodies that carry it. One definition
+// validates HTTP bodies, types handlers, serializes responses, feeds OpenAPI and backs the domain validator.
+import Type, { type Static, type TSchema } from 'typebox';
+import { ProviderId, ResourceId, SafeText, TrimmedText } from './common.js';
+
+/**
+ * `oneOf` the given object schemas, told apart by their `schemaVersion` constant (OpenAPI `discriminator`).
+ * The validator (src/http/validator.ts) reports only the errors of the branch the body's `schemaVersion` names.
+ */
+export function BySchemaVersion<T extends TSchema[]>(branches: [...T], options: { title?: string; description?: string } = {}) {
+  return Type.Unsafe<Static<T[number]>>({ ...options, oneOf: branches, discriminator: { propertyName: 'schemaVersion' } });
+}
 
 const fields = {
   name: SafeText(1, 128, 'Display name.'),
@@ -26,6 +34,63 @@ export const AgentResource = Type.Object(
 );
 export type AgentResource = Static<typeof AgentResource>;
 
+/** Bounds of record v2, as upstream's `protocol/src/resource.ts` sets them. */
+export const V2_BOUNDS = { name: 128, displayName: 128, sourceContent: 100_000, userContent: 20_000 } as const;
+
+const v2Fields = {
+  name: TrimmedText(1, V2_BOUNDS.name, 'Source-owned canonical name (the provider writes it).'),
+  displayName: TrimmedText(1, V2_BOUNDS.displayName, 'Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`.'),
+  sourceContent: TrimmedText(
+    1,
+    V2_BOUNDS.sourceContent,
+    'Source-owned agent-readable guidance (the provider writes it; trimmed). May reference the runtime variables; never a secret value.',
+  ),
+  userContent: TrimmedText(0, V2_BOUNDS.userContent, "Owner-owned instructions for every agent that selects the resource; `''` means none."),
+};
+
+/** Record v2: the record Huabu uses today. `name` and `sourceContent` are the provider's; `displayName` and `userContent` the owner's. */
+export const AgentResourceV2 = Type.Object(
+  {
+    schemaVersion: Type.Literal(2, { description: 'Record schema version.' }),
+    id: ResourceId,
+    name: v2Fields.name,
+    displayName: Type.Optional(v2Fields.displayName),
+    provider: ProviderId,
+    sourceContent: v2Fields.sourceContent,
+    userContent: v2Fields.userContent,
+  },
+  { additionalProperties: false, title: 'AgentResourceV2' },
+);
+export type AgentResourceV2 = Static<typeof AgentResourceV2>;
+
+/**
+ * A record as stored: a record written as v1 stays a v1 record (with the owner's customization beside it,
+ * when there is one: `userContent` only when non-empty); a record written as v2 is a v2 record.
+ * Internal: never an HTTP shape (see src/registry/resource-versions.ts for the representations).
+ */
+export const StoredResourceV1 = Type.Object(
+  {
+    ...AgentResource.properties,
+    displayName: Type.Optional(v2Fields.displayName),
+    userContent: Type.Optional(TrimmedText(1, V2_BOUNDS.userContent, 'Owner instructions (non-empty).')),
+  },
+  { additionalProperties: false },
+);
+export type StoredResourceV1 = Static<typeof StoredResourceV1>;
+export const StoredResource = Type.Union([StoredResourceV1, AgentResourceV2]);
+export type StoredResource = StoredResourceV1 | AgentResourceV2;
+
+/** The two representations a reader may ask for (`?schemaVersion=`). */
+export type Representation = 1 | 2;
+export const SchemaVersionQuery = Type.Optional(
+  Type.Union([Type.Literal(1), Type.Literal(2)], {
+    default: 1,
+    description: 'Representation: `1` (the default; v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does).',
+  }),
+);
+/** One record in either representation. */
+export const AnyAgentResource = BySchemaVersion([AgentResource, AgentResourceV2], { title: 'AnyAgentResource' });
+
 /** Body of `PUT /providers/:provider/resources/:id`: `id` and `provider` may be repeated and must match. */
 export const ResourcePutBody = Type.Object(
   {
@@ -38,7 +103,30 @@ export const ResourcePutBody = Type.Object(
   },
   { additionalProperties: false, title: 'ResourcePut' },
 );
-export type ResourcePutBody = Static<typeof ResourcePutBody>;
+export type ResourcePutBodyV1 = Static<typeof ResourcePutBody>;
+
+const v2BodyFields = {
+  name: SafeText(1, V2_BOUNDS.name, 'Source-owned canonical name (trimmed when stored).'),
+  sourceContent: SafeText(1, V2_BOUNDS.sourceContent, 'Source-owned agent-readable guidance (trimmed when stored); never a secret value.'),
+};
+
+/** Body v2 of `PUT /providers/:provider/resources/:id`: only the provider's fields (the owner's are never taken from a provider). */
+export const ResourcePutBodyV2 = Type.Object(
+  {
+    schemaVersion: Type.Literal(2),
+    id: Type.Optional(ResourceId),
+    provider: Type.Optional(ProviderId),
+    name: v2BodyFields.name,
+    sourceContent: v2BodyFields.sourceContent,
+  },
+  { additionalProperties: false, title: 'ResourcePutV2', examples: [{ schemaVersion: 2, name: 'Web search', sourceContent: 'Search the public web.\n\nAsk the host through $HUABU_RFS_URL.' }] },
+);
+export type ResourcePutBodyV2 = Static<typeof ResourcePutBodyV2>;
+export const AnyResourcePutBody = BySchemaVersion([ResourcePutBody, ResourcePutBodyV2], {
+  title: 'AnyResourcePut',
+  description: 'Record v1 `{schemaVersion: 1, name, description, instructions}` or v2 `{schemaVersion: 2, name, sourceContent}`.',
+});
+export type ResourcePutBody = ResourcePutBodyV1 | ResourcePutBodyV2;
 
 export const MAX_RECONCILE_RESOURCES = 1000;
 
@@ -54,11 +142,25 @@ export const ReconcileEntry = Type.Object(
   },
   { additionalProperties: false, title: 'ReconcileEntry' },
 );
-export type ReconcileEntry = Static<typeof ReconcileEntry>;
+export type ReconcileEntryV1 = Static<typeof ReconcileEntry>;
+
+export const ReconcileEntryV2 = Type.Object(
+  {
+    schemaVersion: Type.Literal(2),
+    id: ResourceId,
+    provider: Type.Optional(ProviderId),
+    name: v2BodyFields.name,
+    sourceContent: v2BodyFields.sourceContent,
+  },
+  { additionalProperties: false, title: 'ReconcileEntryV2' },
+);
+export type ReconcileEntryV2 = Static<typeof ReconcileEntryV2>;
+export type ReconcileEntry = ReconcileEntryV1 | ReconcileEntryV2;
+export const AnyReconcileEntry = BySchemaVersion([ReconcileEntry, ReconcileEntryV2], { title: 'AnyReconcileEntry' });
 
 export const ReconcileBody = Type.Object(
   {
-    resources: Type.Array(ReconcileEntry, {
+    resources: Type.Array(AnyReconcileEntry, {
       maxItems: MAX_RECONCILE_RESOURCES,
       description: "The provider's complete set; records left out are withdrawn.",
     }),
@@ -85,6 +187,30 @@ export const ResourceList = Type.Object(
   { resources: Type.Array(AgentResource, { description: 'Records sorted by id.' }) },
   { additionalProperties: false },
 );
+export const ResourceListV2 = Type.Object(
+  { resources: Type.Array(AgentResourceV2, { description: 'Records sorted by id, as record v2.' }) },
+  { additionalProperties: false, title: 'ResourceListV2' },
+);
+/** A catalogue body in the representation asked for (`?schemaVersion=1|2`). */
+export const AnyResourceList = Type.Unsafe({ oneOf: [ResourceList, ResourceListV2], description: 'Records sorted by id, all in the representation asked for.' });
+
+/** Body of the owner's `PATCH /resources/:id`: only the owner's fields. */
+export const ResourceCustomization = Type.Object(
+  {
+    displayName: Type.Optional(
+      Type.Union([SafeText(1, V2_BOUNDS.displayName, 'Presentation name (trimmed when stored).'), Type.Null({ description: 'Clears it.' })]),
+    ),
+    userContent: Type.Optional(
+      Type.String({
+        maxLength: V2_BOUNDS.userContent,
+        pattern: '^[^\\u0000-\\u0008\\u000B-\\u001F\\u007F]*$',
+        description: "Owner instructions for every agent that selects the resource (trimmed when stored); `''` clears them.",
+      }),
+    ),
+  },
+  { additionalProperties: false, minProperties: 1, title: 'ResourceCustomization' },
+);
+export type ResourceCustomization = Static<typeof ResourceCustomization>;
 
 export const ValidationIssue = Type.Object(
   {

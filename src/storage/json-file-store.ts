@@ -9,13 +9,15 @@ import type { JsonObject } from '../migrations/profile-v1.js';
 import { migrateRegistryFile, type RegistryMigrationReport } from '../migrations/registry-migration.js';
 import { REGISTRY_FILE_VERSION, serializeRegistryDocument } from '../migrations/registry-file.js';
 import { planCreate, planDelete, planUpdate, profileRevision, type ProfileChanges } from '../profiles/profile-rules.js';
-import { planPut, planReconcile, planWithdraw } from '../registry/ownership.js';
+import { carryOwnerFields, planPut, planReconcile, planWithdraw } from '../registry/ownership.js';
 import type { AgentProfile } from '../schemas/profile.js';
-import { AgentResource, type ReconcileResult } from '../schemas/resource.js';
+import { StoredResource, type AgentResource, type ReconcileResult } from '../schemas/resource.js';
+import { parseResourcesFile, readIfExists, serializeResourcesFile, writeResourcesFile } from '../migrations/resources-file.js';
+import { applyCustomization, toV1, type CustomizationPatch } from '../registry/resource-versions.js';
 import { AppendLog } from './append-log.js';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
 import { DurableDocument, type BatchObserver, type DocumentCodec, type JournalCodec } from './durable-document.js';
-import { nodeFileSystem, sweepTempFiles, type FileSystemSeam } from './durable-file.js';
+import { nodeFileSystem, sweepTempFiles, writeFileDurably, type FileSystemSeam } from './durable-file.js';
 import { readVersionedFile } from './versioned-file.js';
 import { JsonWorkloadFiles } from './json-workload-files.js';
 import type { WorkloadRecord } from '../schemas/workload.js';
@@ -28,14 +30,13 @@ export const RESOURCES_FILE = path.join('agent-resources', 'resources.json');
 export const MACHINES_FILE = 'machines.json';
 export const AUDIT_FILE = 'audit.jsonl';
 export const REGISTRY_FILE = path.join('agent-team', 'registry.json');
-const RESOURCES_FILE_VERSION = 1;
 const MACHINES_FILE_VERSION = 1;
 
 export { DataDirError, StoreFileError };
 
 interface ResourcesState {
   /** Committed: a Map; in a mutation's draft: an OverlayMap over it. */
-  resources: RecordMap<AgentResource>;
+  resources: RecordMap<StoredResource>;
 }
 interface MachinesState {
   machines: Map<string, MachineRecord>;
@@ -49,24 +50,31 @@ interface RegistryState {
   doc: JsonObject;
 }
 
-const checkResource = Compile(AgentResource);
+const checkResource = Compile(StoredResource);
 
 const sortedValues = <T>(map: RecordMap<T>): T[] =>
   [...map.keys()].sort().map((k) => map.get(k)!);
 
 /** One journaled change of resources.json: a record stored (created or replaced) or an ID withdrawn. */
-type ResourceChange = { put: AgentResource } | { withdraw: string };
+type ResourceChange = { put: StoredResource } | { withdraw: string };
 
 /**
  * resources.json is journaled: a batch appends its changes (`{put}` / `{withdraw}`) to
  * `resources.json.journal` instead of rewriting the whole catalogue; drafts are overlays, not copies.
+ * Compaction writes the file in the version its records need (src/migrations/resources-file.ts), backing
+ * up a v1 file before it first becomes v2.
  */
-const resourcesCodec: JournalCodec<ResourcesState> = {
-  clone: (s) => ({ resources: new OverlayMap(s.resources as Map<string, AgentResource>) }),
-  serialize: (s) =>
-    JSON.stringify({ schemaVersion: RESOURCES_FILE_VERSION, state: { resources: sortedValues(s.resources) } }) + '\n',
+const resourcesCodec = (file: string, fs: FileSystemSeam, onBackup: (backupFile: string) => void): JournalCodec<ResourcesState> => ({
+  clone: (s) => ({ resources: new OverlayMap(s.resources as Map<string, StoredResource>) }),
+  serialize: (s) => serializeResourcesFile(sortedValues(s.resources)),
+  async compact(s) {
+    const text = serializeResourcesFile(sortedValues(s.resources));
+    const backup = await writeResourcesFile(file, text, fs);
+    if (backup !== undefined) onBackup(backup);
+    return Buffer.byteLength(text);
+  },
   changes: (draft) =>
-    (draft.resources as OverlayMap<AgentResource>).changes().map(([id, record]): ResourceChange => (record ? { put: record } : { withdraw: id })),
+    (draft.resources as OverlayMap<StoredResource>).changes().map(([id, record]): ResourceChange => (record ? { put: record } : { withdraw: id })),
   apply(state, changes) {
     for (const change of changes as ResourceChange[]) {
       if (change !== null && typeof change === 'object' && 'put' in change && checkResource.Check(change.put)) {
@@ -78,7 +86,7 @@ const resourcesCodec: JournalCodec<ResourcesState> = {
       }
     }
   },
-};
+});
 
 const machinesCodec: DocumentCodec<MachinesState> = {
   clone: (s) => ({ machines: new Map(s.machines), canvasRevocations: new Map(s.canvasRevocations) }),
@@ -111,7 +119,8 @@ const registryCodec: DocumentCodec<RegistryState> = {
 
 /** The migration has already checked every record against the current schema. */
 function loadRegistry(migrated: RegistryMigrationReport): RegistryState {
-  const doc = migrated.doc ?? { schemaVersion: REGISTRY_FILE_VERSION, state: { profiles: [] } };
+  // Upstream's empty state (its store.ts `emptyState`), so a file written from scratch is one it reads.
+  const doc = migrated.doc ?? { schemaVersion: REGISTRY_FILE_VERSION, state: { roots: [], members: [], profiles: [], configs: [] } };
   const profiles = new Map<string, AgentProfile>();
   for (const p of ((doc.state as JsonObject).profiles ?? []) as AgentProfile[]) profiles.set(p.id, Object.freeze(p));
   return { profiles, doc };
@@ -125,20 +134,26 @@ function recordList(file: string, state: Record<string, unknown> | undefined, ke
 }
 
 async function loadResources(file: string): Promise<ResourcesState> {
-  const resources = new Map<string, AgentResource>();
-  for (const entry of recordList(file, await readVersionedFile(file, RESOURCES_FILE_VERSION), 'resources')) {
-    if (!checkResource.Check(entry)) throw new StoreFileError(file, `holds an invalid resource record (${JSON.stringify((entry as { id?: unknown })?.id ?? null)})`);
-    if (resources.has(entry.id)) throw new StoreFileError(file, `holds resource ${entry.id} twice`);
-    resources.set(entry.id, Object.freeze(entry));
-  }
+  const resources = new Map<string, StoredResource>();
+  const bytes = await readIfExists(file);
+  if (bytes === undefined) return { resources };
+  for (const record of parseResourcesFile(file, bytes.toString('utf8')).records) resources.set(record.id, Object.freeze(record));
   return { resources };
 }
 
 /** resources.json with its journal replayed (and compacted into it when the journal held anything). */
-async function openResources(file: string, fs: FileSystemSeam, observe: BatchObserver | undefined, tuning: { maxBatch?: number }) {
+export async function openResources(
+  file: string,
+  fs: FileSystemSeam,
+  observe: BatchObserver | undefined,
+  tuning: { maxBatch?: number },
+  onBackup: (backupFile: string) => void = () => undefined,
+) {
   const state = await loadResources(file);
+  // The versioned file always exists, so the layout of a DATA_DIR is the same with or without a journal.
+  if ((await readIfExists(file)) === undefined) await writeFileDurably(file, serializeResourcesFile([]), fs);
   try {
-    return await DurableDocument.openJournaled(file, state, resourcesCodec, fs, observe, undefined, tuning);
+    return await DurableDocument.openJournaled(file, state, resourcesCodec(file, fs, onBackup), fs, observe, undefined, tuning);
   } catch (err) {
     if (err instanceof JournalCorruptError) throw new StoreFileError(err.file, err.message.slice(path.basename(err.file).length + 1));
     if (err instanceof Error && err.message === 'holds an invalid change') throw new StoreFileError(journalPathFor(file), err.message);
@@ -150,11 +165,16 @@ async function openResources(file: string, fs: FileSystemSeam, observe: BatchObs
  * The resources as stored durably (the versioned file with its journal replayed), read without opening
  * the store: for tests and tools that look at a DATA_DIR from outside.
  */
-export async function readStoredResources(dataDir: string): Promise<AgentResource[]> {
+export async function readStoredRecords(dataDir: string): Promise<StoredResource[]> {
   const file = path.join(dataDir, RESOURCES_FILE);
   const state = await loadResources(file);
-  for (const changes of (await readJournal(journalPathFor(file))).batches) resourcesCodec.apply(state, changes);
+  for (const changes of (await readJournal(journalPathFor(file))).batches) resourcesCodec(file, nodeFileSystem, () => undefined).apply(state, changes);
   return sortedValues(state.resources);
+}
+
+/** The stored resources as record v1 (records written as v1 exactly as written). */
+export async function readStoredResources(dataDir: string): Promise<AgentResource[]> {
+  return (await readStoredRecords(dataDir)).map(toV1);
 }
 
 function isMachineRecord(v: unknown): v is MachineRecord {
@@ -185,7 +205,7 @@ async function loadMachines(file: string): Promise<MachinesState> {
 }
 
 export interface JsonStoreSnapshot {
-  resources: readonly AgentResource[];
+  resources: readonly StoredResource[];
   machines: readonly MachineRecord[];
   profiles: readonly ProfileEntry[];
   /** The registry document around the profiles (its `state.profiles` is not kept up to date here). */
@@ -200,6 +220,8 @@ export interface JsonFileStoreOptions {
   observeBatch?: BatchObserver;
   /** Told when the registry file was migrated at open (the backup and the steps applied). */
   onRegistryMigrated?: (report: RegistryMigrationReport) => void;
+  /** Told when resources.json first became v2 and its v1 bytes were kept in this backup file. */
+  onResourcesBackedUp?: (backupFile: string) => void;
   /** Most updates per durable write (default unlimited); see DurableDocumentOptions. */
   maxBatch?: number;
 }
@@ -239,7 +261,7 @@ export class JsonFileStore implements RegistryStore {
       if (migrated.changed) options.onRegistryMigrated?.(migrated);
       const machinesPath = path.join(dataDir, MACHINES_FILE);
       const tuning = options.maxBatch === undefined ? {} : { maxBatch: options.maxBatch };
-      const resources = await openResources(resourcesPath, fs, options.observeBatch, tuning);
+      const resources = await openResources(resourcesPath, fs, options.observeBatch, tuning, options.onResourcesBackedUp);
       const machines = new DurableDocument(machinesPath, await loadMachines(machinesPath), machinesCodec, fs, options.observeBatch, undefined, tuning);
       const registry = new DurableDocument(registryPath, loadRegistry(migrated), registryCodec, fs, options.observeBatch, undefined, tuning);
       const workloads = await JsonWorkloadFiles.open(dataDir, fs, options.observeBatch);
@@ -262,11 +284,11 @@ export class JsonFileStore implements RegistryStore {
     return list;
   }
 
-  async listResources(): Promise<readonly AgentResource[]> {
+  async listResources(): Promise<readonly StoredResource[]> {
     return this.#listOf(this.resources, () => sortedValues(this.resources.state.resources));
   }
 
-  async getResource(id: string): Promise<AgentResource | undefined> {
+  async getResource(id: string): Promise<StoredResource | undefined> {
     return this.resources.state.resources.get(id);
   }
 
@@ -274,12 +296,24 @@ export class JsonFileStore implements RegistryStore {
     return String(this.resources.revision);
   }
 
-  putResource(record: AgentResource) {
-    const frozen = Object.freeze({ ...record });
+  putResource(record: StoredResource) {
     return this.resources.update((draft) => {
-      const outcome = planPut(draft.resources.get(record.id), frozen);
-      if (outcome !== 'unchanged') draft.resources.set(record.id, frozen);
+      const existing = draft.resources.get(record.id);
+      const stored = Object.freeze(carryOwnerFields(existing, { ...record }));
+      const outcome = planPut(existing, stored);
+      if (outcome !== 'unchanged') draft.resources.set(record.id, stored);
       return { result: outcome, changed: outcome !== 'unchanged' };
+    });
+  }
+
+  customizeResource(id: string, patch: CustomizationPatch) {
+    return this.resources.update((draft) => {
+      const existing = draft.resources.get(id);
+      if (!existing) throw new AppError('resource_not_found', `No resource with ID ${id}.`, { id });
+      const { record, changed } = applyCustomization(existing, patch);
+      const stored = changed ? Object.freeze(record) : existing;
+      if (changed) draft.resources.set(id, stored);
+      return { result: stored, changed };
     });
   }
 
@@ -291,14 +325,15 @@ export class JsonFileStore implements RegistryStore {
     });
   }
 
-  reconcileResources(provider: string, records: readonly AgentResource[], dryRun: boolean) {
+  reconcileResources(provider: string, incoming: readonly StoredResource[], dryRun: boolean) {
     return this.resources.update<ReconcileResult>((draft) => {
       const owned = [...draft.resources.values()].filter((r) => r.provider === provider).map((r) => r.id);
+      const records = incoming.map((r) => carryOwnerFields(draft.resources.get(r.id), { ...r }));
       const plan = planReconcile((id) => draft.resources.get(id), owned, provider, records);
       const changed = !dryRun && plan.created.length + plan.replaced.length + plan.withdrawn.length > 0;
       if (changed) {
         for (const id of plan.withdrawn) draft.resources.delete(id);
-        for (const record of records) draft.resources.set(record.id, Object.freeze({ ...record }));
+        for (const record of records) draft.resources.set(record.id, Object.freeze(record));
       }
       return { result: { dryRun, ...plan }, changed };
     });
@@ -395,6 +430,11 @@ export class JsonFileStore implements RegistryStore {
       draft.profiles.delete(id);
       return { result: undefined, changed: true };
     });
+  }
+
+  async getTeamState(): Promise<{ members: unknown; configs: unknown }> {
+    const state = this.registry.state.doc.state as JsonObject | undefined;
+    return { members: state?.members, configs: state?.configs };
   }
 
   listWorkloads(canvasId: string): Promise<readonly WorkloadRecord[]> {

@@ -1,7 +1,8 @@
 // The storage interface every backend implements (JSON files by default; a database later). Stores apply
 // the ownership rules of src/registry/ownership.ts atomically with their writes and acknowledge a change
 // only once it is durable. Reads return committed state only.
-import type { AgentResource, ReconcileResult } from '../schemas/resource.js';
+import type { ReconcileResult, StoredResource } from '../schemas/resource.js';
+import type { CustomizationPatch } from '../registry/resource-versions.js';
 import type { PutOutcome } from '../registry/ownership.js';
 import type { ProfileChanges } from '../profiles/profile-rules.js';
 import type { AgentProfile } from '../schemas/profile.js';
@@ -32,14 +33,21 @@ export interface AuditEntry {
 }
 
 export interface RegistryStore {
+  /**
+   * Resources are stored in the version they were written in (src/registry/resource-versions.ts converts).
+   * A provider's put or reconcile never carries the owner's fields: the store keeps the customization of
+   * the record it replaces, atomically with the write (ownership.ts `carryOwnerFields`).
+   */
   /** Sorted by id. */
-  listResources(): Promise<readonly AgentResource[]>;
-  getResource(id: string): Promise<AgentResource | undefined>;
+  listResources(): Promise<readonly StoredResource[]>;
+  getResource(id: string): Promise<StoredResource | undefined>;
   /** Opaque; changes whenever the set of resources changes. */
   resourcesRevision(): Promise<string>;
-  putResource(record: AgentResource): Promise<PutOutcome>;
+  putResource(record: StoredResource): Promise<PutOutcome>;
   withdrawResource(provider: string, id: string): Promise<void>;
-  reconcileResources(provider: string, records: readonly AgentResource[], dryRun: boolean): Promise<ReconcileResult>;
+  reconcileResources(provider: string, records: readonly StoredResource[], dryRun: boolean): Promise<ReconcileResult>;
+  /** The owner's customization, applied atomically; 404 `resource_not_found` when there is no such record. */
+  customizeResource(id: string, patch: CustomizationPatch): Promise<StoredResource>;
 
   listMachines(): Promise<readonly MachineRecord[]>;
   getMachine(machineId: string): Promise<MachineRecord | undefined>;
@@ -74,6 +82,11 @@ export interface RegistryStore {
   createProfile(profile: AgentProfile): Promise<ProfileEntry>;
   updateProfile(id: string, changes: ProfileChanges, expectedRevisions?: readonly string[]): Promise<ProfileEntry & { changed: boolean }>;
   deleteProfile(id: string, expectedRevisions?: readonly string[]): Promise<void>;
+  /**
+   * The Agent Team state kept beside the profiles (`members`, `configs` of the registry file), exactly as
+   * stored (`undefined` when absent); read to tell which manifest-backed profiles are selectable.
+   */
+  getTeamState(): Promise<{ members: unknown; configs: unknown }>;
 
   /**
    * Workloads (agent threads), one durable document per canvas. `realizeWorkload` writes the record only

@@ -1,4 +1,4 @@
-// Migrations killed midway (DESIGN §6): a registry file v1 with thousands of profiles, migrated by the real
+// Migrations killed midway (DESIGN §6): a registry file v1 with thousands of deployments (profiles to be), migrated by the real
 // compiled migrate command or by the server at its start, SIGKILLed at seeded random moments: some spread
 // over the whole run (most of which is starting Node and reading the file), most spread over its writes
 // (from the moment the first temp file appears, as inotify reports it, to a little after the end). After each kill registry.json is byte-identical to the original or is the complete v4 file, and
@@ -31,12 +31,15 @@ t.setTimeout(240_000);
 t.teardown(killAllServers);
 t.comment(`migration kill seed ${seed} (reproduce: MIGRATION_KILL_SEED=${seed} npx tap test/crash/migration-kill.test.ts)`);
 
-/** The v1 fixture with its acp-command profile repeated `n` times (unique ids and aliases), as bytes. */
+/**
+ * The (upstream-shaped) v1 fixture with its first deployment repeated `n` times (unique ids and aliases), as
+ * bytes. Without their setup logs, so the migration writes no JSONL file beside the registry file.
+ */
 async function largeV1(n: number): Promise<Buffer> {
-  const doc = JSON.parse(await readFile(path.join('test', 'fixtures', 'registry', 'v1.json'), 'utf8')) as { profiles: Record<string, unknown>[] };
-  const [reviewer, lead] = doc.profiles;
-  const profiles = Array.from({ length: n }, (_, i) => ({ ...reviewer, id: `reviewer-${i}`, alias: `Reviewer ${i}`, customData: { ...(reviewer!.customData as object), order: i } }));
-  return Buffer.from(JSON.stringify({ ...doc, profiles: [...profiles, lead] }, null, 2) + '\n');
+  const doc = JSON.parse(await readFile(path.join('test', 'fixtures', 'registry', 'v1.json'), 'utf8')) as { state: { deployments: Record<string, unknown>[] } };
+  const [first, second] = doc.state.deployments.map(({ setupLog: _log, ...d }) => d);
+  const deployments = Array.from({ length: n }, (_, i) => ({ ...first, id: `reviewer-${i}`, alias: `Reviewer ${i}`, workingDirPath: `/teams/reviewer/workspaces/w${i}` }));
+  return Buffer.from(JSON.stringify({ ...doc, state: { ...doc.state, deployments: [...deployments, second] } }, null, 2) + '\n');
 }
 
 const registryOf = (dataDir: string) => path.join(dataDir, 'agent-team', 'registry.json');

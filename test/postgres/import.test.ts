@@ -1,6 +1,11 @@
 // `npm run import`: a JSON DATA_DIR copied into an empty database, served the same by a PostgreSQL-backed
 // app, and idempotent; a database with data of its own is refused.
 import t from 'tap';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import { Writable } from 'node:stream';
+import { LARGE_ROW_COUNT, terminalProgress } from '../../src/progress.js';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
@@ -10,6 +15,58 @@ import { freshDatabase, postgresOrSkip, queryOnce } from '../helpers/postgres.js
 
 const base = postgresOrSkip(t);
 if (base) {
+  t.test('npm run import shows a bar on a terminal for a large DATA_DIR, and only its report when not a terminal', async (t) => {
+    const dataDir = await tempDataDir();
+    await mkdir(path.join(dataDir, 'agent-team'), { recursive: true });
+    const profiles = Array.from({ length: LARGE_ROW_COUNT }, (_, i) => ({
+      schemaVersion: 2, id: `p-${i}`, alias: `Agent ${i}`, agentletId: 'mac-a', workingDirPath: '/w', resourceIds: [], launch: { kind: 'acp-command', command: 'agent' },
+    }));
+    await writeFile(path.join(dataDir, 'agent-team', 'registry.json'), JSON.stringify({ schemaVersion: 4, state: { roots: [], members: [], profiles, configs: [] } }));
+
+    const chunks: string[] = [];
+    const terminal = Object.assign(new Writable({ write: (c, _e, done) => (chunks.push(String(c)), done()) }), { isTTY: true, columns: 120 });
+    const url = await freshDatabase(t, base);
+    t.equal(await runImport(['--data-dir', dataDir], url, () => undefined, () => undefined, terminalProgress(terminal)), 0);
+    t.match(chunks.join(''), /importing into PostgreSQL .*100% \d+\/\d+ rows/, 'the bar reaches 100% of the rows');
+
+    const entry = path.resolve('dist/scripts/import-json.js');
+    const other = await freshDatabase(t, base);
+    const child = spawn(process.execPath, [entry, '--data-dir', dataDir], { env: { ...process.env, DATABASE_URL: other }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    t.equal(await new Promise((resolve) => child.once('exit', resolve)), 0);
+    t.equal(stderr, '', 'nothing on stderr');
+    t.notMatch(stdout, /[\r\u001b]|%/, 'no bar');
+    t.match(stdout, new RegExp(`holds 0 resources, 0 machines, ${LARGE_ROW_COUNT} profiles`));
+  });
+
+  t.test('an upstream Huabu registry file (v1 with deployments) is migrated, imported, and listed the same with its selectable profiles', async (t) => {
+    const dataDir = await tempDataDir();
+    await mkdir(path.join(dataDir, 'agent-team'), { recursive: true });
+    const v1 = JSON.parse(await readFile(path.join('test', 'fixtures', 'registry', 'v1.json'), 'utf8'));
+    await writeFile(path.join(dataDir, 'agent-team', 'registry.json'), JSON.stringify(v1));
+    const json = await build({ teardown: () => undefined }, { dataDir });
+    const jsonList = await json.app.inject({ url: '/api/acp/profiles', headers: json.owner });
+    await json.app.close();
+    t.same(jsonList.json().selectableProfileIds, ['legacy-deployment'], 'the ready deployment on an active member is selectable');
+
+    const url = await freshDatabase(t, base);
+    const err: string[] = [];
+    t.equal(await runImport(['--data-dir', dataDir], url, () => undefined, (l) => err.push(l)), 0, err.join('\n'));
+    const config = loadConfig(testEnv(await tempDataDir(), { DATABASE_URL: url, SEED_HUABU_RESOURCES: 'false' }));
+    const pgApp = await buildApp({ config, logger: createLogger('silent') });
+    t.teardown(() => pgApp.close());
+    const pgList = await pgApp.inject({ url: '/api/acp/profiles', headers: { authorization: `Bearer ${CANARY.owner}` } });
+    t.same(pgList.json(), jsonList.json(), 'the same profiles and selectableProfileIds from the database');
+    t.same(
+      (await queryOnce<{ key: string; value: unknown }>(url, "SELECT key, value FROM registry_state WHERE key IN ('roots', 'members', 'configs') ORDER BY key")).map((r) => [r.key, r.value]),
+      [['configs', v1.state.configs], ['members', v1.state.members], ['roots', v1.state.roots]],
+      'the Agent Team state is carried key for key',
+    );
+  });
+
   t.test('a JSON DATA_DIR imports into an empty database, serves the same, and re-importing changes nothing', async (t) => {
     const dataDir = await tempDataDir();
     const json = await build({ teardown: () => undefined }, { dataDir, env: { SEED_HUABU_RESOURCES: 'true' } });

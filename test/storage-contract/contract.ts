@@ -214,6 +214,22 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
     t.same((await s.listProfiles()).map((e) => e.profile.id), ['prf-b', 'prf-c', 'prf-m'], 'sorted by id');
   });
 
+  t.test(`${name}: profiles carry the Huabu UI's metadata and customData; null removes either`, async (t) => {
+    const s = await open(t);
+    const r = await openReplica(t, s);
+    const created = await s.createProfile(profile('prf-u', 'UI', { metadata: { cliId: 'copilot' }, customData: { icon: { shape: 'spark', color: 'blue' } } }));
+    t.same((await r.getProfile('prf-u'))?.profile.metadata, { cliId: 'copilot' }, 'stored and read back (by another replica too)');
+    const changed = await s.updateProfile('prf-u', { metadata: { cliId: 'claude' } }, [created.revision]);
+    t.same(changed.profile.metadata, { cliId: 'claude' });
+    t.not(changed.revision, created.revision, 'the revision follows the metadata');
+    const cleared = await r.updateProfile('prf-u', { metadata: null, customData: null });
+    t.ok(cleared.changed);
+    t.notOk('metadata' in cleared.profile || 'customData' in cleared.profile, 'both removed');
+    t.same((await s.getProfile('prf-u'))?.profile, profile('prf-u', 'UI'), 'stored without them');
+    const team = await s.getTeamState();
+    t.same([team.members ?? [], team.configs ?? []], [[], []], 'an empty store holds no Agent Team members or configs');
+  });
+
   t.test(`${name}: concurrent conditional updates of one profile with one ETag: exactly one wins`, async (t) => {
     const s = await open(t);
     const r = await openReplica(t, s);

@@ -5,6 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { DataDirLockedError } from '../data-dir-lock.js';
 import { StoreFileError } from '../store-file-error.js';
+import { silentProgress, type Progress } from '../../progress.js';
 import { importJsonDataDir, ImportRefusedError } from './import-json.js';
 import { DatabaseSchemaError, migrate, SCHEMA_VERSION } from './migrations.js';
 import { DatabaseUnavailableError } from './pg-errors.js';
@@ -44,7 +45,13 @@ export async function runDatabaseMigrate(argv: readonly string[], databaseUrl: s
   }
 }
 
-export async function runImport(argv: readonly string[], databaseUrl: string | undefined, out: Print, err: Print): Promise<number> {
+export async function runImport(
+  argv: readonly string[],
+  databaseUrl: string | undefined,
+  out: Print,
+  err: Print,
+  progress: Progress = silentProgress,
+): Promise<number> {
   let dataDir: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -60,7 +67,7 @@ export async function runImport(argv: readonly string[], databaseUrl: string | u
     return 2;
   }
   try {
-    const { found, written } = await importJsonDataDir(path.resolve(dataDir), databaseUrl);
+    const { found, written } = await importJsonDataDir(path.resolve(dataDir), databaseUrl, progress);
     const line = (c: typeof found) =>
       `${c.resources} resources, ${c.machines} machines, ${c.profiles} profiles, ${c.registryStateKeys} other registry keys, ${c.workloads} workloads, ${c.auditEntries} audit entries`;
     out(`${path.resolve(dataDir)} holds ${line(found)}`);

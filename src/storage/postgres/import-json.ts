@@ -10,6 +10,7 @@ import { aliasKey, profileRevision } from '../../profiles/profile-rules.js';
 import { AUDIT_FILE, JsonFileStore } from '../json-file-store.js';
 import type { AuditEntry } from '../store.js';
 import { PostgresStore } from './postgres-store.js';
+import { LARGE_ROW_COUNT, silentProgress, type Progress } from '../../progress.js';
 
 export interface ImportCounts {
   resources: number;
@@ -53,7 +54,7 @@ async function readAudit(dataDir: string): Promise<AuditEntry[]> {
     });
 }
 
-export async function importJsonDataDir(dataDir: string, databaseUrl: string): Promise<ImportReport> {
+export async function importJsonDataDir(dataDir: string, databaseUrl: string, reporter: Progress = silentProgress): Promise<ImportReport> {
   const json = await JsonFileStore.open({ dataDir });
   let snapshot;
   let audit;
@@ -84,6 +85,10 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string): P
   const client = new pg.Client({ connectionString: databaseUrl, application_name: 'agent-resource-registry-import' });
   await client.connect();
   try {
+    const rows = snapshot.resources.length + snapshot.machines.length + snapshot.profiles.length + stateRows.length + snapshot.workloads.length + audit.length;
+    // A bar (on a terminal) only when there is enough to wait for.
+    const progress = rows >= LARGE_ROW_COUNT ? reporter : silentProgress;
+    progress.stage('importing into PostgreSQL', rows, 'rows');
     await client.query('BEGIN');
     // One import at a time, and no service write can slip between the emptiness check and the copy.
     await client.query('LOCK TABLE resources, machines, profiles, registry_state, workloads, audit_log, json_imports IN EXCLUSIVE MODE');
@@ -102,15 +107,28 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string): P
     const r = snapshot.resources;
     written.resources = (
       await client.query(
-        `INSERT INTO resources AS t (id, provider, schema_version, name, description, instructions)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[])
+        `INSERT INTO resources AS t (id, provider, schema_version, name, description, instructions, source_content, display_name, user_content)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
          ON CONFLICT (id) DO UPDATE SET provider = EXCLUDED.provider, schema_version = EXCLUDED.schema_version, name = EXCLUDED.name,
-           description = EXCLUDED.description, instructions = EXCLUDED.instructions, updated_at = now()
-         WHERE (t.provider, t.schema_version, t.name, t.description, t.instructions)
-           IS DISTINCT FROM (EXCLUDED.provider, EXCLUDED.schema_version, EXCLUDED.name, EXCLUDED.description, EXCLUDED.instructions)`,
-        [r.map((x) => x.id), r.map((x) => x.provider), r.map((x) => x.schemaVersion), r.map((x) => x.name), r.map((x) => x.description), r.map((x) => x.instructions)],
+           description = EXCLUDED.description, instructions = EXCLUDED.instructions, source_content = EXCLUDED.source_content,
+           display_name = EXCLUDED.display_name, user_content = EXCLUDED.user_content, updated_at = now()
+         WHERE (t.provider, t.schema_version, t.name, t.description, t.instructions, t.source_content, t.display_name, t.user_content)
+           IS DISTINCT FROM (EXCLUDED.provider, EXCLUDED.schema_version, EXCLUDED.name, EXCLUDED.description, EXCLUDED.instructions,
+             EXCLUDED.source_content, EXCLUDED.display_name, EXCLUDED.user_content)`,
+        [
+          r.map((x) => x.id),
+          r.map((x) => x.provider),
+          r.map((x) => x.schemaVersion),
+          r.map((x) => x.name),
+          r.map((x) => (x.schemaVersion === 1 ? x.description : null)),
+          r.map((x) => (x.schemaVersion === 1 ? x.instructions : null)),
+          r.map((x) => (x.schemaVersion === 2 ? x.sourceContent : null)),
+          r.map((x) => x.displayName ?? null),
+          r.map((x) => x.userContent ?? ''),
+        ],
       )
     ).rowCount ?? 0;
+    progress.advance(r.length);
     const m = snapshot.machines;
     written.machines = (
       await client.query(
@@ -121,6 +139,7 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string): P
         [m.map((x) => x.machineId), m.map((x) => x.tokenDigest), m.map((x) => x.enrolledAt), m.map((x) => x.revokedAt ?? null)],
       )
     ).rowCount ?? 0;
+    progress.advance(m.length);
     const p = snapshot.profiles.map((e) => e.profile);
     written.profiles = (
       await client.query(
@@ -131,6 +150,7 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string): P
         [p.map((x) => x.id), p.map((x) => aliasKey(x.alias)), p.map((x) => profileRevision(x)), p.map((x) => JSON.stringify(x))],
       )
     ).rowCount ?? 0;
+    progress.advance(p.length);
     written.registryStateKeys = (
       await client.query(
         `INSERT INTO registry_state AS t (key, value) SELECT key, value::jsonb FROM unnest($1::text[], $2::text[]) AS u(key, value)
@@ -138,6 +158,7 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string): P
         [stateRows.map(([k]) => k), stateRows.map(([, v]) => JSON.stringify(v))],
       )
     ).rowCount ?? 0;
+    progress.advance(stateRows.length);
     const w = snapshot.workloads;
     written.workloads = (
       await client.query(
@@ -147,6 +168,7 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string): P
         [w.map((x) => x.canvasId), w.map((x) => x.threadId), w.map((x) => JSON.stringify(x))],
       )
     ).rowCount ?? 0;
+    progress.advance(w.length);
     // audit.jsonl only grows: copy the entries beyond those an earlier import copied.
     const { rows: copied } = await client.query<{ n: string }>(`SELECT count(*) AS n FROM audit_log WHERE source = 'import'`);
     const fresh = audit.slice(Number(copied[0]!.n));
@@ -158,6 +180,8 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string): P
       );
     }
     written.auditEntries = fresh.length;
+    progress.advance(audit.length);
+    progress.done();
     const found: ImportCounts = {
       resources: r.length,
       machines: m.length,

@@ -102,6 +102,23 @@ CREATE TRIGGER profiles_changed AFTER INSERT OR UPDATE OR DELETE ON profiles
   },
   {
     version: 2,
+    name: 'resource-record-v2',
+    // Record v2 beside v1: a row holds either v1's description and instructions or v2's source_content
+    // (schema_version says which); display_name and user_content are the owner's, for either version.
+    sql: `
+ALTER TABLE resources ALTER COLUMN description DROP NOT NULL;
+ALTER TABLE resources ALTER COLUMN instructions DROP NOT NULL;
+ALTER TABLE resources ADD COLUMN source_content text;
+ALTER TABLE resources ADD COLUMN display_name text;
+ALTER TABLE resources ADD COLUMN user_content text NOT NULL DEFAULT '';
+ALTER TABLE resources ADD CONSTRAINT resources_version_fields CHECK (
+  (schema_version = 1 AND description IS NOT NULL AND instructions IS NOT NULL AND source_content IS NULL)
+  OR (schema_version = 2 AND description IS NULL AND instructions IS NULL AND source_content IS NOT NULL)
+);
+`,
+  },
+  {
+    version: 3,
     name: 'canvas token revocations',
     sql: `
 -- One row per canvas whose tokens were revoked: tokens minted at or before revoked_before (ISO time,

@@ -8,9 +8,10 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { AppError } from '../../errors.js';
 import { aliasKey, planDelete, planUpdate, profileRevision, type ProfileChanges } from '../../profiles/profile-rules.js';
-import { conflictError, planReconcile, planWithdraw, sameRecord, type PutOutcome } from '../../registry/ownership.js';
+import { carryOwnerFields, conflictError, planReconcile, planWithdraw, sameRecord, type PutOutcome } from '../../registry/ownership.js';
+import { withOwnerFields, type CustomizationPatch } from '../../registry/resource-versions.js';
 import type { AgentProfile } from '../../schemas/profile.js';
-import type { AgentResource, ReconcileResult } from '../../schemas/resource.js';
+import type { ReconcileResult, StoredResource } from '../../schemas/resource.js';
 import type { WorkloadRecord } from '../../schemas/workload.js';
 import type { AuditEntry, MachineRecord, ProfileEntry, RegistryStore } from '../store.js';
 import { ChangeListener } from './change-listener.js';
@@ -35,22 +36,37 @@ interface ResourceRow {
   provider: string;
   schema_version: number;
   name: string;
-  description: string;
-  instructions: string;
+  description: string | null;
+  instructions: string | null;
+  source_content: string | null;
+  display_name: string | null;
+  user_content: string;
 }
 
-const RESOURCE_COLUMNS = 'id, provider, schema_version, name, description, instructions';
+const RESOURCE_COLUMNS = 'id, provider, schema_version, name, description, instructions, source_content, display_name, user_content';
+/** The columns a provider writes (the owner's display_name and user_content are never among them). */
+const SOURCE_COLUMNS = 'id, provider, schema_version, name, description, instructions, source_content';
 
-function resourceOf(row: ResourceRow): AgentResource {
+function resourceOf(row: ResourceRow): StoredResource {
   // The order of the record as the JSON store keeps it, so catalogue bodies read the same.
-  return {
-    schemaVersion: row.schema_version as 1,
-    id: row.id,
-    name: row.name,
-    provider: row.provider,
-    description: row.description,
-    instructions: row.instructions,
-  };
+  const owner = { ...(row.display_name === null ? {} : { displayName: row.display_name }), userContent: row.user_content };
+  if (row.schema_version === 2) {
+    return withOwnerFields(
+      { schemaVersion: 2, id: row.id, name: row.name, provider: row.provider, sourceContent: row.source_content!, userContent: '' },
+      owner,
+    );
+  }
+  return withOwnerFields(
+    { schemaVersion: 1, id: row.id, name: row.name, provider: row.provider, description: row.description!, instructions: row.instructions! },
+    owner,
+  );
+}
+
+/** The provider's columns of a record, in SOURCE_COLUMNS order. */
+function sourceValues(r: StoredResource): [string, string, number, string, string | null, string | null, string | null] {
+  return r.schemaVersion === 2
+    ? [r.id, r.provider, 2, r.name, null, null, r.sourceContent]
+    : [r.id, r.provider, 1, r.name, r.description, r.instructions, null];
 }
 
 interface MachineRow {
@@ -207,14 +223,14 @@ export class PostgresStore implements RegistryStore {
     }
   }
 
-  listResources(): Promise<readonly AgentResource[]> {
+  listResources(): Promise<readonly StoredResource[]> {
     return this.#guard(async () => {
       const { rows } = await this.#query<ResourceRow>(`SELECT ${RESOURCE_COLUMNS} FROM resources ORDER BY id COLLATE "C"`);
       return rows.map(resourceOf);
     });
   }
 
-  getResource(id: string): Promise<AgentResource | undefined> {
+  getResource(id: string): Promise<StoredResource | undefined> {
     return this.#guard(() => readResource(this.#db, id));
   }
 
@@ -228,20 +244,21 @@ export class PostgresStore implements RegistryStore {
     return `${this.#epoch}:${this.#resourcesCounter}`;
   }
 
-  putResource(record: AgentResource): Promise<PutOutcome> {
+  putResource(record: StoredResource): Promise<PutOutcome> {
     return this.#guard(async () => {
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         // The ownership rule as one statement: the row is written only when the ID is free or already the
-        // caller's (and different); anything else returns no row.
+        // caller's (and different); anything else returns no row. The owner's columns are left as they are.
         const { rows } = await this.#query<{ created: boolean }>(
-          `INSERT INTO resources AS r (${RESOURCE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)
+          `INSERT INTO resources AS r (${SOURCE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)
            ON CONFLICT (id) DO UPDATE SET schema_version = EXCLUDED.schema_version, name = EXCLUDED.name,
-             description = EXCLUDED.description, instructions = EXCLUDED.instructions, updated_at = now()
+             description = EXCLUDED.description, instructions = EXCLUDED.instructions,
+             source_content = EXCLUDED.source_content, updated_at = now()
            WHERE r.provider = EXCLUDED.provider
-             AND (r.schema_version, r.name, r.description, r.instructions)
-                 IS DISTINCT FROM (EXCLUDED.schema_version, EXCLUDED.name, EXCLUDED.description, EXCLUDED.instructions)
+             AND (r.schema_version, r.name, r.description, r.instructions, r.source_content)
+                 IS DISTINCT FROM (EXCLUDED.schema_version, EXCLUDED.name, EXCLUDED.description, EXCLUDED.instructions, EXCLUDED.source_content)
            RETURNING (xmax = 0) AS created`,
-          [record.id, record.provider, record.schemaVersion, record.name, record.description, record.instructions],
+          sourceValues(record),
         );
         if (rows.length > 0) {
           this.#resourcesCounter++;
@@ -250,7 +267,7 @@ export class PostgresStore implements RegistryStore {
         // No row back: held by another provider (409), or the caller's own identical record.
         const held = await readResource(this.#db, record.id);
         if (held && held.provider !== record.provider) throw conflictError([{ id: held.id, provider: held.provider }]);
-        if (held && sameRecord(held, record)) return 'unchanged';
+        if (held && sameRecord(held, carryOwnerFields(held, record))) return 'unchanged';
         // Withdrawn or changed between the two statements: try again.
       }
       throw new AppError('storage_unavailable', `Resource ${record.id} is changing too often to store this change; retry later.`);
@@ -272,8 +289,23 @@ export class PostgresStore implements RegistryStore {
     });
   }
 
-  reconcileResources(provider: string, records: readonly AgentResource[], dryRun: boolean): Promise<ReconcileResult> {
-    const ids = records.map((r) => r.id);
+  customizeResource(id: string, patch: CustomizationPatch): Promise<StoredResource> {
+    return this.#guard(async () => {
+      const { rows } = await this.#query<ResourceRow>(
+        `UPDATE resources SET display_name = CASE WHEN $2 THEN $3 ELSE display_name END,
+           user_content = COALESCE($4, user_content), updated_at = now()
+         WHERE id = $1 RETURNING ${RESOURCE_COLUMNS}`,
+        [id, patch.displayName !== undefined, patch.displayName ?? null, patch.userContent ?? null],
+      );
+      if (rows.length === 0) throw new AppError('resource_not_found', `No resource with ID ${id}.`, { id });
+      this.#resourcesCounter++;
+      return resourceOf(rows[0]!);
+    });
+  }
+
+  reconcileResources(provider: string, incoming: readonly StoredResource[], dryRun: boolean): Promise<ReconcileResult> {
+    const ids = incoming.map((r) => r.id);
+    let records: readonly StoredResource[] = incoming;
     const planOn = async (client: Queryable, lock: boolean) => {
       const { rows } = await client.query<ResourceRow>(
         `SELECT ${RESOURCE_COLUMNS} FROM resources WHERE provider = $1 OR id = ANY($2::text[]) ORDER BY id COLLATE "C"${lock ? ' FOR UPDATE' : ''}`,
@@ -281,6 +313,7 @@ export class PostgresStore implements RegistryStore {
       );
       const current = new Map(rows.map((row) => [row.id, resourceOf(row)]));
       const owned = rows.filter((r) => r.provider === provider).map((r) => r.id);
+      records = incoming.map((r) => carryOwnerFields(current.get(r.id), r));
       return planReconcile((id) => current.get(id), owned, provider, records); // throws 409 on any conflict
     };
     if (dryRun) return this.#guard(async () => ({ dryRun, ...(await planOn(this.#db, false)) }));
@@ -297,20 +330,14 @@ export class PostgresStore implements RegistryStore {
           // The same conditional upsert as a single put, for the whole set: an ID another provider took
           // after the read above comes back missing, and the whole transaction rolls back.
           const { rows } = await client.query<{ id: string }>(
-            `INSERT INTO resources AS r (${RESOURCE_COLUMNS})
-             SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[])
+            `INSERT INTO resources AS r (${SOURCE_COLUMNS})
+             SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[])
              ON CONFLICT (id) DO UPDATE SET schema_version = EXCLUDED.schema_version, name = EXCLUDED.name,
-               description = EXCLUDED.description, instructions = EXCLUDED.instructions, updated_at = now()
+               description = EXCLUDED.description, instructions = EXCLUDED.instructions,
+               source_content = EXCLUDED.source_content, updated_at = now()
              WHERE r.provider = EXCLUDED.provider
              RETURNING id`,
-            [
-              writes.map((r) => r.id),
-              writes.map((r) => r.provider),
-              writes.map((r) => r.schemaVersion),
-              writes.map((r) => r.name),
-              writes.map((r) => r.description),
-              writes.map((r) => r.instructions),
-            ],
+            [0, 1, 2, 3, 4, 5, 6].map((i) => writes.map((r) => sourceValues(r)[i])),
           );
           if (rows.length !== writes.length) {
             const written = new Set(rows.map((r) => r.id));
@@ -410,6 +437,14 @@ export class PostgresStore implements RegistryStore {
 
   getProfile(id: string): Promise<ProfileEntry | undefined> {
     return this.#guard(() => readProfile(this.#db, id));
+  }
+
+  getTeamState(): Promise<{ members: unknown; configs: unknown }> {
+    return this.#guard(async () => {
+      const { rows } = await this.#query<{ key: string; value: unknown }>("SELECT key, value FROM registry_state WHERE key IN ('members', 'configs')");
+      const byKey = new Map(rows.map((r) => [r.key, r.value]));
+      return { members: byKey.get('members'), configs: byKey.get('configs') };
+    });
   }
 
   createProfile(profile: AgentProfile): Promise<ProfileEntry> {
@@ -556,7 +591,7 @@ export class PostgresStore implements RegistryStore {
   }
 }
 
-async function readResource(db: Queryable, id: string): Promise<AgentResource | undefined> {
+async function readResource(db: Queryable, id: string): Promise<StoredResource | undefined> {
   const { rows } = await db.query<ResourceRow>(`SELECT ${RESOURCE_COLUMNS} FROM resources WHERE id = $1`, [id]);
   return rows[0] && resourceOf(rows[0]);
 }

@@ -1,0 +1,208 @@
+// The on-disk format of `agent-resources/resources.json`, v1 and v2 (DESIGN-NOTES.md "resources.json v1 and
+// v2"). The file stays v1 while every record is a v1 record without customization (byte-compatible with
+// every earlier build); otherwise it is v2 exactly as upstream's Agenetes store writes it
+// (`{schemaVersion: 2, state: {resources}}`, two-space JSON), where a record written as v1 is upstream's
+// v2 conversion of it plus a `v1` key holding what the provider wrote (upstream's parser ignores unknown
+// keys, so the file stays one upstream parses). The first v2 write over a v1 file keeps the v1 bytes in a
+// durable backup first. Framework-free.
+import { readFile } from 'node:fs/promises';
+import { Compile } from 'typebox/compile';
+import { sourceContentOfV1, toV2 } from '../registry/resource-versions.js';
+import { AgentResource, AgentResourceV2, StoredResource, type StoredResourceV1 } from '../schemas/resource.js';
+import { nodeFileSystem, writeFileDurably, type FileSystemSeam } from '../storage/durable-file.js';
+import { StoreFileError } from '../storage/store-file-error.js';
+
+/** The newest resources.json version this build reads and writes. */
+export const RESOURCES_FILE_VERSION = 2;
+
+const checkStored = Compile(StoredResource);
+const checkV2 = Compile(AgentResourceV2);
+const checkV1 = Compile(AgentResource);
+
+/** The version the file must have to hold `records`: 1 while they are all uncustomized v1 records. */
+export function fileVersionFor(records: Iterable<StoredResource>): 1 | 2 {
+  for (const r of records) if (r.schemaVersion === 2 || r.displayName !== undefined || r.userContent !== undefined) return 2;
+  return 1;
+}
+
+/** One record as a v2 file entry: upstream's record, plus `v1` for a record written as v1. */
+function v2Entry(record: StoredResource): Record<string, unknown> {
+  if (record.schemaVersion === 2) return record;
+  return { ...toV2(record), v1: { name: record.name, description: record.description, instructions: record.instructions } };
+}
+
+/** `records` sorted by id, as the file text. */
+export function serializeResourcesFile(records: readonly StoredResource[]): string {
+  if (fileVersionFor(records) === 1) return JSON.stringify({ schemaVersion: 1, state: { resources: records } }) + '\n';
+  return JSON.stringify({ schemaVersion: 2, state: { resources: records.map(v2Entry) } }, null, 2) + '\n';
+}
+
+/** A v2 file entry back to the stored record: a record written as v1 when its `v1` key still describes it. */
+function storedOfV2Entry(entry: unknown): StoredResource | undefined {
+  if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) return undefined;
+  const { v1, ...record } = entry as Record<string, unknown>;
+  if (!checkV2.Check(record)) return undefined;
+  if (v1 !== undefined) {
+    const origin = v1 as { name?: unknown; description?: unknown; instructions?: unknown };
+    const candidate: StoredResourceV1 = {
+      schemaVersion: 1,
+      id: record.id,
+      name: origin?.name as string,
+      provider: record.provider,
+      description: origin?.description as string,
+      instructions: origin?.instructions as string,
+      ...(record.displayName !== undefined ? { displayName: record.displayName } : {}),
+      ...(record.userContent !== '' ? { userContent: record.userContent } : {}),
+    };
+    // Kept only while it is still the origin of what the entry says (a hand edit of the v2 fields wins).
+    if (
+      checkV1.Check({ schemaVersion: 1, id: candidate.id, name: candidate.name, provider: candidate.provider, description: candidate.description, instructions: candidate.instructions }) &&
+      candidate.name.trim() === record.name &&
+      sourceContentOfV1(candidate.description, candidate.instructions) === record.sourceContent
+    ) {
+      return candidate;
+    }
+  }
+  return record;
+}
+
+export interface ParsedResourcesFile {
+  version: 1 | 2;
+  records: StoredResource[];
+}
+
+/** Parses the file's text; refuses (StoreFileError) anything it cannot read exactly. */
+export function parseResourcesFile(file: string, text: string): ParsedResourcesFile {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    throw new StoreFileError(file, 'does not parse as JSON');
+  }
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) throw new StoreFileError(file, 'is not a JSON object');
+  const { schemaVersion, state } = doc as { schemaVersion?: unknown; state?: unknown };
+  if (typeof schemaVersion !== 'number') throw new StoreFileError(file, 'has no numeric schemaVersion');
+  if (schemaVersion > RESOURCES_FILE_VERSION) {
+    throw new StoreFileError(file, `has schemaVersion ${schemaVersion}, newer than this version of the service understands (${RESOURCES_FILE_VERSION})`);
+  }
+  if (schemaVersion !== 1 && schemaVersion !== 2) throw new StoreFileError(file, `has unknown schemaVersion ${schemaVersion} (expected 1 or 2)`);
+  if (state === null || typeof state !== 'object' || Array.isArray(state)) throw new StoreFileError(file, 'has no state object');
+  const list = (state as { resources?: unknown }).resources;
+  if (list === undefined) return { version: schemaVersion, records: [] };
+  if (!Array.isArray(list)) throw new StoreFileError(file, 'state.resources is not an array');
+  const records: StoredResource[] = [];
+  const ids = new Set<string>();
+  for (const entry of list) {
+    const record = schemaVersion === 1 ? (checkV1.Check(entry) ? entry : undefined) : storedOfV2Entry(entry);
+    if (!record || !checkStored.Check(record)) {
+      throw new StoreFileError(file, `holds an invalid resource record (${JSON.stringify((entry as { id?: unknown })?.id ?? null)})`);
+    }
+    if (ids.has(record.id)) throw new StoreFileError(file, `holds resource ${record.id} twice`);
+    ids.add(record.id);
+    records.push(record);
+  }
+  return { version: schemaVersion, records };
+}
+
+export async function readIfExists(file: string): Promise<Buffer | undefined> {
+  try {
+    return await readFile(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+/** `resources.json.v1.bak`, or the next free `resources.json.v1.N.bak` when another original is kept there. */
+export async function resourcesBackupPath(file: string, original: Buffer): Promise<{ path: string; present: boolean }> {
+  for (let n = 0; ; n++) {
+    const candidate = n === 0 ? `${file}.v1.bak` : `${file}.v1.${n}.bak`;
+    const existing = await readIfExists(candidate);
+    if (existing === undefined) return { path: candidate, present: false };
+    if (existing.equals(original)) return { path: candidate, present: true };
+  }
+}
+
+/**
+ * Writes `text` over the file durably; when that turns a v1 file into v2, first keeps the v1 bytes in a
+ * durable backup. Returns the backup's path when one was needed.
+ */
+export async function writeResourcesFile(file: string, text: string, fs: FileSystemSeam = nodeFileSystem): Promise<string | undefined> {
+  let backup: string | undefined;
+  if (text.startsWith('{\n  "schemaVersion": 2')) {
+    const original = await readIfExists(file);
+    if (original !== undefined && parseVersion(original) === 1) {
+      const target = await resourcesBackupPath(file, original);
+      if (!target.present) await writeFileDurably(target.path, original, fs);
+      backup = target.path;
+    }
+  }
+  await writeFileDurably(file, text, fs);
+  return backup;
+}
+
+function parseVersion(bytes: Buffer): number | undefined {
+  try {
+    return (JSON.parse(bytes.toString('utf8')) as { schemaVersion?: number }).schemaVersion;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface ResourcesFileReport {
+  file: string;
+  exists: boolean;
+  /** The version on disk. */
+  from?: 1 | 2;
+  /** The version the file has once its journal is folded in (what a start writes). */
+  to?: 1 | 2;
+  records: number;
+  writtenAsV1: number;
+  customized: number;
+  /** Where the v1 bytes are (or would be) kept when the file becomes v2 now. */
+  backupFile?: string;
+}
+
+/** What `resources.json` (with its journal replayed) holds, and whether folding the journal makes it v2. */
+export async function inspectResourcesFile(file: string, journal: readonly (readonly unknown[])[]): Promise<ResourcesFileReport> {
+  const bytes = await readIfExists(file);
+  if (bytes === undefined && journal.length === 0) return { file, exists: false, records: 0, writtenAsV1: 0, customized: 0 };
+  const parsed = bytes === undefined ? { version: 1 as const, records: [] } : parseResourcesFile(file, bytes.toString('utf8'));
+  const records = new Map(parsed.records.map((r) => [r.id, r]));
+  for (const changes of journal) {
+    for (const change of changes as ({ put?: unknown; withdraw?: unknown } | null)[]) {
+      if (change && checkStored.Check(change.put)) records.set(change.put.id, change.put);
+      else if (change && typeof change.withdraw === 'string') records.delete(change.withdraw);
+      else throw new StoreFileError(`${file}.journal`, 'holds an invalid change');
+    }
+  }
+  const all = [...records.values()];
+  const to = journal.length === 0 ? parsed.version : fileVersionFor(all);
+  const report: ResourcesFileReport = {
+    file,
+    exists: bytes !== undefined,
+    from: parsed.version,
+    to,
+    records: all.length,
+    writtenAsV1: all.filter((r) => r.schemaVersion === 1).length,
+    customized: all.filter((r) => r.displayName !== undefined || (r.userContent ?? '') !== '').length,
+  };
+  if (bytes !== undefined && parsed.version === 1 && to === 2) report.backupFile = (await resourcesBackupPath(file, bytes)).path;
+  return report;
+}
+
+export function describeResourcesReport(report: ResourcesFileReport, dryRun: boolean): string[] {
+  if (!report.exists && report.records === 0) return [`${report.file}: no resources file; nothing to migrate`];
+  const what = `${report.records} record(s), ${report.writtenAsV1} written as v1 (kept exactly), ${report.customized} customized by the owner`;
+  if (report.backupFile) {
+    return [
+      `${report.file}: resources file v1 → v2 (its journal holds v2 records or customizations)${dryRun ? ' (dry run: nothing written)' : ''}; ${what}`,
+      `  ${dryRun ? 'would back up' : 'backed up'} the original bytes to ${report.backupFile}`,
+    ];
+  }
+  if (report.from === 2) return [`${report.file}: resources file v2 (upstream's format); ${what}; nothing to do`];
+  return [
+    `${report.file}: resources file v1; ${what}; nothing to do`,
+    '  it becomes v2 when a v2 record or an owner customization is first stored; its v1 bytes are backed up first',
+  ];
+}

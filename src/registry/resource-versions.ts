@@ -1,0 +1,175 @@
+// The representations of one stored resource record, as pure functions: v1 → v2 is upstream's own
+// conversion; v2 → v1 is this service's (DESIGN-NOTES.md "Record v2 beside v1"). Framework-free; every
+// reader (routes, capability projection, PostgreSQL and JSON stores) goes through here.
+import {
+  type AgentResource,
+  type AgentResourceV2,
+  type Representation,
+  type StoredResource,
+  type StoredResourceV1,
+} from '../schemas/resource.js';
+
+export const V1_DESCRIPTION_MAX = 512;
+export const V1_INSTRUCTIONS_MAX = 4000;
+
+/** The owner's customization of a record, whichever version it was written in. */
+export interface OwnerFields {
+  displayName?: string;
+  /** `''` means none. */
+  userContent: string;
+}
+
+export function ownerFieldsOf(record: StoredResource): OwnerFields {
+  return { ...(record.displayName !== undefined ? { displayName: record.displayName } : {}), userContent: record.userContent ?? '' };
+}
+
+/** The record with the owner's fields replaced by `owner` (a v1 record keeps `userContent` only when non-empty). */
+export function withOwnerFields<R extends StoredResource>(record: R, owner: OwnerFields): R {
+  const { displayName: _d, userContent: _u, ...rest } = record;
+  if (record.schemaVersion === 2) {
+    // Upstream's key order: schemaVersion, id, name, displayName?, provider, sourceContent, userContent.
+    const v2 = rest as Omit<AgentResourceV2, 'displayName' | 'userContent'>;
+    return {
+      schemaVersion: 2,
+      id: v2.id,
+      name: v2.name,
+      ...(owner.displayName !== undefined ? { displayName: owner.displayName } : {}),
+      provider: v2.provider,
+      sourceContent: v2.sourceContent,
+      userContent: owner.userContent,
+    } as R;
+  }
+  return {
+    ...rest,
+    ...(owner.displayName !== undefined ? { displayName: owner.displayName } : {}),
+    ...(owner.userContent !== '' ? { userContent: owner.userContent } : {}),
+  } as R;
+}
+
+/** The v1 record exactly as the provider wrote it (the owner's fields left out). */
+function v1AsWritten(record: StoredResourceV1): AgentResource {
+  return {
+    schemaVersion: 1,
+    id: record.id,
+    name: record.name,
+    provider: record.provider,
+    description: record.description,
+    instructions: record.instructions,
+  };
+}
+
+/** Upstream's v1 → v2 (resource-registry `migrateLegacyResource`): description and instructions joined by a blank line. */
+export function sourceContentOfV1(description: string, instructions: string): string {
+  return `${description.trim()}\n\n${instructions.trim()}`;
+}
+
+export function toV2(record: StoredResource): AgentResourceV2 {
+  if (record.schemaVersion === 2) return record;
+  return withOwnerFields(
+    {
+      schemaVersion: 2,
+      id: record.id,
+      name: record.name.trim(),
+      provider: record.provider,
+      sourceContent: sourceContentOfV1(record.description, record.instructions),
+      userContent: '',
+    },
+    ownerFieldsOf(record),
+  );
+}
+
+/** Cuts `text` to at most `max` UTF-16 units without splitting a surrogate pair, then drops trailing space. */
+function cut(text: string, max: number): string {
+  let head = text.slice(0, max);
+  const last = head.charCodeAt(head.length - 1);
+  if (last >= 0xd800 && last <= 0xdbff) head = head.slice(0, -1);
+  return head.trimEnd();
+}
+
+/** The whole guidance an agent gets from a v2 record: the provider's content, then the owner's, clearly delimited. */
+export function guidanceOfV2(record: AgentResourceV2): string {
+  return record.userContent === '' ? record.sourceContent : `${record.sourceContent}\n\n## Instructions from the owner\n\n${record.userContent}`;
+}
+
+/**
+ * v2 → v1: `description` is the first non-empty line of `sourceContent` (cut to 512 with `…`);
+ * `instructions` is the whole guidance (source content, then the owner's user content under a heading).
+ * When that exceeds v1's 4000 characters, it is cut and ends with a note telling the agent where to read
+ * the whole record (`?schemaVersion=2`), so nothing of the guidance is out of its reach.
+ */
+export function v2ToV1(record: AgentResourceV2): AgentResource {
+  const firstLine = record.sourceContent.split('\n').find((line) => line.trim() !== '')!.trim();
+  const description = firstLine.length <= V1_DESCRIPTION_MAX ? firstLine : `${cut(firstLine, V1_DESCRIPTION_MAX - 1)}…`;
+  const whole = guidanceOfV2(record);
+  let instructions = whole;
+  if (whole.length > V1_INSTRUCTIONS_MAX) {
+    const note =
+      `\n\n[Shortened for schemaVersion 1: this is the start of ${whole.length} characters of guidance. ` +
+      `Read all of it with GET $HUABU_RFS_URL/resources/${record.id}?schemaVersion=2 (header Authorization: Bearer $AGENTLET_TOKEN).]`;
+    instructions = cut(whole, V1_INSTRUCTIONS_MAX - note.length) + note;
+  }
+  return { schemaVersion: 1, id: record.id, name: record.name, provider: record.provider, description, instructions };
+}
+
+export function toV1(record: StoredResource): AgentResource {
+  return record.schemaVersion === 1 ? v1AsWritten(record) : v2ToV1(record);
+}
+
+export function represent(record: StoredResource, as: Representation): AgentResource | AgentResourceV2 {
+  return as === 2 ? toV2(record) : toV1(record);
+}
+
+/** What people and agents see as the record's name: `displayName ?? name`. */
+export function labelOf(record: StoredResource): string {
+  return record.displayName ?? record.name;
+}
+
+/** The short summary of a record (v1's description; for v2, the first line of its source content). */
+export function summaryOf(record: StoredResource): string {
+  return record.schemaVersion === 1 ? record.description : v2ToV1(record).description;
+}
+
+/** Every text an agent reads from the record (for variable checks): v1 instructions, or the whole v2 guidance. */
+export function guidanceOf(record: StoredResource): string {
+  return record.schemaVersion === 1 ? [record.instructions, record.userContent ?? ''].join('\n') : guidanceOfV2(record);
+}
+
+/** Every text field of a stored record with its JSON pointer, for the secret scanner. */
+export function textFieldsOf(record: StoredResource, at = ''): [string, string][] {
+  const fields: [string, string][] =
+    record.schemaVersion === 1
+      ? [
+          [`${at}/name`, record.name],
+          [`${at}/description`, record.description],
+          [`${at}/instructions`, record.instructions],
+        ]
+      : [
+          [`${at}/name`, record.name],
+          [`${at}/sourceContent`, record.sourceContent],
+        ];
+  if (record.displayName !== undefined) fields.push([`${at}/displayName`, record.displayName]);
+  if (record.userContent) fields.push([`${at}/userContent`, record.userContent]);
+  return fields;
+}
+
+/** True when two stored records are the same in every field (the owner's included). */
+export function sameStored(a: StoredResource, b: StoredResource): boolean {
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  for (const k of keys) if ((a as Record<string, unknown>)[k] !== (b as Record<string, unknown>)[k]) return false;
+  return true;
+}
+
+/** An owner's change: `displayName` null clears it, `userContent` '' clears it; absent keeps either. */
+export interface CustomizationPatch {
+  displayName?: string | null;
+  userContent?: string;
+}
+
+/** The record with the owner's patch applied (values already trimmed and checked), and whether it changed. */
+export function applyCustomization(record: StoredResource, patch: CustomizationPatch): { record: StoredResource; changed: boolean } {
+  const current = ownerFieldsOf(record);
+  const displayName = patch.displayName === undefined ? current.displayName : (patch.displayName ?? undefined);
+  const userContent = patch.userContent ?? current.userContent;
+  const next = withOwnerFields(record, { ...(displayName !== undefined ? { displayName } : {}), userContent });
+  return { record: next, changed: !sameStored(record, next) };
+}
