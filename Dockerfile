@@ -2,7 +2,12 @@
 # agent-resource-registry: build stage compiles TypeScript; the final stage holds only production
 # dependencies and dist/, runs as the unprivileged `node` user, and keeps its data in the /data volume.
 
-FROM node:20-bookworm-slim AS build
+# Node 24 LTS, pinned by digest. The digest could not be pulled or checked from the machine this was
+# written on; it is the one two unrelated public projects pin for node:24-bookworm-slim (24.18.0). Verify
+# it before release: docker buildx imagetools inspect node:24-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim@sha256:6f7b03f7c2c8e2e784dcf9295400527b9b1270fd37b7e9a7285cf83b6951452d
+
+FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
@@ -11,22 +16,27 @@ COPY src ./src
 COPY scripts ./scripts
 RUN npm run build
 
-FROM node:20-bookworm-slim
+FROM ${NODE_IMAGE}
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev && npm cache clean --force
 COPY --from=build /app/dist ./dist
+# `npm start` / `npm run migrate` / `npm run import` run it first; without src/ it builds nothing, so the
+# scripts run the compiled dist/ (node dist/scripts/migrate.js ... works too).
+COPY --from=build /app/scripts/build-if-changed.mjs ./scripts/build-if-changed.mjs
 # The data directory must exist and belong to the runtime user before VOLUME, so a fresh named
 # volume inherits that ownership.
 RUN mkdir -p /data && chown node:node /data
-# Set PUBLIC_BASE_URL at run time to the address clients use (it defaults to http://HOST:PORT).
+# Set PUBLIC_BASE_URL at run time to the address clients use: with HOST=0.0.0.0 the service refuses to
+# start without it (agents would be handed http://0.0.0.0:8787/...).
 ENV DATA_DIR=/data \
     HOST=0.0.0.0 \
     PORT=8787
 USER node
 VOLUME /data
 EXPOSE 8787
-# No curl in slim images: ask /readyz with Node's own fetch.
+# No curl in slim images: ask /readyz with Node's own fetch, on HOST itself unless it is a wildcard
+# address (then on loopback), so the check works whatever HOST is.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8787) + '/readyz').then((r) => process.exit(r.status === 200 ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "const h = process.env.HOST || '127.0.0.1'; const a = ['0.0.0.0', ''].includes(h) ? '127.0.0.1' : ['::', '[::]'].includes(h) ? '[::1]' : h.includes(':') && !h.startsWith('[') ? '[' + h + ']' : h; fetch('http://' + a + ':' + (process.env.PORT || 8787) + '/readyz').then((r) => process.exit(r.status === 200 ? 0 : 1), () => process.exit(1))"]
 CMD ["node", "dist/src/server.js"]

@@ -54,6 +54,18 @@ export interface BuildOptions {
   fs?: FileSystemSeam;
   /** Clock (tests move it to expire canvas tokens). */
   now?: () => Date;
+  /**
+   * Generated credentials are written only when `app.persistGeneratedCredentials()` is called (the server
+   * does so once it listens), so a start that fails before listening leaves no credentials.json behind.
+   */
+  deferCredentialWrite?: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Writes generated credentials to DATA_DIR/credentials.json, if any are pending (see BuildOptions). */
+    persistGeneratedCredentials(): Promise<void>;
+  }
 }
 
 /** The store the configuration selects: PostgreSQL when DATABASE_URL is set, else JSON files in DATA_DIR. */
@@ -112,13 +124,18 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
   const store = await openStore(config, logger, metrics, options.fs);
   let app: FastifyInstance | undefined;
   try {
-    const resolved = await resolveCredentials(config.dataDir, {
-      ownerToken: config.ownerToken,
-      huabuProviderToken: config.huabuProviderToken,
-      canvasTokenSecret: config.canvasTokenSecret,
-    });
-    if (resolved.generated) logger.warn({ file: resolved.file }, 'generated missing credentials; read them from this file (mode 0600)');
-    else if (resolved.file) logger.info({ file: resolved.file }, 'using credentials stored in this file');
+    const resolved = await resolveCredentials(
+      config.dataDir,
+      { ownerToken: config.ownerToken, huabuProviderToken: config.huabuProviderToken, canvasTokenSecret: config.canvasTokenSecret },
+      { deferWrite: options.deferCredentialWrite === true },
+    );
+    // Which source each credential comes from (environment, file, generated), never a value.
+    const credentialSources = { owner: resolved.sources.ownerToken, huabu: resolved.sources.huabuProviderToken, canvasSecret: resolved.sources.canvasTokenSecret };
+    const announceCredentials = () => {
+      if (resolved.generated) logger.warn({ file: resolved.file, credentialSources }, 'generated missing credentials; read them from this file (mode 0600)');
+      else logger.info({ ...(resolved.file ? { file: resolved.file } : {}), credentialSources }, 'credentials: environment overrides the file');
+    };
+    if (!options.deferCredentialWrite) announceCredentials();
     const { credentials } = resolved;
 
     // The hosted capabilities' credential values are known secrets too: no record may carry one.
@@ -168,6 +185,13 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       clientErrorHandler,
     }).withTypeProvider<TypeBoxTypeProvider>();
     app.setValidatorCompiler(validatorCompiler);
+    // Not ready while generated credentials are not yet on disk: whoever waits for /readyz can read them.
+    let credentialsPending = options.deferCredentialWrite === true && resolved.generated;
+    app.decorate('persistGeneratedCredentials', async () => {
+      await resolved.persist();
+      credentialsPending = false;
+      if (options.deferCredentialWrite) announceCredentials();
+    });
     installErrorHandling(app);
     const inFlight = trackRequests(app);
 
@@ -195,7 +219,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     await registerLimits(app, config);
     await registerOpenApi(app);
     await app.register(authPlugin, { credentials, machines, now });
-    await app.register(operationsRoutes, { isReady: () => !closing, metrics });
+    await app.register(operationsRoutes, { isReady: async () => !closing && !credentialsPending && (await store.isAvailable()), metrics });
     await app.register(
       async (acp) => {
         await acp.register(catalogueRoutes, deps);

@@ -6,6 +6,9 @@ import { Compile } from 'typebox/compile';
 import { RESOURCE_ID_PATTERN, SLUG_ID_PATTERN } from './schemas/common.js';
 import { CapabilitiesFileError, HostedCapabilities, loadHostedCapabilities } from './invocation/capabilities-file.js';
 
+/** Addresses that mean "every interface": no client can use them to reach this process. */
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]', '::0', '0:0:0:0:0:0:0:0']);
+
 export const DEFAULT_REQUIRED_RESOURCE_IDS = ['huabu-access', 'local-resource-management'];
 export const MIN_TOKEN_LENGTH = 24;
 
@@ -123,6 +126,13 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   } catch (err) {
     if (err instanceof CapabilitiesFileError) throw new ConfigError(err.message);
     throw err;
+  }
+  if (WILDCARD_HOSTS.has(host) && e.PUBLIC_BASE_URL === undefined) {
+    // Refused rather than warned about: the registry hands this address to agents ($HUABU_RFS_URL, launch
+    // snapshots), and http://0.0.0.0:PORT reaches nothing from another machine. See DESIGN-NOTES.
+    throw new ConfigError(
+      `HOST=${host} listens on every interface, so PUBLIC_BASE_URL must say how clients reach this registry (e.g. PUBLIC_BASE_URL=http://registry.example.internal:${port}); it is handed to agents in every $HUABU_RFS_URL.`,
+    );
   }
   const urlHost = host.includes(':') ? `[${host}]` : host;
   return {

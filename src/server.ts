@@ -1,16 +1,31 @@
-// The process: read configuration, build the app, listen, and close gracefully on signals.
+// The process: read configuration, build the app, listen, and close gracefully on signals. A start that
+// fails for a reason the operator can fix (configuration, DATA_DIR, database, port) prints one line and
+// exits non-zero, without a stack trace and without generating credentials.
 import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { CredentialsFileError } from './credentials/credentials-file.js';
-import { createLogger } from './logger.js';
+import { createProcessLogger } from './logger.js';
 import { DataDirLockedError } from './storage/data-dir-lock.js';
-import { StoreFileError } from './storage/json-file-store.js';
+import { DataDirError, StoreFileError } from './storage/json-file-store.js';
 import { DatabaseSchemaError } from './storage/postgres/migrations.js';
 import { DatabaseUnavailableError } from './storage/postgres/pg-errors.js';
 import { deferredCommitFileSystem } from './storage/unsafe-deferred-commit.js';
 
+/** Errors of a listen() the operator can fix, as one line. */
+function listenProblem(err: unknown, host: string, port: number): string | undefined {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'EADDRINUSE') return `Cannot listen on ${host}:${port}: the port is already in use (set PORT to a free one).`;
+  if (code === 'EACCES') return `Cannot listen on ${host}:${port}: permission denied (use a port above 1023).`;
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') return `Cannot listen on ${host}:${port}: this machine has no such address (check HOST).`;
+  return undefined;
+}
+
 async function main(): Promise<void> {
+  if (process.argv.includes('--help') || process.argv.includes('-h')) {
+    console.log('Usage: npm start   (or: node dist/src/server.js)\nRuns the registry; configured by environment variables only (see README, "Configuration").');
+    return;
+  }
   let config;
   try {
     config = loadConfig(process.env);
@@ -21,7 +36,12 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const logger = createLogger(config.logLevel);
+  const logger = createProcessLogger(config.logLevel, process.stdout.isTTY === true);
+  const fatal = (message: string) => {
+    logger.fatal(message);
+    logger.flush();
+    process.exitCode = 1;
+  };
   const unsafeMs = config.unsafeAckBeforeWriteMs;
   if (unsafeMs !== undefined) logger.warn({ delayMs: unsafeMs }, 'UNSAFE TEST MODE: writes are acknowledged before they are committed');
   let app;
@@ -29,30 +49,46 @@ async function main(): Promise<void> {
     app = await buildApp({
       config,
       logger,
+      deferCredentialWrite: true,
       ...(unsafeMs === undefined ? {} : { fs: deferredCommitFileSystem(unsafeMs, (err) => logger.error({ err }, 'deferred commit failed')) }),
     });
   } catch (err) {
     if (
       err instanceof DataDirLockedError ||
       err instanceof StoreFileError ||
+      err instanceof DataDirError ||
       err instanceof CredentialsFileError ||
       err instanceof DatabaseSchemaError ||
       err instanceof DatabaseUnavailableError
     ) {
-      logger.fatal(err.message);
-      logger.flush();
-      process.exitCode = 1;
-      return;
+      return fatal(err.message);
     }
     throw err;
   }
+  let listening: string;
+  try {
+    listening = await app.listen({ host: config.host, port: config.port });
+  } catch (err) {
+    const problem = listenProblem(err, config.host, config.port);
+    if (problem === undefined) throw err;
+    await app.close();
+    return fatal(problem);
+  }
+  // PORT=0 (any free port) and no PUBLIC_BASE_URL: the default address names the port actually bound.
+  if (config.port === 0 && !process.env.PUBLIC_BASE_URL) config.publicBaseUrl = listening;
+  // Registered only once listening: close-with-grace also acts on 'beforeExit' (and would exit 0).
   closeWithGrace({ delay: 10_000, logger }, async ({ signal, err }) => {
     if (err) app.log.error({ err }, 'closing after an error');
     else app.log.info({ signal }, 'closing');
     await app.close();
   });
-  await app.listen({ host: config.host, port: config.port });
-  app.log.info({ ...(config.databaseUrl ? { store: 'postgres' } : { dataDir: config.dataDir }), docs: `${config.publicBaseUrl}/docs` }, 'agent-resource-registry ready');
+  // Only now, with the port bound, are generated credentials written (a failed start leaves none).
+  await app.persistGeneratedCredentials();
+  const store = config.databaseUrl ? 'postgres' : 'json';
+  app.log.info(
+    { listening, publicBaseUrl: config.publicBaseUrl, store, ...(config.databaseUrl ? {} : { dataDir: config.dataDir }), docs: `${config.publicBaseUrl}/docs` },
+    `agent-resource-registry ready: listening on ${listening}, PUBLIC_BASE_URL ${config.publicBaseUrl}, store ${store}${config.databaseUrl ? '' : ` in ${config.dataDir}`}, docs ${config.publicBaseUrl}/docs`,
+  );
 }
 
 await main();

@@ -33,7 +33,7 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description Answers 200 once the store is loaded and migrated, and 503 `not_ready` before that or while shutting down.
+         * @description Answers 200 once the store is loaded and migrated, and 503 `not_ready` before that, while shutting down, or (PostgreSQL store) while the database does not answer.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -172,6 +172,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/acp/machines/{machineId}/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a machine's token
+         * @description Issues a new machine token and refuses the old one from this moment. The enrollment stays: the machine's records, its `enrolledAt` and the canvas tokens minted for it are kept. This response is the only time the new token is shown.
+         */
+        post: operations["rotateMachineToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/acp/profiles": {
         parameters: {
             query?: never;
@@ -238,6 +258,26 @@ export interface paths {
          * @description A token bound to one canvas and one enrolled Agentlet machine, expiring after `ttlSeconds`. It reads `$HUABU_RFS_URL/resources`: the host records and that machine's. Owner token or the Huabu provider token.
          */
         post: operations["mintCanvasToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/acp/canvas-tokens/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke a canvas's tokens
+         * @description Every canvas token of this canvas minted until now is refused from now on (401), whichever machine it was minted for; tokens minted afterwards work. Audited. Owner token or the Huabu provider token.
+         */
+        post: operations["revokeCanvasTokens"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1449,6 +1489,140 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `machine_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    rotateMachineToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Exact Agentlet machine ID (never `huabu`).
+                 * @example agentlet-7f3a
+                 */
+                machineId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Rotated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Exact Agentlet machine ID (never `huabu`).
+                         * @example agentlet-7f3a
+                         */
+                        machineId: string;
+                        /** @description The machine token. Shown only in this response; store it on the machine. */
+                        token: string;
+                    };
+                };
             };
             /** @description `validation_failed` */
             400: {
@@ -2923,6 +3097,122 @@ export interface operations {
             };
             /** @description `secret_detected` */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    revokeCanvasTokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Canvas ID.
+                     * @example canvas-42
+                     */
+                    canvasId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Revoked. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Canvas ID.
+                         * @example canvas-42
+                         */
+                        canvasId: string;
+                        /**
+                         * Format: date-time
+                         * @description Canvas tokens of this canvas minted at or before this time are refused from now on; tokens minted later are not affected.
+                         */
+                        revokedBefore: string;
+                    };
+                };
+            };
+            /** @description `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

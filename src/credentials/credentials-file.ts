@@ -21,6 +21,13 @@ export interface ResolvedCredentials {
   file: string | undefined;
   /** True when this call generated values (first start). */
   generated: boolean;
+  /** Where each value comes from (never the value): the environment, the file, or generated now. */
+  sources: Record<keyof Credentials, 'environment' | 'file' | 'generated'>;
+  /**
+   * Writes generated values to the file. Already done unless `deferWrite` was asked for; then the caller
+   * calls it once the start can no longer fail (after listening), so a failed start generates nothing.
+   */
+  persist(): Promise<void>;
 }
 
 const generators: Record<keyof Credentials, () => string> = {
@@ -67,15 +74,31 @@ async function readStored(file: string): Promise<Partial<Credentials>> {
   return stored;
 }
 
-export async function resolveCredentials(dataDir: string, fromEnv: Partial<Credentials>): Promise<ResolvedCredentials> {
+export async function resolveCredentials(
+  dataDir: string,
+  fromEnv: Partial<Credentials>,
+  options: { deferWrite?: boolean } = {},
+): Promise<ResolvedCredentials> {
   const file = path.join(dataDir, CREDENTIALS_FILE);
   const keys = Object.keys(generators) as (keyof Credentials)[];
-  if (keys.every((k) => fromEnv[k])) return { credentials: fromEnv as Credentials, file: undefined, generated: false };
+  const fromEnvironment = { ownerToken: 'environment', huabuProviderToken: 'environment', canvasTokenSecret: 'environment' } as const;
+  if (keys.every((k) => fromEnv[k])) {
+    return { credentials: fromEnv as Credentials, file: undefined, generated: false, sources: fromEnvironment, persist: async () => undefined };
+  }
 
   const stored = await readStored(file);
+  const sources = Object.fromEntries(
+    keys.map((k) => [k, fromEnv[k] ? 'environment' : stored[k] ? 'file' : 'generated']),
+  ) as ResolvedCredentials['sources'];
   const missing = keys.filter((k) => !fromEnv[k] && !stored[k]);
   for (const key of missing) stored[key] = generators[key]();
-  if (missing.length > 0) await writeFileDurably(file, JSON.stringify(stored, null, 2) + '\n');
+  let written = missing.length === 0;
+  const persist = async () => {
+    if (written) return;
+    await writeFileDurably(file, JSON.stringify(stored, null, 2) + '\n');
+    written = true;
+  };
+  if (!options.deferWrite) await persist();
   const credentials = Object.fromEntries(keys.map((k) => [k, fromEnv[k] || stored[k]!])) as unknown as Credentials;
-  return { credentials, file, generated: missing.length > 0 };
+  return { credentials, file, generated: missing.length > 0, sources, persist };
 }

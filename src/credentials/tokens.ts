@@ -39,6 +39,11 @@ export interface CanvasClaims {
   enrolledAt: string;
   /** Seconds since the epoch. */
   exp: number;
+  /**
+   * Milliseconds since the epoch when the token was minted (checked against a canvas's revocation
+   * cut-off). Tokens minted before this claim existed have none and count as minted at 0.
+   */
+  mintedAtMs?: number;
 }
 
 export type CanvasTokenCheck =
@@ -54,7 +59,15 @@ function sign(payload: string, secret: string): Buffer {
  * that machine's enrollment (`e`).
  */
 export function mintCanvasToken(claims: CanvasClaims, secret: string): string {
-  const payload = Buffer.from(JSON.stringify({ c: claims.canvasId, m: claims.agentletId, e: claims.enrolledAt, exp: claims.exp })).toString('base64url');
+  const payload = Buffer.from(
+    JSON.stringify({
+      c: claims.canvasId,
+      m: claims.agentletId,
+      e: claims.enrolledAt,
+      exp: claims.exp,
+      ...(claims.mintedAtMs === undefined ? {} : { t: claims.mintedAtMs }),
+    }),
+  ).toString('base64url');
   return `${TOKEN_PREFIX.canvas}${payload}.${sign(payload, secret).toString('base64url')}`;
 }
 
@@ -65,16 +78,23 @@ export function verifyCanvasToken(token: string, secret: string, nowSeconds: num
   const expected = sign(payload, secret);
   const given = Buffer.from(signature, 'base64url');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad_signature' };
-  let claims: { c?: unknown; m?: unknown; e?: unknown; exp?: unknown } | null;
+  let claims: { c?: unknown; m?: unknown; e?: unknown; exp?: unknown; t?: unknown } | null;
   try {
     claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
   } catch {
     return { ok: false, reason: 'malformed' };
   }
   // A signed `null` payload is malformed too (not a TypeError).
-  if (claims === null || typeof claims.c !== 'string' || typeof claims.m !== 'string' || typeof claims.e !== 'string' || typeof claims.exp !== 'number') {
+  if (
+    claims === null ||
+    typeof claims.c !== 'string' ||
+    typeof claims.m !== 'string' ||
+    typeof claims.e !== 'string' ||
+    typeof claims.exp !== 'number' ||
+    (claims.t !== undefined && typeof claims.t !== 'number')
+  ) {
     return { ok: false, reason: 'malformed' };
   }
   if (claims.exp <= nowSeconds) return { ok: false, reason: 'expired' };
-  return { ok: true, claims: { canvasId: claims.c, agentletId: claims.m, enrolledAt: claims.e, exp: claims.exp } };
+  return { ok: true, claims: { canvasId: claims.c, agentletId: claims.m, enrolledAt: claims.e, exp: claims.exp, ...(claims.t === undefined ? {} : { mintedAtMs: claims.t }) } };
 }

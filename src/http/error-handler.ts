@@ -43,13 +43,38 @@ export function unknownProperties(count: number): string {
   return `must not have additional properties (${count} unknown; names are not echoed)`;
 }
 
+type ValidationIssue = NonNullable<FastifyError['validation']>[number];
+
+/**
+ * A value outside an enum (a union of literals) fails every branch: one "must be equal to constant" per
+ * branch, then "must match a schema in anyOf". Those become one issue that lists the allowed values.
+ */
+function enumIssues(validation: readonly ValidationIssue[]): ValidationIssue[] {
+  const out: ValidationIssue[] = [];
+  for (const v of validation) {
+    if (v.keyword !== 'anyOf') {
+      out.push(v);
+      continue;
+    }
+    const branches = out.filter((o) => o.instancePath === v.instancePath && o.keyword === 'const');
+    const allowed = branches.map((o) => (o.params as { allowedValue?: unknown; const?: unknown })?.allowedValue ?? (o.params as { const?: unknown })?.const);
+    if (branches.length === 0 || allowed.some((a) => a === undefined)) {
+      out.push(v);
+      continue;
+    }
+    for (const b of branches) out.splice(out.indexOf(b), 1);
+    out.push({ ...v, message: `must be one of: ${allowed.map((a) => String(a)).join(', ')}` });
+  }
+  return out;
+}
+
 function toBody(err: FastifyError | AppError | Error): ErrorBody {
   if (err instanceof AppError) return body(err.code, err.message, err.details);
   // Work cancelled because its client went away: nobody reads this answer.
   if (err.name === 'AbortError') return body('overloaded', 'The request was cancelled.');
   const fe = err as FastifyError;
   if (fe.validation) {
-    const issues = fe.validation
+    const issues = enumIssues(fe.validation)
       .filter((v) => v.keyword !== 'boolean')
       .map((v) => {
         const extra = (v.params as { additionalProperties?: string[] })?.additionalProperties;

@@ -63,6 +63,35 @@ export class MachineRegistry {
     await this.audit.record(withdrawn.map((id) => ({ actor, action, id, outcome: 'withdrawn' })));
   }
 
+  /**
+   * A new token for an active machine; the old one is refused from the moment this returns. The enrollment
+   * is kept: `enrolledAt`, the machine's records and the canvas tokens minted for it stay valid.
+   */
+  async rotate(machineId: string, actor: string): Promise<{ machineId: string; token: string }> {
+    const token = generateToken(TOKEN_PREFIX.machine);
+    await this.store
+      .rotateMachineToken(machineId, tokenDigest(token).toString('hex'))
+      .catch((err: unknown) => this.audit.failure(actor, 'machine.rotate', machineId, err));
+    await this.audit.record([{ actor, action: 'machine.rotate', id: machineId, outcome: 'rotated' }]);
+    return { machineId, token };
+  }
+
+  /** Every canvas token of `canvasId` minted up to now is refused from now on; later ones are not. */
+  async revokeCanvasTokens(canvasId: string, actor: string): Promise<{ canvasId: string; revokedBefore: string }> {
+    const revokedBefore = this.clock.now().toISOString();
+    await this.store
+      .revokeCanvasTokens(canvasId, revokedBefore)
+      .catch((err: unknown) => this.audit.failure(actor, 'canvas-tokens.revoke', canvasId, err));
+    await this.audit.record([{ actor, action: 'canvas-tokens.revoke', id: canvasId, outcome: 'revoked' }]);
+    return { canvasId, revokedBefore };
+  }
+
+  /** True when a canvas token of `canvasId` minted at `mintedAtMs` falls under a revocation. */
+  async isCanvasTokenRevoked(canvasId: string, mintedAtMs: number): Promise<boolean> {
+    const cutOff = await this.store.canvasTokensRevokedBefore(canvasId);
+    return cutOff !== undefined && mintedAtMs <= Date.parse(cutOff);
+  }
+
   /** True while `machineId` is enrolled and not revoked. */
   async isActive(machineId: string): Promise<boolean> {
     return (await this.activeEnrollment(machineId)) !== undefined;

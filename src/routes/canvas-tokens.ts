@@ -5,7 +5,7 @@ import { actorOf } from '../credentials/principal.js';
 import { AppError } from '../errors.js';
 import { protect } from '../http/auth.js';
 import { errors } from '../http/openapi.js';
-import { CanvasTokenBody, CanvasTokenResult, DEFAULT_CANVAS_TTL_SECONDS } from '../schemas/canvas-token.js';
+import { CanvasRevokeBody, CanvasRevokeResult, CanvasTokenBody, CanvasTokenResult, DEFAULT_CANVAS_TTL_SECONDS } from '../schemas/canvas-token.js';
 import type { RouteDeps } from './deps.js';
 
 export function rfsUrl(publicBaseUrl: string, canvasId: string): string {
@@ -35,11 +35,28 @@ export const canvasTokenRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
       if (enrolledAt === undefined) {
         throw new AppError('machine_not_found', `No enrolled machine ${agentletId}.`, { machineId: agentletId });
       }
-      const exp = Math.floor(now().getTime() / 1000) + ttlSeconds;
-      const token = mintCanvasToken({ canvasId, agentletId, enrolledAt, exp }, credentials.canvasTokenSecret);
+      const mintedAtMs = now().getTime();
+      const exp = Math.floor(mintedAtMs / 1000) + ttlSeconds;
+      const token = mintCanvasToken({ canvasId, agentletId, enrolledAt, exp, mintedAtMs }, credentials.canvasTokenSecret);
       await audit.record([{ actor: actorOf(request.principal!), action: 'canvas-token.mint', id: `${canvasId}@${agentletId}`, outcome: 'minted' }]);
       reply.header('cache-control', 'no-store');
       return reply.code(201).send({ token, expiresAt: new Date(exp * 1000).toISOString(), rfsUrl: rfsUrl(config.publicBaseUrl, canvasId) });
     },
+  );
+
+  app.post(
+    '/canvas-tokens/revoke',
+    {
+      schema: {
+        tags: ['canvas tokens'],
+        operationId: 'revokeCanvasTokens',
+        summary: "Revoke a canvas's tokens",
+        description:
+          'Every canvas token of this canvas minted until now is refused from now on (401), whichever machine it was minted for; tokens minted afterwards work. Audited. Owner token or the Huabu provider token.',
+        body: CanvasRevokeBody,
+        response: { 200: { ...CanvasRevokeResult, description: 'Revoked.' }, ...errors('validation_failed') },
+      },
+    },
+    async (request) => machines.revokeCanvasTokens(request.body.canvasId, actorOf(request.principal!)),
   );
 };

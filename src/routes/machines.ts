@@ -61,4 +61,23 @@ export const machineRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
       return reply.code(204).send(null);
     },
   );
+
+  app.post(
+    '/machines/:machineId/rotate',
+    {
+      schema: {
+        tags: ['machines'],
+        operationId: 'rotateMachineToken',
+        summary: "Rotate a machine's token",
+        description:
+          "Issues a new machine token and refuses the old one from this moment. The enrollment stays: the machine's records, its `enrolledAt` and the canvas tokens minted for it are kept. This response is the only time the new token is shown.",
+        params: Type.Object({ machineId: MachineId }),
+        response: { 200: { ...EnrollResult, description: 'Rotated.' }, ...errors('validation_failed', 'machine_not_found') },
+      },
+    },
+    async (request, reply) => {
+      reply.header('cache-control', 'no-store');
+      return machines.rotate(request.params.machineId, actorOf(request.principal!));
+    },
+  );
 };

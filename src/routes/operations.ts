@@ -5,7 +5,7 @@ import { AppError } from '../errors.js';
 import { errors } from '../http/openapi.js';
 import type { Metrics } from '../metrics.js';
 
-export const operationsRoutes: FastifyPluginAsyncTypebox<{ isReady: () => boolean; metrics: Metrics }> = async (app, { isReady, metrics }) => {
+export const operationsRoutes: FastifyPluginAsyncTypebox<{ isReady: () => boolean | Promise<boolean>; metrics: Metrics }> = async (app, { isReady, metrics }) => {
   app.get(
     '/healthz',
     {
@@ -28,12 +28,12 @@ export const operationsRoutes: FastifyPluginAsyncTypebox<{ isReady: () => boolea
         security: [],
         operationId: 'getReadiness',
         summary: 'Readiness',
-        description: 'Answers 200 once the store is loaded and migrated, and 503 `not_ready` before that or while shutting down.',
+        description: 'Answers 200 once the store is loaded and migrated, and 503 `not_ready` before that, while shutting down, or (PostgreSQL store) while the database does not answer.',
         response: { 200: Type.Object({ status: Type.Literal('ready') }, { description: 'Ready for traffic.' }), ...errors('not_ready') },
       },
     },
     async () => {
-      if (!isReady()) throw new AppError('not_ready', 'The registry is not ready.');
+      if (!(await isReady())) throw new AppError('not_ready', 'The registry is not ready.');
       return { status: 'ready' as const };
     },
   );

@@ -29,3 +29,16 @@ export const CanvasTokenResult = Type.Object(
   },
   { additionalProperties: false },
 );
+
+export const CanvasRevokeBody = Type.Object({ canvasId: CanvasId }, { additionalProperties: false });
+
+export const CanvasRevokeResult = Type.Object(
+  {
+    canvasId: CanvasId,
+    revokedBefore: Type.String({
+      format: 'date-time',
+      description: 'Canvas tokens of this canvas minted at or before this time are refused from now on; tokens minted later are not affected.',
+    }),
+  },
+  { additionalProperties: false },
+);

@@ -1,6 +1,7 @@
 // The embedded default store: JSON files under DATA_DIR (DESIGN §6), one durable document per file,
 // group-committed. The process holds the DATA_DIR lock for as long as the store is open.
-import { mkdir } from 'node:fs/promises';
+import { constants as fsConstants } from 'node:fs';
+import { access, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Compile } from 'typebox/compile';
 import { AppError } from '../errors.js';
@@ -21,7 +22,7 @@ import { readVersionedFile } from './versioned-file.js';
 import { JsonWorkloadFiles } from './json-workload-files.js';
 import type { WorkloadRecord } from '../schemas/workload.js';
 import type { AuditEntry, MachineRecord, ProfileEntry, RegistryStore } from './store.js';
-import { StoreFileError } from './store-file-error.js';
+import { DataDirError, StoreFileError } from './store-file-error.js';
 import { JournalCorruptError, journalPathFor, readJournal } from './journal.js';
 import { OverlayMap, type RecordMap } from './overlay-map.js';
 
@@ -31,7 +32,7 @@ export const AUDIT_FILE = 'audit.jsonl';
 export const REGISTRY_FILE = path.join('agent-team', 'registry.json');
 const MACHINES_FILE_VERSION = 1;
 
-export { StoreFileError };
+export { DataDirError, StoreFileError };
 
 interface ResourcesState {
   /** Committed: a Map; in a mutation's draft: an OverlayMap over it. */
@@ -39,6 +40,8 @@ interface ResourcesState {
 }
 interface MachinesState {
   machines: Map<string, MachineRecord>;
+  /** canvasId → ISO cut-off: canvas tokens of that canvas minted at or before it are refused. */
+  canvasRevocations: Map<string, string>;
 }
 
 interface RegistryState {
@@ -86,9 +89,22 @@ const resourcesCodec = (file: string, fs: FileSystemSeam, onBackup: (backupFile:
 });
 
 const machinesCodec: DocumentCodec<MachinesState> = {
-  clone: (s) => ({ machines: new Map(s.machines) }),
+  clone: (s) => ({ machines: new Map(s.machines), canvasRevocations: new Map(s.canvasRevocations) }),
   serialize: (s) =>
-    JSON.stringify({ schemaVersion: MACHINES_FILE_VERSION, state: { machines: sortedValues(s.machines) } }, null, 2) + '\n',
+    JSON.stringify(
+      {
+        schemaVersion: MACHINES_FILE_VERSION,
+        state: {
+          machines: sortedValues(s.machines),
+          // Written only once used, so a DATA_DIR that never revoked a canvas keeps its exact v1 bytes.
+          ...(s.canvasRevocations.size > 0
+            ? { canvasRevocations: [...s.canvasRevocations.keys()].sort().map((canvasId) => ({ canvasId, revokedBefore: s.canvasRevocations.get(canvasId)! })) }
+            : {}),
+        },
+      },
+      null,
+      2,
+    ) + '\n',
 };
 
 const registryCodec: DocumentCodec<RegistryState> = {
@@ -172,11 +188,20 @@ function isMachineRecord(v: unknown): v is MachineRecord {
 
 async function loadMachines(file: string): Promise<MachinesState> {
   const machines = new Map<string, MachineRecord>();
-  for (const entry of recordList(file, await readVersionedFile(file, MACHINES_FILE_VERSION), 'machines')) {
+  const state = await readVersionedFile(file, MACHINES_FILE_VERSION);
+  for (const entry of recordList(file, state, 'machines')) {
     if (!isMachineRecord(entry)) throw new StoreFileError(file, 'holds an invalid machine record');
     machines.set(entry.machineId, Object.freeze(entry));
   }
-  return { machines };
+  const canvasRevocations = new Map<string, string>();
+  const revocations = state && 'canvasRevocations' in state ? recordList(file, state, 'canvasRevocations') : [];
+  for (const entry of revocations as { canvasId?: unknown; revokedBefore?: unknown }[]) {
+    if (typeof entry?.canvasId !== 'string' || typeof entry.revokedBefore !== 'string') {
+      throw new StoreFileError(file, 'holds an invalid canvas-token revocation');
+    }
+    canvasRevocations.set(entry.canvasId, entry.revokedBefore);
+  }
+  return { machines, canvasRevocations };
 }
 
 export interface JsonStoreSnapshot {
@@ -216,7 +241,15 @@ export class JsonFileStore implements RegistryStore {
   static async open(options: JsonFileStoreOptions): Promise<JsonFileStore> {
     const { dataDir } = options;
     const fs = options.fs ?? nodeFileSystem;
-    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    await mkdir(dataDir, { recursive: true, mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+      // The operator's mistakes, said in one line (the server prints StoreFileError without a stack).
+      if (err.code === 'EEXIST' || err.code === 'ENOTDIR') throw new DataDirError(dataDir, 'is a file, not a directory (or a parent of it is a file); point DATA_DIR at a directory');
+      if (err.code === 'EACCES' || err.code === 'EPERM' || err.code === 'EROFS') throw new DataDirError(dataDir, `cannot be created or written (${err.code}); choose a directory this user may write`);
+      throw err;
+    });
+    await access(dataDir, fsConstants.W_OK | fsConstants.X_OK).catch((err: NodeJS.ErrnoException) => {
+      throw new DataDirError(dataDir, `is not writable by this user (${err.code}); fix its owner or mode, or choose another directory`);
+    });
     const lock = await lockDataDir(dataDir);
     // What is open so far, closed again if a later file refuses to load (no handle left to the GC).
     const opened: { close(): Promise<void> }[] = [];
@@ -345,6 +378,29 @@ export class JsonFileStore implements RegistryStore {
     this.machinesByDigest = indexByDigest(this.machines.state.machines);
   }
 
+  async rotateMachineToken(machineId: string, tokenDigest: string): Promise<void> {
+    await this.machines.update((draft) => {
+      const existing = draft.machines.get(machineId);
+      if (!existing || existing.revokedAt) throw new AppError('machine_not_found', `No enrolled machine ${machineId}.`, { machineId });
+      draft.machines.set(machineId, Object.freeze({ ...existing, tokenDigest }));
+      return { result: undefined, changed: true };
+    });
+    this.machinesByDigest = indexByDigest(this.machines.state.machines);
+  }
+
+  async revokeCanvasTokens(canvasId: string, revokedBefore: string): Promise<void> {
+    await this.machines.update((draft) => {
+      const current = draft.canvasRevocations.get(canvasId);
+      if (current !== undefined && current >= revokedBefore) return { result: undefined, changed: false };
+      draft.canvasRevocations.set(canvasId, revokedBefore);
+      return { result: undefined, changed: true };
+    });
+  }
+
+  async canvasTokensRevokedBefore(canvasId: string): Promise<string | undefined> {
+    return this.machines.state.canvasRevocations.get(canvasId);
+  }
+
   async listProfiles(): Promise<readonly ProfileEntry[]> {
     return this.#listOf(this.registry, () => sortedValues(this.registry.state.profiles).map(entryOf));
   }
@@ -400,6 +456,10 @@ export class JsonFileStore implements RegistryStore {
 
   appendAudit(entries: readonly AuditEntry[]): Promise<void> {
     return this.audit.append(entries);
+  }
+
+  async isAvailable(): Promise<boolean> {
+    return true;
   }
 
   /** Everything this store holds besides the audit log, for `npm run import` into PostgreSQL. */

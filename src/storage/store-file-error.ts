@@ -5,3 +5,11 @@ export class StoreFileError extends Error {
     this.name = 'StoreFileError';
   }
 }
+
+/** DATA_DIR itself cannot be used (a file, not writable): the start stops with this one-line message. */
+export class DataDirError extends Error {
+  constructor(readonly dataDir: string, reason: string) {
+    super(`DATA_DIR ${dataDir}: ${reason}.`);
+    this.name = 'DataDirError';
+  }
+}

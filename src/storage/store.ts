@@ -57,6 +57,19 @@ export interface RegistryStore {
   /** Enrolls a new machine or re-enrolls a revoked one; 409 `machine_exists` while one is active. */
   enrollMachine(record: MachineRecord): Promise<void>;
   revokeMachine(machineId: string, revokedAt: string): Promise<void>;
+  /**
+   * Replaces an active machine's token digest (rotation); `enrolledAt`, `revokedAt` and its records stay.
+   * 404 `machine_not_found` when the machine is unknown or revoked.
+   */
+  rotateMachineToken(machineId: string, tokenDigest: string): Promise<void>;
+
+  /**
+   * Canvas-token revocation: every canvas token of `canvasId` minted at or before `revokedBefore` (ISO
+   * time) is refused from now on. A later revocation of the same canvas moves the cut-off forward.
+   */
+  revokeCanvasTokens(canvasId: string, revokedBefore: string): Promise<void>;
+  /** The latest cut-off recorded for `canvasId`, if any. */
+  canvasTokensRevokedBefore(canvasId: string): Promise<string | undefined>;
 
   /**
    * Profiles, with the rules of src/profiles/profile-rules.ts applied atomically with each write: alias
@@ -87,5 +100,10 @@ export interface RegistryStore {
   realizeWorkload(record: WorkloadRecord): Promise<{ workload: WorkloadRecord; created: boolean }>;
 
   appendAudit(entries: readonly AuditEntry[]): Promise<void>;
+  /**
+   * Whether the store can serve requests now (readiness). A store that lives in this process (JSON files)
+   * is ready once open; a database-backed store asks its database.
+   */
+  isAvailable(): Promise<boolean>;
   close(): Promise<void>;
 }

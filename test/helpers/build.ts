@@ -30,7 +30,7 @@ export function recordIssuedToken(token: string): void {
 }
 
 /** Routes whose response is the one place a token may appear. */
-const ISSUING_ROUTES = new Set(['POST /api/acp/machines', 'POST /api/acp/canvas-tokens', 'POST /api/acp/grants']);
+const ISSUING_ROUTES = new Set(['POST /api/acp/machines', 'POST /api/acp/machines/:machineId/rotate', 'POST /api/acp/canvas-tokens', 'POST /api/acp/grants']);
 
 let counter = 0;
 

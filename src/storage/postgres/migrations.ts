@@ -117,6 +117,18 @@ ALTER TABLE resources ADD CONSTRAINT resources_version_fields CHECK (
 );
 `,
   },
+  {
+    version: 3,
+    name: 'canvas token revocations',
+    sql: `
+-- One row per canvas whose tokens were revoked: tokens minted at or before revoked_before (ISO time,
+-- written by the code in one format so text order is time order) are refused.
+CREATE TABLE canvas_token_revocations (
+  canvas_id text PRIMARY KEY,
+  revoked_before text NOT NULL
+);
+`,
+  },
 ];
 
 export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

@@ -166,6 +166,9 @@ export async function rekeyAliases(client: pg.PoolClient): Promise<{ updated: nu
   }
 }
 
+/** Longest a readiness probe waits for the database before answering "not ready". */
+const READINESS_TIMEOUT_MS = 2_000;
+
 export class PostgresStore implements RegistryStore {
   readonly #pool: pg.Pool;
   readonly #listener: ChangeListener;
@@ -551,6 +554,32 @@ export class PostgresStore implements RegistryStore {
     });
   }
 
+  rotateMachineToken(machineId: string, tokenDigest: string): Promise<void> {
+    return this.#guard(async () => {
+      const { rowCount } = await this.#query('UPDATE machines SET token_digest = $2 WHERE machine_id = $1 AND revoked_at IS NULL', [machineId, tokenDigest]);
+      if (!rowCount) throw new AppError('machine_not_found', `No enrolled machine ${machineId}.`, { machineId });
+    });
+  }
+
+  revokeCanvasTokens(canvasId: string, revokedBefore: string): Promise<void> {
+    return this.#guard(async () => {
+      // ISO times in one format compare as text; the cut-off only moves forward.
+      await this.#query(
+        `INSERT INTO canvas_token_revocations (canvas_id, revoked_before) VALUES ($1, $2)
+         ON CONFLICT (canvas_id) DO UPDATE SET revoked_before = EXCLUDED.revoked_before
+         WHERE canvas_token_revocations.revoked_before < EXCLUDED.revoked_before`,
+        [canvasId, revokedBefore],
+      );
+    });
+  }
+
+  canvasTokensRevokedBefore(canvasId: string): Promise<string | undefined> {
+    return this.#guard(async () => {
+      const { rows } = await this.#query<{ revoked_before: string }>('SELECT revoked_before FROM canvas_token_revocations WHERE canvas_id = $1', [canvasId]);
+      return rows[0]?.revoked_before;
+    });
+  }
+
   listProfiles(): Promise<readonly ProfileEntry[]> {
     return this.#guard(async () => {
       const { rows } = await this.#query<{ record: AgentProfile; revision: string }>('SELECT record, revision FROM profiles ORDER BY id COLLATE "C"');
@@ -688,6 +717,24 @@ export class PostgresStore implements RegistryStore {
         );
       }),
     );
+  }
+
+  /** One round trip to the database, bounded so a hung connection attempt answers "no" in time. */
+  async isAvailable(): Promise<boolean> {
+    if (this.#closed) return false;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), READINESS_TIMEOUT_MS);
+    });
+    const probe = this.#query('SELECT 1').then(
+      () => true,
+      () => false,
+    );
+    try {
+      return await Promise.race([probe, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,83 @@
+// The process start as an operator meets it (refusals) (`node dist/src/server.js`, real sockets, real files): one-line
+// refusals without stack traces and without generating credentials, the refusal of a wildcard HOST without
+// PUBLIC_BASE_URL, the one-line summary, where each credential comes from, and pretty logs only on a TTY.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import t from 'tap';
+import { tempDataDir } from './helpers/build.js';
+import { SERVER_ENTRY } from './crash/server-process.js';
+
+interface Exit {
+  code: number | null;
+  out: string;
+  err: string;
+}
+
+/** Runs the server to its exit (bounded) without any credential in the environment unless given. */
+function runToExit(env: Record<string, string>, timeoutMs = 90_000): Promise<Exit> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [SERVER_ENTRY], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the server did not exit within ${timeoutMs} ms: ${out}${err}`));
+    }, timeoutMs);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, out, err });
+    });
+  });
+}
+
+// Each case starts a real process; on a loaded machine a start takes tens of seconds.
+t.setTimeout(600_000);
+
+const noStack = (text: string) => !/^\s+at /m.test(text) && !/"stack"/.test(text);
+
+t.test('a DATA_DIR that is a file: one line, exit 1, no stack, no credentials generated', async (t) => {
+  const dir = await tempDataDir();
+  const file = path.join(dir, 'not-a-dir');
+  await writeFile(file, 'x');
+  const run = await runToExit({ DATA_DIR: file, HOST: '127.0.0.1', PORT: '0' });
+  t.equal(run.code, 1);
+  const text = run.out + run.err;
+  t.match(text, /DATA_DIR .*not-a-dir: is a file, not a directory/);
+  t.ok(noStack(text), 'no stack trace');
+  t.equal(text.trim().split('\n').length, 1, 'one line');
+
+  const nested = await runToExit({ DATA_DIR: path.join(file, 'data'), HOST: '127.0.0.1', PORT: '0' });
+  t.equal(nested.code, 1);
+  t.match(nested.out + nested.err, /is a file, not a directory/);
+  t.ok(noStack(nested.out + nested.err));
+});
+
+t.test('a port already in use: one line, exit 1, and no credentials.json left behind', async (t) => {
+  const blocker = net.createServer();
+  await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => blocker.close(() => r())));
+  const port = (blocker.address() as net.AddressInfo).port;
+  const dataDir = await tempDataDir();
+  const run = await runToExit({ DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: String(port), SEED_HUABU_RESOURCES: 'false' });
+  t.equal(run.code, 1);
+  t.match(run.out + run.err, new RegExp(`Cannot listen on 127\\.0\\.0\\.1:${port}: the port is already in use`));
+  t.ok(noStack(run.out + run.err));
+  t.notOk(existsSync(path.join(dataDir, 'credentials.json')), 'credentials are generated only once the server listens');
+});
+
+t.test('a wildcard HOST without PUBLIC_BASE_URL is refused; with it the server starts', async (t) => {
+  for (const host of ['0.0.0.0', '::']) {
+    const run = await runToExit({ DATA_DIR: await tempDataDir(), HOST: host, PORT: '0' });
+    t.equal(run.code, 2, host);
+    t.match(run.err, /listens on every interface, so PUBLIC_BASE_URL must say how clients reach this registry/);
+    t.ok(noStack(run.err));
+  }
+  const { loadConfig } = await import('../src/config.js');
+  t.equal(loadConfig({ HOST: '0.0.0.0', PUBLIC_BASE_URL: 'http://registry.example:8787' }).publicBaseUrl, 'http://registry.example:8787');
+});
+
