@@ -180,7 +180,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       bodyLimit: BODY_LIMIT,
       requestTimeout: 30_000,
       return503OnClosing: true,
-      maxParamLength: MAX_PARAM_LENGTH,
+      routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
       frameworkErrors,
       clientErrorHandler,
     }).withTypeProvider<TypeBoxTypeProvider>();
