@@ -11,6 +11,8 @@ import { SecretScanner } from '../../src/secrets/secret-scanner.js';
 import { addSkill, assertBuilt, FAKE_GITHUB_TOKEN, installFile, machine, tempDir, type Machine } from '../helpers/agentlet.js';
 
 assertBuilt();
+// About a dozen CLI runs, each loading the secret scanner: on a loaded machine this file nears tap's 120 s.
+t.setTimeout(300_000);
 
 const FIXTURE = path.resolve('test', 'fixtures', 'agentlet-upstream', 'root');
 const MACHINE = 'agentlet-7f3a';
