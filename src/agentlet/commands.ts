@@ -13,7 +13,7 @@ import {
   serializeReceipt,
   toReconcileEntry,
   validateResourceRoot,
-  type Receipt,
+  type ReceiptV1,
 } from './receipt.js';
 import { RegistryClient, type ReconcileResponse } from './registry-client.js';
 import { assertInitialized, initResourceRoot, permissionWarnings, RECEIPTS_DIR, type ReceiptKind } from './resource-root.js';
@@ -37,11 +37,14 @@ export async function initCommand(root: string, io: Output): Promise<ExitCode> {
   return EXIT.ok;
 }
 
-export async function validateCommand(root: string, io: Output, scanner = new SecretScanner()): Promise<ExitCode> {
+export async function validateCommand(root: string, io: Output, scanner = new SecretScanner(), machineId?: string): Promise<ExitCode> {
   await assertInitialized(root);
   for (const w of await permissionWarnings(root)) io.err(w);
-  const { reports, valid } = await validateResourceRoot(root, scanner);
+  const { reports, valid } = await validateResourceRoot(root, scanner, machineId);
   for (const r of reports) io.out(formatReport(r));
+  if (machineId === undefined && reports.some((r) => r.receipt?.provider !== undefined)) {
+    io.err('note: receipt providers were not compared with this machine\'s ID; pass --machine-id ID to check them (sync always does)');
+  }
   if (reports.length === 0) io.err(`no receipts in ${path.join(root, RECEIPTS_DIR)}`);
   if (!valid) io.err(`${reports.filter((r) => !r.receipt).length} of ${reports.length} receipt(s) invalid`);
   return valid ? EXIT.ok : EXIT.rejected;
@@ -55,6 +58,8 @@ export interface ReceiptAddInput {
   description: string;
   instructionsFile: string;
   source?: string | undefined;
+  /** Written as the receipt's `provider`, which upstream's Agentlet requires. */
+  machineId?: string | undefined;
   force: boolean;
   now: Date;
 }
@@ -89,18 +94,19 @@ export async function receiptAddCommand(root: string, input: ReceiptAddInput, io
     throw new CliError(`invalid receipt ID "${input.id}": must be kebab-case (a-z, 0-9, single hyphens), at most 128 characters`, EXIT.rejected);
   }
   const realRoot = await realpath(root);
-  const receipt: Receipt = {
+  const receipt: ReceiptV1 = {
     schemaVersion: RECEIPT_SCHEMA_VERSION,
     id: input.id,
     kind: input.kind,
     name: input.name,
+    ...(input.machineId === undefined ? {} : { provider: input.machineId }),
     description: input.description,
     instructions: await readInstructions(input.instructionsFile),
     entrypoint: await relativeEntrypoint(root, realRoot, input.entrypoint),
     ...(input.source === undefined ? {} : { source: input.source }),
     installedAt: input.now.toISOString(),
   };
-  const problems = await receiptProblems(realRoot, input.id, receipt, scanner);
+  const problems = await receiptProblems(realRoot, input.id, receipt, scanner, input.machineId);
   if (problems.length > 0) throw new CliError(`invalid receipt ${input.id}: ${problems.join('; ')}\nnothing was written`, EXIT.rejected);
   const target = path.join(realRoot, RECEIPTS_DIR, `${input.id}.json`);
   const exists = await lstat(target).then(
@@ -110,6 +116,9 @@ export async function receiptAddCommand(root: string, input: ReceiptAddInput, io
   if (exists && !input.force) throw new CliError(`${RECEIPTS_DIR}/${input.id}.json already exists; pass --force to replace it`, EXIT.rejected);
   await writeFileDurably(target, serializeReceipt(receipt));
   io.out(`${exists ? 'replaced' : 'wrote'} ${path.join(root, RECEIPTS_DIR, `${input.id}.json`)}`);
+  if (input.machineId === undefined) {
+    io.err('warning: written without "provider" (pass --machine-id ID): upstream\'s Agentlet requires it to read the receipt; this CLI does not');
+  }
   io.out('next: `agentlet-resources validate`, then `agentlet-resources sync ...` to publish it');
   return EXIT.ok;
 }
@@ -140,7 +149,7 @@ export async function syncCommand(root: string, input: RegistryInput & { dryRun:
   const { client, token } = await connect(input, io);
   try {
     for (const w of await permissionWarnings(root)) io.err(w);
-    const { reports, valid } = await validateResourceRoot(root, new SecretScanner([token]));
+    const { reports, valid } = await validateResourceRoot(root, new SecretScanner([token]), input.machineId);
     for (const r of reports) io.out(formatReport(r));
     if (!valid) {
       io.err(`sync aborted: ${reports.filter((r) => !r.receipt).length} invalid receipt(s); nothing was sent to the registry`);

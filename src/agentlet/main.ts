@@ -17,12 +17,16 @@ Validates this machine's resource root and reconciles its records with the agent
 
 Commands
   init                      Create the resource root layout (skills/ tools/ connectors/ receipts/), mode 0700.
-  validate                  Check every receipts/<id>.json; print "ok <id>" or "invalid <file>: <problem>".
-  receipt add <id>          Write a validated receipt (mode 0600, atomically).
+  validate                  Check every receipts/<id>.json (receipt v1 or v2, as upstream's Agentlet writes them);
+                            print "ok <id>" or "invalid <file>: <problem>".
+      [--machine-id ID]  also check that each receipt's provider, when present, is this machine
+  receipt add <id>          Write a validated receipt v1 (mode 0600, atomically).
       --kind skill|tool|connector   --entrypoint PATH (relative to the root, under skills/, tools/ or connectors/)
       --name TEXT   --description TEXT   --instructions-file FILE   [--source TEXT]   [--force]
+      [--machine-id ID]  written as the receipt's provider (upstream's Agentlet needs it to read the receipt)
   sync                      Validate, then publish the machine's whole set in one request: records of
                             receipts are created or replaced, this machine's other records are withdrawn.
+                            A v1 receipt publishes record v1, a v2 receipt record v2.
       --registry URL   --machine-id ID   --token-file FILE   [--dry-run]   [--timeout-ms MS]
   list                      Show what the registry holds for this machine.
       --registry URL   --machine-id ID   --token-file FILE   [--timeout-ms MS]
@@ -60,7 +64,7 @@ const help = { help: { type: 'boolean', short: 'h' } } as const satisfies Option
 
 const COMMAND_OPTIONS = {
   init: { ...root, ...help },
-  validate: { ...root, ...help },
+  validate: { ...root, 'machine-id': { type: 'string' }, ...help },
   sync: { ...root, ...registry, 'dry-run': { type: 'boolean' }, ...help },
   list: { ...registry, ...help },
   'receipt add': {
@@ -71,6 +75,7 @@ const COMMAND_OPTIONS = {
     description: { type: 'string' },
     'instructions-file': { type: 'string' },
     source: { type: 'string' },
+    'machine-id': { type: 'string' },
     force: { type: 'boolean' },
     ...help,
   },
@@ -111,12 +116,22 @@ function timeoutMs(flag: string | undefined, env: Environment): number {
   return ms;
 }
 
-function registryInput(values: Record<string, unknown>, env: Environment, command: string): RegistryInput {
-  const registryUrl = parseRegistryUrl(required(values, 'registry', command));
-  const machineId = required(values, 'machine-id', command);
+function checkedMachineId(machineId: string): string {
   if (!new RegExp(SLUG_ID_PATTERN).test(machineId) || machineId === HOST_PROVIDER) {
     throw usage(`--machine-id must be the exact machine ID this machine was enrolled with (letters, digits, . _ -; not "${HOST_PROVIDER}")`);
   }
+  return machineId;
+}
+
+/** `--machine-id` where it is optional (validate, receipt add); an empty value is a mistake, not an absence. */
+function optionalMachineId(values: Record<string, unknown>): string | undefined {
+  const v = values['machine-id'] as string | undefined;
+  return v === undefined ? undefined : checkedMachineId(v);
+}
+
+function registryInput(values: Record<string, unknown>, env: Environment, command: string): RegistryInput {
+  const registryUrl = parseRegistryUrl(required(values, 'registry', command));
+  const machineId = checkedMachineId(required(values, 'machine-id', command));
   const tokenFile = (values['token-file'] as string | undefined) || env.AGENTLET_TOKEN_FILE;
   if (!tokenFile) throw usage(`${command} needs the machine token: pass --token-file FILE or set AGENTLET_TOKEN_FILE`);
   return { registryUrl, machineId, tokenFile: path.resolve(tokenFile), timeoutMs: timeoutMs(values['timeout-ms'] as string | undefined, env) };
@@ -166,7 +181,7 @@ async function dispatch(argv: string[], env: Environment, io: Output, now: () =>
     case 'init':
       return initCommand(resourceRoot(), io);
     case 'validate':
-      return validateCommand(resourceRoot(), io);
+      return validateCommand(resourceRoot(), io, undefined, optionalMachineId(v));
     case 'sync':
       return syncCommand(resourceRoot(), { ...registryInput(v, env, command), dryRun: v['dry-run'] === true }, io);
     case 'list':
@@ -185,6 +200,7 @@ async function dispatch(argv: string[], env: Environment, io: Output, now: () =>
           description: required(v, 'description', command),
           instructionsFile: path.resolve(instructionsFile),
           source: v.source as string | undefined,
+          machineId: optionalMachineId(v),
           force: v.force === true,
           now: now(),
         },

@@ -5,44 +5,103 @@ import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import Type, { type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
-import { ResourceId, SINGLE_LINE_PATTERN } from '../schemas/common.js';
-import { ReconcileEntry, MAX_RECONCILE_RESOURCES, type ReconcileEntryV1 } from '../schemas/resource.js';
+import { HOST_PROVIDER, ProviderId, ResourceId, SINGLE_LINE_PATTERN } from '../schemas/common.js';
+import { ReconcileEntry, ReconcileEntryV2, MAX_RECONCILE_RESOURCES, type ReconcileEntryV1 } from '../schemas/resource.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
 import { TEMP_SUFFIX } from '../storage/durable-file.js';
 import { KIND_DIRS, RECEIPTS_DIR, type ReceiptKind } from './resource-root.js';
 
+/** The version `receipt add` writes: v1, which upstream's Agentlet reads in both its receipt versions. */
 export const RECEIPT_SCHEMA_VERSION = 1;
-/** Far above any valid receipt (instructions stop at 4000 characters); protects against reading junk. */
-export const MAX_RECEIPT_BYTES = 64 * 1024;
+/** The versions read: upstream Agentlet's receipts v1 and v2 (`agentlet/resources/src/receipts.ts`). */
+export const RECEIPT_SCHEMA_VERSIONS = [1, 2] as const;
+/**
+ * Far above any valid receipt (v2 `sourceContent` stops at 100,000 characters, up to 4 bytes each in UTF-8);
+ * protects against reading junk.
+ */
+export const MAX_RECEIPT_BYTES = 1024 * 1024;
 
-export const Receipt = Type.Object(
+const receiptKind = Type.Union([Type.Literal('skill'), Type.Literal('tool'), Type.Literal('connector')]);
+const entrypoint = Type.String({ minLength: 1, maxLength: 4096, pattern: SINGLE_LINE_PATTERN });
+const source = Type.Optional(Type.String({ minLength: 1, maxLength: 2048, pattern: SINGLE_LINE_PATTERN }));
+/** Upstream requires `provider` (`huabu` or the exact machine ID); we accept its absence (receipts we wrote before). */
+const provider = Type.Optional(ProviderId);
+const installedAt = Type.String({ format: 'date-time' });
+
+/** Receipt v1: publishes record v1 `{name, description, instructions}`. */
+export const ReceiptV1 = Type.Object(
   {
-    schemaVersion: Type.Literal(RECEIPT_SCHEMA_VERSION),
+    schemaVersion: Type.Literal(1),
     id: ResourceId,
-    kind: Type.Union([Type.Literal('skill'), Type.Literal('tool'), Type.Literal('connector')]),
+    kind: receiptKind,
     name: ReconcileEntry.properties.name,
+    provider,
     description: ReconcileEntry.properties.description,
     instructions: ReconcileEntry.properties.instructions,
-    entrypoint: Type.String({ minLength: 1, maxLength: 4096, pattern: SINGLE_LINE_PATTERN }),
-    source: Type.Optional(Type.String({ minLength: 1, maxLength: 2048, pattern: SINGLE_LINE_PATTERN })),
-    installedAt: Type.String({ format: 'date-time' }),
+    entrypoint,
+    source,
+    installedAt,
   },
-  { additionalProperties: false, title: 'Receipt' },
+  { additionalProperties: false, title: 'ReceiptV1' },
 );
-export type Receipt = Static<typeof Receipt>;
+export type ReceiptV1 = Static<typeof ReceiptV1>;
 
-const checkReceipt = Compile(Receipt);
-const checkEntry = Compile(ReconcileEntry);
+/** Receipt v2 (upstream's current one): publishes record v2 `{name, sourceContent}`. */
+export const ReceiptV2 = Type.Object(
+  {
+    schemaVersion: Type.Literal(2),
+    id: ResourceId,
+    kind: receiptKind,
+    name: ReconcileEntryV2.properties.name,
+    provider,
+    sourceContent: ReconcileEntryV2.properties.sourceContent,
+    entrypoint,
+    source,
+    sourceRevision: Type.Optional(Type.String({ minLength: 1, maxLength: 256, pattern: SINGLE_LINE_PATTERN })),
+    installedAt,
+  },
+  { additionalProperties: false, title: 'ReceiptV2' },
+);
+export type ReceiptV2 = Static<typeof ReceiptV2>;
+export type Receipt = ReceiptV1 | ReceiptV2;
 
-/** The one record a receipt publishes: nothing about kind, entrypoint or installation leaves the machine. */
-export function toReconcileEntry(receipt: Receipt): ReconcileEntryV1 {
+const checkReceiptV1 = Compile(ReceiptV1);
+const checkReceiptV2 = Compile(ReceiptV2);
+const checkEntryV1 = Compile(ReconcileEntry);
+const checkEntryV2 = Compile(ReconcileEntryV2);
+
+/**
+ * The one record a receipt publishes, in the receipt's version: nothing about kind, entrypoint, provenance or
+ * installation leaves the machine (the provider is the URL's, never the body's).
+ */
+export function toReconcileEntry(receipt: ReceiptV1): ReconcileEntryV1;
+export function toReconcileEntry(receipt: ReceiptV2): ReconcileEntryV2;
+export function toReconcileEntry(receipt: Receipt): ReconcileEntryV1 | ReconcileEntryV2;
+export function toReconcileEntry(receipt: Receipt): ReconcileEntryV1 | ReconcileEntryV2 {
+  if (receipt.schemaVersion === 2) return { schemaVersion: 2, id: receipt.id, name: receipt.name, sourceContent: receipt.sourceContent };
   return { schemaVersion: 1, id: receipt.id, name: receipt.name, description: receipt.description, instructions: receipt.instructions };
 }
 
-/** Key order of a written receipt, so files diff cleanly. */
+/** Key order of a written receipt (upstream's order, either version), so files diff cleanly. */
 export function serializeReceipt(receipt: Receipt): string {
-  const { schemaVersion, id, kind, name, description, instructions, entrypoint, source, installedAt } = receipt;
-  const ordered = { schemaVersion, id, kind, name, description, instructions, entrypoint, ...(source === undefined ? {} : { source }), installedAt };
+  const { schemaVersion, id, kind, name, provider, entrypoint, source, installedAt } = receipt;
+  const optional = <K extends string>(key: K, value: string | undefined) => (value === undefined ? {} : { [key]: value });
+  const body =
+    receipt.schemaVersion === 2
+      ? { sourceContent: receipt.sourceContent }
+      : { description: receipt.description, instructions: receipt.instructions };
+  const ordered = {
+    schemaVersion,
+    id,
+    kind,
+    name,
+    ...optional('provider', provider),
+    ...body,
+    entrypoint,
+    ...optional('source', source),
+    ...(receipt.schemaVersion === 2 ? optional('sourceRevision', receipt.sourceRevision) : {}),
+    installedAt,
+  };
   return JSON.stringify(ordered, null, 2) + '\n';
 }
 
@@ -60,22 +119,26 @@ const PATTERN_HINTS: Record<string, string> = {
   '/name': 'must not be blank or hold control characters other than newline and tab',
   '/description': 'must not be blank or hold control characters other than newline and tab',
   '/instructions': 'must not be blank or hold control characters other than newline and tab',
+  '/sourceContent': 'must not be blank or hold control characters other than newline and tab',
+  '/provider': 'must be a provider ID: a letter or digit, then letters, digits, . _ - (at most 128 characters)',
+  '/sourceRevision': 'must be one line without control characters',
   '/entrypoint': 'must be one line without control characters',
   '/source': 'must be one line without control characters',
 };
 
 /** Schema errors as short sentences naming the field and the rule, never the value. */
-function schemaProblems(value: unknown): string[] {
+function schemaProblems(value: Record<string, unknown>): string[] {
   const problems = new Set<string>();
-  for (const e of checkReceipt.Errors(value)) {
+  // Without a known version the other fields cannot be judged: their shape depends on it.
+  if (!(RECEIPT_SCHEMA_VERSIONS as readonly unknown[]).includes(value.schemaVersion)) return [`/schemaVersion must be ${RECEIPT_SCHEMA_VERSIONS.join(' or ')}`];
+  const check = value.schemaVersion === 2 ? checkReceiptV2 : checkReceiptV1;
+  for (const e of check.Errors(value)) {
     const field = e.instancePath || 'receipt';
     const params = e.params as { additionalProperties?: string[]; requiredProperties?: string[] };
     switch (e.keyword) {
       case 'boolean':
       case 'const':
-        if (e.instancePath === '/kind') break;
-        if (e.instancePath === '/schemaVersion') problems.add(`/schemaVersion must be ${RECEIPT_SCHEMA_VERSION}`);
-        break;
+        break; // /kind is reported by anyOf, /schemaVersion above
       case 'anyOf':
         problems.add(e.instancePath === '/kind' ? `/kind must be one of ${Object.keys(KIND_DIRS).join(', ')}` : `${field} ${e.message}`);
         break;
@@ -135,27 +198,42 @@ export async function entrypointProblems(realRoot: string, kind: ReceiptKind, en
 
 /** Text fields a receipt could leak a secret through. */
 function textFields(value: Record<string, unknown>): [string, string][] {
-  return ['id', 'name', 'description', 'instructions', 'entrypoint', 'source']
+  return ['id', 'name', 'provider', 'description', 'instructions', 'sourceContent', 'entrypoint', 'source', 'sourceRevision']
     .filter((k) => typeof value[k] === 'string')
     .map((k) => [`/${k}`, value[k] as string]);
 }
 
 /**
- * Validates one parsed receipt against everything but the file itself: schema, ID = file name, entrypoint,
- * secrets. Returns the problems, empty when valid.
+ * A receipt publishes as this machine, so its `provider` (upstream's "stable authority ID"), when present, must
+ * be this machine's ID. Without a machine ID (`validate` run without `--machine-id`) only the host's ID is refused.
+ */
+function providerProblems(provider: unknown, machineId: string | undefined): string[] {
+  if (typeof provider !== 'string') return [];
+  if (machineId !== undefined && provider !== machineId) {
+    return [`/provider is "${provider}" but this machine is "${machineId}"; a receipt publishes as the machine that holds it, so its provider must be this machine's ID`];
+  }
+  if (provider === HOST_PROVIDER) return [`/provider is "${HOST_PROVIDER}", the host's ID; a receipt on a machine must name this machine's ID`];
+  return [];
+}
+
+/**
+ * Validates one parsed receipt against everything but the file itself: schema, ID = file name, provider =
+ * machine ID, entrypoint, secrets. Returns the problems, empty when valid.
  */
 export async function receiptProblems(
   realRoot: string,
   expectedId: string,
   value: unknown,
   scanner: SecretScanner,
+  machineId?: string,
 ): Promise<string[]> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return ['a receipt must be a JSON object'];
   const v = value as Record<string, unknown>;
   // Scan first: a field that holds a secret is never quoted in a later message.
   const findings = await scanner.scan(textFields(v));
   const secretFields = new Set(findings.map((f) => f.field));
-  const problems = schemaProblems(value);
+  const problems = schemaProblems(v);
+  if (!secretFields.has('/provider') && !problems.some((p) => p.startsWith('/provider'))) problems.push(...providerProblems(v.provider, machineId));
   if (typeof v.id === 'string' && v.id !== expectedId) problems.push(`/id does not match the file name (expected "${expectedId}")`);
   const entrypointChecked =
     typeof v.entrypoint === 'string' &&
@@ -167,14 +245,15 @@ export async function receiptProblems(
   for (const finding of findings) {
     problems.push(`${finding.field} looks like it contains a secret (rule ${finding.rule}); secrets never belong in a receipt`);
   }
-  if (problems.length === 0 && !checkEntry.Check(toReconcileEntry(value as Receipt))) {
+  const entry = problems.length === 0 ? toReconcileEntry(value as Receipt) : undefined;
+  if (entry && !(entry.schemaVersion === 2 ? checkEntryV2.Check(entry) : checkEntryV1.Check(entry))) {
     problems.push('the record it publishes does not pass the registry rules'); // defensive: the schemas share fields
   }
   return problems;
 }
 
 /** Reads and validates `receipts/<file>`. */
-export async function validateReceiptFile(realRoot: string, fileName: string, scanner: SecretScanner): Promise<ReceiptReport> {
+export async function validateReceiptFile(realRoot: string, fileName: string, scanner: SecretScanner, machineId?: string): Promise<ReceiptReport> {
   const file = `${RECEIPTS_DIR}/${fileName}`;
   const fail = (...problems: string[]): ReceiptReport => ({ file, problems });
   if (!fileName.endsWith('.json')) return fail('not a receipt: receipt files are named <id>.json');
@@ -190,7 +269,7 @@ export async function validateReceiptFile(realRoot: string, fileName: string, sc
   } catch {
     return fail('not valid JSON'); // the parser's message may quote the content, which could be a secret
   }
-  const problems = await receiptProblems(realRoot, expectedId, value, scanner);
+  const problems = await receiptProblems(realRoot, expectedId, value, scanner, machineId);
   return problems.length > 0 ? fail(...problems) : { file, problems, receipt: value as Receipt };
 }
 
@@ -205,13 +284,13 @@ export interface RootReport {
  * write are skipped; anything else that is not a valid `<id>.json` is reported, because `sync` would
  * otherwise withdraw the record it was meant to keep.
  */
-export async function validateResourceRoot(root: string, scanner: SecretScanner): Promise<RootReport> {
+export async function validateResourceRoot(root: string, scanner: SecretScanner, machineId?: string): Promise<RootReport> {
   const realRoot = await realpath(root);
   const names = (await readdir(path.join(realRoot, RECEIPTS_DIR)))
     .filter((n) => !n.startsWith('.') && !n.endsWith(TEMP_SUFFIX))
     .sort();
   const reports: ReceiptReport[] = [];
-  for (const name of names) reports.push(await validateReceiptFile(realRoot, name, scanner));
+  for (const name of names) reports.push(await validateReceiptFile(realRoot, name, scanner, machineId));
   let valid = reports.every((r) => r.problems.length === 0);
   if (reports.length > MAX_RECONCILE_RESOURCES) {
     valid = false;

@@ -46,15 +46,17 @@ t.test('record fields follow the server rules', async (t) => {
     ['control character', { name: 'bell\u0007' }, '/name must not be blank or hold control characters other than newline and tab'],
     ['blank text', { description: ' \n\t' }, '/description must not be blank or hold control characters other than newline and tab'],
     ['unknown kind', { kind: 'plugin' }, '/kind must be one of skill, tool, connector'],
-    ['wrong version', { schemaVersion: 2 }, '/schemaVersion must be 1'],
-    ['extra field', { provider: 'huabu', availability: 'now' }, 'unknown field(s): provider, availability'],
+    ['wrong version', { schemaVersion: 3 }, '/schemaVersion must be 1 or 2'],
+    ['extra field', { availability: 'now' }, 'unknown field(s): availability'],
+    ['provider of another machine', { provider: 'agentlet-other' }, '/provider is "agentlet-other" but this machine is "agentlet-7f3a"; a receipt publishes as the machine that holds it, so its provider must be this machine\'s ID'],
     ['bad date', { installedAt: 'yesterday' }, /\/installedAt must be an RFC 3339 date-time/],
     ['multi-line entrypoint', { entrypoint: 'skills/good\nSKILL.md' }, '/entrypoint must be one line without control characters'],
   ];
   for (const [name, override, problem] of cases) {
-    const problems = await receiptProblems(root, typeof override.id === 'string' ? override.id : 'good', { ...base, ...override }, scanner);
+    const problems = await receiptProblems(root, typeof override.id === 'string' ? override.id : 'good', { ...base, ...override }, scanner, 'agentlet-7f3a');
     t.ok(problems.some((p) => (typeof problem === 'string' ? p === problem : problem.test(p))), `${name}: ${problems.join(' | ')}`);
   }
+  t.same(await receiptProblems(root, 'good', { ...base, provider: 'agentlet-7f3a' }, scanner, 'agentlet-7f3a'), [], "provider equal to the machine ID (upstream's receipts carry it)");
   const { name: _n, instructions: _i, ...missing } = base;
   t.same(await receiptProblems(root, 'good', missing, scanner), ['missing field(s): name, instructions']);
   t.same(await receiptProblems(root, 'good', [base], scanner), ['a receipt must be a JSON object']);
