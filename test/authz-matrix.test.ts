@@ -30,6 +30,7 @@ const MATRIX: Record<string, Entry> = {
   'GET /metrics': { url: '/metrics', allowed: 'public', publicStatus: 200 },
   'GET /api/acp/resources': { url: '/api/acp/resources', allowed: { owner: 200 } },
   'GET /api/acp/resources/{id}': { url: '/api/acp/resources/tool-a', allowed: { owner: 200 } },
+  'PATCH /api/acp/resources/{id}': { url: '/api/acp/resources/tool-a', payload: { userContent: 'Prefer the short form.' }, allowed: { owner: 200 } },
   'POST /api/acp/resources/validate': {
     url: '/api/acp/resources/validate',
     payload: { ...resource, id: 'new-tool' },
@@ -38,6 +39,8 @@ const MATRIX: Record<string, Entry> = {
   'POST /api/acp/machines': { url: '/api/acp/machines', payload: { machineId: 'agentlet-new' }, allowed: { owner: 201 } },
   'GET /api/acp/machines': { url: '/api/acp/machines', allowed: { owner: 200 } },
   'DELETE /api/acp/machines/{machineId}': { url: '/api/acp/machines/agentlet-b', allowed: { owner: 204 } },
+  'POST /api/acp/machines/{machineId}/rotate': { url: '/api/acp/machines/agentlet-b/rotate', allowed: { owner: 200 } },
+  'POST /api/acp/canvas-tokens/revoke': { url: '/api/acp/canvas-tokens/revoke', payload: { canvasId: 'canvas-z' }, allowed: { owner: 200, huabu: 200 } },
   'POST /api/acp/canvas-tokens': {
     url: '/api/acp/canvas-tokens',
     payload: { canvasId: 'canvas-z', agentletId: 'agentlet-a' },
@@ -156,7 +159,7 @@ for (const [operation, entry] of Object.entries(MATRIX)) {
         if (expected === 401) t.equal(res.json().code, 'unauthorized');
         if (expected === 403) t.equal(res.json().code, 'forbidden');
       }
-      if (res.statusCode === 201 && /machines|canvas-tokens/.test(entry.url)) recordIssuedToken(res.json().token);
+      if ((res.statusCode === 201 && /machines|canvas-tokens/.test(entry.url)) || (res.statusCode === 200 && /rotate$/.test(entry.url))) recordIssuedToken(res.json().token);
       if (res.statusCode === 201 && /grants/.test(entry.url)) recordIssuedToken(res.json().grant);
     }
   });
