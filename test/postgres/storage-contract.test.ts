@@ -24,8 +24,8 @@ if (base) {
       const c = new pg.Client({ connectionString: url });
       await c.connect();
       try {
-        const { rows } = await c.query('SELECT at, actor, action, object_id AS id, outcome FROM audit_log ORDER BY seq');
-        return rows;
+        const { rows } = await c.query('SELECT at, actor, action, object_id AS id, outcome, details FROM audit_log ORDER BY seq');
+        return rows.map(({ details, ...entry }) => (details === null ? entry : { ...entry, details }));
       } finally {
         await c.end();
       }

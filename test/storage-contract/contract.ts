@@ -289,8 +289,11 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
     ]);
     await s.appendAudit([]);
     await s.appendAudit([{ at: '2026-01-01T00:00:02.000Z', actor: 'owner', action: 'machine.revoke', id: 'agentlet-a', outcome: 'revoked' }]);
+    const details = { machine: 'agentlet-a', profile: 'p-1', canvas: 'canvas-1', thread: 'thread-1', durationMs: 12, outputBytes: 34 };
+    await s.appendAudit([{ at: '2026-01-01T00:00:03.000Z', actor: 'canvas:canvas-1', action: 'resource.invoke', id: 'web-search', outcome: 'ok', details }]);
+    t.strictSame((await target.readAudit()).at(-1), { at: '2026-01-01T00:00:03.000Z', actor: 'canvas:canvas-1', action: 'resource.invoke', id: 'web-search', outcome: 'ok', details }, 'details persisted with their entry');
     t.same(
-      await target.readAudit(),
+      (await target.readAudit()).slice(0, -1),
       [
         { at: '2026-01-01T00:00:00.000Z', actor: 'owner', action: 'machine.enroll', id: 'agentlet-a', outcome: 'enrolled' },
         { at: '2026-01-01T00:00:01.000Z', actor: 'provider:huabu', action: 'resource.register', id: 'web-search', outcome: 'created' },

@@ -129,6 +129,15 @@ CREATE TABLE canvas_token_revocations (
 );
 `,
   },
+  {
+    version: 4,
+    name: 'audit-details',
+    sql: `
+-- Structured facts of an audit entry (an invocation's machine, profile, canvas, thread, resource, duration,
+-- bytes), as the JSON store keeps them in audit.jsonl; never a secret, never input or output.
+ALTER TABLE audit_log ADD COLUMN details jsonb;
+`,
+  },
 ];
 
 export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

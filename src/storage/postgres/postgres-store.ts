@@ -712,8 +712,17 @@ export class PostgresStore implements RegistryStore {
     return this.#guard(() =>
       this.#batched('audit', async ({ client }) => {
         await client.query(
-          'INSERT INTO audit_log (at, actor, action, object_id, outcome) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])',
-          [entries.map((e) => e.at), entries.map((e) => e.actor), entries.map((e) => e.action), entries.map((e) => e.id), entries.map((e) => e.outcome)],
+          `INSERT INTO audit_log (at, actor, action, object_id, outcome, details)
+           SELECT at, actor, action, object_id, outcome, details::jsonb
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS e(at, actor, action, object_id, outcome, details)`,
+          [
+            entries.map((e) => e.at),
+            entries.map((e) => e.actor),
+            entries.map((e) => e.action),
+            entries.map((e) => e.id),
+            entries.map((e) => e.outcome),
+            entries.map((e) => (e.details === undefined ? null : JSON.stringify(e.details))),
+          ],
         );
       }),
     );
