@@ -192,7 +192,7 @@ export const ResourceListV2 = Type.Object(
   { additionalProperties: false, title: 'ResourceListV2' },
 );
 /** A catalogue body in the representation asked for (`?schemaVersion=1|2`). */
-export const AnyResourceList = Type.Unsafe({ oneOf: [ResourceList, ResourceListV2], description: 'Records sorted by id, all in the representation asked for.' });
+export const AnyResourceList = Type.Unsafe({ anyOf: [ResourceList, ResourceListV2], description: 'Records sorted by id, all in the representation asked for (anyOf: an empty list is both).' });
 
 /** Body of the owner's `PATCH /resources/:id`: only the owner's fields. */
 export const ResourceCustomization = Type.Object(
