@@ -5,6 +5,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, ERROR_CODES, type ErrorCode } from '../errors.js';
+import { unknownPropertiesMessage } from '../schemas/unknown-properties.js';
 
 /**
  * Longest path parameter the router accepts. IDs allow 128 characters; anything up to this reaches the
@@ -35,13 +36,6 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_VALIDATION: 'validation_failed',
 };
 
-/**
- * The message for unknown properties. Their names are never echoed: a client that pastes a token where a
- * key belongs would get it back in the response (and in every log and proxy on the way).
- */
-export function unknownProperties(count: number): string {
-  return `must not have additional properties (${count} unknown; names are not echoed)`;
-}
 
 type ValidationIssue = NonNullable<FastifyError['validation']>[number];
 
@@ -79,7 +73,7 @@ function toBody(err: FastifyError | AppError | Error): ErrorBody {
       .map((v) => {
         const extra = (v.params as { additionalProperties?: string[] })?.additionalProperties;
         const field = `${fe.validationContext ?? 'body'}${v.instancePath || ''}`;
-        return { field, message: extra ? unknownProperties(extra.length) : (v.message ?? 'is invalid') };
+        return { field, message: extra ? unknownPropertiesMessage(extra) : (v.message ?? 'is invalid') };
       });
     const first = issues[0];
     return body('validation_failed', first ? `${first.field} ${first.message}` : 'The request is invalid.', { issues });

@@ -23,6 +23,7 @@ import type { RegistryStore } from '../storage/store.js';
 import { AuditTrail } from '../audit/audit-trail.js';
 import type { PutOutcome } from './ownership.js';
 import { labelOf, textFieldsOf } from './resource-versions.js';
+import { unknownPropertiesMessage } from '../schemas/unknown-properties.js';
 
 
 /** A candidate as `POST /resources/validate` takes it: a reconcile entry (v1 or v2) whose provider may be omitted. */
@@ -163,8 +164,8 @@ export class ResourceRegistry {
     for (const e of discriminatedErrors(AnyReconcileEntry, candidate, [...checkCandidate.Errors(candidate)])) {
       if (e.keyword === 'boolean') continue; // repeated by the `additionalProperties` entry
       const extra = e.keyword === 'additionalProperties' ? (e.params as { additionalProperties?: string[] }).additionalProperties : undefined;
-      // Unknown property names are never echoed (one could be a pasted token).
-      const message = extra ? `must not have additional properties (${extra.length} unknown; names are not echoed)` : e.message;
+      // Only names of our own record fields are echoed (an unknown one could be a pasted token).
+      const message = extra ? unknownPropertiesMessage(extra) : e.message;
       issues.push({ code: 'validation_failed', field: e.instancePath, severity: 'error', message });
     }
     const provider = callerProvider ?? (typeof body.provider === 'string' ? body.provider : undefined);
