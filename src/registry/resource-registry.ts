@@ -24,6 +24,7 @@ import { AuditTrail } from '../audit/audit-trail.js';
 import type { PutOutcome } from './ownership.js';
 import { labelOf, textFieldsOf } from './resource-versions.js';
 import { unknownPropertiesMessage } from '../schemas/unknown-properties.js';
+import { carryOwnerFields } from './ownership.js';
 
 
 /** A candidate as `POST /resources/validate` takes it: a reconcile entry (v1 or v2) whose provider may be omitted. */
@@ -99,8 +100,9 @@ export class ResourceRegistry {
     this.#assertNotReserved(provider, [id]);
     const outcome = await this.store.putResource(record).catch((err: unknown) => this.audit.failure(actor, 'resource.register', id, err));
     await this.audit.record([{ actor, action: 'resource.register', id, outcome }]);
-    const stored = await this.store.getResource(id);
-    return { outcome, record: stored && stored.provider === provider && stored.schemaVersion === record.schemaVersion ? stored : record };
+    // The answer is this request's record (never a concurrent writer's that landed after it) with the owner's
+    // customization as the store carried it (found by the crash test's response check).
+    return { outcome, record: carryOwnerFields(await this.store.getResource(id), record) };
   }
 
   /** The owner's customization of any record (`displayName` null clears it, `userContent` '' clears it). */
