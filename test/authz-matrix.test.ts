@@ -105,7 +105,7 @@ async function world(t: Parameters<typeof build>[0]): Promise<{ h: TestApp; toke
   now = new Date('2026-11-30T12:00:00Z');
   const canvasX = await h.canvasToken('canvas-x', 'agentlet-a', 3600);
   await h.app.inject({ method: 'DELETE', url: '/api/acp/machines/agentlet-r', headers: h.owner });
-  const garbage = 'arr_machine_' + 'x'.repeat(43);
+  const garbage = 'arr_machine_' + 'NeverIssued'.repeat(4).slice(0, 43); // distinctive: the canary scan looks for its first 12 characters
   recordIssuedToken(garbage);
   return {
     h,
