@@ -7,7 +7,7 @@
 // file, and the result is byte-identical to a migration nobody killed.
 //
 // MIGRATION_KILL_SEED (default random; printed) reproduces the delays:
-//   npm run build && MIGRATION_KILL_SEED=<seed> npx tap test/crash/migration-kill.test.ts
+//   npm run build && MIGRATION_KILL_SEED=<seed> MIGRATION_KILLS=<n> npx tap test/crash/migration-kill.test.ts
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { randomInt } from 'node:crypto';
@@ -22,14 +22,17 @@ import { killAllServers, SERVER_ENTRY, startServer } from './server-process.js';
 
 const MIGRATE_ENTRY = path.resolve('dist/scripts/migrate.js');
 const PROFILES = 12_000;
-const KILLS = 20;
-/** Kills at a random moment of the whole run; the rest land in its writes. */
-const SPREAD_KILLS = 6;
+/** MIGRATION_KILLS (default 12: about 9 s each on an idle two-core machine) sets how many runs are killed. */
+const KILLS = Number(process.env.MIGRATION_KILLS ?? 12);
+if (!Number.isInteger(KILLS) || KILLS < 2) throw new Error('MIGRATION_KILLS must be an integer of at least 2');
+/** Kills at a random moment of the whole run (about a third); the rest land in its writes. */
+const SPREAD_KILLS = Math.max(1, Math.round(KILLS * 0.3));
 const seed = process.env.MIGRATION_KILL_SEED ? Number(process.env.MIGRATION_KILL_SEED) : randomInt(2 ** 31);
 
-t.setTimeout(240_000);
+// The timeout only guards against a hang (tap's per-file timeout, 480 s, is the outer bound).
+t.setTimeout(Math.max(240_000, KILLS * 30_000));
 t.teardown(killAllServers);
-t.comment(`migration kill seed ${seed} (reproduce: MIGRATION_KILL_SEED=${seed} npx tap test/crash/migration-kill.test.ts)`);
+t.comment(`migration kill seed ${seed} (reproduce: MIGRATION_KILL_SEED=${seed} MIGRATION_KILLS=${KILLS} npx tap test/crash/migration-kill.test.ts)`);
 
 /**
  * The (upstream-shaped) v1 fixture with its first deployment repeated `n` times (unique ids and aliases), as

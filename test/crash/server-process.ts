@@ -37,7 +37,7 @@ export function coverageEnv(): Record<string, string> {
 }
 
 /** Starts the server on `env` (PORT 0: the port is read from the log), bounded by `timeoutMs`. */
-export async function startServer(env: Record<string, string>, timeoutMs = 20_000): Promise<RunningServer> {
+export async function startServer(env: Record<string, string>, timeoutMs = 60_000): Promise<RunningServer> {
   if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run \`npm run build\` before the crash test`);
   const started = performance.now();
   const logFile = canaryLogFile();

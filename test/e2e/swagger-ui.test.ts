@@ -15,7 +15,7 @@ import { CANARY, canaryLogFile, tempDataDir, testEnv } from '../helpers/build.js
 const CHROMIUM = '/usr/bin/chromium';
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const SERVER = path.join(ROOT, 'dist', 'src', 'server.js');
-const READY_WITHIN_MS = 15_000;
+const READY_WITHIN_MS = 60_000;
 
 /** Rebuilds dist/ when it is missing or older than a source file (`npm test` has just built it). */
 function ensureBuilt(): void {
