@@ -3,7 +3,9 @@
 // the answer's size read as it streams in, redirects not followed, and cancellation passed downstream (the
 // caller's AbortSignal aborts the request when the agent hangs up). Whatever goes wrong, the result names
 // only a reason: the endpoint's body and headers never travel further. Framework-free.
-import { Agent, request } from 'undici';
+// undici is loaded on the first call: most deployments host no capability, and loading it costs about a
+// third of the server's start-up CPU (issue 15, start-up).
+import type { Agent } from 'undici';
 
 export type OutboundResult =
   | { ok: true; output: unknown; outputBytes: number }
@@ -20,7 +22,12 @@ export interface OutboundCall {
 }
 
 export class OutboundClient {
-  readonly #agent = new Agent({ keepAliveTimeout: 10_000, connections: 128 });
+  #undici: Promise<{ agent: Agent; request: typeof import('undici').request }> | undefined;
+
+  #client() {
+    this.#undici ??= import('undici').then(({ Agent, request }) => ({ agent: new Agent({ keepAliveTimeout: 10_000, connections: 128 }), request }));
+    return this.#undici;
+  }
 
   async call(call: OutboundCall): Promise<OutboundResult> {
     const controller = new AbortController();
@@ -35,9 +42,10 @@ export class OutboundClient {
     const failed = (reason: Exclude<OutboundResult, { ok: true }>['reason'], status?: number): OutboundResult =>
       timedOut ? { ok: false, reason: 'timeout' } : call.signal.aborted ? { ok: false, reason: 'cancelled' } : { ok: false, reason, ...(status ? { status } : {}) };
     try {
+      const { agent, request } = await this.#client();
       const response = await request(call.endpoint, {
         method: 'POST',
-        dispatcher: this.#agent,
+        dispatcher: agent,
         headers: { ...call.headers, 'content-type': 'application/json', accept: 'application/json' },
         body: call.body,
         signal: controller.signal,
@@ -79,7 +87,7 @@ export class OutboundClient {
     }
   }
 
-  close(): Promise<void> {
-    return this.#agent.close();
+  async close(): Promise<void> {
+    if (this.#undici) await (await this.#undici).agent.close();
   }
 }
