@@ -23,7 +23,9 @@ if (argv.includes('--help') || argv.includes('-h')) {
     process.exitCode = 2;
   } else {
     try {
-      const report = await runBackup(options);
+      // ARR_BACKUP_TRACE=1 (tests): each step on stderr as it is reached, so a test can kill the process there.
+      const trace = process.env.ARR_BACKUP_TRACE === '1' ? (step: string) => void process.stderr.write(`backup step ${step}\n`) : undefined;
+      const report = await runBackup(trace ? { ...options, onStep: trace } : options);
       const paused = report.mode === 'online' ? `online: the service paused its writes for ${report.pausedMs} ms` : 'offline: no service was running on it';
       console.log(`backed up ${options.dataDir} to ${report.to} (${report.files} files, ${report.bytes} bytes; ${paused}; credentials.json ${report.credentials})`);
     } catch (err) {

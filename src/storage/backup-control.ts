@@ -30,6 +30,8 @@ export interface Pausable {
 }
 
 export interface BackupControlEvents {
+  /** Longest pause (default MAX_BACKUP_PAUSE_MS); tests shorten it. */
+  maxPauseMs?: number;
   /** A client held the writes paused for `pausedMs` (ok: it resumed them itself, in time). */
   onBackup?: (info: { pausedMs: number; ok: boolean; reason?: string }) => void;
 }
@@ -96,6 +98,7 @@ export function backupControl(dataDir: string, store: Pausable, events: BackupCo
 }
 
 async function serveOne(dataDir: string, store: Pausable, events: BackupControlEvents, socket: net.Socket): Promise<void> {
+  const maxPauseMs = events.maxPauseMs ?? MAX_BACKUP_PAUSE_MS;
   const next = messageReader(socket);
   const nonce = randomBytes(32).toString('hex');
   // A temp-file name: a crash before it is removed leaves it to the next start's sweep, and backups skip it.
@@ -118,11 +121,11 @@ async function serveOne(dataDir: string, store: Pausable, events: BackupControlE
     }
     resume = await store.pauseWrites();
     const pausedAt = performance.now();
-    send(socket, { paused: true, maxPauseMs: MAX_BACKUP_PAUSE_MS });
+    send(socket, { paused: true, maxPauseMs });
     const outcome = await Promise.race([
       next().then((m) => (m?.op === 'resume' ? 'resume' : m === undefined ? 'the backup client went away' : 'unexpected message')),
       new Promise<string>((resolve) => {
-        timer = setTimeout(() => resolve(`the pause passed ${MAX_BACKUP_PAUSE_MS} ms`), MAX_BACKUP_PAUSE_MS);
+        timer = setTimeout(() => resolve(`the pause passed ${maxPauseMs} ms`), maxPauseMs);
       }),
     ]);
     clearTimeout(timer);

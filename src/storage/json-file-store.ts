@@ -231,6 +231,8 @@ export interface JsonFileStoreOptions {
   auditRotation?: RotationOptions;
   /** Told about each online backup (src/storage/backup-control.ts). */
   onBackup?: BackupControlEvents['onBackup'];
+  /** Longest pause an online backup may hold (default MAX_BACKUP_PAUSE_MS); tests shorten it. */
+  maxBackupPauseMs?: number;
 }
 
 export class JsonFileStore implements RegistryStore {
@@ -281,7 +283,12 @@ export class JsonFileStore implements RegistryStore {
       opened.push(workloads);
       const audit = await AppendLog.open(path.join(dataDir, AUDIT_FILE), options.auditRotation);
       const store = new JsonFileStore(lock, resources, machines, registry, workloads, audit, indexByDigest(machines.state.machines));
-      lock.serve(backupControl(dataDir, store, options.onBackup ? { onBackup: options.onBackup } : {}));
+      lock.serve(
+        backupControl(dataDir, store, {
+          ...(options.onBackup ? { onBackup: options.onBackup } : {}),
+          ...(options.maxBackupPauseMs !== undefined ? { maxPauseMs: options.maxBackupPauseMs } : {}),
+        }),
+      );
       return store;
     } catch (err) {
       for (const doc of opened.reverse()) await doc.close().catch(() => undefined);
