@@ -27,7 +27,7 @@ if (argv.includes('--help') || argv.includes('-h')) {
       const trace = process.env.ARR_BACKUP_TRACE === '1' ? (step: string) => void process.stderr.write(`backup step ${step}\n`) : undefined;
       const report = await runBackup(trace ? { ...options, onStep: trace } : options);
       const paused = report.mode === 'online' ? `online: the service paused its writes for ${report.pausedMs} ms` : 'offline: no service was running on it';
-      console.log(`backed up ${options.dataDir} to ${report.to} (${report.files} files, ${report.bytes} bytes; ${paused}; credentials.json ${report.credentials})`);
+      console.log(`backed up ${options.dataDir} to ${report.to} (${report.files} files, ${report.bytes} bytes; ${paused}; ${report.credentials === 'none in DATA_DIR' ? 'no credentials.json in DATA_DIR' : `credentials.json ${report.credentials}`})`);
     } catch (err) {
       if (!(err instanceof BackupError) && !(err instanceof Error && 'code' in err)) throw err;
       console.error(`backup failed: ${err.message}`);

@@ -124,7 +124,7 @@ async function copyTree(dataDir: string, temp: string, withCredentials: boolean)
       try {
         handle = await fsp.open(source, fsConstants.O_RDONLY);
       } catch (err) {
-        // Removed since the listing: a rotated audit file dropped by... nothing while paused; be safe anyway.
+        // Gone since the listing (only possible offline, if someone removes files by hand): nothing to copy.
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
         throw err;
       }
