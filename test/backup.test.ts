@@ -2,13 +2,14 @@
 // backup command as a child process, real sockets and files. A backup taken while writers register
 // resources and launch threads holds every write acknowledged before it began, and a fresh server starts on
 // it; credentials.json only with --with-credentials (and then the same tokens work); no token in the output
-// or the files. The kills are in test/backup-kill.test.ts. Needs `npm run build` (as the crash test does).
-import t from 'tap';
+// or the files; refusals (a non-empty target, DATABASE_URL, a bad argument), --help and an offline backup.
+// The kills are in test/backup-kill.test.ts. Needs `npm run build` (as the crash test does).
+import t, { type Test } from 'tap';
 import { existsSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CANARY, recordIssuedToken, tempDataDir } from './helpers/build.js';
+import { CANARY, recordIssuedToken, tempDataDir, testEnv } from './helpers/build.js';
 import { killAllServers, SERVER_ENTRY, startServer } from './crash/server-process.js';
 import { assertParses, BACKUP_ENTRY, backup, call, credentialsOf, filesUnder, generatingEnv, START_MS } from './helpers/backup.js';
 
@@ -102,4 +103,41 @@ t.test('a backup taken while writers register and launch holds every write ackno
   t.equal((await call(again.origin, 'GET', '/api/acp/resources', owner)).status, 200, 'the owner token works on the copy');
   t.equal((await call(again.origin, 'PUT', '/api/acp/providers/huabu/resources/after-restore', huabu, { schemaVersion: 1, name: 'a', description: 'd', instructions: 'i' })).status, 201, "and Huabu's");
   await again.kill();
+  await refusalsAndOffline(t, dataDir);
 });
+
+/** Refusals (a non-empty target, DATABASE_URL, a bad argument), --help, and an offline backup of a stopped DATA_DIR. */
+async function refusalsAndOffline(t: Test, dataDir: string): Promise<void> {
+  const parent = await tempDataDir();
+  const full = path.join(parent, 'full');
+  await mkdir(full);
+  await writeFile(path.join(full, 'keep.txt'), 'mine');
+  const refused = await backup(['--to', full], { DATA_DIR: dataDir });
+  t.equal(refused.code, 1);
+  t.match(refused.stderr, /is not empty/);
+  t.same(await readdir(full), ['keep.txt'], 'the non-empty target is untouched');
+
+  const pg = await backup(['--to', path.join(parent, 'pg')], { DATA_DIR: dataDir, DATABASE_URL: 'postgres://u:p@127.0.0.1:1/db' });
+  t.equal(pg.code, 2);
+  t.match(pg.stderr, /pg_dump/);
+  t.equal(pg.stderr.trim().split('\n').length, 1, 'one line');
+  t.notOk(pg.stderr.includes('u:p@'), 'the database URL (its password) is not echoed');
+
+  const bad = await backup(['--too', 'x'], { DATA_DIR: dataDir });
+  t.equal(bad.code, 2);
+  t.match(bad.stderr, /unknown argument --too\nusage: npm run backup/);
+  const help = await backup(['--help'], {});
+  t.equal(help.code, 0);
+  t.match(help.stdout, /usage: npm run backup -- --to DIR/);
+
+  // No service on the DATA_DIR: an offline copy (under the lock), into an existing empty directory.
+  const empty = path.join(parent, 'empty');
+  await mkdir(empty);
+  const offline = await backup(['--to', empty], { DATA_DIR: dataDir });
+  t.equal(offline.code, 0, offline.stderr);
+  t.match(offline.stdout, /offline: no service was running on it/);
+  t.ok((await filesUnder(empty)).includes(path.join('agent-resources', 'resources.json')));
+  const restored = await startServer(testEnv(empty), START_MS);
+  t.equal((await call(restored.origin, 'GET', '/api/acp/resources', CANARY.owner)).status, 200, 'a start accepts it');
+  await restored.kill();
+}
