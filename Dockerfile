@@ -21,12 +21,14 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev && npm cache clean --force
 COPY --from=build /app/dist ./dist
-# `npm start` / `npm run migrate` / `npm run import` run it first; without src/ it builds nothing, so the
-# scripts run the compiled dist/ (node dist/scripts/migrate.js ... works too).
+# `npm start` / `npm run migrate` / `npm run import` / `npm run backup` run it first; without src/ it builds
+# nothing, so the scripts run the compiled dist/ (node dist/scripts/migrate.js ... works too).
 COPY --from=build /app/scripts/build-if-changed.mjs ./scripts/build-if-changed.mjs
 # The data directory must exist and belong to the runtime user before VOLUME, so a fresh named
-# volume inherits that ownership.
-RUN mkdir -p /data && chown node:node /data
+# volume inherits that ownership. /backups: where `docker exec <container> npm run backup -- --to
+# /backups/<name>` writes (the runtime user may; mount a volume there to keep them; not a VOLUME, so no
+# anonymous volume is made when nobody mounts one).
+RUN mkdir -p /data /backups && chown node:node /data /backups
 # Set PUBLIC_BASE_URL at run time to the address clients use: with HOST=0.0.0.0 the service refuses to
 # start without it (agents would be handed http://0.0.0.0:8787/...).
 ENV DATA_DIR=/data \

@@ -85,6 +85,11 @@ async function openStore(config: Config, logger: Logger, metrics: Metrics, fs: F
     observeBatch: metrics.observeBatch,
     ...(config.storeMaxBatch !== undefined ? { maxBatch: config.storeMaxBatch } : {}),
     ...(fs ? { fs } : {}),
+    auditRotation: { maxBytes: config.auditMaxBytes, maxFiles: config.auditMaxFiles },
+    onBackup: ({ pausedMs, ok, reason }) =>
+      ok
+        ? logger.info({ pausedMs }, 'online backup: writes were paused while the files were copied')
+        : logger.warn({ pausedMs, reason }, 'online backup abandoned: writes resumed before the copy was finished'),
     onRegistryMigrated: (report) =>
       logger.warn(
         { file: report.file, from: report.from, backup: report.backupFile, steps: report.steps, upgradedProfiles: report.upgradedProfileIds.length },

@@ -11,6 +11,8 @@ const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]', '::0', '0:0:0:0:0:0:0:0
 
 export const DEFAULT_REQUIRED_RESOURCE_IDS = ['huabu-access', 'local-resource-management'];
 export const MIN_TOKEN_LENGTH = 24;
+export const DEFAULT_AUDIT_MAX_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_AUDIT_MAX_FILES = 5;
 
 export interface Config {
   host: string;
@@ -41,6 +43,10 @@ export interface Config {
   databaseUrl: string | undefined;
   /** Pooled database connections per process (PostgreSQL store only). */
   databasePoolSize: number;
+  /** JSON store: rotate audit.jsonl before it would pass this many bytes; 0 turns rotation off. */
+  auditMaxBytes: number;
+  /** JSON store: rotated audit files kept (audit.1.jsonl ... audit.N.jsonl); older ones are deleted. */
+  auditMaxFiles: number;
   /**
    * The machine a profile created without `agentletId` runs on (the Huabu server's own machine, which the
    * Huabu UI leaves out); unset: `agentletId` is required.
@@ -71,6 +77,8 @@ const Env = Type.Object({
   DATABASE_POOL_SIZE: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$' })),
   RATE_LIMIT_WRITES_PER_MINUTE: Type.Optional(Type.String({ pattern: '^[0-9]{1,7}$' })),
   MAX_EVENT_LOOP_DELAY_MS: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
+  AUDIT_MAX_BYTES: Type.Optional(Type.String({ pattern: '^[0-9]{1,15}$' })),
+  AUDIT_MAX_FILES: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
   STORE_MAX_BATCH: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   DEFAULT_AGENTLET_ID: Type.Optional(Type.String({ pattern: SLUG_ID_PATTERN })),
   HOSTED_CAPABILITIES_FILE: Type.Optional(Type.String({ minLength: 1 })),
@@ -152,6 +160,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     storeMaxBatch: e.STORE_MAX_BATCH === undefined ? undefined : Number(e.STORE_MAX_BATCH),
     databaseUrl: e.DATABASE_URL,
     databasePoolSize: e.DATABASE_POOL_SIZE === undefined ? 10 : Number(e.DATABASE_POOL_SIZE),
+    auditMaxBytes: e.AUDIT_MAX_BYTES === undefined ? DEFAULT_AUDIT_MAX_BYTES : Number(e.AUDIT_MAX_BYTES),
+    auditMaxFiles: e.AUDIT_MAX_FILES === undefined ? DEFAULT_AUDIT_MAX_FILES : Number(e.AUDIT_MAX_FILES),
     ...(e.DEFAULT_AGENTLET_ID === undefined ? {} : { defaultAgentletId: e.DEFAULT_AGENTLET_ID }),
     hostedCapabilities,
   };

@@ -15,6 +15,7 @@ t.test('--help on every script: exit 0 and a usage line', async (t) => {
   const scripts: [string, RegExp][] = [
     ['dist/scripts/migrate.js', /usage: npm run migrate -- --data-dir DIR \[--dry-run\][\s\S]*DATABASE_URL=postgres:\/\/\.\.\. npm run migrate/],
     ['dist/scripts/import-json.js', /usage: DATABASE_URL=postgres:\/\/\.\.\. npm run import -- --data-dir DIR/],
+    ['dist/scripts/backup.js', /usage: npm run backup -- --to DIR \[--data-dir DIR\] \[--with-credentials\][\s\S]*pg_dump/],
     ['dist/src/agentlet/cli.js', /agentlet-resources/],
     ['dist/src/server.js', /Usage: npm start/],
     ['scripts/build-if-changed.mjs', /usage: node scripts\/build-if-changed\.mjs/],

@@ -147,6 +147,6 @@ export class CapabilityProjection {
         { edges: view.edges.length, limit: MAX_SVG_EDGES },
       );
     }
-    return this.#svg.render(snapshotToDot(view, whole), { signal });
+    return this.#svg.render(snapshotToDot(view, whole, { fitLabels: true }), { signal });
   }
 }

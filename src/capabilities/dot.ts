@@ -4,6 +4,7 @@
 // is kept as the test oracle): ts-graphviz took ~20 s for 10k resources + 10k profiles and refused models
 // of more than 100,000 AST nodes (~5,300 resources); this is linear and takes milliseconds.
 import type { CapabilitySnapshot, Component, ComponentKind } from '../schemas/capability.js';
+import { minNodeWidth, wrapLabel } from './label-fit.js';
 
 /**
  * A label as ts-graphviz should be handed it, so that Graphviz shows exactly `text`. ts-graphviz quotes
@@ -49,6 +50,31 @@ function label(c: Component): string {
   return escapeDotLabel(c.name === plainId ? c.name : `${c.name}\n${plainId}`);
 }
 
+/** Node font size (Graphviz's default). */
+const NODE_FONT_SIZE = 14;
+
+/**
+ * For the SVG: the label wrapped (name, then ID, each in short lines; cut with "…" past a few lines), a
+ * tooltip with the full text when anything was cut, and a minimum width the label fits in (label-fit.ts).
+ */
+function fittedNode(c: Component): { label: string; tooltip?: string; width: number } {
+  const plainId = c.id.slice(c.id.indexOf(':') + 1);
+  const name = wrapLabel(c.name);
+  const id = c.name === plainId ? { lines: [], cut: false } : wrapLabel(plainId);
+  const lines = [...name.lines, ...id.lines];
+  const full = c.name === plainId ? c.name : `${c.name}\n${plainId}`;
+  return {
+    label: escapeDotLabel(lines.join('\n')),
+    ...(name.cut || id.cut ? { tooltip: escapeDotLabel(full) } : {}),
+    width: minNodeWidth(lines, NODE_FONT_SIZE, SHAPES[c.kind] as 'box' | 'ellipse' | 'component'),
+  };
+}
+
+export interface DotOptions {
+  /** Fit labels for the SVG renderer (wrapped, with a minimum width); `?format=dot` is emitted without. */
+  fitLabels?: boolean;
+}
+
 function drawnComponents(view: CapabilitySnapshot, whole: CapabilitySnapshot): Map<string, Component> {
   const byId = new Map(whole.components.map((c) => [c.id, c]));
   const drawn = new Map(view.components.map((c) => [c.id, c]));
@@ -70,7 +96,7 @@ export function drawnComponentCount(view: CapabilitySnapshot, whole: CapabilityS
  * DOT source of `view`. Components at the other end of a kept edge (a `?kind=` view) are drawn too, taken
  * from `whole`, so every edge has both ends.
  */
-export function snapshotToDot(view: CapabilitySnapshot, whole: CapabilitySnapshot = view): string {
+export function snapshotToDot(view: CapabilitySnapshot, whole: CapabilitySnapshot = view, options: DotOptions = {}): string {
   const drawn = drawnComponents(view, whole);
   const severity = new Map<string, 'error' | 'warning'>();
   for (const d of view.diagnostics) {
@@ -85,7 +111,13 @@ export function snapshotToDot(view: CapabilitySnapshot, whole: CapabilitySnapsho
     out.push(`  subgraph ${quote(`cluster_${kind}`)} {`, `    label = ${quote(clusterLabel)};`, '    style = "rounded";', '    color = "gray";');
     for (const c of members) {
       const mark = severity.get(c.id);
-      out.push(`    ${quoteId(c.id)} [`, `      label = ${quote(label(c))};`, `      shape = ${quote(SHAPES[kind])};`);
+      if (options.fitLabels) {
+        const fitted = fittedNode(c);
+        out.push(`    ${quoteId(c.id)} [`, `      label = ${quote(fitted.label)};`, `      shape = ${quote(SHAPES[kind])};`, `      width = ${fitted.width};`);
+        if (fitted.tooltip !== undefined) out.push(`      tooltip = ${quote(fitted.tooltip)};`);
+      } else {
+        out.push(`    ${quoteId(c.id)} [`, `      label = ${quote(label(c))};`, `      shape = ${quote(SHAPES[kind])};`);
+      }
       if (kind === 'resource') out.push('      style = "rounded";');
       if (mark === 'error') out.push('      color = "red";', '      fontcolor = "red";', '      penwidth = 2;');
       else if (mark === 'warning') out.push('      color = "orange";');

@@ -1,29 +1,86 @@
 // An append-only JSON-lines file (the audit log). Concurrent appends are batched into one write + fdatasync.
 // A crash mid-append can leave a torn last line (no final newline): at open it is ended with a newline, so
 // it stays as it was, on a line of its own, and every later line parses.
+//
+// Rotation by size (optional): before a batch that would take the active file past `maxBytes`, the rotated
+// files shift up (`audit.1.jsonl` → `audit.2.jsonl` ..., the ones beyond `maxFiles` deleted) and the active
+// file becomes `audit.1.jsonl`; a new active file is created and the directory fsync'ed before the batch is
+// written. Files only ever move by rename, oldest first, so a crash at any step loses and duplicates no
+// entry: a higher number is always older, whatever gaps a crash left (`rotatedFiles` reads them in order).
 import * as fsp from 'node:fs/promises';
-import { FILE_MODE } from './durable-file.js';
+import path from 'node:path';
+import { FILE_MODE, fsyncDirectory } from './durable-file.js';
+
+export interface RotationOptions {
+  /** Rotate before the active file would pass this many bytes; 0 turns rotation off. */
+  maxBytes: number;
+  /** Rotated files kept (`<name>.1<ext>` newest ... `<name>.<maxFiles><ext>` oldest); older ones are deleted. */
+  maxFiles: number;
+}
+
+/** `audit.jsonl` → `audit.3.jsonl`. */
+export function rotatedPath(file: string, n: number): string {
+  const ext = path.extname(file);
+  return `${file.slice(0, file.length - ext.length)}.${n}${ext}`;
+}
+
+/**
+ * The rotated files beside `file` that exist, oldest first (highest number first), with their numbers.
+ * Gaps (a crash in the middle of a rotation) are skipped.
+ */
+export async function rotatedFiles(file: string): Promise<{ n: number; file: string }[]> {
+  const ext = path.extname(file);
+  const stem = path.basename(file, ext);
+  const pattern = new RegExp(`^${stem.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.([1-9][0-9]{0,5})${ext.replace('.', '\\.')}$`);
+  let names: string[];
+  try {
+    names = await fsp.readdir(path.dirname(file));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  return names
+    .flatMap((name) => {
+      const match = pattern.exec(name);
+      return match ? [{ n: Number(match[1]), file: path.join(path.dirname(file), name) }] : [];
+    })
+    .sort((a, b) => b.n - a.n);
+}
+
+/** Every file of the log, oldest first: the rotated ones, then the active one (present or not). */
+export async function logFilesOldestFirst(file: string): Promise<string[]> {
+  return [...(await rotatedFiles(file)).map((r) => r.file), file];
+}
 
 export class AppendLog {
   #handle: fsp.FileHandle | undefined;
   #pending: { lines: string; resolve: () => void; reject: (err: unknown) => void }[] = [];
   #flushing = false;
+  /** Bytes in the active file. */
+  #size = 0;
+  #pauses = 0;
+  #flushed: Promise<void> = Promise.resolve();
 
-  private constructor(readonly file: string) {}
+  private constructor(
+    readonly file: string,
+    private readonly rotation: RotationOptions,
+  ) {}
 
-  static async open(file: string): Promise<AppendLog> {
-    const log = new AppendLog(file);
+  static async open(file: string, rotation: RotationOptions = { maxBytes: 0, maxFiles: 0 }): Promise<AppendLog> {
+    const log = new AppendLog(file, rotation);
     const handle = await fsp.open(file, 'a+', FILE_MODE);
     try {
-      const { size } = await handle.stat();
+      let { size } = await handle.stat();
       if (size > 0) {
         const last = Buffer.alloc(1);
         await handle.read(last, 0, 1, size - 1);
         if (last[0] !== 0x0a) {
           await handle.write('\n');
           await handle.datasync();
+          size++;
         }
       }
+      log.#size = size;
     } catch (err) {
       await handle.close();
       throw err;
@@ -37,21 +94,37 @@ export class AppendLog {
     const lines = records.map((r) => JSON.stringify(r) + '\n').join('');
     return new Promise((resolve, reject) => {
       this.#pending.push({ lines, resolve, reject });
-      if (!this.#flushing) void this.#flush();
+      if (!this.#flushing) this.#flushed = this.#flush();
     });
+  }
+
+  /** Stops writes and rotations (an online backup) once the running one is done; appends queue meanwhile. */
+  async pause(): Promise<void> {
+    this.#pauses++;
+    await this.#flushed;
+  }
+
+  resume(): void {
+    if (this.#pauses === 0) return;
+    this.#pauses--;
+    if (this.#pauses === 0 && this.#pending.length > 0 && !this.#flushing) this.#flushed = this.#flush();
   }
 
   async #flush(): Promise<void> {
     this.#flushing = true;
     try {
-      while (this.#pending.length > 0) {
+      while (this.#pending.length > 0 && this.#pauses === 0) {
         const batch = this.#pending;
         this.#pending = [];
         try {
+          const bytes = Buffer.from(batch.map((p) => p.lines).join(''));
+          const { maxBytes } = this.rotation;
+          if (maxBytes > 0 && this.#size > 0 && this.#size + bytes.length > maxBytes) await this.#rotate();
           const handle = this.#handle;
           if (!handle) throw new Error(`${this.file} is closed`);
-          await handle.write(batch.map((p) => p.lines).join(''));
+          await handle.write(bytes);
           await handle.datasync();
+          this.#size += bytes.length;
           for (const p of batch) p.resolve();
         } catch (err) {
           for (const p of batch) p.reject(err);
@@ -62,7 +135,34 @@ export class AppendLog {
     }
   }
 
+  /**
+   * Shifts the rotated files up (oldest first, deleting those beyond maxFiles), renames the active file to
+   * number 1, opens a new active file and fsyncs the directory. Every entry stays in exactly one file at
+   * every step. On failure the active file is reopened as it is, so appends go on (unrotated).
+   */
+  async #rotate(): Promise<void> {
+    const dir = path.dirname(this.file);
+    const keep = Math.max(1, this.rotation.maxFiles);
+    await this.#handle?.close();
+    this.#handle = undefined;
+    try {
+      for (const { n, file } of await rotatedFiles(this.file)) {
+        if (n >= keep) await fsp.unlink(file);
+        else await fsp.rename(file, rotatedPath(this.file, n + 1));
+      }
+      await fsp.rename(this.file, rotatedPath(this.file, 1));
+    } finally {
+      // The active file: a new one after the renames, or the old one (still there) if a step failed.
+      this.#handle = await fsp.open(this.file, 'a+', FILE_MODE);
+      this.#size = (await this.#handle.stat()).size;
+      await this.#handle.sync();
+      await fsyncDirectory(dir);
+    }
+  }
+
   async close(): Promise<void> {
+    this.#pauses = 0;
+    if (this.#pending.length > 0 && !this.#flushing) this.#flushed = this.#flush();
     while (this.#flushing || this.#pending.length > 0) await new Promise((r) => setImmediate(r));
     await this.#handle?.close();
     this.#handle = undefined;

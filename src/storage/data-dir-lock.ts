@@ -13,13 +13,29 @@ export class DataDirLockedError extends Error {
 }
 
 export interface DataDirLock {
+  /**
+   * Who answers a connection to the lock's socket (the store's backup control, src/storage/backup-control.ts).
+   * Until set, a connection is closed at once.
+   */
+  serve(handler: (socket: net.Socket) => void): void;
   release(): Promise<void>;
+}
+
+/** The lock's abstract socket name for a directory's real path (what another process connects to). */
+export function lockSocketName(realDataDir: string): string {
+  return `\0agent-resource-registry:${createHash('sha256').update(realDataDir).digest('hex')}`;
 }
 
 export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
   const real = await realpath(dataDir);
-  const name = `\0agent-resource-registry:${createHash('sha256').update(real).digest('hex')}`;
-  const server = net.createServer((socket) => socket.destroy());
+  const name = lockSocketName(real);
+  let handler: (socket: net.Socket) => void = (socket) => socket.destroy();
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    handler(socket);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
       reject(err.code === 'EADDRINUSE' ? new DataDirLockedError(real) : err),
@@ -29,6 +45,14 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
   // The lock must not keep the event loop alive on its own.
   server.unref();
   return {
-    release: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    serve: (h) => {
+      handler = h;
+    },
+    release: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // close() waits for open connections: end them (a backup client then sees the service go away).
+        for (const socket of sockets) socket.destroy();
+      }),
   };
 }

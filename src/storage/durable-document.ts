@@ -76,6 +76,10 @@ export class DurableDocument<S> {
   /** After a failed compaction, wait for the journal to grow past this before trying again. */
   #retryCompactionAt = 0;
   #closed = false;
+  /** Pauses in force (an online backup): no durable write starts while above 0; updates queue. */
+  #pauses = 0;
+  /** Settles when the running flush (if any) returns. */
+  #flushed: Promise<void> = Promise.resolve();
 
   constructor(
     readonly file: string,
@@ -134,14 +138,31 @@ export class DurableDocument<S> {
     if (this.#closed) return Promise.reject(new AppError('storage_unavailable', 'The registry is shutting down; nothing was changed. Retry later.'));
     return new Promise<R>((resolve, reject) => {
       this.#queue.push({ mutate, resolve: resolve as (v: unknown) => void, reject });
-      if (!this.#flushing) void this.#flush();
+      if (!this.#flushing) this.#flushed = this.#flush();
     });
+  }
+
+  /**
+   * Stops durable writes (an online backup): resolves once no write or compaction is under way; updates
+   * queue meanwhile (their callers wait) until `resume`. The file and its journal then hold exactly the
+   * committed state and do not change until then.
+   */
+  async pause(): Promise<void> {
+    this.#pauses++;
+    await this.#flushed;
+  }
+
+  /** Ends one `pause`; the updates queued meanwhile are then written (as one batch, group commit). */
+  resume(): void {
+    if (this.#pauses === 0) return;
+    this.#pauses--;
+    if (this.#pauses === 0 && this.#queue.length > 0 && !this.#flushing) this.#flushed = this.#flush();
   }
 
   async #flush(): Promise<void> {
     this.#flushing = true;
     try {
-      while (this.#queue.length > 0) {
+      while (this.#queue.length > 0 && this.#pauses === 0) {
         const max = this.options.maxBatch ?? Infinity;
         const batch = this.#queue.length <= max ? this.#queue : this.#queue.slice(0, max);
         this.#queue = batch === this.#queue ? [] : this.#queue.slice(max);
@@ -225,6 +246,9 @@ export class DurableDocument<S> {
   /** Waits for queued updates, compacts the journal (if any) into the file, and closes it. */
   async close(): Promise<void> {
     this.#closed = true;
+    // A pause (a backup) never outlives the store: the queued updates are written before closing.
+    this.#pauses = 0;
+    if (this.#queue.length > 0 && !this.#flushing) this.#flushed = this.#flush();
     while (this.#flushing || this.#queue.length > 0) await new Promise((r) => setImmediate(r));
     const journal = this.#journal;
     if (!journal) return;

@@ -14,7 +14,8 @@ import type { AgentProfile } from '../schemas/profile.js';
 import { StoredResource, type AgentResource, type ReconcileResult } from '../schemas/resource.js';
 import { parseResourcesFile, readIfExists, serializeResourcesFile, writeResourcesFile } from '../migrations/resources-file.js';
 import { applyCustomization, toV1, type CustomizationPatch } from '../registry/resource-versions.js';
-import { AppendLog } from './append-log.js';
+import { AppendLog, type RotationOptions } from './append-log.js';
+import { backupControl, type BackupControlEvents } from './backup-control.js';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
 import { DurableDocument, type BatchObserver, type DocumentCodec, type JournalCodec } from './durable-document.js';
 import { nodeFileSystem, sweepTempFiles, writeFileDurably, type FileSystemSeam } from './durable-file.js';
@@ -30,6 +31,8 @@ export const RESOURCES_FILE = path.join('agent-resources', 'resources.json');
 export const MACHINES_FILE = 'machines.json';
 export const AUDIT_FILE = 'audit.jsonl';
 export const REGISTRY_FILE = path.join('agent-team', 'registry.json');
+/** Present in a backup's temp directory until the backup is complete (src/storage/backup.ts). */
+export const INCOMPLETE_BACKUP_MARKER = 'BACKUP-INCOMPLETE';
 const MACHINES_FILE_VERSION = 1;
 
 export { DataDirError, StoreFileError };
@@ -224,6 +227,12 @@ export interface JsonFileStoreOptions {
   onResourcesBackedUp?: (backupFile: string) => void;
   /** Most updates per durable write (default unlimited); see DurableDocumentOptions. */
   maxBatch?: number;
+  /** Size-based rotation of audit.jsonl (default: none). */
+  auditRotation?: RotationOptions;
+  /** Told about each online backup (src/storage/backup-control.ts). */
+  onBackup?: BackupControlEvents['onBackup'];
+  /** Longest pause an online backup may hold (default MAX_BACKUP_PAUSE_MS); tests shorten it. */
+  maxBackupPauseMs?: number;
 }
 
 export class JsonFileStore implements RegistryStore {
@@ -250,6 +259,9 @@ export class JsonFileStore implements RegistryStore {
     await access(dataDir, fsConstants.W_OK | fsConstants.X_OK).catch((err: NodeJS.ErrnoException) => {
       throw new DataDirError(dataDir, `is not writable by this user (${err.code}); fix its owner or mode, or choose another directory`);
     });
+    if (await access(path.join(dataDir, INCOMPLETE_BACKUP_MARKER)).then(() => true, () => false)) {
+      throw new DataDirError(dataDir, `holds ${INCOMPLETE_BACKUP_MARKER}: it is a backup that was interrupted before it was complete; take the backup again`);
+    }
     const lock = await lockDataDir(dataDir);
     // What is open so far, closed again if a later file refuses to load (no handle left to the GC).
     const opened: { close(): Promise<void> }[] = [];
@@ -269,8 +281,15 @@ export class JsonFileStore implements RegistryStore {
       const registry = new DurableDocument(registryPath, loadRegistry(migrated), registryCodec, fs, options.observeBatch, undefined, tuning);
       const workloads = await JsonWorkloadFiles.open(dataDir, fs, options.observeBatch);
       opened.push(workloads);
-      const audit = await AppendLog.open(path.join(dataDir, AUDIT_FILE));
-      return new JsonFileStore(lock, resources, machines, registry, workloads, audit, indexByDigest(machines.state.machines));
+      const audit = await AppendLog.open(path.join(dataDir, AUDIT_FILE), options.auditRotation);
+      const store = new JsonFileStore(lock, resources, machines, registry, workloads, audit, indexByDigest(machines.state.machines));
+      lock.serve(
+        backupControl(dataDir, store, {
+          ...(options.onBackup ? { onBackup: options.onBackup } : {}),
+          ...(options.maxBackupPauseMs !== undefined ? { maxPauseMs: options.maxBackupPauseMs } : {}),
+        }),
+      );
+      return store;
     } catch (err) {
       for (const doc of opened.reverse()) await doc.close().catch(() => undefined);
       await lock.release();
@@ -472,6 +491,22 @@ export class JsonFileStore implements RegistryStore {
       profiles: await this.listProfiles(),
       registryDocument: this.registry.state.doc,
       workloads,
+    };
+  }
+
+  /**
+   * Pauses every durable write (an online backup): resolves once the writes under way have finished, so
+   * the files hold exactly the committed state, the same instant for all of them; writes queue until the
+   * returned function is called.
+   */
+  async pauseWrites(): Promise<() => void> {
+    const parts = [this.resources, this.machines, this.registry, this.workloads, this.audit];
+    await Promise.all(parts.map((p) => p.pause()));
+    let resumed = false;
+    return () => {
+      if (resumed) return;
+      resumed = true;
+      for (const p of parts) p.resume();
     };
   }
 

@@ -169,6 +169,14 @@ export class JsonWorkloadFiles {
     });
   }
 
+  pause(): Promise<void> {
+    return this.doc.pause();
+  }
+
+  resume(): void {
+    this.doc.resume();
+  }
+
   /** Waits for queued launches and compacts the journal into the canvas files; later launches are refused (503). */
   async close(): Promise<void> {
     this.#closed = true;

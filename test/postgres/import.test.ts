@@ -10,6 +10,7 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { runImport } from '../../src/storage/postgres/commands.js';
+import { logFilesOldestFirst } from '../../src/storage/append-log.js';
 import { build, CANARY, recordIssuedToken, tempDataDir, testEnv } from '../helpers/build.js';
 import { freshDatabase, postgresOrSkip, queryOnce } from '../helpers/postgres.js';
 
@@ -113,6 +114,40 @@ if (base) {
     const rfs = await pgApp.inject({ url: '/api/rfs/canvas-1/resources', headers: { authorization: `Bearer ${mac}` } });
     t.not(rfs.statusCode, 401, 'the machine token still authenticates');
     recordIssuedToken(mac);
+  });
+
+  t.test('rotated audit files import oldest first; after more rotation (the oldest files deleted) a re-import copies only the new entries', async (t) => {
+    const dataDir = await tempDataDir();
+    // Small files: the enrollments' audit entries spread over audit.jsonl and rotated files.
+    const env = { AUDIT_MAX_BYTES: '1024', AUDIT_MAX_FILES: '3' };
+    const first = await build(t, { dataDir, env });
+    for (let i = 0; i < 12; i++) recordIssuedToken(await first.enroll(`imp-${i}`));
+    await first.app.close();
+    const url = await freshDatabase(t, base);
+    const err: string[] = [];
+    t.equal(await runImport(['--data-dir', dataDir], url, () => undefined, (l) => err.push(l)), 0, err.join('\n'));
+    const enrollments = async () =>
+      (await queryOnce<{ object_id: string }>(url, "SELECT object_id FROM audit_log WHERE source = 'import' AND action = 'machine.enroll' ORDER BY seq")).map((r) => r.object_id);
+    const imported = await enrollments();
+    t.ok(imported.length >= 4, `several enrollments imported (${imported.length})`);
+    const firstKept = Number(imported[0]!.slice(4));
+    t.same(imported, Array.from({ length: 12 - firstKept }, (_, i) => `imp-${firstKept + i}`), 'oldest first, in order, each once');
+
+    // The JSON service goes on until the oldest entry the first import copied has been rotated away.
+    const second = await build(t, { dataDir, env });
+    const auditText = async () => (await Promise.all((await logFilesOldestFirst(path.join(dataDir, 'audit.jsonl'))).map((f) => readFile(f, 'utf8')))).join('');
+    let n = 12;
+    while ((await auditText()).includes(`"imp-${firstKept}"`) && n < 80) recordIssuedToken(await second.enroll(`imp-${n++}`));
+    await second.app.close();
+    t.notMatch(await auditText(), `"imp-${firstKept}"`, 'the first imported entries are no longer in the files');
+    t.match(await auditText(), '"imp-12"', 'every entry since the first import still is');
+    t.equal(await runImport(['--data-dir', dataDir], url, () => undefined, (l) => err.push(l)), 0, err.join('\n'));
+    const after = await enrollments();
+    t.same(after.slice(0, imported.length), imported, 'what was imported stays');
+    t.same(after.slice(imported.length), Array.from({ length: n - 12 }, (_, i) => `imp-${12 + i}`), 'then every new entry once, none lost to the rotation, none twice');
+    const again = await queryOnce<{ n: string }>(url, "SELECT count(*) AS n FROM audit_log WHERE source = 'import'");
+    t.equal(await runImport(['--data-dir', dataDir], url, () => undefined, (l) => err.push(l)), 0);
+    t.same(await queryOnce(url, "SELECT count(*) AS n FROM audit_log WHERE source = 'import'"), again, 'a third run copies nothing');
   });
 
   t.test('a database holding data that did not come from an import is refused, untouched', async (t) => {

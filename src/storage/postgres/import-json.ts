@@ -8,6 +8,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { aliasKey, profileRevision } from '../../profiles/profile-rules.js';
 import { AUDIT_FILE, JsonFileStore } from '../json-file-store.js';
+import { logFilesOldestFirst } from '../append-log.js';
 import type { AuditEntry } from '../store.js';
 import { PostgresStore } from './postgres-store.js';
 import { LARGE_ROW_COUNT, silentProgress, type Progress } from '../../progress.js';
@@ -35,12 +36,17 @@ export class ImportRefusedError extends Error {
   }
 }
 
+/** The audit log's entries, oldest first: the rotated files (audit.N.jsonl ... audit.1.jsonl), then audit.jsonl. */
 async function readAudit(dataDir: string): Promise<AuditEntry[]> {
-  const text = await readFile(path.join(dataDir, AUDIT_FILE), 'utf8').catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return '';
-    throw err;
-  });
-  // A torn last line (a crash mid-append) was never acknowledged: skip it.
+  let text = '';
+  for (const file of await logFilesOldestFirst(path.join(dataDir, AUDIT_FILE))) {
+    text += await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return '';
+      throw err;
+    });
+    if (!text.endsWith('\n')) text += '\n';
+  }
+  // A torn line (a crash mid-append) was never acknowledged: skip it.
   return text
     .split('\n')
     .filter((line) => line.trim() !== '')
@@ -52,6 +58,37 @@ async function readAudit(dataDir: string): Promise<AuditEntry[]> {
         return [];
       }
     });
+}
+
+const sameEntry = (row: { at: string; actor: string; action: string; object_id: string; outcome: string } | undefined, e: AuditEntry | undefined) =>
+  row !== undefined && e !== undefined && row.at === e.at && row.actor === e.actor && row.action === e.action && row.object_id === e.id && row.outcome === e.outcome;
+
+/**
+ * How many of `audit` (oldest first) an earlier import copied. The log only grows at its end, but rotation
+ * may since have deleted its oldest files: the entries an earlier import copied are then a suffix of the
+ * imported rows that starts at `audit[0]`. Each imported row equal to `audit[0]` is a candidate start,
+ * earliest first; the first whose run of imported rows (that row to the last one) ends with the entry at
+ * the same position in `audit` is taken. No candidate: `audit` begins after everything imported (its
+ * overlap was rotated away), so none of it was copied.
+ */
+async function alreadyImported(client: pg.Client, audit: AuditEntry[]): Promise<number> {
+  const first = audit[0];
+  if (first === undefined) return 0;
+  type Row = { seq: string; at: string; actor: string; action: string; object_id: string; outcome: string };
+  const { rows: last } = await client.query<Row>(`SELECT * FROM audit_log WHERE source = 'import' ORDER BY seq DESC LIMIT 1`);
+  if (last.length === 0) return 0;
+  const { rows: candidates } = await client.query<{ seq: string; n: string }>(
+    `SELECT c.seq, (SELECT count(*) FROM audit_log a WHERE a.source = 'import' AND a.seq >= c.seq) AS n
+       FROM audit_log c
+      WHERE c.source = 'import' AND c.at = $1 AND c.actor = $2 AND c.action = $3 AND c.object_id = $4 AND c.outcome = $5
+      ORDER BY c.seq`,
+    [first.at, first.actor, first.action, first.id, first.outcome],
+  );
+  for (const { n } of candidates) {
+    const copied = Number(n);
+    if (copied <= audit.length && sameEntry(last[0], audit[copied - 1])) return copied;
+  }
+  return 0;
 }
 
 export async function importJsonDataDir(dataDir: string, databaseUrl: string, reporter: Progress = silentProgress): Promise<ImportReport> {
@@ -169,9 +206,7 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string, re
       )
     ).rowCount ?? 0;
     progress.advance(w.length);
-    // audit.jsonl only grows: copy the entries beyond those an earlier import copied.
-    const { rows: copied } = await client.query<{ n: string }>(`SELECT count(*) AS n FROM audit_log WHERE source = 'import'`);
-    const fresh = audit.slice(Number(copied[0]!.n));
+    const fresh = audit.slice(await alreadyImported(client, audit));
     if (fresh.length > 0) {
       await client.query(
         `INSERT INTO audit_log (at, actor, action, object_id, outcome, source)
