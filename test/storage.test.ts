@@ -45,15 +45,17 @@ t.test('a second process on the same DATA_DIR refuses to start; a restart after 
   const startServer = () => spawn(process.execPath, [server], { env, stdio: ['ignore', log.fd, log.fd] });
   const owner = startServer();
   t.teardown(() => owner.kill('SIGKILL'));
-  // Wait until the first process holds the lock.
-  for (let i = 0; ; i++) {
-    const lock = await lockDataDir(dataDir).catch((err: unknown) => err);
-    if (lock instanceof DataDirLockedError) break;
-    if (lock instanceof Error) throw lock;
-    await (lock as { release(): Promise<void> }).release();
-    if (i > 200) throw new Error('the server never took the lock');
-    await new Promise((r) => setTimeout(r, 25));
+  // Wait until the first process listens (it takes the lock before), without probing the lock meanwhile: a
+  // probe holding it at the moment the server tries would make the server, not the second process, refuse.
+  // Up to 60 s: a start-up takes about 2 s of CPU, far longer on a busy CI machine.
+  let ownerExit: number | null | undefined;
+  owner.on('exit', (code) => (ownerExit = code));
+  for (const deadline = Date.now() + 60_000; !/Server listening/.test(await readFile(logFile, 'utf8')); ) {
+    if (ownerExit !== undefined) throw new Error(`the server exited (${ownerExit}) before listening`);
+    if (Date.now() > deadline) throw new Error('the server never took the lock');
+    await new Promise((r) => setTimeout(r, 50));
   }
+  t.type(await lockDataDir(dataDir).catch((err: unknown) => err), DataDirLockedError, 'the running server holds the lock');
   const second = startServer();
   const code = await new Promise<number | null>((resolve) => second.on('exit', resolve));
   t.equal(code, 1, 'the second process exits with an error');
