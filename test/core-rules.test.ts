@@ -7,7 +7,7 @@ import { createHmac } from 'node:crypto';
 import { mintCanvasToken, verifyCanvasToken, matchDigest, tokenDigest, generateToken, TOKEN_PREFIX } from '../src/credentials/tokens.js';
 import { fileVersion, migrateRegistryDocument, REGISTRY_FILE_STEPS, upgradeProfiles, validateRegistryDocument } from '../src/migrations/registry-file.js';
 import { MigrationError, upgradeProfile } from '../src/migrations/profile-v1.js';
-import { planPut, planReconcile, planWithdraw, sameRecord } from '../src/registry/ownership.js';
+import { carryOwnerFields, planPut, planReconcile, planWithdraw, sameRecord } from '../src/registry/ownership.js';
 import { assertPlacement } from '../src/profiles/placement.js';
 import {
   aliasKey,
@@ -52,6 +52,17 @@ t.test('a record differing in any one field is a replacement; only an identical 
   t.notOk(sameRecord(base, { ...base, provider: 'mac-a' }), 'provider differs');
   t.notOk(sameRecord(base, { ...base, schemaVersion: 2 as 1 }), 'schemaVersion differs');
   t.throws(() => planPut(base, { ...base, provider: 'mac-a' }), { code: 'resource_conflict', details: { ids: ['a'], conflicts: [{ id: 'a', provider: 'huabu' }] } });
+});
+
+t.test('a provider\'s write keeps the owner\'s customization of its own record, never of another provider\'s', async (t) => {
+  const customized = { ...resource('r', 'huabu'), displayName: 'Owner name', userContent: 'Owner notes.' };
+  const incoming = resource('r', 'huabu', { instructions: 'Use r, newly.' });
+  t.same(carryOwnerFields(customized, incoming), { ...incoming, displayName: 'Owner name', userContent: 'Owner notes.' }, 'the same provider\'s replacement carries them');
+  t.same(carryOwnerFields(undefined, incoming), incoming, 'a new record has none');
+  // A record answered after a write (resource-registry's PUT reads the ID back) may by then be another
+  // provider's: its owner's fields must not be lent to this provider's record.
+  const foreign = { ...resource('r', 'agentlet-7f3a'), displayName: 'Not yours', userContent: 'Not yours either.' };
+  t.same(carryOwnerFields(foreign, incoming), incoming, 'another provider\'s record lends nothing');
 });
 
 t.test('withdraw: only the holder may; an unknown ID is not found', async (t) => {

@@ -348,6 +348,11 @@ export async function runCrashRounds(options: CrashOptions): Promise<CrashResult
       const violations: Violation[] = [];
       const http = new Pool(server.origin, { connections: writers, headersTimeout: 15_000, bodyTimeout: 15_000, connectTimeout: 5_000 });
       let stopping = false;
+      // The kill delay counts from the round's first answer, not from when the writers start: after a
+      // restart the first requests can take seconds on a busy machine, and a kill before any answer proves
+      // nothing about acknowledged writes.
+      let answered!: () => void;
+      const firstAnswer = new Promise<void>((resolve) => (answered = resolve));
       const read: Reader = async (url) => {
         const res = await http.request({ method: 'GET', path: url, headers: bearer(CANARY.owner) });
         await res.body.text();
@@ -389,6 +394,7 @@ export async function runCrashRounds(options: CrashOptions): Promise<CrashResult
             });
             const text = await res.body.text();
             op.cmp = now();
+            answered();
             op.status = res.statusCode;
             const answer: unknown = text ? JSON.parse(text) : undefined;
             if (res.statusCode >= 200 && res.statusCode < 300) {
@@ -414,6 +420,7 @@ export async function runCrashRounds(options: CrashOptions): Promise<CrashResult
       };
 
       const running = Promise.all(Array.from({ length: writers }, (_, w) => writer(w)));
+      await Promise.race([firstAnswer, sleep(30_000, undefined, { ref: false })]);
       await sleep(killAfter);
       stopping = true;
       await server.kill();
