@@ -544,6 +544,19 @@ t.test('a canvas token is valid until the second before its expiry, and expired 
   t.same(verifyCanvasToken(token, SECRET, 1_001), { ok: false, reason: 'expired' });
 });
 
+t.test('a canvas token carries its mint time when given one, and reports exactly the claims it was minted with', async (t) => {
+  // The mint time (`t`) is what a per-canvas revocation compares with its cut-off (tokens without one count
+  // as minted at 0 and die with any revocation of their canvas).
+  const minted = mintCanvasToken({ ...claims, mintedAtMs: 1_234_567 }, SECRET);
+  t.strictSame(JSON.parse(Buffer.from(minted.slice(TOKEN_PREFIX.canvas.length).split('.')[0]!, 'base64url').toString('utf8')).t, 1_234_567, 'the payload holds it');
+  t.strictSame(verifyCanvasToken(minted, SECRET, 999), { ok: true, claims: { ...claims, mintedAtMs: 1_234_567 } }, 'verified, it is reported');
+  const plain = mintCanvasToken(claims, SECRET);
+  t.notOk('t' in JSON.parse(Buffer.from(plain.slice(TOKEN_PREFIX.canvas.length).split('.')[0]!, 'base64url').toString('utf8')), 'none given, none in the payload');
+  const verified = verifyCanvasToken(plain, SECRET, 999);
+  t.strictSame(verified, { ok: true, claims }, 'none reported');
+  t.notOk(verified.ok && 'mintedAtMs' in verified.claims, 'not even as an undefined key');
+});
+
 t.test('a malformed canvas token is refused as malformed, never with an exception', async (t) => {
   const good = mintCanvasToken(claims, SECRET);
   const [payload, signature] = good.slice(TOKEN_PREFIX.canvas.length).split('.') as [string, string];
