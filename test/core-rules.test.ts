@@ -198,6 +198,23 @@ t.test('update: not found, stale, manifest-backed and alias conflicts are refuse
   t.same(planUpdate(all, p1, 'p1', {}, undefined), { next: p1, changed: false });
 });
 
+t.test('update: metadata and customData are kept unless the change names them; an unchanged alias is never re-checked', async (t) => {
+  const p1 = profile('p1', { alias: 'Reviewer', metadata: { cliId: 'claude' }, customData: { k: 1 } } as Partial<AgentProfile>);
+  const all = [p1, profile('p2', { alias: 'Writer' })];
+  const renamed = planUpdate(all, p1, 'p1', { alias: 'Auditor' }, undefined);
+  t.strictSame(renamed.next, { ...p1, alias: 'Auditor' }, 'a change of alias keeps metadata and customData');
+  t.ok('metadata' in renamed.next && 'customData' in renamed.next, 'both still present');
+  const meta = planUpdate(all, p1, 'p1', { metadata: { cliId: 'codex' } }, undefined);
+  t.strictSame([meta.changed, meta.next.metadata], [true, { cliId: 'codex' }], 'metadata replaced when given');
+  const cleared = planUpdate(all, p1, 'p1', { metadata: null }, undefined);
+  t.notOk('metadata' in cleared.next, 'null clears it');
+  // Data written before aliases ignored case (or migrated) may hold two profiles whose aliases differ only
+  // in case: resending one's own alias unchanged must not be refused for the other's.
+  const legacy = [p1, profile('p3', { alias: 'REVIEWER' })];
+  t.doesNotThrow(() => planUpdate(legacy, p1, 'p1', { alias: 'Reviewer', workingDirPath: '/elsewhere' }, undefined), 'its unchanged alias passes');
+  t.throws(() => planUpdate(legacy, p1, 'p1', { alias: 'reviewer' }, undefined), { code: 'alias_conflict' }, 'a changed one is checked');
+});
+
 t.test('delete: not found, stale and manifest-backed are refused', async (t) => {
   t.throws(() => planDelete(undefined, 'nope', undefined), { code: 'profile_not_found' });
   t.throws(() => planDelete(profile('p1'), 'p1', ['stale']), { code: 'precondition_failed' });
