@@ -3,7 +3,9 @@
 // that does not parse stops the start). A launch does not rewrite its canvas file: every canvas shares one
 // group-committed journal, `workloads/workloads.journal` (one line per batch, fdatasync'ed before the batch
 // is acknowledged), replayed over the canvas files at start and compacted into them (only the canvases it
-// touched) at start, at close and once it passes WORKLOADS_COMPACT_AT_BYTES. One document for all canvases keeps the
+// touched) at start, at close and once it passes WORKLOADS_COMPACT_AT_BYTES. That last compaction runs beside
+// the launches: it writes the canvases due at its start, then swaps the journal for the lines appended
+// meanwhile (DurableDocument's background compaction). One document for all canvases keeps the
 // first-realization check atomic with its record across canvases.
 import { mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -32,7 +34,7 @@ const COMPACT_PARALLEL = 16;
 interface WorkloadsState {
   /** Committed records by canvas, then thread. A draft shares it read-only. */
   canvases: Map<string, Map<string, WorkloadRecord>>;
-  /** Canvases whose file does not yet hold every committed record (their records are in the journal). */
+  /** Canvases whose file may lack a committed record (their records are in the journal), not yet being compacted. */
   dirty: Set<string>;
   /** In a mutation's draft only: the records it added, by `canvasId/threadId`. */
   added?: Map<string, WorkloadRecord>;
@@ -40,10 +42,11 @@ interface WorkloadsState {
 
 const threadKey = (canvasId: string, threadId: string) => `${canvasId}/${threadId}`;
 
-function serializeCanvas(workloads: Map<string, WorkloadRecord>): string {
+function serializeCanvas(workloads: readonly WorkloadRecord[]): string {
+  const sorted = [...workloads].sort((a, b) => (a.threadId < b.threadId ? -1 : a.threadId > b.threadId ? 1 : 0));
   return (
     JSON.stringify(
-      { schemaVersion: WORKLOADS_FILE_VERSION, state: { workloads: [...workloads.keys()].sort().map((k) => workloads.get(k)) } },
+      { schemaVersion: WORKLOADS_FILE_VERSION, state: { workloads: sorted } },
       null,
       2,
     ) + '\n'
@@ -69,28 +72,46 @@ function workloadsCodec(dir: string, fs: FileSystemSeam): JournalCodec<Workloads
         state.dirty.add(record.canvasId);
       }
     },
-    async compact(state) {
-      let bytes = 0;
-      let failure: { err: unknown } | undefined;
-      const pending = [...state.dirty];
-      // Every worker stops at the first failure, and all have finished before the compaction returns or
-      // throws: no write of an older state can land after a later compaction's.
-      const worker = async () => {
-        for (let canvasId = pending.pop(); canvasId !== undefined && !failure; canvasId = pending.pop()) {
-          const text = serializeCanvas(state.canvases.get(canvasId)!);
-          try {
-            await writeFileDurably(path.join(dir, `${canvasId}.json`), text, fs);
-          } catch (err) {
-            failure ??= { err };
-            return;
-          }
-          state.dirty.delete(canvasId);
-          bytes += Buffer.byteLength(text);
-        }
+    beginCompaction(state) {
+      // The canvases due now leave `dirty`; a batch committed while they are written marks its canvases
+      // dirty again, for the next compaction (its records are in the journal's kept tail until then). Each
+      // file is written as the canvas is now: its records are never removed or replaced, only added, so
+      // the first `size` records in insertion order are exactly today's, whatever is committed meanwhile.
+      const due = new Map<string, { workloads: Map<string, WorkloadRecord>; size: number }>();
+      for (const canvasId of state.dirty) {
+        const workloads = state.canvases.get(canvasId)!;
+        due.set(canvasId, { workloads, size: workloads.size });
+      }
+      state.dirty.clear();
+      return {
+        async write() {
+          let bytes = 0;
+          let failure: { err: unknown } | undefined;
+          const pending = [...due.keys()];
+          // Every worker stops at the first failure, and all have finished before the write returns or
+          // throws: no write of an older state can land after a later compaction's.
+          const worker = async () => {
+            for (let canvasId = pending.pop(); canvasId !== undefined && !failure; canvasId = pending.pop()) {
+              const { workloads, size } = due.get(canvasId)!;
+              const text = serializeCanvas([...workloads.values()].slice(0, size));
+              try {
+                await writeFileDurably(path.join(dir, `${canvasId}.json`), text, fs);
+              } catch (err) {
+                failure ??= { err };
+                return;
+              }
+              due.delete(canvasId);
+              bytes += Buffer.byteLength(text);
+            }
+          };
+          await Promise.all(Array.from({ length: COMPACT_PARALLEL }, worker));
+          if (failure) throw failure.err;
+          return bytes;
+        },
+        abandon() {
+          for (const canvasId of due.keys()) state.dirty.add(canvasId);
+        },
       };
-      await Promise.all(Array.from({ length: COMPACT_PARALLEL }, worker));
-      if (failure) throw failure.err;
-      return bytes;
     },
   };
 }
