@@ -84,6 +84,7 @@ async function openStore(config: Config, logger: Logger, metrics: Metrics, fs: F
     dataDir: config.dataDir,
     observeBatch: metrics.observeBatch,
     ...(config.storeMaxBatch !== undefined ? { maxBatch: config.storeMaxBatch } : {}),
+    ...(config.workloadsCompactAtBytes !== undefined ? { workloadsCompactAtBytes: config.workloadsCompactAtBytes } : {}),
     ...(fs ? { fs } : {}),
     onRegistryMigrated: (report) =>
       logger.warn(

@@ -224,6 +224,8 @@ export interface JsonFileStoreOptions {
   onResourcesBackedUp?: (backupFile: string) => void;
   /** Most updates per durable write (default unlimited); see DurableDocumentOptions. */
   maxBatch?: number;
+  /** Compact the workloads journal once it holds this many bytes (default WORKLOADS_COMPACT_AT_BYTES). */
+  workloadsCompactAtBytes?: number;
 }
 
 export class JsonFileStore implements RegistryStore {
@@ -267,7 +269,7 @@ export class JsonFileStore implements RegistryStore {
       opened.push(resources);
       const machines = new DurableDocument(machinesPath, await loadMachines(machinesPath), machinesCodec, fs, options.observeBatch, undefined, tuning);
       const registry = new DurableDocument(registryPath, loadRegistry(migrated), registryCodec, fs, options.observeBatch, undefined, tuning);
-      const workloads = await JsonWorkloadFiles.open(dataDir, fs, options.observeBatch);
+      const workloads = await JsonWorkloadFiles.open(dataDir, fs, options.observeBatch, options.workloadsCompactAtBytes);
       opened.push(workloads);
       const audit = await AppendLog.open(path.join(dataDir, AUDIT_FILE));
       return new JsonFileStore(lock, resources, machines, registry, workloads, audit, indexByDigest(machines.state.machines));
