@@ -85,6 +85,8 @@ async function openStore(config: Config, logger: Logger, metrics: Metrics, fs: F
     observeBatch: metrics.observeBatch,
     ...(config.storeMaxBatch !== undefined ? { maxBatch: config.storeMaxBatch } : {}),
     ...(config.workloadsCompactAtBytes !== undefined ? { workloadsCompactAtBytes: config.workloadsCompactAtBytes } : {}),
+    onWorkloadFileUnreadable: (err, canvasId) =>
+      logger.error({ file: err.file, canvasId, reason: err.message }, 'a workload file does not load: requests for this canvas answer 503 storage_unavailable until it is fixed (nothing else is affected; the file is left as it is)'),
     ...(fs ? { fs } : {}),
     onRegistryMigrated: (report) =>
       logger.warn(

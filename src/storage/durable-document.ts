@@ -75,6 +75,11 @@ export interface DurableDocumentOptions {
   maxBatch?: number;
   /** Journaled documents: compact once the journal holds this many bytes (default: the file's size, at least 1 MiB). */
   compactAtBytes?: number;
+  /**
+   * Codecs with `beginCompaction`: when the compaction at start fails (a canvas file that does not load),
+   * start anyway with the journal kept (its complete lines), to be folded by a later compaction.
+   */
+  keepJournalIfStartCompactionFails?: boolean;
 }
 
 const MIN_COMPACT_BYTES = 1024 * 1024;
@@ -127,8 +132,15 @@ export class DurableDocument<S> {
     for (const changes of content.batches) codec.apply(initial, changes);
     const doc = new DurableDocument(file, initial, codec, fs, observe, label, options);
     // The versioned file always exists, so the layout of a DATA_DIR is the same with or without a journal.
+    let keep = 0;
     if (codec.beginCompaction) {
-      if (content.bytes > 0) doc.#fileBytes = await writeAll(codec.beginCompaction(initial));
+      try {
+        if (content.bytes > 0) doc.#fileBytes = await writeAll(codec.beginCompaction(initial));
+      } catch (err) {
+        if (!options.keepJournalIfStartCompactionFails) throw err;
+        keep = content.completeBytes;
+        doc.#retryCompactionAt = keep * 2;
+      }
     } else if (codec.compact) {
       if (content.bytes > 0) doc.#fileBytes = await codec.compact(initial);
     } else if (content.bytes > 0 || !(await access(file).then(() => true, () => false))) {
@@ -136,7 +148,7 @@ export class DurableDocument<S> {
       await writeFileDurably(file, text, fs);
       doc.#fileBytes = Buffer.byteLength(text);
     }
-    doc.#journal = await Journal.open(journalFile, fs);
+    doc.#journal = await Journal.open(journalFile, fs, keep);
     doc.#journalCodec = codec;
     return doc;
   }

@@ -30,6 +30,8 @@ export interface JournalContent {
   /** True when the last line was cut short by a crash (and ignored). */
   tornTail: boolean;
   bytes: number;
+  /** Bytes of the complete lines (without a torn tail). */
+  completeBytes: number;
 }
 
 /** Reads a journal; an absent one is empty. Throws JournalCorruptError on anything but a torn last line. */
@@ -38,7 +40,7 @@ export async function readJournal(file: string): Promise<JournalContent> {
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { batches: [], tornTail: false, bytes: 0 };
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { batches: [], tornTail: false, bytes: 0, completeBytes: 0 };
     throw err;
   }
   const lines = text.split('\n');
@@ -55,7 +57,8 @@ export async function readJournal(file: string): Promise<JournalContent> {
     if (!Array.isArray(changes)) throw new JournalCorruptError(file, `line ${i + 1} has no changes array`);
     return changes;
   });
-  return { batches, tornTail: tail.length > 0, bytes: Buffer.byteLength(text) };
+  const bytes = Buffer.byteLength(text);
+  return { batches, tornTail: tail.length > 0, bytes, completeBytes: bytes - Buffer.byteLength(tail) };
 }
 
 export function journalLine(changes: readonly unknown[]): string {
@@ -87,13 +90,17 @@ export class Journal {
 
   private constructor(readonly file: string, private readonly fs: FileSystemSeam) {}
 
-  /** Opens (creating) the journal, which must be empty: replay and compact it first. */
-  static async open(file: string, fs: FileSystemSeam = nodeFileSystem): Promise<Journal> {
+  /**
+   * Opens (creating) the journal for appends. It is emptied (replay and compact it first), or, with `keep`,
+   * cut to its first `keep` bytes: the complete lines a failed compaction could not fold (a torn tail goes).
+   */
+  static async open(file: string, fs: FileSystemSeam = nodeFileSystem, keep = 0): Promise<Journal> {
     const journal = new Journal(file, fs);
     const handle = await fs.open(file, 'a', FILE_MODE);
     journal.#handle = handle;
+    journal.#size = keep;
     try {
-      await handle.truncate(0);
+      await handle.truncate(keep);
       await handle.sync();
       await fsyncDirectory(path.dirname(file), fs);
     } catch (err) {

@@ -226,6 +226,8 @@ export interface JsonFileStoreOptions {
   maxBatch?: number;
   /** Compact the workloads journal once it holds this many bytes (default WORKLOADS_COMPACT_AT_BYTES). */
   workloadsCompactAtBytes?: number;
+  /** Told when a canvas's workload file, read on first access, does not load (its requests then answer 503). */
+  onWorkloadFileUnreadable?: (err: StoreFileError, canvasId: string) => void;
 }
 
 export class JsonFileStore implements RegistryStore {
@@ -269,7 +271,7 @@ export class JsonFileStore implements RegistryStore {
       opened.push(resources);
       const machines = new DurableDocument(machinesPath, await loadMachines(machinesPath), machinesCodec, fs, options.observeBatch, undefined, tuning);
       const registry = new DurableDocument(registryPath, loadRegistry(migrated), registryCodec, fs, options.observeBatch, undefined, tuning);
-      const workloads = await JsonWorkloadFiles.open(dataDir, fs, options.observeBatch, options.workloadsCompactAtBytes);
+      const workloads = await JsonWorkloadFiles.open(dataDir, fs, options.observeBatch, options.workloadsCompactAtBytes, options.onWorkloadFileUnreadable);
       opened.push(workloads);
       const audit = await AppendLog.open(path.join(dataDir, AUDIT_FILE));
       return new JsonFileStore(lock, resources, machines, registry, workloads, audit, indexByDigest(machines.state.machines));
