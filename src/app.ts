@@ -84,6 +84,9 @@ async function openStore(config: Config, logger: Logger, metrics: Metrics, fs: F
     dataDir: config.dataDir,
     observeBatch: metrics.observeBatch,
     ...(config.storeMaxBatch !== undefined ? { maxBatch: config.storeMaxBatch } : {}),
+    ...(config.workloadsCompactAtBytes !== undefined ? { workloadsCompactAtBytes: config.workloadsCompactAtBytes } : {}),
+    onWorkloadFileUnreadable: (err, canvasId) =>
+      logger.error({ file: err.file, canvasId, reason: err.message }, 'a workload file does not load: requests for this canvas answer 503 storage_unavailable until it is fixed (nothing else is affected; the file is left as it is)'),
     ...(fs ? { fs } : {}),
     auditRotation: { maxBytes: config.auditMaxBytes, maxFiles: config.auditMaxFiles },
     onBackup: ({ pausedMs, ok, reason }) =>

@@ -36,6 +36,8 @@ export interface Config {
   maxEventLoopDelayMs: number;
   /** Most updates one durable write may cover; `undefined` = unlimited (tuning and benchmark knob). */
   storeMaxBatch: number | undefined;
+  /** JSON store: compact the workloads journal once it holds this many bytes (default 1 MiB). */
+  workloadsCompactAtBytes?: number;
   /**
    * Set: the PostgreSQL store on this database instead of JSON files (DATA_DIR is then not used, and the
    * three credentials must come from the environment, identical on every replica).
@@ -80,6 +82,7 @@ const Env = Type.Object({
   AUDIT_MAX_BYTES: Type.Optional(Type.String({ pattern: '^[0-9]{1,15}$' })),
   AUDIT_MAX_FILES: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
   STORE_MAX_BATCH: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
+  WORKLOADS_COMPACT_AT_BYTES: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{3,9}$' })),
   DEFAULT_AGENTLET_ID: Type.Optional(Type.String({ pattern: SLUG_ID_PATTERN })),
   HOSTED_CAPABILITIES_FILE: Type.Optional(Type.String({ minLength: 1 })),
 });
@@ -158,6 +161,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     rateLimitWritesPerMinute: e.RATE_LIMIT_WRITES_PER_MINUTE === undefined ? 1200 : Number(e.RATE_LIMIT_WRITES_PER_MINUTE),
     maxEventLoopDelayMs: e.MAX_EVENT_LOOP_DELAY_MS === undefined ? 1000 : Number(e.MAX_EVENT_LOOP_DELAY_MS),
     storeMaxBatch: e.STORE_MAX_BATCH === undefined ? undefined : Number(e.STORE_MAX_BATCH),
+    ...(e.WORKLOADS_COMPACT_AT_BYTES === undefined ? {} : { workloadsCompactAtBytes: Number(e.WORKLOADS_COMPACT_AT_BYTES) }),
     databaseUrl: e.DATABASE_URL,
     databasePoolSize: e.DATABASE_POOL_SIZE === undefined ? 10 : Number(e.DATABASE_POOL_SIZE),
     auditMaxBytes: e.AUDIT_MAX_BYTES === undefined ? DEFAULT_AUDIT_MAX_BYTES : Number(e.AUDIT_MAX_BYTES),

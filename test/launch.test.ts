@@ -1,6 +1,6 @@
 // Launch: overrides, required defaults, placement, first realization pinned durably, repeats and conflicts.
 import t from 'tap';
-import { copyFile, mkdir, readdir, readFile } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { build, CANARY, tempDataDir, type TestApp } from './helpers/build.js';
 import { readJournal } from '../src/storage/journal.js';
@@ -202,13 +202,33 @@ t.test('a legacy workload without resourceIds reads as [] and stays driver schem
   t.equal(manifest.json().code, 'invalid_profile_kind');
 });
 
-t.test('a workload file that does not parse stops the start and is left as it is', async (t) => {
+t.test('a workload file that does not parse fails only its canvas (503, logged), is left as it is, and works once fixed', async (t) => {
+  // Issue 15 item 4: canvas files are read on first access, so a bad one no longer stops the start.
   const dataDir = await tempDataDir();
   await mkdir(path.join(dataDir, 'workloads'), { recursive: true });
   const file = path.join(dataDir, 'workloads', 'canvas-1.json');
-  await (await import('node:fs/promises')).writeFile(file, '{"schemaVersion": 1, "state": {');
-  await t.rejects(build(t, { dataDir }), /canvas-1\.json: does not parse/);
-  t.equal(await readFile(file, 'utf8'), '{"schemaVersion": 1, "state": {');
+  await writeFile(file, '{"schemaVersion": 1, "state": {');
+  const { h, profileId } = await world(t, dataDir);
+  for (const [what, res] of [
+    ['list', await h.app.inject({ url: '/api/acp/workloads?canvasId=canvas-1', headers: h.owner })],
+    ['get', await h.app.inject({ url: '/api/acp/workloads/canvas-1/thread-1', headers: h.owner })],
+    ['launch', await launch(h, { profileId, canvasId: 'canvas-1', threadId: 'thread-1' })],
+  ] as const) {
+    t.equal(res.statusCode, 503, what);
+    t.equal(res.json().code, 'storage_unavailable');
+    t.notMatch(res.body, /canvas-1\.json|does not parse|\/tmp|workloads\//, 'the answer names no file');
+  }
+  t.equal((await launch(h, { profileId, canvasId: 'canvas-2', threadId: 'thread-1' })).statusCode, 201, 'other canvases launch');
+  t.equal(await readFile(file, 'utf8'), '{"schemaVersion": 1, "state": {', 'the file is left as it is');
+  t.equal((await readJournal(path.join(dataDir, 'workloads', 'workloads.journal'))).batches.flat().length, 1, 'only the other canvas was written');
+  const log = await readFile(h.logFile, 'utf8');
+  t.match(log, /canvas-1\.json: does not parse as JSON.*requests for this canvas answer 503|requests for this canvas answer 503.*canvas-1\.json: does not parse as JSON/, 'one log line names the file and what it means');
+  t.equal(log.split('\n').filter((l) => l.includes('a workload file does not load')).length, 1, 'reported once, not once per request');
+
+  // Fixed by the operator: the next request reads it again, no restart needed.
+  await writeFile(file, JSON.stringify({ schemaVersion: 1, state: { workloads: [] } }));
+  t.equal((await launch(h, { profileId, canvasId: 'canvas-1', threadId: 'thread-1' })).statusCode, 201);
+  t.equal((await h.app.inject({ url: '/api/acp/workloads?canvasId=canvas-1', headers: h.owner })).json().workloads.length, 1);
 });
 
 t.test('launch fails closed on capability diagnostics, with nothing written, and passes once fixed', async (t) => {

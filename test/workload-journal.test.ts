@@ -17,6 +17,14 @@ const open = (dir: string, compactAtBytes?: number) => JsonWorkloadFiles.open(di
 const canvasFile = async (dir: string, canvasId: string) =>
   JSON.parse(await readFile(path.join(dir, 'workloads', `${canvasId}.json`), 'utf8')) as { schemaVersion: number; state: { workloads: WorkloadRecord[] } };
 
+/** Polls `check` until it holds (a background compaction settling), failing after 20 s. */
+async function eventually(check: () => Promise<boolean>): Promise<void> {
+  for (const deadline = Date.now() + 20_000; !(await check()); ) {
+    if (Date.now() > deadline) throw new Error('timed out waiting for the background compaction');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 function record(canvasId: string, threadId: string, cwd = '/home/me/site'): WorkloadRecord {
   return {
     driverSchemaVersion: 1,
@@ -99,6 +107,8 @@ t.test('the journal is compacted into the touched canvas files once it passes th
   const dir = await dataDir();
   const files = await open(dir, 4096);
   for (let i = 0; i < 12; i++) await files.realize(record(`c-${i % 3}`, `t-${i}`));
+  // The compaction runs beside the launches (the last ones did not wait for it): let it finish.
+  await eventually(async () => (await readJournal(journalOf(dir))).bytes < 4096);
   const journal = await readJournal(journalOf(dir));
   t.ok(journal.bytes < 4096, `the journal was emptied on the way (${journal.bytes} bytes now)`);
   const onDisk = (await Promise.all(['c-0', 'c-1', 'c-2'].map((c) => canvasFile(dir, c).catch(() => ({ state: { workloads: [] } }))))).flatMap((d) => d.state.workloads);

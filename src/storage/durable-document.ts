@@ -3,7 +3,9 @@
 // that write. Readers see the committed state only; a failed write leaves the committed state untouched.
 // A durable write either replaces the whole file, or (journaled documents) appends the batch's changes to
 // a journal beside it, which is compacted into the file once it has grown as large as the file itself, at
-// start and at close: the work per write then no longer grows with the document.
+// start and at close: the work per write then no longer grows with the document. A codec with
+// `beginCompaction` (workloads) is compacted beside the appends: batches keep being committed and answered
+// while the compaction writes, and only the journal's swap for its unfolded tail is ordered with them.
 import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { AppError } from '../errors.js';
@@ -39,6 +41,19 @@ export interface JournalCodec<S> extends DocumentCodec<S> {
    * the journal touched), returning the bytes written. Without it, compaction replaces `file` with `serialize`.
    */
   compact?(state: S): Promise<number>;
+  /**
+   * Optional, instead of `compact`: a compaction that may run while later batches are committed. Called at
+   * the moment the journal's content so far is to be folded; the returned `write` must make durable at
+   * least every change applied to the state before this call (it may include later ones).
+   */
+  beginCompaction?(state: S): BackgroundCompaction;
+}
+
+export interface BackgroundCompaction {
+  /** Writes durably; returns the bytes written. */
+  write(): Promise<number>;
+  /** `write` failed: what it did not write must stay due for the next compaction. */
+  abandon(): void;
 }
 
 export interface BatchInfo {
@@ -60,6 +75,11 @@ export interface DurableDocumentOptions {
   maxBatch?: number;
   /** Journaled documents: compact once the journal holds this many bytes (default: the file's size, at least 1 MiB). */
   compactAtBytes?: number;
+  /**
+   * Codecs with `beginCompaction`: when the compaction at start fails (a canvas file that does not load),
+   * start anyway with the journal kept (its complete lines), to be folded by a later compaction.
+   */
+  keepJournalIfStartCompactionFails?: boolean;
 }
 
 const MIN_COMPACT_BYTES = 1024 * 1024;
@@ -75,6 +95,10 @@ export class DurableDocument<S> {
   #fileBytes = 0;
   /** After a failed compaction, wait for the journal to grow past this before trying again. */
   #retryCompactionAt = 0;
+  /** The compaction running beside the appends (codecs with `beginCompaction`), until it has settled. */
+  #background: Promise<void> | undefined;
+  /** Work that must not run beside an append (the journal's swap), run by the flush loop before the next batch. */
+  #exclusive: { run: () => Promise<void>; resolve: () => void; reject: (err: unknown) => void }[] = [];
   #closed = false;
   /** Pauses in force (an online backup): no durable write starts while above 0; updates queue. */
   #pauses = 0;
@@ -112,14 +136,23 @@ export class DurableDocument<S> {
     for (const changes of content.batches) codec.apply(initial, changes);
     const doc = new DurableDocument(file, initial, codec, fs, observe, label, options);
     // The versioned file always exists, so the layout of a DATA_DIR is the same with or without a journal.
-    if (codec.compact) {
+    let keep = 0;
+    if (codec.beginCompaction) {
+      try {
+        if (content.bytes > 0) doc.#fileBytes = await writeAll(codec.beginCompaction(initial));
+      } catch (err) {
+        if (!options.keepJournalIfStartCompactionFails) throw err;
+        keep = content.completeBytes;
+        doc.#retryCompactionAt = keep * 2;
+      }
+    } else if (codec.compact) {
       if (content.bytes > 0) doc.#fileBytes = await codec.compact(initial);
     } else if (content.bytes > 0 || !(await access(file).then(() => true, () => false))) {
       const text = codec.serialize(initial);
       await writeFileDurably(file, text, fs);
       doc.#fileBytes = Buffer.byteLength(text);
     }
-    doc.#journal = await Journal.open(journalFile, fs);
+    doc.#journal = await Journal.open(journalFile, fs, keep);
     doc.#journalCodec = codec;
     return doc;
   }
@@ -149,7 +182,13 @@ export class DurableDocument<S> {
    */
   async pause(): Promise<void> {
     this.#pauses++;
-    await this.#flushed;
+    // The batch under way may start a compaction beside the appends as it ends; that compaction (its journal
+    // swap runs in the flush loop, which a pause does not hold for it) finishes too. None starts after: only
+    // a committed batch starts one, and none commits while paused.
+    while (this.#flushing || this.#background) {
+      await this.#flushed;
+      if (this.#background) await this.#background;
+    }
   }
 
   /** Ends one `pause`; the updates queued meanwhile are then written (as one batch, group commit). */
@@ -162,7 +201,13 @@ export class DurableDocument<S> {
   async #flush(): Promise<void> {
     this.#flushing = true;
     try {
-      while (this.#queue.length > 0 && this.#pauses === 0) {
+      // A pause (an online backup) holds the batches, not the exclusive work of a compaction already under way.
+      while ((this.#queue.length > 0 && this.#pauses === 0) || this.#exclusive.length > 0) {
+        const work = this.#exclusive.shift();
+        if (work) {
+          await work.run().then(work.resolve, work.reject);
+          continue;
+        }
         const max = this.options.maxBatch ?? Infinity;
         const batch = this.#queue.length <= max ? this.#queue : this.#queue.slice(0, max);
         this.#queue = batch === this.#queue ? [] : this.#queue.slice(max);
@@ -213,8 +258,40 @@ export class DurableDocument<S> {
     }
     for (const { pending, result } of applied) pending.resolve(result);
     for (const { pending, err } of rejected) pending.reject(err);
-    // Callers are answered; the next batch waits for the compaction (and grows meanwhile).
-    if (this.#journal && this.#journal.size >= Math.max(this.#compactAt(), this.#retryCompactionAt)) await this.#compact();
+    if (this.#journal && !this.#background && this.#journal.size >= Math.max(this.#compactAt(), this.#retryCompactionAt)) {
+      // Callers are answered. A background compaction lets the next batch go on; otherwise it waits.
+      if (this.#journalCodec?.beginCompaction) this.#background = this.#compactBeside(this.#journalCodec).finally(() => (this.#background = undefined));
+      else await this.#compact();
+    }
+  }
+
+  /** Runs `run` from the flush loop, where no batch is being appended. */
+  #runExclusive(run: () => Promise<void>): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.#exclusive.push({ run, resolve, reject });
+      if (!this.#flushing) this.#flushed = this.#flush();
+    });
+  }
+
+  /**
+   * Folds the journal into the files while batches go on: mark the journal, write what the codec has due
+   * (the state at this moment, or later), then replace the journal by the lines appended since the mark.
+   * A crash at any step leaves a journal that holds every change the files might lack. Never throws.
+   */
+  async #compactBeside(codec: JournalCodec<S>): Promise<void> {
+    const journal = this.#journal!;
+    const run = codec.beginCompaction!(this.#state);
+    journal.markFoldPoint();
+    try {
+      this.#fileBytes = await writeAll(run);
+      const prepared = await journal.prepareRewrite();
+      await this.#runExclusive(() => journal.commitRewrite(prepared));
+      this.#retryCompactionAt = 0;
+    } catch {
+      // The journal still holds every change (a failed rewrite leaves it whole); try again once it has doubled.
+      journal.dropFoldPoint();
+      this.#retryCompactionAt = journal.size * 2;
+    }
   }
 
   #compactAt(): number {
@@ -228,7 +305,9 @@ export class DurableDocument<S> {
   async #compact(): Promise<void> {
     const journal = this.#journal!;
     try {
-      if (this.#journalCodec?.compact) {
+      if (this.#journalCodec?.beginCompaction) {
+        this.#fileBytes = await writeAll(this.#journalCodec.beginCompaction(this.#state));
+      } else if (this.#journalCodec?.compact) {
         this.#fileBytes = await this.#journalCodec.compact(this.#state);
       } else {
         const text = this.codec.serialize(this.#state);
@@ -243,17 +322,28 @@ export class DurableDocument<S> {
     }
   }
 
-  /** Waits for queued updates, compacts the journal (if any) into the file, and closes it. */
+  /** Waits for queued updates and a running compaction, compacts the journal (if any) into the file, and closes it. */
   async close(): Promise<void> {
     this.#closed = true;
     // A pause (a backup) never outlives the store: the queued updates are written before closing.
     this.#pauses = 0;
     if (this.#queue.length > 0 && !this.#flushing) this.#flushed = this.#flush();
     while (this.#flushing || this.#queue.length > 0) await new Promise((r) => setImmediate(r));
+    while (this.#background) await this.#background;
     const journal = this.#journal;
     if (!journal) return;
     if (journal.size > 0) await this.#compact();
     await journal.close();
     this.#journal = undefined;
+  }
+}
+
+/** Runs a background-capable compaction to its end; on failure, what it did not write stays due. */
+async function writeAll(run: BackgroundCompaction): Promise<number> {
+  try {
+    return await run.write();
+  } catch (err) {
+    run.abandon();
+    throw err;
   }
 }

@@ -3,10 +3,13 @@
 // start and compacted into it (the versioned file then holds everything and the journal is emptied). A
 // crash can leave only the last line torn (no final newline): replay ignores that one line, and nothing
 // else; any other malformed line stops the start.
+// A compaction may also run beside appends (`markFoldPoint`, `prepareRewrite`, `commitRewrite`): once the
+// changes up to the mark are durable elsewhere, the journal is replaced, by one rename, with a file holding
+// only the lines appended after the mark; at every moment the journal file holds every line not yet folded.
 import { readFile } from 'node:fs/promises';
 import type * as fsp from 'node:fs/promises';
 import path from 'node:path';
-import { FILE_MODE, fsyncDirectory, nodeFileSystem, type FileSystemSeam } from './durable-file.js';
+import { FILE_MODE, fsyncDirectory, nodeFileSystem, tempPathFor, type FileSystemSeam } from './durable-file.js';
 
 export const JOURNAL_SUFFIX = '.journal';
 
@@ -27,6 +30,8 @@ export interface JournalContent {
   /** True when the last line was cut short by a crash (and ignored). */
   tornTail: boolean;
   bytes: number;
+  /** Bytes of the complete lines (without a torn tail). */
+  completeBytes: number;
 }
 
 /** Reads a journal; an absent one is empty. Throws JournalCorruptError on anything but a torn last line. */
@@ -35,7 +40,7 @@ export async function readJournal(file: string): Promise<JournalContent> {
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { batches: [], tornTail: false, bytes: 0 };
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { batches: [], tornTail: false, bytes: 0, completeBytes: 0 };
     throw err;
   }
   const lines = text.split('\n');
@@ -52,30 +57,50 @@ export async function readJournal(file: string): Promise<JournalContent> {
     if (!Array.isArray(changes)) throw new JournalCorruptError(file, `line ${i + 1} has no changes array`);
     return changes;
   });
-  return { batches, tornTail: tail.length > 0, bytes: Buffer.byteLength(text) };
+  const bytes = Buffer.byteLength(text);
+  return { batches, tornTail: tail.length > 0, bytes, completeBytes: bytes - Buffer.byteLength(tail) };
 }
 
 export function journalLine(changes: readonly unknown[]): string {
   return JSON.stringify({ changes }) + '\n';
 }
 
-/** The append side of a journal. Not safe for concurrent appends: its DurableDocument serializes them. */
+/** A journal's replacement being prepared beside it: the temp file and how many kept lines it holds. */
+export interface PreparedRewrite {
+  readonly temp: string;
+  readonly handle: fsp.FileHandle;
+  readonly lines: number;
+  readonly bytes: number;
+}
+
+/**
+ * The append side of a journal. Not safe for concurrent appends: its DurableDocument serializes them, and
+ * runs `commitRewrite` (but not `prepareRewrite`) in the same order as appends.
+ */
 export class Journal {
   #handle: fsp.FileHandle | undefined;
   /** Bytes of complete, durable lines. */
   #size = 0;
   /** A failed append may have left part of a line behind: cut it off before the next append. */
   #dirty = false;
+  /** After a fold mark: the lines appended since, which a rewrite keeps. */
+  #sinceMark: Buffer[] | undefined;
+  /** A rewrite's rename happened but its directory fsync failed: make the name durable before the next append. */
+  #directoryUnsynced = false;
 
   private constructor(readonly file: string, private readonly fs: FileSystemSeam) {}
 
-  /** Opens (creating) the journal, which must be empty: replay and compact it first. */
-  static async open(file: string, fs: FileSystemSeam = nodeFileSystem): Promise<Journal> {
+  /**
+   * Opens (creating) the journal for appends. It is emptied (replay and compact it first), or, with `keep`,
+   * cut to its first `keep` bytes: the complete lines a failed compaction could not fold (a torn tail goes).
+   */
+  static async open(file: string, fs: FileSystemSeam = nodeFileSystem, keep = 0): Promise<Journal> {
     const journal = new Journal(file, fs);
     const handle = await fs.open(file, 'a', FILE_MODE);
     journal.#handle = handle;
+    journal.#size = keep;
     try {
-      await handle.truncate(0);
+      await handle.truncate(keep);
       await handle.sync();
       await fsyncDirectory(path.dirname(file), fs);
     } catch (err) {
@@ -93,6 +118,10 @@ export class Journal {
   /** Appends one line and makes it durable; on failure the journal is as before the call. */
   async append(line: string): Promise<void> {
     const handle = this.#open();
+    if (this.#directoryUnsynced) {
+      await fsyncDirectory(path.dirname(this.file), this.fs);
+      this.#directoryUnsynced = false;
+    }
     if (this.#dirty) {
       await handle.truncate(this.#size);
       await handle.sync();
@@ -109,6 +138,7 @@ export class Journal {
       throw err;
     }
     this.#size += bytes.length;
+    this.#sinceMark?.push(bytes);
   }
 
   /** Empties the journal durably (after its content went into the versioned file). */
@@ -118,6 +148,81 @@ export class Journal {
     await handle.sync();
     this.#size = 0;
     this.#dirty = false;
+    this.#sinceMark = undefined;
+  }
+
+  /** Starts keeping the lines appended from now on: everything before is about to be folded elsewhere. */
+  markFoldPoint(): void {
+    this.#sinceMark = [];
+  }
+
+  /** The fold did not happen: keep the journal whole. */
+  dropFoldPoint(): void {
+    this.#sinceMark = undefined;
+  }
+
+  /**
+   * Writes the lines appended since the mark so far to a temp file beside the journal and fsyncs it. Runs
+   * while appends go on; `commitRewrite` (ordered with appends) adds what came meanwhile and swaps it in.
+   */
+  async prepareRewrite(): Promise<PreparedRewrite> {
+    const kept = this.#sinceMark;
+    if (!kept) throw new Error(`${this.file}: no fold point`);
+    const lines = kept.length;
+    const bytes = Buffer.concat(kept.slice(0, lines));
+    const temp = tempPathFor(this.file);
+    // Appending (O_APPEND): after a failed append is cut off, the next one lands at the end, never past it.
+    const handle = await this.fs.open(temp, 'ax', FILE_MODE);
+    try {
+      if (bytes.length > 0) await handle.write(bytes);
+      await handle.sync();
+    } catch (err) {
+      await this.#discard(temp, handle);
+      throw err;
+    }
+    return { temp, handle, lines, bytes: bytes.length };
+  }
+
+  /**
+   * Replaces the journal with the prepared file plus the lines appended since it was prepared: everything
+   * before the mark must be durable elsewhere by now. Call it where no append runs. On a failure before the
+   * rename the journal is as it was (and stays whole); after the rename the new journal is in use.
+   */
+  async commitRewrite(prepared: PreparedRewrite): Promise<void> {
+    const kept = this.#sinceMark;
+    let renamed = false;
+    try {
+      if (!kept || kept.length < prepared.lines) throw new Error(`${this.file}: the fold point changed`);
+      const rest = Buffer.concat(kept.slice(prepared.lines));
+      if (rest.length > 0) {
+        await prepared.handle.write(rest);
+        await prepared.handle.datasync();
+      }
+      await this.fs.rename(prepared.temp, this.file);
+      renamed = true;
+      const old = this.#handle;
+      this.#handle = prepared.handle;
+      this.#size = prepared.bytes + rest.length;
+      this.#dirty = false;
+      this.#sinceMark = undefined;
+      // Appends wait for this fsync (now or, if it fails, before the next one): the new name must be durable
+      // before a line in the new file is acknowledged.
+      this.#directoryUnsynced = true;
+      await old?.close().catch(() => undefined);
+      await fsyncDirectory(path.dirname(this.file), this.fs);
+      this.#directoryUnsynced = false;
+    } catch (err) {
+      if (!renamed) {
+        this.#sinceMark = undefined;
+        await this.#discard(prepared.temp, prepared.handle);
+      }
+      throw err;
+    }
+  }
+
+  async #discard(temp: string, handle: fsp.FileHandle): Promise<void> {
+    await handle.close().catch(() => undefined);
+    await this.fs.unlink(temp).catch(() => undefined);
   }
 
   async close(): Promise<void> {

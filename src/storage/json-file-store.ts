@@ -233,6 +233,10 @@ export interface JsonFileStoreOptions {
   onBackup?: BackupControlEvents['onBackup'];
   /** Longest pause an online backup may hold (default MAX_BACKUP_PAUSE_MS); tests shorten it. */
   maxBackupPauseMs?: number;
+  /** Compact the workloads journal once it holds this many bytes (default WORKLOADS_COMPACT_AT_BYTES). */
+  workloadsCompactAtBytes?: number;
+  /** Told when a canvas's workload file, read on first access, does not load (its requests then answer 503). */
+  onWorkloadFileUnreadable?: (err: StoreFileError, canvasId: string) => void;
 }
 
 export class JsonFileStore implements RegistryStore {
@@ -279,7 +283,7 @@ export class JsonFileStore implements RegistryStore {
       opened.push(resources);
       const machines = new DurableDocument(machinesPath, await loadMachines(machinesPath), machinesCodec, fs, options.observeBatch, undefined, tuning);
       const registry = new DurableDocument(registryPath, loadRegistry(migrated), registryCodec, fs, options.observeBatch, undefined, tuning);
-      const workloads = await JsonWorkloadFiles.open(dataDir, fs, options.observeBatch);
+      const workloads = await JsonWorkloadFiles.open(dataDir, fs, options.observeBatch, options.workloadsCompactAtBytes, options.onWorkloadFileUnreadable);
       opened.push(workloads);
       const audit = await AppendLog.open(path.join(dataDir, AUDIT_FILE), options.auditRotation);
       const store = new JsonFileStore(lock, resources, machines, registry, workloads, audit, indexByDigest(machines.state.machines));

@@ -1,10 +1,15 @@
 // Workload records as JSON files, one per canvas: `workloads/<canvasId>.json` =
-// `{schemaVersion: 1, state: {workloads: [...]}}` sorted by threadId. Every file is read at start (a file
-// that does not parse stops the start). A launch does not rewrite its canvas file: every canvas shares one
-// group-committed journal, `workloads/workloads.journal` (one line per batch, fdatasync'ed before the batch
-// is acknowledged), replayed over the canvas files at start and compacted into them (only the canvases it
-// touched) at start, at close and once it passes WORKLOADS_COMPACT_AT_BYTES. One document for all canvases keeps the
-// first-realization check atomic with its record across canvases.
+// `{schemaVersion: 1, state: {workloads: [...]}}` sorted by threadId. At start only the file NAMES are read
+// (a name that is not a canvas ID stops the start); a canvas file is read on its canvas's first access (a
+// list, a get, a launch, a compaction), and one that does not parse then fails the requests touching that
+// canvas (503 `storage_unavailable`, logged) instead of the start. A launch does not rewrite its canvas file:
+// every canvas shares one group-committed journal, `workloads/workloads.journal` (one line per batch,
+// fdatasync'ed before the batch is acknowledged), replayed at start over the canvases (records of a canvas
+// not read yet wait beside it and are merged in when it is read) and compacted into the canvas files (only
+// the canvases it touched, each read first) at start, at close and once it passes WORKLOADS_COMPACT_AT_BYTES.
+// That last compaction runs beside the launches: it writes the canvases due at its start, then swaps the
+// journal for the lines appended meanwhile (DurableDocument's background compaction). One document for all
+// canvases keeps the first-realization check atomic with its record across canvases.
 import { mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Compile } from 'typebox/compile';
@@ -30,9 +35,14 @@ export const WORKLOADS_COMPACT_AT_BYTES = 1024 * 1024;
 const COMPACT_PARALLEL = 16;
 
 interface WorkloadsState {
-  /** Committed records by canvas, then thread. A draft shares it read-only. */
+  /**
+   * Committed records by canvas, then thread. A draft shares it read-only. For a canvas in `unread`, only
+   * the journal's records (its file's are merged in when it is read, into a new map).
+   */
   canvases: Map<string, Map<string, WorkloadRecord>>;
-  /** Canvases whose file does not yet hold every committed record (their records are in the journal). */
+  /** Canvases whose file exists but has not been read yet. */
+  unread: Set<string>;
+  /** Canvases whose file may lack a committed record (their records are in the journal), not yet being compacted. */
   dirty: Set<string>;
   /** In a mutation's draft only: the records it added, by `canvasId/threadId`. */
   added?: Map<string, WorkloadRecord>;
@@ -40,20 +50,79 @@ interface WorkloadsState {
 
 const threadKey = (canvasId: string, threadId: string) => `${canvasId}/${threadId}`;
 
-function serializeCanvas(workloads: Map<string, WorkloadRecord>): string {
+function serializeCanvas(workloads: readonly WorkloadRecord[]): string {
+  const sorted = [...workloads].sort((a, b) => (a.threadId < b.threadId ? -1 : a.threadId > b.threadId ? 1 : 0));
   return (
     JSON.stringify(
-      { schemaVersion: WORKLOADS_FILE_VERSION, state: { workloads: [...workloads.keys()].sort().map((k) => workloads.get(k)) } },
+      { schemaVersion: WORKLOADS_FILE_VERSION, state: { workloads: sorted } },
       null,
       2,
     ) + '\n'
   );
 }
 
-function workloadsCodec(dir: string, fs: FileSystemSeam): JournalCodec<WorkloadsState> {
+/** Reads a canvas's file into its records by thread; throws StoreFileError when it does not load. */
+async function readCanvasFile(file: string, canvasId: string): Promise<Map<string, WorkloadRecord>> {
+  const workloads = new Map<string, WorkloadRecord>();
+  const stored = await readVersionedFile(file, WORKLOADS_FILE_VERSION);
+  if (stored === undefined) return workloads;
+  const list = stored.workloads;
+  if (!Array.isArray(list)) throw new StoreFileError(file, 'state.workloads is not an array');
+  for (const entry of list) {
+    const record = readWorkload(file, entry);
+    if (record.canvasId !== canvasId) throw new StoreFileError(file, `holds a workload of canvas ${record.canvasId}`);
+    workloads.set(record.threadId, record);
+  }
+  return workloads;
+}
+
+/**
+ * Reads canvas files on first access. Concurrent first accesses share one read; a read that fails is not
+ * remembered (the next access reads again, so a file the operator fixed is picked up without a restart).
+ */
+class CanvasLoader {
+  #reading = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly dir: string,
+    private readonly state: WorkloadsState,
+    private readonly onUnreadable: (err: StoreFileError, canvasId: string) => void,
+  ) {}
+
+  /** Resolves once `canvasId` is in memory; rejects with StoreFileError when its file does not load. */
+  ensure(canvasId: string): Promise<void> {
+    if (!this.state.unread.has(canvasId)) return Promise.resolve();
+    let reading = this.#reading.get(canvasId);
+    if (!reading) {
+      reading = this.#read(canvasId).finally(() => this.#reading.delete(canvasId));
+      this.#reading.set(canvasId, reading);
+    }
+    return reading;
+  }
+
+  async #read(canvasId: string): Promise<void> {
+    const file = path.join(this.dir, `${canvasId}.json`);
+    let fromFile: Map<string, WorkloadRecord>;
+    try {
+      fromFile = await readCanvasFile(file, canvasId);
+    } catch (err) {
+      const failure = err instanceof StoreFileError ? err : new StoreFileError(file, `cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+      this.onUnreadable(failure, canvasId);
+      throw failure;
+    }
+    // Synchronous from here. The journal's records of this canvas (replayed at start) come after the
+    // file's; a thread in both is the same record (a crash between compaction and journal swap): the file's is kept.
+    const journaled = this.state.canvases.get(canvasId);
+    if (journaled) for (const [threadId, record] of journaled) if (!fromFile.has(threadId)) fromFile.set(threadId, record);
+    this.state.canvases.set(canvasId, fromFile);
+    this.state.unread.delete(canvasId);
+  }
+}
+
+function workloadsCodec(dir: string, fs: FileSystemSeam, loader: CanvasLoader): JournalCodec<WorkloadsState> {
   const journalFile = journalPathFor(path.join(dir, JOURNAL_BASE));
   return {
-    clone: (s) => ({ canvases: s.canvases, dirty: s.dirty, added: new Map() }),
+    clone: (s) => ({ canvases: s.canvases, unread: s.unread, dirty: s.dirty, added: new Map() }),
     serialize: () => {
       throw new Error('workloads are written per canvas (compact)');
     },
@@ -69,28 +138,54 @@ function workloadsCodec(dir: string, fs: FileSystemSeam): JournalCodec<Workloads
         state.dirty.add(record.canvasId);
       }
     },
-    async compact(state) {
-      let bytes = 0;
-      let failure: { err: unknown } | undefined;
-      const pending = [...state.dirty];
-      // Every worker stops at the first failure, and all have finished before the compaction returns or
-      // throws: no write of an older state can land after a later compaction's.
-      const worker = async () => {
-        for (let canvasId = pending.pop(); canvasId !== undefined && !failure; canvasId = pending.pop()) {
-          const text = serializeCanvas(state.canvases.get(canvasId)!);
-          try {
-            await writeFileDurably(path.join(dir, `${canvasId}.json`), text, fs);
-          } catch (err) {
-            failure ??= { err };
-            return;
-          }
-          state.dirty.delete(canvasId);
-          bytes += Buffer.byteLength(text);
-        }
+    beginCompaction(state) {
+      // The canvases due now leave `dirty`; a batch committed while they are written marks its canvases
+      // dirty again, for the next compaction (its records are in the journal's kept tail until then). Each
+      // file is written as the canvas is now: its records are never removed or replaced, only added, so
+      // the first `size` records in insertion order are exactly today's, whatever is committed meanwhile.
+      // A canvas not read yet (journal records replayed at start) is read first and written whole: a file
+      // is never replaced by the journal's records alone.
+      const due = new Map<string, { workloads: Map<string, WorkloadRecord>; size: number } | 'unread'>();
+      for (const canvasId of state.dirty) {
+        const workloads = state.canvases.get(canvasId)!;
+        due.set(canvasId, state.unread.has(canvasId) ? 'unread' : { workloads, size: workloads.size });
+      }
+      state.dirty.clear();
+      return {
+        async write() {
+          let bytes = 0;
+          let failure: { err: unknown } | undefined;
+          const pending = [...due.keys()];
+          // Every worker stops at the first failure, and all have finished before the write returns or
+          // throws: no write of an older state can land after a later compaction's.
+          const worker = async () => {
+            for (let canvasId = pending.pop(); canvasId !== undefined && !failure; canvasId = pending.pop()) {
+              const snapshot = due.get(canvasId)!;
+              let text: string;
+              try {
+                if (snapshot === 'unread') {
+                  await loader.ensure(canvasId);
+                  text = serializeCanvas([...state.canvases.get(canvasId)!.values()]);
+                } else {
+                  text = serializeCanvas([...snapshot.workloads.values()].slice(0, snapshot.size));
+                }
+                await writeFileDurably(path.join(dir, `${canvasId}.json`), text, fs);
+              } catch (err) {
+                failure ??= { err };
+                return;
+              }
+              due.delete(canvasId);
+              bytes += Buffer.byteLength(text);
+            }
+          };
+          await Promise.all(Array.from({ length: COMPACT_PARALLEL }, worker));
+          if (failure) throw failure.err;
+          return bytes;
+        },
+        abandon() {
+          for (const canvasId of due.keys()) state.dirty.add(canvasId);
+        },
       };
-      await Promise.all(Array.from({ length: COMPACT_PARALLEL }, worker));
-      if (failure) throw failure.err;
-      return bytes;
     },
   };
 }
@@ -106,59 +201,78 @@ export function readWorkload(file: string, entry: unknown): WorkloadRecord {
 export class JsonWorkloadFiles {
   #closed = false;
 
-  private constructor(private readonly doc: DurableDocument<WorkloadsState>) {}
+  private constructor(
+    private readonly doc: DurableDocument<WorkloadsState>,
+    private readonly loader: CanvasLoader,
+  ) {}
 
+  /**
+   * Lists the canvas files (names only), replays the journal and compacts it (reading the canvases it
+   * touched). A canvas file that does not load is reported to `onUnreadable` when first touched; if the
+   * journal touched it, the journal is kept (not emptied) until a compaction can read it.
+   */
   static async open(
     dataDir: string,
     fs: FileSystemSeam,
     observe?: BatchObserver,
     compactAtBytes: number = WORKLOADS_COMPACT_AT_BYTES,
+    onUnreadable: (err: StoreFileError, canvasId: string) => void = () => undefined,
   ): Promise<JsonWorkloadFiles> {
     const dir = path.join(dataDir, WORKLOADS_DIR);
     await mkdir(dir, { recursive: true, mode: 0o700 });
     await sweepTempFiles(dir);
-    const state: WorkloadsState = { canvases: new Map(), dirty: new Set() };
-    for (const name of (await readdir(dir)).sort()) {
+    const state: WorkloadsState = { canvases: new Map(), unread: new Set(), dirty: new Set() };
+    for (const name of await readdir(dir)) {
       if (!name.endsWith('.json')) continue;
-      const file = path.join(dir, name);
-      if (!canvasFileName.test(name)) throw new StoreFileError(file, 'is not named after a canvas ID');
-      const canvasId = name.slice(0, -'.json'.length);
-      const stored = await readVersionedFile(file, WORKLOADS_FILE_VERSION);
-      const list = stored?.workloads;
-      if (!Array.isArray(list)) throw new StoreFileError(file, 'state.workloads is not an array');
-      const workloads = new Map<string, WorkloadRecord>();
-      for (const entry of list) {
-        const record = readWorkload(file, entry);
-        if (record.canvasId !== canvasId) throw new StoreFileError(file, `holds a workload of canvas ${record.canvasId}`);
-        workloads.set(record.threadId, record);
-      }
-      state.canvases.set(canvasId, workloads);
+      if (!canvasFileName.test(name)) throw new StoreFileError(path.join(dir, name), 'is not named after a canvas ID');
+      state.unread.add(name.slice(0, -'.json'.length));
     }
+    // One report per distinct failure of a canvas, not one per request.
+    const reported = new Map<string, string>();
+    const loader = new CanvasLoader(dir, state, (err, canvasId) => {
+      if (reported.get(canvasId) === err.message) return;
+      reported.set(canvasId, err.message);
+      onUnreadable(err, canvasId);
+    });
     try {
-      const doc = await DurableDocument.openJournaled(path.join(dir, JOURNAL_BASE), state, workloadsCodec(dir, fs), fs, observe, 'workloads', { compactAtBytes });
-      return new JsonWorkloadFiles(doc);
+      const doc = await DurableDocument.openJournaled(path.join(dir, JOURNAL_BASE), state, workloadsCodec(dir, fs, loader), fs, observe, 'workloads', {
+        compactAtBytes,
+        keepJournalIfStartCompactionFails: true,
+      });
+      return new JsonWorkloadFiles(doc, loader);
     } catch (err) {
       if (err instanceof JournalCorruptError) throw new StoreFileError(err.file, err.message.slice(path.basename(err.file).length + 1));
       throw err;
     }
   }
 
-  /** Canvases with workloads, sorted. */
+  /** Canvases with workloads (or a file), sorted. Reads no file. */
   canvasIds(): string[] {
-    return [...this.doc.state.canvases.keys()].sort();
+    const { canvases, unread } = this.doc.state;
+    return [...new Set([...canvases.keys(), ...unread])].sort();
   }
 
   async list(canvasId: string): Promise<readonly WorkloadRecord[]> {
+    await this.#read(canvasId);
     const workloads = this.doc.state.canvases.get(canvasId);
     return workloads ? [...workloads.keys()].sort().map((k) => workloads.get(k)!) : [];
   }
 
   async get(canvasId: string, threadId: string): Promise<WorkloadRecord | undefined> {
+    await this.#read(canvasId);
     return this.doc.state.canvases.get(canvasId)?.get(threadId);
   }
 
   realize(record: WorkloadRecord): Promise<{ workload: WorkloadRecord; created: boolean }> {
     if (this.#closed) return Promise.reject(new AppError('storage_unavailable', 'The registry is shutting down; nothing was changed. Retry later.'));
+    // The canvas is in memory before the launch enters the group commit (its first-realization check reads
+    // it). A canvas already in memory enters at once, without a turn of the event loop, so launches made
+    // together share a batch.
+    if (this.doc.state.unread.has(record.canvasId)) return this.#read(record.canvasId).then(() => this.#realize(record));
+    return this.#realize(record);
+  }
+
+  #realize(record: WorkloadRecord): Promise<{ workload: WorkloadRecord; created: boolean }> {
     const frozen = Object.freeze(record);
     const key = threadKey(record.canvasId, record.threadId);
     return this.doc.update<{ workload: WorkloadRecord; created: boolean }>((draft) => {
@@ -181,5 +295,18 @@ export class JsonWorkloadFiles {
   async close(): Promise<void> {
     this.#closed = true;
     await this.doc.close();
+  }
+
+  async #read(canvasId: string): Promise<void> {
+    try {
+      await this.loader.ensure(canvasId);
+    } catch (err) {
+      throw new AppError(
+        'storage_unavailable',
+        'The stored workloads of this canvas cannot be read; the operator has been told. Nothing was changed.',
+        { canvasId },
+        { cause: err },
+      );
+    }
   }
 }

@@ -292,6 +292,9 @@ export async function runCrashRounds(options: CrashOptions): Promise<CrashResult
     // Limits that would turn writes into 429/503 answers (ignored by versions without them).
     RATE_LIMIT_WRITES_PER_MINUTE: '0',
     MAX_EVENT_LOOP_DELAY_MS: '0',
+    // Fold the workloads journal into the canvas files every few launches (not every ~1,500), so kills land
+    // during compactions running beside the launches (ignored by versions without it).
+    WORKLOADS_COMPACT_AT_BYTES: '2048',
     ...options.env,
   });
   const result: CrashResult = {
