@@ -280,3 +280,38 @@ t.test('a kill at any step of a compaction loses no acknowledged launch', async 
   }
   t.ok(checked > 40, `${checked} kill points checked`);
 });
+
+t.test('an online backup\'s pause waits for a compaction under way; nothing on disk changes while paused', async (t) => {
+  const dir = await dataDir();
+  const gate = gatedCanvasWrites();
+  const files = await JsonWorkloadFiles.open(dir, gate.fs, undefined, COMPACT_AT);
+  let started = false;
+  void gate.held.then(() => (started = true));
+  for (let i = 0; !started && i < 50; i++) await launchSeries(files, i, 1);
+  await Promise.race([gate.held, tick(5_000)]);
+  t.ok(started, 'a compaction is held writing a canvas file');
+
+  let paused = false;
+  const pausing = files.pause().then(() => (paused = true));
+  await tick(200);
+  t.notOk(paused, 'the pause is not granted while the compaction writes canvas files');
+  gate.release();
+  await Promise.race([pausing, tick(10_000)]);
+  t.ok(paused, 'granted once the compaction has finished');
+  const snapshot = async () => {
+    const names = (await readdir(path.join(dir, 'workloads'))).sort();
+    return Promise.all(names.map(async (n) => [n, await readFile(path.join(dir, 'workloads', n), 'utf8')]));
+  };
+  const before = await snapshot();
+  t.notOk(before.some(([n]) => n!.endsWith('.tmp')), 'no temp file: the journal swap is done too');
+  // A launch during the pause waits; the files do not change until the pause ends.
+  let answered = false;
+  const during = files.realize(record('c-0', 'during-pause')).then((r) => ((answered = true), r));
+  await tick(200);
+  t.notOk(answered, 'a launch waits while writes are paused');
+  t.same(await snapshot(), before, 'the files are as they were when the pause was granted');
+  files.resume();
+  t.equal((await during).created, true, 'and is written once the pause ends');
+  t.ok(((await readJournal(journalOf(dir))).batches.flat() as WorkloadRecord[]).some((w) => w.threadId === 'during-pause'), 'durably');
+  await files.close();
+});
