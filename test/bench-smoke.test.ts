@@ -24,6 +24,12 @@ t.test('the bench in --smoke mode prints a row for every scenario', async (t) =>
   t.ok(cells.some((c) => c[1] === '7' && /ms to listening, .* ms to \/readyz 200, RSS/.test(c[4]!) && !/workloads/.test(c[5]!)), 'scenario 7 (resources, profiles)');
   t.ok(cells.some((c) => c[1] === '7' && /ms to \/readyz 200, RSS/.test(c[4]!) && /workloads/.test(c[5]!)), 'scenario 7 (with workloads)');
   t.ok(cells.some((c) => c[1] === '9' && /^through the service p50 .* ms, p99 .* ms \(overhead/.test(c[4]!) && /^direct p50/.test(c[5]!)), 'scenario 9: invocation overhead');
+  for (const coding of ['gzip', 'br']) {
+    t.ok(
+      cells.some((c) => c[1] === '10' && c[4]!.startsWith(`${coding}: `) && / KiB per response$/.test(c[4]!) && /× fewer bytes$/.test(c[6]!)),
+      `scenario 10: ${coding} beside identity`,
+    );
+  }
   t.notOk(rows.some((l) => /n\/a \(.*not yet built/.test(l)), 'every scenario is built');
   t.notOk(rows.some((l) => /NaN|undefined/.test(l)), 'no missing figure');
 });
