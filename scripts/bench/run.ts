@@ -39,6 +39,7 @@ import {
 import type { LoadResult, LoadSpec } from './protocol.js';
 import { measureInvocationOverhead } from './invocation-overhead.js';
 import { loadavg } from 'node:os';
+import { request } from 'undici';
 
 interface Options {
   scales: number[];
@@ -526,13 +527,14 @@ export const SCENARIOS: Scenario[] = [
   },
 ];
 
-/** The body's size as sent (`content-length`) in the coding asked for; fails when another coding answers. */
+/** The body's size as sent in the coding asked for; fails when another coding answers. */
 async function responseBytes(server: RunningServer, path: string, headers: Record<string, string>, coding: string): Promise<number> {
-  const res = await fetch(`${server.url}${path}`, { headers });
-  await res.arrayBuffer();
-  const got = res.headers.get('content-encoding') ?? 'identity';
-  if (res.status !== 200 || got !== coding) throw new Error(`${path} with ${coding}: ${res.status}, content-encoding ${got}`);
-  return Number(res.headers.get('content-length'));
+  // undici's request, not fetch: fetch adds an Accept-Encoding of its own and decodes the body.
+  const res = await request(`${server.url}${path}`, { headers });
+  const body = Buffer.from(await res.body.arrayBuffer());
+  const got = res.headers['content-encoding'] ?? 'identity';
+  if (res.statusCode !== 200 || got !== coding) throw new Error(`${path} with ${coding}: ${res.statusCode}, content-encoding ${String(got)}`);
+  return body.length;
 }
 
 /** Scenario 8's variants: the JSON store, PostgreSQL, and PostgreSQL on the baseline build if given. */
