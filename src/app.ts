@@ -155,7 +155,10 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       requiredResourceIds: config.requiredResourceIds,
       ...(config.defaultAgentletId !== undefined ? { defaultAgentletId: config.defaultAgentletId } : {}),
     });
-    const catalogue = new CatalogueCache((view) => metrics.catalogueRebuilds.inc({ view: view.split(':')[0] }));
+    const catalogue = new CatalogueCache(
+      (view) => metrics.catalogueRebuilds.inc({ view: view.split(':')[0] }),
+      (view, encoding) => metrics.catalogueCompressions.inc({ view: view.split(':')[0], encoding }),
+    );
     const capabilities = new CapabilityProjection(store, config.requiredResourceIds, config.hostedCapabilities.ids);
     const deps: RouteDeps = { config, credentials, registry, machines, profiles, catalogue, capabilities, scanner, audit, expensive: new ExpensiveWork(), now };
     const workloads = new WorkloadService({

@@ -38,6 +38,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly catalogueCompressions = new Counter({
+    name: 'registry_catalogue_compressions_total',
+    help: 'Compressed copies of catalogue bodies built (once per body and coding; each serves every read that asks for that coding until the next change).',
+    labelNames: ['view', 'encoding'] as const,
+    registers: [this.registry],
+  });
+
   readonly launchOutcomes = new Counter({
     name: 'registry_launch_outcomes_total',
     help: 'Launch requests by outcome (`realized`, `repeated`, or the error code).',

@@ -13,7 +13,8 @@ t.test('the bench in --smoke mode prints a row for every scenario', async (t) =>
   // built it), so this costs no second tsc run.
   await run(process.execPath, [path.resolve('scripts/build-if-changed.mjs')], { timeout: 120_000 });
   const { stdout } = await run(process.execPath, [path.resolve('dist/scripts/bench/run.js'), '--smoke'], {
-    // About 60 s on an idle two-core machine; the bound only guards against a hang (CI runs two files at once).
+    // About 60-90 s on an idle two-core machine (scenario 10 added a few seconds); the bound only guards
+    // against a hang (CI runs two files at once).
     timeout: 240_000,
     maxBuffer: 16 * 1024 * 1024,
   });
@@ -26,6 +27,12 @@ t.test('the bench in --smoke mode prints a row for every scenario', async (t) =>
   t.ok(cells.some((c) => c[1] === '7' && /ms to listening, .* ms to \/readyz 200, RSS/.test(c[4]!) && !/workloads/.test(c[5]!)), 'scenario 7 (resources, profiles)');
   t.ok(cells.some((c) => c[1] === '7' && /ms to \/readyz 200, RSS/.test(c[4]!) && /workloads/.test(c[5]!)), 'scenario 7 (with workloads)');
   t.ok(cells.some((c) => c[1] === '9' && /^through the service p50 .* ms, p99 .* ms \(overhead/.test(c[4]!) && /^direct p50/.test(c[5]!)), 'scenario 9: invocation overhead');
+  for (const coding of ['gzip', 'br']) {
+    t.ok(
+      cells.some((c) => c[1] === '10' && c[4]!.startsWith(`${coding}: `) && / KiB per response$/.test(c[4]!) && /× fewer bytes$/.test(c[6]!)),
+      `scenario 10: ${coding} beside identity`,
+    );
+  }
   t.notOk(rows.some((l) => /n\/a \(.*not yet built/.test(l)), 'every scenario is built');
   t.notOk(rows.some((l) => /NaN|undefined/.test(l)), 'no missing figure');
 });

@@ -39,6 +39,7 @@ import {
 import type { LoadResult, LoadSpec } from './protocol.js';
 import { measureInvocationOverhead } from './invocation-overhead.js';
 import { loadavg } from 'node:os';
+import { request } from 'undici';
 
 interface Options {
   scales: number[];
@@ -492,7 +493,49 @@ export const SCENARIOS: Scenario[] = [
       ];
     },
   },
+  {
+    id: '10',
+    title: 'owner catalogue GET compressed (gzip, br) vs as it is: req/s and bytes per response',
+    async run(ctx) {
+      const s = await ctx.shared();
+      const path = '/api/acp/resources';
+      const codings = ['identity', 'gzip', 'br'] as const;
+      const headers = (coding: (typeof codings)[number]) => (coding === 'identity' ? owner(ctx) : { ...owner(ctx), 'accept-encoding': coding });
+      const bytes = new Map<string, number>();
+      for (const coding of codings) bytes.set(coding, await responseBytes(s, path, headers(coding), coding));
+      const r = await compare(
+        codings.map((coding) => ({ name: coding, run: getSpec(s, path, headers(coding), ctx) })),
+        ctx.opts.runs,
+        ctx.opts.durationSec,
+        ctx.opts.warmupSec,
+      );
+      const kib = (n: number) => `${fmt(n / 1024, n < 10 * 1024 ? 1 : 0)} KiB`;
+      const identity = r.identity!;
+      const plain = bytes.get('identity')!;
+      return (['gzip', 'br'] as const).map((coding) => {
+        const speed = r[coding]!.perSecond / identity.perSecond;
+        const fewer = plain / bytes.get(coding)!;
+        const holds = fewer >= 5 && speed >= 1;
+        return {
+          measured: `${coding}: ${rate(r[coding]!)} · ${kib(bytes.get(coding)!)} per response`,
+          baseline: `identity: ${rate(identity)} · ${kib(plain)}`,
+          ratio: `${fmt(speed, 2)}× req/s, ${fmt(fewer, 1)}× fewer bytes`,
+          target: ctx.count === 10_000 ? verdict(0, '≥ 5× fewer bytes, ≥ 1× req/s', holds) : '(at 10k)',
+        };
+      });
+    },
+  },
 ];
+
+/** The body's size as sent in the coding asked for; fails when another coding answers. */
+async function responseBytes(server: RunningServer, path: string, headers: Record<string, string>, coding: string): Promise<number> {
+  // undici's request, not fetch: fetch adds an Accept-Encoding of its own and decodes the body.
+  const res = await request(`${server.url}${path}`, { headers });
+  const body = Buffer.from(await res.body.arrayBuffer());
+  const got = res.headers['content-encoding'] ?? 'identity';
+  if (res.statusCode !== 200 || got !== coding) throw new Error(`${path} with ${coding}: ${res.statusCode}, content-encoding ${String(got)}`);
+  return body.length;
+}
 
 /** Scenario 8's variants: the JSON store, PostgreSQL, and PostgreSQL on the baseline build if given. */
 function storeVariants(ctx: ScaleContext, mode: 'replace' | 'create'): Variant[] {

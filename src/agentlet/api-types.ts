@@ -53,7 +53,7 @@ export interface paths {
         };
         /**
          * Prometheus metrics
-         * @description Prometheus text format: `http_request_duration_seconds` (by method, route pattern, status), `registry_store_batch_operations` and `registry_store_write_duration_seconds` (group-commit batches and durable-write latency, by file), `registry_catalogue_cache_rebuilds_total`, `registry_launch_outcomes_total`, and process vitals. Labels never carry IDs or tokens.
+         * @description Prometheus text format: `http_request_duration_seconds` (by method, route pattern, status), `registry_store_batch_operations` and `registry_store_write_duration_seconds` (group-commit batches and durable-write latency, by file), `registry_catalogue_cache_rebuilds_total`, `registry_catalogue_compressions_total` (by view and encoding), `registry_launch_outcomes_total`, and process vitals. Labels never carry IDs or tokens.
          */
         get: operations["getMetrics"];
         put?: never;
@@ -73,7 +73,7 @@ export interface paths {
         };
         /**
          * Read the whole catalogue
-         * @description All records sorted by id, optionally of one provider, in the representation `schemaVersion` asks for (1, the default, or 2). Each representation has its own `ETag`; answers `If-None-Match` with 304.
+         * @description All records sorted by id, optionally of one provider, in the representation `schemaVersion` asks for (1, the default, or 2). Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding.
          */
         get: operations["listResources"];
         put?: never;
@@ -432,7 +432,7 @@ export interface paths {
         };
         /**
          * Read the agent's catalogue
-         * @description The host's records and those of the token's machine, sorted by id, in the representation `schemaVersion` asks for (1, the default, or 2). Each representation has its own `ETag`; answers `If-None-Match` with 304.
+         * @description The host's records and those of the token's machine, sorted by id, in the representation `schemaVersion` asks for (1, the default, or 2). Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding.
          */
         get: operations["listRfsResources"];
         put?: never;
@@ -606,6 +606,12 @@ export interface operations {
             /** @description The catalogue. */
             200: {
                 headers: {
+                    /** @description The body's content ETag, one per representation and per coding: `"<digest>"` as it is, `"<digest>-br"` and `"<digest>-gz"` compressed. `If-None-Match` answers 304 only with the ETag of the coding this request would get. */
+                    etag?: string;
+                    /** @description Always sent: the body's coding follows `Accept-Encoding`. */
+                    vary?: "Accept-Encoding";
+                    /** @description Present when the body is compressed: `br` or `gzip` as `Accept-Encoding` ranks them (br on a tie); absent without `Accept-Encoding` and for bodies under 1 KiB. */
+                    "content-encoding"?: "br" | "gzip";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5279,6 +5285,12 @@ export interface operations {
             /** @description The records this agent may read about. */
             200: {
                 headers: {
+                    /** @description The body's content ETag, one per representation and per coding: `"<digest>"` as it is, `"<digest>-br"` and `"<digest>-gz"` compressed. `If-None-Match` answers 304 only with the ETag of the coding this request would get. */
+                    etag?: string;
+                    /** @description Always sent: the body's coding follows `Accept-Encoding`. */
+                    vary?: "Accept-Encoding";
+                    /** @description Present when the body is compressed: `br` or `gzip` as `Accept-Encoding` ranks them (br on a tie); absent without `Accept-Encoding` and for bodies under 1 KiB. */
+                    "content-encoding"?: "br" | "gzip";
                     [name: string]: unknown;
                 };
                 content: {

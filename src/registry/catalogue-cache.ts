@@ -1,13 +1,92 @@
 // Pre-serialized catalogue bodies with content ETags, rebuilt once per change of the store and shared by
 // every read of the same view until the next change. Each representation of a view (record v1 or v2,
 // `?schemaVersion=`) is its own entry with its own body and ETag: this is the one place that keys them.
+// An entry also holds its compressed variants (br, gzip), each built once, on the first read that asks for
+// it, and kept until the entry is dropped with its revision: a read never compresses a body another read
+// already compressed.
 import { createHash } from 'node:crypto';
+import { promisify } from 'node:util';
+import { brotliCompress, constants as zlibConstants, gzip } from 'node:zlib';
 import type { Representation, StoredResource } from '../schemas/resource.js';
 import { represent } from './resource-versions.js';
 
-export interface CachedBody {
-  body: string;
-  etag: string;
+/** The content codings a catalogue body is offered in besides `identity`, the server's preference first. */
+export const CONTENT_CODINGS = ['br', 'gzip'] as const;
+export type ContentCoding = (typeof CONTENT_CODINGS)[number];
+
+/**
+ * Bodies smaller than this many bytes are only ever sent as they are: a compressed copy would save a few
+ * hundred bytes at most, and framing plus the decoder's work cost more than that.
+ */
+export const MIN_COMPRESSED_BYTES = 1024;
+
+/**
+ * Brotli quality for catalogue bodies. Measured on a 10k-record catalogue (3.1 MiB; DESIGN-NOTES,
+ * *Compressed catalogue bodies*): quality 4 is ~2.5x the time of gzip's default for bodies ~2x smaller; 5
+ * costs ~35 % more time for ~12 % fewer bytes, 11 (zlib's default) takes seconds.
+ */
+export const BROTLI_QUALITY = 4;
+/** gzip level: zlib's default. */
+export const GZIP_LEVEL = 6;
+
+const brotliAsync = promisify(brotliCompress);
+const gzipAsync = promisify(gzip);
+
+/** The ETag of a coding: the identity ETag with a suffix inside the quotes (`"<digest>-br"`, `"<digest>-gz"`). */
+const ETAG_SUFFIX: Record<ContentCoding, string> = { br: '-br', gzip: '-gz' };
+
+/** Compresses on libuv's thread pool, off the event loop. */
+function compress(body: string, coding: ContentCoding): Promise<Buffer> {
+  const bytes = Buffer.from(body, 'utf8');
+  if (coding === 'gzip') return gzipAsync(bytes, { level: GZIP_LEVEL });
+  return brotliAsync(bytes, {
+    params: {
+      [zlibConstants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY,
+      [zlibConstants.BROTLI_PARAM_MODE]: zlibConstants.BROTLI_MODE_TEXT,
+      [zlibConstants.BROTLI_PARAM_SIZE_HINT]: bytes.length,
+    },
+  });
+}
+
+/** One cached body: its identity text and ETag, and its compressed variants once asked for. */
+export class CachedBody {
+  /**
+   * Whether compressed variants are offered: the body is large enough (MIN_COMPRESSED_BYTES) and the entry
+   * is kept for later reads. A body built for a revision that was superseded while it was being built
+   * serves only the read that built it, so it is sent as it is rather than compressed for one read.
+   */
+  readonly compressible: boolean;
+  readonly #encoded = new Map<ContentCoding, Promise<Buffer>>();
+  readonly #onEncode: (coding: ContentCoding) => void;
+
+  constructor(
+    readonly body: string,
+    readonly etag: string,
+    options: { kept?: boolean; onEncode?: (coding: ContentCoding) => void } = {},
+  ) {
+    this.compressible = (options.kept ?? true) && Buffer.byteLength(body, 'utf8') >= MIN_COMPRESSED_BYTES;
+    this.#onEncode = options.onEncode ?? (() => undefined);
+  }
+
+  /** The ETag of the body in `coding` (no compression needed to know it). */
+  etagFor(coding: ContentCoding | 'identity'): string {
+    return coding === 'identity' ? this.etag : `${this.etag.slice(0, -1)}${ETAG_SUFFIX[coding]}"`;
+  }
+
+  /**
+   * The body compressed with `coding`, built on the first call and shared by every later (and every
+   * concurrent) call for this entry. A failed compression is not kept: the next call tries again.
+   */
+  encoded(coding: ContentCoding): Promise<Buffer> {
+    let pending = this.#encoded.get(coding);
+    if (!pending) {
+      pending = compress(this.body, coding);
+      this.#encoded.set(coding, pending);
+      this.#onEncode(coding);
+      pending.catch(() => this.#encoded.delete(coding));
+    }
+    return pending;
+  }
 }
 
 export class CatalogueCache {
@@ -15,12 +94,18 @@ export class CatalogueCache {
   #views = new Map<string, CachedBody>();
   static readonly MAX_VIEWS = 1024;
 
-  /** @param onRebuild told the view key of every body it serializes (for metrics). */
-  constructor(private readonly onRebuild: (viewKey: string) => void = () => undefined) {}
+  /**
+   * @param onRebuild told the view key of every body it serializes (for metrics).
+   * @param onEncode told the view key and coding of every compressed variant it builds (for metrics).
+   */
+  constructor(
+    private readonly onRebuild: (viewKey: string) => void = () => undefined,
+    private readonly onEncode: (viewKey: string, coding: ContentCoding) => void = () => undefined,
+  ) {}
 
   /**
    * The cached `{resources}` body for `viewKey` in `representation` at `revision`, built from `select` on a
-   * miss. A new revision drops every cached view.
+   * miss. A new revision drops every cached view (and with them their compressed variants).
    */
   async get(revision: string, viewKey: string, representation: Representation, select: () => Promise<readonly StoredResource[]>): Promise<CachedBody> {
     if (revision !== this.#revision) {
@@ -32,8 +117,10 @@ export class CatalogueCache {
     if (hit) return hit;
     const body = JSON.stringify({ resources: (await select()).map((r) => represent(r, representation)) });
     this.onRebuild(viewKey);
-    const entry = { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 32)}"` };
-    if (this.#revision === revision) {
+    const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 32)}"`;
+    const kept = this.#revision === revision;
+    const entry = new CachedBody(body, etag, { kept, onEncode: (coding) => this.onEncode(viewKey, coding) });
+    if (kept) {
       if (this.#views.size >= CatalogueCache.MAX_VIEWS) this.#views.clear();
       this.#views.set(key, entry);
     }

@@ -2,8 +2,10 @@
 // validator (owner or provider).
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
+import type { IncomingHttpHeaders } from 'node:http';
 import Type from 'typebox';
 import { protect } from '../http/auth.js';
+import { negotiateCoding } from '../http/content-coding.js';
 import { errors } from '../http/openapi.js';
 import { etagMatches, type CachedBody } from '../registry/catalogue-cache.js';
 import { ProviderId, ResourceId } from '../schemas/common.js';
@@ -12,12 +14,33 @@ import { represent, toV2 } from '../registry/resource-versions.js';
 import { AgentResourceV2, AnyAgentResource, AnyResourceList, ResourceCustomization, SchemaVersionQuery, ValidateResult } from '../schemas/resource.js';
 import type { RouteDeps } from './deps.js';
 
-/** Sends a cached catalogue body, or 304 when the client already holds it. */
-export function sendCatalogue(reply: FastifyReply, ifNoneMatch: string | undefined, cached: CachedBody): FastifyReply {
-  reply.header('etag', cached.etag).header('cache-control', 'private, no-cache');
-  if (etagMatches(ifNoneMatch, cached.etag)) return reply.code(304).send();
-  return reply.type('application/json; charset=utf-8').send(cached.body);
+/**
+ * Sends a cached catalogue body in the coding `Accept-Encoding` asks for (br, gzip, or as it is), or 304
+ * when the client already holds that coding's ETag. Every answer says `Vary: Accept-Encoding`; a
+ * compressed body comes from the cache entry (built once per revision), never compressed per request.
+ */
+export function sendCatalogue(reply: FastifyReply, headers: IncomingHttpHeaders, cached: CachedBody): FastifyReply | Promise<FastifyReply> {
+  const coding = cached.compressible ? negotiateCoding(headers['accept-encoding']) : 'identity';
+  const etag = cached.etagFor(coding);
+  reply.header('etag', etag).header('cache-control', 'private, no-cache').header('vary', 'Accept-Encoding');
+  if (etagMatches(headers['if-none-match'], etag)) return reply.code(304).send();
+  reply.type('application/json; charset=utf-8');
+  if (coding === 'identity') return reply.send(cached.body);
+  return cached.encoded(coding).then((bytes) => reply.header('content-encoding', coding).send(bytes));
 }
+
+/** The response headers of a catalogue list, as @fastify/swagger documents them. */
+export const CATALOGUE_HEADERS = {
+  etag: Type.String({
+    description:
+      'The body\'s content ETag, one per representation and per coding: `"<digest>"` as it is, `"<digest>-br"` and `"<digest>-gz"` compressed. `If-None-Match` answers 304 only with the ETag of the coding this request would get.',
+  }),
+  vary: Type.Literal('Accept-Encoding', { description: 'Always sent: the body\'s coding follows `Accept-Encoding`.' }),
+  'content-encoding': Type.Union([Type.Literal('br'), Type.Literal('gzip')], {
+    description:
+      'Present when the body is compressed: `br` or `gzip` as `Accept-Encoding` ranks them (br on a tie); absent without `Accept-Encoding` and for bodies under 1 KiB.',
+  }),
+};
 
 export const NotModified = Type.Null({ description: 'Not modified: the `If-None-Match` ETag is current; no body.' });
 
@@ -34,9 +57,9 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
           operationId: 'listResources',
         summary: 'Read the whole catalogue',
           description:
-            'All records sorted by id, optionally of one provider, in the representation `schemaVersion` asks for (1, the default, or 2). Each representation has its own `ETag`; answers `If-None-Match` with 304.',
+            'All records sorted by id, optionally of one provider, in the representation `schemaVersion` asks for (1, the default, or 2). Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding.',
           querystring: Type.Object({ provider: Type.Optional(ProviderId), schemaVersion: SchemaVersionQuery }, { additionalProperties: false }),
-          response: { 200: { ...AnyResourceList, description: 'The catalogue.' }, 304: NotModified, ...errors('validation_failed') },
+          response: { 200: { ...AnyResourceList, description: 'The catalogue.', headers: CATALOGUE_HEADERS }, 304: NotModified, ...errors('validation_failed') },
         },
       },
       async (request, reply) => {
@@ -44,7 +67,7 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
         const cached = await catalogue.get(await registry.revision(), provider === undefined ? 'all' : `provider:${provider}`, schemaVersion, () =>
           provider === undefined ? registry.list() : registry.listByProvider(provider),
         );
-        return sendCatalogue(reply, request.headers['if-none-match'], cached);
+        return sendCatalogue(reply, request.headers, cached);
       },
     );
 

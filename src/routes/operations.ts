@@ -46,7 +46,7 @@ export const operationsRoutes: FastifyPluginAsyncTypebox<{ isReady: () => boolea
         security: [],
         summary: 'Prometheus metrics',
         description:
-          'Prometheus text format: `http_request_duration_seconds` (by method, route pattern, status), `registry_store_batch_operations` and `registry_store_write_duration_seconds` (group-commit batches and durable-write latency, by file), `registry_catalogue_cache_rebuilds_total`, `registry_launch_outcomes_total`, and process vitals. Labels never carry IDs or tokens.',
+          'Prometheus text format: `http_request_duration_seconds` (by method, route pattern, status), `registry_store_batch_operations` and `registry_store_write_duration_seconds` (group-commit batches and durable-write latency, by file), `registry_catalogue_cache_rebuilds_total`, `registry_catalogue_compressions_total` (by view and encoding), `registry_launch_outcomes_total`, and process vitals. Labels never carry IDs or tokens.',
         response: {
           200: { description: 'Metrics in Prometheus text format 0.0.4.', content: { 'text/plain': { schema: Type.String() } } },
         },

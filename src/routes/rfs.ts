@@ -9,7 +9,7 @@ import { visibleOnMachine } from '../registry/resource-registry.js';
 import { CanvasId, ResourceId } from '../schemas/common.js';
 import { represent } from '../registry/resource-versions.js';
 import { AnyAgentResource, AnyResourceList, SchemaVersionQuery } from '../schemas/resource.js';
-import { NotModified, sendCatalogue } from './catalogue.js';
+import { CATALOGUE_HEADERS, NotModified, sendCatalogue } from './catalogue.js';
 import type { RouteDeps } from './deps.js';
 
 export const rfsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { registry, catalogue }) => {
@@ -30,17 +30,17 @@ export const rfsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { reg
         operationId: 'listRfsResources',
         summary: "Read the agent's catalogue",
         description:
-          "The host's records and those of the token's machine, sorted by id, in the representation `schemaVersion` asks for (1, the default, or 2). Each representation has its own `ETag`; answers `If-None-Match` with 304.",
+          "The host's records and those of the token's machine, sorted by id, in the representation `schemaVersion` asks for (1, the default, or 2). Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding.",
         params: Type.Object({ canvasId: CanvasId }),
         querystring: Type.Object({ schemaVersion: SchemaVersionQuery }, { additionalProperties: false }),
-        response: { 200: { ...AnyResourceList, description: 'The records this agent may read about.' }, 304: NotModified, ...errors('validation_failed') },
+        response: { 200: { ...AnyResourceList, description: 'The records this agent may read about.', headers: CATALOGUE_HEADERS }, 304: NotModified, ...errors('validation_failed') },
       },
     },
     async (request, reply) => {
       const machineId = (request.principal as { agentletId: string }).agentletId;
       const representation = request.query.schemaVersion ?? 1;
       const cached = await catalogue.get(await registry.revision(), `machine:${machineId}`, representation, () => registry.listVisibleOnMachine(machineId));
-      return sendCatalogue(reply, request.headers['if-none-match'], cached);
+      return sendCatalogue(reply, request.headers, cached);
     },
   );
 
