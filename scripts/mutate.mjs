@@ -15,7 +15,7 @@ export const TARGETS = {
   'src/migrations/profile-v1.ts': ['core-rules', 'migrations'],
   'src/credentials/tokens.ts': ['core-rules', 'core-http', 'auth'],
   'src/profiles/profile-rules.ts': ['core-rules', 'core-http', 'profiles'],
-  'src/workloads/workload-service.ts': ['core-rules', 'core-http', 'launch'],
+  'src/workloads/workload-service.ts': ['core-rules', 'core-http', 'launch', 'hardening-fields-scanned'],
   'src/http/auth.ts': ['core-rules', 'core-http', 'auth', 'authz-matrix'],
   'src/migrations/registry-file.ts': ['core-rules', 'migrations'],
   'src/capabilities/diagnostics.ts': ['capabilities-core', 'capabilities-http'],

@@ -141,6 +141,42 @@ t.test('a launch of an unknown profile is 404 naming it', async (t) => {
   t.same(res.json().details, { id: 'nope' });
 });
 
+t.test('every launch is audited with its caller, thread and outcome (realized or repeated); a secret in the preamble is named by its field', async (t) => {
+  const { h, profileId } = await launchWorld(t);
+  t.equal((await launch(h, { profileId, canvasId: 'c', threadId: 't' })).statusCode, 201);
+  t.equal((await launch(h, { profileId, canvasId: 'c', threadId: 't' })).statusCode, 200);
+  t.equal((await launch(h, { profileId, canvasId: 'c', threadId: 't2' })).statusCode, 201);
+  const entries = (await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8'))
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+    .filter((e) => e.action === 'workload.launch');
+  t.same(
+    entries.map(({ actor, id, outcome }) => ({ actor, id, outcome })),
+    [
+      { actor: 'owner', id: 'c/t', outcome: 'realized' },
+      { actor: 'owner', id: 'c/t', outcome: 'repeated' },
+      { actor: 'owner', id: 'c/t2', outcome: 'realized' },
+    ],
+  );
+  const secret = await launch(h, { profileId, canvasId: 'c', threadId: 't3', additionalInitialPreamble: `token ${CANARY.owner}` });
+  t.equal(secret.json().code, 'secret_detected');
+  t.equal(secret.json().details.findings[0].field, '/additionalInitialPreamble');
+});
+
+t.test('a thread with no workload is 404 naming the thread and canvas', async (t) => {
+  const { h } = await launchWorld(t);
+  const res = await h.app.inject({ url: '/api/acp/workloads/c/nope', headers: h.owner });
+  t.equal(res.statusCode, 404);
+  t.same(res.json(), {
+    statusCode: 404,
+    code: 'workload_not_found',
+    error: 'Not Found',
+    message: 'No workload for thread nope of canvas c.',
+    details: { canvasId: 'c', threadId: 'nope' },
+  });
+});
+
 // --- Ownership over HTTP: a change to any single field is a replacement, and it is stored ---------------------------
 
 t.test('a PUT changing only one field answers 200 and stores the change; an identical PUT stores nothing new', async (t) => {
