@@ -11,6 +11,7 @@ import { nodeFileSystem, type FileSystemSeam } from '../src/storage/durable-file
 import { readJournal } from '../src/storage/journal.js';
 import { JsonWorkloadFiles } from '../src/storage/json-workload-files.js';
 import type { WorkloadRecord } from '../src/schemas/workload.js';
+import { workloadRecord } from './helpers/workload-record.js';
 
 const dataDir = () => mkdtemp(path.join(tmpdir(), 'arr-wlcompact-'));
 const journalOf = (dir: string) => path.join(dir, 'workloads', 'workloads.journal');
@@ -21,23 +22,7 @@ const tick = (ms: number) => new Promise<'timeout'>((r) => setTimeout(() => r('t
 /** Small enough that a handful of launches (~400 bytes of journal each) starts a compaction. */
 const COMPACT_AT = 2048;
 
-function record(canvasId: string, threadId: string): WorkloadRecord {
-  return {
-    driverSchemaVersion: 1,
-    canvasId,
-    threadId,
-    realizedAt: '2026-06-01T09:30:00.000Z',
-    spec: {
-      binding: { profileId: 'reviewer', alias: 'Reviewer' },
-      agentletId: 'mac-a',
-      cwd: '/home/me/site',
-      resourceIds: ['web-search'],
-      resourceScope: { canvasId, threadId },
-      initialPreamble: ['boot'],
-      env: { HUABU_RFS_URL: `http://huabu.local/api/rfs/${canvasId}`, HUABU_THREAD_ID: threadId },
-    },
-  };
-}
+const record = workloadRecord;
 
 async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
   for (const deadline = Date.now() + 20_000; !(await check()); ) {

@@ -10,6 +10,7 @@ import { readJournal } from '../src/storage/journal.js';
 import { JsonWorkloadFiles } from '../src/storage/json-workload-files.js';
 import { StoreFileError } from '../src/storage/store-file-error.js';
 import type { WorkloadRecord } from '../src/schemas/workload.js';
+import { workloadRecord } from './helpers/workload-record.js';
 
 const dataDir = () => mkdtemp(path.join(tmpdir(), 'arr-wljournal-'));
 const journalOf = (dir: string) => path.join(dir, 'workloads', 'workloads.journal');
@@ -25,23 +26,7 @@ async function eventually(check: () => Promise<boolean>): Promise<void> {
   }
 }
 
-function record(canvasId: string, threadId: string, cwd = '/home/me/site'): WorkloadRecord {
-  return {
-    driverSchemaVersion: 1,
-    canvasId,
-    threadId,
-    realizedAt: '2026-06-01T09:30:00.000Z',
-    spec: {
-      binding: { profileId: 'reviewer', alias: 'Reviewer' },
-      agentletId: 'mac-a',
-      cwd,
-      resourceIds: ['web-search'],
-      resourceScope: { canvasId, threadId },
-      initialPreamble: ['boot'],
-      env: { HUABU_RFS_URL: `http://huabu.local/api/rfs/${canvasId}`, HUABU_THREAD_ID: threadId },
-    },
-  };
-}
+const record = workloadRecord;
 
 t.test('launches of several canvases share journal lines; canvas files are written at close', async (t) => {
   const dir = await dataDir();

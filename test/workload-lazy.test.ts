@@ -12,6 +12,7 @@ import { journalLine, readJournal } from '../src/storage/journal.js';
 import { JsonWorkloadFiles } from '../src/storage/json-workload-files.js';
 import { StoreFileError } from '../src/storage/store-file-error.js';
 import type { WorkloadRecord } from '../src/schemas/workload.js';
+import { workloadRecord } from './helpers/workload-record.js';
 
 const dataDir = () => mkdtemp(path.join(tmpdir(), 'arr-wllazy-'));
 const workloadsDir = (dir: string) => path.join(dir, 'workloads');
@@ -20,23 +21,7 @@ const fileOf = (dir: string, canvasId: string) => path.join(workloadsDir(dir), `
 const threadsInFile = async (dir: string, canvasId: string) =>
   (JSON.parse(await readFile(fileOf(dir, canvasId), 'utf8')) as { state: { workloads: WorkloadRecord[] } }).state.workloads.map((w) => w.threadId);
 
-function record(canvasId: string, threadId: string, cwd = '/home/me/site'): WorkloadRecord {
-  return {
-    driverSchemaVersion: 1,
-    canvasId,
-    threadId,
-    realizedAt: '2026-06-01T09:30:00.000Z',
-    spec: {
-      binding: { profileId: 'reviewer', alias: 'Reviewer' },
-      agentletId: 'mac-a',
-      cwd,
-      resourceIds: ['web-search'],
-      resourceScope: { canvasId, threadId },
-      initialPreamble: ['boot'],
-      env: { HUABU_RFS_URL: `http://huabu.local/api/rfs/${canvasId}`, HUABU_THREAD_ID: threadId },
-    },
-  };
-}
+const record = workloadRecord;
 const canvasFile = (...records: WorkloadRecord[]) => JSON.stringify({ schemaVersion: 1, state: { workloads: records } }, null, 2) + '\n';
 
 /** A DATA_DIR as a crash leaves it: canvas files as given, and journal lines not yet compacted into them. */
