@@ -7,7 +7,7 @@ import { ProviderId, ResourceId, SafeText, TrimmedText } from './common.js';
  * `oneOf` the given object schemas, told apart by their `schemaVersion` constant (OpenAPI `discriminator`).
  * The validator (src/http/validator.ts) reports only the errors of the branch the body's `schemaVersion` names.
  */
-export function BySchemaVersion<T extends TSchema[]>(branches: [...T], options: { title?: string; description?: string } = {}) {
+export function BySchemaVersion<T extends TSchema[]>(branches: [...T], options: { title?: string; description?: string; 'x-examples'?: Record<string, { summary: string; value: unknown }> } = {}) {
   return Type.Unsafe<Static<T[number]>>({ ...options, oneOf: branches, discriminator: { propertyName: 'schemaVersion' } });
 }
 
@@ -125,6 +125,17 @@ export type ResourcePutBodyV2 = Static<typeof ResourcePutBodyV2>;
 export const AnyResourcePutBody = BySchemaVersion([ResourcePutBody, ResourcePutBodyV2], {
   title: 'AnyResourcePut',
   description: 'Record v1 `{schemaVersion: 1, name, description, instructions}` or v2 `{schemaVersion: 2, name, sourceContent}`.',
+  // Named request examples (the OpenAPI media type's `examples`): Swagger UI offers one per version to send.
+  'x-examples': {
+    'record-v1': {
+      summary: 'Record v1',
+      value: { schemaVersion: 1, name: 'PDF grep', description: 'Searches text in PDF files.', instructions: 'Run $AGENT_RESOURCE_DIR/tools/pdf-grep.sh PATTERN FILE.' },
+    },
+    'record-v2': {
+      summary: 'Record v2',
+      value: { schemaVersion: 2, name: 'Web search', sourceContent: 'Search the public web.\n\nAsk the host through $HUABU_RFS_URL.' },
+    },
+  },
 });
 export type ResourcePutBody = ResourcePutBodyV1 | ResourcePutBodyV2;
 

@@ -172,6 +172,47 @@ if (missing && process.env.CI) {
       t.match(await res.body.textContent(), /"resources":\s*\[/);
     });
 
+    await t.test('the provider PUT offers a v1 and a v2 example, and each is sent and stored in its version', async (t) => {
+      await page.locator('.auth-wrapper button.authorize').click();
+      const dialog = page.locator('.dialog-ux .modal-ux');
+      const provider = dialog.locator('.auth-container').filter({ has: page.locator('h4', { hasText: 'providerToken' }) });
+      await provider.locator('input[aria-label="auth-bearer-value"]').fill(CANARY.huabu);
+      await provider.locator('button.authorize').click();
+      await provider.locator('h6', { hasText: 'Authorized' }).waitFor();
+      await dialog.locator('button.btn-done').first().click();
+      await dialog.waitFor({ state: 'detached' });
+
+      const block = page.locator('.opblock').filter({ has: page.locator('.opblock-summary-method', { hasText: /^PUT$/ }) }).filter({ has: page.locator('[data-path="/api/acp/providers/{provider}/resources/{id}"]') });
+      const id = await block.getAttribute('id');
+      t.ok(id, 'the provider PUT has an operation block');
+      await block.locator('.opblock-summary-control').click();
+      await block.locator('button.try-out__btn').click();
+      const examples = block.locator('.opblock-section-request-body .examples-select select');
+      const labels = await examples.locator('option').allTextContents();
+      t.same(labels.map((l) => l.trim()), ['Record v1', 'Record v2'], 'one named example per record version');
+
+      for (const [label, resourceId, version] of [['Record v1', 'swagger-ui-v1', 1], ['Record v2', 'swagger-ui-v2', 2]] as const) {
+        await examples.selectOption({ label });
+        await block.locator('tr[data-param-name="provider"] input').fill('huabu');
+        await block.locator('tr[data-param-name="id"] input').fill(resourceId);
+        const body = await block.locator('textarea.body-param__text').inputValue();
+        t.equal(JSON.parse(body).schemaVersion, version, `${label}: the body Swagger UI will send is v${version}`);
+        await block.locator('button.execute').click();
+        const res = liveResponse(page, id!);
+        await res.status.filter({ hasText: '201' }).waitFor();
+        t.equal((await res.status.textContent())?.trim(), '201', `${label}: created`);
+        t.match(await res.body.textContent(), new RegExp(`"schemaVersion":\\s*${version}`), `${label}: answered in v${version}`);
+        // Read back as its own version: the record is stored as the example's version, field for field.
+        const stored = await fetch(`${server.baseUrl}/api/acp/resources/${resourceId}?schemaVersion=${version}`, { headers: { authorization: `Bearer ${CANARY.owner}` } });
+        t.equal(stored.status, 200);
+        const record = (await stored.json()) as Record<string, unknown>;
+        const sent = JSON.parse(body) as Record<string, unknown>;
+        for (const [k, v] of Object.entries(sent)) t.equal(record[k], v, `${label}: stored ${k}`);
+        // Clear the previous response so the next wait sees the next execution.
+        await block.locator('button.btn-clear').click().catch(() => undefined);
+      }
+    });
+
     const shots = await mkdtemp(path.join(os.tmpdir(), 'arr-swagger-ui-'));
     const shot = path.join(shots, 'docs.png');
     // The curl box shows the Authorization header: keep the token out of the picture.
