@@ -41,4 +41,4 @@ EXPOSE 8787
 # address (then on loopback), so the check works whatever HOST is.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
   CMD ["node", "-e", "const h = process.env.HOST || '127.0.0.1'; const a = ['0.0.0.0', ''].includes(h) ? '127.0.0.1' : ['::', '[::]'].includes(h) ? '[::1]' : h.includes(':') && !h.startsWith('[') ? '[' + h + ']' : h; fetch('http://' + a + ':' + (process.env.PORT || 8787) + '/readyz').then((r) => process.exit(r.status === 200 ? 0 : 1), () => process.exit(1))"]
-CMD ["node", "dist/src/server.js"]
+CMD ["node", "dist/bundle/server.js"]

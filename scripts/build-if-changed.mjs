@@ -25,6 +25,8 @@ if (process.argv.includes('--help')) {
   if (Math.max(...INPUTS.map(newest)) >= built) {
     const started = Date.now();
     execFileSync(process.execPath, [path.join('node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { stdio: 'inherit' });
+    // Then the bundle `npm start` runs (scripts/bundle.mjs).
+    await (await import('./bundle.mjs')).bundle();
     // The stamp is written only after a build that succeeded; its mtime is the build's start.
     const { writeFileSync, utimesSync } = await import('node:fs');
     writeFileSync(STAMP, '');

@@ -16,6 +16,7 @@ import { trackRequests } from './http/in-flight.js';
 import { ExpensiveWork } from './http/expensive-work.js';
 import { registerLimits } from './http/limits.js';
 import { registerOpenApi } from './http/openapi.js';
+import { lazySerializerFactory, type SerializerFactory } from './http/serializer.js';
 import { validatorCompiler } from './http/validator.js';
 import { createLogger } from './logger.js';
 import { Metrics } from './metrics.js';
@@ -41,7 +42,6 @@ import { WorkloadService } from './workloads/workload-service.js';
 import { SecretScanner } from './secrets/secret-scanner.js';
 import type { FileSystemSeam } from './storage/durable-file.js';
 import { JsonFileStore } from './storage/json-file-store.js';
-import { PostgresStore } from './storage/postgres/postgres-store.js';
 import type { RegistryStore } from './storage/store.js';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -59,6 +59,8 @@ export interface BuildOptions {
    * does so once it listens), so a start that fails before listening leaves no credentials.json behind.
    */
   deferCredentialWrite?: boolean;
+  /** Builds the response serializers; defaults to fast-json-stringify compiled on first use (tests wrap it to watch). */
+  serializerFactory?: SerializerFactory;
 }
 
 declare module 'fastify' {
@@ -71,6 +73,8 @@ declare module 'fastify' {
 /** The store the configuration selects: PostgreSQL when DATABASE_URL is set, else JSON files in DATA_DIR. */
 async function openStore(config: Config, logger: Logger, metrics: Metrics, fs: FileSystemSeam | undefined): Promise<RegistryStore> {
   if (config.databaseUrl) {
+    // Loaded only when configured: the JSON store's start-up does not pay for pg (issue 15 item 4).
+    const { PostgresStore } = await import('./storage/postgres/postgres-store.js');
     return PostgresStore.open({
       databaseUrl: config.databaseUrl,
       poolSize: config.databasePoolSize,
@@ -194,6 +198,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
       frameworkErrors,
       clientErrorHandler,
+      schemaController: { compilersFactory: { buildSerializer: options.serializerFactory ?? lazySerializerFactory() } },
     }).withTypeProvider<TypeBoxTypeProvider>();
     app.setValidatorCompiler(validatorCompiler);
     // Not ready while generated credentials are not yet on disk: whoever waits for /readyz can read them.

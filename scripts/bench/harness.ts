@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { fork, type ChildProcess } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,7 +16,16 @@ import { writeBody, type LoadResult, type LoadSpec, type ServerReady, type Write
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** `.js` when compiled, `.ts` when run by a TypeScript loader (the smoke test). */
 const ext = path.extname(fileURLToPath(import.meta.url));
-const SERVER_ENTRY = path.join(here, `bench-server${ext}`);
+/**
+ * The bench's server: the bundled one (scripts/bundle.mjs, as `npm start` runs the bundled server) when this
+ * build has it, else the compiled module (a build from before the bundle, or a run under tsx).
+ */
+function benchServerEntry(dist: string | undefined): string {
+  const bundled = dist && path.join(dist, 'bundle', 'bench-server.js');
+  if (bundled && existsSync(bundled)) return bundled;
+  return dist ? path.join(dist, 'scripts', 'bench', 'bench-server.js') : path.join(here, `bench-server${ext}`);
+}
+const SERVER_ENTRY = benchServerEntry(ext === '.js' ? path.resolve(here, '..', '..') : undefined);
 const LOAD_ENTRY = path.join(here, `load-worker${ext}`);
 
 export const MACHINES = ['bm0', 'bm1', 'bm2', 'bm3'];
@@ -248,7 +258,7 @@ export async function measureStartup(dataDir: string, creds: Credentials): Promi
 async function launchServer(dataDir: string, creds: Credentials, allEnv: Record<string, string>): Promise<{ server: RunningServer }> {
   const { BENCH_STORE: store = process.env.BENCH_STORE, BENCH_BUILD: build, ...env } = allEnv;
   const database = await benchDatabase(dataDir, store);
-  const entry = build ? path.join(build, 'scripts', 'bench', `bench-server${ext}`) : SERVER_ENTRY;
+  const entry = build ? benchServerEntry(build) : SERVER_ENTRY;
   const child = track(
     fork(entry, [], {
       env: {

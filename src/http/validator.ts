@@ -14,13 +14,16 @@ import { Value } from 'typebox/value';
 import { discriminatedErrors, type SchemaError } from '../schemas/discriminated-errors.js';
 
 export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
-  const check = Compile(schema);
-  const discriminated = JSON.stringify(schema).includes('"discriminator"');
+  // Compiled on the first request that needs it, not while the server boots (issue 15 item 4: start-up).
+  let compiled: { check: ReturnType<typeof Compile<TSchema>>; discriminated: boolean } | undefined;
+  const compile = () => (compiled ??= { check: Compile(schema), discriminated: JSON.stringify(schema).includes('"discriminator"') });
   const errors = (value: unknown): FastifySchemaValidationError[] => {
+    const { check, discriminated } = compile();
     const all = [...check.Errors(value)] as unknown as SchemaError[];
     return (discriminated ? discriminatedErrors(schema, value, all) : all) as unknown as FastifySchemaValidationError[];
   };
   return (value) => {
+    const { check } = compile();
     if (check.Check(value)) return { value };
     if (httpPart === 'body') return { error: errors(value) };
     const converted = Value.Convert(schema, value);

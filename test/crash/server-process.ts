@@ -9,6 +9,8 @@ import { request } from 'undici';
 import { canaryLogFile } from '../helpers/build.js';
 
 export const SERVER_ENTRY = path.resolve('dist/src/server.js');
+/** What `npm start` runs: the same server, bundled by scripts/bundle.mjs (test/bundle.test.ts). */
+export const BUNDLE_ENTRY = path.resolve('dist/bundle/server.js');
 
 const live = new Set<ChildProcess>();
 // Last resort: never leave a server behind, even when the test process dies on an error.
@@ -37,12 +39,12 @@ export function coverageEnv(): Record<string, string> {
 }
 
 /** Starts the server on `env` (PORT 0: the port is read from the log), bounded by `timeoutMs`. */
-export async function startServer(env: Record<string, string>, timeoutMs = 60_000): Promise<RunningServer> {
-  if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run \`npm run build\` before the crash test`);
+export async function startServer(env: Record<string, string>, timeoutMs = 60_000, entry = SERVER_ENTRY): Promise<RunningServer> {
+  if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` before the crash test`);
   const started = performance.now();
   const logFile = canaryLogFile();
   const log = createWriteStream(logFile, { flags: 'a' });
-  const child = spawn(process.execPath, [SERVER_ENTRY], {
+  const child = spawn(process.execPath, [entry], {
     // NODE_V8_COVERAGE (set by tap): the server's coverage counts when it exits on its own (not after SIGKILL).
     env: { PATH: process.env.PATH ?? '', ...coverageEnv(), ...env, HOST: '127.0.0.1', PORT: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,40 @@
+// The server `npm start` runs: dist/bundle/server.js, bundled by esbuild from what tsc wrote to dist/ (issue
+// 15 item 4, start-up). Our own modules and typebox (ESM, ~700 small files) are joined into a few files,
+// because resolving and reading each module file was most of the start-up's CPU; every other dependency
+// stays an ordinary import from node_modules (their own files, workers and assets where they expect them).
+// Split at dynamic imports, so the PostgreSQL store and pg load only when DATABASE_URL is set. Source maps
+// lead back to src/*.ts through tsc's maps. The bench's server is bundled the same way, so the bench
+// measures what `npm start` runs. Plain JavaScript; run by scripts/build-if-changed.mjs after tsc.
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { build } from 'esbuild';
+
+/** Packages joined into the bundle; everything else in `dependencies` stays external. */
+const BUNDLED = new Set(['typebox']);
+
+const ENTRIES = { server: 'dist/src/server.js', 'bench-server': 'dist/scripts/bench/bench-server.js' };
+
+export async function bundle() {
+  // Only the entries this build has (a project without the server has nothing to bundle).
+  const entryPoints = Object.fromEntries(Object.entries(ENTRIES).filter(([, file]) => existsSync(file)));
+  if (Object.keys(entryPoints).length === 0) return;
+  const { dependencies = {} } = JSON.parse(readFileSync('package.json', 'utf8'));
+  const external = Object.keys(dependencies)
+    .filter((name) => !BUNDLED.has(name))
+    .flatMap((name) => [name, `${name}/*`]);
+  rmSync('dist/bundle', { recursive: true, force: true });
+  await build({
+    entryPoints,
+    outdir: 'dist/bundle',
+    chunkNames: 'chunks/[name]-[hash]',
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    external,
+    sourcemap: true,
+    logLevel: 'warning',
+  });
+}
+
+if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) await bundle();
