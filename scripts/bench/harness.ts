@@ -230,10 +230,10 @@ export interface StartupTimes {
 }
 
 /** Starts a server on a known port, polls /readyz from the fork on, and stops it. */
-export async function measureStartup(dataDir: string, creds: Credentials): Promise<StartupTimes> {
+export async function measureStartup(dataDir: string, creds: Credentials, env: Record<string, string> = {}): Promise<StartupTimes> {
   const port = await freePort();
   const forked = performance.now();
-  const launching = launchServer(dataDir, creds, { PORT: String(port) });
+  const launching = launchServer(dataDir, creds, { ...env, PORT: String(port) });
   let readyzMs: number | undefined;
   const url = `http://127.0.0.1:${port}/readyz`;
   for (;;) {

@@ -426,13 +426,21 @@ export const SCENARIOS: Scenario[] = [
       for (const [template, what] of variants) {
         // Start-up writes nothing the next start depends on, so one copy serves every run (page cache warm).
         const dir = await copyDataDir(template, ctx.root);
+        // With BENCH_BASELINE_BUILD, that build starts on the same directory, alternating with this one.
+        const build = process.env.BENCH_BASELINE_BUILD;
         const runs: StartupTimes[] = [];
-        for (let i = 0; i < ctx.opts.runs; i++) runs.push(await measureStartup(dir, ctx.creds));
+        const before: StartupTimes[] = [];
+        for (let i = 0; i < ctx.opts.runs; i++) {
+          runs.push(await measureStartup(dir, ctx.creds));
+          if (build) before.push(await measureStartup(dir, ctx.creds, { BENCH_BUILD: build }));
+        }
         await removeDir(dir);
+        const times = (r: StartupTimes[]) =>
+          `${fmt(median(r.map((x) => x.listeningMs)))} ms to listening, ${fmt(median(r.map((x) => x.readyzMs)))} ms to /readyz 200, RSS ${fmt(median(r.map((x) => x.rss)) / 2 ** 20)} MiB`;
         rows.push({
-          measured: `${fmt(median(runs.map((r) => r.listeningMs)))} ms to listening, ${fmt(median(runs.map((r) => r.readyzMs)))} ms to /readyz 200, RSS ${fmt(median(runs.map((r) => r.rss)) / 2 ** 20)} MiB`,
-          baseline: what,
-          ratio: '',
+          measured: times(runs),
+          baseline: build ? `${what}; baseline build: ${times(before)}` : what,
+          ratio: build ? `${fmt(median(runs.map((r) => r.readyzMs)) / median(before.map((r) => r.readyzMs)), 2)}× (to /readyz)` : '',
           target: '—',
         });
       }
