@@ -300,3 +300,111 @@ t.test('an online backup\'s pause waits for a compaction under way; nothing on d
   t.ok(((await readJournal(journalOf(dir))).batches.flat() as WorkloadRecord[]).some((w) => w.threadId === 'during-pause'), 'durably');
   await files.close();
 });
+
+/** A seam that logs every file-system step of canvas files, the directory and the journal, in order. */
+function recordingSeam(dir: string) {
+  const log: string[] = [];
+  let inFlight = 0;
+  let maxInFlight = 0;
+  const name = (file: string) => (file === path.join(dir, 'workloads') ? 'dir' : /\/c-[^/]*\.json($|\.)/.test(file) ? 'canvas' : /journal/.test(file) ? 'journal' : 'other');
+  const fs: FileSystemSeam = {
+    async open(file, flags, mode) {
+      const kind = name(file);
+      const handle = await nodeFileSystem.open(file, flags, mode);
+      if (kind === 'canvas') maxInFlight = Math.max(maxInFlight, ++inFlight);
+      return new Proxy(handle, {
+        get(target, prop) {
+          const value = Reflect.get(target, prop, target) as unknown;
+          if (typeof value !== 'function') return value;
+          return async (...args: unknown[]) => {
+            const result = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+            if (prop === 'sync') log.push(`${kind} sync`);
+            if (prop === 'close' && kind === 'canvas') inFlight--;
+            return result;
+          };
+        },
+      });
+    },
+    async rename(from, to) {
+      await nodeFileSystem.rename(from, to);
+      log.push(`${name(to)} rename`);
+    },
+    unlink: (file) => nodeFileSystem.unlink(file),
+  };
+  return { fs, log, maxInFlight: () => maxInFlight };
+}
+
+t.test('a compaction beside the launches writes one canvas file at a time and fsyncs the directory once, after its renames', async (t) => {
+  const dir = await dataDir();
+  const seam = recordingSeam(dir);
+  const files = await JsonWorkloadFiles.open(dir, seam.fs, undefined, COMPACT_AT);
+  const from = seam.log.length;
+  // Many canvases, so a compaction has many files to write.
+  for (let i = 0; i < 12; i++) await launchSeries(files, i, 1, 12);
+  await eventually(async () => (await readJournal(journalOf(dir))).bytes < COMPACT_AT, 'a compaction');
+  const steps = seam.log.slice(from);
+  // The first compaction: from its first canvas file to its journal swap (which fsyncs the directory itself).
+  const first = steps.indexOf('canvas rename');
+  const journalSwap = steps.findIndex((s, i) => i > first && s === 'journal rename');
+  t.ok(first >= 0 && journalSwap > first, 'a compaction wrote canvas files, then swapped the journal for its tail');
+  const renames = steps.flatMap((s, i) => (s === 'canvas rename' && i < journalSwap ? [i] : []));
+  t.ok(renames.length >= 6, `the compaction wrote ${renames.length} canvas files`);
+  t.equal(seam.maxInFlight(), 1, 'never two canvas files open at once (sixteen before): a launch waits behind one write at most');
+  const dirSyncs = steps.flatMap((s, i) => (s === 'dir sync' && i > renames[0]! && i < journalSwap ? [i] : []));
+  t.equal(dirSyncs.length, 1, 'one directory fsync for the whole compaction, not one per file');
+  t.ok(dirSyncs[0]! > renames.at(-1)!, 'after the last canvas rename, before the journal swap');
+  await files.close();
+});
+
+t.test('a directory fsync that fails fails the compaction: the journal is kept and every canvas of it stays due', async (t) => {
+  const dir = await dataDir();
+  let failDirSync = false;
+  const fs: FileSystemSeam = {
+    ...nodeFileSystem,
+    async open(file, flags, mode) {
+      const handle = await nodeFileSystem.open(file, flags, mode);
+      if (file !== path.join(dir, 'workloads') || !failDirSync) return handle;
+      return new Proxy(handle, {
+        get(target, prop) {
+          if (prop === 'sync') return () => Promise.reject(Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' }));
+          const value = Reflect.get(target, prop, target) as unknown;
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+    },
+  };
+  const files = await JsonWorkloadFiles.open(dir, fs, undefined, COMPACT_AT);
+  failDirSync = true;
+  const launched = await launchSeries(files, 0, 8, 4);
+  await tick(300);
+  const journaled = (await readJournal(journalOf(dir))).batches.flat() as WorkloadRecord[];
+  t.same(launched.filter((r) => !journaled.some((w) => w.threadId === r.threadId)), [], 'every launch is still in the journal');
+  failDirSync = false;
+  // The next compaction (the journal doubled) writes every canvas again, the ones written before the failure too.
+  const more = await launchSeries(files, 100, 16, 1);
+  await eventually(async () => (await readJournal(journalOf(dir))).bytes < COMPACT_AT, 'a later compaction');
+  for (const r of [...launched, ...more]) {
+    const tail = (await readJournal(journalOf(dir))).batches.flat() as WorkloadRecord[];
+    t.ok((await onDisk(dir, r.canvasId)).some((w) => w.threadId === r.threadId) || tail.some((w) => w.threadId === r.threadId), `${r.threadId} kept`);
+  }
+  await files.close();
+  for (const r of [...launched, ...more]) t.ok((await onDisk(dir, r.canvasId)).some((w) => w.threadId === r.threadId), `${r.threadId} in its file after close`);
+});
+
+t.test('a journal filled again while a compaction ran is compacted when it ends, without waiting for another launch', async (t) => {
+  const dir = await dataDir();
+  const gate = gatedCanvasWrites();
+  const files = await JsonWorkloadFiles.open(dir, gate.fs, undefined, COMPACT_AT);
+  let started = false;
+  void gate.held.then(() => (started = true));
+  for (let i = 0; !started && i < 50; i++) await launchSeries(files, i, 1);
+  t.ok(started, 'a compaction is held');
+  // Past the threshold again while it is held: the kept tail alone needs a compaction.
+  await launchSeries(files, 200, 12);
+  t.ok((await readJournal(journalOf(dir))).bytes > 2 * COMPACT_AT, 'the journal is full again');
+  gate.release();
+  // No launch from here on: only the end of the first compaction can start the second.
+  await eventually(async () => (await readJournal(journalOf(dir))).bytes < COMPACT_AT, 'the second compaction, started by the end of the first');
+  for (const r of ['t-200', 't-211']) t.ok((await onDisk(dir, `c-${Number(r.slice(2)) % 3}`)).some((w) => w.threadId === r), `${r} in its canvas file`);
+  await files.close();
+});

@@ -46,7 +46,7 @@ export interface JournalCodec<S> extends DocumentCodec<S> {
    * the moment the journal's content so far is to be folded; the returned `write` must make durable at
    * least every change applied to the state before this call (it may include later ones).
    */
-  beginCompaction?(state: S): BackgroundCompaction;
+  beginCompaction?(state: S, mode: 'foreground' | 'background'): BackgroundCompaction;
 }
 
 export interface BackgroundCompaction {
@@ -139,7 +139,7 @@ export class DurableDocument<S> {
     let keep = 0;
     if (codec.beginCompaction) {
       try {
-        if (content.bytes > 0) doc.#fileBytes = await writeAll(codec.beginCompaction(initial));
+        if (content.bytes > 0) doc.#fileBytes = await writeAll(codec.beginCompaction(initial, 'foreground'));
       } catch (err) {
         if (!options.keepJournalIfStartCompactionFails) throw err;
         keep = content.completeBytes;
@@ -258,11 +258,24 @@ export class DurableDocument<S> {
     }
     for (const { pending, result } of applied) pending.resolve(result);
     for (const { pending, err } of rejected) pending.reject(err);
-    if (this.#journal && !this.#background && this.#journal.size >= Math.max(this.#compactAt(), this.#retryCompactionAt)) {
-      // Callers are answered. A background compaction lets the next batch go on; otherwise it waits.
-      if (this.#journalCodec?.beginCompaction) this.#background = this.#compactBeside(this.#journalCodec).finally(() => (this.#background = undefined));
-      else await this.#compact();
-    }
+    // Callers are answered. A background compaction lets the next batch go on; otherwise it waits.
+    if (this.#journalCodec?.beginCompaction) this.#startBackgroundCompactionIfDue();
+    else if (this.#journal && this.#journal.size >= Math.max(this.#compactAt(), this.#retryCompactionAt)) await this.#compact();
+  }
+
+  /**
+   * Starts a compaction beside the appends when the journal is past its threshold and none runs. Checked
+   * after each batch and when a background compaction ends: batches appended while it ran may already have
+   * filled the journal again, and no later batch may come to notice.
+   */
+  #startBackgroundCompactionIfDue(): void {
+    const journal = this.#journal;
+    if (!journal || this.#background || this.#closed || this.#pauses > 0) return;
+    if (journal.size < Math.max(this.#compactAt(), this.#retryCompactionAt)) return;
+    this.#background = this.#compactBeside(this.#journalCodec!).finally(() => {
+      this.#background = undefined;
+      this.#startBackgroundCompactionIfDue();
+    });
   }
 
   /** Runs `run` from the flush loop, where no batch is being appended. */
@@ -280,7 +293,7 @@ export class DurableDocument<S> {
    */
   async #compactBeside(codec: JournalCodec<S>): Promise<void> {
     const journal = this.#journal!;
-    const run = codec.beginCompaction!(this.#state);
+    const run = codec.beginCompaction!(this.#state, 'background');
     journal.markFoldPoint();
     try {
       this.#fileBytes = await writeAll(run);
@@ -306,7 +319,7 @@ export class DurableDocument<S> {
     const journal = this.#journal!;
     try {
       if (this.#journalCodec?.beginCompaction) {
-        this.#fileBytes = await writeAll(this.#journalCodec.beginCompaction(this.#state));
+        this.#fileBytes = await writeAll(this.#journalCodec.beginCompaction(this.#state, 'foreground'));
       } else if (this.#journalCodec?.compact) {
         this.#fileBytes = await this.#journalCodec.compact(this.#state);
       } else {

@@ -43,6 +43,11 @@ export async function writeFileDurably(
   target: string,
   bytes: string | Uint8Array,
   fs: FileSystemSeam = nodeFileSystem,
+  /**
+   * `false`: the caller fsyncs the directory itself once after several writes into it (a compaction), and
+   * counts none of them as durable before that.
+   */
+  syncDirectory = true,
 ): Promise<void> {
   const temp = tempPathFor(target);
   let renamed = false;
@@ -56,7 +61,7 @@ export async function writeFileDurably(
     }
     await fs.rename(temp, target);
     renamed = true;
-    await fsyncDirectory(path.dirname(target), fs);
+    if (syncDirectory) await fsyncDirectory(path.dirname(target), fs);
   } catch (err) {
     if (!renamed) await fs.unlink(temp).catch(() => undefined);
     throw err;

@@ -17,7 +17,7 @@ import { AppError } from '../errors.js';
 import { SLUG_ID_PATTERN } from '../schemas/common.js';
 import { WorkloadRecord } from '../schemas/workload.js';
 import { DurableDocument, type BatchObserver, type JournalCodec } from './durable-document.js';
-import { sweepTempFiles, writeFileDurably, type FileSystemSeam } from './durable-file.js';
+import { fsyncDirectory, sweepTempFiles, writeFileDurably, type FileSystemSeam } from './durable-file.js';
 import { JournalCorruptError, journalPathFor } from './journal.js';
 import { StoreFileError } from './store-file-error.js';
 import { readVersionedFile } from './versioned-file.js';
@@ -31,8 +31,13 @@ const canvasFileName = new RegExp(SLUG_ID_PATTERN.replace('$', '\\.json$'));
 const JOURNAL_BASE = 'workloads';
 /** Compact once the journal holds this many bytes (~1,500 launches). */
 export const WORKLOADS_COMPACT_AT_BYTES = 1024 * 1024;
-/** Canvas files written at once by a compaction. */
-const COMPACT_PARALLEL = 16;
+/**
+ * Canvas files written at once by a compaction at start or close (nothing waits on the disk then), and by
+ * one running beside the launches: there one at a time, so its writes and fsyncs hold at most one of
+ * libuv's four threads and one flush in the disk's queue ahead of a launch's journal fdatasync (issue 15
+ * item 5: sixteen at once put up to sixteen flushes ahead of every launch while a compaction ran).
+ */
+const COMPACT_PARALLEL = { foreground: 16, background: 1 } as const;
 
 interface WorkloadsState {
   /**
@@ -138,7 +143,7 @@ function workloadsCodec(dir: string, fs: FileSystemSeam, loader: CanvasLoader): 
         state.dirty.add(record.canvasId);
       }
     },
-    beginCompaction(state) {
+    beginCompaction(state, mode) {
       // The canvases due now leave `dirty`; a batch committed while they are written marks its canvases
       // dirty again, for the next compaction (its records are in the journal's kept tail until then). Each
       // file is written as the canvas is now: its records are never removed or replaced, only added, so
@@ -169,17 +174,22 @@ function workloadsCodec(dir: string, fs: FileSystemSeam, loader: CanvasLoader): 
                 } else {
                   text = serializeCanvas([...snapshot.workloads.values()].slice(0, snapshot.size));
                 }
-                await writeFileDurably(path.join(dir, `${canvasId}.json`), text, fs);
+                // The directory is fsynced once, after every file of this compaction is renamed into it.
+                await writeFileDurably(path.join(dir, `${canvasId}.json`), text, fs, false);
               } catch (err) {
                 failure ??= { err };
                 return;
               }
-              due.delete(canvasId);
               bytes += Buffer.byteLength(text);
             }
           };
-          await Promise.all(Array.from({ length: COMPACT_PARALLEL }, worker));
+          await Promise.all(Array.from({ length: COMPACT_PARALLEL[mode] }, worker));
+          // The renames above are durable only with the directory: before this, nothing written counts (the
+          // journal keeps every record until the caller has this call's answer).
+          if (!failure && bytes > 0) await fsyncDirectory(dir, fs).catch((err: unknown) => (failure = { err }));
+          // On failure every canvas of this run stays due (`abandon`), the ones already written included.
           if (failure) throw failure.err;
+          due.clear();
           return bytes;
         },
         abandon() {
