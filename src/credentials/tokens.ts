@@ -1,7 +1,7 @@
 // Token formats and digests. Every token this service issues starts with `arr_<kind>_` so it is
 // recognizable to secret scanners (ours included). Tokens are stored only as SHA-256 digests and compared
 // as digests in constant time.
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const TOKEN_PREFIX = {
   owner: 'arr_owner_',
@@ -17,7 +17,8 @@ export function generateToken(prefix: string): string {
 }
 
 export function tokenDigest(token: string): Buffer {
-  return createHash('sha256').update(token, 'utf8').digest();
+  // One-shot hash (no Hash object per call): every authenticated request computes one (issue 15 item 1).
+  return hash('sha256', token, 'buffer');
 }
 
 /**

@@ -125,7 +125,9 @@ export const authPlugin = fp<AuthOptions>(
  * admits the caller. The route schemas get the matching OpenAPI `security` requirement.
  */
 export function protect(app: FastifyInstance, strategies: AuthStrategy[], security: SecurityScheme[]): void {
-  app.addHook('onRequest', app.auth(strategies));
+  // One strategy is the hook itself (its error answers the request, as @fastify/auth would pass it on);
+  // @fastify/auth combines two or more. Saves its per-request bookkeeping on the read paths (issue 15 item 1).
+  app.addHook('onRequest', strategies.length === 1 ? strategies[0]! : app.auth(strategies));
   app.addHook('onRoute', (route) => {
     route.schema = {
       ...route.schema,
