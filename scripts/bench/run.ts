@@ -345,7 +345,9 @@ export const SCENARIOS: Scenario[] = [
           ctx.opts.warmupSec,
         );
         const writes = await workloadWrites(server.url);
-        const holds = r.paced!.p99 < 5;
+        // The target holds in every run, not in the median of them.
+        const perRun = r.paced!.runs.map((x) => x.p99);
+        const holds = perRun.every((p99) => p99 < 5);
         return [
           {
             measured: `${ctx.opts.connections} connections: ${rate(r.max!, 'launches/s')}`,
@@ -354,7 +356,7 @@ export const SCENARIOS: Scenario[] = [
             target: '—',
           },
           {
-            measured: `p99 ${fmt(r.paced!.p99, 1)} ms (p50 ${fmt(r.paced!.p50, 1)}) at ${fmt(ctx.opts.launchRate)} launches/s${r.paced!.unexpected + r.paced!.errors ? ` ⚠ ${r.paced!.unexpected} unexpected, ${r.paced!.errors} errors` : ''}`,
+            measured: `p99 ${fmt(r.paced!.p99, 1)} ms (p50 ${fmt(r.paced!.p50, 1)}; p99 per run ${perRun.map((x) => fmt(x, 1)).join(', ')}) at ${fmt(ctx.opts.launchRate)} launches/s${r.paced!.unexpected + r.paced!.errors ? ` ⚠ ${r.paced!.unexpected} unexpected, ${r.paced!.errors} errors` : ''}`,
             baseline: `${ctx.count} profiles, ${ctx.opts.threadsPerCanvas} new threads per new canvas`,
             ratio: '',
             target: ctx.count === 10_000 ? verdict(0, '< 5 ms', holds) : '(< 5 ms at 10k)',
