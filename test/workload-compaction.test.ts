@@ -61,6 +61,17 @@ async function launchSeries(files: JsonWorkloadFiles, from: number, count: numbe
   return out;
 }
 
+/** Opens the files on a gated seam and launches until a compaction starts and is held on its first canvas file. */
+async function heldCompaction(dir: string) {
+  const gate = gatedCanvasWrites();
+  const files = await JsonWorkloadFiles.open(dir, gate.fs, undefined, COMPACT_AT);
+  let started = false;
+  void gate.held.then(() => (started = true));
+  for (let i = 0; !started && i < 50; i++) await launchSeries(files, i, 1);
+  await Promise.race([gate.held, tick(5_000)]);
+  return { files, gate, started };
+}
+
 t.test('a launch is answered while a compaction is held writing a canvas file', async (t) => {
   const dir = await dataDir();
   const gate = gatedCanvasWrites();
@@ -268,12 +279,7 @@ t.test('a kill at any step of a compaction loses no acknowledged launch', async 
 
 t.test('an online backup\'s pause waits for a compaction under way; nothing on disk changes while paused', async (t) => {
   const dir = await dataDir();
-  const gate = gatedCanvasWrites();
-  const files = await JsonWorkloadFiles.open(dir, gate.fs, undefined, COMPACT_AT);
-  let started = false;
-  void gate.held.then(() => (started = true));
-  for (let i = 0; !started && i < 50; i++) await launchSeries(files, i, 1);
-  await Promise.race([gate.held, tick(5_000)]);
+  const { files, gate, started } = await heldCompaction(dir);
   t.ok(started, 'a compaction is held writing a canvas file');
 
   let paused = false;
@@ -393,11 +399,7 @@ t.test('a directory fsync that fails fails the compaction: the journal is kept a
 
 t.test('a journal filled again while a compaction ran is compacted when it ends, without waiting for another launch', async (t) => {
   const dir = await dataDir();
-  const gate = gatedCanvasWrites();
-  const files = await JsonWorkloadFiles.open(dir, gate.fs, undefined, COMPACT_AT);
-  let started = false;
-  void gate.held.then(() => (started = true));
-  for (let i = 0; !started && i < 50; i++) await launchSeries(files, i, 1);
+  const { files, gate, started } = await heldCompaction(dir);
   t.ok(started, 'a compaction is held');
   // Past the threshold again while it is held: the kept tail alone needs a compaction.
   await launchSeries(files, 200, 12);

@@ -103,6 +103,18 @@ async function tryItOut(page: Page, operation: string): Promise<void> {
   await block.locator('button.execute').click();
 }
 
+/** Authorizes one security scheme with `token` through Swagger UI's dialog. */
+async function authorize(page: Page, scheme: string, token: string): Promise<void> {
+  await page.locator('.auth-wrapper button.authorize').click();
+  const dialog = page.locator('.dialog-ux .modal-ux');
+  const box = dialog.locator('.auth-container').filter({ has: page.locator('h4', { hasText: scheme }) });
+  await box.locator('input[aria-label="auth-bearer-value"]').fill(token);
+  await box.locator('button.authorize').click();
+  await box.locator('h6', { hasText: 'Authorized' }).waitFor();
+  await dialog.locator('button.btn-done').first().click();
+  await dialog.waitFor({ state: 'detached' });
+}
+
 const missing = !existsSync(CHROMIUM);
 if (missing && process.env.CI) {
   t.fail(`${CHROMIUM} is missing: CI must install Debian's chromium (.ci/run does)`);
@@ -153,14 +165,7 @@ if (missing && process.env.CI) {
     });
 
     await t.test('authorized with the owner token, GET /api/acp/resources renders 200', async (t) => {
-      await page.locator('.auth-wrapper button.authorize').click();
-      const dialog = page.locator('.dialog-ux .modal-ux');
-      const owner = dialog.locator('.auth-container').filter({ has: page.locator('h4', { hasText: 'ownerToken' }) });
-      await owner.locator('input[aria-label="auth-bearer-value"]').fill(CANARY.owner);
-      await owner.locator('button.authorize').click();
-      await owner.locator('h6', { hasText: 'Authorized' }).waitFor();
-      await owner.locator('button.btn-done').click();
-      await dialog.waitFor({ state: 'detached' });
+      await authorize(page, 'ownerToken', CANARY.owner);
 
       const block = page.locator('.opblock').filter({ has: page.locator('.opblock-summary-method', { hasText: /^GET$/ }) }).filter({ has: page.locator('[data-path="/api/acp/resources"]') });
       const id = await block.getAttribute('id');
@@ -173,14 +178,7 @@ if (missing && process.env.CI) {
     });
 
     await t.test('the provider PUT offers a v1 and a v2 example, and each is sent and stored in its version', async (t) => {
-      await page.locator('.auth-wrapper button.authorize').click();
-      const dialog = page.locator('.dialog-ux .modal-ux');
-      const provider = dialog.locator('.auth-container').filter({ has: page.locator('h4', { hasText: 'providerToken' }) });
-      await provider.locator('input[aria-label="auth-bearer-value"]').fill(CANARY.huabu);
-      await provider.locator('button.authorize').click();
-      await provider.locator('h6', { hasText: 'Authorized' }).waitFor();
-      await dialog.locator('button.btn-done').first().click();
-      await dialog.waitFor({ state: 'detached' });
+      await authorize(page, 'providerToken', CANARY.huabu);
 
       const block = page.locator('.opblock').filter({ has: page.locator('.opblock-summary-method', { hasText: /^PUT$/ }) }).filter({ has: page.locator('[data-path="/api/acp/providers/{provider}/resources/{id}"]') });
       const id = await block.getAttribute('id');
