@@ -180,6 +180,35 @@ if (base) {
     ], 'the last write of each ID is the one stored');
   });
 
+  t.test('a later batch never overtakes an earlier one still running its statements: writes of one ID keep arrival order', async (t) => {
+    const url = await freshDatabase(t, base);
+    const batches: BatchInfo[] = [];
+    const store = await PostgresStore.open({ databaseUrl: url, maxBatch: 2, observeBatch: (b) => batches.push(b) });
+    t.teardown(() => store.close());
+    await store.putResource(resource('huabu', 'blocker'));
+    // Another session holds the row lock of `blocker`, so a batch writing it stalls inside its statements.
+    const other = new pg.Client({ connectionString: url });
+    await other.connect();
+    t.teardown(() => other.end());
+    await other.query('BEGIN');
+    await other.query(`SELECT 1 FROM resources WHERE id = 'blocker' FOR UPDATE`);
+    const opener = store.putResource(resource('huabu', 'opens-a-batch'));
+    // Batches of two: `blocker` then the first write of `hot` (ID order; not reached while `blocker`
+    // waits), then the second write of `hot` alone in the batch after.
+    const stalled = store.putResource(resource('huabu', 'blocker', 'Renamed'));
+    const first = store.putResource(resource('huabu', 'hot', 'First'));
+    const second = store.putResource(resource('huabu', 'hot', 'Second'));
+    await opener;
+    await sleep(400);
+    const meanwhile = await queryOnce<{ id: string }>(url, `SELECT id FROM resources WHERE id = 'hot'`);
+    await other.query('COMMIT');
+    t.same(await Promise.all([stalled, first, second]), ['replaced', 'created', 'replaced'], 'each write answered in arrival order');
+    t.same(meanwhile, [], 'nothing behind the stalled batch committed while it waited');
+    const rows = await queryOnce<{ name: string }>(url, `SELECT name FROM resources WHERE id = 'hot'`);
+    t.equal(rows[0]?.name, 'Second', 'the later write is the one stored');
+    t.ok(batches.every((b) => b.ok));
+  });
+
   t.test('close waits for queued registrations to commit', async (t) => {
     const url = await freshDatabase(t, base);
     const store = await PostgresStore.open({ databaseUrl: url });

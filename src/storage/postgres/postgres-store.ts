@@ -39,6 +39,9 @@ export interface PostgresStoreOptions {
 /** Default for PostgresStoreOptions.maxBatch: bounds how long a batch holds its row locks. */
 const DEFAULT_MAX_BATCH = 64;
 
+/** Batches of one process in flight at once: one running its statements while the previous one commits. */
+const MAX_BATCHES_IN_FLIGHT = 2;
+
 /** An operation group-committed in a batch transaction: a registration, or one call's audit entries. */
 type BatchOp = { kind: 'put'; record: StoredResource } | { kind: 'audit'; entries: readonly AuditEntry[] };
 
@@ -319,15 +322,39 @@ export class PostgresStore implements RegistryStore {
     });
   }
 
+  /**
+   * Runs batches until the queue is empty and the last one has committed. A batch whose statements have
+   * run waits only for its COMMIT (the WAL flush): operations queued by then start the next batch at once,
+   * on another connection, so one batch's statements overlap the previous one's flush. The earlier batch
+   * holds the row locks of every ID it wrote until its COMMIT, so a later write of the same ID waits for it
+   * inside the database: the writes of one ID still commit in arrival order. At most two batches are in
+   * flight: one running its statements, one committing.
+   */
   async #drain(): Promise<void> {
+    const inFlight = new Set<Promise<void>>();
     try {
-      while (this.#queue.length > 0) await this.#runBatch(this.#queue.splice(0, this.#maxBatch));
+      for (;;) {
+        if (this.#queue.length === 0 || inFlight.size >= MAX_BATCHES_IN_FLIGHT) {
+          if (inFlight.size === 0) break;
+          await Promise.race(inFlight); // a batch finished; operations may have queued meanwhile
+          continue;
+        }
+        let statementsRan!: () => void;
+        const ran = new Promise<void>((resolve) => (statementsRan = resolve));
+        const batch: Promise<void> = this.#runBatch(this.#queue.splice(0, this.#maxBatch), statementsRan).finally(() => {
+          inFlight.delete(batch);
+          statementsRan();
+        });
+        inFlight.add(batch);
+        await ran;
+      }
     } finally {
       this.#running = undefined;
     }
   }
 
-  async #runBatch(jobs: BatchJob[]): Promise<void> {
+  /** `statementsRan` is called once the batch only waits for its COMMIT (at the latest when it settles). */
+  async #runBatch(jobs: BatchJob[], statementsRan: () => void): Promise<void> {
     const started = performance.now();
     const observe = (ok: boolean) => this.#observe?.({ label: 'postgres', operations: jobs.length, durationMs: performance.now() - started, ok });
     let client: pg.PoolClient;
@@ -348,6 +375,7 @@ export class PostgresStore implements RegistryStore {
       } catch (err) {
         aborted = err; // a database error, not a refusal: nothing of the batch may commit
       }
+      if (aborted === undefined) statementsRan();
       await client.query(aborted === undefined ? 'COMMIT' : 'ROLLBACK');
     } catch (err) {
       // BEGIN, COMMIT or ROLLBACK failed: the connection is not handed out again.
