@@ -271,11 +271,11 @@ export class PostgresStore implements RegistryStore {
     }
   }
 
-  async #query<R extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<pg.QueryResult<R>> {
+  async #query<R extends pg.QueryResultRow>(sql: string | pg.QueryConfig, params: unknown[] = []): Promise<pg.QueryResult<R>> {
     const client = await this.#connect();
     let failed: unknown;
     try {
-      return await client.query<R>(sql, params);
+      return await client.query<R>(typeof sql === 'string' ? { text: sql, values: params } : sql);
     } catch (err) {
       failed = err;
       throw err;
@@ -287,7 +287,7 @@ export class PostgresStore implements RegistryStore {
 
   /** For the read helpers below. */
   get #db(): Queryable {
-    return { query: ((sql: string, params?: unknown[]) => this.#query(sql, params)) as Queryable['query'] };
+    return { query: ((sql: string | pg.QueryConfig, params?: unknown[]) => this.#query(sql, params)) as Queryable['query'] };
   }
 
   /** One transaction on one pooled client: COMMIT before returning, ROLLBACK on any error. */
@@ -756,6 +756,10 @@ function settle(jobs: readonly BatchJob[], result: BatchResult): void {
   });
 }
 
+// The batch's statements are named (prepared once per pooled connection, then only bound and executed):
+// they run on every write, and parsing and planning them was a fifth to a third of their time in the
+// database (EXPLAIN ANALYZE of a 13-row upsert: planning 0.09–0.17 ms, execution 0.36–0.42 ms).
+
 /**
  * The statements of a batch on `client` (inside its transaction), a bounded number whatever its size: the
  * registrations as one conditional upsert over arrays (the ownership rule for every row at once: a row is
@@ -816,11 +820,12 @@ async function runOps(client: Queryable, ops: readonly BatchOp[]): Promise<Batch
     }
   }
   if (audit.length > 0) {
-    await client.query(
-      `INSERT INTO audit_log (at, actor, action, object_id, outcome, details)
+    await client.query({
+      name: 'arr_append_audit',
+      text: `INSERT INTO audit_log (at, actor, action, object_id, outcome, details)
        SELECT at, actor, action, object_id, outcome, details::jsonb
        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS e(at, actor, action, object_id, outcome, details)`,
-      [
+      values: [
         audit.map((e) => e.at),
         audit.map((e) => e.actor),
         audit.map((e) => e.action),
@@ -828,7 +833,7 @@ async function runOps(client: Queryable, ops: readonly BatchOp[]): Promise<Batch
         audit.map((e) => e.outcome),
         audit.map((e) => (e.details === undefined ? null : JSON.stringify(e.details))),
       ],
-    );
+    });
   }
   return { outcomes, resourcesChanged };
 }
@@ -840,8 +845,9 @@ async function runOps(client: Queryable, ops: readonly BatchOp[]): Promise<Batch
  */
 async function upsertResources(client: Queryable, records: readonly StoredResource[]): Promise<Map<string, boolean>> {
   const values = records.map(sourceValues);
-  const { rows } = await client.query<{ id: string; created: boolean }>(
-    `INSERT INTO resources AS r (${SOURCE_COLUMNS})
+  const { rows } = await client.query<{ id: string; created: boolean }>({
+    name: 'arr_put_resources',
+    text: `INSERT INTO resources AS r (${SOURCE_COLUMNS})
      SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[])
      ON CONFLICT (id) DO UPDATE SET schema_version = EXCLUDED.schema_version, name = EXCLUDED.name,
        description = EXCLUDED.description, instructions = EXCLUDED.instructions,
@@ -850,18 +856,18 @@ async function upsertResources(client: Queryable, records: readonly StoredResour
        AND (r.schema_version, r.name, r.description, r.instructions, r.source_content)
            IS DISTINCT FROM (EXCLUDED.schema_version, EXCLUDED.name, EXCLUDED.description, EXCLUDED.instructions, EXCLUDED.source_content)
      RETURNING id, (xmax = 0) AS created`,
-    [0, 1, 2, 3, 4, 5, 6].map((i) => values.map((v) => v[i])),
-  );
+    values: [0, 1, 2, 3, 4, 5, 6].map((i) => values.map((v) => v[i])),
+  });
   return new Map(rows.map((r) => [r.id, r.created]));
 }
 
 async function readResources(db: Queryable, ids: readonly string[]): Promise<Map<string, StoredResource>> {
-  const { rows } = await db.query<ResourceRow>(`SELECT ${RESOURCE_COLUMNS} FROM resources WHERE id = ANY($1::text[])`, [ids]);
+  const { rows } = await db.query<ResourceRow>({ name: 'arr_read_resources', text: `SELECT ${RESOURCE_COLUMNS} FROM resources WHERE id = ANY($1::text[])`, values: [ids] });
   return new Map(rows.map((row) => [row.id, resourceOf(row)]));
 }
 
 async function readResource(db: Queryable, id: string): Promise<StoredResource | undefined> {
-  const { rows } = await db.query<ResourceRow>(`SELECT ${RESOURCE_COLUMNS} FROM resources WHERE id = $1`, [id]);
+  const { rows } = await db.query<ResourceRow>({ name: 'arr_read_resource', text: `SELECT ${RESOURCE_COLUMNS} FROM resources WHERE id = $1`, values: [id] });
   return rows[0] && resourceOf(rows[0]);
 }
 
