@@ -2,7 +2,7 @@
 // change notification, each still gets its own answer (created, replaced, unchanged, 409), a database error
 // in one of them fails that one alone, and a replica SIGKILLed in the middle of batches loses nothing it
 // acknowledged.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import pg from 'pg';
 import { request } from 'undici';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -101,6 +101,112 @@ if (base) {
     );
     const rows = await queryOnce<{ n: string }>(url, `SELECT count(*) AS n FROM audit_log WHERE object_id LIKE 'a-%'`);
     t.equal(Number(rows[0]!.n), 30);
+  });
+
+  /** Counts the statements the store's connections send (every pg client's query, observed from outside). */
+  function countStatements(t: Pick<Test, 'teardown'>): string[] {
+    const sent: string[] = [];
+    const query = pg.Client.prototype.query;
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const first = args[0];
+      sent.push(typeof first === 'string' ? first : String((first as { text?: string })?.text));
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof query;
+    t.teardown(() => {
+      pg.Client.prototype.query = query;
+    });
+    return sent;
+  }
+
+  t.test('a batch of registrations and audit appends costs a bounded number of statements, not one per operation', async (t) => {
+    const url = await freshDatabase(t, base);
+    const batches: BatchInfo[] = [];
+    const store = await PostgresStore.open({ databaseUrl: url, observeBatch: (b) => batches.push(b) });
+    t.teardown(() => store.close());
+    await store.putResource(resource('huabu', 'held-by-huabu'));
+    await store.putResource(resource('huabu', 'same'));
+    batches.length = 0;
+    const sent = countStatements(t);
+    const audit = (id: string) => store.appendAudit([{ at: new Date(0).toISOString(), actor: 'provider:huabu', action: 'resource.register', id, outcome: 'created' }]);
+    // A first registration opens a batch; the 60 operations behind it queue for the next ones.
+    const first = store.putResource(resource('huabu', 'first'));
+    const ops = [
+      ...Array.from({ length: 28 }, (_, i) => store.putResource(resource(i % 2 ? 'huabu' : 'bm0', `n-${i}`))),
+      store.putResource(resource('bm0', 'held-by-huabu')).catch((err: unknown) => (err instanceof AppError ? err.code : String(err))),
+      store.putResource(resource('huabu', 'same')),
+      ...Array.from({ length: 30 }, (_, i) => audit(`n-${i}`)),
+    ];
+    const outcomes = await Promise.all([first, ...ops]);
+    t.same(outcomes.slice(0, 29), Array(29).fill('created'));
+    t.same(outcomes.slice(29, 31), ['resource_conflict', 'unchanged']);
+    const inBatches = sent.filter((s) => !/^\s*(LISTEN|SELECT 1)\b/.test(s));
+    const total = batches.reduce((n, b) => n + b.operations, 0);
+    t.equal(total, 61, 'every operation went through a batch');
+    t.ok(batches.every((b) => b.ok));
+    // Per batch: BEGIN, the registrations as one statement, the holders of the IDs that wrote nothing as
+    // one more, the audit entries as one, COMMIT. One statement per operation would be 61 and more.
+    t.ok(inBatches.length <= batches.length * 5, `${inBatches.length} statements for ${total} operations in ${batches.length} batches`);
+    const rows = await queryOnce<{ n: string }>(url, `SELECT count(*) AS n FROM audit_log WHERE object_id LIKE 'n-%'`);
+    t.equal(Number(rows[0]!.n), 30, 'every audit entry is stored');
+  });
+
+  t.test('registrations of one ID in one batch keep their arrival order and their own outcomes', async (t) => {
+    const url = await freshDatabase(t, base);
+    const batches: BatchInfo[] = [];
+    const store = await PostgresStore.open({ databaseUrl: url, observeBatch: (b) => batches.push(b) });
+    t.teardown(() => store.close());
+    await store.putResource(resource('huabu', 'warm-up'));
+    batches.length = 0;
+    const settle = (p: Promise<unknown>) => p.catch((err: unknown) => (err instanceof AppError ? err.code : String(err)));
+    const first = store.putResource(resource('huabu', 'opens-a-batch'));
+    const ops = [
+      store.putResource(resource('huabu', 'dup', 'First')),
+      store.putResource(resource('huabu', 'dup', 'Second')),
+      store.putResource(resource('huabu', 'dup', 'Second')),
+      settle(store.putResource(resource('bm0', 'dup', 'Taken?'))),
+      store.putResource(resource('huabu', 'dup', 'Third')),
+      store.putResource(resource('bm0', 'other')),
+      settle(store.putResource(resource('huabu', 'other'))),
+      store.putResource(resource('bm0', 'other', 'Renamed')),
+    ];
+    await first;
+    t.same(await Promise.all(ops), ['created', 'replaced', 'unchanged', 'resource_conflict', 'replaced', 'created', 'resource_conflict', 'replaced']);
+    t.ok(batches.some((b) => b.operations >= ops.length), `one batch held them all: ${batches.map((b) => b.operations).join(', ')}`);
+    t.ok(batches.every((b) => b.ok), 'and committed as one (no fallback to one transaction per operation)');
+    const rows = await queryOnce<{ id: string; provider: string; name: string }>(url, `SELECT id, provider, name FROM resources WHERE id IN ('dup', 'other') ORDER BY id`);
+    t.same(rows, [
+      { id: 'dup', provider: 'huabu', name: 'Third' },
+      { id: 'other', provider: 'bm0', name: 'Renamed' },
+    ], 'the last write of each ID is the one stored');
+  });
+
+  t.test('a later batch never overtakes an earlier one still running its statements: writes of one ID keep arrival order', async (t) => {
+    const url = await freshDatabase(t, base);
+    const batches: BatchInfo[] = [];
+    const store = await PostgresStore.open({ databaseUrl: url, maxBatch: 2, observeBatch: (b) => batches.push(b) });
+    t.teardown(() => store.close());
+    await store.putResource(resource('huabu', 'blocker'));
+    // Another session holds the row lock of `blocker`, so a batch writing it stalls inside its statements.
+    const other = new pg.Client({ connectionString: url });
+    await other.connect();
+    t.teardown(() => other.end());
+    await other.query('BEGIN');
+    await other.query(`SELECT 1 FROM resources WHERE id = 'blocker' FOR UPDATE`);
+    const opener = store.putResource(resource('huabu', 'opens-a-batch'));
+    // Batches of two: `blocker` then the first write of `hot` (ID order; not reached while `blocker`
+    // waits), then the second write of `hot` alone in the batch after.
+    const stalled = store.putResource(resource('huabu', 'blocker', 'Renamed'));
+    const first = store.putResource(resource('huabu', 'hot', 'First'));
+    const second = store.putResource(resource('huabu', 'hot', 'Second'));
+    await opener;
+    await sleep(400);
+    const meanwhile = await queryOnce<{ id: string }>(url, `SELECT id FROM resources WHERE id = 'hot'`);
+    await other.query('COMMIT');
+    t.same(await Promise.all([stalled, first, second]), ['replaced', 'created', 'replaced'], 'each write answered in arrival order');
+    t.same(meanwhile, [], 'nothing behind the stalled batch committed while it waited');
+    const rows = await queryOnce<{ name: string }>(url, `SELECT name FROM resources WHERE id = 'hot'`);
+    t.equal(rows[0]?.name, 'Second', 'the later write is the one stored');
+    t.ok(batches.every((b) => b.ok));
   });
 
   t.test('close waits for queued registrations to commit', async (t) => {

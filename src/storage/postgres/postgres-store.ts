@@ -3,9 +3,10 @@
 // means 409), reconcile in one transaction, the first realization of a thread by its primary key, profile
 // If-Match by a conditional write on the revision column, aliases by a unique index. A write is
 // acknowledged only after its COMMIT. Registrations and audit appends are group-committed: those that
-// arrive while a batch transaction runs are queued and run, each with its usual statements, in the next
-// one (one COMMIT and, through the triggers, one notification per batch). Replicas learn of each other's changes through LISTEN/NOTIFY (see
-// change-listener.ts), which drives resourcesRevision() and so the catalogue caches.
+// arrive while a batch transaction runs are queued and run together in the next one, as a bounded number
+// of statements over arrays (see runOps), with one COMMIT and, through the triggers, one notification per
+// batch. Replicas learn of each other's changes through LISTEN/NOTIFY (see change-listener.ts), which
+// drives resourcesRevision() and so the catalogue caches.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { AppError } from '../../errors.js';
@@ -38,23 +39,23 @@ export interface PostgresStoreOptions {
 /** Default for PostgresStoreOptions.maxBatch: bounds how long a batch holds its row locks. */
 const DEFAULT_MAX_BATCH = 64;
 
-/** What a batched operation runs on: the batch's client, and a way to say the resources changed. */
-interface BatchContext {
-  client: Queryable;
-  /** Counted (resourcesRevision) only once the batch has committed. */
-  resourcesChanged(): void;
-}
+/** Batches of one process in flight at once: one running its statements while the previous one commits. */
+const MAX_BATCHES_IN_FLIGHT = 2;
+
+/** An operation group-committed in a batch transaction: a registration, or one call's audit entries. */
+type BatchOp = { kind: 'put'; record: StoredResource } | { kind: 'audit'; entries: readonly AuditEntry[] };
 
 interface BatchJob {
-  /** Jobs run in key order (stable), so concurrent batches take row locks in one order, as reconcile does. */
-  key: string;
-  run(ctx: BatchContext): Promise<unknown>;
+  op: BatchOp;
   resolve(value: unknown): void;
   reject(err: unknown): void;
 }
 
-/** A job failed in a way that aborts the transaction (a database error, not a domain refusal). */
-const abortsTransaction = (err: unknown) => !(err instanceof AppError);
+/** What one run of a batch's statements gave: each job's outcome, and whether a resource row changed. */
+interface BatchResult {
+  outcomes: ({ ok: true; value: unknown } | { ok: false; err: unknown })[];
+  resourcesChanged: boolean;
+}
 
 /** How often a conditional write is retried when the row it read changed under it (optimistic loop). */
 const MAX_ATTEMPTS = 20;
@@ -270,11 +271,11 @@ export class PostgresStore implements RegistryStore {
     }
   }
 
-  async #query<R extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<pg.QueryResult<R>> {
+  async #query<R extends pg.QueryResultRow>(sql: string | pg.QueryConfig, params: unknown[] = []): Promise<pg.QueryResult<R>> {
     const client = await this.#connect();
     let failed: unknown;
     try {
-      return await client.query<R>(sql, params);
+      return await client.query<R>(typeof sql === 'string' ? { text: sql, values: params } : sql);
     } catch (err) {
       failed = err;
       throw err;
@@ -286,7 +287,7 @@ export class PostgresStore implements RegistryStore {
 
   /** For the read helpers below. */
   get #db(): Queryable {
-    return { query: ((sql: string, params?: unknown[]) => this.#query(sql, params)) as Queryable['query'] };
+    return { query: ((sql: string | pg.QueryConfig, params?: unknown[]) => this.#query(sql, params)) as Queryable['query'] };
   }
 
   /** One transaction on one pooled client: COMMIT before returning, ROLLBACK on any error. */
@@ -309,61 +310,73 @@ export class PostgresStore implements RegistryStore {
   }
 
   /**
-   * Group commit: runs `run` in the next batch transaction together with the operations queued beside it,
-   * and settles only after that transaction's COMMIT (or its failure). A domain refusal (AppError) rejects
-   * its own operation and leaves the others; any other error rolls the batch back, and each of its
+   * Group commit: queues `op` for the next batch transaction, together with the operations queued beside
+   * it, and settles only after that transaction's COMMIT (or its failure). A domain refusal (AppError)
+   * rejects its own operation and leaves the others; any other error rolls the batch back, and each of its
    * operations is then run again in a transaction of its own, so one bad operation fails alone.
    */
-  #batched<T>(key: string, run: (ctx: BatchContext) => Promise<T>): Promise<T> {
+  #batched<T>(op: BatchOp): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#queue.push({ key, run, resolve: resolve as (v: unknown) => void, reject });
+      this.#queue.push({ op, resolve: resolve as (v: unknown) => void, reject });
       this.#running ??= this.#drain();
     });
   }
 
+  /**
+   * Runs batches until the queue is empty and the last one has committed. A batch whose statements have
+   * run waits only for its COMMIT (the WAL flush): operations queued by then start the next batch at once,
+   * on another connection, so one batch's statements overlap the previous one's flush. The earlier batch
+   * holds the row locks of every ID it wrote until its COMMIT, so a later write of the same ID waits for it
+   * inside the database: the writes of one ID still commit in arrival order. At most two batches are in
+   * flight: one running its statements, one committing.
+   */
   async #drain(): Promise<void> {
+    const inFlight = new Set<Promise<void>>();
     try {
-      while (this.#queue.length > 0) {
-        const jobs = this.#queue.splice(0, this.#maxBatch);
-        // Stable: two operations on one ID keep their arrival order.
-        jobs.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-        await this.#runBatch(jobs);
+      for (;;) {
+        if (this.#queue.length === 0 || inFlight.size >= MAX_BATCHES_IN_FLIGHT) {
+          if (inFlight.size === 0) break;
+          await Promise.race(inFlight); // a batch finished; operations may have queued meanwhile
+          continue;
+        }
+        let statementsRan!: () => void;
+        const ran = new Promise<void>((resolve) => (statementsRan = resolve));
+        const batch: Promise<void> = this.#runBatch(this.#queue.splice(0, this.#maxBatch), statementsRan).finally(() => {
+          inFlight.delete(batch);
+          statementsRan();
+        });
+        inFlight.add(batch);
+        await ran;
       }
     } finally {
       this.#running = undefined;
     }
   }
 
-  async #runBatch(jobs: BatchJob[]): Promise<void> {
+  /** `statementsRan` is called once the batch only waits for its COMMIT (at the latest when it settles). */
+  async #runBatch(jobs: BatchJob[], statementsRan: () => void): Promise<void> {
     const started = performance.now();
-    let changed = false;
-    const outcomes: ({ ok: true; value: unknown } | { ok: false; err: unknown })[] = [];
+    const observe = (ok: boolean) => this.#observe?.({ label: 'postgres', operations: jobs.length, durationMs: performance.now() - started, ok });
     let client: pg.PoolClient;
     try {
       client = await this.#connect();
     } catch (err) {
       for (const job of jobs) job.reject(err);
-      this.#observe?.({ label: 'postgres', operations: jobs.length, durationMs: performance.now() - started, ok: false });
+      observe(false);
       return;
     }
     let broken: Error | undefined;
+    let result: BatchResult | undefined;
     let aborted: unknown;
     try {
       await client.query('BEGIN');
-      const ctx: BatchContext = { client, resourcesChanged: () => (changed = true) };
-      for (const job of jobs) {
-        try {
-          outcomes.push({ ok: true, value: await job.run(ctx) });
-        } catch (err) {
-          if (abortsTransaction(err)) {
-            aborted = err;
-            break;
-          }
-          outcomes.push({ ok: false, err });
-        }
+      try {
+        result = await runOps(client, jobs.map((j) => j.op));
+      } catch (err) {
+        aborted = err; // a database error, not a refusal: nothing of the batch may commit
       }
-      if (aborted === undefined) await client.query('COMMIT');
-      else await client.query('ROLLBACK');
+      if (aborted === undefined) statementsRan();
+      await client.query(aborted === undefined ? 'COMMIT' : 'ROLLBACK');
     } catch (err) {
       // BEGIN, COMMIT or ROLLBACK failed: the connection is not handed out again.
       broken = err instanceof Error ? err : new Error(String(err));
@@ -372,29 +385,24 @@ export class PostgresStore implements RegistryStore {
         // The COMMIT's outcome is unknown: every operation of the batch answers 503 (retrying is safe).
         client.release(broken);
         for (const job of jobs) job.reject(storageUnavailable(err));
-        this.#observe?.({ label: 'postgres', operations: jobs.length, durationMs: performance.now() - started, ok: false });
+        observe(false);
         return;
       }
     }
     client.release(broken);
-    if (aborted === undefined) {
-      if (changed) this.#resourcesCounter++;
-      this.#observe?.({ label: 'postgres', operations: jobs.length, durationMs: performance.now() - started, ok: true });
-      jobs.forEach((job, i) => {
-        const outcome = outcomes[i]!;
-        if (outcome.ok) job.resolve(outcome.value);
-        else job.reject(outcome.err);
-      });
+    if (aborted === undefined && result) {
+      if (result.resourcesChanged) this.#resourcesCounter++;
+      observe(true);
+      settle(jobs, result);
       return;
     }
-    this.#observe?.({ label: 'postgres', operations: jobs.length, durationMs: performance.now() - started, ok: false });
+    observe(false);
     // Rolled back, nothing of it stored: each operation alone, in its own transaction.
     for (const job of jobs) {
-      let alone = false;
       try {
-        const value = await this.#transaction((c) => job.run({ client: c, resourcesChanged: () => (alone = true) }));
-        if (alone) this.#resourcesCounter++;
-        job.resolve(value);
+        const alone = await this.#transaction((c) => runOps(c, [job.op]));
+        if (alone.resourcesChanged) this.#resourcesCounter++;
+        settle([job], alone);
       } catch (err) {
         job.reject(err);
       }
@@ -423,7 +431,7 @@ export class PostgresStore implements RegistryStore {
   }
 
   putResource(record: StoredResource): Promise<PutOutcome> {
-    return this.#guard(() => this.#batched(`resource:${record.id}`, (ctx) => putResourceOn(ctx, record)));
+    return this.#guard(() => this.#batched<PutOutcome>({ kind: 'put', record }));
   }
 
   withdrawResource(provider: string, id: string): Promise<void> {
@@ -709,23 +717,7 @@ export class PostgresStore implements RegistryStore {
 
   appendAudit(entries: readonly AuditEntry[]): Promise<void> {
     if (entries.length === 0) return Promise.resolve();
-    return this.#guard(() =>
-      this.#batched('audit', async ({ client }) => {
-        await client.query(
-          `INSERT INTO audit_log (at, actor, action, object_id, outcome, details)
-           SELECT at, actor, action, object_id, outcome, details::jsonb
-           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS e(at, actor, action, object_id, outcome, details)`,
-          [
-            entries.map((e) => e.at),
-            entries.map((e) => e.actor),
-            entries.map((e) => e.action),
-            entries.map((e) => e.id),
-            entries.map((e) => e.outcome),
-            entries.map((e) => (e.details === undefined ? null : JSON.stringify(e.details))),
-          ],
-        );
-      }),
-    );
+    return this.#guard(() => this.#batched<void>({ kind: 'audit', entries }));
   }
 
   /** One round trip to the database, bounded so a hung connection attempt answers "no" in time. */
@@ -756,39 +748,126 @@ export class PostgresStore implements RegistryStore {
   }
 }
 
+function settle(jobs: readonly BatchJob[], result: BatchResult): void {
+  jobs.forEach((job, i) => {
+    const outcome = result.outcomes[i]!;
+    if (outcome.ok) job.resolve(outcome.value);
+    else job.reject(outcome.err);
+  });
+}
+
+// The batch's statements are named (prepared once per pooled connection, then only bound and executed):
+// they run on every write, and parsing and planning them was a fifth to a third of their time in the
+// database (EXPLAIN ANALYZE of a 13-row upsert: planning 0.09–0.17 ms, execution 0.36–0.42 ms).
+
 /**
- * One registration on `ctx.client` (inside a batch transaction): the ownership rule as one statement, the
- * row written only when the ID is free or already the caller's (and different); anything else returns no
- * row, and the holder is read to tell 409 from `unchanged`. The owner's columns are left as they are.
+ * The statements of a batch on `client` (inside its transaction), a bounded number whatever its size: the
+ * registrations as one conditional upsert over arrays (the ownership rule for every row at once: a row is
+ * written only when its ID is free or already the caller's and different), the holders of the IDs that
+ * wrote nothing read in one more statement (409 or `unchanged`), and every audit entry in one insert. The
+ * k-th write of one ID in the batch goes into the k-th upsert (a statement may change a row only once), so
+ * the writes of one ID keep their arrival order. A refusal is that operation's outcome; a database error
+ * throws (the caller rolls back).
  */
-async function putResourceOn(ctx: BatchContext, record: StoredResource): Promise<PutOutcome> {
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const { rows } = await ctx.client.query<{ created: boolean }>(
-      `INSERT INTO resources AS r (${SOURCE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)
-       ON CONFLICT (id) DO UPDATE SET schema_version = EXCLUDED.schema_version, name = EXCLUDED.name,
-         description = EXCLUDED.description, instructions = EXCLUDED.instructions,
-         source_content = EXCLUDED.source_content, updated_at = now()
-       WHERE r.provider = EXCLUDED.provider
-         AND (r.schema_version, r.name, r.description, r.instructions, r.source_content)
-             IS DISTINCT FROM (EXCLUDED.schema_version, EXCLUDED.name, EXCLUDED.description, EXCLUDED.instructions, EXCLUDED.source_content)
-       RETURNING (xmax = 0) AS created`,
-      sourceValues(record),
-    );
-    if (rows.length > 0) {
-      ctx.resourcesChanged();
-      return rows[0]!.created ? 'created' : 'replaced';
+async function runOps(client: Queryable, ops: readonly BatchOp[]): Promise<BatchResult> {
+  const outcomes: BatchResult['outcomes'] = [];
+  const rounds: { index: number; record: StoredResource }[][] = [];
+  const writesOf = new Map<string, number>();
+  const audit: AuditEntry[] = [];
+  ops.forEach((op, index) => {
+    if (op.kind === 'audit') {
+      audit.push(...op.entries);
+      outcomes[index] = { ok: true, value: undefined };
+      return;
     }
-    // No row back: held by another provider (409), or the caller's own identical record.
-    const held = await readResource(ctx.client, record.id);
-    if (held && held.provider !== record.provider) throw conflictError([{ id: held.id, provider: held.provider }]);
-    if (held && sameRecord(held, carryOwnerFields(held, record))) return 'unchanged';
-    // Withdrawn or changed between the two statements: try again.
+    const k = writesOf.get(op.record.id) ?? 0;
+    writesOf.set(op.record.id, k + 1);
+    (rounds[k] ??= []).push({ index, record: op.record });
+  });
+  let resourcesChanged = false;
+  for (const round of rounds) {
+    // In ID order, so concurrent batches (and reconciles) take their row locks in one order.
+    let pending = round.sort((a, b) => (a.record.id < b.record.id ? -1 : 1));
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      if (attempt === MAX_ATTEMPTS) {
+        for (const p of pending) {
+          const err = new AppError('storage_unavailable', `Resource ${p.record.id} is changing too often to store this change; retry later.`);
+          outcomes[p.index] = { ok: false, err };
+        }
+        break;
+      }
+      const written = await upsertResources(client, pending.map((p) => p.record));
+      const missing = pending.filter((p) => !written.has(p.record.id));
+      for (const p of pending) {
+        const created = written.get(p.record.id);
+        if (created !== undefined) outcomes[p.index] = { ok: true, value: (created ? 'created' : 'replaced') satisfies PutOutcome };
+      }
+      if (written.size > 0) resourcesChanged = true;
+      pending = [];
+      if (missing.length === 0) break;
+      // No row back: held by another provider (409), or the caller's own identical record.
+      const holders = await readResources(client, missing.map((p) => p.record.id));
+      for (const p of missing) {
+        const held = holders.get(p.record.id);
+        if (held && held.provider !== p.record.provider) {
+          outcomes[p.index] = { ok: false, err: conflictError([{ id: held.id, provider: held.provider }]) };
+        } else if (held && sameRecord(held, carryOwnerFields(held, p.record))) {
+          outcomes[p.index] = { ok: true, value: 'unchanged' satisfies PutOutcome };
+        } else {
+          pending.push(p); // withdrawn or changed between the two statements: again
+        }
+      }
+    }
   }
-  throw new AppError('storage_unavailable', `Resource ${record.id} is changing too often to store this change; retry later.`);
+  if (audit.length > 0) {
+    await client.query({
+      name: 'arr_append_audit',
+      text: `INSERT INTO audit_log (at, actor, action, object_id, outcome, details)
+       SELECT at, actor, action, object_id, outcome, details::jsonb
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS e(at, actor, action, object_id, outcome, details)`,
+      values: [
+        audit.map((e) => e.at),
+        audit.map((e) => e.actor),
+        audit.map((e) => e.action),
+        audit.map((e) => e.id),
+        audit.map((e) => e.outcome),
+        audit.map((e) => (e.details === undefined ? null : JSON.stringify(e.details))),
+      ],
+    });
+  }
+  return { outcomes, resourcesChanged };
+}
+
+/**
+ * The ownership rule as one statement for records of distinct IDs: each row written only when the ID is
+ * free or already the record's provider's (and different); the owner's columns are left as they are.
+ * Returns the IDs written, each with whether it was created.
+ */
+async function upsertResources(client: Queryable, records: readonly StoredResource[]): Promise<Map<string, boolean>> {
+  const values = records.map(sourceValues);
+  const { rows } = await client.query<{ id: string; created: boolean }>({
+    name: 'arr_put_resources',
+    text: `INSERT INTO resources AS r (${SOURCE_COLUMNS})
+     SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[])
+     ON CONFLICT (id) DO UPDATE SET schema_version = EXCLUDED.schema_version, name = EXCLUDED.name,
+       description = EXCLUDED.description, instructions = EXCLUDED.instructions,
+       source_content = EXCLUDED.source_content, updated_at = now()
+     WHERE r.provider = EXCLUDED.provider
+       AND (r.schema_version, r.name, r.description, r.instructions, r.source_content)
+           IS DISTINCT FROM (EXCLUDED.schema_version, EXCLUDED.name, EXCLUDED.description, EXCLUDED.instructions, EXCLUDED.source_content)
+     RETURNING id, (xmax = 0) AS created`,
+    values: [0, 1, 2, 3, 4, 5, 6].map((i) => values.map((v) => v[i])),
+  });
+  return new Map(rows.map((r) => [r.id, r.created]));
+}
+
+async function readResources(db: Queryable, ids: readonly string[]): Promise<Map<string, StoredResource>> {
+  const { rows } = await db.query<ResourceRow>({ name: 'arr_read_resources', text: `SELECT ${RESOURCE_COLUMNS} FROM resources WHERE id = ANY($1::text[])`, values: [ids] });
+  return new Map(rows.map((row) => [row.id, resourceOf(row)]));
 }
 
 async function readResource(db: Queryable, id: string): Promise<StoredResource | undefined> {
-  const { rows } = await db.query<ResourceRow>(`SELECT ${RESOURCE_COLUMNS} FROM resources WHERE id = $1`, [id]);
+  const { rows } = await db.query<ResourceRow>({ name: 'arr_read_resource', text: `SELECT ${RESOURCE_COLUMNS} FROM resources WHERE id = $1`, values: [id] });
   return rows[0] && resourceOf(rows[0]);
 }
 
