@@ -7,6 +7,7 @@ import { assertNoErrors, diagnosticsFor, diagnosticsIndex, registryDiagnostics, 
 import { escapeDotLabel, snapshotToDot } from '../src/capabilities/dot.js';
 import { unknownVariables } from '../src/capabilities/rules.js';
 import { buildSnapshot, narrowSnapshot, serializeSnapshot } from '../src/capabilities/snapshot.js';
+import type { Diagnostic } from '../src/schemas/capability.js';
 import type { AgentProfile } from '../src/schemas/profile.js';
 import type { AgentResource } from '../src/schemas/resource.js';
 
@@ -289,7 +290,7 @@ t.test('selectionConflicts: what a profile save refuses', async (t) => {
 // what is wrong and whom it concerns, so each message is pinned whole.
 
 const RUNTIME_LIST = '$AGENTLET_TOKEN, $AGENT_RESOURCE_DIR, $HUABU_RESOURCE_GRANT, $HUABU_RFS_URL, $HUABU_THREAD_ID';
-const diag = (severity: 'error' | 'warning', code: string, message: string, components: string[]) => ({ severity, code, message, components });
+const diag = (severity: Diagnostic['severity'], code: Diagnostic['code'], message: string, components: string[]): Diagnostic => ({ severity, code, message, components });
 
 t.test('registry diagnostics: each names what is wrong and whom, errors first, in one order whatever the input order', async (t) => {
   // The records in no particular order (the snapshot sorts its input; the diagnostics must not rely on it).
