@@ -164,3 +164,47 @@ t.test('minting returns the rfs URL and bounded expiry', async (t) => {
   });
   t.equal(tooLong.statusCode, 400);
 });
+
+t.test('a revoked canvas token is told it was revoked; one minted after the revocation works; one of an ended enrollment is not valid', async (t) => {
+  let now = new Date('2026-11-30T12:00:00.000Z');
+  const h = await build(t, { now: () => now });
+  await h.enroll('agentlet-a');
+  const read = async (token: string) => {
+    const res = await h.app.inject({ url: '/api/rfs/canvas-x/resources', headers: h.bearer(token) });
+    return [res.statusCode, res.statusCode === 200 ? undefined : res.json().message];
+  };
+  const before = await h.canvasToken('canvas-x', 'agentlet-a');
+  t.same(await read(before), [200, undefined]);
+  now = new Date(now.getTime() + 1_000);
+  t.equal((await h.app.inject({ method: 'POST', url: '/api/acp/canvas-tokens/revoke', headers: h.owner, payload: { canvasId: 'canvas-x' } })).statusCode, 200);
+  t.same(await read(before), [401, 'The canvas token has been revoked.']);
+  now = new Date(now.getTime() + 1_000);
+  const after = await h.canvasToken('canvas-x', 'agentlet-a');
+  t.same(await read(after), [200, undefined], 'minted after the revocation: valid');
+  // The machine revoked and enrolled again: the token minted under the old enrollment is dead for good.
+  t.equal((await h.app.inject({ method: 'DELETE', url: '/api/acp/machines/agentlet-a', headers: h.owner })).statusCode, 204);
+  await h.enroll('agentlet-a');
+  t.same(await read(after), [401, 'The canvas token is not valid.']);
+});
+
+t.test('only the owner or the Huabu provider mints canvas tokens, and a machine is told so', async (t) => {
+  const h = await build(t);
+  const machine = await h.enroll('agentlet-a');
+  const res = await h.app.inject({ method: 'POST', url: '/api/acp/canvas-tokens', headers: h.bearer(machine), payload: { canvasId: 'c', agentletId: 'agentlet-a' } });
+  t.equal(res.statusCode, 403);
+  t.equal(res.json().message, 'This operation needs the Huabu provider token.');
+});
+
+t.test('the served OpenAPI names the token each protected operation takes, and its 401 and 403 answers', async (t) => {
+  const h = await build(t);
+  const spec = (await h.app.inject({ url: '/openapi.json' })).json() as { paths: Record<string, Record<string, { security?: unknown; responses: Record<string, unknown> }>> };
+  const op = (path: string, method: string) => spec.paths[path]![method]!;
+  t.same(op('/api/acp/canvas-tokens', 'post').security, [{ ownerToken: [] }, { providerToken: [] }]);
+  t.same(op('/api/acp/resources', 'get').security, [{ ownerToken: [] }]);
+  t.same(op('/api/rfs/{canvasId}/resources', 'get').security, [{ canvasToken: [] }]);
+  for (const [path, method] of [['/api/acp/canvas-tokens', 'post'], ['/api/acp/resources', 'get'], ['/api/rfs/{canvasId}/resources', 'get']] as const) {
+    t.ok('401' in op(path, method).responses && '403' in op(path, method).responses, `${method} ${path} documents 401 and 403`);
+    t.ok('200' in op(path, method).responses || '201' in op(path, method).responses, `${method} ${path} keeps its own answers`);
+  }
+  t.same(op('/healthz', 'get').security, [], 'a public operation asks for no token');
+});

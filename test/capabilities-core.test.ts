@@ -3,10 +3,11 @@
 // escaping checked by rendering it.
 import t from 'tap';
 import { instance } from '@viz-js/viz';
-import { diagnosticsFor, diagnosticsIndex, selectionConflicts, type SnapshotInput } from '../src/capabilities/diagnostics.js';
+import { assertNoErrors, diagnosticsFor, diagnosticsIndex, registryDiagnostics, selectionConflicts, type SnapshotInput } from '../src/capabilities/diagnostics.js';
 import { escapeDotLabel, snapshotToDot } from '../src/capabilities/dot.js';
 import { unknownVariables } from '../src/capabilities/rules.js';
 import { buildSnapshot, narrowSnapshot, serializeSnapshot } from '../src/capabilities/snapshot.js';
+import type { Diagnostic } from '../src/schemas/capability.js';
 import type { AgentProfile } from '../src/schemas/profile.js';
 import type { AgentResource } from '../src/schemas/resource.js';
 
@@ -283,6 +284,102 @@ t.test('selectionConflicts: what a profile save refuses', async (t) => {
   t.same(selectionConflicts(input, who, ['a']), [], 'near miss: only one of the namesakes is selected');
   t.same(selectionConflicts(input, { ...who, agentletId: 'mac-b' }, ['a', 'c']).length, 1);
   t.same(selectionConflicts(input, who, []), [], 'nothing selected');
+});
+
+// What a user reads in the snapshot and in a refused launch or profile save: every diagnostic's text names
+// what is wrong and whom it concerns, so each message is pinned whole.
+
+const RUNTIME_LIST = '$AGENTLET_TOKEN, $AGENT_RESOURCE_DIR, $HUABU_RESOURCE_GRANT, $HUABU_RFS_URL, $HUABU_THREAD_ID';
+const diag = (severity: Diagnostic['severity'], code: Diagnostic['code'], message: string, components: string[]): Diagnostic => ({ severity, code, message, components });
+
+t.test('registry diagnostics: each names what is wrong and whom, errors first, in one order whatever the input order', async (t) => {
+  // The records in no particular order (the snapshot sorts its input; the diagnostics must not rely on it).
+  const input = {
+    resources: [
+      resource('h2', 'huabu', 'Tool'),
+      resource('h1', 'huabu', ' tool'),
+      resource('m1', 'mac-a', 'TOOL'),
+      resource('req-m', 'mac-b', 'Req'),
+      resource('var', 'huabu', 'Var', 'cd $HOME; $PATH'),
+      resource('hosted-m', 'mac-a', 'Hosted m'),
+    ],
+    profiles: [profile('p2', 'mac-a', ['gone', 'req-m', 'req-missing'], 'Twin'), profile('p1', 'mac-b', ['m1'], 'twin'), profile('p3', 'mac-a', [], 'H1'), profile('p4', 'mac-a', [], 'P4'), profile('p50', 'mac-a', ['aa-gone']), profile('p5', 'mac-a', ['zz-gone'])],
+    machines: [],
+    requiredResourceIds: ['req-missing', 'req-m'],
+    hostedCapabilityIds: ['hosted-m', 'hosted-none', 'h1'],
+  };
+  const expected = [
+    diag('error', 'alias_collision', 'Agents p1, p2 share the alias "twin" (aliases ignore case); the alias no longer names one agent.', ['agent:p1', 'agent:p2']),
+    diag('error', 'cross_machine_reference', 'Agent p1 ("twin") on mac-b selects m1, which belongs to machine mac-a; it cannot see it.', ['agent:p1', 'resource:m1']),
+    diag('error', 'cross_machine_reference', 'Required default req-m belongs to machine mac-b, not huabu; agents on other machines cannot see it.', ['provider:huabu', 'resource:req-m']),
+    diag('error', 'duplicate_resource_name', 'Resources h1, h2 share the name "tool" (ignoring case and surrounding space); every agent sees them (all are huabu\'s).', ['resource:h1', 'resource:h2']),
+    diag('error', 'duplicate_resource_name', 'Resources h1, h2, m1 share the name "tool" (ignoring case and surrounding space); an agent on mac-a sees them together.', ['resource:h1', 'resource:h2', 'resource:m1']),
+    diag('error', 'missing_required_resource', 'Required default req-missing is not registered; every launch needs it.', ['provider:huabu', 'resource:req-missing']),
+    diag('error', 'unresolved_reference', 'Agent p2 ("Twin") selects gone, which no provider has registered.', ['agent:p2', 'resource:gone']),
+    // p5 before p50: components compare one by one (agent:p5 < agent:p50), not as one run-together string.
+    diag('error', 'unresolved_reference', 'Agent p5 ("Alias of p5") selects zz-gone, which no provider has registered.', ['agent:p5', 'resource:zz-gone']),
+    diag('error', 'unresolved_reference', 'Agent p50 ("Alias of p50") selects aa-gone, which no provider has registered.', ['agent:p50', 'resource:aa-gone']),
+    diag('warning', 'alias_shadows_component', 'The alias "H1" of agent p3 equals the ID of resource:h1; a reference by that name is ambiguous.', ['agent:p3', 'resource:h1']),
+    diag('warning', 'unknown_variable', `The instructions of var name $HOME, which is not a runtime variable (${RUNTIME_LIST}); an agent will not find it set.`, ['resource:var']),
+    diag('warning', 'unknown_variable', `The instructions of var name $PATH, which is not a runtime variable (${RUNTIME_LIST}); an agent will not find it set.`, ['resource:var']),
+    diag('warning', 'unresolved_hosted_capability', "The operator hosts capability hosted-m, but its record belongs to machine mac-a, and only huabu's records can be hosted; invoking it answers 404.", ['resource:hosted-m']),
+    diag('warning', 'unresolved_hosted_capability', 'The operator hosts capability hosted-none, but no record of that ID is registered; invoking it answers 404.', ['resource:hosted-none']),
+  ];
+  t.strictSame(registryDiagnostics(input), expected);
+  const reversed = { ...input, resources: [...input.resources].reverse(), profiles: [...input.profiles].reverse(), requiredResourceIds: [...input.requiredResourceIds].reverse() };
+  t.strictSame(registryDiagnostics(reversed), expected, 'the same list from the records in reverse order');
+  // p4's alias is its own ID: nothing else answers to that name, so nothing is ambiguous.
+  t.strictSame(registryDiagnostics({ ...input, hostedCapabilityIds: undefined }).filter((d) => d.code === 'unresolved_hosted_capability'), [], 'no hosted capabilities, no such warning');
+});
+
+t.test('diagnosticsFor: the errors a refused launch names, judged from the agent\'s machine', async (t) => {
+  const input = {
+    resources: [
+      resource('s2', 'huabu', 'Search'),
+      resource('s1', 'huabu', 'search'),
+      resource('sm', 'mac-a', 'SEARCH'),
+      resource('req-m', 'mac-b', 'Req'),
+      resource('other', 'mac-b', 'Other'),
+      resource('t2', 'huabu', 'tool'),
+      resource('t1', 'huabu', 'Tool'),
+    ],
+    profiles: [profile('p2', 'mac-c', [], 'Writer'), profile('p3', 'mac-d', [], 'WRITER')],
+    machines: [],
+    requiredResourceIds: ['req-missing', 'req-m'],
+  };
+  const p1 = { id: 'p1', alias: 'writer', agentletId: 'mac-a' };
+  const effective = ['req-missing', 'req-m', 'gone', 'other', 's2', 't1', 'gone'];
+  const expected = [
+    diag('error', 'alias_collision', 'Agents p1, p2, p3 share the alias "writer" (aliases ignore case); the alias no longer names one agent.', ['agent:p1', 'agent:p2', 'agent:p3']),
+    diag('error', 'cross_machine_reference', 'Agent p1 ("writer") on mac-a selects other, which belongs to machine mac-b; it cannot see it.', ['agent:p1', 'resource:other']),
+    diag('error', 'cross_machine_reference', 'Required default req-m belongs to machine mac-b, not huabu; agents on other machines cannot see it.', ['provider:huabu', 'resource:req-m']),
+    diag('error', 'duplicate_resource_name', 'Resources s1, s2, sm share the name "search" (ignoring case and surrounding space); an agent on mac-a sees them together.', ['resource:s1', 'resource:s2', 'resource:sm']),
+    diag('error', 'duplicate_resource_name', 'Resources t1, t2 share the name "Tool" (ignoring case and surrounding space); every agent sees them (all are huabu\'s).', ['resource:t1', 'resource:t2']),
+    diag('error', 'missing_required_resource', 'Required default req-missing is not registered; every launch needs it.', ['provider:huabu', 'resource:req-missing']),
+    diag('error', 'unresolved_reference', 'Agent p1 ("writer") selects gone, which no provider has registered.', ['agent:p1', 'resource:gone']),
+  ];
+  t.strictSame(diagnosticsFor(input, { profile: p1, effectiveResourceIds: effective }), expected);
+  t.strictSame(diagnosticsFor(diagnosticsIndex(input), { profile: p1, effectiveResourceIds: [...effective].reverse() }), expected, 'from a kept index, in any order');
+  // Two host records share the name of `other`, which this agent cannot see: its refusal names `other` as
+  // another machine's, not as a clash with namesakes it would never see together.
+  const namesakes = { ...input, resources: [...input.resources, resource('o1', 'huabu', 'other'), resource('o2', 'huabu', 'OTHER')] };
+  t.strictSame(diagnosticsFor(namesakes, { profile: p1, effectiveResourceIds: ['other'] }), [expected[0], expected[1]]);
+  // The required default of machine mac-b is no error for an agent on mac-b, which sees it.
+  t.strictSame(diagnosticsFor(input, { profile: { ...p1, alias: 'Solo', agentletId: 'mac-b' }, effectiveResourceIds: ['req-m', 'other'] }), []);
+
+  let refusal: unknown;
+  try {
+    assertNoErrors([...expected.slice(1, 2), diag('warning', 'unknown_variable', 'Not an error.', ['resource:x']), ...expected.slice(6)], 'The launch is refused', { field: '/resourceIds' });
+  } catch (err) {
+    refusal = err;
+  }
+  t.match(refusal, {
+    code: 'capability_diagnostics_failed',
+    statusCode: 422,
+    message: 'The launch is refused: Agent p1 ("writer") on mac-a selects other, which belongs to machine mac-b; it cannot see it. Agent p1 ("writer") selects gone, which no provider has registered.',
+  });
+  t.strictSame((refusal as { details: unknown }).details, { field: '/resourceIds', diagnostics: [expected[1], expected[6]] }, 'the errors only, beside the caller\'s details');
+  t.doesNotThrow(() => assertNoErrors([diag('warning', 'unknown_variable', 'Not an error.', ['resource:x'])], 'x'), 'warnings alone pass');
 });
 
 t.test('DOT escaping: a hostile name cannot inject DOT syntax and survives rendering', async (t) => {

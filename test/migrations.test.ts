@@ -6,7 +6,8 @@ import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runMigrate } from '../src/migrations/migrate-command.js';
-import { migrateRegistryDocument, REGISTRY_FILE_STEPS, serializeRegistryDocument } from '../src/migrations/registry-file.js';
+import { migrateRegistryDocument, REGISTRY_FILE_STEPS, serializeRegistryDocument, upgradeProfiles } from '../src/migrations/registry-file.js';
+import { MigrationError } from '../src/migrations/profile-v1.js';
 import { StoreFileError } from '../src/storage/json-file-store.js';
 import { build, tempDataDir } from './helpers/build.js';
 import { parseAsUpstream } from './helpers/upstream-registry.js';
@@ -76,6 +77,45 @@ t.test('v1 deployments become manifest-backed profiles as upstream migrateDeploy
   t.same(disabled!.preparation, { status: 'not_prepared' }, 'a disabled deployment is not prepared');
   t.notOk('deployments' in doc.state, 'no deployments key remains');
   t.same(doc.state.configs, []);
+});
+
+t.test('every setup status of a v1 deployment becomes the preparation upstream parsePreparation makes of it', async (t) => {
+  const deployment = (id: string, setup: Record<string, unknown>) => ({ id, alias: id, machine: 'machine-a', manifestPath: '/m.yaml', harness: 'h', workingDirPath: '/w', setup });
+  const doc = migrateRegistryDocument({
+    schemaVersion: 1,
+    state: {
+      roots: [],
+      members: [],
+      deployments: [
+        deployment('not-prepared', { status: 'not_prepared', extra: 1 }),
+        deployment('setting-up', { status: 'setting_up', operationId: 'op-7', startedAt: 70, extra: 1 }),
+        deployment('ready', { status: 'ready', completedAt: 80, operationId: 'dropped' }),
+        deployment('failed', { status: 'error', failedAt: 90, error: { code: 'boom', message: 'It failed' } }),
+      ],
+    },
+  }).doc as Doc;
+  t.strictSame(doc.state.profiles!.map((p) => [p.id, p.preparation]), [
+    ['not-prepared', { status: 'not_prepared' }],
+    ['setting-up', { status: 'setting_up', operationId: 'op-7', startedAt: 70 }],
+    ['ready', { status: 'ready', completedAt: 80 }],
+    ['failed', { status: 'error', failedAt: 90, error: { code: 'boom', message: 'It failed' } }],
+  ], 'each status kept, with only its own fields');
+  t.throws(() => upgradeProfiles({ p: {} }), new MigrationError('`state.profiles` is not a list'), 'a profile list keyed by ID is refused');
+});
+
+t.test('a v4 file written before roots, members and configs were kept gets them as empty lists on its next write, one line feed at the end', async (t) => {
+  const v4 = (await fixture('v4')) as Doc;
+  const command = v4.state.profiles![1]!;
+  const { dataDir, file } = await dataDirWith(JSON.stringify({ schemaVersion: 4, state: { profiles: [command] } }));
+  const h = await build(t, { dataDir });
+  const renamed = await h.app.inject({ method: 'PATCH', url: `/api/acp/profiles/${String(command.id)}`, headers: h.owner, payload: { alias: 'Critic' } });
+  t.equal(renamed.statusCode, 200);
+  await h.app.close();
+  const bytes = await readFile(file, 'utf8');
+  const onDisk = JSON.parse(bytes) as Doc;
+  t.strictSame(onDisk, { schemaVersion: 4, state: { roots: [], members: [], profiles: [{ ...command, alias: 'Critic' }], configs: [] } });
+  t.equal(bytes, JSON.stringify(onDisk, null, 2) + '\n', 'two-space JSON ending in one line feed, as upstream writes it');
+  t.same(parseAsUpstream(onDisk).profiles.map((p) => p.alias), ['Critic'], 'upstream reads it');
 });
 
 for (const v of VERSIONS) {
@@ -229,6 +269,12 @@ for (const version of [3, 4]) {
   const list = [{ schemaVersion: 3, id: 'from-the-future', alias: 'X', agentletId: 'mac-a', workingDirPath: '/x', resourceIds: [], launch: { kind: 'acp-command', command: 'x' } }];
   refusals.push([`an unknown profile schemaVersion in a v${version} file`, JSON.stringify({ schemaVersion: version, state: { roots: [], members: [], profiles: list } }), /from-the-future\) has unknown profile schemaVersion 3/]);
 }
+refusals.push([
+  'a stored profile whose launch lacks its command',
+  JSON.stringify({ schemaVersion: 4, state: { roots: [], members: [], profiles: [{ schemaVersion: 2, id: 'no-command', alias: 'X', agentletId: 'mac-a', workingDirPath: '/x', resourceIds: [], launch: { kind: 'acp-command' } }], configs: [] } }),
+  // The first thing wrong inside the launch, not the union's own "must match a schema in anyOf".
+  /profiles\[0\] \(no-command\) is not a valid AgentProfile v2: \/launch must have required properties command/,
+]);
 refusals.push([
   'a legacy profile that is not valid once upgraded',
   JSON.stringify({ schemaVersion: 3, state: { roots: [], members: [], profiles: [{ id: 'no-alias', agentletId: 'mac-a', workingDirPath: '/x', launch: { kind: 'acp-command', command: 'x' } }] } }),
