@@ -200,6 +200,9 @@ t.test('a legacy workload without resourceIds reads as [] and stays driver schem
   const manifest = await launch(h, { profileId: 'profile-1', canvasId: 'c', threadId: 't' }); // the fixture's manifest-backed profile
   t.equal(manifest.statusCode, 409);
   t.equal(manifest.json().code, 'invalid_profile_kind');
+  // The refusal says which profile and why, and names its kind for a client to act on.
+  t.equal(manifest.json().message, 'Profile profile-1 is backed by an Agent Team manifest and cannot be launched here.');
+  t.same(manifest.json().details, { profileId: 'profile-1', kind: 'agent-team-manifest' });
 });
 
 t.test('a workload file that does not parse fails only its canvas (503, logged), is left as it is, and works once fixed', async (t) => {
