@@ -15,13 +15,19 @@ import { freshDatabase, postgresOrSkip, queryOnce } from '../helpers/postgres.js
 import { killAllServers, startServer } from '../crash/server-process.js';
 import { resource } from '../storage-contract/contract.js';
 
+/** A store on `url` whose batches are recorded, closed in teardown. */
+async function observedStore(t: { teardown(fn: () => unknown): void }, url: string, options: { maxBatch?: number } = {}) {
+  const batches: BatchInfo[] = [];
+  const store = await PostgresStore.open({ databaseUrl: url, ...options, observeBatch: (b) => batches.push(b) });
+  t.teardown(() => store.close());
+  return { store, batches };
+}
+
 const base = postgresOrSkip(t);
 if (base) {
   t.test('concurrent registrations share batch transactions and notifications; each gets its own outcome', async (t) => {
     const url = await freshDatabase(t, base);
-    const batches: BatchInfo[] = [];
-    const store = await PostgresStore.open({ databaseUrl: url, observeBatch: (b) => batches.push(b) });
-    t.teardown(() => store.close());
+    const { store, batches } = await observedStore(t, url);
     await store.putResource(resource('huabu', 'held-by-huabu'));
     await store.putResource(resource('huabu', 'same'));
     await store.putResource(resource('huabu', 'to-replace'));
@@ -65,9 +71,7 @@ if (base) {
 
   t.test('a database error in one registration fails it alone; the rest of its batch is stored', async (t) => {
     const url = await freshDatabase(t, base);
-    const batches: BatchInfo[] = [];
-    const store = await PostgresStore.open({ databaseUrl: url, observeBatch: (b) => batches.push(b) });
-    t.teardown(() => store.close());
+    const { store, batches } = await observedStore(t, url);
     await store.putResource(resource('huabu', 'warm-up'));
     // A NUL character is valid JSON but not valid PostgreSQL text: the statement fails and aborts the batch.
     const puts = Array.from({ length: 20 }, (_, i) =>
@@ -120,9 +124,7 @@ if (base) {
 
   t.test('a batch of registrations and audit appends costs a bounded number of statements, not one per operation', async (t) => {
     const url = await freshDatabase(t, base);
-    const batches: BatchInfo[] = [];
-    const store = await PostgresStore.open({ databaseUrl: url, observeBatch: (b) => batches.push(b) });
-    t.teardown(() => store.close());
+    const { store, batches } = await observedStore(t, url);
     await store.putResource(resource('huabu', 'held-by-huabu'));
     await store.putResource(resource('huabu', 'same'));
     batches.length = 0;
@@ -152,9 +154,7 @@ if (base) {
 
   t.test('registrations of one ID in one batch keep their arrival order and their own outcomes', async (t) => {
     const url = await freshDatabase(t, base);
-    const batches: BatchInfo[] = [];
-    const store = await PostgresStore.open({ databaseUrl: url, observeBatch: (b) => batches.push(b) });
-    t.teardown(() => store.close());
+    const { store, batches } = await observedStore(t, url);
     await store.putResource(resource('huabu', 'warm-up'));
     batches.length = 0;
     const settle = (p: Promise<unknown>) => p.catch((err: unknown) => (err instanceof AppError ? err.code : String(err)));
@@ -182,9 +182,7 @@ if (base) {
 
   t.test('a later batch never overtakes an earlier one still running its statements: writes of one ID keep arrival order', async (t) => {
     const url = await freshDatabase(t, base);
-    const batches: BatchInfo[] = [];
-    const store = await PostgresStore.open({ databaseUrl: url, maxBatch: 2, observeBatch: (b) => batches.push(b) });
-    t.teardown(() => store.close());
+    const { store, batches } = await observedStore(t, url, { maxBatch: 2 });
     await store.putResource(resource('huabu', 'blocker'));
     // Another session holds the row lock of `blocker`, so a batch writing it stalls inside its statements.
     const other = new pg.Client({ connectionString: url });
