@@ -10,6 +10,25 @@ export const CONSTANT_ROUTE = '/bench/constant';
 const config = loadConfig(process.env);
 const app = await buildApp({ config, logger: createLogger(config.logLevel) });
 
+// BENCH_SERVER_TIMING=1: the server's own time per request (Fastify's elapsedTime, from the request's first
+// byte parsed to the reply sent), printed per route at stop, to tell server time from client time.
+const timings = new Map<string, number[]>();
+if (process.env.BENCH_SERVER_TIMING) {
+  app.addHook('onResponse', async (request, reply) => {
+    const key = `${request.method} ${request.routeOptions.url ?? '?'} ${reply.statusCode}`;
+    let list = timings.get(key);
+    if (!list) timings.set(key, (list = []));
+    list.push(reply.elapsedTime);
+  });
+}
+function printTimings(): void {
+  for (const [key, list] of timings) {
+    list.sort((a, b) => a - b);
+    const at = (q: number) => list[Math.min(list.length - 1, Math.floor(q * list.length))]!.toFixed(2);
+    console.error(`[bench-server] ${key}: n ${list.length} · p50 ${at(0.5)} · p99 ${at(0.99)} · max ${at(1)} ms`);
+  }
+}
+
 let constant = '';
 let constantEtag = '';
 app.get(CONSTANT_ROUTE, { schema: { hide: true } }, async (_request, reply) =>
@@ -28,6 +47,9 @@ const port = typeof address === 'object' && address ? address.port : config.port
 process.send?.({ type: 'ready', port, startupMs, rss: process.memoryUsage().rss, etag: constantEtag, bytes: Buffer.byteLength(constant) });
 
 process.on('message', (message: { type?: string }) => {
-  if (message?.type === 'stop') void app.close().then(() => process.exit(0));
+  if (message?.type === 'stop') {
+    printTimings();
+    void app.close().then(() => process.exit(0));
+  }
 });
 process.on('disconnect', () => void app.close().then(() => process.exit(0)));

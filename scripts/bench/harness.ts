@@ -264,6 +264,7 @@ async function launchServer(dataDir: string, creds: Credentials, allEnv: Record<
       env: {
         PATH: process.env.PATH ?? '',
         ...(process.env.NODE_OPTIONS ? { NODE_OPTIONS: process.env.NODE_OPTIONS } : {}),
+        ...(process.env.BENCH_SERVER_TIMING ? { BENCH_SERVER_TIMING: process.env.BENCH_SERVER_TIMING } : {}),
         HOST: '127.0.0.1',
         PORT: '0',
         DATA_DIR: dataDir,

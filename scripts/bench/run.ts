@@ -7,7 +7,9 @@
 // (100 req/s, the fixed read load of scenario 6), BENCH_LAUNCH_RATE (100 launches/s, the fixed load of
 // scenario 5's latency row), BENCH_THREADS_PER_CANVAS (10: scenario 5's launches and scenario 7's
 // workloads on disk), BENCH_INVOKE_CALLS (2000: scenario 9's calls each way), BENCH_ONLY (e.g. `4,6`: run only these scenarios),
-// BENCH_LOG_LEVEL (warn), BENCH_TMPDIR, BENCH_SERVER_NODE_ARGS (e.g. `--cpu-prof`).
+// BENCH_LOG_LEVEL (warn), BENCH_TMPDIR, BENCH_SERVER_NODE_ARGS (e.g. `--cpu-prof`), BENCH_SERVER_TIMING (1: each
+// server prints its own p50 / p99 / max per route at stop, to tell server time from client time),
+// BENCH_PACED_ONLY (1: scenario 5 runs only its paced latency row, not the full-speed one).
 // Scenario 8 (PostgreSQL next to the JSON store) runs when BENCH_DATABASE_URL names a server where databases
 // may be created (not DATABASE_URL, which test runs set for other reasons); BENCH_PG_POOL sets its servers' DATABASE_POOL_SIZE; BENCH_BASELINE_BUILD (another build's
 // `dist`, e.g. of the previous commit) adds that build's PostgreSQL rows to the same run.
@@ -337,7 +339,7 @@ export const SCENARIOS: Scenario[] = [
         });
         const r = await compare(
           [
-            { name: 'max', run: (d) => runLoad(spec(d, ctx.opts.connections)) },
+            ...(process.env.BENCH_PACED_ONLY ? [] : [{ name: 'max', run: (d: number) => runLoad(spec(d, ctx.opts.connections)) }]),
             { name: 'paced', run: (d) => runLoad(spec(d, 2, ctx.opts.launchRate)) },
           ],
           ctx.opts.runs,
@@ -350,7 +352,7 @@ export const SCENARIOS: Scenario[] = [
         const holds = perRun.every((p99) => p99 < 5);
         return [
           {
-            measured: `${ctx.opts.connections} connections: ${rate(r.max!, 'launches/s')}`,
+            measured: `${ctx.opts.connections} connections: ${r.max ? rate(r.max, 'launches/s') : 'n/a'}`,
             baseline: writes,
             ratio: '',
             target: '—',
