@@ -233,7 +233,7 @@ export interface StartupTimes {
 export async function measureStartup(dataDir: string, creds: Credentials, env: Record<string, string> = {}): Promise<StartupTimes> {
   const port = await freePort();
   const forked = performance.now();
-  const launching = launchServer(dataDir, creds, { ...env, PORT: String(port) });
+  const launching = launchServer(dataDir, creds, { ...env, PORT: String(port), BENCH_STARTUP_ONLY: '1' });
   let readyzMs: number | undefined;
   const url = `http://127.0.0.1:${port}/readyz`;
   for (;;) {
