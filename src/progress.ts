@@ -1,7 +1,17 @@
 // Progress of a long command (`npm run migrate`, `npm run import`) on a terminal: one bar per stage, drawn
 // with cli-progress on the given stream, and nothing at all when that stream is not a TTY (logs, pipes,
 // CI). Domain code reports through the `Progress` interface and never learns where it goes.
-import cliProgress from 'cli-progress';
+import { createRequire } from 'node:module';
+import type cliProgressModule from 'cli-progress';
+
+/**
+ * cli-progress, loaded when a bar is first drawn: the server imports this module (through the migrations)
+ * but never draws a bar, and loading cli-progress cost ~16 ms of every start (issue 15 item 4).
+ */
+let loaded: typeof cliProgressModule | undefined;
+function cliProgress(): typeof cliProgressModule {
+  return (loaded ??= createRequire(import.meta.url)('cli-progress') as typeof cliProgressModule);
+}
 
 export interface Progress {
   /** Starts a stage of `total` units (ends the previous one). */
@@ -20,7 +30,7 @@ export const LARGE_ROW_COUNT = 5000;
 /** Bars on `stream` when it is a TTY; otherwise `silentProgress`. */
 export function terminalProgress(stream: NodeJS.WritableStream & { isTTY?: boolean }): Progress {
   if (!stream.isTTY) return silentProgress;
-  let bar: cliProgress.SingleBar | undefined;
+  let bar: cliProgressModule.SingleBar | undefined;
   const end = () => {
     bar?.stop();
     bar = undefined;
@@ -28,7 +38,7 @@ export function terminalProgress(stream: NodeJS.WritableStream & { isTTY?: boole
   return {
     stage(label, total, unit = '') {
       end();
-      bar = new cliProgress.SingleBar(
+      bar = new (cliProgress().SingleBar)(
         {
           stream,
           format: `${label.padEnd(24)} [{bar}] {percentage}% {value}/{total}${unit ? ` ${unit}` : ''}`,
@@ -38,7 +48,7 @@ export function terminalProgress(stream: NodeJS.WritableStream & { isTTY?: boole
           synchronousUpdate: true,
           fps: 10,
         },
-        cliProgress.Presets.shades_classic,
+        cliProgress().Presets.shades_classic,
       );
       bar.start(total, 0);
     },
