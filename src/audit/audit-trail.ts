@@ -3,7 +3,7 @@
 // not turned into a failed request: the change it describes is already durable.
 import { systemClock, type Clock } from '../clock.js';
 import { AppError } from '../errors.js';
-import type { AuditEntry, RegistryStore } from '../storage/store.js';
+import type { AuditEntry, AuditIntent, RegistryStore } from '../storage/store.js';
 
 export class AuditTrail {
   constructor(
@@ -16,6 +16,16 @@ export class AuditTrail {
     if (entries.length === 0) return;
     const at = this.clock.now().toISOString();
     await this.store.appendAudit(entries.map((e) => ({ at, ...e }))).catch((err: unknown) => this.onError(err));
+  }
+
+  /** The entry of a change the store writes together with it (`RegistryStore.registerResource`), stamped now. */
+  intent(actor: string, action: string): AuditIntent {
+    return { at: this.clock.now().toISOString(), actor, action };
+  }
+
+  /** An entry the store could not append after its change was durable: reported as `record` reports it. */
+  appendFailed(err: unknown): void {
+    this.onError(err);
   }
 
   /** Records a refused or failed change (its error code is the outcome), then rethrows the error. */

@@ -89,7 +89,6 @@ export class ResourceRegistry {
     return this.store.resourcesRevision();
   }
 
-  /** Create an unused ID or replace the provider's own record. */
   /** Create an unused ID or replace the provider's own record, in the version of the body; the owner's customization is kept. */
   async register(provider: string, id: string, body: ResourcePutBody, actor: string): Promise<{ outcome: PutOutcome; record: StoredResource }> {
     if (body.id !== undefined && body.id !== id) {
@@ -98,11 +97,15 @@ export class ResourceRegistry {
     const record = this.#toRecord(provider, { ...body, id }, '');
     await this.scanner.assertClean(textFieldsOf(record)).catch((err: unknown) => this.audit.failure(actor, 'resource.register', id, err));
     this.#assertNotReserved(provider, [id]);
-    const outcome = await this.store.putResource(record).catch((err: unknown) => this.audit.failure(actor, 'resource.register', id, err));
-    await this.audit.record([{ actor, action: 'resource.register', id, outcome }]);
+    // The registration and its audit entry in one store call (one transaction on PostgreSQL); a refusal is
+    // audited here, as every refused change is.
+    const stored = await this.store
+      .registerResource(record, this.audit.intent(actor, 'resource.register'))
+      .catch((err: unknown) => this.audit.failure(actor, 'resource.register', id, err));
+    if ('auditError' in stored) this.audit.appendFailed(stored.auditError);
     // The answer is this request's record (never a concurrent writer's that landed after it) with the owner's
-    // customization as the store carried it (found by the crash test's response check).
-    return { outcome, record: carryOwnerFields(await this.store.getResource(id), record) };
+    // customization as the store carried it at this write (found by the crash test's response check).
+    return { outcome: stored.outcome, record: carryOwnerFields(stored.record, record) };
   }
 
   /** The owner's customization of any record (`displayName` null clears it, `userContent` '' clears it). */
