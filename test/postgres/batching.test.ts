@@ -209,6 +209,29 @@ if (base) {
     t.equal(stored.length, 11);
   });
 
+  t.test('when a batch rolls back, each registration runs again alone with its own audit row', async (t) => {
+    const url = await freshDatabase(t, base);
+    const { store, batches } = await observedStore(t, url);
+    await store.putResource(resource('huabu', 'same'));
+    batches.length = 0;
+    const by = { at: new Date(0).toISOString(), actor: 'provider:huabu', action: 'resource.register' };
+    const first = store.registerResource(resource('huabu', 'opens-a-batch'), by);
+    // A NUL byte fails the upsert of the whole batch; the fallback runs each registration in its own transaction.
+    const regs = [
+      ...Array.from({ length: 8 }, (_, i) => resource('huabu', `r-${i}`)),
+      { ...resource('huabu', 'bad'), description: 'bad \u0000 byte' },
+      resource('huabu', 'same'),
+      resource('bm0', 'same'),
+    ].map((r) => store.registerResource(r, { ...by, actor: `provider:${r.provider}` }).then((x) => x.outcome, (err: unknown) => (err instanceof AppError ? err.code : 'database error')));
+    await first;
+    t.same(await Promise.all(regs), [...Array(8).fill('created'), 'database error', 'unchanged', 'resource_conflict']);
+    t.ok(batches.some((b) => !b.ok && b.operations > 1), `they shared a batch that rolled back: ${batches.map((b) => `${b.operations}${b.ok ? '' : '!'}`).join(', ')}`);
+    const audit = await queryOnce<{ object_id: string; outcome: string }>(url, `SELECT object_id, outcome FROM audit_log WHERE object_id <> 'opens-a-batch' ORDER BY object_id`);
+    t.same(audit.map((a) => `${a.object_id} ${a.outcome}`), [...Array.from({ length: 8 }, (_, i) => `r-${i} created`), 'same unchanged'], 'one row per registration stored, none for a failure or a refusal');
+    const rows = await queryOnce<{ id: string }>(url, `SELECT id FROM resources WHERE id LIKE 'r-%' OR id = 'bad'`);
+    t.equal(rows.length, 8);
+  });
+
   t.test('registrations of one ID in one batch keep their arrival order and their own outcomes', async (t) => {
     const url = await freshDatabase(t, base);
     const { store, batches } = await observedStore(t, url);
