@@ -3,7 +3,18 @@
 // not turned into a failed request: the change it describes is already durable.
 import { systemClock, type Clock } from '../clock.js';
 import { AppError } from '../errors.js';
+import type { ReconcileResult } from '../schemas/resource.js';
 import type { AuditEntry, AuditIntent, RegistryStore } from '../storage/store.js';
+
+/** The entries of a reconcile: one per record created, replaced and withdrawn, in that order. */
+export function reconcileEntries(result: ReconcileResult, audit: AuditIntent): AuditEntry[] {
+  const { at, actor, action } = audit;
+  return [
+    ...result.created.map((id) => ({ at, actor, action, id, outcome: 'created' })),
+    ...result.replaced.map((id) => ({ at, actor, action, id, outcome: 'replaced' })),
+    ...result.withdrawn.map((id) => ({ at, actor, action, id, outcome: 'withdrawn' })),
+  ];
+}
 
 export class AuditTrail {
   constructor(

@@ -145,18 +145,12 @@ export class ResourceRegistry {
     const fields = records.flatMap((r, i) => textFieldsOf(r, `/resources/${i}`));
     await this.scanner.assertClean(fields).catch((err: unknown) => this.audit.failure(actor, 'resource.reconcile', `provider:${provider}`, err));
     this.#assertNotReserved(provider, records.map((r) => r.id));
-    const result = await this.store
-      .reconcileResources(provider, records, dryRun)
-      .catch((err: unknown) => this.audit.failure(actor, 'resource.reconcile', `provider:${provider}`, err));
-    if (!dryRun) {
-      const action = 'resource.reconcile';
-      await this.audit.record([
-        ...result.created.map((id) => ({ actor, action, id, outcome: 'created' })),
-        ...result.replaced.map((id) => ({ actor, action, id, outcome: 'replaced' })),
-        ...result.withdrawn.map((id) => ({ actor, action, id, outcome: 'withdrawn' })),
-      ]);
-    }
-    return result;
+    const refused = (err: unknown) => this.audit.failure(actor, 'resource.reconcile', `provider:${provider}`, err);
+    if (dryRun) return this.store.reconcileResources(provider, records, true).catch(refused);
+    // The change and its entries in one store call (one transaction on PostgreSQL), as for a registration.
+    const done = await this.store.reconcileResourcesAudited(provider, records, this.audit.intent(actor, 'resource.reconcile')).catch(refused);
+    if ('auditError' in done) this.audit.appendFailed(done.auditError);
+    return done.result;
   }
 
   /**

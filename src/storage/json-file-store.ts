@@ -23,6 +23,7 @@ import { readVersionedFile } from './versioned-file.js';
 import { JsonWorkloadFiles } from './json-workload-files.js';
 import type { WorkloadRecord } from '../schemas/workload.js';
 import type { AuditEntry, AuditIntent, MachineRecord, ProfileEntry, Registered, RegistryStore } from './store.js';
+import { reconcileEntries } from '../audit/audit-trail.js';
 import { DataDirError, StoreFileError } from './store-file-error.js';
 import { JournalCorruptError, journalPathFor, readJournal } from './journal.js';
 import { OverlayMap, type RecordMap } from './overlay-map.js';
@@ -333,11 +334,23 @@ export class JsonFileStore implements RegistryStore {
     // Two files cannot change atomically: the registration is durable first, then its line is appended,
     // in the order (and with the bytes) the audit trail always wrote them.
     const entry: AuditEntry = { at: audit.at, actor: audit.actor, action: audit.action, id: record.id, outcome };
-    let auditError: { err: unknown } | undefined;
-    await this.audit.append([entry]).catch((err: unknown) => {
-      auditError = { err };
-    });
-    return { outcome, record: stored, ...(auditError ? { auditError: auditError.err } : {}) };
+    return { outcome, record: stored, ...(await this.#appendAfterChange([entry])) };
+  }
+
+  async reconcileResourcesAudited(provider: string, records: readonly StoredResource[], audit: AuditIntent) {
+    const result = await this.reconcileResources(provider, records, false);
+    return { result, ...(await this.#appendAfterChange(reconcileEntries(result, audit))) };
+  }
+
+  /** The audit entries of a change already durable: a failure to append them is returned, not thrown. */
+  async #appendAfterChange(entries: readonly AuditEntry[]): Promise<{ auditError?: unknown }> {
+    if (entries.length === 0) return {};
+    try {
+      await this.audit.append(entries);
+      return {};
+    } catch (err) {
+      return { auditError: err };
+    }
   }
 
   #put(record: StoredResource): Promise<{ outcome: PutOutcome; stored: StoredResource }> {

@@ -69,6 +69,13 @@ export interface RegistryStore {
    * entry: the caller audits it.
    */
   registerResource(record: StoredResource, audit: AuditIntent): Promise<Registered>;
+  /**
+   * `reconcileResources` (never a dry run) together with its audit entries, one `{...audit, id, outcome}`
+   * per record created, replaced and withdrawn (src/audit/audit-trail.ts `reconcileEntries`), written as
+   * `registerResource` writes its entry: in the reconcile's transaction on a database store, appended after
+   * the durable change by the JSON store (`auditError` when that fails).
+   */
+  reconcileResourcesAudited(provider: string, records: readonly StoredResource[], audit: AuditIntent): Promise<{ result: ReconcileResult; auditError?: unknown }>;
   withdrawResource(provider: string, id: string): Promise<void>;
   reconcileResources(provider: string, records: readonly StoredResource[], dryRun: boolean): Promise<ReconcileResult>;
   /** The owner's customization, applied atomically; 404 `resource_not_found` when there is no such record. */

@@ -190,6 +190,22 @@ if (base) {
     t.same(audit.filter((a) => a.object_id === 'web').map((a) => a.outcome), ['created', 'replaced', 'unchanged', 'replaced']);
   });
 
+  t.test('a reconcile costs one transaction, its audit rows inside it', async (t) => {
+    const url = await freshDatabase(t, base);
+    const h = await build(t, { env: { DATABASE_URL: url, RATE_LIMIT_WRITES_PER_MINUTE: '0' } });
+    const rec = (id: string, name = `Name ${id}`) => ({ schemaVersion: 1, id, name, description: `About ${id}.`, instructions: `Use ${id}.` });
+    const reconcile = (resources: unknown[]) => h.app.inject({ method: 'PUT', url: '/api/acp/providers/huabu/resources', headers: h.huabu, payload: { resources } });
+    t.equal((await reconcile([rec('a'), rec('b'), rec('c')])).statusCode, 200);
+    const sent = countStatements(t);
+    const res = await reconcile([rec('a', 'Renamed'), rec('b'), rec('d')]);
+    const statements = sent.filter((s) => !/^\s*(LISTEN|SELECT 1)\b/.test(s));
+    t.match(res.json(), { created: ['d'], replaced: ['a'], unchanged: ['b'], withdrawn: ['c'] });
+    t.equal(statements.filter((s) => s === 'COMMIT').length, 1, `one COMMIT (${statements.length} statements)`);
+    t.equal(statements.filter((s) => s === 'BEGIN').length, 1, 'one transaction');
+    const audit = await queryOnce<{ object_id: string; outcome: string }>(url, `SELECT object_id, outcome FROM audit_log WHERE action = 'resource.reconcile' ORDER BY seq`);
+    t.same(audit.map((a) => `${a.object_id} ${a.outcome}`), ['a created', 'b created', 'c created', 'd created', 'a replaced', 'c withdrawn']);
+  });
+
   t.test('a registration whose audit row cannot be written is not stored; the others beside it are, each with its row', async (t) => {
     const url = await freshDatabase(t, base);
     const h = await build(t, { env: { DATABASE_URL: url, RATE_LIMIT_WRITES_PER_MINUTE: '0' } });

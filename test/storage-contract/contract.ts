@@ -118,6 +118,32 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
     t.same(audit.map((e) => Object.keys(e)), Array(3).fill(['at', 'actor', 'action', 'id', 'outcome']), "in the audit trail's key order");
   });
 
+  t.test(`${name}: reconcileResourcesAudited applies the set with one audit entry per change`, async (t) => {
+    const s = await open(t);
+    const by = { at: '2026-01-01T00:00:00.000Z', actor: 'provider:huabu', action: 'resource.reconcile' };
+    await s.putResource(resource('huabu', 'keep'));
+    await s.putResource(resource('huabu', 'change'));
+    await s.putResource(resource('huabu', 'drop'));
+    await s.putResource(resource('other', 'taken'));
+    const records = [resource('huabu', 'keep'), resource('huabu', 'change', 'Changed'), resource('huabu', 'new-b'), resource('huabu', 'new-a')];
+    const done = await s.reconcileResourcesAudited('huabu', records, by);
+    t.strictSame(done, { result: { dryRun: false, created: ['new-a', 'new-b'], replaced: ['change'], withdrawn: ['drop'], unchanged: ['keep'] } });
+    t.same((await s.listResources()).map((r) => r.id), ['change', 'keep', 'new-a', 'new-b', 'taken']);
+    const conflict = await rejection(t, s.reconcileResourcesAudited('huabu', [resource('huabu', 'taken')], by));
+    t.equal(conflict.code, 'resource_conflict');
+    t.same(await s.reconcileResourcesAudited('huabu', records, by), { result: { dryRun: false, created: [], replaced: [], withdrawn: [], unchanged: ['change', 'keep', 'new-a', 'new-b'] } });
+    t.strictSame(
+      await target.readAudit(),
+      [
+        ['new-a', 'created'],
+        ['new-b', 'created'],
+        ['change', 'replaced'],
+        ['drop', 'withdrawn'],
+      ].map(([id, outcome]) => ({ ...by, id, outcome })),
+      'created, replaced, withdrawn; a refusal or a reconcile that changes nothing writes none',
+    );
+  });
+
   t.test(`${name}: another provider's ID is a 409 and the held record is untouched`, async (t) => {
     const s = await open(t);
     await s.putResource(resource('huabu', 'web-search'));

@@ -18,6 +18,7 @@ import type { ReconcileResult, StoredResource } from '../../schemas/resource.js'
 import type { WorkloadRecord } from '../../schemas/workload.js';
 import type { BatchObserver } from '../durable-document.js';
 import type { AuditEntry, AuditIntent, MachineRecord, ProfileEntry, Registered, RegistryStore } from '../store.js';
+import { reconcileEntries } from '../../audit/audit-trail.js';
 import { ChangeListener } from './change-listener.js';
 import { migrate, type MigrationReport } from './migrations.js';
 import { DatabaseUnavailableError, isUnavailable, storageUnavailable } from './pg-errors.js';
@@ -473,6 +474,15 @@ export class PostgresStore implements RegistryStore {
   }
 
   reconcileResources(provider: string, incoming: readonly StoredResource[], dryRun: boolean): Promise<ReconcileResult> {
+    return this.#reconcile(provider, incoming, dryRun);
+  }
+
+  /** The audit rows go into the reconcile's transaction: one COMMIT for the change and its entries. */
+  async reconcileResourcesAudited(provider: string, incoming: readonly StoredResource[], audit: AuditIntent): Promise<{ result: ReconcileResult }> {
+    return { result: await this.#reconcile(provider, incoming, false, audit) };
+  }
+
+  #reconcile(provider: string, incoming: readonly StoredResource[], dryRun: boolean, audit?: AuditIntent): Promise<ReconcileResult> {
     const ids = incoming.map((r) => r.id);
     let records: readonly StoredResource[] = incoming;
     const planOn = async (client: Queryable, lock: boolean) => {
@@ -518,7 +528,9 @@ export class PostgresStore implements RegistryStore {
             throw conflictError(holders.rows.map((h) => ({ id: h.id, provider: h.provider })));
           }
         }
-        return { dryRun, ...plan };
+        const result = { dryRun, ...plan };
+        if (audit) await insertAudit(client, reconcileEntries(result, audit));
+        return result;
       });
       if (result.created.length + result.replaced.length + result.withdrawn.length > 0) this.#resourcesCounter++;
       return result;
@@ -838,6 +850,12 @@ async function runOps(client: Queryable, ops: readonly BatchOp[]): Promise<Batch
       audit.push({ at, actor, action, id: op.record.id, outcome: (outcome.value as Registered).outcome });
     }
   });
+  await insertAudit(client, audit);
+  return { outcomes, resourcesChanged };
+}
+
+/** Audit entries in one statement (none: no statement). */
+async function insertAudit(client: Queryable, audit: readonly AuditEntry[]): Promise<void> {
   if (audit.length > 0) {
     await client.query({
       name: 'arr_append_audit',
@@ -854,7 +872,6 @@ async function runOps(client: Queryable, ops: readonly BatchOp[]): Promise<Batch
       ],
     });
   }
-  return { outcomes, resourcesChanged };
 }
 
 /**
