@@ -1,6 +1,8 @@
 // The audit trail of privileged changes and refusals: who (actor), did what (action), to which object
-// (id), with what outcome; never a secret. An entry that cannot be appended is reported through `onError`,
-// not turned into a failed request: the change it describes is already durable.
+// (id), with what outcome; never a secret. An entry that cannot be appended after its change is durable is
+// reported through `onError`, not turned into a failed request. Registrations and reconciles hand their
+// entry to the store with the change (`intent`): a database store writes both in one transaction, so
+// there an entry that cannot be written fails its change instead.
 import { systemClock, type Clock } from '../clock.js';
 import { AppError } from '../errors.js';
 import type { ReconcileResult } from '../schemas/resource.js';

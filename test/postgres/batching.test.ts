@@ -206,7 +206,7 @@ if (base) {
     t.same(audit.map((a) => `${a.object_id} ${a.outcome}`), ['a created', 'b created', 'c created', 'd created', 'a replaced', 'c withdrawn']);
   });
 
-  t.test('a registration whose audit row cannot be written is not stored; the others beside it are, each with its row', async (t) => {
+  t.test('a registration (or reconcile) whose audit row cannot be written is not stored; the others beside it are, each with its row', async (t) => {
     const url = await freshDatabase(t, base);
     const h = await build(t, { env: { DATABASE_URL: url, RATE_LIMIT_WRITES_PER_MINUTE: '0' } });
     t.equal((await h.put('huabu', CANARY.huabu, 'warm-up')).statusCode, 201);
@@ -223,6 +223,15 @@ if (base) {
     t.notOk(stored.includes('doomed'), 'it is not stored');
     t.same(stored, audited, 'a resource row exists exactly where its audit row does');
     t.equal(stored.length, 11);
+    const reconcile = await h.app.inject({
+      method: 'PUT',
+      url: '/api/acp/providers/huabu/resources',
+      headers: h.huabu,
+      payload: { resources: ['ok-0', 'doomed'].map((id) => ({ schemaVersion: 1, id, name: id, description: `About ${id}.`, instructions: `Use ${id}.` })) },
+    });
+    t.equal(reconcile.statusCode, 500, 'a reconcile whose audit rows fail is not acknowledged');
+    const after = (await queryOnce<{ id: string }>(url, `SELECT id FROM resources WHERE id <> 'warm-up' ORDER BY id`)).map((r) => r.id);
+    t.same(after, stored, 'and changed nothing (no withdrawal, no doomed row)');
   });
 
   t.test('when a batch rolls back, each registration runs again alone with its own audit row', async (t) => {
