@@ -1,8 +1,11 @@
 import t from 'tap';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { readStoredResources } from '../src/storage/json-file-store.js';
-import { build } from './helpers/build.js';
+import { JsonFileStore, readStoredResources } from '../src/storage/json-file-store.js';
+import { AuditTrail } from '../src/audit/audit-trail.js';
+import { ResourceRegistry } from '../src/registry/resource-registry.js';
+import { SecretScanner } from '../src/secrets/secret-scanner.js';
+import { build, tempDataDir } from './helpers/build.js';
 
 /** The durable bytes of the catalogue: resources.json and its journal. */
 const storedBytes = async (dataDir: string) => {
@@ -281,4 +284,23 @@ t.test('unknown routes answer 404 not_found in the error shape', async (t) => {
   t.equal(res.statusCode, 404);
   t.same(Object.keys(res.json()).sort(), ['code', 'error', 'message', 'statusCode']);
   t.equal(res.json().code, 'not_found');
+});
+
+t.test('JSON store: a registration stands when its audit line cannot be appended after it; the failure is reported', async (t) => {
+  const store = await JsonFileStore.open({ dataDir: await tempDataDir() });
+  t.teardown(() => store.close());
+  // The audit log failing (a full disk, say) after the resources document is durable.
+  const log = Reflect.get(store, 'audit') as { append(entries: unknown[]): Promise<void> };
+  log.append = async () => {
+    throw new Error('ENOSPC: no space left on device');
+  };
+  const reported: unknown[] = [];
+  const audit = new AuditTrail(store, { now: () => new Date('2026-01-01T00:00:00.000Z') }, (err) => reported.push(err));
+  const registry = new ResourceRegistry(store, new SecretScanner(), audit);
+  const body = { schemaVersion: 1 as const, name: 'Web', description: 'Search.', instructions: 'Use it.' };
+  const { outcome, record } = await registry.register('huabu', 'web-search', body, 'provider:huabu');
+  t.equal(outcome, 'created', 'the request succeeds: the registration is durable');
+  t.same(record, { schemaVersion: 1, id: 'web-search', name: 'Web', provider: 'huabu', description: 'Search.', instructions: 'Use it.' });
+  t.same(await store.getResource('web-search'), record);
+  t.match(reported, [/ENOSPC/], 'the lost audit line is reported once');
 });

@@ -89,7 +89,6 @@ export class ResourceRegistry {
     return this.store.resourcesRevision();
   }
 
-  /** Create an unused ID or replace the provider's own record. */
   /** Create an unused ID or replace the provider's own record, in the version of the body; the owner's customization is kept. */
   async register(provider: string, id: string, body: ResourcePutBody, actor: string): Promise<{ outcome: PutOutcome; record: StoredResource }> {
     if (body.id !== undefined && body.id !== id) {
@@ -98,11 +97,15 @@ export class ResourceRegistry {
     const record = this.#toRecord(provider, { ...body, id }, '');
     await this.scanner.assertClean(textFieldsOf(record)).catch((err: unknown) => this.audit.failure(actor, 'resource.register', id, err));
     this.#assertNotReserved(provider, [id]);
-    const outcome = await this.store.putResource(record).catch((err: unknown) => this.audit.failure(actor, 'resource.register', id, err));
-    await this.audit.record([{ actor, action: 'resource.register', id, outcome }]);
+    // The registration and its audit entry in one store call (one transaction on PostgreSQL); a refusal is
+    // audited here, as every refused change is.
+    const stored = await this.store
+      .registerResource(record, this.audit.intent(actor, 'resource.register'))
+      .catch((err: unknown) => this.audit.failure(actor, 'resource.register', id, err));
+    if ('auditError' in stored) this.audit.appendFailed(stored.auditError);
     // The answer is this request's record (never a concurrent writer's that landed after it) with the owner's
-    // customization as the store carried it (found by the crash test's response check).
-    return { outcome, record: carryOwnerFields(await this.store.getResource(id), record) };
+    // customization as the store carried it at this write (found by the crash test's response check).
+    return { outcome: stored.outcome, record: carryOwnerFields(stored.record, record) };
   }
 
   /** The owner's customization of any record (`displayName` null clears it, `userContent` '' clears it). */
@@ -142,18 +145,12 @@ export class ResourceRegistry {
     const fields = records.flatMap((r, i) => textFieldsOf(r, `/resources/${i}`));
     await this.scanner.assertClean(fields).catch((err: unknown) => this.audit.failure(actor, 'resource.reconcile', `provider:${provider}`, err));
     this.#assertNotReserved(provider, records.map((r) => r.id));
-    const result = await this.store
-      .reconcileResources(provider, records, dryRun)
-      .catch((err: unknown) => this.audit.failure(actor, 'resource.reconcile', `provider:${provider}`, err));
-    if (!dryRun) {
-      const action = 'resource.reconcile';
-      await this.audit.record([
-        ...result.created.map((id) => ({ actor, action, id, outcome: 'created' })),
-        ...result.replaced.map((id) => ({ actor, action, id, outcome: 'replaced' })),
-        ...result.withdrawn.map((id) => ({ actor, action, id, outcome: 'withdrawn' })),
-      ]);
-    }
-    return result;
+    const refused = (err: unknown) => this.audit.failure(actor, 'resource.reconcile', `provider:${provider}`, err);
+    if (dryRun) return this.store.reconcileResources(provider, records, true).catch(refused);
+    // The change and its entries in one store call (one transaction on PostgreSQL), as for a registration.
+    const done = await this.store.reconcileResourcesAudited(provider, records, this.audit.intent(actor, 'resource.reconcile')).catch(refused);
+    if ('auditError' in done) this.audit.appendFailed(done.auditError);
+    return done.result;
   }
 
   /**

@@ -9,7 +9,7 @@ import type { JsonObject } from '../migrations/profile-v1.js';
 import { migrateRegistryFile, type RegistryMigrationReport } from '../migrations/registry-migration.js';
 import { REGISTRY_FILE_VERSION, serializeRegistryDocument } from '../migrations/registry-file.js';
 import { planCreate, planDelete, planUpdate, profileRevision, type ProfileChanges } from '../profiles/profile-rules.js';
-import { carryOwnerFields, planPut, planReconcile, planWithdraw } from '../registry/ownership.js';
+import { carryOwnerFields, planPut, planReconcile, planWithdraw, type PutOutcome } from '../registry/ownership.js';
 import type { AgentProfile } from '../schemas/profile.js';
 import { StoredResource, type AgentResource, type ReconcileResult } from '../schemas/resource.js';
 import { parseResourcesFile, readIfExists, serializeResourcesFile, writeResourcesFile } from '../migrations/resources-file.js';
@@ -22,7 +22,8 @@ import { nodeFileSystem, sweepTempFiles, writeFileDurably, type FileSystemSeam }
 import { readVersionedFile } from './versioned-file.js';
 import { JsonWorkloadFiles } from './json-workload-files.js';
 import type { WorkloadRecord } from '../schemas/workload.js';
-import type { AuditEntry, MachineRecord, ProfileEntry, RegistryStore } from './store.js';
+import type { AuditEntry, AuditIntent, MachineRecord, ProfileEntry, Registered, RegistryStore } from './store.js';
+import { reconcileEntries } from '../audit/audit-trail.js';
 import { DataDirError, StoreFileError } from './store-file-error.js';
 import { JournalCorruptError, journalPathFor, readJournal } from './journal.js';
 import { OverlayMap, type RecordMap } from './overlay-map.js';
@@ -324,13 +325,41 @@ export class JsonFileStore implements RegistryStore {
     return String(this.resources.revision);
   }
 
-  putResource(record: StoredResource) {
+  async putResource(record: StoredResource): Promise<PutOutcome> {
+    return (await this.#put(record)).outcome;
+  }
+
+  async registerResource(record: StoredResource, audit: AuditIntent): Promise<Registered> {
+    const { outcome, stored } = await this.#put(record);
+    // Two files cannot change atomically: the registration is durable first, then its line is appended,
+    // in the order (and with the bytes) the audit trail always wrote them.
+    const entry: AuditEntry = { at: audit.at, actor: audit.actor, action: audit.action, id: record.id, outcome };
+    return { outcome, record: stored, ...(await this.#appendAfterChange([entry])) };
+  }
+
+  async reconcileResourcesAudited(provider: string, records: readonly StoredResource[], audit: AuditIntent) {
+    const result = await this.reconcileResources(provider, records, false);
+    return { result, ...(await this.#appendAfterChange(reconcileEntries(result, audit))) };
+  }
+
+  /** The audit entries of a change already durable: a failure to append them is returned, not thrown. */
+  async #appendAfterChange(entries: readonly AuditEntry[]): Promise<{ auditError?: unknown }> {
+    if (entries.length === 0) return {};
+    try {
+      await this.audit.append(entries);
+      return {};
+    } catch (err) {
+      return { auditError: err };
+    }
+  }
+
+  #put(record: StoredResource): Promise<{ outcome: PutOutcome; stored: StoredResource }> {
     return this.resources.update((draft) => {
       const existing = draft.resources.get(record.id);
       const stored = Object.freeze(carryOwnerFields(existing, { ...record }));
       const outcome = planPut(existing, stored);
       if (outcome !== 'unchanged') draft.resources.set(record.id, stored);
-      return { result: outcome, changed: outcome !== 'unchanged' };
+      return { result: { outcome, stored: outcome === 'unchanged' ? existing! : stored }, changed: outcome !== 'unchanged' };
     });
   }
 

@@ -34,6 +34,20 @@ export interface AuditEntry {
   details?: Record<string, string | number | readonly string[]>;
 }
 
+/** The audit entry of a change the store writes together with it: the store adds the outcome it decided. */
+export type AuditIntent = Pick<AuditEntry, 'at' | 'actor' | 'action'>;
+
+/** A registration's answer: its outcome and the record as stored (the owner's fields carried). */
+export interface Registered {
+  outcome: PutOutcome;
+  record: StoredResource;
+  /**
+   * Set when the registration is durable but its audit entry could not be appended after it (JSON store:
+   * two files); the caller reports it. A database store writes both in one transaction and never sets it.
+   */
+  auditError?: unknown;
+}
+
 export interface RegistryStore {
   /**
    * Resources are stored in the version they were written in (src/registry/resource-versions.ts converts).
@@ -46,6 +60,22 @@ export interface RegistryStore {
   /** Opaque; changes whenever the set of resources changes. */
   resourcesRevision(): Promise<string>;
   putResource(record: StoredResource): Promise<PutOutcome>;
+  /**
+   * `putResource` together with its audit entry `{...audit, id, outcome}`, answered with the record as
+   * stored (no read-back needed). A database store writes the record and the entry in one transaction: a
+   * committed registration always has its entry, and an entry that cannot be written fails the
+   * registration. The JSON store makes the resources document durable, then appends the entry (as
+   * `appendAudit`); an append failing then is `auditError`. A refusal (409, ...) throws and writes no
+   * entry: the caller audits it.
+   */
+  registerResource(record: StoredResource, audit: AuditIntent): Promise<Registered>;
+  /**
+   * `reconcileResources` (never a dry run) together with its audit entries, one `{...audit, id, outcome}`
+   * per record created, replaced and withdrawn (src/audit/audit-trail.ts `reconcileEntries`), written as
+   * `registerResource` writes its entry: in the reconcile's transaction on a database store, appended after
+   * the durable change by the JSON store (`auditError` when that fails).
+   */
+  reconcileResourcesAudited(provider: string, records: readonly StoredResource[], audit: AuditIntent): Promise<{ result: ReconcileResult; auditError?: unknown }>;
   withdrawResource(provider: string, id: string): Promise<void>;
   reconcileResources(provider: string, records: readonly StoredResource[], dryRun: boolean): Promise<ReconcileResult>;
   /** The owner's customization, applied atomically; 404 `resource_not_found` when there is no such record. */

@@ -10,7 +10,7 @@ import { AppError } from '../../src/errors.js';
 import { CHANGES_CHANNEL } from '../../src/storage/postgres/migrations.js';
 import { PostgresStore } from '../../src/storage/postgres/postgres-store.js';
 import type { BatchInfo } from '../../src/storage/durable-document.js';
-import { CANARY, testEnv } from '../helpers/build.js';
+import { build, CANARY, testEnv } from '../helpers/build.js';
 import { freshDatabase, postgresOrSkip, queryOnce } from '../helpers/postgres.js';
 import { killAllServers, startServer } from '../crash/server-process.js';
 import { resource } from '../storage-contract/contract.js';
@@ -150,6 +150,111 @@ if (base) {
     t.ok(inBatches.length <= batches.length * 5, `${inBatches.length} statements for ${total} operations in ${batches.length} batches`);
     const rows = await queryOnce<{ n: string }>(url, `SELECT count(*) AS n FROM audit_log WHERE object_id LIKE 'n-%'`);
     t.equal(Number(rows[0]!.n), 30, 'every audit entry is stored');
+  });
+
+  t.test('a provider PUT costs one transaction, its audit row inside it, and no read-back for the answer', async (t) => {
+    const url = await freshDatabase(t, base);
+    const h = await build(t, { env: { DATABASE_URL: url, RATE_LIMIT_WRITES_PER_MINUTE: '0' } });
+    t.equal((await h.put('huabu', CANARY.huabu, 'web')).statusCode, 201);
+    const custom = await h.app.inject({ method: 'PATCH', url: '/api/acp/resources/web', headers: h.owner, payload: { displayName: 'Web (mine)', userContent: 'Prefer the docs.' } });
+    t.equal(custom.statusCode, 200);
+    const sent = countStatements(t);
+    const cases: [string, Record<string, string>, number, string][] = [
+      ['fresh', {}, 201, 'created'],
+      ['web', { name: 'Renamed' }, 200, 'replaced'],
+      ['web', { name: 'Renamed' }, 200, 'unchanged'],
+    ];
+    for (const [id, fields, status, outcome] of cases) {
+      sent.length = 0;
+      const res = await h.put('huabu', CANARY.huabu, id, fields);
+      const statements = sent.filter((s) => !/^\s*(LISTEN|SELECT 1)\b/.test(s));
+      t.equal(res.statusCode, status, `${id} ${outcome}: ${status}`);
+      t.equal(statements.filter((s) => s === 'COMMIT').length, 1, `${id} ${outcome}: one COMMIT (${statements.length} statements)`);
+      t.equal(statements.filter((s) => s === 'BEGIN').length, 1, `${id} ${outcome}: one transaction`);
+      t.equal(statements.filter((s) => /INSERT INTO audit_log/.test(s)).length, 1, `${id} ${outcome}: the audit row is written inside it`);
+      t.notOk(statements.some((s) => /WHERE id = \$1\b/.test(s)), `${id} ${outcome}: no read-back of the record`);
+      const stored = await h.app.inject({ url: `/api/acp/resources/${id}`, headers: h.owner });
+      t.equal(res.body, stored.body, `${id} ${outcome}: the answer is the record as stored, byte for byte`);
+    }
+    const v2 = await h.app.inject({
+      method: 'PUT',
+      url: '/api/acp/providers/huabu/resources/web',
+      headers: h.huabu,
+      payload: { schemaVersion: 2, name: 'Web v2', sourceContent: '# Web\nSearch the web.' },
+    });
+    t.equal(v2.statusCode, 200);
+    t.match(v2.json(), { schemaVersion: 2, name: 'Web v2', displayName: 'Web (mine)', userContent: 'Prefer the docs.' }, "the owner's fields are in the answer");
+    t.equal(v2.body, (await h.app.inject({ url: '/api/acp/resources/web?schemaVersion=2', headers: h.owner })).body, 'as stored, byte for byte');
+    const audit = await queryOnce<{ object_id: string; outcome: string }>(url, `SELECT object_id, outcome FROM audit_log WHERE action = 'resource.register' ORDER BY at, object_id`);
+    t.same(audit.map((a) => [a.object_id, a.outcome]).filter(([id]) => id === 'fresh'), [['fresh', 'created']]);
+    t.same(audit.filter((a) => a.object_id === 'web').map((a) => a.outcome), ['created', 'replaced', 'unchanged', 'replaced']);
+  });
+
+  t.test('a reconcile costs one transaction, its audit rows inside it', async (t) => {
+    const url = await freshDatabase(t, base);
+    const h = await build(t, { env: { DATABASE_URL: url, RATE_LIMIT_WRITES_PER_MINUTE: '0' } });
+    const rec = (id: string, name = `Name ${id}`) => ({ schemaVersion: 1, id, name, description: `About ${id}.`, instructions: `Use ${id}.` });
+    const reconcile = (resources: unknown[]) => h.app.inject({ method: 'PUT', url: '/api/acp/providers/huabu/resources', headers: h.huabu, payload: { resources } });
+    t.equal((await reconcile([rec('a'), rec('b'), rec('c')])).statusCode, 200);
+    const sent = countStatements(t);
+    const res = await reconcile([rec('a', 'Renamed'), rec('b'), rec('d')]);
+    const statements = sent.filter((s) => !/^\s*(LISTEN|SELECT 1)\b/.test(s));
+    t.match(res.json(), { created: ['d'], replaced: ['a'], unchanged: ['b'], withdrawn: ['c'] });
+    t.equal(statements.filter((s) => s === 'COMMIT').length, 1, `one COMMIT (${statements.length} statements)`);
+    t.equal(statements.filter((s) => s === 'BEGIN').length, 1, 'one transaction');
+    const audit = await queryOnce<{ object_id: string; outcome: string }>(url, `SELECT object_id, outcome FROM audit_log WHERE action = 'resource.reconcile' ORDER BY seq`);
+    t.same(audit.map((a) => `${a.object_id} ${a.outcome}`), ['a created', 'b created', 'c created', 'd created', 'a replaced', 'c withdrawn']);
+  });
+
+  t.test('a registration (or reconcile) whose audit row cannot be written is not stored; the others beside it are, each with its row', async (t) => {
+    const url = await freshDatabase(t, base);
+    const h = await build(t, { env: { DATABASE_URL: url, RATE_LIMIT_WRITES_PER_MINUTE: '0' } });
+    t.equal((await h.put('huabu', CANARY.huabu, 'warm-up')).statusCode, 201);
+    // The database refuses the audit row of one ID (a stand-in for any failure of the audit insert).
+    await queryOnce(url, `CREATE FUNCTION refuse_doomed() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.object_id = 'doomed' THEN RAISE EXCEPTION 'audit row refused'; END IF; RETURN NEW; END $$`);
+    await queryOnce(url, 'CREATE TRIGGER refuse_doomed BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION refuse_doomed()');
+    const ids = Array.from({ length: 12 }, (_, i) => (i === 5 ? 'doomed' : `ok-${i}`));
+    const answers = await Promise.all(ids.map((id) => h.put('huabu', CANARY.huabu, id)));
+    t.equal(answers[5]!.statusCode, 500, 'the registration whose audit row failed is not acknowledged');
+    t.ok(answers.every((a, i) => i === 5 || a.statusCode === 201), 'the others are created');
+    const stored = (await queryOnce<{ id: string }>(url, `SELECT id FROM resources WHERE id <> 'warm-up' ORDER BY id`)).map((r) => r.id);
+    const audited = (await queryOnce<{ object_id: string }>(url, `SELECT object_id FROM audit_log WHERE action = 'resource.register' AND outcome = 'created' AND object_id <> 'warm-up' ORDER BY object_id`)).map((r) => r.object_id);
+    t.notOk(stored.includes('doomed'), 'it is not stored');
+    t.same(stored, audited, 'a resource row exists exactly where its audit row does');
+    t.equal(stored.length, 11);
+    const reconcile = await h.app.inject({
+      method: 'PUT',
+      url: '/api/acp/providers/huabu/resources',
+      headers: h.huabu,
+      payload: { resources: ['ok-0', 'doomed'].map((id) => ({ schemaVersion: 1, id, name: id, description: `About ${id}.`, instructions: `Use ${id}.` })) },
+    });
+    t.equal(reconcile.statusCode, 500, 'a reconcile whose audit rows fail is not acknowledged');
+    const after = (await queryOnce<{ id: string }>(url, `SELECT id FROM resources WHERE id <> 'warm-up' ORDER BY id`)).map((r) => r.id);
+    t.same(after, stored, 'and changed nothing (no withdrawal, no doomed row)');
+  });
+
+  t.test('when a batch rolls back, each registration runs again alone with its own audit row', async (t) => {
+    const url = await freshDatabase(t, base);
+    const { store, batches } = await observedStore(t, url);
+    await store.putResource(resource('huabu', 'same'));
+    batches.length = 0;
+    const by = { at: new Date(0).toISOString(), actor: 'provider:huabu', action: 'resource.register' };
+    const first = store.registerResource(resource('huabu', 'opens-a-batch'), by);
+    // A NUL byte fails the upsert of the whole batch; the fallback runs each registration in its own transaction.
+    const regs = [
+      ...Array.from({ length: 8 }, (_, i) => resource('huabu', `r-${i}`)),
+      { ...resource('huabu', 'bad'), description: 'bad \u0000 byte' },
+      resource('huabu', 'same'),
+      resource('bm0', 'same'),
+    ].map((r) => store.registerResource(r, { ...by, actor: `provider:${r.provider}` }).then((x) => x.outcome, (err: unknown) => (err instanceof AppError ? err.code : 'database error')));
+    await first;
+    t.same(await Promise.all(regs), [...Array(8).fill('created'), 'database error', 'unchanged', 'resource_conflict']);
+    t.ok(batches.some((b) => !b.ok && b.operations > 1), `they shared a batch that rolled back: ${batches.map((b) => `${b.operations}${b.ok ? '' : '!'}`).join(', ')}`);
+    const audit = await queryOnce<{ object_id: string; outcome: string }>(url, `SELECT object_id, outcome FROM audit_log WHERE object_id <> 'opens-a-batch' ORDER BY object_id`);
+    t.same(audit.map((a) => `${a.object_id} ${a.outcome}`), [...Array.from({ length: 8 }, (_, i) => `r-${i} created`), 'same unchanged'], 'one row per registration stored, none for a failure or a refusal');
+    const rows = await queryOnce<{ id: string }>(url, `SELECT id FROM resources WHERE id LIKE 'r-%' OR id = 'bad'`);
+    t.equal(rows.length, 8);
   });
 
   t.test('registrations of one ID in one batch keep their arrival order and their own outcomes', async (t) => {

@@ -97,6 +97,53 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
     t.equal(await s.getResource('nope'), undefined);
   });
 
+  t.test(`${name}: registerResource stores the record with its audit entry and answers with the record as stored`, async (t) => {
+    const s = await open(t);
+    const by = (second: number, actor = 'provider:huabu') => ({ at: `2026-01-01T00:00:0${second}.000Z`, actor, action: 'resource.register' });
+    t.strictSame(await s.registerResource(resource('huabu', 'web-search'), by(0)), { outcome: 'created', record: resource('huabu', 'web-search') });
+    await s.customizeResource('web-search', { displayName: 'Search', userContent: 'Be brief.' });
+    const replaced = await s.registerResource(resource('huabu', 'web-search', 'Renamed'), by(1));
+    t.same(replaced, { outcome: 'replaced', record: { ...resource('huabu', 'web-search', 'Renamed'), displayName: 'Search', userContent: 'Be brief.' } }, "the owner's fields carried");
+    t.notOk('auditError' in replaced);
+    t.same(await s.getResource('web-search'), replaced.record, 'the record as stored');
+    t.same(await s.registerResource(resource('huabu', 'web-search', 'Renamed'), by(2)), { outcome: 'unchanged', record: replaced.record });
+    const refused = await rejection(t, s.registerResource(resource('agentlet-a', 'web-search', 'Hijack'), by(3, 'provider:agentlet-a')));
+    t.equal(refused.code, 'resource_conflict');
+    const audit = await target.readAudit();
+    t.strictSame(
+      audit,
+      (['created', 'replaced', 'unchanged'] as const).map((outcome, i) => ({ ...by(i), id: 'web-search', outcome })),
+      'one entry per registration stored, with its outcome; a refusal writes none (the caller audits it)',
+    );
+    t.same(audit.map((e) => Object.keys(e)), Array(3).fill(['at', 'actor', 'action', 'id', 'outcome']), "in the audit trail's key order");
+  });
+
+  t.test(`${name}: reconcileResourcesAudited applies the set with one audit entry per change`, async (t) => {
+    const s = await open(t);
+    const by = { at: '2026-01-01T00:00:00.000Z', actor: 'provider:huabu', action: 'resource.reconcile' };
+    await s.putResource(resource('huabu', 'keep'));
+    await s.putResource(resource('huabu', 'change'));
+    await s.putResource(resource('huabu', 'drop'));
+    await s.putResource(resource('other', 'taken'));
+    const records = [resource('huabu', 'keep'), resource('huabu', 'change', 'Changed'), resource('huabu', 'new-b'), resource('huabu', 'new-a')];
+    const done = await s.reconcileResourcesAudited('huabu', records, by);
+    t.strictSame(done, { result: { dryRun: false, created: ['new-a', 'new-b'], replaced: ['change'], withdrawn: ['drop'], unchanged: ['keep'] } });
+    t.same((await s.listResources()).map((r) => r.id), ['change', 'keep', 'new-a', 'new-b', 'taken']);
+    const conflict = await rejection(t, s.reconcileResourcesAudited('huabu', [resource('huabu', 'taken')], by));
+    t.equal(conflict.code, 'resource_conflict');
+    t.same(await s.reconcileResourcesAudited('huabu', records, by), { result: { dryRun: false, created: [], replaced: [], withdrawn: [], unchanged: ['change', 'keep', 'new-a', 'new-b'] } });
+    t.strictSame(
+      await target.readAudit(),
+      [
+        ['new-a', 'created'],
+        ['new-b', 'created'],
+        ['change', 'replaced'],
+        ['drop', 'withdrawn'],
+      ].map(([id, outcome]) => ({ ...by, id, outcome })),
+      'created, replaced, withdrawn; a refusal or a reconcile that changes nothing writes none',
+    );
+  });
+
   t.test(`${name}: another provider's ID is a 409 and the held record is untouched`, async (t) => {
     const s = await open(t);
     await s.putResource(resource('huabu', 'web-search'));

@@ -17,7 +17,8 @@ import type { AgentProfile } from '../../schemas/profile.js';
 import type { ReconcileResult, StoredResource } from '../../schemas/resource.js';
 import type { WorkloadRecord } from '../../schemas/workload.js';
 import type { BatchObserver } from '../durable-document.js';
-import type { AuditEntry, MachineRecord, ProfileEntry, RegistryStore } from '../store.js';
+import type { AuditEntry, AuditIntent, MachineRecord, ProfileEntry, Registered, RegistryStore } from '../store.js';
+import { reconcileEntries } from '../../audit/audit-trail.js';
 import { ChangeListener } from './change-listener.js';
 import { migrate, type MigrationReport } from './migrations.js';
 import { DatabaseUnavailableError, isUnavailable, storageUnavailable } from './pg-errors.js';
@@ -42,8 +43,12 @@ const DEFAULT_MAX_BATCH = 64;
 /** Batches of one process in flight at once: one running its statements while the previous one commits. */
 const MAX_BATCHES_IN_FLIGHT = 2;
 
-/** An operation group-committed in a batch transaction: a registration, or one call's audit entries. */
-type BatchOp = { kind: 'put'; record: StoredResource } | { kind: 'audit'; entries: readonly AuditEntry[] };
+/**
+ * An operation group-committed in a batch transaction: a registration (with its audit entry when `audit` is
+ * set, written in the same transaction once its outcome is known), or one call's audit entries. A
+ * registration's value is a `Registered`; an audit append's is undefined.
+ */
+type BatchOp = { kind: 'put'; record: StoredResource; audit?: AuditIntent } | { kind: 'audit'; entries: readonly AuditEntry[] };
 
 interface BatchJob {
   op: BatchOp;
@@ -431,7 +436,12 @@ export class PostgresStore implements RegistryStore {
   }
 
   putResource(record: StoredResource): Promise<PutOutcome> {
-    return this.#guard(() => this.#batched<PutOutcome>({ kind: 'put', record }));
+    return this.#guard(async () => (await this.#batched<Registered>({ kind: 'put', record })).outcome);
+  }
+
+  /** Batched like putResource; the audit row goes into the same transaction, so one COMMIT serves both. */
+  registerResource(record: StoredResource, audit: AuditIntent): Promise<Registered> {
+    return this.#guard(() => this.#batched<Registered>({ kind: 'put', record, audit }));
   }
 
   withdrawResource(provider: string, id: string): Promise<void> {
@@ -464,6 +474,15 @@ export class PostgresStore implements RegistryStore {
   }
 
   reconcileResources(provider: string, incoming: readonly StoredResource[], dryRun: boolean): Promise<ReconcileResult> {
+    return this.#reconcile(provider, incoming, dryRun);
+  }
+
+  /** The audit rows go into the reconcile's transaction: one COMMIT for the change and its entries. */
+  async reconcileResourcesAudited(provider: string, incoming: readonly StoredResource[], audit: AuditIntent): Promise<{ result: ReconcileResult }> {
+    return { result: await this.#reconcile(provider, incoming, false, audit) };
+  }
+
+  #reconcile(provider: string, incoming: readonly StoredResource[], dryRun: boolean, audit?: AuditIntent): Promise<ReconcileResult> {
     const ids = incoming.map((r) => r.id);
     let records: readonly StoredResource[] = incoming;
     const planOn = async (client: Queryable, lock: boolean) => {
@@ -509,7 +528,9 @@ export class PostgresStore implements RegistryStore {
             throw conflictError(holders.rows.map((h) => ({ id: h.id, provider: h.provider })));
           }
         }
-        return { dryRun, ...plan };
+        const result = { dryRun, ...plan };
+        if (audit) await insertAudit(client, reconcileEntries(result, audit));
+        return result;
       });
       if (result.created.length + result.replaced.length + result.withdrawn.length > 0) this.#resourcesCounter++;
       return result;
@@ -764,19 +785,19 @@ function settle(jobs: readonly BatchJob[], result: BatchResult): void {
  * The statements of a batch on `client` (inside its transaction), a bounded number whatever its size: the
  * registrations as one conditional upsert over arrays (the ownership rule for every row at once: a row is
  * written only when its ID is free or already the caller's and different), the holders of the IDs that
- * wrote nothing read in one more statement (409 or `unchanged`), and every audit entry in one insert. The
- * k-th write of one ID in the batch goes into the k-th upsert (a statement may change a row only once), so
- * the writes of one ID keep their arrival order. A refusal is that operation's outcome; a database error
- * throws (the caller rolls back).
+ * wrote nothing read in one more statement (409 or `unchanged`), and every audit entry in one insert: the
+ * appended ones and those of the registrations stored, with the outcome each got. The k-th write of one ID
+ * in the batch goes into the k-th upsert (a statement may change a row only once), so the writes of one ID
+ * keep their arrival order. Each registration's value carries the record as stored (from the upsert's
+ * RETURNING, or the holders read for `unchanged`): no read-back after the COMMIT. A refusal is that
+ * operation's outcome; a database error throws (the caller rolls back, the audit rows with the rest).
  */
 async function runOps(client: Queryable, ops: readonly BatchOp[]): Promise<BatchResult> {
   const outcomes: BatchResult['outcomes'] = [];
   const rounds: { index: number; record: StoredResource }[][] = [];
   const writesOf = new Map<string, number>();
-  const audit: AuditEntry[] = [];
   ops.forEach((op, index) => {
     if (op.kind === 'audit') {
-      audit.push(...op.entries);
       outcomes[index] = { ok: true, value: undefined };
       return;
     }
@@ -799,8 +820,8 @@ async function runOps(client: Queryable, ops: readonly BatchOp[]): Promise<Batch
       const written = await upsertResources(client, pending.map((p) => p.record));
       const missing = pending.filter((p) => !written.has(p.record.id));
       for (const p of pending) {
-        const created = written.get(p.record.id);
-        if (created !== undefined) outcomes[p.index] = { ok: true, value: (created ? 'created' : 'replaced') satisfies PutOutcome };
+        const row = written.get(p.record.id);
+        if (row) outcomes[p.index] = { ok: true, value: { outcome: row.created ? 'created' : 'replaced', record: row.stored } satisfies Registered };
       }
       if (written.size > 0) resourcesChanged = true;
       pending = [];
@@ -812,13 +833,29 @@ async function runOps(client: Queryable, ops: readonly BatchOp[]): Promise<Batch
         if (held && held.provider !== p.record.provider) {
           outcomes[p.index] = { ok: false, err: conflictError([{ id: held.id, provider: held.provider }]) };
         } else if (held && sameRecord(held, carryOwnerFields(held, p.record))) {
-          outcomes[p.index] = { ok: true, value: 'unchanged' satisfies PutOutcome };
+          outcomes[p.index] = { ok: true, value: { outcome: 'unchanged', record: held } satisfies Registered };
         } else {
           pending.push(p); // withdrawn or changed between the two statements: again
         }
       }
     }
   }
+  // In arrival order: appended entries as they came, a registration's entry with the outcome it got.
+  const audit: AuditEntry[] = [];
+  ops.forEach((op, index) => {
+    const outcome = outcomes[index]!;
+    if (op.kind === 'audit') audit.push(...op.entries);
+    else if (op.audit && outcome.ok) {
+      const { at, actor, action } = op.audit;
+      audit.push({ at, actor, action, id: op.record.id, outcome: (outcome.value as Registered).outcome });
+    }
+  });
+  await insertAudit(client, audit);
+  return { outcomes, resourcesChanged };
+}
+
+/** Audit entries in one statement (none: no statement). */
+async function insertAudit(client: Queryable, audit: readonly AuditEntry[]): Promise<void> {
   if (audit.length > 0) {
     await client.query({
       name: 'arr_append_audit',
@@ -835,17 +872,16 @@ async function runOps(client: Queryable, ops: readonly BatchOp[]): Promise<Batch
       ],
     });
   }
-  return { outcomes, resourcesChanged };
 }
 
 /**
  * The ownership rule as one statement for records of distinct IDs: each row written only when the ID is
  * free or already the record's provider's (and different); the owner's columns are left as they are.
- * Returns the IDs written, each with whether it was created.
+ * Returns the IDs written, each with whether it was created and the record as stored.
  */
-async function upsertResources(client: Queryable, records: readonly StoredResource[]): Promise<Map<string, boolean>> {
+async function upsertResources(client: Queryable, records: readonly StoredResource[]): Promise<Map<string, { created: boolean; stored: StoredResource }>> {
   const values = records.map(sourceValues);
-  const { rows } = await client.query<{ id: string; created: boolean }>({
+  const { rows } = await client.query<ResourceRow & { created: boolean }>({
     name: 'arr_put_resources',
     text: `INSERT INTO resources AS r (${SOURCE_COLUMNS})
      SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[])
@@ -855,10 +891,10 @@ async function upsertResources(client: Queryable, records: readonly StoredResour
      WHERE r.provider = EXCLUDED.provider
        AND (r.schema_version, r.name, r.description, r.instructions, r.source_content)
            IS DISTINCT FROM (EXCLUDED.schema_version, EXCLUDED.name, EXCLUDED.description, EXCLUDED.instructions, EXCLUDED.source_content)
-     RETURNING id, (xmax = 0) AS created`,
+     RETURNING ${RESOURCE_COLUMNS}, (xmax = 0) AS created`,
     values: [0, 1, 2, 3, 4, 5, 6].map((i) => values.map((v) => v[i])),
   });
-  return new Map(rows.map((r) => [r.id, r.created]));
+  return new Map(rows.map((r) => [r.id, { created: r.created, stored: resourceOf(r) }]));
 }
 
 async function readResources(db: Queryable, ids: readonly string[]): Promise<Map<string, StoredResource>> {
