@@ -2,9 +2,7 @@
 // npm, AWS, Anthropic/OpenAI keys, PEM keys, connection strings, ...) plus this service's own token formats,
 // JWT-like strings and the exact credential values the process was configured with. Findings name the
 // field and the rule, never the value.
-import { lintSource } from '@secretlint/core';
-import { secretLintProfiler } from '@secretlint/profiler';
-import { rules as recommendedRules } from '@secretlint/secretlint-rule-preset-recommend';
+import type { lintSource as LintSource } from '@secretlint/core';
 import { AppError } from '../errors.js';
 
 export interface SecretFinding {
@@ -31,15 +29,38 @@ const PEM_PRIVATE_KEY = /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----\s
 const MIN_KNOWN_SECRET_LENGTH = 12;
 const YIELD_EVERY_FIELDS = 32;
 
-/**
- * The recommended preset's rules, each registered on its own, without `secretlint-rule-filter-comments`:
- * that rule obeys `secretlint-disable` comments, and text in a field must never switch scanning off
- * (the field is data, not a source file its author annotates).
- */
 const FILTER_COMMENTS_RULE = '@secretlint/secretlint-rule-filter-comments';
-const secretlintConfig = {
-  rules: recommendedRules.filter((rule) => rule.meta.id !== FILTER_COMMENTS_RULE).map((rule) => ({ id: rule.meta.id, rule })),
-};
+
+interface SecretlintEngine {
+  lintSource: typeof LintSource;
+  config: Parameters<typeof LintSource>[0]['options']['config'];
+}
+
+/**
+ * secretlint, loaded on the first value that needs it rather than with the module: most starts scan
+ * nothing before they serve, and loading it was ~65 ms of every start (issue 15 item 4). A failed load is
+ * not kept, so the next scan tries again (and fails closed meanwhile: the write is refused, not let through).
+ */
+let engine: Promise<SecretlintEngine> | undefined;
+function secretlint(): Promise<SecretlintEngine> {
+  engine ??= (async () => {
+    const [{ lintSource }, { secretLintProfiler }, { rules }] = await Promise.all([
+      import('@secretlint/core'),
+      import('@secretlint/profiler'),
+      import('@secretlint/secretlint-rule-preset-recommend'),
+    ]);
+    silenceSecretlintProfiler(secretLintProfiler);
+    // The recommended preset's rules, each registered on its own, without `secretlint-rule-filter-comments`:
+    // that rule obeys `secretlint-disable` comments, and text in a field must never switch scanning off
+    // (the field is data, not a source file its author annotates).
+    const config = { rules: rules.filter((rule) => rule.meta.id !== FILTER_COMMENTS_RULE).map((rule) => ({ id: rule.meta.id, rule })) };
+    return { lintSource, config };
+  })().catch((err: unknown) => {
+    engine = undefined;
+    throw err;
+  });
+  return engine;
+}
 
 export class SecretScanner {
   readonly #knownSecrets: string[];
@@ -87,9 +108,10 @@ export class SecretScanner {
     if (AWS_ACCESS_KEY_ID.test(value)) return 'aws-access-key-id';
     if (PEM_PRIVATE_KEY.test(value)) return 'private-key';
     if (this.#knownSecrets.some((s) => value.includes(s))) return 'configured-credential';
+    const { lintSource, config } = await secretlint();
     const result = await lintSource({
       source: { filePath: '/registry/field.txt', content: value, contentType: 'text' },
-      options: { config: secretlintConfig, maskSecrets: true },
+      options: { config, maskSecrets: true },
     });
     return result.messages[0]?.ruleId;
   }
@@ -101,13 +123,12 @@ export class SecretScanner {
  * the number of scans the process has made (after a few thousand registrations it dominated the write
  * path). Nothing reads those marks, so the profiler gets a timeline that records nothing.
  */
-function silenceSecretlintProfiler(): void {
-  (secretLintProfiler as unknown as { perf: Pick<typeof performance, 'mark' | 'measure'> }).perf = {
+function silenceSecretlintProfiler(profiler: unknown): void {
+  (profiler as { perf: Pick<typeof performance, 'mark' | 'measure'> }).perf = {
     mark: () => undefined as never,
     measure: () => undefined as never,
   };
 }
-silenceSecretlintProfiler();
 
 const KEY_SUFFIX = '#key';
 
