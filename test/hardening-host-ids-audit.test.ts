@@ -79,3 +79,33 @@ t.test('launches, canvas-token mints and refused writes are audited, never with 
   const text = JSON.stringify(entries);
   for (const secret of [GITHUB, token, CANARY.owner, 'arr_machine_ZZZZ', 'arr_canvas_']) t.notOk(text.includes(secret), 'no secret in the audit log');
 });
+
+t.test('a restart leaves host records stored as they are alone (nothing scanned, nothing audited) and refreshes a changed one', async (t) => {
+  const seeds = ['huabu-access', 'local-resource-management'];
+  const hostLines = async (h: TestApp) => (await audit(h)).filter((e) => e.actor === 'host:seed').map((e) => `${e.id} ${e.outcome}`);
+  const first = await build(t, { env: { SEED_HUABU_RESOURCES: 'true' } });
+  t.same(await hostLines(first), seeds.map((id) => `${id} created`), 'the first start registers them');
+  // The owner's customization is the owner's: it does not make the provider's record differ.
+  const patched = await first.app.inject({ method: 'PATCH', url: '/api/acp/resources/huabu-access', headers: first.owner, payload: { displayName: 'Canvas access' } });
+  t.equal(patched.statusCode, 200);
+  await first.app.close();
+
+  const second = await build(t, { env: { SEED_HUABU_RESOURCES: 'true' }, dataDir: first.dataDir });
+  t.same(await hostLines(second), seeds.map((id) => `${id} created`), 'a restart registers (and audits) nothing');
+  t.equal((await second.app.inject({ url: '/api/acp/resources/huabu-access?schemaVersion=2', headers: second.owner })).json().displayName, 'Canvas access', 'the customization stays');
+  // An older text of a host record (here written by the host provider itself) is brought back to the seed.
+  const stale = await second.app.inject({
+    method: 'PUT',
+    url: '/api/acp/providers/huabu/resources/local-resource-management',
+    headers: second.huabu,
+    payload: { schemaVersion: 1, name: 'Local resource management', description: 'An older description.', instructions: 'Older instructions.' },
+  });
+  t.equal(stale.statusCode, 200);
+  await second.app.close();
+
+  const third = await build(t, { env: { SEED_HUABU_RESOURCES: 'true' }, dataDir: first.dataDir });
+  t.same((await hostLines(third)).slice(seeds.length), ['local-resource-management replaced'], 'only the changed record is registered again');
+  const refreshed = (await third.app.inject({ url: '/api/acp/resources/local-resource-management', headers: third.owner })).json();
+  t.not(refreshed.description, 'An older description.');
+  t.match(refreshed.instructions, /\$AGENT_RESOURCE_DIR/);
+});

@@ -21,7 +21,7 @@ import {
 import type { SecretScanner } from '../secrets/secret-scanner.js';
 import type { RegistryStore } from '../storage/store.js';
 import { AuditTrail } from '../audit/audit-trail.js';
-import type { PutOutcome } from './ownership.js';
+import { planPut, type PutOutcome } from './ownership.js';
 import { labelOf, textFieldsOf } from './resource-versions.js';
 import { unknownPropertiesMessage } from '../schemas/unknown-properties.js';
 import { carryOwnerFields } from './ownership.js';
@@ -87,6 +87,17 @@ export class ResourceRegistry {
 
   revision(): Promise<string> {
     return this.store.resourcesRevision();
+  }
+
+  /**
+   * Whether `provider` already holds `id` exactly as `body` would register it (a registration would answer
+   * `unchanged`). Reads only: nothing is scanned, stored or audited. False for an ID held by another
+   * provider or not held at all.
+   */
+  async holdsUnchanged(provider: string, id: string, body: ResourcePutBody): Promise<boolean> {
+    const existing = await this.store.getResource(id);
+    if (!existing || existing.provider !== provider) return false;
+    return planPut(existing, carryOwnerFields(existing, this.#toRecord(provider, { ...body, id }, ''))) === 'unchanged';
   }
 
   /** Create an unused ID or replace the provider's own record, in the version of the body; the owner's customization is kept. */
