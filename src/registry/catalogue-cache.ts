@@ -104,17 +104,27 @@ export class CatalogueCache {
   ) {}
 
   /**
+   * The cached body for `viewKey` in `representation` at `revision` when there is one, found without a turn
+   * of the event loop (the common read: nothing changed since the body was built); undefined on a miss. A
+   * new revision drops every cached view (and with them their compressed variants).
+   */
+  hit(revision: string, viewKey: string, representation: Representation): CachedBody | undefined {
+    if (revision !== this.#revision) {
+      this.#revision = revision;
+      this.#views.clear();
+      return undefined;
+    }
+    return this.#views.get(`v${representation} ${viewKey}`);
+  }
+
+  /**
    * The cached `{resources}` body for `viewKey` in `representation` at `revision`, built from `select` on a
    * miss. A new revision drops every cached view (and with them their compressed variants).
    */
   async get(revision: string, viewKey: string, representation: Representation, select: () => Promise<readonly StoredResource[]>): Promise<CachedBody> {
-    if (revision !== this.#revision) {
-      this.#revision = revision;
-      this.#views.clear();
-    }
-    const key = `v${representation} ${viewKey}`;
-    const hit = this.#views.get(key);
+    const hit = this.hit(revision, viewKey, representation);
     if (hit) return hit;
+    const key = `v${representation} ${viewKey}`;
     const body = JSON.stringify({ resources: (await select()).map((r) => represent(r, representation)) });
     this.onRebuild(viewKey);
     const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 32)}"`;

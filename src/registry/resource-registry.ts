@@ -85,7 +85,7 @@ export class ResourceRegistry {
     return record;
   }
 
-  revision(): Promise<string> {
+  revision(): string {
     return this.store.resourcesRevision();
   }
 

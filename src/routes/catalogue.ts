@@ -7,11 +7,11 @@ import Type from 'typebox';
 import { protect } from '../http/auth.js';
 import { negotiateCoding } from '../http/content-coding.js';
 import { errors } from '../http/openapi.js';
-import { etagMatches, type CachedBody } from '../registry/catalogue-cache.js';
+import { etagMatches, type CachedBody, type CatalogueCache } from '../registry/catalogue-cache.js';
 import { ProviderId, ResourceId } from '../schemas/common.js';
 import { actorOf } from '../credentials/principal.js';
 import { represent, toV2 } from '../registry/resource-versions.js';
-import { AgentResourceV2, AnyAgentResource, AnyResourceList, ResourceCustomization, SchemaVersionQuery, ValidateResult } from '../schemas/resource.js';
+import { AgentResourceV2, AnyAgentResource, AnyResourceList, ResourceCustomization, SchemaVersionQuery, ValidateResult, type Representation, type StoredResource } from '../schemas/resource.js';
 import type { RouteDeps } from './deps.js';
 
 /**
@@ -27,6 +27,23 @@ export function sendCatalogue(reply: FastifyReply, headers: IncomingHttpHeaders,
   reply.type('application/json; charset=utf-8');
   if (coding === 'identity') return reply.send(cached.body);
   return cached.encoded(coding).then((bytes) => reply.header('content-encoding', coding).send(bytes));
+}
+
+/**
+ * A catalogue view's handler: the cached body at the store's current revision, sent (or 304) without a turn
+ * of the event loop when it is cached — the common read, an agent or the UI polling with `If-None-Match` —
+ * and built from `select` first on a miss. Returns undefined once sent, or the promise Fastify waits on.
+ */
+export function sendView(
+  reply: FastifyReply,
+  headers: IncomingHttpHeaders,
+  view: { catalogue: CatalogueCache; revision: string; key: string; representation: Representation },
+  select: () => Promise<readonly StoredResource[]>,
+): undefined | Promise<FastifyReply> {
+  const { catalogue, revision, key, representation } = view;
+  const hit = catalogue.hit(revision, key, representation);
+  const sent = hit ? sendCatalogue(reply, headers, hit) : catalogue.get(revision, key, representation, select).then((cached) => sendCatalogue(reply, headers, cached));
+  return sent === reply ? undefined : (sent as Promise<FastifyReply>);
 }
 
 /** The response headers of a catalogue list, as @fastify/swagger documents them. */
@@ -62,12 +79,12 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
           response: { 200: { ...AnyResourceList, description: 'The catalogue.', headers: CATALOGUE_HEADERS }, 304: NotModified, ...errors('validation_failed') },
         },
       },
-      async (request, reply) => {
+      (request, reply) => {
         const { provider, schemaVersion = 1 } = request.query;
-        const cached = await catalogue.get(await registry.revision(), provider === undefined ? 'all' : `provider:${provider}`, schemaVersion, () =>
+        const key = provider === undefined ? 'all' : `provider:${provider}`;
+        return sendView(reply, request.headers, { catalogue, revision: registry.revision(), key, representation: schemaVersion }, () =>
           provider === undefined ? registry.list() : registry.listByProvider(provider),
         );
-        return sendCatalogue(reply, request.headers, cached);
       },
     );
 

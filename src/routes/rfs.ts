@@ -9,7 +9,7 @@ import { visibleOnMachine } from '../registry/resource-registry.js';
 import { CanvasId, ResourceId } from '../schemas/common.js';
 import { represent } from '../registry/resource-versions.js';
 import { AnyAgentResource, AnyResourceList, SchemaVersionQuery } from '../schemas/resource.js';
-import { CATALOGUE_HEADERS, NotModified, sendCatalogue } from './catalogue.js';
+import { CATALOGUE_HEADERS, NotModified, sendView } from './catalogue.js';
 import type { RouteDeps } from './deps.js';
 
 export const rfsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { registry, catalogue }) => {
@@ -36,11 +36,12 @@ export const rfsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { reg
         response: { 200: { ...AnyResourceList, description: 'The records this agent may read about.', headers: CATALOGUE_HEADERS }, 304: NotModified, ...errors('validation_failed') },
       },
     },
-    async (request, reply) => {
+    (request, reply) => {
       const machineId = (request.principal as { agentletId: string }).agentletId;
       const representation = request.query.schemaVersion ?? 1;
-      const cached = await catalogue.get(await registry.revision(), `machine:${machineId}`, representation, () => registry.listVisibleOnMachine(machineId));
-      return sendCatalogue(reply, request.headers, cached);
+      return sendView(reply, request.headers, { catalogue, revision: registry.revision(), key: `machine:${machineId}`, representation }, () =>
+        registry.listVisibleOnMachine(machineId),
+      );
     },
   );
 

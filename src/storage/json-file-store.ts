@@ -321,7 +321,7 @@ export class JsonFileStore implements RegistryStore {
     return this.resources.state.resources.get(id);
   }
 
-  async resourcesRevision(): Promise<string> {
+  resourcesRevision(): string {
     return String(this.resources.revision);
   }
 

@@ -58,7 +58,7 @@ export interface RegistryStore {
   listResources(): Promise<readonly StoredResource[]>;
   getResource(id: string): Promise<StoredResource | undefined>;
   /** Opaque; changes whenever the set of resources changes. */
-  resourcesRevision(): Promise<string>;
+  resourcesRevision(): string;
   putResource(record: StoredResource): Promise<PutOutcome>;
   /**
    * `putResource` together with its audit entry `{...audit, id, outcome}`, answered with the record as

@@ -430,7 +430,7 @@ export class PostgresStore implements RegistryStore {
    * notification from any replica. While the listener is disconnected (notifications may be missed),
    * every call returns a new value, so caches rebuild from the database until it is back.
    */
-  async resourcesRevision(): Promise<string> {
+  resourcesRevision(): string {
     if (!this.#listener.connected) this.#resourcesCounter++;
     return `${this.#epoch}:${this.#resourcesCounter}`;
   }
