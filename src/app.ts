@@ -42,7 +42,7 @@ import { WorkloadService } from './workloads/workload-service.js';
 import { SecretScanner } from './secrets/secret-scanner.js';
 import type { FileSystemSeam } from './storage/durable-file.js';
 import { JsonFileStore } from './storage/json-file-store.js';
-import type { RegistryStore } from './storage/store.js';
+import type { RegistryStore } from './registry/store.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 

@@ -6,7 +6,7 @@
 import { systemClock, type Clock } from '../clock.js';
 import { AppError } from '../errors.js';
 import type { ReconcileResult } from '../schemas/resource.js';
-import type { AuditEntry, AuditIntent, RegistryStore } from '../storage/store.js';
+import type { AuditEntry, AuditIntent, RegistryStore } from '../registry/store.js';
 
 /** The entries of a reconcile: one per record created, replaced and withdrawn, in that order. */
 export function reconcileEntries(result: ReconcileResult, audit: AuditIntent): AuditEntry[] {

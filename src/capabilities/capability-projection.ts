@@ -5,7 +5,7 @@
 // Framework-free.
 import { AppError } from '../errors.js';
 import type { CapabilitySnapshot, ComponentKind } from '../schemas/capability.js';
-import type { RegistryStore } from '../storage/store.js';
+import type { RegistryStore } from '../registry/store.js';
 import { diagnosticsFor, diagnosticsIndex, type DiagnosticsIndex, type SelectionProfile, type SnapshotInput } from './diagnostics.js';
 import { drawnComponentCount, snapshotToDot } from './dot.js';
 import { buildSnapshot, narrowSnapshot, serializeSnapshot } from './snapshot.js';

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import type { AuditTrail } from '../audit/audit-trail.js';
 import { AppError, type ErrorCode } from '../errors.js';
 import { HOST_PROVIDER } from '../schemas/common.js';
-import type { RegistryStore } from '../storage/store.js';
+import type { RegistryStore } from '../registry/store.js';
 import type { HostedCapabilities, HostedCapability } from './capabilities-file.js';
 import { grantKey, mintGrant, verifyGrant, type GrantClaims } from './grants.js';
 import type { OutboundClient } from './outbound.js';

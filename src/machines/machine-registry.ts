@@ -5,7 +5,7 @@ import { lookAlikeKey } from '../text/look-alike.js';
 import { generateToken, TOKEN_PREFIX, tokenDigest, matchDigest } from '../credentials/tokens.js';
 import { HOST_PROVIDER } from '../schemas/common.js';
 import type { Machine } from '../schemas/machine.js';
-import type { RegistryStore } from '../storage/store.js';
+import type { RegistryStore } from '../registry/store.js';
 import { AuditTrail } from '../audit/audit-trail.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';

@@ -14,7 +14,7 @@ import {
   type ProfilePatchBody,
 } from '../schemas/profile.js';
 import { stringLeaves, type SecretScanner } from '../secrets/secret-scanner.js';
-import type { ProfileEntry, RegistryStore } from '../storage/store.js';
+import type { ProfileEntry, RegistryStore } from '../registry/store.js';
 import { assertPlacement } from './placement.js';
 import { selectableProfileIds } from './selectable.js';
 import {

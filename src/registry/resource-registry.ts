@@ -19,7 +19,7 @@ import {
   type ValidationIssue,
 } from '../schemas/resource.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
-import type { RegistryStore } from '../storage/store.js';
+import type { RegistryStore } from './store.js';
 import { AuditTrail } from '../audit/audit-trail.js';
 import { planPut, type PutOutcome } from './ownership.js';
 import { labelOf, textFieldsOf } from './resource-versions.js';

@@ -22,7 +22,7 @@ import { nodeFileSystem, sweepTempFiles, writeFileDurably, type FileSystemSeam }
 import { readVersionedFile } from './versioned-file.js';
 import { JsonWorkloadFiles } from './json-workload-files.js';
 import type { WorkloadRecord } from '../schemas/workload.js';
-import type { AuditEntry, AuditIntent, MachineRecord, ProfileEntry, Registered, RegistryStore } from './store.js';
+import type { AuditEntry, AuditIntent, MachineRecord, ProfileEntry, Registered, RegistryStore } from '../registry/store.js';
 import { reconcileEntries } from '../audit/audit-trail.js';
 import { DataDirError, StoreFileError } from './store-file-error.js';
 import { JournalCorruptError, journalPathFor, readJournal } from './journal.js';

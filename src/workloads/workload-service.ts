@@ -6,7 +6,7 @@ import { assertPlacement } from '../profiles/placement.js';
 import type { AgentProfile } from '../schemas/profile.js';
 import { DRIVER_SCHEMA_VERSION, type LaunchBody, type WorkloadRecord } from '../schemas/workload.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
-import type { RegistryStore } from '../storage/store.js';
+import type { RegistryStore } from '../registry/store.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
 import { bootstrapPreamble } from './bootstrap.js';

@@ -5,7 +5,7 @@ import type { Test } from 'tap';
 import { AppError } from '../../src/errors.js';
 import { toV1 } from '../../src/registry/resource-versions.js';
 import type { AgentResourceV2, StoredResource } from '../../src/schemas/resource.js';
-import type { RegistryStore } from '../../src/storage/store.js';
+import type { RegistryStore } from '../../src/registry/store.js';
 import { resource, type ContractTarget } from './contract.js';
 
 export const resourceV2 = (provider: string, id: string, sourceContent = `Use ${id}.`): AgentResourceV2 => ({

@@ -1,4 +1,4 @@
-// The storage contract: the rules of src/storage/store.ts that every RegistryStore keeps, run against each
+// The storage contract: the rules of src/registry/store.ts that every RegistryStore keeps, run against each
 // implementation (test/storage-contract.test.ts: JSON files; test/postgres/storage-contract.test.ts:
 // PostgreSQL). Each subtest starts from an empty store; `replica` (when the store supports several
 // processes) opens a second store over the same state, so the atomic rules are checked across replicas.
@@ -8,7 +8,7 @@ import { AppError } from '../../src/errors.js';
 import type { AgentProfile } from '../../src/schemas/profile.js';
 import type { AgentResource } from '../../src/schemas/resource.js';
 import type { WorkloadRecord } from '../../src/schemas/workload.js';
-import type { AuditEntry, RegistryStore } from '../../src/storage/store.js';
+import type { AuditEntry, RegistryStore } from '../../src/registry/store.js';
 
 export interface ContractTarget {
   /** An empty store (closed by the contract in teardown). */

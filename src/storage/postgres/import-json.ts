@@ -9,7 +9,7 @@ import pg from 'pg';
 import { aliasKey, profileRevision } from '../../profiles/profile-rules.js';
 import { AUDIT_FILE, JsonFileStore } from '../json-file-store.js';
 import { logFilesOldestFirst } from '../append-log.js';
-import type { AuditEntry } from '../store.js';
+import type { AuditEntry } from '../../registry/store.js';
 import { PostgresStore } from './postgres-store.js';
 import { LARGE_ROW_COUNT, silentProgress, type Progress } from '../../progress.js';
 

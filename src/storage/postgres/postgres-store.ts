@@ -17,7 +17,7 @@ import type { AgentProfile } from '../../schemas/profile.js';
 import type { ReconcileResult, StoredResource } from '../../schemas/resource.js';
 import type { WorkloadRecord } from '../../schemas/workload.js';
 import type { BatchObserver } from '../durable-document.js';
-import type { AuditEntry, AuditIntent, MachineRecord, ProfileEntry, Registered, RegistryStore } from '../store.js';
+import type { AuditEntry, AuditIntent, MachineRecord, ProfileEntry, Registered, RegistryStore } from '../../registry/store.js';
 import { reconcileEntries } from '../../audit/audit-trail.js';
 import { ChangeListener } from './change-listener.js';
 import { migrate, type MigrationReport } from './migrations.js';

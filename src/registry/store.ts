@@ -1,9 +1,10 @@
-// The storage interface every backend implements (JSON files by default; a database later). Stores apply
-// the ownership rules of src/registry/ownership.ts atomically with their writes and acknowledge a change
-// only once it is durable. Reads return committed state only.
+// The store port: the interface the domain (registry, profiles, workloads, audit) needs from storage, owned
+// here beside it; the adapters under src/storage (JSON files by default, PostgreSQL) implement it. Stores
+// apply the ownership rules of src/registry/ownership.ts atomically with their writes and acknowledge a
+// change only once it is durable. Reads return committed state only.
 import type { ReconcileResult, StoredResource } from '../schemas/resource.js';
-import type { CustomizationPatch } from '../registry/resource-versions.js';
-import type { PutOutcome } from '../registry/ownership.js';
+import type { CustomizationPatch } from './resource-versions.js';
+import type { PutOutcome } from './ownership.js';
 import type { ProfileChanges } from '../profiles/profile-rules.js';
 import type { AgentProfile } from '../schemas/profile.js';
 import type { WorkloadRecord } from '../schemas/workload.js';
