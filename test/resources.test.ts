@@ -304,3 +304,17 @@ t.test('JSON store: a registration stands when its audit line cannot be appended
   t.same(await store.getResource('web-search'), record);
   t.match(reported, [/ENOSPC/], 'the lost audit line is reported once');
 });
+
+t.test('holdsUnchanged: true only when the provider already holds the ID exactly as the body would register it', async (t) => {
+  const store = await JsonFileStore.open({ dataDir: await tempDataDir() });
+  t.teardown(() => store.close());
+  const registry = new ResourceRegistry(store, new SecretScanner());
+  const body = { schemaVersion: 1 as const, name: 'Web', description: 'Search.', instructions: 'Use it.' };
+  t.equal(await registry.holdsUnchanged('huabu', 'web-search', body), false, 'not held at all');
+  await registry.register('huabu', 'web-search', body, 'provider:huabu');
+  t.equal(await registry.holdsUnchanged('huabu', 'web-search', body), true, 'held as it is');
+  t.equal(await registry.holdsUnchanged('huabu', 'web-search', { ...body, instructions: 'Use it twice.' }), false, 'one field differs');
+  t.equal(await registry.holdsUnchanged('mac-a', 'web-search', body), false, "another provider's ID: false, not a conflict");
+  await registry.customize('web-search', { displayName: 'Search the web' }, 'owner');
+  t.equal(await registry.holdsUnchanged('huabu', 'web-search', body), true, "the owner's customization is not a difference");
+});
