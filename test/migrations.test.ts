@@ -367,3 +367,18 @@ t.test('the migrate command removes temp files an interrupted run left (a dry ru
   t.same(await agentTeamFiles(dataDir), ['registry.json', 'registry.json.v1.bak']);
   t.same(JSON.parse(await readFile(file, 'utf8')), await fixture('v1-no-deployments.expected'));
 });
+
+t.test('the migrate command refuses a DATA_DIR that is an interrupted backup, as the start does, and changes nothing', async (t) => {
+  const original = await fixtureBytes('v2');
+  const { dataDir, file } = await dataDirWith(original);
+  await writeFile(path.join(dataDir, 'BACKUP-INCOMPLETE'), 'an interrupted backup: not a usable DATA_DIR\n');
+  for (const args of [['--data-dir', dataDir], ['--data-dir', dataDir, '--dry-run']]) {
+    const out: string[] = [];
+    const err: string[] = [];
+    t.equal(await runMigrate(args, (l) => out.push(l), (l) => err.push(l)), 1, args.join(' '));
+    t.match(err.join('\n'), /BACKUP-INCOMPLETE: it is a backup that was interrupted before it was complete; take the backup again/);
+    t.same(out, [], 'nothing reported as done');
+  }
+  t.ok((await readFile(file)).equals(original), 'registry.json untouched');
+  t.same(await agentTeamFiles(dataDir), ['registry.json'], 'no backup, no setup log');
+});

@@ -5,7 +5,7 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DataDirLockedError, lockDataDir } from '../storage/data-dir-lock.js';
-import { openResources, REGISTRY_FILE, RESOURCES_FILE } from '../storage/json-file-store.js';
+import { assertNotIncompleteBackup, DataDirError, openResources, REGISTRY_FILE, RESOURCES_FILE } from '../storage/json-file-store.js';
 import { journalPathFor, readJournal } from '../storage/journal.js';
 import { describeResourcesReport, inspectResourcesFile } from './resources-file.js';
 import { nodeFileSystem, sweepTempFiles } from '../storage/durable-file.js';
@@ -59,6 +59,16 @@ export async function runMigrate(
   if (!(await stat(args.dataDir).then((s) => s.isDirectory(), () => false))) {
     err(`${args.dataDir} is not a directory`);
     return 2;
+  }
+  // A half-written backup is not a DATA_DIR: migrating it would dress it up as one (the start refuses it too).
+  try {
+    await assertNotIncompleteBackup(args.dataDir);
+  } catch (e) {
+    if (e instanceof DataDirError) {
+      err(e.message);
+      return 1;
+    }
+    throw e;
   }
   let lock;
   try {

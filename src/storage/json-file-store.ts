@@ -34,6 +34,13 @@ export const AUDIT_FILE = 'audit.jsonl';
 export const REGISTRY_FILE = path.join('agent-team', 'registry.json');
 /** Present in a backup's temp directory until the backup is complete (src/storage/backup.ts). */
 export const INCOMPLETE_BACKUP_MARKER = 'BACKUP-INCOMPLETE';
+
+/** Refuses a DATA_DIR that is an interrupted backup (it holds INCOMPLETE_BACKUP_MARKER): DataDirError. */
+export async function assertNotIncompleteBackup(dataDir: string): Promise<void> {
+  if (await access(path.join(dataDir, INCOMPLETE_BACKUP_MARKER)).then(() => true, () => false)) {
+    throw new DataDirError(dataDir, `holds ${INCOMPLETE_BACKUP_MARKER}: it is a backup that was interrupted before it was complete; take the backup again`);
+  }
+}
 const MACHINES_FILE_VERSION = 1;
 
 export { DataDirError, StoreFileError };
@@ -264,9 +271,7 @@ export class JsonFileStore implements RegistryStore {
     await access(dataDir, fsConstants.W_OK | fsConstants.X_OK).catch((err: NodeJS.ErrnoException) => {
       throw new DataDirError(dataDir, `is not writable by this user (${err.code}); fix its owner or mode, or choose another directory`);
     });
-    if (await access(path.join(dataDir, INCOMPLETE_BACKUP_MARKER)).then(() => true, () => false)) {
-      throw new DataDirError(dataDir, `holds ${INCOMPLETE_BACKUP_MARKER}: it is a backup that was interrupted before it was complete; take the backup again`);
-    }
+    await assertNotIncompleteBackup(dataDir);
     const lock = await lockDataDir(dataDir);
     // What is open so far, closed again if a later file refuses to load (no handle left to the GC).
     const opened: { close(): Promise<void> }[] = [];
