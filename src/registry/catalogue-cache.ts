@@ -89,6 +89,9 @@ export class CachedBody {
   }
 }
 
+/** A view's entry in one representation: each representation is cached on its own. */
+const entryKey = (viewKey: string, representation: Representation) => `v${representation} ${viewKey}`;
+
 export class CatalogueCache {
   #revision: string | undefined;
   #views = new Map<string, CachedBody>();
@@ -114,7 +117,7 @@ export class CatalogueCache {
       this.#views.clear();
       return undefined;
     }
-    return this.#views.get(`v${representation} ${viewKey}`);
+    return this.#views.get(entryKey(viewKey, representation));
   }
 
   /**
@@ -124,7 +127,6 @@ export class CatalogueCache {
   async get(revision: string, viewKey: string, representation: Representation, select: () => Promise<readonly StoredResource[]>): Promise<CachedBody> {
     const hit = this.hit(revision, viewKey, representation);
     if (hit) return hit;
-    const key = `v${representation} ${viewKey}`;
     const body = JSON.stringify({ resources: (await select()).map((r) => represent(r, representation)) });
     this.onRebuild(viewKey);
     const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 32)}"`;
@@ -132,7 +134,7 @@ export class CatalogueCache {
     const entry = new CachedBody(body, etag, { kept, onEncode: (coding) => this.onEncode(viewKey, coding) });
     if (kept) {
       if (this.#views.size >= CatalogueCache.MAX_VIEWS) this.#views.clear();
-      this.#views.set(key, entry);
+      this.#views.set(entryKey(viewKey, representation), entry);
     }
     return entry;
   }
