@@ -143,7 +143,7 @@ export const authPlugin = fp<AuthOptions>(
 
 /**
  * Guards every route registered afterwards in this (encapsulated) instance: any one of `strategies`
- * admits the caller. The route schemas get the matching OpenAPI `security` requirement.
+ * admits the caller. The route schemas get the matching OpenAPI `security` requirement and its refusals.
  */
 export function protect(app: FastifyInstance, strategies: AuthStrategy[], security: SecurityScheme[]): void {
   // One strategy is the hook itself (its error answers the request, as @fastify/auth would pass it on);
@@ -153,7 +153,8 @@ export function protect(app: FastifyInstance, strategies: AuthStrategy[], securi
     route.schema = {
       ...route.schema,
       security: security.map((s) => ({ [s]: [] })),
-      response: { ...errors('unauthorized', 'forbidden'), ...(route.schema?.response as object | undefined) },
+      // 429: the per-address bound on failed authentications (src/http/refusals.ts) answers before the token is read.
+      response: { ...errors('unauthorized', 'forbidden', 'rate_limited'), ...(route.schema?.response as object | undefined) },
     };
   });
 }
