@@ -6,7 +6,9 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import t from 'tap';
+import { AnonymousRefusals, OTHER_CLIENTS, SUMMARY_ACTION } from '../src/audit/anonymous-refusals.js';
 import { AuditTrail } from '../src/audit/audit-trail.js';
+import { ConfigError, loadConfig } from '../src/config.js';
 import type { AuditEntry } from '../src/registry/store.js';
 import { logFilesOldestFirst } from '../src/storage/append-log.js';
 import { build, type TestApp } from './helpers/build.js';
@@ -145,4 +147,51 @@ t.test('every string of every audit entry is cut and stripped of control charact
   t.notMatch(JSON.stringify(line), /\\u00(0|1)|\\r|\\n/, 'no escaped control character in the stored line');
   t.ok(line!.id.length <= 512 && String(line!.details?.resource).length <= 512, 'the ID is cut');
   t.match(line!.id, /^web\ufffdsearch\ufffd\[2J\ufffd\ufffdy+…\[\+\d+\]$/, 'sanitized, with the cut marked');
+});
+
+t.test('a summary is written when its window ends; addresses beyond the bound share one', async (t) => {
+  const written: AuditEntry[] = [];
+  const trail = new AuditTrail({ appendAudit: async (entries) => void written.push(...entries) });
+  const summaries = new AnonymousRefusals(trail, { windowMs: 100, maxClients: 2 });
+  t.teardown(() => summaries.close());
+  for (const client of ['a', 'a', 'a', 'b', 'c', 'd', 'd']) await summaries.note(client, 'PUT /x', client === 'd' ? 'rate_limited' : 'unauthorized');
+  t.same(
+    written.map((e) => `${e.action} ${e.details?.client}`),
+    ['PUT /x a', 'PUT /x b'],
+    'the first refusal of each tracked address at once; none for addresses beyond the bound',
+  );
+  await new Promise((r) => setTimeout(r, 250));
+  const summariesWritten = written.filter((e) => e.action === SUMMARY_ACTION);
+  t.match(summariesWritten, [
+    { actor: 'anonymous', id: '-', outcome: 'summary', details: { client: 'a', unauthorized: 2, rate_limited: 0, since: String, until: String } },
+    { details: { client: OTHER_CLIENTS, unauthorized: 1, rate_limited: 2 } },
+  ]);
+  t.equal(summariesWritten.length, 2, 'no summary for an address with nothing beyond its first line');
+  await summaries.note('a', 'PUT /x', 'unauthorized');
+  t.equal(written.at(-1)?.action, 'PUT /x', 'a new window writes the first refusal at once again');
+});
+
+t.test('AUTH_FAILURES_PER_MINUTE: default 30, 0 turns the bound off, anything else is refused', async (t) => {
+  const base = { DATA_DIR: '/tmp/unused' };
+  t.equal(loadConfig(base).authFailuresPerMinute, 30);
+  t.equal(loadConfig({ ...base, AUTH_FAILURES_PER_MINUTE: '0' }).authFailuresPerMinute, 0);
+  t.throws(() => loadConfig({ ...base, AUTH_FAILURES_PER_MINUTE: '-1' }), /AUTH_FAILURES_PER_MINUTE/);
+  t.throws(() => loadConfig({ ...base, AUTH_FAILURES_PER_MINUTE: 'many' }), ConfigError);
+
+  // Off: refusals go on being 401, however many.
+  const h = await build(t, { env: { AUTH_FAILURES_PER_MINUTE: '0' } });
+  const statuses = await burst(h, 40, '203.0.113.30', '/api/acp/providers/mac-a/resources/tool-x');
+  t.ok(statuses.every((s) => s === 401), '40 × 401');
+});
+
+t.test('on a route two credentials may use, the request that passes the bound is answered 429 by each', async (t) => {
+  // POST /canvas-tokens takes the owner's or Huabu's token: a refused request is tried by both strategies,
+  // and the second must not turn the first one's 429 back into a 401.
+  const h = await build(t, { env: { AUTH_FAILURES_PER_MINUTE: '1' } });
+  const send = () =>
+    h.app.inject({ method: 'POST', url: '/api/acp/canvas-tokens', remoteAddress: '203.0.113.40', headers: h.bearer(BAD_TOKEN), payload: { canvasId: 'c', agentletId: 'm' } });
+  const statuses = (await Promise.all([send(), send(), send()])).map((r) => r.statusCode);
+  t.ok(statuses.filter((s) => s === 401).length <= 1, `at most one 401 past a bound of 1 (${statuses})`);
+  t.ok(statuses.includes(429), 'the others are 429');
+  t.equal((await send()).statusCode, 429, 'and so is the next one, before authentication');
 });
