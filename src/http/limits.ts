@@ -1,6 +1,7 @@
 // Protective limits: per-credential rate limits on write requests (429 `rate_limited` with Retry-After; the
-// per-address bound on failed authentications, src/http/refusals.ts, is made with the same plugin), 503 `overloaded` when the event loop falls behind, and hardened response headers (a strict CSP on the
-// Swagger UI pages). Body size and request timeouts are Fastify options set in src/app.ts.
+// per-address bound on failed authentications, src/http/refusals.ts, is made with the same plugin), 503
+// `overloaded` when the event loop falls behind, and hardened response headers (a strict CSP on the Swagger
+// UI pages). Body size and request timeouts are Fastify options set in src/app.ts.
 import helmet from '@fastify/helmet';
 import rateLimit from '@fastify/rate-limit';
 import underPressure from '@fastify/under-pressure';
