@@ -1,8 +1,7 @@
 // Builds the whole application (store, credentials, core services, HTTP routes, OpenAPI) and never
 // listens. Tests and scripts build it with their own configuration; src/server.ts runs it.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
-import { actorOf } from './credentials/principal.js';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { AuditTrail } from './audit/audit-trail.js';
@@ -16,6 +15,7 @@ import { trackRequests } from './http/in-flight.js';
 import { ExpensiveWork } from './http/expensive-work.js';
 import { registerLimits } from './http/limits.js';
 import { registerOpenApi } from './http/openapi.js';
+import { registerRefusals, type Refusals } from './http/refusals.js';
 import { lazySerializerFactory, type SerializerFactory } from './http/serializer.js';
 import { validatorCompiler } from './http/validator.js';
 import { createLogger } from './logger.js';
@@ -103,27 +103,6 @@ async function openStore(config: Config, logger: Logger, metrics: Metrics, fs: F
         'migrated the registry file to the current version; the original is kept in the backup file',
       ),
   });
-}
-
-const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-
-/**
- * Refused writes leave an audit entry: a 401 or 403 on a write route (the route's pattern, never the
- * concrete path, which could carry anything). Refusals by the core (secret_detected, conflicts) are audited
- * where they happen, with the object's ID.
- */
-function auditRefusedWrite(audit: AuditTrail, request: FastifyRequest, statusCode: number): void {
-  if (READ_METHODS.has(request.method) || (statusCode !== 401 && statusCode !== 403)) return;
-  const route = request.routeOptions.url;
-  if (route === undefined) return;
-  void audit.record([
-    {
-      actor: request.principal ? actorOf(request.principal) : 'anonymous',
-      action: `${request.method} ${route}`,
-      id: '-',
-      outcome: statusCode === 401 ? 'unauthorized' : 'forbidden',
-    },
-  ]);
 }
 
 export async function buildApp(options: BuildOptions): Promise<FastifyInstance> {
@@ -218,14 +197,15 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     app.addHook('preClose', async () => {
       closing = true;
     });
+    let refusals: Refusals | undefined;
     app.addHook('onClose', async () => {
       await inFlight.drain();
+      await refusals?.close();
       await capabilities.close();
       await outbound.close();
       await store.close();
     });
     app.addHook('onResponse', async (request, reply) => {
-      auditRefusedWrite(audit, request, reply.statusCode);
       metrics.requestDuration.observe(
         { method: request.method, route: request.routeOptions.url ?? '__unmatched__', status_code: String(reply.statusCode) },
         reply.elapsedTime / 1000,
@@ -233,8 +213,11 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     });
 
     await registerLimits(app, config);
+    // Refused writes leave an audit entry (anonymous ones summarized per client address; never the concrete
+    // path, which could carry anything); refusals by the core are audited where they happen, with the ID.
+    refusals = registerRefusals(app, audit, config.authFailuresPerMinute, now);
     await registerOpenApi(app);
-    await app.register(authPlugin, { credentials, machines, now });
+    await app.register(authPlugin, { credentials, machines, now, onAuthFailure: refusals.onAuthFailure });
     await app.register(operationsRoutes, { isReady: async () => !closing && !credentialsPending && (await store.isAvailable()), metrics });
     await app.register(
       async (acp) => {

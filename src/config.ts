@@ -13,6 +13,7 @@ export const DEFAULT_REQUIRED_RESOURCE_IDS = ['huabu-access', 'local-resource-ma
 export const MIN_TOKEN_LENGTH = 24;
 export const DEFAULT_AUDIT_MAX_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_AUDIT_MAX_FILES = 5;
+export const DEFAULT_AUTH_FAILURES_PER_MINUTE = 30;
 
 export interface Config {
   host: string;
@@ -32,6 +33,11 @@ export interface Config {
   seedHuabuResources: boolean;
   /** Write requests per credential per minute; 0 turns the limit off. */
   rateLimitWritesPerMinute: number;
+  /**
+   * Failed authentications (401 without a recognized credential) per client address per minute; past it,
+   * that address's requests needing a credential are refused 429 before authentication. 0 turns it off.
+   */
+  authFailuresPerMinute: number;
   /** Event-loop delay (ms) above which requests get 503 `overloaded`; 0 turns the check off. */
   maxEventLoopDelayMs: number;
   /** Most updates one durable write may cover; `undefined` = unlimited (tuning and benchmark knob). */
@@ -78,6 +84,7 @@ const Env = Type.Object({
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   DATABASE_POOL_SIZE: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$' })),
   RATE_LIMIT_WRITES_PER_MINUTE: Type.Optional(Type.String({ pattern: '^[0-9]{1,7}$' })),
+  AUTH_FAILURES_PER_MINUTE: Type.Optional(Type.String({ pattern: '^[0-9]{1,7}$' })),
   MAX_EVENT_LOOP_DELAY_MS: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
   AUDIT_MAX_BYTES: Type.Optional(Type.String({ pattern: '^[0-9]{1,15}$' })),
   AUDIT_MAX_FILES: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
@@ -159,6 +166,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     requiredResourceIds,
     seedHuabuResources: e.SEED_HUABU_RESOURCES === undefined ? true : e.SEED_HUABU_RESOURCES === 'true' || e.SEED_HUABU_RESOURCES === '1',
     rateLimitWritesPerMinute: e.RATE_LIMIT_WRITES_PER_MINUTE === undefined ? 1200 : Number(e.RATE_LIMIT_WRITES_PER_MINUTE),
+    authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE === undefined ? DEFAULT_AUTH_FAILURES_PER_MINUTE : Number(e.AUTH_FAILURES_PER_MINUTE),
     maxEventLoopDelayMs: e.MAX_EVENT_LOOP_DELAY_MS === undefined ? 1000 : Number(e.MAX_EVENT_LOOP_DELAY_MS),
     storeMaxBatch: e.STORE_MAX_BATCH === undefined ? undefined : Number(e.STORE_MAX_BATCH),
     ...(e.WORKLOADS_COMPACT_AT_BYTES === undefined ? {} : { workloadsCompactAtBytes: Number(e.WORKLOADS_COMPACT_AT_BYTES) }),

@@ -204,6 +204,7 @@ t.test('the served OpenAPI names the token each protected operation takes, and i
   t.same(op('/api/rfs/{canvasId}/resources', 'get').security, [{ canvasToken: [] }]);
   for (const [path, method] of [['/api/acp/canvas-tokens', 'post'], ['/api/acp/resources', 'get'], ['/api/rfs/{canvasId}/resources', 'get']] as const) {
     t.ok('401' in op(path, method).responses && '403' in op(path, method).responses, `${method} ${path} documents 401 and 403`);
+    t.ok('429' in op(path, method).responses, `${method} ${path} documents 429 (failed authentications from its address)`);
     t.ok('200' in op(path, method).responses || '201' in op(path, method).responses, `${method} ${path} keeps its own answers`);
   }
   t.same(op('/healthz', 'get').security, [], 'a public operation asks for no token');

@@ -254,11 +254,16 @@ t.test('the refusal matrix answers its stable codes, in order', async (t) => {
   // The endpoint never saw a refused call.
   t.equal(w.endpoint.received.length, 1, 'only the one allowed call reached the endpoint');
   const audit = (await auditLines(w.h)).filter((a) => a.action === 'resource.invoke');
-  t.equal(audit.length, 21, 'every invocation, refused ones included, is audited');
+  t.equal(audit.length, 19, 'every invocation with an accepted canvas token, refused ones included, is audited once');
   t.same(
     [...new Set(audit.map((a) => a.outcome))].sort(),
-    ['forbidden', 'grant_invalid', 'ok', 'payload_too_large', 'resource_not_found', 'resource_not_granted', 'unauthorized', 'validation_failed'],
+    ['forbidden', 'grant_invalid', 'ok', 'payload_too_large', 'resource_not_found', 'resource_not_granted', 'validation_failed'],
   );
+  // The two without a canvas token are anonymous refusals: the first written at once, the second counted
+  // into the address's summary (test/hardening-audit-refusals.test.ts).
+  const anonymous = (await auditLines(w.h)).filter((a) => a.actor === 'anonymous');
+  t.equal(anonymous.length, 1, 'one line for the two while the window is open');
+  t.match(anonymous, [{ action: 'POST /api/rfs/:canvasId/resources/:id/invoke', outcome: 'unauthorized', details: { client: '127.0.0.1' } }]);
   const metrics = await w.h.app.inject({ method: 'GET', url: '/metrics' });
   t.match(metrics.body, /registry_invocations_duration_seconds_count\{resource="web-search",outcome="grant_invalid"\} 4/);
   t.match(metrics.body, /registry_invocations_duration_seconds_count\{resource="__not_hosted__",outcome="resource_not_granted"\} 1/);

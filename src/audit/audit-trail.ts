@@ -2,11 +2,42 @@
 // (id), with what outcome; never a secret. An entry that cannot be appended after its change is durable is
 // reported through `onError`, not turned into a failed request. Registrations and reconciles hand their
 // entry to the store with the change (`intent`): a database store writes both in one transaction, so
-// there an entry that cannot be written fails its change instead.
+// there an entry that cannot be written fails its change instead. Every string an entry carries is cut to
+// AUDIT_FIELD_MAX_CHARS and stripped of control characters here, whichever store writes it: a field can hold
+// what a caller put in a URL, and the log is read on terminals and inserted into PostgreSQL.
 import { systemClock, type Clock } from '../clock.js';
 import { AppError } from '../errors.js';
 import type { ReconcileResult } from '../schemas/resource.js';
 import type { AuditEntry, AuditIntent, RegistryStore } from '../registry/store.js';
+
+/** The longest string an audit field keeps; a longer one is cut and ends with `…[+N]` (N characters cut). */
+export const AUDIT_FIELD_MAX_CHARS = 512;
+
+// C0 and C1 controls (NUL, ESC, CR, LF, ...), DEL, the line and paragraph separators, the bidi controls that
+// reorder what a terminal shows, and unpaired surrogates (not valid UTF-8, refused by PostgreSQL's jsonb).
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/** A string as an audit field holds it: cut, each unsafe character replaced by U+FFFD (visible, never silent). */
+export function auditText(value: string): string {
+  let text = value;
+  if (text.length > AUDIT_FIELD_MAX_CHARS) {
+    // The marker's length is bounded by the digits of the whole length, so the result stays within the bound.
+    const keep = AUDIT_FIELD_MAX_CHARS - (4 + String(text.length).length);
+    text = `${text.slice(0, keep)}…[+${text.length - keep}]`;
+  }
+  return text.replace(UNSAFE, '\ufffd');
+}
+
+function cleanEntry(entry: AuditEntry): AuditEntry {
+  const { at, actor, action, id, outcome, details } = entry;
+  const clean: AuditEntry = { at, actor: auditText(actor), action: auditText(action), id: auditText(id), outcome: auditText(outcome) };
+  if (details !== undefined) {
+    clean.details = Object.fromEntries(
+      Object.entries(details).map(([key, value]) => [key, typeof value === 'string' ? auditText(value) : Array.isArray(value) ? value.map(auditText) : value]),
+    );
+  }
+  return clean;
+}
 
 /** The entries of a reconcile: one per record created, replaced and withdrawn, in that order. */
 export function reconcileEntries(result: ReconcileResult, audit: AuditIntent): AuditEntry[] {
@@ -28,12 +59,12 @@ export class AuditTrail {
   async record(entries: Omit<AuditEntry, 'at'>[]): Promise<void> {
     if (entries.length === 0) return;
     const at = this.clock.now().toISOString();
-    await this.store.appendAudit(entries.map((e) => ({ at, ...e }))).catch((err: unknown) => this.onError(err));
+    await this.store.appendAudit(entries.map((e) => cleanEntry({ at, ...e }))).catch((err: unknown) => this.onError(err));
   }
 
   /** The entry of a change the store writes together with it (`RegistryStore.registerResource`), stamped now. */
   intent(actor: string, action: string): AuditIntent {
-    return { at: this.clock.now().toISOString(), actor, action };
+    return { at: this.clock.now().toISOString(), actor: auditText(actor), action: auditText(action) };
   }
 
   /** An entry the store could not append after its change was durable: reported as `record` reports it. */

@@ -36,9 +36,15 @@ export interface AuthOptions {
   credentials: Credentials;
   machines: MachineRegistry;
   now: () => Date;
+  /**
+   * Told once per request whose credential is refused (401, no principal); answers the error to send
+   * instead, if any (the per-address bound on failed authentications: src/http/refusals.ts).
+   */
+  onAuthFailure?: (request: FastifyRequest) => Promise<AppError | undefined>;
 }
 
 const IDENTIFIED = Symbol('principal identified');
+const REPLACED = Symbol('refusal replaced');
 
 function unauthorized(message: string): AppError {
   return new AppError('unauthorized', message);
@@ -61,7 +67,7 @@ function bearerToken(request: FastifyRequest): string | undefined {
 }
 
 export const authPlugin = fp<AuthOptions>(
-  async (app, { credentials, machines, now }) => {
+  async (app, { credentials, machines, now, onAuthFailure }) => {
     const ownerDigest = tokenDigest(credentials.ownerToken);
     const huabuDigest = tokenDigest(credentials.huabuProviderToken);
 
@@ -88,15 +94,30 @@ export const authPlugin = fp<AuthOptions>(
       return null;
     }
 
+    /** The refusal of an unidentified caller, once counted (a 429 instead when its address is past its bound). */
+    async function refused(request: FastifyRequest & { [REPLACED]?: AppError }, err: unknown): Promise<unknown> {
+      const instead = onAuthFailure ? await onAuthFailure(request) : undefined;
+      if (instead) request[REPLACED] = instead;
+      return instead ?? err;
+    }
+
     /** Identifies the caller once per request; 401 when there is no usable token. */
     async function principalOf(request: FastifyRequest): Promise<Principal> {
-      const r = request as FastifyRequest & { [IDENTIFIED]?: boolean };
+      const r = request as FastifyRequest & { [IDENTIFIED]?: boolean; [REPLACED]?: AppError };
       if (!r[IDENTIFIED]) {
         r[IDENTIFIED] = true;
-        const token = bearerToken(request);
-        request.principal = token === undefined ? null : await identify(token);
-        if (token === undefined) throw unauthorized('A bearer token is required.');
+        try {
+          const token = bearerToken(request);
+          request.principal = token === undefined ? null : await identify(token);
+          if (token === undefined) throw unauthorized('A bearer token is required.');
+        } catch (err) {
+          // Only a refused credential counts; a store that cannot answer (503) is not the caller's failure.
+          throw err instanceof AppError && err.code === 'unauthorized' ? await refused(r, err) : err;
+        }
+        if (!request.principal) throw await refused(r, unauthorized('The bearer token is missing or not recognized.'));
       }
+      // A later strategy of the same request answers as the first did.
+      if (r[REPLACED]) throw r[REPLACED];
       if (!request.principal) throw unauthorized('The bearer token is missing or not recognized.');
       return request.principal;
     }
@@ -122,7 +143,7 @@ export const authPlugin = fp<AuthOptions>(
 
 /**
  * Guards every route registered afterwards in this (encapsulated) instance: any one of `strategies`
- * admits the caller. The route schemas get the matching OpenAPI `security` requirement.
+ * admits the caller. The route schemas get the matching OpenAPI `security` requirement and its refusals.
  */
 export function protect(app: FastifyInstance, strategies: AuthStrategy[], security: SecurityScheme[]): void {
   // One strategy is the hook itself (its error answers the request, as @fastify/auth would pass it on);
@@ -132,7 +153,8 @@ export function protect(app: FastifyInstance, strategies: AuthStrategy[], securi
     route.schema = {
       ...route.schema,
       security: security.map((s) => ({ [s]: [] })),
-      response: { ...errors('unauthorized', 'forbidden'), ...(route.schema?.response as object | undefined) },
+      // 429: the per-address bound on failed authentications (src/http/refusals.ts) answers before the token is read.
+      response: { ...errors('unauthorized', 'forbidden', 'rate_limited'), ...(route.schema?.response as object | undefined) },
     };
   });
 }

@@ -1,6 +1,7 @@
-// Protective limits: per-credential rate limits on write requests (429 `rate_limited` with Retry-After),
-// 503 `overloaded` when the event loop falls behind, and hardened response headers (a strict CSP on the
-// Swagger UI pages). Body size and request timeouts are Fastify options set in src/app.ts.
+// Protective limits: per-credential rate limits on write requests (429 `rate_limited` with Retry-After; the
+// per-address bound on failed authentications, src/http/refusals.ts, is made with the same plugin), 503
+// `overloaded` when the event loop falls behind, and hardened response headers (a strict CSP on the Swagger
+// UI pages). Body size and request timeouts are Fastify options set in src/app.ts.
 import helmet from '@fastify/helmet';
 import rateLimit from '@fastify/rate-limit';
 import underPressure from '@fastify/under-pressure';
@@ -18,21 +19,21 @@ export const DOCS_CSP =
 export async function registerLimits(app: FastifyInstance, config: Config): Promise<void> {
   await app.register(helmet, { global: true, contentSecurityPolicy: false, hsts: false });
 
-  if (config.rateLimitWritesPerMinute > 0) {
-    await app.register(rateLimit, {
-      global: true,
-      // After authentication, so the key is the caller's principal, never a token.
-      hook: 'preHandler',
-      max: config.rateLimitWritesPerMinute,
-      timeWindow: 60_000,
-      allowList: (request) => READ_METHODS.has(request.method),
-      keyGenerator: (request) => (request.principal ? actorOf(request.principal) : `ip:${request.ip}`),
-      errorResponseBuilder: (_request, context) =>
-        new AppError('rate_limited', `Too many write requests for this credential; retry in ${Math.ceil(context.ttl / 1000)} s.`, {
-          retryAfterSeconds: Math.ceil(context.ttl / 1000),
-        }),
-    });
-  }
+  // Always registered: the per-address bound on failed authentications (src/http/refusals.ts) is made with
+  // its `createRateLimit`; `global` is the per-credential write limit.
+  await app.register(rateLimit, {
+    global: config.rateLimitWritesPerMinute > 0,
+    // After authentication, so the key is the caller's principal, never a token.
+    hook: 'preHandler',
+    max: config.rateLimitWritesPerMinute,
+    timeWindow: 60_000,
+    allowList: (request) => READ_METHODS.has(request.method),
+    keyGenerator: (request) => (request.principal ? actorOf(request.principal) : `ip:${request.ip}`),
+    errorResponseBuilder: (_request, context) =>
+      new AppError('rate_limited', `Too many write requests for this credential; retry in ${Math.ceil(context.ttl / 1000)} s.`, {
+        retryAfterSeconds: Math.ceil(context.ttl / 1000),
+      }),
+  });
 
   if (config.maxEventLoopDelayMs > 0) {
     await app.register(underPressure, {

@@ -8,6 +8,7 @@ import Type from 'typebox';
 import { actorOf } from '../credentials/principal.js';
 import { AppError, isAppError } from '../errors.js';
 import { protect } from '../http/auth.js';
+import { markRefusalAudited } from '../http/refusals.js';
 import { errors } from '../http/openapi.js';
 import type { HostedCapability } from '../invocation/capabilities-file.js';
 import { GRANT_HEADER } from '../invocation/grants.js';
@@ -45,16 +46,13 @@ export const invokeRoutes: FastifyPluginAsyncTypebox<{ invocations: InvocationSe
   const largest = Math.max(0, ...ids.map((id) => invocations.capabilities.get(id)!.maxInputBytes));
 
   async function finish(request: FastifyRequest, outcome: Parameters<InvocationService['finish']>[1]): Promise<void> {
-    const r = request as WithState;
-    if (!r[STATE]) {
-      // Refused before the canvas token was accepted: audited with what the URL says.
-      const { canvasId = '', id = '' } = (request.params ?? {}) as { canvasId?: string; id?: string };
-      r[STATE] = { ctx: invocations.begin(id, { tokenCanvasId: canvasId, tokenMachineId: '' }), finished: false };
-    }
-    const state = r[STATE];
-    if (state.finished) return;
+    // Refused before the canvas token was accepted: audited with the other refused writes (anonymous ones
+    // summarized per client address, src/http/refusals.ts), never with what the URL says.
+    const state = (request as WithState)[STATE];
+    if (!state || state.finished) return;
     state.finished = true;
-    await invocations.finish(state.ctx, outcome, request.principal ? actorOf(request.principal) : 'unauthenticated');
+    markRefusalAudited(request);
+    await invocations.finish(state.ctx, outcome, actorOf(request.principal!));
   }
 
   // Refusals and failures of this route (thrown by a check, by Fastify's body parsing or validation, or
