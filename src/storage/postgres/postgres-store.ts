@@ -212,6 +212,10 @@ export class PostgresStore implements RegistryStore {
     pool.on('error', (err) => log('warn', 'an idle database connection failed', err));
     const ownBackends = new Set<number>();
     pool.on('connect', (client) => {
+      // The pool listens for errors only while a client is idle: a connection lost while checked out (a
+      // crash or failover mid-transaction) emits `error` with no listener, which would end the process. The
+      // query in flight fails on its own (503); this listener only keeps the error from being unhandled.
+      client.on('error', (err) => log('warn', 'a database connection in use failed', err));
       const pid = (client as pg.PoolClient & { processID?: number }).processID;
       if (typeof pid === 'number') {
         ownBackends.add(pid);
