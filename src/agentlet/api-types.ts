@@ -1782,7 +1782,7 @@ export interface operations {
                              *     ]
                              */
                             resourceIds: string[];
-                            /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep (400 `validation_failed` beyond). Every key and string inside is scanned for secrets. */
+                            /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 `validation_failed` otherwise). Every key and string inside is scanned for secrets. */
                             customData?: {
                                 [key: string]: unknown;
                             };
@@ -1792,7 +1792,7 @@ export interface operations {
                              */
                             metadata?: {
                                 /**
-                                 * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                                 * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, single line, no control characters, no surrounding whitespace).
                                  * @example claude-code
                                  */
                                 cliId?: string;
@@ -1927,7 +1927,7 @@ export interface operations {
                      *     ]
                      */
                     resourceIds?: string[];
-                    /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep (400 `validation_failed` beyond). Every key and string inside is scanned for secrets. */
+                    /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 `validation_failed` otherwise). Every key and string inside is scanned for secrets. */
                     customData?: {
                         [key: string]: unknown;
                     };
@@ -1937,7 +1937,7 @@ export interface operations {
                      */
                     metadata?: {
                         /**
-                         * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                         * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, single line, no control characters, no surrounding whitespace).
                          * @example claude-code
                          */
                         cliId?: string;
@@ -1987,7 +1987,7 @@ export interface operations {
                          *     ]
                          */
                         resourceIds: string[];
-                        /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep (400 `validation_failed` beyond). Every key and string inside is scanned for secrets. */
+                        /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 `validation_failed` otherwise). Every key and string inside is scanned for secrets. */
                         customData?: {
                             [key: string]: unknown;
                         };
@@ -1997,7 +1997,7 @@ export interface operations {
                          */
                         metadata?: {
                             /**
-                             * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                             * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, single line, no control characters, no surrounding whitespace).
                              * @example claude-code
                              */
                             cliId?: string;
@@ -2258,7 +2258,7 @@ export interface operations {
                          *     ]
                          */
                         resourceIds: string[];
-                        /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep (400 `validation_failed` beyond). Every key and string inside is scanned for secrets. */
+                        /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 `validation_failed` otherwise). Every key and string inside is scanned for secrets. */
                         customData?: {
                             [key: string]: unknown;
                         };
@@ -2268,7 +2268,7 @@ export interface operations {
                          */
                         metadata?: {
                             /**
-                             * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                             * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, single line, no control characters, no surrounding whitespace).
                              * @example claude-code
                              */
                             cliId?: string;
@@ -2644,7 +2644,7 @@ export interface operations {
                     /** @description Replaces the whole object; `null` removes it. */
                     metadata?: {
                         /**
-                         * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                         * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, single line, no control characters, no surrounding whitespace).
                          * @example claude-code
                          */
                         cliId?: string;
@@ -2694,7 +2694,7 @@ export interface operations {
                          *     ]
                          */
                         resourceIds: string[];
-                        /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep (400 `validation_failed` beyond). Every key and string inside is scanned for secrets. */
+                        /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 `validation_failed` otherwise). Every key and string inside is scanned for secrets. */
                         customData?: {
                             [key: string]: unknown;
                         };
@@ -2704,7 +2704,7 @@ export interface operations {
                          */
                         metadata?: {
                             /**
-                             * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                             * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, single line, no control characters, no surrounding whitespace).
                              * @example claude-code
                              */
                             cliId?: string;
