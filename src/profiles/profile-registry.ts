@@ -3,6 +3,7 @@
 // writes the audit trail. Framework-free.
 import { assertNoErrors, selectionConflicts, type SelectionProfile } from '../capabilities/diagnostics.js';
 import { AppError } from '../errors.js';
+import { findControlCharacter } from '../text/control-characters.js';
 import { hasInvisible } from '../text/look-alike.js';
 import { AuditTrail } from '../audit/audit-trail.js';
 import {
@@ -13,7 +14,6 @@ import {
   type ProfileCreateBody,
   type ProfilePatchBody,
 } from '../schemas/profile.js';
-import { LINE_CONTROL_CHARACTER, TEXT_CONTROL_CHARACTER } from '../schemas/common.js';
 import { stringLeaves, type SecretScanner } from '../secrets/secret-scanner.js';
 import type { ProfileEntry, RegistryStore } from '../registry/store.js';
 import { assertPlacement } from './placement.js';
@@ -58,12 +58,8 @@ function read(entry: ProfileEntry): ProfileRead {
 /**
  * Refuses customData nested deeper than MAX_CUSTOM_DATA_DEPTH (objects and arrays), counted without
  * recursion, before anything recursive (serializing, scanning) touches it: 5,000 levels overflowed the stack.
- * Refuses a control character in any key, and any but newline and tab in any string: a stored string must
- * read back as text on every store (PostgreSQL's text cannot hold a NUL, and its JSON operators fail on
- * the whole record). The message names neither the key nor the value (either could be a secret).
  */
-function assertCustomDataShape(customData: Record<string, unknown> | undefined): void {
-  if (customData === undefined) return;
+function assertCustomDataDepth(customData: Record<string, unknown>): void {
   const stack: [unknown, number][] = [[customData, 1]];
   while (stack.length > 0) {
     const [value, depth] = stack.pop()!;
@@ -73,21 +69,22 @@ function assertCustomDataShape(customData: Record<string, unknown> | undefined):
         limit: MAX_CUSTOM_DATA_DEPTH,
       });
     }
-    const isArray = Array.isArray(value);
-    for (const [key, child] of Object.entries(value as object)) {
-      if (!isArray && LINE_CONTROL_CHARACTER.test(key)) throw controlCharacter('a key');
-      if (typeof child === 'string' && TEXT_CONTROL_CHARACTER.test(child)) throw controlCharacter('a string');
-      if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
-    }
+    for (const child of Object.values(value as object)) if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
   }
 }
 
-function controlCharacter(where: string): AppError {
-  return new AppError(
-    'validation_failed',
-    `customData holds a control character in ${where} (keys may hold none; strings only newline and tab).`,
-    { field: '/customData' },
-  );
+/**
+ * Refuses a control character in any key of customData, and any but newline and tab in any string: a
+ * stored string must read back as text on every store (PostgreSQL's text holds no NUL, and its JSON
+ * operators fail on the whole record). The message names neither key nor value (either could be a secret).
+ */
+function assertNoControlCharacters(customData: Record<string, unknown>): void {
+  const where = findControlCharacter(customData);
+  if (where !== undefined) {
+    throw new AppError('validation_failed', `customData holds a control character in a ${where} (keys may hold none; strings only newline and tab).`, {
+      field: '/customData',
+    });
+  }
 }
 
 /** Aliases may not hold invisible or bidi-control characters (they would make look-alikes). */
@@ -99,7 +96,8 @@ function assertVisibleAlias(alias: string | undefined): void {
 
 function assertCustomDataSize(customData: Record<string, unknown> | undefined): void {
   if (customData === undefined) return;
-  assertCustomDataShape(customData);
+  assertCustomDataDepth(customData);
+  assertNoControlCharacters(customData);
   const bytes = Buffer.byteLength(JSON.stringify(customData), 'utf8');
   if (bytes > MAX_CUSTOM_DATA_BYTES) {
     throw new AppError('validation_failed', `customData is ${bytes} bytes serialized; at most ${MAX_CUSTOM_DATA_BYTES} are allowed.`, {

@@ -11,10 +11,6 @@ export const SAFE_TEXT_PATTERN = '^(?=[\\s\\S]*\\S)[^\\u0000-\\u0008\\u000B-\\u0
 export const TRIMMED_TEXT_PATTERN = '^(?!\\s)(?![\\s\\S]*\\s$)[^\\u0000-\\u0008\\u000B-\\u001F\\u007F]*$';
 /** Single-line strings (aliases, paths): no control characters at all. */
 export const SINGLE_LINE_PATTERN = '^[^\\u0000-\\u001F\\u007F]*$';
-/** A control character a text field refuses (newline and tab are text). */
-export const TEXT_CONTROL_CHARACTER = /[\u0000-\u0008\u000B-\u001F\u007F]/;
-/** A control character a single-line string (a key, an ID) refuses. */
-export const LINE_CONTROL_CHARACTER = /[\u0000-\u001F\u007F]/;
 
 export const RESOURCE_ID_PATTERN = '^[a-z0-9]+(-[a-z0-9]+)*$';
 /** Machine IDs, canvas IDs and thread IDs: they appear in URLs and file names. */

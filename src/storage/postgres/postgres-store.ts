@@ -14,6 +14,7 @@ import { aliasKey, planDelete, planUpdate, profileRevision, type ProfileChanges 
 import { carryOwnerFields, conflictError, planReconcile, planWithdraw, sameRecord, type PutOutcome } from '../../registry/ownership.js';
 import { withOwnerFields, type CustomizationPatch } from '../../registry/resource-versions.js';
 import type { AgentProfile } from '../../schemas/profile.js';
+import { findControlCharacter } from '../../text/control-characters.js';
 import type { ReconcileResult, StoredResource } from '../../schemas/resource.js';
 import type { WorkloadRecord } from '../../schemas/workload.js';
 import type { BatchObserver } from '../durable-document.js';
@@ -132,16 +133,42 @@ type Queryable = Pick<pg.PoolClient, 'query'>;
  * migration advisory lock's neighbour (a transaction-level advisory lock), so replicas starting together
  * do it once. A row whose new key clashes with another's keeps its old key (the service starts; the
  * capability projection reports the `alias_collision`) and is named in the log by profile ID.
+ *
+ * The records are read as their stored JSON text and parsed here, not with `record->>'alias'`: an older
+ * version stored profiles with a NUL (`\u0000`) in customData or metadata, which PostgreSQL's JSON operators
+ * cannot turn into text, and one such row failed every replica's start. Such a row is reported
+ * (`withControlCharacters`: it is served as stored, and a change to it is held to today's rules); a row
+ * whose alias cannot be read at all (`unreadable`) keeps its key.
  */
-export async function rekeyAliases(client: pg.PoolClient): Promise<{ updated: number; clashing: string[] }> {
+export async function rekeyAliases(
+  client: pg.PoolClient,
+): Promise<{ updated: number; clashing: string[]; unreadable: string[]; withControlCharacters: string[] }> {
   await client.query('BEGIN');
   try {
     await client.query("SELECT pg_advisory_xact_lock(hashtext('arr_rekey_aliases'))");
-    const { rows } = await client.query<{ id: string; alias: string; alias_key: string }>(
-      'SELECT id, record->>\'alias\' AS alias, alias_key FROM profiles ORDER BY id COLLATE "C" FOR UPDATE',
+    const { rows: stored } = await client.query<{ id: string; record: string; alias_key: string }>(
+      'SELECT id, record::text AS record, alias_key FROM profiles ORDER BY id COLLATE "C" FOR UPDATE',
     );
+    const unreadable: string[] = [];
+    const withControlCharacters: string[] = [];
+    const rows: { id: string; alias: string; alias_key: string }[] = [];
+    for (const row of stored) {
+      let record: unknown;
+      try {
+        record = JSON.parse(row.record);
+      } catch {
+        record = undefined;
+      }
+      const alias = (record as { alias?: unknown } | undefined)?.alias;
+      if (typeof alias !== 'string') {
+        unreadable.push(row.id);
+        continue;
+      }
+      if (findControlCharacter(record) !== undefined) withControlCharacters.push(row.id);
+      rows.push({ id: row.id, alias, alias_key: row.alias_key });
+    }
     const stale = rows.filter((r) => aliasKey(r.alias) !== r.alias_key);
-    const taken = new Set(rows.filter((r) => !stale.includes(r)).map((r) => r.alias_key));
+    const taken = new Set([...stored.filter((r) => unreadable.includes(r.id)), ...rows.filter((r) => !stale.includes(r))].map((r) => r.alias_key));
     let updated = 0;
     const clashing: string[] = [];
     // Park the stale rows on keys no alias can have (a control character), so a row may move onto a key
@@ -165,7 +192,7 @@ export async function rekeyAliases(client: pg.PoolClient): Promise<{ updated: nu
       updated++;
     }
     await client.query('COMMIT');
-    return { updated, clashing };
+    return { updated, clashing, unreadable, withControlCharacters };
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;
@@ -236,6 +263,13 @@ export class PostgresStore implements RegistryStore {
         const rekeyed = await rekeyAliases(client);
         if (rekeyed.updated > 0 || rekeyed.clashing.length > 0) {
           log('warn', `re-keyed ${rekeyed.updated} profile aliases under the current alias rule${rekeyed.clashing.length > 0 ? `; kept the old key of ${rekeyed.clashing.join(', ')}, whose alias now clashes with another (rename one)` : ''}`);
+        }
+        // IDs only: the values may be anything an older version accepted, secrets included.
+        for (const id of rekeyed.withControlCharacters) {
+          log('warn', `table profiles, row ${id}: holds a control character an older version accepted (customData or metadata); served as stored; replace its customData or metadata to clear it`);
+        }
+        for (const id of rekeyed.unreadable) {
+          log('warn', `table profiles, row ${id}: its record has no readable alias; left as stored (its alias key is unchanged)`);
         }
       } finally {
         client.release();
