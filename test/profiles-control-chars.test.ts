@@ -53,9 +53,48 @@ async function suite(t: Test, open: (t: Test) => Promise<TestApp>) {
   });
 }
 
+/**
+ * Every other free-form string a client can have stored, with a NUL: each is refused with 400 before
+ * anything is written (a guard: these were refused before the customData rule, by their schemas).
+ */
+async function everyOtherField(t: Test, open: (t: Test) => Promise<TestApp>) {
+  const h = await open(t);
+  const nul = 'x\u0000y';
+  const put = (id: string, payload: object) =>
+    h.app.inject({ method: 'PUT', url: `/api/acp/providers/huabu/resources/${id}`, headers: h.huabu, payload });
+  const ok = await put('held', { schemaVersion: 2, name: 'Held', sourceContent: 'Use it.' });
+  t.equal(ok.statusCode, 201, ok.body);
+  const profile = await h.app.inject({ method: 'POST', url: '/api/acp/profiles', headers: h.owner, payload: profileBody() });
+  t.equal(profile.statusCode, 201, profile.body);
+  const cases: [string, Promise<{ statusCode: number; body: string; json(): { code?: string } }>][] = [
+    ['resource v1 name', put('r1', { schemaVersion: 1, name: nul, description: 'd', instructions: 'i' })],
+    ['resource v1 description', put('r2', { schemaVersion: 1, name: 'n', description: nul, instructions: 'i' })],
+    ['resource v1 instructions', put('r3', { schemaVersion: 1, name: 'n', description: 'd', instructions: nul })],
+    ['resource v2 name', put('r4', { schemaVersion: 2, name: nul, sourceContent: 's' })],
+    ['resource v2 sourceContent', put('r5', { schemaVersion: 2, name: 'n', sourceContent: nul })],
+    ['reconcile entry', h.app.inject({ method: 'PUT', url: '/api/acp/providers/huabu/resources', headers: h.huabu, payload: { resources: [{ schemaVersion: 2, id: 'r6', name: 'n', sourceContent: nul }] } })],
+    ['resource displayName', h.app.inject({ method: 'PATCH', url: '/api/acp/resources/held', headers: h.owner, payload: { displayName: nul } })],
+    ['resource userContent', h.app.inject({ method: 'PATCH', url: '/api/acp/resources/held', headers: h.owner, payload: { userContent: nul } })],
+    ['profile alias', h.app.inject({ method: 'POST', url: '/api/acp/profiles', headers: h.owner, payload: profileBody({ alias: nul }) })],
+    ['profile workingDirPath', h.app.inject({ method: 'POST', url: '/api/acp/profiles', headers: h.owner, payload: profileBody({ workingDirPath: `/${nul}` }) })],
+    ['profile launch command', h.app.inject({ method: 'POST', url: '/api/acp/profiles', headers: h.owner, payload: profileBody({ alias: 'Other', launch: { kind: 'acp-command', command: nul } }) })],
+    ['machine ID', h.app.inject({ method: 'POST', url: '/api/acp/machines', headers: h.owner, payload: { machineId: nul } })],
+    ['launch additionalInitialPreamble', h.app.inject({ method: 'POST', url: '/api/acp/launch', headers: h.owner, payload: { profileId: profile.json().id, canvasId: 'c1', threadId: 't1', additionalInitialPreamble: nul } })],
+    ['launch workingDirPath', h.app.inject({ method: 'POST', url: '/api/acp/launch', headers: h.owner, payload: { profileId: profile.json().id, canvasId: 'c1', threadId: 't2', workingDirPath: `/${nul}` } })],
+    ['launch canvasId', h.app.inject({ method: 'POST', url: '/api/acp/launch', headers: h.owner, payload: { profileId: profile.json().id, canvasId: nul, threadId: 't3' } })],
+  ];
+  for (const [what, pending] of cases) {
+    const res = await pending;
+    t.equal(`${res.statusCode} ${res.json().code}`, '400 validation_failed', `${what}: ${res.body}`);
+  }
+}
+
 t.test('JSON store', (t) => suite(t, (t) => build(t)));
+t.test('JSON store: every other free-form field', (t) => everyOtherField(t, (t) => build(t)));
 
 if (DATABASE_URL) {
   const base = DATABASE_URL;
-  t.test('PostgreSQL store', (t) => suite(t, async (t) => build(t, { env: { DATABASE_URL: await freshDatabase(t, base) } })));
+  const open = async (t: Test) => build(t, { env: { DATABASE_URL: await freshDatabase(t, base) } });
+  t.test('PostgreSQL store', (t) => suite(t, open));
+  t.test('PostgreSQL store: every other free-form field', (t) => everyOtherField(t, open));
 }
