@@ -26,3 +26,20 @@ export function findControlCharacter(value: unknown): 'key' | 'string' | undefin
   }
   return undefined;
 }
+
+const ANY_CONTROL_CHARACTER = /[\u0000-\u001F\u007F]/g;
+
+/** `text` with every control character written out as its JSON escape (`\u0000`), visible and NUL-free. */
+export function escapeControlCharacters(text: string): string {
+  return text.replace(ANY_CONTROL_CHARACTER, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** A JSON value with escapeControlCharacters applied to every key and string in it. */
+export function escapeControlCharactersDeep(value: unknown): unknown {
+  if (typeof value === 'string') return escapeControlCharacters(value);
+  if (Array.isArray(value)) return value.map(escapeControlCharactersDeep);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [escapeControlCharacters(k), escapeControlCharactersDeep(v)]));
+  }
+  return value;
+}
