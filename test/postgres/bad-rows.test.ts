@@ -52,4 +52,17 @@ if (base) {
     t.notMatch(log, /SECRETISH|claude\\u0000code/, 'never the values');
     t.notOk(log.split('\n').some((l) => l.includes('prf-good') && /control|unreadable/i.test(l)), 'a good row is not named');
   });
+
+  t.test('a profile row without a readable alias keeps its key and is named; the start goes on', async (t) => {
+    const url = await freshDatabase(t, base);
+    const first = await PostgresStore.open({ databaseUrl: url });
+    await first.close();
+    await queryOnce(url, 'INSERT INTO profiles (id, alias_key, revision, record) VALUES ($1, $2, $3, $4::json)', ['prf-no-alias', 'old-key', 'r1', JSON.stringify({ schemaVersion: 2, id: 'prf-no-alias' })]);
+    const messages: string[] = [];
+    const store = await PostgresStore.open({ databaseUrl: url, log: (_level, message) => messages.push(message) });
+    t.teardown(() => store.close());
+    t.match(messages.join('\n'), /table profiles, row prf-no-alias: its record has no readable alias/);
+    const keys = await queryOnce<{ alias_key: string }>(url, 'SELECT alias_key FROM profiles');
+    t.same(keys, [{ alias_key: 'old-key' }], 'its key is left as it was');
+  });
 }
