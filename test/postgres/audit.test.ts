@@ -7,6 +7,7 @@ import { build } from '../helpers/build.js';
 import { freshDatabase, postgresOrSkip, queryOnce } from '../helpers/postgres.js';
 import { PostgresStore } from '../../src/storage/postgres/postgres-store.js';
 import { resource } from '../storage-contract/contract.js';
+import { ConfigError, loadConfig } from '../../src/config.js';
 
 const base = postgresOrSkip(t);
 
@@ -99,5 +100,26 @@ if (base) {
       await sleep(25);
     }
     t.equal(n, 20);
+  });
+
+  t.test('AUDIT_MAX_ROWS: 1,000,000 by default, 0 for no bound, a bad value refused; the app passes it to the store', async (t) => {
+    const env = { OWNER_TOKEN: 'o'.repeat(24), HUABU_PROVIDER_TOKEN: 'h'.repeat(24), CANVAS_TOKEN_SECRET: 's'.repeat(24) };
+    t.equal(loadConfig(env).auditMaxRows, 1_000_000);
+    t.equal(loadConfig({ ...env, AUDIT_MAX_ROWS: '0' }).auditMaxRows, 0);
+    t.throws(() => loadConfig({ ...env, AUDIT_MAX_ROWS: '1e6' }), ConfigError);
+    t.throws(() => loadConfig({ ...env, AUDIT_MAX_ROWS: '-1' }), /AUDIT_MAX_ROWS/);
+
+    const url = await freshDatabase(t, base);
+    const h = await build(t, { env: { DATABASE_URL: url, AUDIT_MAX_ROWS: '5' } });
+    for (let i = 0; i < 12; i++) await h.enroll(`mac-${i}`);
+    let n = 0;
+    for (let i = 0; i < 200; i++) {
+      n = Number((await queryOnce<{ n: string }>(url, 'SELECT count(*) AS n FROM audit_log'))[0]!.n);
+      if (n <= 5) break;
+      await sleep(25);
+    }
+    t.ok(n <= 5, `the table holds ${n} rows`);
+    const newest = await queryOnce<{ object_id: string }>(url, 'SELECT object_id FROM audit_log ORDER BY seq DESC LIMIT 1');
+    t.equal(newest[0]?.object_id, 'mac-11', 'the newest entry is kept');
   });
 }
