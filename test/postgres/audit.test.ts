@@ -8,6 +8,10 @@ import { freshDatabase, postgresOrSkip, queryOnce } from '../helpers/postgres.js
 import { PostgresStore } from '../../src/storage/postgres/postgres-store.js';
 import { resource } from '../storage-contract/contract.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { runImport } from '../../src/storage/postgres/commands.js';
+import { tempDataDir } from '../helpers/build.js';
 
 const base = postgresOrSkip(t);
 
@@ -121,5 +125,21 @@ if (base) {
     t.ok(n <= 5, `the table holds ${n} rows`);
     const newest = await queryOnce<{ object_id: string }>(url, 'SELECT object_id FROM audit_log ORDER BY seq DESC LIMIT 1');
     t.equal(newest[0]?.object_id, 'mac-11', 'the newest entry is kept');
+  });
+
+  t.test('npm run import copies audit entries holding a NUL (escaped), and a re-import copies nothing twice', async (t) => {
+    const dataDir = await tempDataDir();
+    const entries = [
+      { at: '2026-12-01T00:00:00.000Z', actor: 'anonymous', action: 'POST /api/rfs/c/resources/a\u0000b/invoke', id: 'a\u0000b', outcome: 'unauthorized' },
+      { at: '2026-12-01T00:00:01.000Z', actor: 'owner', action: 'machine.enroll', id: 'mac-a', outcome: 'enrolled' },
+    ];
+    await writeFile(path.join(dataDir, 'audit.jsonl'), entries.map((e) => JSON.stringify(e) + '\n').join(''));
+    const url = await freshDatabase(t, base);
+    const err: string[] = [];
+    t.equal(await runImport(['--data-dir', dataDir], url, () => undefined, (l) => err.push(l)), 0, err.join('\n'));
+    const rows = async () => queryOnce<{ object_id: string }>(url, "SELECT object_id FROM audit_log WHERE source = 'import' ORDER BY seq");
+    t.same(await rows(), [{ object_id: 'a\\u0000b' }, { object_id: 'mac-a' }]);
+    t.equal(await runImport(['--data-dir', dataDir], url, () => undefined, (l) => err.push(l)), 0, err.join('\n'));
+    t.equal((await rows()).length, 2, 'nothing copied twice');
   });
 }
