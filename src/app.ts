@@ -78,6 +78,7 @@ async function openStore(config: Config, logger: Logger, metrics: Metrics, fs: F
     return PostgresStore.open({
       databaseUrl: config.databaseUrl,
       poolSize: config.databasePoolSize,
+      auditMaxRows: config.auditMaxRows,
       observeBatch: metrics.observeBatch,
       ...(config.storeMaxBatch !== undefined ? { maxBatch: config.storeMaxBatch } : {}),
       log: (level, message, err) => logger[level](err === undefined ? {} : { err }, message),

@@ -14,6 +14,11 @@ export const MIN_TOKEN_LENGTH = 24;
 export const DEFAULT_AUDIT_MAX_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_AUDIT_MAX_FILES = 5;
 export const DEFAULT_AUTH_FAILURES_PER_MINUTE = 30;
+/**
+ * PostgreSQL's audit bound, in rows: about what the JSON store's default (6 files of 64 MiB) holds, at the
+ * 250 to 400 bytes an entry takes (audit entries with details are the larger ones).
+ */
+export const DEFAULT_AUDIT_MAX_ROWS = 1_000_000;
 
 export interface Config {
   host: string;
@@ -55,6 +60,8 @@ export interface Config {
   auditMaxBytes: number;
   /** JSON store: rotated audit files kept (audit.1.jsonl ... audit.N.jsonl); older ones are deleted. */
   auditMaxFiles: number;
+  /** PostgreSQL store: most rows the audit table keeps, the newest; 0 keeps every row. */
+  auditMaxRows: number;
   /**
    * The machine a profile created without `agentletId` runs on (the Huabu server's own machine, which the
    * Huabu UI leaves out); unset: `agentletId` is required.
@@ -88,6 +95,7 @@ const Env = Type.Object({
   MAX_EVENT_LOOP_DELAY_MS: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
   AUDIT_MAX_BYTES: Type.Optional(Type.String({ pattern: '^[0-9]{1,15}$' })),
   AUDIT_MAX_FILES: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
+  AUDIT_MAX_ROWS: Type.Optional(Type.String({ pattern: '^[0-9]{1,12}$' })),
   STORE_MAX_BATCH: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   WORKLOADS_COMPACT_AT_BYTES: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{3,9}$' })),
   DEFAULT_AGENTLET_ID: Type.Optional(Type.String({ pattern: SLUG_ID_PATTERN })),
@@ -174,6 +182,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     databasePoolSize: e.DATABASE_POOL_SIZE === undefined ? 10 : Number(e.DATABASE_POOL_SIZE),
     auditMaxBytes: e.AUDIT_MAX_BYTES === undefined ? DEFAULT_AUDIT_MAX_BYTES : Number(e.AUDIT_MAX_BYTES),
     auditMaxFiles: e.AUDIT_MAX_FILES === undefined ? DEFAULT_AUDIT_MAX_FILES : Number(e.AUDIT_MAX_FILES),
+    auditMaxRows: e.AUDIT_MAX_ROWS === undefined ? DEFAULT_AUDIT_MAX_ROWS : Number(e.AUDIT_MAX_ROWS),
     ...(e.DEFAULT_AGENTLET_ID === undefined ? {} : { defaultAgentletId: e.DEFAULT_AGENTLET_ID }),
     hostedCapabilities,
   };

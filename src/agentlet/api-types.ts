@@ -1982,7 +1982,7 @@ export interface operations {
                              *     ]
                              */
                             resourceIds: string[];
-                            /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep (400 `validation_failed` beyond). Every key and string inside is scanned for secrets. */
+                            /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 `validation_failed` otherwise). Every key and string inside is scanned for secrets. */
                             customData?: {
                                 [key: string]: unknown;
                             };
@@ -1992,7 +1992,7 @@ export interface operations {
                              */
                             metadata?: {
                                 /**
-                                 * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                                 * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, single line, no control characters, no surrounding whitespace).
                                  * @example claude-code
                                  */
                                 cliId?: string;
@@ -2152,7 +2152,7 @@ export interface operations {
                      *     ]
                      */
                     resourceIds?: string[];
-                    /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep (400 `validation_failed` beyond). Every key and string inside is scanned for secrets. */
+                    /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 `validation_failed` otherwise). Every key and string inside is scanned for secrets. */
                     customData?: {
                         [key: string]: unknown;
                     };
@@ -2162,7 +2162,7 @@ export interface operations {
                      */
                     metadata?: {
                         /**
-                         * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                         * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, single line, no control characters, no surrounding whitespace).
                          * @example claude-code
                          */
                         cliId?: string;
@@ -2212,7 +2212,7 @@ export interface operations {
                          *     ]
                          */
                         resourceIds: string[];
-                        /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep (400 `validation_failed` beyond). Every key and string inside is scanned for secrets. */
+                        /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 `validation_failed` otherwise). Every key and string inside is scanned for secrets. */
                         customData?: {
                             [key: string]: unknown;
                         };
@@ -2222,7 +2222,7 @@ export interface operations {
                          */
                         metadata?: {
                             /**
-                             * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                             * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, single line, no control characters, no surrounding whitespace).
                              * @example claude-code
                              */
                             cliId?: string;
@@ -2508,7 +2508,7 @@ export interface operations {
                          *     ]
                          */
                         resourceIds: string[];
-                        /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep (400 `validation_failed` beyond). Every key and string inside is scanned for secrets. */
+                        /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 `validation_failed` otherwise). Every key and string inside is scanned for secrets. */
                         customData?: {
                             [key: string]: unknown;
                         };
@@ -2518,7 +2518,7 @@ export interface operations {
                          */
                         metadata?: {
                             /**
-                             * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                             * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, single line, no control characters, no surrounding whitespace).
                              * @example claude-code
                              */
                             cliId?: string;
@@ -2944,7 +2944,7 @@ export interface operations {
                     /** @description Replaces the whole object; `null` removes it. */
                     metadata?: {
                         /**
-                         * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                         * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, single line, no control characters, no surrounding whitespace).
                          * @example claude-code
                          */
                         cliId?: string;
@@ -2994,7 +2994,7 @@ export interface operations {
                          *     ]
                          */
                         resourceIds: string[];
-                        /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep (400 `validation_failed` beyond). Every key and string inside is scanned for secrets. */
+                        /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 `validation_failed` otherwise). Every key and string inside is scanned for secrets. */
                         customData?: {
                             [key: string]: unknown;
                         };
@@ -3004,7 +3004,7 @@ export interface operations {
                          */
                         metadata?: {
                             /**
-                             * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).
+                             * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, single line, no control characters, no surrounding whitespace).
                              * @example claude-code
                              */
                             cliId?: string;

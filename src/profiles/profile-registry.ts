@@ -3,6 +3,7 @@
 // writes the audit trail. Framework-free.
 import { assertNoErrors, selectionConflicts, type SelectionProfile } from '../capabilities/diagnostics.js';
 import { AppError } from '../errors.js';
+import { findControlCharacter } from '../text/control-characters.js';
 import { hasInvisible } from '../text/look-alike.js';
 import { AuditTrail } from '../audit/audit-trail.js';
 import {
@@ -58,8 +59,7 @@ function read(entry: ProfileEntry): ProfileRead {
  * Refuses customData nested deeper than MAX_CUSTOM_DATA_DEPTH (objects and arrays), counted without
  * recursion, before anything recursive (serializing, scanning) touches it: 5,000 levels overflowed the stack.
  */
-function assertCustomDataDepth(customData: Record<string, unknown> | undefined): void {
-  if (customData === undefined) return;
+function assertCustomDataDepth(customData: Record<string, unknown>): void {
   const stack: [unknown, number][] = [[customData, 1]];
   while (stack.length > 0) {
     const [value, depth] = stack.pop()!;
@@ -73,6 +73,20 @@ function assertCustomDataDepth(customData: Record<string, unknown> | undefined):
   }
 }
 
+/**
+ * Refuses a control character in any key of customData, and any but newline and tab in any string: a
+ * stored string must read back as text on every store (PostgreSQL's text holds no NUL, and its JSON
+ * operators fail on the whole record). The message names neither key nor value (either could be a secret).
+ */
+function assertNoControlCharacters(customData: Record<string, unknown>): void {
+  const where = findControlCharacter(customData);
+  if (where !== undefined) {
+    throw new AppError('validation_failed', `customData holds a control character in a ${where} (keys may hold none; strings only newline and tab).`, {
+      field: '/customData',
+    });
+  }
+}
+
 /** Aliases may not hold invisible or bidi-control characters (they would make look-alikes). */
 function assertVisibleAlias(alias: string | undefined): void {
   if (alias !== undefined && hasInvisible(alias)) {
@@ -83,6 +97,7 @@ function assertVisibleAlias(alias: string | undefined): void {
 function assertCustomDataSize(customData: Record<string, unknown> | undefined): void {
   if (customData === undefined) return;
   assertCustomDataDepth(customData);
+  assertNoControlCharacters(customData);
   const bytes = Buffer.byteLength(JSON.stringify(customData), 'utf8');
   if (bytes > MAX_CUSTOM_DATA_BYTES) {
     throw new AppError('validation_failed', `customData is ${bytes} bytes serialized; at most ${MAX_CUSTOM_DATA_BYTES} are allowed.`, {

@@ -61,7 +61,7 @@ export const ProfileResourceIds = Type.Array(ResourceId, {
 export const MAX_CUSTOM_DATA_DEPTH = 32;
 
 export const CustomData = Type.Record(Type.String(), Type.Unknown(), {
-  description: `Free JSON object for the host UI, at most ${MAX_CUSTOM_DATA_BYTES} bytes serialized and ${MAX_CUSTOM_DATA_DEPTH} levels of objects and arrays deep (400 \`validation_failed\` beyond). Every key and string inside is scanned for secrets.`,
+  description: `Free JSON object for the host UI, at most ${MAX_CUSTOM_DATA_BYTES} bytes serialized and ${MAX_CUSTOM_DATA_DEPTH} levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 \`validation_failed\` otherwise). Every key and string inside is scanned for secrets.`,
 });
 
 export const AcpCommandLaunch = Type.Object(
@@ -120,8 +120,8 @@ export const ProfileMetadata = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: 255,
-        pattern: '^\\S(?:[\\s\\S]*\\S)?$',
-        description: 'The Huabu UI\'s ID of the agent CLI this profile runs (1..255 characters, no surrounding whitespace).',
+        pattern: '^(?=\\S)(?=[\\s\\S]*\\S$)[^\\u0000-\\u001F\\u007F]*$',
+        description: 'The Huabu UI\'s ID of the agent CLI this profile runs (1..255 characters, single line, no control characters, no surrounding whitespace).',
         examples: ['claude-code'],
       }),
     ),

@@ -12,6 +12,7 @@ import { logFilesOldestFirst } from '../append-log.js';
 import type { AuditEntry } from '../../registry/store.js';
 import { PostgresStore } from './postgres-store.js';
 import { LARGE_ROW_COUNT, silentProgress, type Progress } from '../../progress.js';
+import { escapeControlCharactersDeep } from '../../text/control-characters.js';
 
 export interface ImportCounts {
   resources: number;
@@ -53,7 +54,8 @@ async function readAudit(dataDir: string): Promise<AuditEntry[]> {
     .flatMap((line) => {
       try {
         const e = JSON.parse(line) as AuditEntry;
-        return typeof e.at === 'string' && typeof e.actor === 'string' ? [e] : [];
+        // Escaped as the store writes them (text holds no NUL), so a re-import compares like with like.
+        return typeof e.at === 'string' && typeof e.actor === 'string' ? [escapeControlCharactersDeep(e) as AuditEntry] : [];
       } catch {
         return [];
       }

@@ -9,11 +9,13 @@
 // drives resourcesRevision() and so the catalogue caches.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { DEFAULT_AUDIT_MAX_ROWS } from '../../config.js';
 import { AppError } from '../../errors.js';
 import { aliasKey, planDelete, planUpdate, profileRevision, type ProfileChanges } from '../../profiles/profile-rules.js';
 import { carryOwnerFields, conflictError, planReconcile, planWithdraw, sameRecord, type PutOutcome } from '../../registry/ownership.js';
 import { withOwnerFields, type CustomizationPatch } from '../../registry/resource-versions.js';
 import type { AgentProfile } from '../../schemas/profile.js';
+import { escapeControlCharactersDeep, findControlCharacter } from '../../text/control-characters.js';
 import type { ReconcileResult, StoredResource } from '../../schemas/resource.js';
 import type { WorkloadRecord } from '../../schemas/workload.js';
 import type { BatchObserver } from '../durable-document.js';
@@ -35,7 +37,13 @@ export interface PostgresStoreOptions {
   observeBatch?: BatchObserver;
   /** Most operations one batch transaction may cover (default 64). 1 turns group commit off. */
   maxBatch?: number;
+  /** Most rows the audit table keeps, the newest (AUDIT_MAX_ROWS; default DEFAULT_AUDIT_MAX_ROWS); 0 keeps every row. */
+  auditMaxRows?: number;
 }
+
+
+/** Audit rows written between two trims of the table: a tenth of the bound, at most this many. */
+const MAX_AUDIT_ROWS_BETWEEN_TRIMS = 1_000;
 
 /** Default for PostgresStoreOptions.maxBatch: bounds how long a batch holds its row locks. */
 const DEFAULT_MAX_BATCH = 64;
@@ -60,6 +68,8 @@ interface BatchJob {
 interface BatchResult {
   outcomes: ({ ok: true; value: unknown } | { ok: false; err: unknown })[];
   resourcesChanged: boolean;
+  /** Audit rows the batch inserted. */
+  auditRows: number;
 }
 
 /** How often a conditional write is retried when the row it read changed under it (optimistic loop). */
@@ -132,16 +142,42 @@ type Queryable = Pick<pg.PoolClient, 'query'>;
  * migration advisory lock's neighbour (a transaction-level advisory lock), so replicas starting together
  * do it once. A row whose new key clashes with another's keeps its old key (the service starts; the
  * capability projection reports the `alias_collision`) and is named in the log by profile ID.
+ *
+ * The records are read as their stored JSON text and parsed here, not with `record->>'alias'`: an older
+ * version stored profiles with a NUL (`\u0000`) in customData or metadata, which PostgreSQL's JSON operators
+ * cannot turn into text, and one such row failed every replica's start. Such a row is reported
+ * (`withControlCharacters`: it is served as stored, and a change to it is held to today's rules); a row
+ * whose alias cannot be read at all (`unreadable`) keeps its key.
  */
-export async function rekeyAliases(client: pg.PoolClient): Promise<{ updated: number; clashing: string[] }> {
+export async function rekeyAliases(
+  client: pg.PoolClient,
+): Promise<{ updated: number; clashing: string[]; unreadable: string[]; withControlCharacters: string[] }> {
   await client.query('BEGIN');
   try {
     await client.query("SELECT pg_advisory_xact_lock(hashtext('arr_rekey_aliases'))");
-    const { rows } = await client.query<{ id: string; alias: string; alias_key: string }>(
-      'SELECT id, record->>\'alias\' AS alias, alias_key FROM profiles ORDER BY id COLLATE "C" FOR UPDATE',
+    const { rows: stored } = await client.query<{ id: string; record: string; alias_key: string }>(
+      'SELECT id, record::text AS record, alias_key FROM profiles ORDER BY id COLLATE "C" FOR UPDATE',
     );
+    const unreadable: string[] = [];
+    const withControlCharacters: string[] = [];
+    const rows: { id: string; alias: string; alias_key: string }[] = [];
+    for (const row of stored) {
+      let record: unknown;
+      try {
+        record = JSON.parse(row.record);
+      } catch {
+        record = undefined;
+      }
+      const alias = (record as { alias?: unknown } | undefined)?.alias;
+      if (typeof alias !== 'string') {
+        unreadable.push(row.id);
+        continue;
+      }
+      if (findControlCharacter(record) !== undefined) withControlCharacters.push(row.id);
+      rows.push({ id: row.id, alias, alias_key: row.alias_key });
+    }
     const stale = rows.filter((r) => aliasKey(r.alias) !== r.alias_key);
-    const taken = new Set(rows.filter((r) => !stale.includes(r)).map((r) => r.alias_key));
+    const taken = new Set([...stored.filter((r) => unreadable.includes(r.id)), ...rows.filter((r) => !stale.includes(r))].map((r) => r.alias_key));
     let updated = 0;
     const clashing: string[] = [];
     // Park the stale rows on keys no alias can have (a control character), so a row may move onto a key
@@ -165,7 +201,7 @@ export async function rekeyAliases(client: pg.PoolClient): Promise<{ updated: nu
       updated++;
     }
     await client.query('COMMIT');
-    return { updated, clashing };
+    return { updated, clashing, unreadable, withControlCharacters };
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;
@@ -189,6 +225,13 @@ export class PostgresStore implements RegistryStore {
   /** Group commit: jobs waiting for the next batch, and the batch running now (one at a time). */
   #queue: BatchJob[] = [];
   #running: Promise<void> | undefined;
+  readonly #log: NonNullable<PostgresStoreOptions['log']>;
+  /** Audit retention: the bound, the rows written since the last trim, and the trim running now. */
+  readonly #auditMaxRows: number;
+  readonly #auditTrimEvery: number;
+  #auditSinceTrim = 0;
+  #trimming: Promise<void> | undefined;
+  #trimAgain = false;
 
   private constructor(pool: pg.Pool, listener: ChangeListener, ownBackends: Set<number>, options: PostgresStoreOptions) {
     this.#ownBackends = ownBackends;
@@ -196,6 +239,43 @@ export class PostgresStore implements RegistryStore {
     this.#listener = listener;
     this.#observe = options.observeBatch;
     this.#maxBatch = Math.max(1, options.maxBatch ?? DEFAULT_MAX_BATCH);
+    this.#log = options.log ?? (() => undefined);
+    this.#auditMaxRows = options.auditMaxRows ?? DEFAULT_AUDIT_MAX_ROWS;
+    this.#auditTrimEvery = Math.max(1, Math.min(MAX_AUDIT_ROWS_BETWEEN_TRIMS, Math.floor(this.#auditMaxRows / 10)));
+  }
+
+  /** Counts audit rows written; trims the table once enough were written since the last trim. */
+  #auditWritten(rows: number): void {
+    if (this.#auditMaxRows === 0 || rows === 0) return;
+    this.#auditSinceTrim += rows;
+    if (this.#auditSinceTrim >= this.#auditTrimEvery) this.#trimAudit();
+  }
+
+  /**
+   * Deletes the audit rows older than the newest auditMaxRows, off the write path (no acknowledgement waits
+   * for it). By sequence number: the rows above max(seq) - auditMaxRows are at most auditMaxRows (numbers
+   * a rolled-back insert took are gaps), found through the primary key without counting the table. Every
+   * replica trims; their deletes overlap harmlessly. A failure is logged, and the next trim catches up.
+   */
+  #trimAudit(): void {
+    if (this.#auditMaxRows === 0 || this.#closed) return;
+    if (this.#trimming) {
+      this.#trimAgain = true;
+      return;
+    }
+    this.#auditSinceTrim = 0;
+    this.#trimming = this.#query('DELETE FROM audit_log WHERE seq <= (SELECT max(seq) FROM audit_log) - $1', [this.#auditMaxRows])
+      .then(
+        () => undefined,
+        (err: unknown) => this.#log('warn', 'trimming the audit table to AUDIT_MAX_ROWS failed; the next trim catches up', err),
+      )
+      .finally(() => {
+        this.#trimming = undefined;
+        if (this.#trimAgain) {
+          this.#trimAgain = false;
+          this.#trimAudit();
+        }
+      });
   }
 
   /** Connects, migrates under the advisory lock (or refuses a newer schema), and starts listening. */
@@ -212,6 +292,10 @@ export class PostgresStore implements RegistryStore {
     pool.on('error', (err) => log('warn', 'an idle database connection failed', err));
     const ownBackends = new Set<number>();
     pool.on('connect', (client) => {
+      // The pool listens for errors only while a client is idle: a connection lost while checked out (a
+      // crash or failover mid-transaction) emits `error` with no listener, which would end the process. The
+      // query in flight fails on its own (503); this listener only keeps the error from being unhandled.
+      client.on('error', (err) => log('warn', 'a database connection in use failed', err));
       const pid = (client as pg.PoolClient & { processID?: number }).processID;
       if (typeof pid === 'number') {
         ownBackends.add(pid);
@@ -233,6 +317,13 @@ export class PostgresStore implements RegistryStore {
         if (rekeyed.updated > 0 || rekeyed.clashing.length > 0) {
           log('warn', `re-keyed ${rekeyed.updated} profile aliases under the current alias rule${rekeyed.clashing.length > 0 ? `; kept the old key of ${rekeyed.clashing.join(', ')}, whose alias now clashes with another (rename one)` : ''}`);
         }
+        // IDs only: the values may be anything an older version accepted, secrets included.
+        for (const id of rekeyed.withControlCharacters) {
+          log('warn', `table profiles, row ${id}: holds a control character an older version accepted (customData or metadata); served as stored; replace its customData or metadata to clear it`);
+        }
+        for (const id of rekeyed.unreadable) {
+          log('warn', `table profiles, row ${id}: its record has no readable alias; left as stored (its alias key is unchanged)`);
+        }
       } finally {
         client.release();
       }
@@ -242,6 +333,8 @@ export class PostgresStore implements RegistryStore {
       await listener.start().catch((err: unknown) => {
         throw new DatabaseUnavailableError(err);
       });
+      // A table grown past the bound (an older version kept every row) is trimmed now, not at the next write.
+      store.#trimAudit();
       return store;
     } catch (err) {
       await listener?.close();
@@ -397,6 +490,7 @@ export class PostgresStore implements RegistryStore {
     client.release(broken);
     if (aborted === undefined && result) {
       if (result.resourcesChanged) this.#resourcesCounter++;
+      this.#auditWritten(result.auditRows);
       observe(true);
       settle(jobs, result);
       return;
@@ -407,6 +501,7 @@ export class PostgresStore implements RegistryStore {
       try {
         const alone = await this.#transaction((c) => runOps(c, [job.op]));
         if (alone.resourcesChanged) this.#resourcesCounter++;
+        this.#auditWritten(alone.auditRows);
         settle([job], alone);
       } catch (err) {
         job.reject(err);
@@ -497,6 +592,7 @@ export class PostgresStore implements RegistryStore {
     };
     if (dryRun) return this.#guard(async () => ({ dryRun, ...(await planOn(this.#db, false)) }));
     return this.#guard(async () => {
+      let auditRows = 0;
       const result = await this.#transaction(async (client) => {
         // Reconciles of one provider run one after another, so each sees the set the previous one left.
         await client.query(`SELECT pg_advisory_xact_lock(hashtextextended('arr-reconcile:' || $1, 0))`, [provider]);
@@ -529,9 +625,14 @@ export class PostgresStore implements RegistryStore {
           }
         }
         const result = { dryRun, ...plan };
-        if (audit) await insertAudit(client, reconcileEntries(result, audit));
+        if (audit) {
+          const entries = reconcileEntries(result, audit);
+          await insertAudit(client, entries);
+          auditRows = entries.length;
+        }
         return result;
       });
+      this.#auditWritten(auditRows);
       if (result.created.length + result.replaced.length + result.withdrawn.length > 0) this.#resourcesCounter++;
       return result;
     });
@@ -764,6 +865,8 @@ export class PostgresStore implements RegistryStore {
     this.#closed = true;
     // Operations already queued still commit (or fail) before the pool closes.
     await this.#running;
+    this.#trimAgain = false;
+    await this.#trimming;
     await this.#listener.close();
     await this.#pool.end();
   }
@@ -851,11 +954,16 @@ async function runOps(client: Queryable, ops: readonly BatchOp[]): Promise<Batch
     }
   });
   await insertAudit(client, audit);
-  return { outcomes, resourcesChanged };
+  return { outcomes, resourcesChanged, auditRows: audit.length };
 }
 
-/** Audit entries in one statement (none: no statement). */
-async function insertAudit(client: Queryable, audit: readonly AuditEntry[]): Promise<void> {
+/**
+ * Audit entries in one statement (none: no statement). Every string is escaped of control characters first:
+ * text and jsonb hold no NUL, and an entry may carry what a client sent (a path, an ID), so a `%00` must not
+ * fail the insert (and with it the change it records); the escape keeps it visible.
+ */
+async function insertAudit(client: Queryable, entries: readonly AuditEntry[]): Promise<void> {
+  const audit = entries.map((e) => escapeControlCharactersDeep(e) as AuditEntry);
   if (audit.length > 0) {
     await client.query({
       name: 'arr_append_audit',
