@@ -3,6 +3,7 @@
 // write, and a registry file written under the earlier rule loading with both namesakes kept and named.
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import fc from 'fast-check';
 import t from 'tap';
 import { hasInvisible, lookAlikeKey } from '../src/text/look-alike.js';
 import { build, CANARY, tempDataDir } from './helpers/build.js';
@@ -48,6 +49,15 @@ t.test('lookAlikeKey: UTS #39 skeletons from confusables.txt, ignoring case', as
   for (const [a, b] of CLASHING) t.equal(lookAlikeKey(a), lookAlikeKey(b), `${JSON.stringify(a)} clashes with ${JSON.stringify(b)}`);
   for (const [a, b] of DISTINCT) t.not(lookAlikeKey(a), lookAlikeKey(b), `${JSON.stringify(a)} stays apart from ${JSON.stringify(b)}`);
   t.equal(lookAlikeKey('  Web \u2003 search '), lookAlikeKey('web search'), 'surrounding space trimmed, inner runs of any space collapsed');
+});
+
+t.test('lookAlikeKey: the ASCII shortcut agrees with the full pipeline', async (t) => {
+  // A zero-width space takes the text off the shortcut and is itself dropped by the skeleton.
+  fc.assert(fc.property(fc.string({ unit: 'binary-ascii', maxLength: 40 }), (s) => lookAlikeKey(s) === lookAlikeKey(s + '\u200B')), { numRuns: 2000 });
+  for (let code = 0; code < 128; code++) {
+    const ch = String.fromCharCode(code);
+    t.equal(lookAlikeKey(`a${ch}b`), lookAlikeKey(`a${ch}b\u200B`), `U+${code.toString(16).padStart(4, '0')}`);
+  }
 });
 
 t.test('hasInvisible: every Default_Ignorable_Code_Point and bidi control, and nothing in ordinary text', async (t) => {

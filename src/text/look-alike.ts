@@ -41,6 +41,28 @@ export function skeleton(text: string): string {
  * Confusables and case together also join `I`, `l`, `i` and `1`.
  */
 export function lookAlikeKey(text: string): string {
+  return (asciiKey(text) ?? fullKey(text)).trim().replace(/\s+/g, ' ');
+}
+
+function fullKey(text: string): string {
   const upper = text.normalize('NFKC').toLowerCase().toUpperCase();
-  return skeleton(skeleton(upper).toLowerCase()).trim().replace(/\s+/g, ' ');
+  return skeleton(skeleton(upper).toLowerCase());
+}
+
+// On ASCII text every step works character by character (normalization is the identity, case mapping has
+// no context), so the key is the concatenation of each character's own key while those stay ASCII: the
+// common case, at a fraction of the cost, for stores that key every alias on each write.
+const ASCII_KEYS: ReadonlyArray<string | undefined> = Array.from({ length: 128 }, (_, code) => {
+  const key = fullKey(String.fromCharCode(code));
+  return /^[\x00-\x7F]*$/.test(key) ? key : undefined;
+});
+
+function asciiKey(text: string): string | undefined {
+  let out = '';
+  for (let i = 0; i < text.length; i++) {
+    const key = ASCII_KEYS[text.charCodeAt(i)];
+    if (key === undefined) return undefined;
+    out += key;
+  }
+  return out;
 }
