@@ -129,3 +129,12 @@ t.test('the confusables table is the one generated from the committed confusable
   t.equal(await readFile(CONFUSABLES_MODULE, 'utf8'), confusablesModule(await readFile(CONFUSABLES_TXT, 'utf8')), 'npx tsx scripts/generate-confusables.ts regenerates it');
   t.throws(() => confusablesModule('# Version: 17.0.0\n# Date: 2025-07-22\n0406 ; zz ;\tMA\t#\n'), /line 3/, 'a line it does not understand stops the generator');
 });
+
+t.test('the snapshot lists aliases in reading order ignoring case, not in skeleton order', async (t) => {
+  const { buildSnapshot } = await import('../src/capabilities/snapshot.js');
+  const profiles = ['Planner', 'manager', 'Ivan', 'helper'].map((alias, i) => ({
+    schemaVersion: 2 as const, id: `p${i}`, alias, agentletId: 'mac-a', workingDirPath: '/w', resourceIds: [], launch: { kind: 'acp-command' as const, command: 'agent' },
+  }));
+  const snapshot = buildSnapshot({ resources: [], profiles, machines: [], requiredResourceIds: [] });
+  t.same(snapshot.aliases.map((a) => a.alias), ['helper', 'Ivan', 'manager', 'Planner']);
+});
