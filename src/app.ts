@@ -22,6 +22,7 @@ import { createLogger } from './logger.js';
 import { Metrics } from './metrics.js';
 import { MachineRegistry } from './machines/machine-registry.js';
 import { ProfileRegistry } from './profiles/profile-registry.js';
+import { aliasCollisions } from './profiles/profile-rules.js';
 import { CatalogueCache } from './registry/catalogue-cache.js';
 import { ResourceRegistry } from './registry/resource-registry.js';
 import { capabilityRoutes } from './routes/capabilities.js';
@@ -129,6 +130,9 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     };
     if (!options.deferCredentialWrite) announceCredentials();
     const { credentials } = resolved;
+    for (const ids of aliasCollisions((await store.listProfiles()).map((e) => e.profile))) {
+      logger.warn({ profileIds: ids }, `profiles ${ids.join(', ')} share an alias under the current look-alike rule; both are kept, new look-alikes are refused (rename one)`);
+    }
 
     // The hosted capabilities' credential values are known secrets too: no record may carry one.
     const scanner = new SecretScanner([...Object.values(credentials), ...config.hostedCapabilities.credentialValues()]);

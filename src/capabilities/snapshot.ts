@@ -2,7 +2,7 @@
 // agents, providers, the host's required defaults), its diagnostics, and a content digest. Two snapshots
 // of the same state are byte-identical, whatever order the records came in. Pure; no I/O.
 import { createHash } from 'node:crypto';
-import { aliasKey, profileView } from '../profiles/profile-rules.js';
+import { profileView } from '../profiles/profile-rules.js';
 import type { AliasBinding, CapabilitySnapshot, Component, ComponentKind, Diagnostic, Edge } from '../schemas/capability.js';
 import { HOST_PROVIDER } from '../schemas/common.js';
 import { labelOf, summaryOf } from '../registry/resource-versions.js';
@@ -87,7 +87,8 @@ export function buildSnapshot(input: SnapshotInput): CapabilitySnapshot {
   const parts = {
     components: sortedBy(components, (c) => c.id),
     edges: edges.sort(edgeOrder), // unique by construction
-    aliases: aliases.sort((a, b) => byCodeUnits(aliasKey(a.alias), aliasKey(b.alias)) || byCodeUnits(a.alias, b.alias) || byCodeUnits(a.component, b.component)),
+    // Reading order ignoring case (the look-alike key would file `manager` under `rn`).
+    aliases: aliases.sort((a, b) => byCodeUnits(a.alias.toLowerCase(), b.alias.toLowerCase()) || byCodeUnits(a.alias, b.alias) || byCodeUnits(a.component, b.component)),
     diagnostics: registryDiagnostics({ ...input, resources, profiles, machines }),
   };
   return { digest: snapshotDigest(parts), ...parts };

@@ -29,7 +29,7 @@ export class MachineRegistry {
 
   async enroll(machineId: string, actor: string): Promise<{ machineId: string; token: string }> {
     // `huabu`, `Huabu`, `huabu.`, `hu-abu`, `huаbu` (Cyrillic а): anything that reads as the host is reserved.
-    if (lookAlikeKey(machineId.replace(/[._-]/g, '')) === HOST_PROVIDER) {
+    if (lookAlikeKey(machineId.replace(/[._-]/g, '')) === lookAlikeKey(HOST_PROVIDER)) {
       throw new AppError('validation_failed', `${machineId} is reserved for the host provider.`, { field: '/machineId' });
     }
     await this.scanner?.assertClean([['/machineId', machineId]]);

@@ -28,6 +28,19 @@ export function aliasKey(alias: string): string {
   return lookAlikeKey(alias);
 }
 
+/**
+ * Groups of profile IDs (each sorted, two or more) whose aliases share a key: stores written under an
+ * earlier alias rule may hold such pairs; they are kept and named rather than refused at start.
+ */
+export function aliasCollisions(profiles: Iterable<Pick<AgentProfile, 'id' | 'alias'>>): string[][] {
+  const byKey = new Map<string, string[]>();
+  for (const p of profiles) {
+    const key = aliasKey(p.alias);
+    byKey.set(key, [...(byKey.get(key) ?? []), p.id]);
+  }
+  return [...byKey.values()].filter((ids) => ids.length > 1).map((ids) => ids.sort());
+}
+
 export function isManifestBacked(profile: Pick<AgentProfile, 'launch'>): boolean {
   return profile.launch.kind === AGENT_TEAM_MANIFEST;
 }

@@ -141,7 +141,8 @@ type Queryable = Pick<pg.PoolClient, 'query'>;
  * skeleton), rows written under the old rule are re-keyed here at start, in one transaction under the
  * migration advisory lock's neighbour (a transaction-level advisory lock), so replicas starting together
  * do it once. A row whose new key clashes with another's keeps its old key (the service starts; the
- * capability projection reports the `alias_collision`) and is named in the log by profile ID.
+ * capability projection reports the `alias_collision`; a write that keeps its alias keeps that key) and is
+ * named in the log with the profile it clashes with.
  *
  * The records are read as their stored JSON text and parsed here, not with `record->>'alias'`: an older
  * version stored profiles with a NUL (`\u0000`) in customData or metadata, which PostgreSQL's JSON operators
@@ -151,7 +152,7 @@ type Queryable = Pick<pg.PoolClient, 'query'>;
  */
 export async function rekeyAliases(
   client: pg.PoolClient,
-): Promise<{ updated: number; clashing: string[]; unreadable: string[]; withControlCharacters: string[] }> {
+): Promise<{ updated: number; clashing: Array<{ id: string; with: string }>; unreadable: string[]; withControlCharacters: string[] }> {
   await client.query('BEGIN');
   try {
     await client.query("SELECT pg_advisory_xact_lock(hashtext('arr_rekey_aliases'))");
@@ -177,9 +178,12 @@ export async function rekeyAliases(
       rows.push({ id: row.id, alias, alias_key: row.alias_key });
     }
     const stale = rows.filter((r) => aliasKey(r.alias) !== r.alias_key);
-    const taken = new Set([...stored.filter((r) => unreadable.includes(r.id)), ...rows.filter((r) => !stale.includes(r))].map((r) => r.alias_key));
+    // Key -> the profile holding it (a row whose alias cannot be read holds the key it has).
+    const taken = new Map(
+      [...stored.filter((r) => unreadable.includes(r.id)), ...rows.filter((r) => !stale.includes(r))].map((r) => [r.alias_key, r.id]),
+    );
     let updated = 0;
-    const clashing: string[] = [];
+    const clashing: Array<{ id: string; with: string }> = [];
     // Park the stale rows on keys no alias can have (a control character), so a row may move onto a key
     // another stale row is leaving.
     if (stale.length > 0) {
@@ -187,17 +191,18 @@ export async function rekeyAliases(
     }
     for (const row of stale) {
       const key = aliasKey(row.alias);
-      if (taken.has(key)) {
+      const holder = taken.get(key);
+      if (holder !== undefined) {
         // Back on its old key when that is still free, else it stays parked (unique, never matching).
         if (!taken.has(row.alias_key)) {
           await client.query('UPDATE profiles SET alias_key = $2 WHERE id = $1', [row.id, row.alias_key]);
-          taken.add(row.alias_key);
+          taken.set(row.alias_key, row.id);
         }
-        clashing.push(row.id);
+        clashing.push({ id: row.id, with: holder });
         continue;
       }
       await client.query('UPDATE profiles SET alias_key = $2 WHERE id = $1', [row.id, key]);
-      taken.add(key);
+      taken.set(key, row.id);
       updated++;
     }
     await client.query('COMMIT');
@@ -315,7 +320,8 @@ export class PostgresStore implements RegistryStore {
         if (report.applied.length > 0) options.onMigrated?.(report);
         const rekeyed = await rekeyAliases(client);
         if (rekeyed.updated > 0 || rekeyed.clashing.length > 0) {
-          log('warn', `re-keyed ${rekeyed.updated} profile aliases under the current alias rule${rekeyed.clashing.length > 0 ? `; kept the old key of ${rekeyed.clashing.join(', ')}, whose alias now clashes with another (rename one)` : ''}`);
+          const clashes = rekeyed.clashing.map((c) => `${c.id} (clashes with ${c.with})`).join(', ');
+          log('warn', `re-keyed ${rekeyed.updated} profile aliases under the current alias rule${clashes ? `; kept the old key of ${clashes}: both are kept, new look-alikes are refused (rename one)` : ''}`);
         }
         // IDs only: the values may be anything an older version accepted, secrets included.
         for (const id of rekeyed.withControlCharacters) {
@@ -760,10 +766,12 @@ export class PostgresStore implements RegistryStore {
         if (!changed) return { ...current!, changed: false };
         const revision = profileRevision(next);
         try {
-          // Written only if the row is still the revision the checks ran on: If-Match in the same step.
+          // Written only if the row is still the revision the checks ran on: If-Match in the same step. An
+          // unchanged alias keeps its stored key (a namesake from an earlier alias rule keeps its old one).
+          const key = next.alias === current!.profile.alias ? null : aliasKey(next.alias);
           const { rowCount } = await this.#query(
-            'UPDATE profiles SET alias_key = $3, revision = $4, record = $5::json WHERE id = $1 AND revision = $2',
-            [id, current!.revision, aliasKey(next.alias), revision, JSON.stringify(next)],
+            'UPDATE profiles SET alias_key = COALESCE($3, alias_key), revision = $4, record = $5::json WHERE id = $1 AND revision = $2',
+            [id, current!.revision, key, revision, JSON.stringify(next)],
           );
           if (rowCount) return { profile: next, revision, changed: true };
         } catch (err) {
