@@ -610,6 +610,25 @@ t.test('a re-spelled grant is malformed; its identity is its claims', async (t) 
   t.not((verifyGrant(mintGrant({ ...claims, mintedAtMs: 6 }, key), key, 10) as { id: string }).id, (check as { id: string }).id, 'other claims, another');
   const { mintedAtMs: _at, ...older } = claims;
   t.same(verifyGrant(mintGrant(older, key), key, 10), { ok: true, claims: older, id: (verifyGrant(mintGrant(older, key), key, 10) as { id: string }).id }, 'a grant without a mint time still verifies');
+  const signedGrant = (value: unknown) => {
+    const body = Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
+    return `arr_grant_${body}.${createHmac('sha256', key).update(body).digest('base64url')}`;
+  };
+  const raw = { v: 1, m: 'mac-1', e: 'e', p: 'p', c: 'c', t: 't', r: ['x'], exp: 1000, pv: 'v' };
+  for (const [what, value] of [
+    ['not JSON', 'not json {'],
+    ['null', 'null'],
+    ['a number', '7'],
+    ['another version', { ...raw, v: 2 }],
+    ['an empty thread', { ...raw, t: '' }],
+    ['resources not a list', { ...raw, r: 'x' }],
+    ['exp a string', { ...raw, exp: '1000' }],
+    ['the mint time a string', { ...raw, at: '5' }],
+  ] as [string, unknown][]) {
+    t.same(verifyGrant(signedGrant(value), key, 10), { ok: false, reason: 'malformed' }, what);
+  }
+  t.same(verifyGrant(signedGrant(raw), key, 1000), { ok: false, reason: 'expired' }, 'expired from its exp second');
+  t.same(verifyGrant('arr_canvas_x.y', key, 10), { ok: false, reason: 'malformed' }, 'another prefix');
 });
 
 t.test('a malformed canvas token is refused as malformed, never with an exception', async (t) => {

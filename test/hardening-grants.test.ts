@@ -5,6 +5,7 @@
 // failed answer is audited as failed. Real sockets on both sides (test/helpers/invocation-world.ts).
 import { readFile } from 'node:fs/promises';
 import t from 'tap';
+import { GrantQuotas } from '../src/invocation/quotas.js';
 import { auditLines, SEARCH_KEY, world } from './helpers/invocation-world.js';
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
@@ -156,4 +157,23 @@ t.test('a failed answer is audited as failed: the outcome is what the agent got'
   const outcomes = (await auditLines(w.h)).filter((a) => a.action === 'resource.invoke').map((a) => a.outcome);
   t.same(outcomes, [res.status === 200 ? 'ok' : res.body?.code], `the audit says what the agent got (${res.status} ${res.body?.code})`);
   t.equal(`${res.status} ${res.body?.code} ${res.body?.details?.reason}`, '502 invocation_failed output_too_deep');
+});
+
+t.test('GrantQuotas: in flight per (grant, capability) and per grant, released once; idle keys dropped', async (t) => {
+  let now = 0;
+  const quotas = new GrantQuotas(() => now);
+  const limits = { concurrency: 2, perMinute: 100, inFlightPerGrant: 3 };
+  const a1 = quotas.acquire('g', 'a', limits);
+  const a2 = quotas.acquire('g', 'a', limits);
+  t.match(quotas.acquire('g', 'a', limits), { ok: false, reason: 'concurrency' }, "the capability's bound first");
+  const b1 = quotas.acquire('g', 'b', limits);
+  t.match(quotas.acquire('g', 'b', limits), { ok: false, reason: 'in_flight', retryAfterSeconds: 1 }, "then the grant's");
+  t.match(quotas.acquire('other', 'b', limits), { ok: true }, 'another grant is not counted');
+  if (!a1.ok || !a2.ok || !b1.ok) throw new Error('acquired');
+  a1.release();
+  a1.release();
+  t.match(quotas.acquire('g', 'b', limits), { ok: true }, 'one release frees one slot, however often it is called');
+  t.match(quotas.acquire('g', 'c', limits), { ok: false, reason: 'in_flight' });
+  now += 61_000;
+  t.equal(quotas.size, 3, 'keys with calls in flight stay');
 });
