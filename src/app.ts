@@ -137,7 +137,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     // The hosted capabilities' credential values are known secrets too: no record may carry one.
     const scanner = new SecretScanner([...Object.values(credentials), ...config.hostedCapabilities.credentialValues()]);
     const audit = new AuditTrail(store, clock, (err) => logger.error({ err }, 'audit log append failed'));
-    const registry = new ResourceRegistry(store, scanner, audit, config.requiredResourceIds);
+    const registry = new ResourceRegistry(store, scanner, audit, config.requiredResourceIds, config.hostedCapabilities.ids);
     const machines = new MachineRegistry(store, clock, audit, scanner);
     const profiles = new ProfileRegistry(store, scanner, audit, {
       requiredResourceIds: config.requiredResourceIds,
@@ -172,6 +172,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       now,
       observe: (resource, outcome, seconds) => metrics.invocations.observe({ resource, outcome }, seconds),
       onCallFailed: (facts) => logger.warn(facts, 'hosted capability call failed'),
+      isCanvasRevoked: (canvasId, mintedAtMs) => machines.isCanvasTokenRevoked(canvasId, mintedAtMs),
     });
 
     app = Fastify({

@@ -4,7 +4,8 @@
 // See docs/TESTING.md.
 import t from 'tap';
 import { createHmac } from 'node:crypto';
-import { mintCanvasToken, verifyCanvasToken, matchDigest, tokenDigest, generateToken, TOKEN_PREFIX } from '../src/credentials/tokens.js';
+import { decodeBase64url, mintCanvasToken, verifyCanvasToken, matchDigest, tokenDigest, generateToken, TOKEN_PREFIX } from '../src/credentials/tokens.js';
+import { grantKey, mintGrant, verifyGrant } from '../src/invocation/grants.js';
 import { fileVersion, migrateRegistryDocument, REGISTRY_FILE_STEPS, upgradeProfiles, validateRegistryDocument } from '../src/migrations/registry-file.js';
 import { MigrationError, upgradeProfile } from '../src/migrations/profile-v1.js';
 import { carryOwnerFields, planPut, planReconcile, planWithdraw, sameRecord } from '../src/registry/ownership.js';
@@ -574,6 +575,62 @@ t.test('a canvas token carries its mint time when given one, and reports exactly
   t.notOk(verified.ok && 'mintedAtMs' in verified.claims, 'not even as an undefined key');
 });
 
+/** Spellings of a 43-character base64url signature that a lenient decoder reads as the same 32 bytes. */
+function respelled(signature: string): string[] {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+  const last = alphabet.indexOf(signature.at(-1)!);
+  const unusedBits = [0, 1, 2, 3].map((k) => signature.slice(0, -1) + alphabet[(last & ~3) | k]).filter((s) => s !== signature);
+  const standard = signature.replaceAll('-', '+').replaceAll('_', '/');
+  return [...unusedBits, `${signature}=`, `${signature}==`, `!${signature}`, `${signature.slice(0, 20)} ${signature.slice(20)}`, ...(standard === signature ? [] : [standard])];
+}
+
+t.test('canonical base64url only: no padding, no stray or standard-alphabet characters, unused bits zero, exact length', async (t) => {
+  const bytes = Buffer.from('fe0ffa7b1c2d3e4f', 'hex');
+  const text = bytes.toString('base64url');
+  t.same(decodeBase64url(text), bytes);
+  t.same(decodeBase64url(text, 8), bytes, 'the exact length');
+  t.equal(decodeBase64url(text, 9), undefined, 'another length');
+  t.same(decodeBase64url(''), Buffer.alloc(0));
+  for (const spelling of [`${text}=`, `${text} `, `!${text}`, text.replace('-', '+').replace('_', '/'), `${text.slice(0, -1)}${String.fromCharCode(text.charCodeAt(text.length - 1) + 1)}`, 'A']) {
+    t.equal(decodeBase64url(spelling), undefined, JSON.stringify(spelling));
+  }
+});
+
+t.test('a re-spelled grant is malformed; its identity is its claims', async (t) => {
+  const key = grantKey(SECRET);
+  const claims = { machineId: 'mac-1', enrolledAt: '2026-01-01T00:00:00.000Z', profileId: 'p', canvasId: 'c', threadId: 't', allowedResourceIds: ['web-search'], exp: 1000, policyVersion: 'v', mintedAtMs: 5 };
+  const grant = mintGrant(claims, key);
+  const check = verifyGrant(grant, key, 10);
+  t.match(check, { ok: true, claims, id: /^[0-9a-f]{64}$/ });
+  const [payload, signature] = grant.slice('arr_grant_'.length).split('.') as [string, string];
+  for (const s of respelled(signature)) t.same(verifyGrant(`arr_grant_${payload}.${s}`, key, 10), { ok: false, reason: 'malformed' }, s);
+  t.same(verifyGrant(`arr_grant_${payload}.${signature.slice(0, 42)}`, key, 10), { ok: false, reason: 'malformed' }, 'a short signature');
+  t.same(verifyGrant(mintGrant(claims, grantKey(SECRET + 'x')), key, 10), { ok: false, reason: 'bad_signature' }, 'another key');
+  t.equal((verifyGrant(mintGrant(claims, key), key, 10) as { id: string }).id, (check as { id: string }).id, 'the same claims, the same identity');
+  t.not((verifyGrant(mintGrant({ ...claims, mintedAtMs: 6 }, key), key, 10) as { id: string }).id, (check as { id: string }).id, 'other claims, another');
+  const { mintedAtMs: _at, ...older } = claims;
+  t.same(verifyGrant(mintGrant(older, key), key, 10), { ok: true, claims: older, id: (verifyGrant(mintGrant(older, key), key, 10) as { id: string }).id }, 'a grant without a mint time still verifies');
+  const signedGrant = (value: unknown) => {
+    const body = Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
+    return `arr_grant_${body}.${createHmac('sha256', key).update(body).digest('base64url')}`;
+  };
+  const raw = { v: 1, m: 'mac-1', e: 'e', p: 'p', c: 'c', t: 't', r: ['x'], exp: 1000, pv: 'v' };
+  for (const [what, value] of [
+    ['not JSON', 'not json {'],
+    ['null', 'null'],
+    ['a number', '7'],
+    ['another version', { ...raw, v: 2 }],
+    ['an empty thread', { ...raw, t: '' }],
+    ['resources not a list', { ...raw, r: 'x' }],
+    ['exp a string', { ...raw, exp: '1000' }],
+    ['the mint time a string', { ...raw, at: '5' }],
+  ] as [string, unknown][]) {
+    t.same(verifyGrant(signedGrant(value), key, 10), { ok: false, reason: 'malformed' }, what);
+  }
+  t.same(verifyGrant(signedGrant(raw), key, 1000), { ok: false, reason: 'expired' }, 'expired from its exp second');
+  t.same(verifyGrant('arr_canvas_x.y', key, 10), { ok: false, reason: 'malformed' }, 'another prefix');
+});
+
 t.test('a malformed canvas token is refused as malformed, never with an exception', async (t) => {
   const good = mintCanvasToken(claims, SECRET);
   const [payload, signature] = good.slice(TOKEN_PREFIX.canvas.length).split('.') as [string, string];
@@ -584,8 +641,10 @@ t.test('a malformed canvas token is refused as malformed, never with an exceptio
     ['empty payload', `${TOKEN_PREFIX.canvas}.${signature}`, 'malformed'],
     ['an extra segment', `${good}.${signature}`, 'malformed'],
     ['an empty extra segment', `${good}.`, 'malformed'],
-    ['a short signature', `${TOKEN_PREFIX.canvas}${payload}.${signature.slice(0, 10)}`, 'bad_signature'],
-    ['a long signature', `${TOKEN_PREFIX.canvas}${payload}.${signature}AAAA`, 'bad_signature'],
+    ['a short signature', `${TOKEN_PREFIX.canvas}${payload}.${signature.slice(0, 10)}`, 'malformed'],
+    ['a long signature', `${TOKEN_PREFIX.canvas}${payload}.${signature}AAAA`, 'malformed'],
+    ...respelled(signature).map((s, i): [string, string, string] => [`the signature re-spelled (${i})`, `${TOKEN_PREFIX.canvas}${payload}.${s}`, 'malformed']),
+    ['the payload padded', `${TOKEN_PREFIX.canvas}${payload}=.${signature}`, 'malformed'],
     ['another secret', mintCanvasToken(claims, SECRET + 'x'), 'bad_signature'],
     ['signed non-JSON payload', signed(b64('not json {')), 'malformed'],
     ['signed JSON null', signed(b64('null')), 'malformed'],

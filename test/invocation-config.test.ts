@@ -6,7 +6,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { inspect } from 'node:util';
 import { ConfigError, loadConfig } from '../src/config.js';
-import { parseHostedCapabilities, unboundedSchemaProblems } from '../src/invocation/capabilities-file.js';
+import { HostedCapabilities, parseHostedCapabilities, unboundedSchemaProblems } from '../src/invocation/capabilities-file.js';
 import { build, CANARY, DATA_ROOT, recordIssuedToken } from './helpers/build.js';
 
 const KEY = 'arr_credential_CANARYconfig0key0value0for0tests00';
@@ -77,6 +77,36 @@ t.test('a bad file stops the start with an error naming the problem, never a val
   }
   t.throws(() => loadConfig({ HOSTED_CAPABILITIES_FILE: path.join(DATA_ROOT, 'no-such-file.json') }), /cannot be read: ENOENT/);
   t.equal(loadConfig({}).hostedCapabilities.policyVersion, 'none', 'no file: no capabilities');
+});
+
+t.test('one grant in flight across its capabilities: 4 by default, the largest per-capability concurrency when larger, or the file\'s', async (t) => {
+  const with_ = (extra: Record<string, unknown>, capabilities: Record<string, unknown>) => JSON.stringify({ schemaVersion: 1, ...extra, capabilities });
+  t.equal(parseHostedCapabilities(doc({ 'web-search': entry() }), { SEARCH_KEY: KEY }).maxInFlightPerGrant, 4);
+  t.equal(parseHostedCapabilities(doc({ 'web-search': entry({ perGrant: { concurrency: 8, perMinute: 10 } }) }), { SEARCH_KEY: KEY }).maxInFlightPerGrant, 8);
+  t.equal(parseHostedCapabilities(with_({ maxInFlightPerGrant: 2 }, { 'web-search': entry() }), { SEARCH_KEY: KEY }).maxInFlightPerGrant, 2);
+  t.throws(() => parseHostedCapabilities(with_({ maxInFlightPerGrant: 2 }, { 'web-search': entry({ perGrant: { concurrency: 3, perMinute: 10 } }) }), { SEARCH_KEY: KEY }), /maxInFlightPerGrant 2 is below the perGrant.concurrency of web-search/);
+  t.throws(() => parseHostedCapabilities(with_({ maxInFlightPerGrant: 0 }, { 'web-search': entry() }), { SEARCH_KEY: KEY }), /maxInFlightPerGrant/);
+  t.equal(HostedCapabilities.none().maxInFlightPerGrant, 4);
+});
+
+t.test("an answer carrying a capability's own credential, in its usual spellings", async (t) => {
+  const value = 'tvly-Ab+/"cd\\efGHIJ0123456789';
+  const caps = parseHostedCapabilities(doc({ 'web-search': entry(), 'other-search': entry({ credential: undefined }) }), { SEARCH_KEY: value });
+  const bytes = Buffer.from(value);
+  const carried = [
+    JSON.stringify({ echoed: value }),
+    JSON.stringify({ headers: { authorization: `Bearer ${value}` } }),
+    JSON.stringify({ q: encodeURIComponent(value) }),
+    JSON.stringify({ hex: bytes.toString('hex') }),
+    JSON.stringify({ hex: bytes.toString('hex').toUpperCase() }),
+    ...[0, 1, 2].flatMap((pad) => {
+      const blob = Buffer.concat([Buffer.from('x'.repeat(pad)), bytes, Buffer.from('trailer')]);
+      return [JSON.stringify({ blob: blob.toString('base64') }), JSON.stringify({ blob: blob.toString('base64url') })];
+    }),
+  ];
+  for (const answer of carried) t.ok(caps.answerCarriesCredential('web-search', answer), answer);
+  t.notOk(caps.answerCarriesCredential('web-search', JSON.stringify({ results: ['tvly-', value.slice(0, 10)] })), 'a part of it is not it');
+  t.notOk(caps.answerCarriesCredential('other-search', carried[0]!), 'a capability without a credential has nothing to leak');
 });
 
 t.test('bounded schemas: what counts', async (t) => {

@@ -60,7 +60,7 @@ export async function measureInvocationOverhead(dataDir: string, root: string, c
     await call(`${server.url}/api/acp/providers/huabu/resources/bench-search`, { authorization: `Bearer ${creds.huabu}` }, { schemaVersion: 1, name: 'Bench search', description: 'Searches.', instructions: 'Invoke it.' }, 201, 'PUT');
     await call(`${server.url}/api/acp/launch`, owner, { profileId: benchProfileId(0), canvasId: CANVAS_ID, threadId: 'bench-invoke', resourceIds: ['bench-search'] }, 201);
     const { grant } = (await call(`${server.url}/api/acp/grants`, owner, { canvasId: CANVAS_ID, threadId: 'bench-invoke', ttlSeconds: 86_400 }, 201)) as { grant: string };
-    const viaService = { authorization: `Bearer ${canvasToken(creds)}`, 'x-huabu-resource-grant': grant };
+    const viaService = { authorization: `Bearer ${canvasToken(creds)}`, 'x-huabu-resource-grant': grant, 'x-huabu-thread-id': 'bench-invoke' };
     const invokeUrl = `${server.url}/api/rfs/${CANVAS_ID}/resources/bench-search/invoke`;
     const input = { query: 'lichen growth rates', maxResults: 5 };
     const direct: number[] = [];

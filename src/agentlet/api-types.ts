@@ -474,7 +474,7 @@ export interface paths {
         put?: never;
         /**
          * Invoke a hosted capability
-         * @description Forwards `input` to the operator's endpoint for this hosted capability (with its credential, which the agent never sees) and answers its JSON. Needs the canvas token (`Authorization: Bearer $AGENTLET_TOKEN`) and the thread's grant (`X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT`); `X-Huabu-Thread-Id: $HUABU_THREAD_ID` additionally pins the grant to the calling thread. Checks in order: canvas token 401, grant 401 `grant_invalid`/`grant_expired`, bound to this canvas, machine and thread 403, resource granted 403 `resource_not_granted`, hosted 404, input 400, sizes 413, per-grant concurrency and rate 429 (with `Retry-After`), deadline 504 `invocation_timeout`, endpoint failure 502 `invocation_failed` (no upstream body or headers). A hang-up aborts the outbound request.
+         * @description Forwards `input` to the operator's endpoint for this hosted capability (with its credential, which the agent never sees) and answers its JSON. Needs the canvas token (`Authorization: Bearer $AGENTLET_TOKEN`), the thread's grant (`X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT`) and the calling thread (`X-Huabu-Thread-Id: $HUABU_THREAD_ID`). Checks in order: canvas token 401, grant 401 `grant_invalid` (also once its canvas's tokens are revoked) / `grant_expired`, bound to this canvas, machine and thread 403 (`details.reason` `thread_required` without the thread header, `thread_mismatch` for another thread), resource granted 403 `resource_not_granted`, hosted 404, input 400, sizes 413, per-grant concurrency and rate 429 (with `Retry-After`), deadline 504 `invocation_timeout`, endpoint failure 502 `invocation_failed` (no upstream body or headers; also an answer nested too deep or carrying the capability's own credential). A hang-up aborts the outbound request.
          */
         post: operations["invokeHostedResource"];
         delete?: never;
@@ -6216,11 +6216,11 @@ export interface operations {
     invokeHostedResource: {
         parameters: {
             query?: never;
-            header?: {
+            header: {
                 /** @description The resource grant (`$HUABU_RESOURCE_GRANT`). */
                 "x-huabu-resource-grant"?: string;
-                /** @description The calling thread (`$HUABU_THREAD_ID`); when sent, it must be the grant's thread. */
-                "x-huabu-thread-id"?: string;
+                /** @description The calling thread (`$HUABU_THREAD_ID`); it must be the grant's thread (403 otherwise, checked with the grant). */
+                "x-huabu-thread-id": string;
             };
             path: {
                 /**

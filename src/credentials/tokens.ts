@@ -55,6 +55,25 @@ function sign(payload: string, secret: string): Buffer {
   return createHmac('sha256', secret).update(payload).digest();
 }
 
+const BASE64URL = /^[A-Za-z0-9_-]*$/;
+
+/**
+ * Decodes canonical base64url only: the URL-safe alphabet, no padding, and the last character's unused
+ * bits zero, so exactly one spelling decodes to given bytes (Node's decoder skips stray characters and
+ * ignores those bits; a token spelled another way would otherwise pass as a different string). Undefined
+ * for anything else, and when `bytes` is given and the length differs.
+ */
+export function decodeBase64url(text: string, bytes?: number): Buffer | undefined {
+  if (!BASE64URL.test(text) || text.length % 4 === 1) return undefined;
+  const decoded = Buffer.from(text, 'base64url');
+  if (decoded.toString('base64url') !== text) return undefined;
+  if (bytes !== undefined && decoded.length !== bytes) return undefined;
+  return decoded;
+}
+
+/** The HMAC-SHA256 length: a signature is exactly this many bytes, in 43 characters. */
+export const SIGNATURE_BYTES = 32;
+
 /**
  * `arr_canvas_<base64url(JSON claims)>.<base64url(HMAC-SHA256)>`, bound to one canvas, one machine and
  * that machine's enrollment (`e`).
@@ -76,12 +95,13 @@ export function verifyCanvasToken(token: string, secret: string, nowSeconds: num
   if (!token.startsWith(TOKEN_PREFIX.canvas)) return { ok: false, reason: 'malformed' };
   const [payload, signature, extra] = token.slice(TOKEN_PREFIX.canvas.length).split('.');
   if (!payload || !signature || extra !== undefined) return { ok: false, reason: 'malformed' };
-  const expected = sign(payload, secret);
-  const given = Buffer.from(signature, 'base64url');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad_signature' };
+  const given = decodeBase64url(signature, SIGNATURE_BYTES);
+  const claimBytes = decodeBase64url(payload);
+  if (!given || !claimBytes) return { ok: false, reason: 'malformed' };
+  if (!timingSafeEqual(given, sign(payload, secret))) return { ok: false, reason: 'bad_signature' };
   let claims: { c?: unknown; m?: unknown; e?: unknown; exp?: unknown; t?: unknown } | null;
   try {
-    claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+    claims = JSON.parse(claimBytes.toString('utf8'));
   } catch {
     return { ok: false, reason: 'malformed' };
   }

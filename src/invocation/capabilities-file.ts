@@ -2,7 +2,9 @@
 // Each capability names the endpoint the service POSTs an agent's input to, the environment variable whose
 // value goes into a credential header (the value is held here, in a private field, and never stored,
 // returned, logged or serialized), a bounded JSON Schema for the input, a deadline, size bounds and a
-// per-grant quota. The policy version is a digest of the file's bytes: any change to the file gives every
+// per-grant quota, and a bound on one grant's calls in flight across its capabilities. Answers are checked
+// for the capability's own credential (an endpoint echoing request headers would hand it to the agent).
+// The policy version is a digest of the file's bytes: any change to the file gives every
 // grant minted before it a different version, so they stop working. Framework-free.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -21,6 +23,12 @@ export class CapabilitiesFileError extends Error {
 export const INPUT_SCHEMA_LIMITS = { maxDepth: 8, maxSchemaBytes: 16 * 1024, maxProperties: 64, maxItems: 1024, maxStringLength: 1_000_000 };
 /** Hard ceilings on what one capability may configure. */
 export const CAPABILITY_LIMITS = { maxTimeoutMs: 300_000, maxInputBytes: 1024 * 1024, maxOutputBytes: 8 * 1024 * 1024, maxConcurrency: 64, maxPerMinute: 10_000 };
+/**
+ * One grant's calls in flight across all its capabilities when the file does not say: 4, or the largest
+ * per-capability `perGrant.concurrency` when that is larger (a file written before the bound keeps what
+ * each capability allowed).
+ */
+export const DEFAULT_MAX_IN_FLIGHT_PER_GRANT = 4;
 
 const HEADER_NAME = '^[A-Za-z0-9!#$%&\'*+.^_`|~-]{1,64}$';
 const ENV_NAME = '^[A-Za-z_][A-Za-z0-9_]{0,127}$';
@@ -58,6 +66,7 @@ const CapabilityEntry = Type.Object(
 const CapabilitiesDocument = Type.Object(
   {
     schemaVersion: Type.Literal(1),
+    maxInFlightPerGrant: Type.Optional(Type.Integer({ minimum: 1, maximum: CAPABILITY_LIMITS.maxConcurrency })),
     capabilities: Type.Record(Type.String({ pattern: RESOURCE_ID_PATTERN, maxLength: 128 }), CapabilityEntry, { additionalProperties: false }),
   },
   { additionalProperties: false },
@@ -91,22 +100,29 @@ export class HostedCapabilities {
   readonly #byId: ReadonlyMap<string, HostedCapability>;
   readonly #headerValues: ReadonlyMap<string, string>;
   readonly #secrets: readonly string[];
+  /** Per capability, the spellings of its credential that must not appear in an answer. */
+  readonly #echoNeedles: ReadonlyMap<string, readonly string[]>;
 
-  /** `headerValues`: the credential header's value per capability; `secrets`: the raw variable values. */
+  /**
+   * `headerValues`: the credential header's value per capability; `credentials`: the raw variable value per
+   * capability; `maxInFlightPerGrant`: one grant's calls in flight across all capabilities.
+   */
   constructor(
     readonly policyVersion: string,
     capabilities: readonly HostedCapability[],
     headerValues: ReadonlyMap<string, string>,
-    secrets: readonly string[],
+    credentials: ReadonlyMap<string, string>,
+    readonly maxInFlightPerGrant: number = DEFAULT_MAX_IN_FLIGHT_PER_GRANT,
   ) {
     this.#byId = new Map(capabilities.map((c) => [c.id, c]));
     this.#headerValues = headerValues;
-    this.#secrets = [...new Set(secrets)];
+    this.#secrets = [...new Set(credentials.values())];
+    this.#echoNeedles = new Map([...credentials].map(([id, value]) => [id, echoNeedles(value)]));
   }
 
   /** No capabilities: the state without HOSTED_CAPABILITIES_FILE. */
   static none(): HostedCapabilities {
-    return new HostedCapabilities('none', [], new Map(), []);
+    return new HostedCapabilities('none', [], new Map(), new Map());
   }
 
   get ids(): string[] {
@@ -124,6 +140,14 @@ export class HostedCapabilities {
     return capability?.credentialHeader && value !== undefined ? { [capability.credentialHeader]: value } : {};
   }
 
+  /**
+   * True when `answer` (an endpoint's answer as JSON text) carries `id`'s own credential: the value itself,
+   * JSON-escaped, percent-encoded, hex, or base64/base64url at any alignment (inside a longer encoded blob).
+   */
+  answerCarriesCredential(id: string, answer: string): boolean {
+    return this.#echoNeedles.get(id)?.some((needle) => answer.includes(needle)) ?? false;
+  }
+
   /** Every credential value, for the secret scanner (a provider can never write one into a record). */
   credentialValues(): string[] {
     return [...this.#secrets];
@@ -132,6 +156,27 @@ export class HostedCapabilities {
   toJSON(): unknown {
     return { policyVersion: this.policyVersion, ids: this.ids };
   }
+}
+
+/** Encodings shorter than this are not looked for: too likely to occur by chance in a long answer. */
+const MIN_ENCODED_NEEDLE = 12;
+
+/** The spellings of a credential value that an answer must not hold (see `answerCarriesCredential`). */
+function echoNeedles(value: string): string[] {
+  const bytes = Buffer.from(value, 'utf8');
+  const needles = new Set<string>([value, JSON.stringify(value).slice(1, -1)]);
+  const hex = bytes.toString('hex');
+  const encoded = new Set<string>([encodeURIComponent(value), hex, hex.toUpperCase()]);
+  // base64 of the value at each of the three byte alignments inside a longer blob: only the characters
+  // that depend on the value's bytes alone.
+  for (let offset = 0; offset < 3; offset++) {
+    const text = Buffer.concat([Buffer.alloc(offset), bytes]).toString('base64');
+    const middle = text.slice(Math.ceil((offset * 8) / 6), Math.floor(((offset + bytes.length) * 8) / 6));
+    encoded.add(middle);
+    encoded.add(middle.replaceAll('+', '-').replaceAll('/', '_'));
+  }
+  for (const e of encoded) if (e.length >= MIN_ENCODED_NEEDLE) needles.add(e);
+  return [...needles];
 }
 
 /** The reasons an input schema is not bounded, as `path: problem` lines; `[]` when it is. */
@@ -225,7 +270,7 @@ export function parseHostedCapabilities(text: string, env: Record<string, string
   }
   const capabilities: HostedCapability[] = [];
   const values = new Map<string, string>();
-  const secrets: string[] = [];
+  const credentials = new Map<string, string>();
   for (const [id, entry] of Object.entries((doc as Static<typeof CapabilitiesDocument>).capabilities) as [string, CapabilityEntry][]) {
     let endpoint: URL;
     try {
@@ -248,7 +293,7 @@ export function parseHostedCapabilities(text: string, env: Record<string, string
       }
       if (/[\r\n\0]/.test(value)) throw new CapabilitiesFileError(`${source}: the value of ${entry.credential.env} holds a line break or NUL`);
       values.set(id, entry.credential.scheme ? `${entry.credential.scheme} ${value}` : value);
-      secrets.push(value);
+      credentials.set(id, value);
     }
     capabilities.push({
       id,
@@ -261,8 +306,15 @@ export function parseHostedCapabilities(text: string, env: Record<string, string
       checkInput: compileInput(id, entry.inputSchema as Record<string, unknown>),
     });
   }
+  const document = doc as Static<typeof CapabilitiesDocument>;
+  const largest = Math.max(0, ...capabilities.map((c) => c.perGrant.concurrency));
+  if (document.maxInFlightPerGrant !== undefined && document.maxInFlightPerGrant < largest) {
+    const over = capabilities.filter((c) => c.perGrant.concurrency > document.maxInFlightPerGrant!).map((c) => c.id);
+    throw new CapabilitiesFileError(`${source}: maxInFlightPerGrant ${document.maxInFlightPerGrant} is below the perGrant.concurrency of ${over.join(', ')}`);
+  }
+  const maxInFlight = document.maxInFlightPerGrant ?? Math.max(DEFAULT_MAX_IN_FLIGHT_PER_GRANT, largest);
   const policyVersion = createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 16);
-  return new HostedCapabilities(policyVersion, capabilities, values, secrets);
+  return new HostedCapabilities(policyVersion, capabilities, values, credentials, maxInFlight);
 }
 
 /** Reads `file` (unset: no capabilities). Every problem is a CapabilitiesFileError naming the file. */

@@ -4,7 +4,8 @@
 // allowed resource IDs, expiry, policy version. Signed with a key derived from CANVAS_TOKEN_SECRET under a
 // label of its own, so a canvas token can never pass as a grant nor a grant as a canvas token. Never stored.
 // Framework-free.
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { decodeBase64url, SIGNATURE_BYTES } from '../credentials/tokens.js';
 
 export const GRANT_PREFIX = 'arr_grant_';
 export const GRANT_HEADER = 'x-huabu-resource-grant';
@@ -22,9 +23,14 @@ export interface GrantClaims {
   /** Seconds since the epoch. */
   exp: number;
   policyVersion: string;
+  /**
+   * Milliseconds since the epoch when the grant was minted, checked against its canvas's revocation
+   * cut-off. Grants minted before this claim existed have none and count as minted at 0.
+   */
+  mintedAtMs?: number;
 }
 
-export type GrantCheck = { ok: true; claims: GrantClaims } | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
+export type GrantCheck = { ok: true; claims: GrantClaims; id: string } | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
 
 /** The grant signing key: HMAC-SHA256(CANVAS_TOKEN_SECRET, label). */
 export function grantKey(canvasTokenSecret: string): Buffer {
@@ -38,7 +44,18 @@ function sign(payload: string, key: Buffer): Buffer {
 export function mintGrant(claims: GrantClaims, key: Buffer): string {
   const c = claims;
   const payload = Buffer.from(
-    JSON.stringify({ v: 1, m: c.machineId, e: c.enrolledAt, p: c.profileId, c: c.canvasId, t: c.threadId, r: c.allowedResourceIds, exp: c.exp, pv: c.policyVersion }),
+    JSON.stringify({
+      v: 1,
+      m: c.machineId,
+      e: c.enrolledAt,
+      p: c.profileId,
+      c: c.canvasId,
+      t: c.threadId,
+      r: c.allowedResourceIds,
+      exp: c.exp,
+      pv: c.policyVersion,
+      ...(c.mintedAtMs === undefined ? {} : { at: c.mintedAtMs }),
+    }),
   ).toString('base64url');
   return `${GRANT_PREFIX}${payload}.${sign(payload, key).toString('base64url')}`;
 }
@@ -49,31 +66,49 @@ export function verifyGrant(token: string, key: Buffer, nowSeconds: number): Gra
   if (!token.startsWith(GRANT_PREFIX) || token.length > 16 * 1024) return { ok: false, reason: 'malformed' };
   const [payload, signature, extra] = token.slice(GRANT_PREFIX.length).split('.');
   if (!payload || !signature || extra !== undefined) return { ok: false, reason: 'malformed' };
-  const expected = sign(payload, key);
-  const given = Buffer.from(signature, 'base64url');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad_signature' };
-  let raw: Record<string, unknown>;
+  // Canonical spellings only: one grant, one string (quotas and audit facts must not be multiplied by re-spelling).
+  const given = decodeBase64url(signature, SIGNATURE_BYTES);
+  const claimBytes = decodeBase64url(payload);
+  if (!given || !claimBytes) return { ok: false, reason: 'malformed' };
+  if (!timingSafeEqual(given, sign(payload, key))) return { ok: false, reason: 'bad_signature' };
+  let raw: Record<string, unknown> | null;
   try {
-    raw = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+    raw = JSON.parse(claimBytes.toString('utf8'));
   } catch {
     return { ok: false, reason: 'malformed' };
   }
-  const { v, m, e, p, c, t, r, exp, pv } = raw;
-  if (v !== 1 || ![m, e, p, c, t, pv].every(isString) || typeof exp !== 'number' || !Array.isArray(r) || !r.every(isString)) {
+  if (raw === null || typeof raw !== 'object') return { ok: false, reason: 'malformed' };
+  const { v, m, e, p, c, t, r, exp, pv, at } = raw;
+  if (
+    v !== 1 ||
+    ![m, e, p, c, t, pv].every(isString) ||
+    typeof exp !== 'number' ||
+    !Array.isArray(r) ||
+    !r.every(isString) ||
+    (at !== undefined && typeof at !== 'number')
+  ) {
     return { ok: false, reason: 'malformed' };
   }
   if (exp <= nowSeconds) return { ok: false, reason: 'expired' };
-  return {
-    ok: true,
-    claims: {
-      machineId: m as string,
-      enrolledAt: e as string,
-      profileId: p as string,
-      canvasId: c as string,
-      threadId: t as string,
-      allowedResourceIds: r as string[],
-      exp,
-      policyVersion: pv as string,
-    },
+  const claims: GrantClaims = {
+    machineId: m as string,
+    enrolledAt: e as string,
+    profileId: p as string,
+    canvasId: c as string,
+    threadId: t as string,
+    allowedResourceIds: r as string[],
+    exp,
+    policyVersion: pv as string,
+    ...(at === undefined ? {} : { mintedAtMs: at }),
   };
+  return { ok: true, claims, id: grantId(claims) };
+}
+
+/**
+ * A grant's identity for quotas: the SHA-256 of its verified claims in a fixed order, so it depends on what
+ * the grant says, never on how the header spelled it. Not secret (the claims are readable).
+ */
+export function grantId(c: GrantClaims): string {
+  const fields = [c.machineId, c.enrolledAt, c.profileId, c.canvasId, c.threadId, c.allowedResourceIds, c.exp, c.policyVersion, c.mintedAtMs ?? null];
+  return createHash('sha256').update(JSON.stringify(fields)).digest('hex');
 }

@@ -1,17 +1,17 @@
 // Scoped invocation of hosted capabilities: grants are minted for realized workloads, and each invocation
-// is checked fact by fact in a fixed order (grant valid, bound to this canvas, machine and thread, resource
-// granted, hosted, input valid, sizes, quota), then forwarded to the operator's endpoint with its
-// credential, under its deadline and size bound. Every mint and every invocation, refused ones included, is
+// is checked fact by fact in a fixed order (grant valid and not revoked with its canvas, bound to this
+// canvas, machine and thread, resource granted, hosted, input valid, sizes, quota), then forwarded to the
+// operator's endpoint with its credential, under its deadline and size bound; an answer carrying that
+// credential back is refused. Every mint and every invocation, refused ones included, is
 // audited (who, which thread, which resource, outcome, duration, bytes; never input or output) and counted.
 // Framework-free: the route adapts HTTP to these calls.
-import { createHash } from 'node:crypto';
 import type { AuditTrail } from '../audit/audit-trail.js';
 import { AppError, type ErrorCode } from '../errors.js';
 import { HOST_PROVIDER } from '../schemas/common.js';
 import type { RegistryStore } from '../registry/store.js';
 import type { HostedCapabilities, HostedCapability } from './capabilities-file.js';
 import { grantKey, mintGrant, verifyGrant, type GrantClaims } from './grants.js';
-import type { OutboundClient } from './outbound.js';
+import type { OutboundClient, OutboundResult } from './outbound.js';
 import { GrantQuotas } from './quotas.js';
 
 export const DEFAULT_GRANT_TTL_SECONDS = 3600;
@@ -23,7 +23,7 @@ export interface InvocationCaller {
   tokenMachineId: string;
   /** The canvas in the URL. */
   canvasId: string;
-  /** `X-Huabu-Thread-Id`, when the agent sends it. */
+  /** `X-Huabu-Thread-Id`, when the agent sends it (required: every grant is bound to a thread). */
   threadId: string | undefined;
 }
 
@@ -54,6 +54,8 @@ export interface InvocationServiceOptions {
   now: () => Date;
   observe: InvocationOutcomeSink;
   quotas?: GrantQuotas;
+  /** True when `canvasId`'s tokens minted at `mintedAtMs` fall under its revocation cut-off (grants die with them). */
+  isCanvasRevoked: (canvasId: string, mintedAtMs: number) => Promise<boolean>;
   /** Where a failed call's facts go (the host's log): reason and upstream status, never body or headers. */
   onCallFailed?: (facts: { resourceId: string; reason: string; status?: number }) => void;
 }
@@ -95,7 +97,8 @@ export class InvocationService {
     }
     const hosted = new Set(capabilities.ids);
     const allowedResourceIds = workload.spec.resourceIds.filter((rid) => hosted.has(rid));
-    const exp = Math.floor(this.#o.now().getTime() / 1000) + ttlSeconds;
+    const nowMs = this.#o.now().getTime();
+    const exp = Math.floor(nowMs / 1000) + ttlSeconds;
     const claims: GrantClaims = {
       machineId,
       enrolledAt: machine.enrolledAt,
@@ -105,6 +108,7 @@ export class InvocationService {
       allowedResourceIds,
       exp,
       policyVersion: capabilities.policyVersion,
+      mintedAtMs: nowMs,
     };
     const grant = mintGrant(claims, this.#key);
     const expiresAt = new Date(exp * 1000).toISOString();
@@ -127,7 +131,8 @@ export class InvocationService {
 
   /**
    * The grant checks, in the contract's order, up to "hosted": 401 `grant_invalid` / `grant_expired`,
-   * 403 `forbidden` (another canvas, machine or thread), 403 `resource_not_granted`, 404 `resource_not_found`.
+   * 403 `forbidden` (another canvas or machine; the thread not named or another one), 403
+   * `resource_not_granted`, 404 `resource_not_found`.
    */
   async authorize(ctx: InvocationContext, grant: string | undefined, caller: InvocationCaller): Promise<HostedCapability> {
     const { store, capabilities } = this.#o;
@@ -140,7 +145,7 @@ export class InvocationService {
     const claims = check.claims;
     ctx.profileId = claims.profileId;
     ctx.threadId = claims.threadId;
-    ctx.grantKey = createHash('sha256').update(grant).digest('hex');
+    ctx.grantKey = check.id;
     if (claims.policyVersion !== capabilities.policyVersion) {
       throw new AppError('grant_invalid', 'The resource grant was minted under an earlier capabilities policy; ask the host for a new one.', { reason: 'policy_changed' });
     }
@@ -148,11 +153,18 @@ export class InvocationService {
     if (!machine || machine.revokedAt || machine.enrolledAt !== claims.enrolledAt) {
       throw new AppError('grant_invalid', "The resource grant's machine enrollment has been revoked.", { reason: 'machine_revoked' });
     }
+    if (await this.#o.isCanvasRevoked(claims.canvasId, claims.mintedAtMs ?? 0)) {
+      throw new AppError('grant_invalid', "The canvas's tokens and grants have been revoked; ask the host for a new grant.", { reason: 'canvas_revoked' });
+    }
     if (claims.canvasId !== caller.canvasId || caller.tokenCanvasId !== caller.canvasId || claims.machineId !== caller.tokenMachineId) {
       throw new AppError('forbidden', 'The resource grant or token is not valid for this canvas and machine.');
     }
-    if (caller.threadId !== undefined && caller.threadId !== claims.threadId) {
-      throw new AppError('forbidden', 'The resource grant belongs to another thread.');
+    // Two threads of one canvas on one machine share the canvas token: only the header tells them apart.
+    if (caller.threadId === undefined) {
+      throw new AppError('forbidden', 'The resource grant is bound to a thread: send X-Huabu-Thread-Id: $HUABU_THREAD_ID.', { reason: 'thread_required' });
+    }
+    if (caller.threadId !== claims.threadId) {
+      throw new AppError('forbidden', 'The resource grant belongs to another thread.', { reason: 'thread_mismatch' });
     }
     if (!claims.allowedResourceIds.includes(ctx.resourceId)) {
       throw new AppError('resource_not_granted', `The resource grant does not cover ${ctx.resourceId}.`, { id: ctx.resourceId });
@@ -181,16 +193,21 @@ export class InvocationService {
         maxInputBytes: capability.maxInputBytes,
       });
     }
-    const slot = this.#quotas.acquire(`${ctx.grantKey}:${capability.id}`, capability.perGrant);
+    const inFlightPerGrant = this.#o.capabilities.maxInFlightPerGrant;
+    const slot = this.#quotas.acquire(ctx.grantKey!, capability.id, { ...capability.perGrant, inFlightPerGrant });
     if (!slot.ok) {
-      const what = slot.reason === 'concurrency' ? `${capability.perGrant.concurrency} invocations in flight` : `${capability.perGrant.perMinute} invocations a minute`;
-      throw new AppError('rate_limited', `This grant may have at most ${what} of ${capability.id}; retry in ${slot.retryAfterSeconds} s.`, {
+      const what = {
+        concurrency: `${capability.perGrant.concurrency} invocations in flight of ${capability.id}`,
+        in_flight: `${inFlightPerGrant} invocations in flight`,
+        rate: `${capability.perGrant.perMinute} invocations a minute of ${capability.id}`,
+      }[slot.reason];
+      throw new AppError('rate_limited', `This grant may have at most ${what}; retry in ${slot.retryAfterSeconds} s.`, {
         reason: slot.reason,
         retryAfterSeconds: slot.retryAfterSeconds,
       });
     }
     try {
-      const result = await this.#o.outbound.call({
+      let result: OutboundResult = await this.#o.outbound.call({
         endpoint: capability.endpoint,
         headers: this.#o.capabilities.outboundHeaders(capability.id),
         body,
@@ -198,6 +215,8 @@ export class InvocationService {
         maxOutputBytes: capability.maxOutputBytes,
         signal,
       });
+      // An endpoint that echoes its request (headers included) would hand the agent the credential.
+      if (result.ok && this.#o.capabilities.answerCarriesCredential(capability.id, JSON.stringify(result.output))) result = { ok: false, reason: 'credential_echoed' };
       if (result.ok) {
         ctx.outputBytes = result.outputBytes;
         return { output: result.output };

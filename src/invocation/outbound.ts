@@ -1,15 +1,23 @@
 // The outbound call to a hosted capability's endpoint, with a gateway's discipline: one POST of the
 // agent's input as JSON (never retried: it may not be idempotent), a per-capability deadline, a bound on
-// the answer's size read as it streams in, redirects not followed, and cancellation passed downstream (the
+// the answer's size read as it streams in and on its nesting, redirects not followed, and cancellation passed downstream (the
 // caller's AbortSignal aborts the request when the agent hangs up). Whatever goes wrong, the result names
 // only a reason: the endpoint's body and headers never travel further. Framework-free.
 // undici is loaded on the first call: most deployments host no capability, and loading it costs about a
 // third of the server's start-up CPU (issue 15, start-up).
 import type { Agent } from 'undici';
 
+/** JSON answers nested deeper than this are refused: serializing them would overflow the stack. */
+export const MAX_OUTPUT_DEPTH = 128;
+
 export type OutboundResult =
   | { ok: true; output: unknown; outputBytes: number }
-  | { ok: false; reason: 'timeout' | 'cancelled' | 'unreachable' | 'status' | 'not_json' | 'output_too_large'; status?: number };
+  | {
+      ok: false;
+      /** `credential_echoed` is the caller's own verdict on an answer (see InvocationService). */
+      reason: 'timeout' | 'cancelled' | 'unreachable' | 'status' | 'not_json' | 'output_too_large' | 'output_too_deep' | 'credential_echoed';
+      status?: number;
+    };
 
 export interface OutboundCall {
   endpoint: URL;
@@ -19,6 +27,18 @@ export interface OutboundCall {
   maxOutputBytes: number;
   /** Aborted when the agent hangs up. */
   signal: AbortSignal;
+}
+
+/** True when `value` holds arrays or objects nested more than `max` levels; iterative, so any depth is safe. */
+export function nestedDeeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!;
+    if (node === null || typeof node !== 'object') continue;
+    if (depth > max) return true;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+  }
+  return false;
 }
 
 export class OutboundClient {
@@ -74,11 +94,13 @@ export class OutboundClient {
         }
         chunks.push(chunk as Buffer);
       }
+      let output: unknown;
       try {
-        return { ok: true, output: JSON.parse(Buffer.concat(chunks, bytes).toString('utf8')), outputBytes: bytes };
+        output = JSON.parse(Buffer.concat(chunks, bytes).toString('utf8'));
       } catch {
         return failed('not_json');
       }
+      return nestedDeeperThan(output, MAX_OUTPUT_DEPTH) ? failed('output_too_deep') : { ok: true, output, outputBytes: bytes };
     } catch {
       return failed('unreachable');
     } finally {

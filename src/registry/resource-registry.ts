@@ -53,15 +53,23 @@ export class ResourceRegistry {
     private readonly audit: AuditTrail = new AuditTrail(store),
     /** Host configuration: required default IDs, which belong to the host alone. */
     private readonly requiredResourceIds: readonly string[] = [],
+    /** The hosted capabilities' IDs (HOSTED_CAPABILITIES_FILE): the host's too, invoked with its credentials. */
+    private readonly hostedCapabilityIds: readonly string[] = [],
   ) {}
 
-  /** A machine may not hold a required default ID (not even before the host registers it): 403. */
+  /** A machine may not hold a required default ID or a hosted capability's (not even before the host registers it): 403. */
   #assertNotReserved(provider: string, ids: readonly string[]): void {
     if (provider === HOST_PROVIDER) return;
-    const reserved = ids.filter((id) => this.requiredResourceIds.includes(id));
-    if (reserved.length > 0) {
-      throw new AppError('forbidden', `${reserved.join(', ')} ${reserved.length === 1 ? 'is a required default ID; it belongs' : 'are required default IDs; they belong'} to the host alone.`, {
-        ids: reserved,
+    const required = ids.filter((id) => this.requiredResourceIds.includes(id));
+    if (required.length > 0) {
+      throw new AppError('forbidden', `${required.join(', ')} ${required.length === 1 ? 'is a required default ID; it belongs' : 'are required default IDs; they belong'} to the host alone.`, {
+        ids: required,
+      });
+    }
+    const hosted = ids.filter((id) => this.hostedCapabilityIds.includes(id));
+    if (hosted.length > 0) {
+      throw new AppError('forbidden', `${hosted.join(', ')} ${hosted.length === 1 ? 'is a hosted capability ID; it belongs' : 'are hosted capability IDs; they belong'} to the host alone.`, {
+        ids: hosted,
       });
     }
   }

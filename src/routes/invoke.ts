@@ -1,7 +1,8 @@
 // RFS: an agent invokes a hosted capability with its canvas token and its resource grant. The checks run
 // before the body is read, in the contract's order (canvas token 401, grant 401, binding 403, resource
 // granted 403, hosted 404), then the body's shape and the input (400), sizes (413), quota (429), and the
-// call (504, 502). A hang-up aborts the outbound request. Every invocation, refused or not, is audited once.
+// call (504, 502). A hang-up aborts the outbound request. Every invocation, refused or not, is audited once,
+// with the outcome the agent gets: a success only once its answer has been serialized.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import Type from 'typebox';
@@ -25,6 +26,8 @@ interface InvocationState {
   capability?: HostedCapability;
   finished: boolean;
   cancelled?: boolean;
+  /** The call succeeded; `ok` is audited once the answer is serialized (a failure there is audited as such). */
+  answered?: boolean;
 }
 
 const STATE = Symbol('invocation');
@@ -64,6 +67,13 @@ export const invokeRoutes: FastifyPluginAsyncTypebox<{ invocations: InvocationSe
     await finish(request, code);
   });
 
+  // Runs after serialization and before the answer is written, so an answered invocation is always audited.
+  app.addHook('onSend', async (request, reply, payload) => {
+    const state = (request as WithState)[STATE];
+    if (state?.answered && reply.statusCode === 200) await finish(request, 'ok');
+    return payload;
+  });
+
   app.post(
     '/resources/:id/invoke',
     {
@@ -87,11 +97,11 @@ export const invokeRoutes: FastifyPluginAsyncTypebox<{ invocations: InvocationSe
         operationId: 'invokeHostedResource',
         summary: 'Invoke a hosted capability',
         description:
-          "Forwards `input` to the operator's endpoint for this hosted capability (with its credential, which the agent never sees) and answers its JSON. Needs the canvas token (`Authorization: Bearer $AGENTLET_TOKEN`) and the thread's grant (`X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT`); `X-Huabu-Thread-Id: $HUABU_THREAD_ID` additionally pins the grant to the calling thread. Checks in order: canvas token 401, grant 401 `grant_invalid`/`grant_expired`, bound to this canvas, machine and thread 403, resource granted 403 `resource_not_granted`, hosted 404, input 400, sizes 413, per-grant concurrency and rate 429 (with `Retry-After`), deadline 504 `invocation_timeout`, endpoint failure 502 `invocation_failed` (no upstream body or headers). A hang-up aborts the outbound request.",
+          "Forwards `input` to the operator's endpoint for this hosted capability (with its credential, which the agent never sees) and answers its JSON. Needs the canvas token (`Authorization: Bearer $AGENTLET_TOKEN`), the thread's grant (`X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT`) and the calling thread (`X-Huabu-Thread-Id: $HUABU_THREAD_ID`). Checks in order: canvas token 401, grant 401 `grant_invalid` (also once its canvas's tokens are revoked) / `grant_expired`, bound to this canvas, machine and thread 403 (`details.reason` `thread_required` without the thread header, `thread_mismatch` for another thread), resource granted 403 `resource_not_granted`, hosted 404, input 400, sizes 413, per-grant concurrency and rate 429 (with `Retry-After`), deadline 504 `invocation_timeout`, endpoint failure 502 `invocation_failed` (no upstream body or headers; also an answer nested too deep or carrying the capability's own credential). A hang-up aborts the outbound request.",
         params: Type.Object({ canvasId: CanvasId, id: ResourceId }),
         headers: Type.Object({
           'x-huabu-resource-grant': Type.Optional(Type.String({ description: 'The resource grant (`$HUABU_RESOURCE_GRANT`).' })),
-          'x-huabu-thread-id': Type.Optional(Type.String({ description: 'The calling thread (`$HUABU_THREAD_ID`); when sent, it must be the grant\'s thread.' })),
+          'x-huabu-thread-id': Type.String({ description: "The calling thread (`$HUABU_THREAD_ID`); it must be the grant's thread (403 otherwise, checked with the grant)." }),
         }),
         body: InvokeBody,
         response: {
@@ -124,7 +134,7 @@ export const invokeRoutes: FastifyPluginAsyncTypebox<{ invocations: InvocationSe
           state.cancelled = true;
           throw new AppError('invocation_failed', 'The agent hung up; the call was aborted.', { reason: 'cancelled' });
         }
-        await finish(request, 'ok');
+        state.answered = true;
         return reply.code(200).send({ schemaVersion: 1 as const, resourceId: state.ctx.resourceId, output: result.output });
       } finally {
         reply.raw.removeListener('close', onClose);

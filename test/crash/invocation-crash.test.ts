@@ -50,7 +50,7 @@ t.test('SIGKILL during an invocation loses no acknowledged write', async (t) => 
   const grant = (await call(o, 'POST', '/api/acp/grants', CANARY.owner, { canvasId: 'canvas-1', threadId: 'thread-1' })).json.grant as string;
   recordIssuedToken(token);
   recordIssuedToken(grant);
-  const invoke = (id: string) => call(o, 'POST', `/api/rfs/canvas-1/resources/${id}/invoke`, token, { schemaVersion: 1, input: { query: 'q' } }, { 'x-huabu-resource-grant': grant });
+  const invoke = (id: string) => call(o, 'POST', `/api/rfs/canvas-1/resources/${id}/invoke`, token, { schemaVersion: 1, input: { query: 'q' } }, { 'x-huabu-resource-grant': grant, 'x-huabu-thread-id': 'thread-1' });
 
   t.equal((await invoke('web-search')).status, 200, 'an answered invocation before the crash');
   const seen = endpoint.next();
@@ -79,7 +79,7 @@ t.test('SIGKILL during an invocation loses no acknowledged write', async (t) => 
   t.equal((await call(second.origin, 'GET', '/api/acp/workloads/canvas-1/thread-1', CANARY.owner)).status, 200, 'the thread survived');
   const audit = (await readFile(path.join(dataDir, 'audit.jsonl'), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
   t.ok(audit.some((a) => a.action === 'resource.invoke' && a.outcome === 'ok'), 'the answered invocation is audited');
-  const after = await call(second.origin, 'POST', '/api/rfs/canvas-1/resources/web-search/invoke', token, { schemaVersion: 1, input: { query: 'q' } }, { 'x-huabu-resource-grant': grant });
+  const after = await call(second.origin, 'POST', '/api/rfs/canvas-1/resources/web-search/invoke', token, { schemaVersion: 1, input: { query: 'q' } }, { 'x-huabu-resource-grant': grant, 'x-huabu-thread-id': 'thread-1' });
   t.equal(after.status, 200, 'the grant from before the crash still works');
   await second.kill();
 });

@@ -1,7 +1,9 @@
 // A real local HTTP server playing a hosted provider for the invocation tests: it records what it received
 // (headers, body) and whether the caller hung up, and answers by path: /ok echoes, /hold waits until
 // released or aborted, /fail answers 500 with a body and header that must never reach the agent, /big
-// answers more than a small bound, /not-json answers text.
+// answers more than a small bound, /not-json answers text, /echo-headers answers the request's headers
+// (the credential among them), /echo-base64 the credential header's value in base64 inside a longer
+// blob, /deep a JSON array nested 100,000 levels deep.
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -58,6 +60,15 @@ export async function startHostedEndpoint(): Promise<HostedEndpoint> {
           return json(500, { error: UPSTREAM_LEAK }, { 'x-upstream-leak': UPSTREAM_LEAK });
         case '/big':
           return json(200, { blob: 'x'.repeat(5000) });
+        case '/echo-headers':
+          return json(200, { headers: req.headers });
+        case '/echo-base64': {
+          const value = String(req.headers['x-api-key'] ?? '');
+          return json(200, { blob: Buffer.from(`x-api-key: ${value}\r\n`).toString('base64') });
+        }
+        case '/deep':
+          res.writeHead(200, { 'content-type': 'application/json' });
+          return res.end('['.repeat(100_000) + ']'.repeat(100_000));
         case '/not-json':
           res.writeHead(200, { 'content-type': 'text/plain' });
           return res.end(UPSTREAM_LEAK);
