@@ -155,7 +155,7 @@ export async function syncCommand(root: string, input: RegistryInput & { dryRun:
   await assertInitialized(root);
   const { client, token } = await connect(input, io);
   try {
-      const { reports, valid } = await validateResourceRoot(root, new SecretScanner([token]), input.machineId);
+    const { reports, valid } = await validateResourceRoot(root, new SecretScanner([token]), input.machineId);
     for (const r of reports) io.out(formatReport(r));
     if (!valid) {
       io.err(`sync aborted: ${reports.filter((r) => !r.receipt).length} invalid receipt(s); nothing was sent to the registry`);
