@@ -134,6 +134,13 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       'ARR_UNSAFE_ACK_BEFORE_WRITE_MS is a test-only mode that loses acknowledged writes on a crash; it is refused unless ARR_ALLOW_UNSAFE_TEST_MODES=1 is also set.',
     );
   }
+  // The authority is everything between `//` and the first `/` (the pattern keeps `?`, `#` and space out of
+  // it), so an `@` there is userinfo. Refused, never echoed: the URL is logged at start and handed to agents.
+  if (e.PUBLIC_BASE_URL !== undefined && /^https?:\/\/[^/]*@/.test(e.PUBLIC_BASE_URL)) {
+    throw new ConfigError(
+      'PUBLIC_BASE_URL must not carry a user name or password (user:password@): it is logged at start and handed to every agent in $HUABU_RFS_URL. Give the bare URL, e.g. https://registry.example.internal:8787.',
+    );
+  }
   if (e.DEFAULT_AGENTLET_ID === 'huabu') throw new ConfigError('DEFAULT_AGENTLET_ID must be an Agentlet machine ID; `huabu` is the host provider, never a machine.');
   const host = e.HOST ?? '127.0.0.1';
   const port = e.PORT === undefined ? 8787 : Number(e.PORT);

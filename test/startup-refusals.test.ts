@@ -81,3 +81,22 @@ t.test('a wildcard HOST without PUBLIC_BASE_URL is refused; with it the server s
   t.equal(loadConfig({ HOST: '0.0.0.0', PUBLIC_BASE_URL: 'http://registry.example:8787' }).publicBaseUrl, 'http://registry.example:8787');
 });
 
+
+t.test('a PUBLIC_BASE_URL with a user name or password is refused, without echoing it', async (t) => {
+  const password = 'S3cr3t-Passw0rd-in-url';
+  const dataDir = await tempDataDir();
+  // Bounded well below runToExit's default: a refusal comes before anything starts listening.
+  const run = await runToExit({ DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', PUBLIC_BASE_URL: `https://alice:${password}@registry.example:8787` }, 60_000);
+  t.equal(run.code, 2);
+  t.match(run.err, /PUBLIC_BASE_URL must not carry a user name or password/);
+  t.ok(noStack(run.err));
+  t.notOk((run.out + run.err).includes(password), 'the password is not echoed');
+  t.notOk((run.out + run.err).includes('alice'), 'nor the user name');
+  t.notOk(existsSync(path.join(dataDir, 'credentials.json')), 'nothing was generated');
+
+  const { ConfigError, loadConfig } = await import('../src/config.js');
+  for (const url of ['http://alice@registry.example', 'http://:pw@registry.example/prefix', 'https://alice:pw@[::1]:8787']) {
+    t.throws(() => loadConfig({ PUBLIC_BASE_URL: url }), ConfigError, url);
+  }
+  t.equal(loadConfig({ PUBLIC_BASE_URL: 'https://registry.example/a@b' }).publicBaseUrl, 'https://registry.example/a@b', 'an @ in the path is no user name');
+});

@@ -1,11 +1,12 @@
 // The commands of `agentlet-resources`, free of argument parsing and of the process: each takes its inputs
 // and an output sink, prints what it did, and returns an exit code (or throws a CliError).
-import { lstat, readFile, realpath } from 'node:fs/promises';
+import { lstat, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { RESOURCE_ID_PATTERN } from '../schemas/common.js';
 import { SecretScanner } from '../secrets/secret-scanner.js';
 import { writeFileDurably } from '../storage/durable-file.js';
 import { CliError, EXIT, type ExitCode } from './exit-codes.js';
+import { openWithoutBlocking, readAtMost, type OpenedFile } from './local-file.js';
 import {
   formatReport,
   receiptProblems,
@@ -16,7 +17,8 @@ import {
   type ReceiptV1,
 } from './receipt.js';
 import { RegistryClient, type ReconcileResponse } from './registry-client.js';
-import { assertInitialized, initResourceRoot, permissionWarnings, RECEIPTS_DIR, type ReceiptKind } from './resource-root.js';
+import { assertInitialized, initResourceRoot, RECEIPTS_DIR, type ReceiptKind } from './resource-root.js';
+import { oneLine } from './terminal-text.js';
 import { readTokenFile } from './token-file.js';
 
 export interface Output {
@@ -39,7 +41,6 @@ export async function initCommand(root: string, io: Output): Promise<ExitCode> {
 
 export async function validateCommand(root: string, io: Output, scanner = new SecretScanner(), machineId?: string): Promise<ExitCode> {
   await assertInitialized(root);
-  for (const w of await permissionWarnings(root)) io.err(w);
   const { reports, valid } = await validateResourceRoot(root, scanner, machineId);
   for (const r of reports) io.out(formatReport(r));
   if (machineId === undefined && reports.some((r) => r.receipt?.provider !== undefined)) {
@@ -65,17 +66,23 @@ export interface ReceiptAddInput {
 }
 
 async function readInstructions(file: string): Promise<string> {
-  let text: string;
+  const unreadable = (why: string) => new CliError(`--instructions-file ${file} ${why}`, EXIT.usage);
+  let opened: OpenedFile;
   try {
-    const st = await lstat(file);
-    if (st.size > MAX_INSTRUCTIONS_FILE_BYTES) throw new CliError(`--instructions-file ${file} is larger than ${MAX_INSTRUCTIONS_FILE_BYTES} bytes`, EXIT.usage);
-    text = await readFile(file, 'utf8');
+    opened = await openWithoutBlocking(file);
   } catch (err) {
-    if (err instanceof CliError) throw err;
-    throw new CliError(`--instructions-file ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`, EXIT.usage);
+    throw unreadable(`cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
+  let bytes: Buffer | undefined;
+  try {
+    if (!opened.stats.isFile()) throw unreadable('is not a regular file');
+    bytes = await readAtMost(opened.handle, MAX_INSTRUCTIONS_FILE_BYTES);
+  } finally {
+    await opened.handle.close();
+  }
+  if (bytes === undefined) throw unreadable(`is larger than ${MAX_INSTRUCTIONS_FILE_BYTES} bytes`);
   // Editors end files with a newline; the record should not.
-  return text.replace(/\s+$/, '');
+  return bytes.toString('utf8').replace(/\s+$/, '');
 }
 
 /** An absolute entrypoint inside the root is stored relative to it; receipts never hold absolute paths. */
@@ -148,7 +155,6 @@ export async function syncCommand(root: string, input: RegistryInput & { dryRun:
   await assertInitialized(root);
   const { client, token } = await connect(input, io);
   try {
-    for (const w of await permissionWarnings(root)) io.err(w);
     const { reports, valid } = await validateResourceRoot(root, new SecretScanner([token]), input.machineId);
     for (const r of reports) io.out(formatReport(r));
     if (!valid) {
@@ -167,11 +173,6 @@ export async function syncCommand(root: string, input: RegistryInput & { dryRun:
   } finally {
     await client.close();
   }
-}
-
-function oneLine(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
 /** Left-aligned columns, two spaces apart. */

@@ -5,9 +5,9 @@ export const EXIT = {
   ok: 0,
   /** A receipt is invalid, an ID is held by another provider, or the registry rejected the set. */
   rejected: 1,
-  /** Bad arguments or local setup: unknown option, relative resource dir, missing root, unsafe token file. */
+  /** Bad arguments or local setup: unknown option, relative resource dir, missing or unsafe root or receipts/, unsafe token file. */
   usage: 2,
-  /** The registry could not be used: unreachable, timed out, 401/403, 5xx or an unexpected answer. */
+  /** The registry could not be used: unreachable, timed out, 401/403, 5xx or an unexpected (or oversized) answer. */
   unavailable: 3,
 } as const;
 

@@ -1,5 +1,6 @@
 // Argument parsing and dispatch for `agentlet-resources`. The environment is read here once and passed down;
-// output goes through a sink that masks the machine token, whatever prints it.
+// output goes through a sink that masks the machine token and makes the text safe for a terminal, whatever
+// prints it.
 import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { HOST_PROVIDER, SLUG_ID_PATTERN } from '../schemas/common.js';
@@ -7,6 +8,7 @@ import type { Output, RegistryInput } from './commands.js';
 import { CliError, EXIT, type ExitCode } from './exit-codes.js';
 import { DEFAULT_TIMEOUT_MS, parseRegistryUrl } from './registry-client.js';
 import { RECEIPT_KINDS, resolveResourceRoot, type ReceiptKind } from './resource-root.js';
+import { terminalSafe } from './terminal-text.js';
 
 export const PROGRAM = 'agentlet-resources';
 const MAX_TIMEOUT_MS = 600_000;
@@ -47,8 +49,10 @@ Exit codes
   0  success (with --dry-run: the plan was computed, nothing changed)
   1  rejected: an invalid receipt (nothing is sent), an ID held by another provider (the registry changes
      nothing), or another refusal by the registry; also unexpected local errors
-  2  usage or local setup: bad arguments, relative resource dir, root not initialized, unsafe token file
-  3  registry unavailable: unreachable, timed out, token rejected (401) or refused (403), server error
+  2  usage or local setup: bad arguments, relative resource dir, root not initialized, unsafe resource root
+     or receipts/ (a symbolic link, or writable by group or others), unsafe token file
+  3  registry unavailable: unreachable, timed out, token rejected (401) or refused (403), server error,
+     an answer that is not the registry's (off contract, or larger than 32 MiB)
 `;
 
 type Options = NonNullable<ParseArgsConfig['options']>;
@@ -218,10 +222,11 @@ export interface Sink {
 /** Runs one invocation and returns its exit code; never throws. */
 export async function main(argv: string[], env: Environment, sink: Sink, now: () => Date = () => new Date()): Promise<ExitCode> {
   const secrets: string[] = [];
-  const mask = (line: string) => secrets.reduce((acc, s) => acc.replaceAll(s, '[token]'), line);
+  // The one output boundary: nothing reaches stdout or stderr without passing both.
+  const printable = (line: string) => terminalSafe(secrets.reduce((acc, s) => acc.replaceAll(s, '[token]'), line)) + '\n';
   const io: Output = {
-    out: (line) => sink.out(mask(line) + '\n'),
-    err: (line) => sink.err(mask(line) + '\n'),
+    out: (line) => sink.out(printable(line)),
+    err: (line) => sink.err(printable(line)),
     protect: (secret) => {
       if (secret.length > 0) secrets.push(secret);
     },

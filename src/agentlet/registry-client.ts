@@ -7,6 +7,7 @@ import { Compile } from 'typebox/compile';
 import { ReconcileResult, ResourceList } from '../schemas/resource.js';
 import type { operations, paths } from './api-types.js';
 import { CliError, EXIT } from './exit-codes.js';
+import { oneLine } from './terminal-text.js';
 
 type JsonContent<T> = T extends { content: { 'application/json': infer B } } ? B : never;
 type ReconcileOperation = operations['reconcileProviderResources'];
@@ -27,6 +28,15 @@ const checkReconcileResult = Compile(ReconcileResult);
 const checkResourceList = Compile(ResourceList);
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
+/**
+ * Most bytes read of any answer. The largest legitimate one lists a machine's full set (1000 records, the
+ * reconcile maximum) in record v1: name, description and instructions hold at most 4,640 UTF-16 units, none
+ * longer than 6 bytes as JSON (a `\uXXXX` escape), plus ASCII IDs and keys: under 28.3 MB. A reconcile answer is
+ * IDs only. Anything longer is not the registry's answer.
+ */
+export const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
+/** Characters of registry text (an error's code, message, a conflict's ID) quoted in a message. */
+const QUOTED_CHARS = 300;
 
 export interface RegistryClientOptions {
   /** Base URL of the registry, e.g. `http://127.0.0.1:8787`. */
@@ -70,7 +80,8 @@ export class RegistryClient {
   constructor(options: RegistryClientOptions) {
     this.#o = options;
     const ms = options.timeoutMs;
-    this.#agent = new Agent({ connect: { timeout: ms }, headersTimeout: ms, bodyTimeout: ms });
+    // maxResponseSize makes undici stop reading (and drop the connection) at the cap, whatever the headers claim.
+    this.#agent = new Agent({ connect: { timeout: ms }, headersTimeout: ms, bodyTimeout: ms, maxResponseSize: MAX_RESPONSE_BYTES });
   }
 
   async close(): Promise<void> {
@@ -135,6 +146,12 @@ export class RegistryClient {
   #networkError(err: unknown): CliError {
     const { registryUrl, timeoutMs } = this.#o;
     const code = errorCode(err) ?? 'unknown error';
+    if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') {
+      return new CliError(
+        `the answer from ${registryUrl} is larger than ${MAX_RESPONSE_BYTES / (1024 * 1024)} MiB, more than any answer this client expects; stopped reading it. Is --registry the registry's base URL?`,
+        EXIT.unavailable,
+      );
+    }
     if (TIMEOUT_CODES.has(code)) {
       return new CliError(
         `the registry at ${registryUrl} did not answer within ${timeoutMs} ms; check that it is running and reachable, or raise --timeout-ms (AGENTLET_TIMEOUT_MS)`,
@@ -157,8 +174,9 @@ export class RegistryClient {
 
   #statusError(status: number, body: Partial<ErrorResponse> | undefined): CliError {
     const { registryUrl, machineId, tokenFile } = this.#o;
-    const code = typeof body?.code === 'string' ? body.code : undefined;
-    const message = typeof body?.message === 'string' ? body.message : undefined;
+    // The registry's own words are quoted on one line, cut: they cannot fake a line of this CLI's output.
+    const code = typeof body?.code === 'string' ? oneLine(body.code, QUOTED_CHARS) : undefined;
+    const message = typeof body?.message === 'string' ? oneLine(body.message, QUOTED_CHARS) : undefined;
     // A 404 on these routes means the URL does not point at this registry's API (wrong prefix, other service).
     if (status === 404) return this.#unexpected(`404${code ? ` ${code}` : ''} for ${PROVIDER_RESOURCES}`);
     if (body === undefined || code === undefined) return this.#unexpected(`status ${status} without an error body`);
@@ -178,7 +196,7 @@ export class RegistryClient {
     }
     if (status === 409 && code === 'resource_conflict') {
       const conflicts = (body.details?.conflicts as { id?: unknown; provider?: unknown }[] | undefined) ?? [];
-      const lines = conflicts.map((c) => `  ${String(c.id)} is held by provider ${String(c.provider)}`);
+      const lines = conflicts.map((c) => `  ${oneLine(String(c.id), QUOTED_CHARS)} is held by provider ${oneLine(String(c.provider), QUOTED_CHARS)}`);
       return new CliError(
         [`conflict: ${conflicts.length} ID(s) are held by another provider; the registry changed nothing:`, ...lines].join('\n') +
           '\nRename these receipts (resource IDs are global) or ask the holder to withdraw them.',

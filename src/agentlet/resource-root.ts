@@ -62,24 +62,30 @@ export async function initResourceRoot(root: string): Promise<InitResult> {
   return result;
 }
 
-/** Fails with a hint to run `init` when the root or its receipts directory is missing. */
+/**
+ * Fails with a hint to run `init` when the root or its receipts directory is missing, and refuses either when it
+ * is unsafe. The receipts decide what this machine publishes (and `sync` withdraws what they leave out), so nobody
+ * but this user may change them: `receipts/` must be a real directory (judged with lstat, never followed), and
+ * neither it nor the root may be writable by group or others. The root itself may be reached through a symbolic
+ * link; its target is judged.
+ */
 export async function assertInitialized(root: string): Promise<void> {
-  for (const dir of [root, path.join(root, RECEIPTS_DIR)]) {
-    const st = await stat(dir).catch(() => undefined);
+  const receipts = path.join(root, RECEIPTS_DIR);
+  for (const [dir, st] of [
+    [root, await stat(root).catch(() => undefined)],
+    [receipts, await lstat(receipts).catch(() => undefined)],
+  ] as const) {
+    if (st?.isSymbolicLink()) {
+      throw new CliError(`${dir} is a symbolic link; ${RECEIPTS_DIR}/ must be a real directory inside the resource root. Remove the link and run \`agentlet-resources init\``, EXIT.usage);
+    }
     if (!st?.isDirectory()) {
       throw new CliError(`${dir} does not exist or is not a directory; run \`agentlet-resources init\` first (resource root: ${root})`, EXIT.usage);
     }
-  }
-}
-
-/** A warning line when group or others may write the root or receipts directory (they could add receipts). */
-export async function permissionWarnings(root: string): Promise<string[]> {
-  const warnings: string[] = [];
-  for (const dir of [root, path.join(root, RECEIPTS_DIR)]) {
-    const st = await stat(dir).catch(() => undefined);
-    if (st && (st.mode & 0o022) !== 0) {
-      warnings.push(`warning: ${dir} is writable by group or others (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}); run \`agentlet-resources init\` to tighten it`);
+    if ((st.mode & 0o022) !== 0) {
+      throw new CliError(
+        `${dir} is writable by group or others (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}); refusing to use it. Run \`agentlet-resources init\` to tighten it`,
+        EXIT.usage,
+      );
     }
   }
-  return warnings;
 }

@@ -3,6 +3,7 @@
 // resource-root fixtures.
 import { execFile } from 'node:child_process';
 import { appendFileSync, existsSync, readdirSync, statSync } from 'node:fs';
+import http from 'node:http';
 import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -51,6 +52,31 @@ export async function startRegistry(t: TestContext): Promise<Registry> {
   await h.app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = h.app.server.address() as AddressInfo;
   return { h, url: `http://127.0.0.1:${port}`, providerRequests };
+}
+
+export interface FakeRegistry {
+  url: string;
+  /** Every request it received, as `METHOD url`. */
+  requests: string[];
+}
+
+/**
+ * A hostile stand-in for the registry on a loopback socket: `handler` answers every request however it likes
+ * (escape sequences, endless bodies). Its connections are cut at teardown.
+ */
+export async function fakeRegistry(t: TestContext, handler: (req: http.IncomingMessage, res: http.ServerResponse) => void): Promise<FakeRegistry> {
+  const requests: string[] = [];
+  const server = http.createServer((req, res) => {
+    requests.push(`${req.method} ${req.url}`);
+    req.resume();
+    req.on('end', () => handler(req, res));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests };
 }
 
 export interface Run {
