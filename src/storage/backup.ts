@@ -110,7 +110,7 @@ async function copyTree(dataDir: string, temp: string, withCredentials: boolean)
       const source = path.join(dataDir, relPath);
       const target = path.join(temp, relPath);
       if (entry.isDirectory()) {
-        // The lock's socket lives there: not data, and a copy must not look held.
+        // The lock's directory (its socket) holds no data.
         if (relPath === CONTROL_DIR) continue;
         await fsp.mkdir(target, { mode: 0o700 });
         await walk(relPath);
