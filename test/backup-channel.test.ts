@@ -5,6 +5,7 @@
 // is refused by the command and the start; a DATA_DIR others may write is refused. Needs `npm run build`.
 import t from 'tap';
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { chmod, chown, mkdir, mkdtemp, readFile, realpath, rm } from 'node:fs/promises';
 import net from 'node:net';
@@ -55,6 +56,7 @@ t.test('a squatter on the old abstract lock name gets nothing from a backup and 
   t.equal(sent, '', 'nor anything at all');
   t.equal(offline.code, 0, `the backup is taken without the squatter (${offline.stderr})`);
   t.match(offline.stdout, /offline: no service was running on it/);
+  t.notOk(existsSync(path.join(parent, 'offline', '.control')), "the lock's directory is not copied");
 
   const server = await startServer(generatingEnv(dataDir), START_MS).catch((err: Error) => err);
   t.notOk(server instanceof Error, `the service starts while the old name is held (${server instanceof Error ? server.message.split('\n')[0] : ''})`);
