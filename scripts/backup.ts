@@ -1,5 +1,6 @@
 // The backup command: `npm run backup -- --to DIR [--with-credentials]` (see src/storage/backup.ts).
 import { BACKUP_USAGE, BackupError, parseBackupArgs, runBackup } from '../src/storage/backup.js';
+import { DataDirError } from '../src/storage/store-file-error.js';
 
 export const BACKUP_HELP = `${BACKUP_USAGE}
        (inside the image: node dist/scripts/backup.js --to DIR)
@@ -29,7 +30,7 @@ if (argv.includes('--help') || argv.includes('-h')) {
       const paused = report.mode === 'online' ? `online: the service paused its writes for ${report.pausedMs} ms` : 'offline: no service was running on it';
       console.log(`backed up ${options.dataDir} to ${report.to} (${report.files} files, ${report.bytes} bytes; ${paused}; ${report.credentials === 'none in DATA_DIR' ? 'no credentials.json in DATA_DIR' : `credentials.json ${report.credentials}`})`);
     } catch (err) {
-      if (!(err instanceof BackupError) && !(err instanceof Error && 'code' in err)) throw err;
+      if (!(err instanceof BackupError) && !(err instanceof DataDirError) && !(err instanceof Error && 'code' in err)) throw err;
       console.error(`backup failed: ${err.message}`);
       process.exitCode = 1;
     }

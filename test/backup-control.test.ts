@@ -1,14 +1,13 @@
 // The store's side of an online backup (src/storage/backup-control.ts), with a real JSON store and a raw
-// client on the DATA_DIR lock's abstract socket: only a client that reads the challenge file may pause the
-// writes; while paused, writes wait (and are answered once resumed); a client that goes away, or holds the
+// client on the DATA_DIR lock's socket: a connection that asks nothing holds nothing, anything but a pause is
+// refused; while paused, writes wait (and are answered once resumed); a client that goes away, or holds the
 // pause past its bound, or a store that closes, never leaves the writes paused; one backup at a time.
 import t from 'tap';
-import net from 'node:net';
-import { readdir, readFile, realpath } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { messageReader, send } from '../src/storage/backup-control.js';
-import { lockSocketName } from '../src/storage/data-dir-lock.js';
+import { connectToHolder } from '../src/storage/data-dir-lock.js';
 import { JsonFileStore } from '../src/storage/json-file-store.js';
 import { tempDataDir } from './helpers/build.js';
 
@@ -20,8 +19,7 @@ async function openStore(maxBackupPauseMs = 30_000) {
 }
 
 async function client(dataDir: string) {
-  const socket = net.connect(lockSocketName(await realpath(dataDir)));
-  await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  const socket = (await connectToHolder(dataDir))!;
   return { socket, next: messageReader(socket) };
 }
 
@@ -32,23 +30,26 @@ const within = (p: Promise<unknown>, ms: number) => Promise.race([p.then(() => '
 
 async function pausedClient(dataDir: string) {
   const c = await client(dataDir);
-  const { challenge } = (await c.next())!;
-  send(c.socket, { op: 'pause', nonce: await readFile(path.join(dataDir, String(challenge)), 'utf8') });
+  send(c.socket, { op: 'pause' });
   return { ...c, answer: (await c.next())! };
 }
 
-t.test('a wrong nonce is refused and pauses nothing; the challenge file is removed', async (t) => {
+t.test('a connection that asks nothing holds nothing; anything but a pause is refused and pauses nothing', async (t) => {
   const { dataDir, store } = await openStore();
   t.teardown(() => store.close());
-  const { socket, next } = await client(dataDir);
-  const { challenge } = (await next())!;
-  t.match(challenge, /^backup-challenge\..*\.tmp$/, 'a temp-file name in DATA_DIR (swept at start if left behind)');
-  t.ok((await readdir(dataDir)).includes(String(challenge)));
-  send(socket, { op: 'pause', nonce: 'not-the-nonce' });
-  t.match((await next())!.error, /only a process that can read DATA_DIR may pause/);
+  const idle = await client(dataDir);
+  const c = await pausedClient(dataDir);
+  t.same(c.answer, { paused: true, maxPauseMs: 30_000 }, 'an idle connection does not take the one-backup slot');
+  send(c.socket, { op: 'resume' });
+  t.match(await c.next(), { resumed: true });
+  c.socket.destroy();
+  idle.socket.destroy();
+
+  const wrong = await client(dataDir);
+  send(wrong.socket, { op: 'pause-please', nonce: 'x' });
+  t.match((await wrong.next())!.error, /expected \{"op":"pause"\}/);
   t.equal(await within(store.appendAudit([entry('a')]), 2_000), 'done', 'writes go on');
-  t.notOk((await readdir(dataDir)).includes(String(challenge)), 'the challenge file is gone');
-  socket.destroy();
+  t.equal(await wrong.next(), undefined, 'and the connection is closed');
 });
 
 t.test('paused: writes wait until the client resumes, then are answered; the pause is reported', async (t) => {
@@ -89,6 +90,7 @@ t.test('one backup at a time; closing the store ends a pause, writes what waited
   const { dataDir, store } = await openStore();
   const first = await pausedClient(dataDir);
   const other = await client(dataDir);
+  send(other.socket, { op: 'pause' });
   t.match((await other.next())!.error, /another backup of this DATA_DIR is in progress/);
   const write = store.appendAudit([entry('queued')]);
   await store.close();

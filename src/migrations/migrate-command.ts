@@ -78,6 +78,10 @@ export async function runMigrate(
       err(`${e.message} The migration runs at its start anyway.`);
       return 1;
     }
+    if (e instanceof DataDirError) {
+      err(e.message);
+      return 1;
+    }
     throw e;
   }
   try {

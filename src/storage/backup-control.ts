@@ -1,28 +1,22 @@
 // The server side of an online backup (`npm run backup`, src/storage/backup.ts): a client connects to the
-// DATA_DIR lock's abstract socket and asks the store to pause its writes while it copies the files.
+// DATA_DIR lock's socket and asks the store to pause its writes while it copies the files.
 //
 // Protocol, one JSON object per line:
-//   server → {"challenge": "<file name in DATA_DIR>"}   a fresh file (mode 0600) holding a random nonce
-//   client → {"op": "pause", "nonce": "<its content>"}   proves it may read DATA_DIR (any local user can
-//                                                       reach an abstract socket; only the owner of the
-//                                                       data can read the file)
-//   server → {"paused": true, "maxPauseMs": N}           every write under way has finished; none starts
-//   client → {"op": "resume"}                            (after copying)
-//   server → {"resumed": true, "pausedMs": N}            writes go on; the copy is a consistent snapshot
-// Anything else, a pause longer than maxPauseMs, or the connection closing, ends the pause at once (the
-// server answers {"error": "..."} when it still can): a client that is killed, hangs or goes away never
-// leaves the service paused. Nothing but the nonce, the file name and these acknowledgements crosses the
-// socket: the client reads the data files itself.
-import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { readFile, unlink, writeFile } from 'node:fs/promises';
+//   client → {"op": "pause"}
+//   server → {"paused": true, "maxPauseMs": N}   every write under way has finished; none starts
+//   client → {"op": "resume"}                     (after copying)
+//   server → {"resumed": true, "pausedMs": N}     writes go on; the copy is a consistent snapshot
+// No challenge and no secret: the socket lies in DATA_DIR/.control (mode 0700, src/storage/data-dir-lock.ts),
+// so a process that reaches it is the service's user (or root), who may read DATA_DIR anyway. Anything else, a
+// pause longer than maxPauseMs, or the connection closing, ends the pause at once (the server answers
+// {"error": "..."} when it still can): a client that is killed, hangs or goes away never leaves the service
+// paused. Nothing but these messages crosses the socket: the client reads the data files itself.
 import type net from 'node:net';
-import path from 'node:path';
-import { FILE_MODE, TEMP_SUFFIX } from './durable-file.js';
 
 /** Longest pause a backup client may hold: past it the service resumes and the client's backup fails. */
 export const MAX_BACKUP_PAUSE_MS = 60_000;
-/** Time a client has to answer the challenge. */
-const CHALLENGE_TIMEOUT_MS = 10_000;
+/** Time a client has to ask for the pause once connected. */
+const REQUEST_TIMEOUT_MS = 10_000;
 
 export interface Pausable {
   /** Resolves once no write is under way and none will start until the returned function is called. */
@@ -80,45 +74,39 @@ export function send(socket: net.Socket, message: Record<string, unknown>): void
   if (!socket.destroyed) socket.write(JSON.stringify(message) + '\n');
 }
 
-/** Answers backup clients on the lock's socket for the store in `dataDir`; one backup at a time. */
-export function backupControl(dataDir: string, store: Pausable, events: BackupControlEvents = {}): (socket: net.Socket) => void {
+/** Answers backup clients on the lock's socket for the store; one backup at a time. */
+export function backupControl(store: Pausable, events: BackupControlEvents = {}): (socket: net.Socket) => void {
   let busy = false;
   return (socket) => {
-    if (busy) {
-      send(socket, { error: 'another backup of this DATA_DIR is in progress; try again when it has finished' });
-      socket.end();
-      return;
-    }
-    busy = true;
-    void serveOne(dataDir, store, events, socket).finally(() => {
-      busy = false;
-      socket.destroy();
-    });
+    const next = messageReader(socket);
+    const timer = setTimeout(() => socket.destroy(), REQUEST_TIMEOUT_MS);
+    void next().then(async (ask) => {
+      clearTimeout(timer);
+      // A connection that asks nothing (the lock's liveness probe) never holds the one-backup slot.
+      if (ask === undefined) return;
+      if (ask.op !== 'pause') {
+        send(socket, { error: 'expected {"op":"pause"}' });
+        return;
+      }
+      if (busy) {
+        send(socket, { error: 'another backup of this DATA_DIR is in progress; try again when it has finished' });
+        return;
+      }
+      busy = true;
+      try {
+        await serveOne(store, events, socket, next);
+      } finally {
+        busy = false;
+      }
+    }).finally(() => socket.end(() => socket.destroy()));
   };
 }
 
-async function serveOne(dataDir: string, store: Pausable, events: BackupControlEvents, socket: net.Socket): Promise<void> {
+async function serveOne(store: Pausable, events: BackupControlEvents, socket: net.Socket, next: () => Promise<Record<string, unknown> | undefined>): Promise<void> {
   const maxPauseMs = events.maxPauseMs ?? MAX_BACKUP_PAUSE_MS;
-  const next = messageReader(socket);
-  const nonce = randomBytes(32).toString('hex');
-  // A temp-file name: a crash before it is removed leaves it to the next start's sweep, and backups skip it.
-  const challenge = `backup-challenge.${process.pid}-${randomBytes(6).toString('hex')}${TEMP_SUFFIX}`;
-  const challengeFile = path.join(dataDir, challenge);
   let resume: (() => void) | undefined;
   let timer: NodeJS.Timeout | undefined;
   try {
-    await writeFile(challengeFile, nonce, { mode: FILE_MODE, flag: 'wx' });
-    send(socket, { challenge });
-    timer = setTimeout(() => socket.destroy(), CHALLENGE_TIMEOUT_MS);
-    const ask = await next();
-    clearTimeout(timer);
-    const written = await readFile(challengeFile, 'utf8').catch(() => '');
-    await unlink(challengeFile).catch(() => undefined);
-    const given = Buffer.from(typeof ask?.nonce === 'string' ? ask.nonce : '');
-    if (ask?.op !== 'pause' || given.length !== written.length || written.length === 0 || !timingSafeEqual(given, Buffer.from(written))) {
-      send(socket, { error: 'the challenge was not answered: only a process that can read DATA_DIR may pause the service' });
-      return;
-    }
     resume = await store.pauseWrites();
     const pausedAt = performance.now();
     send(socket, { paused: true, maxPauseMs });
@@ -142,6 +130,5 @@ async function serveOne(dataDir: string, store: Pausable, events: BackupControlE
   } finally {
     clearTimeout(timer);
     resume?.();
-    await unlink(challengeFile).catch(() => undefined);
   }
 }

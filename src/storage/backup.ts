@@ -1,6 +1,7 @@
 // `npm run backup -- --to DIR`: a consistent copy of a JSON DATA_DIR, taken while the service runs on it
-// (or not). With a service running, the copy is taken through the DATA_DIR lock's socket
-// (src/storage/backup-control.ts): the service pauses its writes, the files are copied, it resumes. Every
+// (or not). With a service running, the copy is taken through the DATA_DIR lock's socket, which only the
+// service's user can reach (src/storage/data-dir-lock.ts, src/storage/backup-control.ts): the service pauses its
+// writes, the files are copied, it resumes. Nothing secret is sent to it, and nothing it names is read. Every
 // file then holds the state of one instant, every write acknowledged before the backup began included, as
 // a crash at that instant would leave it but without a torn write. Without a service, this command takes the
 // lock itself (no service can start meanwhile) and copies.
@@ -10,14 +11,14 @@
 // the very end: a kill at any moment leaves the target absent (or the empty directory it was), never a half
 // backup. The audit files are append-only (rotation only renames them), so they are opened and measured
 // during the pause and copied up to that length after it, which keeps the pause short.
-// credentials.json is left out unless asked for; temp files (`*.tmp`) are never copied.
+// credentials.json is left out unless asked for; temp files (`*.tmp`) and the lock's directory are never copied.
 import { randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
 import * as fsp from 'node:fs/promises';
-import net from 'node:net';
+import type net from 'node:net';
 import path from 'node:path';
 import { messageReader, send } from './backup-control.js';
-import { DataDirLockedError, lockDataDir, lockSocketName, type DataDirLock } from './data-dir-lock.js';
+import { CONTROL_DIR, DataDirLockedError, connectToHolder, lockDataDir, type DataDirLock } from './data-dir-lock.js';
 import { FILE_MODE, TEMP_SUFFIX, fsyncDirectory } from './durable-file.js';
 import { AUDIT_FILE, INCOMPLETE_BACKUP_MARKER } from './json-file-store.js';
 import { CREDENTIALS_FILE } from '../credentials/credentials-file.js';
@@ -109,6 +110,8 @@ async function copyTree(dataDir: string, temp: string, withCredentials: boolean)
       const source = path.join(dataDir, relPath);
       const target = path.join(temp, relPath);
       if (entry.isDirectory()) {
+        // The lock's directory (its socket) holds no data.
+        if (relPath === CONTROL_DIR) continue;
         await fsp.mkdir(target, { mode: 0o700 });
         await walk(relPath);
         await fsyncDirectory(target);
@@ -142,15 +145,6 @@ async function copyTree(dataDir: string, temp: string, withCredentials: boolean)
   };
   await walk('');
   return copied;
-}
-
-/** Connects to the service holding the DATA_DIR lock; undefined when no service holds it. */
-function connect(realDataDir: string): Promise<net.Socket | undefined> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(lockSocketName(realDataDir));
-    socket.once('connect', () => resolve(socket));
-    socket.once('error', (err: NodeJS.ErrnoException) => (err.code === 'ECONNREFUSED' || err.code === 'ENOENT' ? resolve(undefined) : reject(err)));
-  });
 }
 
 async function expect(next: () => Promise<Record<string, unknown> | undefined>, key: string, what: string): Promise<Record<string, unknown>> {
@@ -210,7 +204,7 @@ export async function runBackup(options: BackupOptions): Promise<BackupReport> {
 
     let pausedMs: number | undefined;
     for (let attempt = 0; socket === undefined && lock === undefined; attempt++) {
-      socket = await connect(realDataDir);
+      socket = await connectToHolder(realDataDir);
       if (socket) break;
       try {
         lock = await lockDataDir(realDataDir);
@@ -221,10 +215,7 @@ export async function runBackup(options: BackupOptions): Promise<BackupReport> {
     }
     if (socket) {
       const next = messageReader(socket);
-      const { challenge } = await expect(next, 'challenge', 'before the challenge');
-      if (typeof challenge !== 'string' || challenge.includes('/')) throw new BackupError('unexpected challenge from the service');
-      const nonce = await fsp.readFile(path.join(realDataDir, challenge), 'utf8');
-      send(socket, { op: 'pause', nonce });
+      send(socket, { op: 'pause' });
       await expect(next, 'paused', 'before pausing its writes');
       await step('paused');
       copied = await copyTree(realDataDir, temp, options.withCredentials);

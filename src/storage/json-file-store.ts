@@ -294,7 +294,7 @@ export class JsonFileStore implements RegistryStore {
       const audit = await AppendLog.open(path.join(dataDir, AUDIT_FILE), options.auditRotation);
       const store = new JsonFileStore(lock, resources, machines, registry, workloads, audit, indexByDigest(machines.state.machines));
       lock.serve(
-        backupControl(dataDir, store, {
+        backupControl(store, {
           ...(options.onBackup ? { onBackup: options.onBackup } : {}),
           ...(options.maxBackupPauseMs !== undefined ? { maxPauseMs: options.maxBackupPauseMs } : {}),
         }),

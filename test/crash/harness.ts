@@ -110,7 +110,8 @@ async function filesUnder(dir: string): Promise<string[]> {
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) out.push(...(await filesUnder(full)));
-    else out.push(full);
+    // The lock's socket (.control/service.sock) is not data.
+    else if (!entry.isSocket()) out.push(full);
   }
   return out;
 }

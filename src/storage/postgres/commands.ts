@@ -4,7 +4,7 @@
 import path from 'node:path';
 import pg from 'pg';
 import { DataDirLockedError } from '../data-dir-lock.js';
-import { StoreFileError } from '../store-file-error.js';
+import { DataDirError, StoreFileError } from '../store-file-error.js';
 import { silentProgress, type Progress } from '../../progress.js';
 import { importJsonDataDir, ImportRefusedError } from './import-json.js';
 import { DatabaseSchemaError, migrate, SCHEMA_VERSION } from './migrations.js';
@@ -74,7 +74,7 @@ export async function runImport(
     out(Object.values(written).every((n) => n === 0) ? 'the database already held all of it; nothing written' : `written: ${line(written)}`);
     return 0;
   } catch (e) {
-    if (e instanceof ImportRefusedError || e instanceof DataDirLockedError || e instanceof StoreFileError || e instanceof DatabaseSchemaError || e instanceof DatabaseUnavailableError) {
+    if (e instanceof ImportRefusedError || e instanceof DataDirLockedError || e instanceof DataDirError || e instanceof StoreFileError || e instanceof DatabaseSchemaError || e instanceof DatabaseUnavailableError) {
       err(e.message);
       return 1;
     }
