@@ -1,52 +1,11 @@
 // The secret scan takes time linear in its input whatever the text: no input makes it backtrack, and one
 // large write never holds the event loop (a quadratic pattern let 100 k characters of "eyJ" stall the
 // server for seconds).
-import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { request } from 'undici';
 import { SecretScanner } from '../src/secrets/secret-scanner.js';
 import { build } from './helpers/build.js';
-
-const MIB = 1024 * 1024;
-
-function fill(unit: string, length: number): string {
-  return unit.repeat(Math.ceil(length / unit.length)).slice(0, length);
-}
-
-/** Real prose and code of this repository's docs, the size of the adversarial texts. */
-const ORDINARY = fill(readFileSync('README.md', 'utf8') + readFileSync('docs/CONTRACT.md', 'utf8'), MIB);
-
-/** Repeated prefixes of credential rules and the characters their patterns repeat over. */
-const ADVERSARIAL: Record<string, string> = {
-  'eyJ': fill('eyJ', MIB),
-  'eyJ segments': fill('eyJabcdefgh.', MIB),
-  'eyJ two segments': fill('eyJabcdefghij.eyJabcdefghij', MIB),
-  'ghp_': fill('ghp_', MIB),
-  'github_pat_': fill('github_pat_', MIB),
-  'xoxb-': fill('xoxb-', MIB),
-  'AKIA': fill('AKIA', MIB),
-  '-----BEGIN': fill('-----BEGIN ', MIB),
-  'PEM header': fill('-----BEGIN PRIVATE KEY-----', MIB),
-  'postgres://': fill('postgres://', MIB),
-  'user:pass@': fill('postgres://a:b', MIB),
-  'sk-': fill('sk-', MIB),
-  'sk-ant-api03-': fill('sk-ant-api03-', MIB),
-  'sk-proj-': fill('sk-proj-', MIB),
-  '= run': fill('=', MIB),
-  'key= run': fill('api_key=', MIB),
-  'password: run': fill('password: ', MIB),
-  'SG.': fill('SG.', MIB),
-  'npm_': fill('npm_', MIB),
-  'AccountKey=': fill('AccountKey=', MIB),
-  'AIza': fill('AIza', MIB),
-  'hf_': fill('hf_', MIB),
-  'tvly-': fill('tvly-', MIB),
-  'glpat-': fill('glpat-', MIB),
-  'arr_machine_': fill('arr_machine_', MIB),
-  'word characters': fill('a', MIB),
-  'spaces': fill(' ', MIB),
-  'keywords mixed': fill('token key secret=x password:y api auth access creds "AKIA ghp_ sk- eyJ. xoxb- -----BEGIN ', MIB),
-};
+import { ADVERSARIAL, fill, MIB, ORDINARY } from './helpers/secret-corpus.js';
 
 async function timed(scanner: SecretScanner, text: string): Promise<number> {
   let best = Infinity;

@@ -6,6 +6,48 @@ import { SecretScanner } from '../../src/secrets/secret-scanner.js';
 
 const DIR = path.resolve('test/fixtures/secrets');
 
+export const MIB = 1024 * 1024;
+
+export function fill(unit: string, length: number): string {
+  return unit.repeat(Math.ceil(length / unit.length)).slice(0, length);
+}
+
+/** Real prose and code of this repository's docs, the size of the adversarial texts. */
+export const ORDINARY = fill(readFileSync('README.md', 'utf8') + readFileSync('docs/CONTRACT.md', 'utf8'), MIB);
+
+/** Repeated prefixes of credential rules and the characters their patterns repeat over. */
+export const ADVERSARIAL: Record<string, string> = {
+  'eyJ': fill('eyJ', MIB),
+  'eyJ segments': fill('eyJabcdefgh.', MIB),
+  'eyJ two segments': fill('eyJabcdefghij.eyJabcdefghij', MIB),
+  'ghp_': fill('ghp_', MIB),
+  'github_pat_': fill('github_pat_', MIB),
+  'xoxb-': fill('xoxb-', MIB),
+  'AKIA': fill('AKIA', MIB),
+  '-----BEGIN': fill('-----BEGIN ', MIB),
+  'PEM header': fill('-----BEGIN PRIVATE KEY-----', MIB),
+  'postgres://': fill('postgres://', MIB),
+  'user:pass@': fill('postgres://a:b', MIB),
+  'sk-': fill('sk-', MIB),
+  'sk-ant-api03-': fill('sk-ant-api03-', MIB),
+  'sk-proj-': fill('sk-proj-', MIB),
+  '= run': fill('=', MIB),
+  'key= run': fill('api_key=', MIB),
+  'password: run': fill('password: ', MIB),
+  'SG.': fill('SG.', MIB),
+  'npm_': fill('npm_', MIB),
+  'AccountKey=': fill('AccountKey=', MIB),
+  'AIza': fill('AIza', MIB),
+  'hf_': fill('hf_', MIB),
+  'tvly-': fill('tvly-', MIB),
+  'glpat-': fill('glpat-', MIB),
+  'arr_machine_': fill('arr_machine_', MIB),
+  'word characters': fill('a', MIB),
+  'spaces': fill(' ', MIB),
+  'keywords mixed': fill('token key secret=x password:y api auth access creds "AKIA ghp_ sk- eyJ. xoxb- -----BEGIN ', MIB),
+};
+
+
 interface Sample {
   family?: string;
   source: string;
@@ -54,4 +96,25 @@ export async function measureCorpus(scanner = new SecretScanner()): Promise<Corp
     missed,
     falsePositives,
   };
+}
+
+/** The slowest scan of 1 MiB of adversarial text, and the scan of 1 MiB of ordinary text (best of two each). */
+export async function worstCase(scanner = new SecretScanner()): Promise<{ ordinaryMs: number; worst: { what: string; ms: number } }> {
+  const timed = async (text: string) => {
+    let best = Infinity;
+    for (let i = 0; i < 2; i++) {
+      const start = performance.now();
+      await scanner.scan([['/sourceContent', text]]);
+      best = Math.min(best, performance.now() - start);
+    }
+    return best;
+  };
+  await scanner.scan([['/warm', 'warm up']]);
+  const ordinaryMs = await timed(ORDINARY);
+  let worst = { what: '', ms: 0 };
+  for (const [what, text] of Object.entries(ADVERSARIAL)) {
+    const ms = await timed(text);
+    if (ms > worst.ms) worst = { what, ms };
+  }
+  return { ordinaryMs, worst };
 }
