@@ -84,7 +84,7 @@ const AGENT_HOST: readonly PatternRule[] = [
     allow: '^[$<{%]|^(?:[A-Za-z]+[_.-]?)+$|EXAMPLE',
   },
 ];
-const MAX_CANDIDATES = 1000;
+const MAX_CANDIDATES = 200;
 const MIN_KNOWN_SECRET_LENGTH = 12;
 
 interface CompiledPattern {
