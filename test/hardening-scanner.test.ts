@@ -8,9 +8,9 @@ import t from 'tap';
 import { validateResourceRoot } from '../src/agentlet/receipt.js';
 import { SecretScanner } from '../src/secrets/secret-scanner.js';
 
-/** A fresh private key in PEM (PKCS#8): what secretlint's private-key rule is for. */
+/** A fresh private key in PEM (PKCS#8). */
 const PEM = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-/** A P-256 key in SEC1 form: too short for secretlint's rule (found by ours). */
+/** A P-256 key in SEC1 form (short key material). */
 const EC_PEM = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'sec1', format: 'pem' }).toString();
 const GITHUB = 'ghp_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8';
 
@@ -20,9 +20,11 @@ const DIRECTIVES = [
   '<!-- secretlint-disable -->',
   '# secretlint-disable-next-line',
   '/* secretlint-disable-line */',
+  '# gitleaks:allow',
+  'gitleaks:allow',
 ];
 
-t.test('a secretlint directive in a field never switches the scan off', async (t) => {
+t.test('a secretlint or gitleaks directive in a field never switches the scan off', async (t) => {
   const scanner = new SecretScanner();
   for (const directive of DIRECTIVES) {
     for (const [what, secret] of [['PEM key', PEM], ['EC PEM key', EC_PEM], ['GitHub token', GITHUB]] as const) {

@@ -72,7 +72,7 @@ export async function seedHuabuResources(registry: ResourceRegistry, hostedCapab
   const hosted = new Set(hostedCapabilityIds);
   for (const { id, ...body } of [...HUABU_RESOURCES, ...HUABU_HOSTED_RESOURCES.filter((r) => hosted.has(r.id))]) {
     // A restart finds them stored as they are: nothing to register, so nothing is scanned or audited (an
-    // `unchanged` line per record per start said nothing, and the scan loaded secretlint at every start).
+    // `unchanged` line per record per start said nothing, and the scan loaded its rule engines at every start).
     if (await registry.holdsUnchanged(HOST_PROVIDER, id, body)) continue;
     await registry.register(HOST_PROVIDER, id, body, 'host:seed');
   }

@@ -9,11 +9,37 @@ import { AppError } from '../errors.js';
 export const EXPENSIVE_PER_CREDENTIAL = 2;
 /** A reconcile of at least this many records counts as expensive (dry runs included). */
 export const EXPENSIVE_RECONCILE_RECORDS = 100;
+/** A write carrying at least this much text (UTF-16 code units, all of it secret-scanned) counts as expensive. */
+export const EXPENSIVE_SCAN_CHARS = 64 * 1024;
+
+/** The length of every string in a JSON value, object keys included: what a secret scan of it reads. */
+export function textLength(value: unknown): number {
+  let total = 0;
+  // A stack, not recursion: a body is any JSON, nested as deep as its parser allows.
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const next = stack.pop();
+    if (typeof next === 'string') total += next.length;
+    else if (Array.isArray(next)) for (const child of next) stack.push(child);
+    else if (next !== null && typeof next === 'object') {
+      for (const [key, child] of Object.entries(next)) {
+        total += key.length;
+        stack.push(child);
+      }
+    }
+  }
+  return total;
+}
 
 export class ExpensiveWork {
   readonly #inProgress = new Map<string, number>();
 
   constructor(private readonly limit: number = EXPENSIVE_PER_CREDENTIAL) {}
+
+  /** Runs `work` as expensive when the request's body carries at least EXPENSIVE_SCAN_CHARS of text to scan. */
+  scanning<T>(request: FastifyRequest, work: () => Promise<T>): Promise<T> {
+    return textLength(request.body) >= EXPENSIVE_SCAN_CHARS ? this.run(request, work) : work();
+  }
 
   /** Runs `work` as one of the caller's expensive requests, or refuses with 429 when it has `limit` already. */
   async run<T>(request: FastifyRequest, work: () => Promise<T>): Promise<T> {

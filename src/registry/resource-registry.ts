@@ -10,7 +10,8 @@ import {
   AgentResource,
   AgentResourceV2,
   AnyReconcileEntry,
-  type ReconcileEntry,
+  ReconcileEntry,
+  ReconcileEntryV2,
   type ReconcileResult,
   type ResourceCustomization,
   type ResourcePutBody,
@@ -32,6 +33,13 @@ const checkCandidate = Compile(AnyReconcileEntry);
 const checkProvider = Compile(ProviderId);
 const checkV1 = Compile(AgentResource);
 const checkV2 = Compile(AgentResourceV2);
+
+/** The longest a candidate's text field may be: its bound in the version the candidate names, else in either. */
+function candidateBound(schemaVersion: unknown, key: 'name' | 'description' | 'instructions' | 'sourceContent'): number {
+  const bounds = [ReconcileEntry, ReconcileEntryV2].map((branch) => (branch.properties as Record<string, { maxLength?: number } | undefined>)[key]?.maxLength);
+  const named = schemaVersion === 2 ? bounds[1] : schemaVersion === 1 ? bounds[0] : undefined;
+  return named ?? Math.max(...bounds.map((b) => b ?? 0));
+}
 
 export function textFields(record: Pick<AgentResource, 'name' | 'description' | 'instructions'>): [string, string][] {
   return [
@@ -190,8 +198,10 @@ export class ResourceRegistry {
     if (callerProvider !== undefined && body.provider !== undefined && body.provider !== callerProvider) {
       issues.push({ code: 'validation_failed', field: '/provider', severity: 'error', message: `provider must be ${callerProvider} (the caller)` });
     }
+    // The body is any JSON, so a field may be far longer than the schema allows (that is reported above):
+    // each is scanned up to its schema bound, as a stored one would be, and no further.
     const texts = (['name', 'description', 'instructions', 'sourceContent'] as const).flatMap((k): [string, string][] =>
-      typeof body[k] === 'string' ? [[`/${k}`, body[k] as string]] : [],
+      typeof body[k] === 'string' ? [[`/${k}`, (body[k] as string).slice(0, candidateBound(body.schemaVersion, k))]] : [],
     );
     for (const finding of await this.scanner.scan(texts)) {
       issues.push({ code: 'secret_detected', field: finding.field, severity: 'error', message: `looks like a secret (rule ${finding.rule})` });

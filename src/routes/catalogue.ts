@@ -61,7 +61,7 @@ export const CATALOGUE_HEADERS = {
 
 export const NotModified = Type.Null({ description: 'Not modified: the `If-None-Match` ETag is current; no body.' });
 
-export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { registry, catalogue }) => {
+export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { registry, catalogue, expensive }) => {
   await app.register(async (scope) => {
     const owner = scope.withTypeProvider<TypeBoxTypeProvider>();
     protect(owner, [owner.requireOwner], ['ownerToken']);
@@ -140,12 +140,12 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
           body: Type.Unknown({
             description: 'A candidate AgentResource: `{schemaVersion: 1, id, name, description, instructions, provider?}` or `{schemaVersion: 2, id, name, sourceContent, provider?}`.',
           }),
-          response: { 200: { ...ValidateResult, description: 'The issues found (empty when valid).' }, ...errors('validation_failed') },
+          response: { 200: { ...ValidateResult, description: 'The issues found (empty when valid).' }, ...errors('validation_failed', 'rate_limited') },
         },
       },
       async (request) => {
         const principal = request.principal!;
-        return registry.validate(request.body, principal.kind === 'provider' ? principal.provider : undefined);
+        return expensive.scanning(request, () => registry.validate(request.body, principal.kind === 'provider' ? principal.provider : undefined));
       },
     );
   });

@@ -59,13 +59,13 @@ export const providerRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
         response: {
           200: { ...AnyAgentResource, description: 'Replaced (or already identical).' },
           201: { ...AnyAgentResource, description: 'Created.' },
-          ...errors('validation_failed', 'resource_conflict', 'secret_detected', 'storage_unavailable'),
+          ...errors('validation_failed', 'resource_conflict', 'secret_detected', 'rate_limited', 'storage_unavailable'),
         },
       },
     },
     async (request, reply) => {
       const { provider, id } = request.params;
-      const { outcome, record } = await registry.register(provider, id, request.body, actorOf(request.principal!));
+      const { outcome, record } = await expensive.scanning(request, () => registry.register(provider, id, request.body, actorOf(request.principal!)));
       return reply.code(outcome === 'created' ? 201 : 200).send(represent(record, request.body.schemaVersion));
     },
   );
@@ -112,7 +112,7 @@ export const providerRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
     },
     async (request) => {
       const work = () => registry.reconcile(request.params.provider, request.body.resources, request.query.dryRun === true, actorOf(request.principal!));
-      return request.body.resources.length >= EXPENSIVE_RECONCILE_RECORDS ? expensive.run(request, work) : work();
+      return request.body.resources.length >= EXPENSIVE_RECONCILE_RECORDS ? expensive.run(request, work) : expensive.scanning(request, work);
     },
   );
 };

@@ -1,60 +1,140 @@
-// Secret scanning for every text field the registry writes: secretlint's recommended preset (GitHub, Slack,
-// npm, AWS, Anthropic/OpenAI keys, PEM keys, connection strings, ...) plus this service's own token formats,
-// JWT-like strings and the exact credential values the process was configured with. Findings name the
-// field and the rule, never the value.
-import type { lintSource as LintSource } from '@secretlint/core';
+// Secret scanning for every text field the registry writes: this service's own token formats, JWT-like
+// strings, AWS key IDs, PEM private keys, the exact credential values the process was configured with,
+// gitleaks' rule set, and the agent-host formats gitleaks lacks; all on RE2, linear in the text. Findings
+// name the field and the rule, never the value.
+import type { GitleaksRules } from './gitleaks-engine.js';
 import { AppError } from '../errors.js';
 
 export interface SecretFinding {
   /** JSON pointer of the field, e.g. `/instructions` or `/customData/notes`. */
   field: string;
-  /** Rule that matched, e.g. `@secretlint/secretlint-rule-github` or `registry-token`. */
+  /** Rule that matched, e.g. `github-pat` (a gitleaks rule ID) or `registry-token`. */
   rule: string;
 }
 
-/**
- * Tokens this service issues all start with `arr_<kind>_`, so a leaked one is recognizable. No word
- * boundary before it (nor before a JWT): a token glued to a preceding word (`TOKENarr_machine_...`) is
- * still a token.
- */
-const OWN_TOKEN = /arr_(?:owner|huabu|machine|canvas|secret|grant)_[A-Za-z0-9_.-]{16,}/;
-const JWT_LIKE = /eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/;
-/**
- * AWS access key IDs (gitleaks' and trufflehog's prefixes). secretlint's AWS rule only reports them with
- * `enableIDScanRule`, which also reports bare 12-digit account IDs; this reports the key IDs alone.
- */
-const AWS_ACCESS_KEY_ID = /(?<![A-Z0-9])(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z2-7]{16}(?![A-Z0-9])/;
-/** A PEM private key block with key material (secretlint's rule misses short ones, such as P-256 EC keys). */
-const PEM_PRIVATE_KEY = /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----\s*[A-Za-z0-9+/=]{40,}/;
-const MIN_KNOWN_SECRET_LENGTH = 12;
-const YIELD_EVERY_FIELDS = 32;
-
-const FILTER_COMMENTS_RULE = '@secretlint/secretlint-rule-filter-comments';
-
-interface SecretlintEngine {
-  lintSource: typeof LintSource;
-  config: Parameters<typeof LintSource>[0]['options']['config'];
+interface PatternRule {
+  rule: string;
+  /** RE2 syntax. */
+  pattern: string;
+  /** The capture group holding the secret (0: the whole match). */
+  group?: number;
+  /** The secret must have more Shannon entropy (bits per character) than this: an `xxxx` placeholder has none. */
+  entropy?: number;
+  /** A secret matching this (RE2) is a documented example or placeholder, not a secret. */
+  allow?: string;
 }
 
 /**
- * secretlint, loaded on the first value that needs it rather than with the module: most starts scan
- * nothing before they serve, and loading it was ~65 ms of every start (issue 15 item 4). A failed load is
- * not kept, so the next scan tries again (and fails closed meanwhile: the write is refused, not let through).
+ * The service's own patterns, in RE2 syntax and run by RE2's linear-time engine (re2js): a field is text
+ * anyone with write access chooses, so no pattern may backtrack (V8's engine took 17 s over 100 k characters
+ * of "eyJ" with the JWT pattern below). Tokens this service issues all start with `arr_<kind>_`, so a leaked
+ * one is recognizable. No word boundary before it (nor before a JWT): a token glued to a preceding word
+ * (`TOKENarr_machine_...`) is still a token.
  */
-let engine: Promise<SecretlintEngine> | undefined;
-function secretlint(): Promise<SecretlintEngine> {
+const BUILT_IN: readonly PatternRule[] = [
+  { rule: 'registry-token', pattern: 'arr_(?:owner|huabu|machine|canvas|secret|grant)_[A-Za-z0-9_.-]{16,}' },
+  { rule: 'jwt-like', pattern: 'eyJ[A-Za-z0-9_-]{8,}\\.eyJ[A-Za-z0-9_-]{8,}\\.[A-Za-z0-9_-]{8,}' },
+  // AWS access key IDs (gitleaks' and trufflehog's prefixes), bare; AWS's documented example key is not one.
+  {
+    rule: 'aws-access-key-id',
+    pattern: '(?:^|[^A-Z0-9])((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z2-7]{16})(?:[^A-Z0-9]|$)',
+    group: 1,
+    allow: 'EXAMPLE$',
+  },
+  // A PEM private key, or its header alone: the header says what follows.
+  { rule: 'private-key', pattern: '-----BEGIN (?:[A-Z0-9]+ ){0,8}PRIVATE KEY(?: BLOCK)?-----' },
+];
+
+/**
+ * Credential formats of the AI and developer platforms agent hosts use that gitleaks' rule set (run between
+ * the built-in patterns and these) does not know, or knows only in an older shape.
+ */
+const AGENT_HOST: readonly PatternRule[] = [
+  // gitleaks asks 3 bits of entropy of a GitHub token; a patterned one (`a1B2a1B2...`) is still refused here,
+  // an x-filled placeholder is not.
+  { rule: 'github-token', pattern: '(?:ghp|gho|ghu|ghs|ghr)_([A-Za-z0-9]{36,})', group: 1, entropy: 1.5 },
+  { rule: 'openai-api-key', pattern: 'sk-(?:proj|svcacct|admin)-([A-Za-z0-9_-]{40,})', group: 1, entropy: 3 },
+  { rule: 'slack-token', pattern: 'xox[abposre]-(?:[0-9]{6,}-){1,3}([A-Za-z0-9]{20,})', group: 1, entropy: 3 },
+  { rule: 'tavily-api-key', pattern: 'tvly-(?:dev-|prod-)?([A-Za-z0-9_-]{20,})', group: 1, entropy: 3 },
+  { rule: 'groq-api-key', pattern: 'gsk_([A-Za-z0-9]{40,})', group: 1, entropy: 3 },
+  { rule: 'replicate-api-token', pattern: 'r8_([A-Za-z0-9]{30,})', group: 1, entropy: 3 },
+  { rule: 'dockerhub-pat', pattern: 'dckr_pat_([A-Za-z0-9_-]{20,})', group: 1, entropy: 3 },
+  { rule: 'azure-storage-account-key', pattern: '(?i)AccountKey=([A-Za-z0-9+/]{40,}={0,2})', group: 1, entropy: 3 },
+  {
+    rule: 'aws-secret-access-key',
+    pattern: '(?i)aws_?secret_?(?:access_?)?key["\'\\s]{0,3}[:=]{1,2}["\'\\s]{0,3}([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)',
+    group: 1,
+    entropy: 3.5,
+    allow: 'EXAMPLE',
+  },
+  // scheme://user:password@host, unless the password is a placeholder (`password`, `${DB_PASSWORD}`, `<pass>`).
+  {
+    rule: 'credentialed-url',
+    pattern: '[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\\s:/@]{1,64}:([^\\s:/@]{6,128})@[A-Za-z0-9.-]',
+    group: 1,
+    entropy: 2,
+    allow: '^[$<{%]|^(?i:pass(?:word)?|passwd|pwd|secret|changeme|example|x+|\\*+|\\.+)$',
+  },
+  // A high-entropy value assigned to a credential-named key (`password=...`, `api_key: "..."`).
+  {
+    rule: 'credential-assignment',
+    pattern: '(?i)(?:passw(?:or)?d|pwd|secret|api_?key|access_?key|token)["\']?[ \\t]{0,3}[:=][ \\t]{0,3}["\']?([^\\s"\'`,;]{12,128})',
+    group: 1,
+    entropy: 3.5,
+    allow: '^[$<{%]|^(?:[A-Za-z]+[_.-]?)+$|EXAMPLE',
+  },
+];
+const MAX_CANDIDATES = 200;
+const MIN_KNOWN_SECRET_LENGTH = 12;
+
+interface CompiledPattern {
+  rule: string;
+  finds(text: string): boolean;
+}
+const YIELD_EVERY_FIELDS = 32;
+
+interface Engine {
+  builtIn: CompiledPattern[];
+  agentHost: CompiledPattern[];
+  gitleaks: GitleaksRules;
+}
+
+/**
+ * The rule engines, loaded and compiled on the first value that needs them rather than with the module: most
+ * starts scan nothing before they serve. A failed load is not kept, so the next scan tries again (and fails
+ * closed meanwhile: the write is refused, not let through).
+ */
+let engine: Promise<Engine> | undefined;
+function engines(): Promise<Engine> {
   engine ??= (async () => {
-    const [{ lintSource }, { secretLintProfiler }, { rules }] = await Promise.all([
-      import('@secretlint/core'),
-      import('@secretlint/profiler'),
-      import('@secretlint/secretlint-rule-preset-recommend'),
-    ]);
-    silenceSecretlintProfiler(secretLintProfiler);
-    // The recommended preset's rules, each registered on its own, without `secretlint-rule-filter-comments`:
-    // that rule obeys `secretlint-disable` comments, and text in a field must never switch scanning off
-    // (the field is data, not a source file its author annotates).
-    const config = { rules: rules.filter((rule) => rule.meta.id !== FILTER_COMMENTS_RULE).map((rule) => ({ id: rule.meta.id, rule })) };
-    return { lintSource, config };
+    const [{ RE2JS }, { GitleaksRules, shannonEntropy, windows }] = await Promise.all([import('re2js'), import('./gitleaks-engine.js')]);
+    const compile = (r: PatternRule): CompiledPattern => {
+      const pattern = RE2JS.compile(r.pattern);
+      const allow = r.allow === undefined ? undefined : RE2JS.compile(r.allow);
+      return {
+        rule: r.rule,
+        finds(text) {
+          // The DFA answers this alone; the (slower) NFA runs only when there is a candidate to look at.
+          if (!pattern.test(text)) return false;
+          if (r.group === undefined && r.entropy === undefined && !allow) return true;
+          let n = 0;
+          for (const part of windows(text)) {
+            if (!pattern.test(part)) continue;
+            const matcher = pattern.matcher(part);
+            for (; matcher.find(); n++) {
+              // Bounded: past this many let-through candidates the text is refused rather than read on.
+              if (n >= MAX_CANDIDATES) return true;
+              const secret = matcher.group(r.group ?? 0) ?? '';
+              if (r.entropy !== undefined && shannonEntropy(secret) <= r.entropy) continue;
+              if (allow?.test(secret)) continue;
+              return true;
+            }
+          }
+          return false;
+        },
+      };
+    };
+    return { builtIn: BUILT_IN.map(compile), agentHost: AGENT_HOST.map(compile), gitleaks: new GitleaksRules() };
   })().catch((err: unknown) => {
     engine = undefined;
     throw err;
@@ -78,7 +158,7 @@ export class SecretScanner {
     const findings: SecretFinding[] = [];
     let scanned = 0;
     for (const [field, value] of fields) {
-      // secretlint is synchronous under its promises: yield to the event loop now and then, so a large
+      // Scanning is synchronous: yield to the event loop now and then, so a large
       // write (a 1,000-record reconcile) does not hold every other request (agents' reads) until it ends.
       if (++scanned % YIELD_EVERY_FIELDS === 0) await new Promise((resolve) => setImmediate(resolve));
       const rule = await this.#firstRule(value);
@@ -103,31 +183,11 @@ export class SecretScanner {
 
   async #firstRule(value: string): Promise<string | undefined> {
     if (value.length === 0) return undefined;
-    if (OWN_TOKEN.test(value)) return 'registry-token';
-    if (JWT_LIKE.test(value)) return 'jwt-like';
-    if (AWS_ACCESS_KEY_ID.test(value)) return 'aws-access-key-id';
-    if (PEM_PRIVATE_KEY.test(value)) return 'private-key';
+    const { builtIn, agentHost, gitleaks } = await engines();
+    for (const { rule, finds } of builtIn) if (finds(value)) return rule;
     if (this.#knownSecrets.some((s) => value.includes(s))) return 'configured-credential';
-    const { lintSource, config } = await secretlint();
-    const result = await lintSource({
-      source: { filePath: '/registry/field.txt', content: value, contentType: 'text' },
-      options: { config, maskSecrets: true },
-    });
-    return result.messages[0]?.ruleId;
+    return gitleaks.firstRule(value) ?? agentHost.find(({ finds }) => finds(value))?.rule;
   }
-}
-
-/**
- * secretlint marks each lint in the global performance timeline, and its profiler keeps every mark in an
- * array it searches linearly on each new mark: memory without bound, and a cost per scan that grows with
- * the number of scans the process has made (after a few thousand registrations it dominated the write
- * path). Nothing reads those marks, so the profiler gets a timeline that records nothing.
- */
-function silenceSecretlintProfiler(profiler: unknown): void {
-  (profiler as { perf: Pick<typeof performance, 'mark' | 'measure'> }).perf = {
-    mark: () => undefined as never,
-    measure: () => undefined as never,
-  };
 }
 
 const KEY_SUFFIX = '#key';

@@ -60,7 +60,7 @@ t.test('a receipt holding a secret is rejected without echoing it, and nothing i
     '--name', 'GitHub', '--description', 'GitHub API.', '--instructions-file', instructions,
   ]);
   t.equal(add.code, 1);
-  t.match(add.stderr, /\/instructions looks like it contains a secret \(rule @secretlint\/secretlint-rule-github\)/);
+  t.match(add.stderr, /\/instructions looks like it contains a secret \(rule github-pat\)/);
   await t.rejects(stat(path.join(m.root, 'receipts', 'github-connector.json')), { code: 'ENOENT' }, 'nothing written');
 
   await writeReceipt(

@@ -96,7 +96,7 @@ t.test('secrets are found in every text field and never quoted', async (t) => {
   const { root } = await makeRoot(t);
   for (const field of ['name', 'description', 'instructions', 'source']) {
     const problems = await receiptProblems(root, 'good', receiptJson('good', { entrypoint: 'skills/good/SKILL.md', [field]: `x ${FAKE_GITHUB_TOKEN} y` }), scanner);
-    t.same(problems, [`/${field} looks like it contains a secret (rule @secretlint/secretlint-rule-github); secrets never belong in a receipt`], field);
+    t.same(problems, [`/${field} looks like it contains a secret (rule github-pat); secrets never belong in a receipt`], field);
   }
   const own = await receiptProblems(root, 'good', receiptJson('good', { entrypoint: 'skills/good/SKILL.md', instructions: 'Bearer arr_machine_0123456789abcdefXYZ' }), scanner);
   t.same(own, ['/instructions looks like it contains a secret (rule registry-token); secrets never belong in a receipt']);
@@ -104,7 +104,7 @@ t.test('secrets are found in every text field and never quoted', async (t) => {
   const known = await receiptProblems(root, 'good', receiptJson('good', { entrypoint: 'skills/good/SKILL.md', description: 'has exact-machine-token-value-123' }), configured);
   t.same(known, ['/description looks like it contains a secret (rule configured-credential); secrets never belong in a receipt']);
   const inPath = await receiptProblems(root, 'good', receiptJson('good', { entrypoint: `skills/${FAKE_GITHUB_TOKEN}` }), scanner);
-  t.same(inPath, ['/entrypoint looks like it contains a secret (rule @secretlint/secretlint-rule-github); secrets never belong in a receipt'], 'the path is not quoted');
+  t.same(inPath, ['/entrypoint looks like it contains a secret (rule github-pat); secrets never belong in a receipt'], 'the path is not quoted');
 });
 
 t.test('receipts/ holds only <id>.json regular files', async (t) => {

@@ -115,7 +115,7 @@ t.test('v2 fields follow the registry rules and every security check', async (t)
 
   for (const field of ['sourceContent', 'sourceRevision', 'provider', 'source']) {
     t.same(await check({ [field]: `x ${FAKE_GITHUB_TOKEN} y` }).then((p) => p.filter((l) => l.includes('secret'))), [
-      `/${field} looks like it contains a secret (rule @secretlint/secretlint-rule-github); secrets never belong in a receipt`,
+      `/${field} looks like it contains a secret (rule github-pat); secrets never belong in a receipt`,
     ], `${field}: secret found`);
     t.notOk((await check({ [field]: `x ${FAKE_GITHUB_TOKEN} y` })).join(' ').includes(FAKE_GITHUB_TOKEN), `${field}: secret never quoted`);
   }

@@ -1,0 +1,120 @@
+// The secret-scanner corpus (test/fixtures/secrets/, sources in its README): recall per credential family,
+// the false-positive rate on ordinary documents, and the worst time on 1 MiB of adversarial text.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { SecretScanner } from '../../src/secrets/secret-scanner.js';
+
+const DIR = path.resolve('test/fixtures/secrets');
+
+export const MIB = 1024 * 1024;
+
+export function fill(unit: string, length: number): string {
+  return unit.repeat(Math.ceil(length / unit.length)).slice(0, length);
+}
+
+/** Real prose and code of this repository's docs, the size of the adversarial texts. */
+export const ORDINARY = fill(readFileSync('README.md', 'utf8') + readFileSync('docs/CONTRACT.md', 'utf8'), MIB);
+
+/** Repeated prefixes of credential rules and the characters their patterns repeat over. */
+export const ADVERSARIAL: Record<string, string> = {
+  'eyJ': fill('eyJ', MIB),
+  'eyJ segments': fill('eyJabcdefgh.', MIB),
+  'eyJ two segments': fill('eyJabcdefghij.eyJabcdefghij', MIB),
+  'ghp_': fill('ghp_', MIB),
+  'github_pat_': fill('github_pat_', MIB),
+  'xoxb-': fill('xoxb-', MIB),
+  'AKIA': fill('AKIA', MIB),
+  '-----BEGIN': fill('-----BEGIN ', MIB),
+  'PEM header': fill('-----BEGIN PRIVATE KEY-----', MIB),
+  'postgres://': fill('postgres://', MIB),
+  'user:pass@': fill('postgres://a:b', MIB),
+  'sk-': fill('sk-', MIB),
+  'sk-ant-api03-': fill('sk-ant-api03-', MIB),
+  'sk-proj-': fill('sk-proj-', MIB),
+  '= run': fill('=', MIB),
+  'key= run': fill('api_key=', MIB),
+  'password: run': fill('password: ', MIB),
+  'SG.': fill('SG.', MIB),
+  'npm_': fill('npm_', MIB),
+  'AccountKey=': fill('AccountKey=', MIB),
+  'AIza': fill('AIza', MIB),
+  'hf_': fill('hf_', MIB),
+  'tvly-': fill('tvly-', MIB),
+  'glpat-': fill('glpat-', MIB),
+  'arr_machine_': fill('arr_machine_', MIB),
+  'word characters': fill('a', MIB),
+  'spaces': fill(' ', MIB),
+  'keywords mixed': fill('token key secret=x password:y api auth access creds "AKIA ghp_ sk- eyJ. xoxb- -----BEGIN ', MIB),
+};
+
+
+interface Sample {
+  family?: string;
+  source: string;
+  text: string;
+}
+
+function load(file: string): Sample[] {
+  return JSON.parse(readFileSync(path.join(DIR, file), 'utf8')) as Sample[];
+}
+
+export interface CorpusFigures {
+  recall: { family: string; found: number; total: number }[];
+  positives: { found: number; total: number };
+  negatives: { refused: number; total: number; rules: Record<string, number> };
+  missed: string[];
+  falsePositives: { source: string; rule: string; excerpt: string }[];
+}
+
+export async function measureCorpus(scanner = new SecretScanner()): Promise<CorpusFigures> {
+  const positives = [...load('positives-gitleaks.json'), ...load('positives-agent-formats.json')];
+  const negatives = [...load('negatives-public.json'), ...load('negatives-placeholders.json')];
+  const families = new Map<string, { found: number; total: number }>();
+  const missed: string[] = [];
+  for (const sample of positives) {
+    const family = families.get(sample.family!) ?? { found: 0, total: 0 };
+    families.set(sample.family!, family);
+    family.total++;
+    if ((await scanner.scan([['/text', sample.text]])).length > 0) family.found++;
+    else missed.push(`${sample.family} (${sample.source}): ${sample.text.slice(0, 60)}`);
+  }
+  const falsePositives: CorpusFigures['falsePositives'] = [];
+  const rules: Record<string, number> = {};
+  for (const sample of negatives) {
+    const [finding] = await scanner.scan([['/text', sample.text]]);
+    if (finding) {
+      rules[finding.rule] = (rules[finding.rule] ?? 0) + 1;
+      falsePositives.push({ source: sample.source, rule: finding.rule, excerpt: sample.text.slice(0, 80) });
+    }
+  }
+  const recall = [...families].map(([family, f]) => ({ family, ...f })).sort((a, b) => a.family.localeCompare(b.family));
+  const found = recall.reduce((n, f) => n + f.found, 0);
+  return {
+    recall,
+    positives: { found, total: positives.length },
+    negatives: { refused: falsePositives.length, total: negatives.length, rules },
+    missed,
+    falsePositives,
+  };
+}
+
+/** The slowest scan of 1 MiB of adversarial text, and the scan of 1 MiB of ordinary text (best of two each). */
+export async function worstCase(scanner = new SecretScanner()): Promise<{ ordinaryMs: number; worst: { what: string; ms: number } }> {
+  const timed = async (text: string) => {
+    let best = Infinity;
+    for (let i = 0; i < 2; i++) {
+      const start = performance.now();
+      await scanner.scan([['/sourceContent', text]]);
+      best = Math.min(best, performance.now() - start);
+    }
+    return best;
+  };
+  await scanner.scan([['/warm', 'warm up']]);
+  const ordinaryMs = await timed(ORDINARY);
+  let worst = { what: '', ms: 0 };
+  for (const [what, text] of Object.entries(ADVERSARIAL)) {
+    const ms = await timed(text);
+    if (ms > worst.ms) worst = { what, ms };
+  }
+  return { ordinaryMs, worst };
+}
