@@ -79,10 +79,19 @@ function compileAllowlist(a: Allowlist): CompiledAllowlist {
   };
 }
 
+/**
+ * gitleaks ends most rules with this group: a secret must be followed by a quote, space, `;`, an escaped
+ * newline or the end. In an agent's instructions a key also ends a sentence or a clause (`re-run with
+ * npm_….`, `(key AIza…)`, `"hf_…\"` in JSON inside a string), so the same group here also takes closing
+ * punctuation and a backslash. A secret followed by one of these is no less a secret.
+ */
+const GITLEAKS_SUFFIX = String.raw`(?:[\x60'"\s;]|\\[nr]|$)`;
+const PROSE_SUFFIX = String.raw`(?:[\x60'"\s;.,:!?)\]}>\\]|$)`;
+
 function compile(rule: RuleSource): CompiledRule {
   return {
     id: rule.id,
-    regex: RE2JS.compile(rule.regex),
+    regex: RE2JS.compile(rule.regex.replaceAll(GITLEAKS_SUFFIX, PROSE_SUFFIX)),
     secretGroup: rule.secretGroup ?? 0,
     entropy: rule.entropy ?? 0,
     keywords: (rule.keywords ?? []).map((k) => k.toLowerCase()),

@@ -54,6 +54,9 @@ const AGENT_HOST: readonly PatternRule[] = [
   // an x-filled placeholder is not.
   { rule: 'github-token', pattern: '(?:ghp|gho|ghu|ghs|ghr)_([A-Za-z0-9]{36,})', group: 1, entropy: 1.5 },
   { rule: 'openai-api-key', pattern: 'sk-(?:proj|svcacct|admin)-([A-Za-z0-9_-]{40,})', group: 1, entropy: 3 },
+  // OpenAI's user keys before project keys: `sk-` and 48 letters and digits (gitleaks knows them only with
+  // the `T3BlbkFJ` marker inside).
+  { rule: 'openai-api-key', pattern: '(?:^|[^A-Za-z0-9_-])sk-([A-Za-z0-9]{48})(?:[^A-Za-z0-9_-]|$)', group: 1, entropy: 3 },
   { rule: 'slack-token', pattern: 'xox[abposre]-(?:[0-9]{6,}-){1,3}([A-Za-z0-9]{20,})', group: 1, entropy: 3 },
   { rule: 'tavily-api-key', pattern: 'tvly-(?:dev-|prod-)?([A-Za-z0-9_-]{20,})', group: 1, entropy: 3 },
   { rule: 'groq-api-key', pattern: 'gsk_([A-Za-z0-9]{40,})', group: 1, entropy: 3 },
