@@ -1,4 +1,4 @@
-// Coverage thresholds per area (issue 18). `npm test` runs tap with coverage on (json-summary report in
+// Coverage thresholds per area. `npm test` runs tap with coverage on (json-summary report in
 // .tap/report/coverage-summary.json); this checks each area of src/ against scripts/coverage-thresholds.json
 // so coverage can only go up. The thresholds sit a few points under the figures measured where CI measures
 // (DATABASE_URL set, so the PostgreSQL store counts); raise them when an area improves.

@@ -74,7 +74,7 @@ declare module 'fastify' {
 /** The store the configuration selects: PostgreSQL when DATABASE_URL is set, else JSON files in DATA_DIR. */
 async function openStore(config: Config, logger: Logger, metrics: Metrics, fs: FileSystemSeam | undefined): Promise<RegistryStore> {
   if (config.databaseUrl) {
-    // Loaded only when configured: the JSON store's start-up does not pay for pg (issue 15 item 4).
+    // Loaded only when configured: the JSON store's start-up does not pay for pg.
     const { PostgresStore } = await import('./storage/postgres/postgres-store.js');
     return PostgresStore.open({
       databaseUrl: config.databaseUrl,

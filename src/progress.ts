@@ -6,7 +6,7 @@ import type cliProgressModule from 'cli-progress';
 
 /**
  * cli-progress, loaded when a bar is first drawn: the server imports this module (through the migrations)
- * but never draws a bar, and loading cli-progress cost ~16 ms of every start (issue 15 item 4).
+ * but never draws a bar, and loading cli-progress cost ~16 ms of every start.
  */
 let loaded: typeof cliProgressModule | undefined;
 function cliProgress(): typeof cliProgressModule {

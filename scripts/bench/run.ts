@@ -1,4 +1,4 @@
-// `npm run bench`: the performance scenarios of issue 8 at several catalogue sizes, printed as one table
+// `npm run bench`: the performance scenarios at several catalogue sizes, printed as one table
 // of medians and ratios. Every measurement runs the real server in a child process on loopback and the
 // load generator (autocannon) in another; the runner itself only orchestrates.
 //
@@ -209,7 +209,7 @@ async function workloadWrites(url: string): Promise<string> {
   return `durable writes (workloads): ${fmt(writes.count)}, mean ${fmt(writes.mean * 1000, 1)} ms, p50 ${ms(writes.at(0.5))}, p99 ${ms(writes.at(0.99))} (% ≤ 1 / 2.5 / 5 / 10 / 25 ms: ${shares}); ${fmt(batch.mean, 1)} launches per write`;
 }
 
-/** The scenario table of issue 8. Add a scenario by adding an entry; rows print in this order. */
+/** The scenario table. Add a scenario by adding an entry; rows print in this order. */
 export const SCENARIOS: Scenario[] = [
   {
     id: '1',

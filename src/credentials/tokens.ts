@@ -17,7 +17,7 @@ export function generateToken(prefix: string): string {
 }
 
 export function tokenDigest(token: string): Buffer {
-  // One-shot hash (no Hash object per call): every authenticated request computes one (issue 15 item 1).
+  // One-shot hash (no Hash object per call): every authenticated request computes one.
   return hash('sha256', token, 'buffer');
 }
 

@@ -147,7 +147,7 @@ export const authPlugin = fp<AuthOptions>(
  */
 export function protect(app: FastifyInstance, strategies: AuthStrategy[], security: SecurityScheme[]): void {
   // One strategy is the hook itself (its error answers the request, as @fastify/auth would pass it on);
-  // @fastify/auth combines two or more. Saves its per-request bookkeeping on the read paths (issue 15 item 1).
+  // @fastify/auth combines two or more. Saves its per-request bookkeeping on the read paths.
   app.addHook('onRequest', strategies.length === 1 ? strategies[0]! : app.auth(strategies));
   app.addHook('onRoute', (route) => {
     route.schema = {

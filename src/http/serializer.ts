@@ -1,4 +1,4 @@
-// Response serializers compiled on first use (issue 15 item 4, start-up). Fastify compiles every route's
+// Response serializers compiled on first use (start-up). Fastify compiles every route's
 // response schemas with fast-json-stringify while it boots — each build also makes its own Ajv instance for
 // the schemas' `oneOf`/`anyOf` branches — which was a fifth of the start-up's CPU. Here the compiler for a
 // route and status is the same one Fastify would use (@fastify/fast-json-stringify-compiler, the shared

@@ -2,7 +2,7 @@
 // TypeBoxValidatorCompiler does, with two differences.
 // 1. A querystring, params or headers value is converted (`"true"` → `true`, `"5"` → `5`) only when it does
 //    not pass as it came. Value.Convert walks the schema interpreted on every call (tens of microseconds
-//    even for `{}`), which was the largest single cost of an authenticated 304 (issue 15); a value that
+//    even for `{}`), which was the largest single cost of an authenticated 304; a value that
 //    already passes is what conversion would have left alone for every schema the routes use (strings,
 //    literals, booleans, optional fields). Bodies are never converted.
 // 2. Errors of discriminated `oneOf` schemas (record v1 / v2 bodies) are narrowed to the branch the body's
@@ -14,7 +14,7 @@ import { Value } from 'typebox/value';
 import { discriminatedErrors, type SchemaError } from '../schemas/discriminated-errors.js';
 
 export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
-  // Compiled on the first request that needs it, not while the server boots (issue 15 item 4: start-up).
+  // Compiled on the first request that needs it, not while the server boots (start-up).
   let compiled: { check: ReturnType<typeof Compile<TSchema>>; discriminated: boolean } | undefined;
   const compile = () => (compiled ??= { check: Compile(schema), discriminated: JSON.stringify(schema).includes('"discriminator"') });
   const errors = (value: unknown): FastifySchemaValidationError[] => {

@@ -4,7 +4,7 @@
 // caller's AbortSignal aborts the request when the agent hangs up). Whatever goes wrong, the result names
 // only a reason: the endpoint's body and headers never travel further. Framework-free.
 // undici is loaded on the first call: most deployments host no capability, and loading it costs about a
-// third of the server's start-up CPU (issue 15, start-up).
+// third of the server's start-up CPU (start-up).
 import type { Agent } from 'undici';
 
 /** JSON answers nested deeper than this are refused: serializing them would overflow the stack. */

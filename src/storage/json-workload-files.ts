@@ -34,8 +34,8 @@ export const WORKLOADS_COMPACT_AT_BYTES = 1024 * 1024;
 /**
  * Canvas files written at once by a compaction at start or close (nothing waits on the disk then), and by
  * one running beside the launches: there one at a time, so its writes and fsyncs hold at most one of
- * libuv's four threads and one flush in the disk's queue ahead of a launch's journal fdatasync (issue 15
- * item 5: sixteen at once put up to sixteen flushes ahead of every launch while a compaction ran).
+ * libuv's four threads and one flush in the disk's queue ahead of a launch's journal fdatasync (sixteen
+ * at once put up to sixteen flushes ahead of every launch while a compaction ran).
  */
 const COMPACT_PARALLEL = { foreground: 16, background: 1 } as const;
 
