@@ -560,6 +560,11 @@ t.test('a canvas token is valid until the second before its expiry, and expired 
   t.same(verifyCanvasToken(token, SECRET, 999), { ok: true, claims });
   t.same(verifyCanvasToken(token, SECRET, 1_000), { ok: false, reason: 'expired' }, 'expired during its expiry second');
   t.same(verifyCanvasToken(token, SECRET, 1_001), { ok: false, reason: 'expired' });
+  // The prefix says what a token is: the same characters under another kind's prefix are no canvas token.
+  const rest = token.slice(TOKEN_PREFIX.canvas.length);
+  t.same(verifyCanvasToken(`${TOKEN_PREFIX.machine}${rest}`, SECRET, 999), { ok: false, reason: 'malformed' }, 'another kind of token');
+  t.same(verifyCanvasToken(rest, SECRET, 999), { ok: false, reason: 'malformed' }, 'no prefix at all');
+  t.same(verifyCanvasToken(`${'x'.repeat(TOKEN_PREFIX.canvas.length)}${rest}`, SECRET, 999), { ok: false, reason: 'malformed' }, 'other characters where the prefix belongs');
 });
 
 t.test('a canvas token carries its mint time when given one, and reports exactly the claims it was minted with', async (t) => {
