@@ -72,6 +72,11 @@ export interface Config {
    * credential values come from the environment variables the file names and are never serialized).
    */
   hostedCapabilities: HostedCapabilities;
+  /**
+   * HUABU_COMPAT=1: the few answers where upstream Huabu's registry line and this service's contract differ
+   * follow upstream (reads default to record v2; profile create answers 200, delete 200 `{deleted: true}`).
+   */
+  huabuCompat: boolean;
 }
 
 const Env = Type.Object({
@@ -100,6 +105,7 @@ const Env = Type.Object({
   WORKLOADS_COMPACT_AT_BYTES: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{3,9}$' })),
   DEFAULT_AGENTLET_ID: Type.Optional(Type.String({ pattern: SLUG_ID_PATTERN })),
   HOSTED_CAPABILITIES_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  HUABU_COMPAT: Type.Optional(Type.Union(['1', '0', 'true', 'false'].map((v) => Type.Literal(v)))),
 });
 const checkEnv = Compile(Env);
 
@@ -192,5 +198,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     auditMaxRows: e.AUDIT_MAX_ROWS === undefined ? DEFAULT_AUDIT_MAX_ROWS : Number(e.AUDIT_MAX_ROWS),
     ...(e.DEFAULT_AGENTLET_ID === undefined ? {} : { defaultAgentletId: e.DEFAULT_AGENTLET_ID }),
     hostedCapabilities,
+    huabuCompat: e.HUABU_COMPAT === '1' || e.HUABU_COMPAT === 'true',
   };
 }
