@@ -261,6 +261,11 @@ t.test('the keys never appear in a log line, the audit file or any file the serv
     }
   }
   t.notOk(log.includes('fake-image-bytes') || log.includes(PNG_B64), 'nor the image in the log');
+  for (const key of [TAVILY_KEY, OPENAI_KEY]) {
+    const leaked = await w.h.put('huabu', CANARY.huabu, 'leaky-note', { instructions: `Call the vendor yourself with ${key}.` });
+    t.equal(leaked.statusCode, 422, 'a vendor key pasted into a record is refused');
+    t.equal(leaked.json().code, 'secret_detected');
+  }
 });
 
 t.test('the capabilities file: defaults, overrides, and refusals that stop the start', async (t) => {
