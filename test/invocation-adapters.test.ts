@@ -45,6 +45,8 @@ function capabilitiesFile(origin: string) {
       'refused-search': search(origin, { endpoint: `${origin}/status/401` }),
       'failing-image': images(origin, { endpoint: `${origin}/status/500` }),
       'odd-search': search(origin, { endpoint: `${origin}/other-shape` }),
+      'echo-search': search(origin, { endpoint: `${origin}/echo-auth` }),
+      'html-image': images(origin, { endpoint: `${origin}/not-json` }),
     },
   };
 }
@@ -199,7 +201,7 @@ t.test('input the adapters refuse never reaches the vendor', async (t) => {
   t.equal(empty.status, 200, 'an empty reference list is a plain generation');
 });
 
-t.test('vendor failures: status, a foreign answer, too large, the deadline; the vendor body never reaches the agent', async (t) => {
+t.test('vendor failures: status, a foreign answer, the key echoed, not JSON, too large, the deadline; the vendor body never reaches the agent', async (t) => {
   const w = await world(t);
   const refused = await w.invoke('refused-search', { query: 'x' });
   t.equal(refused.status, 502);
@@ -214,12 +216,19 @@ t.test('vendor failures: status, a foreign answer, too large, the deadline; the 
   const tiny = await w.invoke('tiny-image', { prompt: 'a fox' });
   t.equal(tiny.status, 502);
   t.same(tiny.body.details, { reason: 'output_too_large', maxOutputBytes: 64 });
+  const echo = await w.invoke('echo-search', { query: 'x' });
+  t.equal(echo.status, 502);
+  t.equal(echo.body.details.reason, 'credential_echoed', 'a vendor answer carrying the key is refused before it is reshaped');
+  t.notOk(echo.text.includes(TAVILY_KEY), 'the key is not passed on');
+  const html = await w.invoke('html-image', { prompt: 'a fox' });
+  t.equal(html.status, 502);
+  t.equal(html.body.details.reason, 'not_json');
   const slow = await w.invoke('slow-search', { query: 'x' });
   t.equal(slow.status, 504);
   isCode(t, slow, 'invocation_timeout', 'past the deadline');
-  for (const r of [refused, failing, odd, tiny, slow]) t.notOk(r.text.includes(VENDOR_LEAK), 'no vendor body in the answer');
+  for (const r of [refused, failing, odd, echo, html, tiny, slow]) t.notOk(r.text.includes(VENDOR_LEAK), 'no vendor body in the answer');
   const audit = (await auditLines(w.h)).filter((a) => a.action === 'resource.invoke');
-  t.equal(audit.length, 5, 'each failure audited once');
+  t.equal(audit.length, 7, 'each failure audited once');
 });
 
 t.test("per-grant concurrency defaults to Huabu's: 4 searches, 1 image generation", async (t) => {

@@ -9,6 +9,8 @@
 //   /status/<n>             answers <n> with a vendor error body that must never reach the agent
 //   /other-shape            200 JSON that is not the vendor's answer
 //   /url-image              an OpenAI answer carrying a URL instead of base64
+//   /echo-auth              a Tavily-shaped answer whose content is the request's Authorization header
+//   /not-json               200 HTML
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -64,6 +66,11 @@ export async function startVendorEndpoints(): Promise<VendorEndpoints> {
       if (url === '/v1/images/generations') return json(200, { created: 1764547200, data: [{ b64_json: PNG_B64, revised_prompt: 'A fox, in watercolour.' }] });
       if (url === '/url-image') return json(200, { created: 1764547200, data: [{ url: 'https://images.example.org/fox.png' }] });
       if (url === '/other-shape') return json(200, { hello: VENDOR_LEAK });
+      if (url === '/echo-auth') return json(200, { query: 'x', results: [{ title: 'echo', url: 'https://example.org/', content: String(req.headers.authorization) }] });
+      if (url === '/not-json') {
+        res.writeHead(200, { 'content-type': 'text/html' });
+        return res.end(`<html>${VENDOR_LEAK}</html>`);
+      }
       if (url.startsWith('/status/')) return json(Number(url.slice('/status/'.length)), { error: { message: VENDOR_LEAK, type: 'invalid_request_error' } });
       if (url === '/hold') {
         const release = () => {
