@@ -4,6 +4,8 @@
 // returned, logged or serialized), a bounded JSON Schema for the input, a deadline, size bounds and a
 // per-grant quota, and a bound on one grant's calls in flight across its capabilities. Answers are checked
 // for the capability's own credential (an endpoint echoing request headers would hand it to the agent).
+// An entry may instead name a built-in adapter (src/invocation/adapters.ts): web search through Tavily or
+// image generation through OpenAI Images, with their input schemas and defaults.
 // The policy version is a digest of the file's bytes: any change to the file gives every
 // grant minted before it a different version, so they stop working. Framework-free.
 import { createHash } from 'node:crypto';
@@ -11,6 +13,7 @@ import { readFileSync } from 'node:fs';
 import Type, { type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { RESOURCE_ID_PATTERN } from '../schemas/common.js';
+import { ADAPTER_NAMES, BUILT_IN_ADAPTERS, type AdapterResult, type BuiltInAdapter } from './adapters.js';
 
 export class CapabilitiesFileError extends Error {
   constructor(message: string) {
@@ -63,16 +66,38 @@ const CapabilityEntry = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * A built-in adapter: the input schema is the adapter's; the endpoint, bounds and per-grant quota default
+ * to the adapter's; the key's variable is required and the adapter sets the vendor's auth header.
+ */
+const AdapterEntry = Type.Object(
+  {
+    adapter: Type.Union([Type.Literal(ADAPTER_NAMES[0]), Type.Literal(ADAPTER_NAMES[1])]),
+    endpoint: Type.Optional(CapabilityEntry.properties.endpoint),
+    credential: Type.Object({ env: Type.String({ pattern: ENV_NAME }) }, { additionalProperties: false }),
+    model: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$' })),
+    timeoutMs: Type.Optional(CapabilityEntry.properties.timeoutMs),
+    maxInputBytes: Type.Optional(CapabilityEntry.properties.maxInputBytes),
+    maxOutputBytes: Type.Optional(CapabilityEntry.properties.maxOutputBytes),
+    perGrant: Type.Optional(CapabilityEntry.properties.perGrant),
+  },
+  { additionalProperties: false },
+);
+
 const CapabilitiesDocument = Type.Object(
   {
     schemaVersion: Type.Literal(1),
     maxInFlightPerGrant: Type.Optional(Type.Integer({ minimum: 1, maximum: CAPABILITY_LIMITS.maxConcurrency })),
-    capabilities: Type.Record(Type.String({ pattern: RESOURCE_ID_PATTERN, maxLength: 128 }), CapabilityEntry, { additionalProperties: false }),
+    // Each entry is checked on its own below, against the generic or the adapter shape.
+    capabilities: Type.Record(Type.String({ pattern: RESOURCE_ID_PATTERN, maxLength: 128 }), Type.Object({}, { additionalProperties: true }), { additionalProperties: false }),
   },
   { additionalProperties: false },
 );
 type CapabilityEntry = Static<typeof CapabilityEntry>;
+type AdapterEntry = Static<typeof AdapterEntry>;
 const checkDocument = Compile(CapabilitiesDocument);
+const checkEntry = Compile(CapabilityEntry);
+const checkAdapterEntry = Compile(AdapterEntry);
 
 export interface InputIssue {
   field: string;
@@ -90,6 +115,12 @@ export interface HostedCapability {
   readonly perGrant: { readonly concurrency: number; readonly perMinute: number };
   /** Validates an agent's input against the operator's schema; `[]` when valid. */
   readonly checkInput: (input: unknown) => InputIssue[];
+  /** Set for a built-in adapter: the vendor's request from a valid input, the agent's result from its answer. */
+  readonly adapter?: {
+    readonly name: BuiltInAdapter['name'];
+    readonly request: (input: unknown) => string;
+    readonly result: (answer: unknown, input: unknown) => AdapterResult;
+  };
 }
 
 /**
@@ -271,27 +302,25 @@ export function parseHostedCapabilities(text: string, env: Record<string, string
   const capabilities: HostedCapability[] = [];
   const values = new Map<string, string>();
   const credentials = new Map<string, string>();
-  for (const [id, entry] of Object.entries((doc as Static<typeof CapabilitiesDocument>).capabilities) as [string, CapabilityEntry][]) {
-    let endpoint: URL;
-    try {
-      endpoint = new URL(entry.endpoint);
-    } catch {
-      throw new CapabilitiesFileError(`${source}: capabilities.${id}.endpoint is not a URL`);
+  for (const [id, raw] of Object.entries((doc as Static<typeof CapabilitiesDocument>).capabilities)) {
+    if ('adapter' in raw) {
+      if (!checkAdapterEntry.Check(raw)) throw new CapabilitiesFileError(`${source} is invalid: ${entryProblems(checkAdapterEntry, raw, id)}`);
+      const built = adapterCapability(id, raw, env, source);
+      capabilities.push(built.capability);
+      values.set(id, `Bearer ${built.key}`);
+      credentials.set(id, built.key);
+      continue;
     }
-    if (endpoint.username || endpoint.password) {
-      throw new CapabilitiesFileError(`${source}: capabilities.${id}.endpoint must not carry credentials; name them in \`credential\``);
-    }
+    if (!checkEntry.Check(raw)) throw new CapabilitiesFileError(`${source} is invalid: ${entryProblems(checkEntry, raw, id)}`);
+    const entry = raw as CapabilityEntry;
+    const endpoint = endpointOf(id, entry.endpoint, source);
     const problems = unboundedSchemaProblems(entry.inputSchema);
     if (problems.length > 0) throw new CapabilitiesFileError(`${source}: capabilities.${id}.inputSchema is not bounded: ${problems.slice(0, 8).join('; ')}`);
     if (entry.credential) {
       if (RESERVED_HEADERS.has(entry.credential.header.toLowerCase())) {
         throw new CapabilitiesFileError(`${source}: capabilities.${id}.credential.header ${entry.credential.header} is reserved`);
       }
-      const value = env[entry.credential.env];
-      if (value === undefined || value === '') {
-        throw new CapabilitiesFileError(`${source}: capabilities.${id}.credential names ${entry.credential.env}, which is not set`);
-      }
-      if (/[\r\n\0]/.test(value)) throw new CapabilitiesFileError(`${source}: the value of ${entry.credential.env} holds a line break or NUL`);
+      const value = credentialValue(id, entry.credential.env, env, source);
       values.set(id, entry.credential.scheme ? `${entry.credential.scheme} ${value}` : value);
       credentials.set(id, value);
     }
@@ -315,6 +344,70 @@ export function parseHostedCapabilities(text: string, env: Record<string, string
   const maxInFlight = document.maxInFlightPerGrant ?? Math.max(DEFAULT_MAX_IN_FLIGHT_PER_GRANT, largest);
   const policyVersion = createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 16);
   return new HostedCapabilities(policyVersion, capabilities, values, credentials, maxInFlight);
+}
+
+function entryProblems(check: ReturnType<typeof Compile>, entry: unknown, id: string): string {
+  const problems = [...check.Errors(entry)]
+    .filter((e) => e.keyword !== 'boolean')
+    .slice(0, 8)
+    .map((e) => `/capabilities/${id}${e.instancePath} ${e.message}`);
+  return [...new Set(problems)].join('; ');
+}
+
+function endpointOf(id: string, text: string, source: string): URL {
+  let endpoint: URL;
+  try {
+    endpoint = new URL(text);
+  } catch {
+    throw new CapabilitiesFileError(`${source}: capabilities.${id}.endpoint is not a URL`);
+  }
+  if (endpoint.username || endpoint.password) {
+    throw new CapabilitiesFileError(`${source}: capabilities.${id}.endpoint must not carry credentials; name them in \`credential\``);
+  }
+  return endpoint;
+}
+
+/** The variable's value; unset, empty or holding a line break stops the start, naming the variable only. */
+function credentialValue(id: string, name: string, env: Record<string, string | undefined>, source: string): string {
+  const value = env[name];
+  if (value === undefined || value === '') {
+    throw new CapabilitiesFileError(`${source}: capabilities.${id}.credential names ${name}, which is not set`);
+  }
+  if (/[\r\n\0]/.test(value)) throw new CapabilitiesFileError(`${source}: the value of ${name} holds a line break or NUL`);
+  return value;
+}
+
+/** A built-in adapter's capability, its defaults filled in, and the key from the named variable. */
+function adapterCapability(id: string, entry: AdapterEntry, env: Record<string, string | undefined>, source: string): { capability: HostedCapability; key: string } {
+  const adapter = BUILT_IN_ADAPTERS[entry.adapter];
+  if (entry.model !== undefined && adapter.defaultModel === undefined) {
+    throw new CapabilitiesFileError(`${source}: capabilities.${id}.model: ${adapter.name} takes no model`);
+  }
+  const model = entry.model ?? adapter.defaultModel;
+  const endpoint = endpointOf(id, entry.endpoint ?? adapter.defaults.endpoint, source);
+  const key = credentialValue(id, entry.credential.env, env, source);
+  const checkSchema = compileInput(id, adapter.inputSchema);
+  return {
+    key,
+    capability: {
+      id,
+      endpoint,
+      credentialHeader: 'authorization',
+      timeoutMs: entry.timeoutMs ?? adapter.defaults.timeoutMs,
+      maxInputBytes: entry.maxInputBytes ?? adapter.defaults.maxInputBytes,
+      maxOutputBytes: entry.maxOutputBytes ?? adapter.defaults.maxOutputBytes,
+      perGrant: { ...(entry.perGrant ?? adapter.defaults.perGrant) },
+      checkInput: (input) => {
+        const issues = checkSchema(input);
+        return issues.length > 0 ? issues : adapter.moreInputIssues(input as Record<string, unknown>, model);
+      },
+      adapter: {
+        name: adapter.name,
+        request: (input) => JSON.stringify(adapter.request(input as Record<string, unknown>, model)),
+        result: (answer, input) => adapter.result(answer, input as Record<string, unknown>),
+      },
+    },
+  };
 }
 
 /** Reads `file` (unset: no capabilities). Every problem is a CapabilitiesFileError naming the file. */

@@ -1,7 +1,8 @@
 // Scoped invocation of hosted capabilities: grants are minted for realized workloads, and each invocation
 // is checked fact by fact in a fixed order (grant valid and not revoked with its canvas, bound to this
 // canvas, machine and thread, resource granted, hosted, input valid, sizes, quota), then forwarded to the
-// operator's endpoint with its credential, under its deadline and size bound; an answer carrying that
+// operator's endpoint with its credential (or, for a built-in adapter, sent as the vendor's request and its
+// answer reduced to the agent's result), under its deadline and size bound; an answer carrying that
 // credential back is refused. Every mint and every invocation, refused ones included, is
 // audited (who, which thread, which resource, outcome, duration, bytes; never input or output) and counted.
 // Framework-free: the route adapts HTTP to these calls.
@@ -210,13 +211,18 @@ export class InvocationService {
       let result: OutboundResult = await this.#o.outbound.call({
         endpoint: capability.endpoint,
         headers: this.#o.capabilities.outboundHeaders(capability.id),
-        body,
+        // A built-in adapter sends the vendor's request; a generic endpoint receives the input as it came.
+        body: capability.adapter ? capability.adapter.request(input) : body,
         timeoutMs: capability.timeoutMs,
         maxOutputBytes: capability.maxOutputBytes,
         signal,
       });
       // An endpoint that echoes its request (headers included) would hand the agent the credential.
       if (result.ok && this.#o.capabilities.answerCarriesCredential(capability.id, JSON.stringify(result.output))) result = { ok: false, reason: 'credential_echoed' };
+      if (result.ok && capability.adapter) {
+        const shaped = capability.adapter.result(result.output, input);
+        result = shaped.ok ? { ...result, output: shaped.result } : { ok: false, reason: 'unexpected_answer' };
+      }
       if (result.ok) {
         ctx.outputBytes = result.outputBytes;
         return { output: result.output };

@@ -14,8 +14,11 @@ export type OutboundResult =
   | { ok: true; output: unknown; outputBytes: number }
   | {
       ok: false;
-      /** `credential_echoed` is the caller's own verdict on an answer (see InvocationService). */
-      reason: 'timeout' | 'cancelled' | 'unreachable' | 'status' | 'not_json' | 'output_too_large' | 'output_too_deep' | 'credential_echoed';
+      /**
+       * `credential_echoed` and `unexpected_answer` (a built-in adapter's vendor answered JSON of another
+       * shape) are the caller's own verdicts on an answer (see InvocationService).
+       */
+      reason: 'timeout' | 'cancelled' | 'unreachable' | 'status' | 'not_json' | 'output_too_large' | 'output_too_deep' | 'credential_echoed' | 'unexpected_answer';
       status?: number;
     };
 

@@ -1,0 +1,100 @@
+// A real local HTTP server speaking the two vendors' formats for the built-in adapters' tests: Tavily's
+// search API (POST JSON, `Authorization: Bearer <key>`, answer `{query, answer, results: [{title, url,
+// content, score, raw_content}], response_time}`) and OpenAI's Images API (POST /v1/images/generations,
+// `Authorization: Bearer <key>`, answer `{created, data: [{b64_json, revised_prompt}]}`). The formats
+// follow the vendors' public API documentation. It records every request and answers by path:
+//   /search                 a Tavily answer built from the request (three results, one without a URL)
+//   /v1/images/generations  an OpenAI answer with one base64 image
+//   /hold                   waits until released (for deadlines and concurrency)
+//   /status/<n>             answers <n> with a vendor error body that must never reach the agent
+//   /other-shape            200 JSON that is not the vendor's answer
+//   /url-image              an OpenAI answer carrying a URL instead of base64
+//   /echo-auth              a Tavily-shaped answer whose content is the request's Authorization header
+//   /not-json               200 HTML
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export const VENDOR_LEAK = 'VENDOR-ERROR-BODY-MUST-NOT-LEAK';
+/** The image bytes the fake OpenAI answers with, and their base64. */
+export const PNG_BYTES = Buffer.from('\x89PNG\r\n\x1a\n-fake-image-bytes-for-tests', 'latin1');
+export const PNG_B64 = PNG_BYTES.toString('base64');
+
+export interface VendorRequest {
+  method: string;
+  path: string;
+  headers: IncomingMessage['headers'];
+  body: string;
+}
+
+export interface VendorEndpoints {
+  origin: string;
+  received: VendorRequest[];
+  /** Requests waiting on /hold. */
+  held(): number;
+  releaseAll(): void;
+  close(): Promise<void>;
+}
+
+export async function startVendorEndpoints(): Promise<VendorEndpoints> {
+  const received: VendorRequest[] = [];
+  const held = new Set<() => void>();
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const record: VendorRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+      received.push(record);
+      const json = (status: number, value: unknown) => {
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(value));
+      };
+      const url = req.url ?? '';
+      if (url === '/search') {
+        const q = JSON.parse(record.body) as { query: string; include_answer?: boolean };
+        return json(200, {
+          query: q.query,
+          answer: q.include_answer === false ? null : 'Lichens grow a few millimetres a year.',
+          images: [],
+          results: [
+            { title: 'Lichen growth', url: 'https://example.org/lichen', content: 'Slow.', score: 0.91, raw_content: null },
+            { title: 'No address', content: 'dropped' },
+            { title: 'Crustose lichens', url: 'https://example.org/crustose', content: 'Slower still.', score: 0.5, raw_content: null },
+          ],
+          response_time: 1.2,
+        });
+      }
+      if (url === '/v1/images/generations') return json(200, { created: 1764547200, data: [{ b64_json: PNG_B64, revised_prompt: 'A fox, in watercolour.' }] });
+      if (url === '/url-image') return json(200, { created: 1764547200, data: [{ url: 'https://images.example.org/fox.png' }] });
+      if (url === '/other-shape') return json(200, { hello: VENDOR_LEAK });
+      if (url === '/echo-auth') return json(200, { query: 'x', results: [{ title: 'echo', url: 'https://example.org/', content: String(req.headers.authorization) }] });
+      if (url === '/not-json') {
+        res.writeHead(200, { 'content-type': 'text/html' });
+        return res.end(`<html>${VENDOR_LEAK}</html>`);
+      }
+      if (url.startsWith('/status/')) return json(Number(url.slice('/status/'.length)), { error: { message: VENDOR_LEAK, type: 'invalid_request_error' } });
+      if (url === '/hold') {
+        const release = () => {
+          held.delete(release);
+          if (!res.destroyed) json(200, { query: 'held', results: [] });
+        };
+        held.add(release);
+        res.on('close', () => held.delete(release));
+        return;
+      }
+      return json(404, { error: VENDOR_LEAK });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received,
+    held: () => held.size,
+    releaseAll: () => [...held].forEach((r) => r()),
+    close: () =>
+      new Promise((resolve) => {
+        for (const r of [...held]) r();
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
