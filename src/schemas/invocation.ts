@@ -50,11 +50,11 @@ export const InvokeResult = Type.Object(
   {
     schemaVersion: Type.Literal(1),
     resourceId: ResourceId,
-    correlationId: Type.Optional(Type.String({ description: "The request's `correlationId`, trimmed; absent when the request had none." })),
     result: Type.Unknown({ description: "The endpoint's JSON answer (bounded by the capability's maxOutputBytes)." }),
+    correlationId: Type.Optional(Type.String({ description: "The request's `correlationId`, trimmed; absent when the request had none." })),
   },
   {
     additionalProperties: false,
-    examples: [{ schemaVersion: 1, resourceId: 'web-search', correlationId: 'search-1', result: { results: [{ title: 'A result', url: 'https://example.org/' }] } }],
+    examples: [{ schemaVersion: 1, resourceId: 'web-search', result: { results: [{ title: 'A result', url: 'https://example.org/' }] }, correlationId: 'search-1' }],
   },
 );
