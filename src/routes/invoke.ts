@@ -1,6 +1,6 @@
 // RFS: an agent invokes a hosted capability with its canvas token and its resource grant, in upstream
-// Huabu's shapes: `{schemaVersion: 1, correlationId?, input}` in, `{schemaVersion: 1, resourceId,
-// correlationId?, result}` out, and upstream's error codes with our finer reason in `details.reason`
+// Huabu's shapes: `{schemaVersion: 1, correlationId?, input}` in, `{schemaVersion: 1, resourceId, result,
+// correlationId?}` out, and upstream's error codes with our finer reason in `details.reason`
 // (src/invocation/invocation-errors.ts, applied to every error of this route by the one error handler).
 // The checks run before the body is read, in the contract's order (canvas token 401, grant and its scope
 // 403, hosted 404), then the body's shape, the correlation ID and the input (400), quota (429), and the
