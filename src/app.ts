@@ -170,6 +170,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       audit,
       outbound,
       now,
+      scanner,
       observe: (resource, outcome, seconds) => metrics.invocations.observe({ resource, outcome }, seconds),
       onCallFailed: (facts) => logger.warn(facts, 'hosted capability call failed'),
       isCanvasRevoked: (canvasId, mintedAtMs) => machines.isCanvasTokenRevoked(canvasId, mintedAtMs),

@@ -3,11 +3,10 @@
 
 export const ERROR_CODES = {
   validation_failed: 400,
+  invalid_input: 400,
+  unsupported_version: 400,
   unauthorized: 401,
-  grant_invalid: 401,
-  grant_expired: 401,
   forbidden: 403,
-  resource_not_granted: 403,
   resource_not_found: 404,
   profile_not_found: 404,
   workload_not_found: 404,
@@ -28,14 +27,20 @@ export const ERROR_CODES = {
   resource_not_eligible: 422,
   capability_diagnostics_failed: 422,
   rate_limited: 429,
+  quota_exceeded: 429,
   headers_too_large: 431,
+  cancelled: 499,
   internal_error: 500,
-  invocation_failed: 502,
-  invocation_timeout: 504,
+  provider_failure: 502,
   not_ready: 503,
   storage_unavailable: 503,
   overloaded: 503,
+  unavailable: 503,
+  timeout: 504,
 } as const;
+
+/** Reason phrases Node does not know (`499` is the one nginx and Google's API error model use for a client that went away). */
+export const STATUS_TEXT: Readonly<Record<number, string>> = { 499: 'Client Closed Request' };
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 

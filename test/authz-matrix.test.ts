@@ -19,6 +19,8 @@ interface Entry {
   publicStatus?: number;
   /** The error code an admitted principal gets when the route needs more than its token. */
   admittedCode?: string;
+  /** The admitted principal's `details.reason`, where the code alone does not tell it apart from a refusal. */
+  admittedReason?: string;
 }
 
 const resource = { schemaVersion: 1, name: 'Tool', description: 'A tool.', instructions: 'Use it via $HUABU_RFS_URL.' };
@@ -78,12 +80,14 @@ const MATRIX: Record<string, Entry> = {
   'GET /api/rfs/{canvasId}/resources': { url: '/api/rfs/canvas-x/resources', allowed: { canvasX: 200 } },
   'GET /api/rfs/{canvasId}/resources/{id}': { url: '/api/rfs/canvas-x/resources/tool-a', allowed: { canvasX: 200 } },
   'POST /api/acp/grants': { url: '/api/acp/grants', payload: { canvasId: 'canvas-x', threadId: 'thread-1' }, allowed: { owner: 201, huabu: 201 } },
-  // The canvas token is admitted; the invocation then needs a resource grant too (test/invocation.test.ts).
+  // The canvas token is admitted; the invocation then needs a resource grant too (test/invocation.test.ts):
+  // upstream's 403 `forbidden`, with the reason telling it apart from a refused token.
   'POST /api/rfs/{canvasId}/resources/{id}/invoke': {
     url: '/api/rfs/canvas-x/resources/tool-a/invoke',
     payload: { schemaVersion: 1, input: {} },
-    allowed: { canvasX: 401 },
-    admittedCode: 'grant_invalid',
+    allowed: { canvasX: 403 },
+    admittedCode: 'forbidden',
+    admittedReason: 'grant_invalid',
   },
 };
 
@@ -154,8 +158,10 @@ for (const [operation, entry] of Object.entries(MATRIX)) {
         ...(entry.payload === undefined ? {} : { payload: JSON.parse(JSON.stringify(entry.payload).replace('{profileId}', profileId)) }),
       });
       t.equal(res.statusCode, expected, `${principal} → ${expected}`);
-      if (entry.admittedCode && entry.allowed !== 'public' && principal in entry.allowed) t.equal(res.json().code, entry.admittedCode);
-      else {
+      if (entry.admittedCode && entry.allowed !== 'public' && principal in entry.allowed) {
+        t.equal(res.json().code, entry.admittedCode);
+        if (entry.admittedReason) t.equal(res.json().details?.reason, entry.admittedReason, 'admitted, then refused for its grant');
+      } else {
         if (expected === 401) t.equal(res.json().code, 'unauthorized');
         if (expected === 403) t.equal(res.json().code, 'forbidden');
       }

@@ -80,11 +80,11 @@ t.test('an /invoke refusal is one audit line, with or without a canvas token', a
   t.equal((await invoke({}, '198.51.100.1')).statusCode, 401, 'no canvas token');
   await new Promise((r) => setTimeout(r, 100));
   t.equal((await allLines(h)).length, before + 1, 'one line for an anonymous /invoke 401');
-  t.equal((await invoke(h.bearer(canvas), '198.51.100.2')).statusCode, 401, 'a canvas token without a grant');
+  t.equal((await invoke(h.bearer(canvas), '198.51.100.2')).statusCode, 403, 'a canvas token without a grant');
   await new Promise((r) => setTimeout(r, 100));
   const after = await allLines(h);
-  t.equal(after.length, before + 2, 'one line for a grant 401');
-  t.match(after.at(-1), { action: 'resource.invoke', outcome: 'grant_invalid' });
+  t.equal(after.length, before + 2, 'one line for a grant refusal');
+  t.match(after.at(-1), { action: 'resource.invoke', outcome: 'forbidden', details: { reason: 'grant_invalid' } });
 });
 
 t.test('repeated authentication failures from one address are refused before authentication', async (t) => {
@@ -140,7 +140,7 @@ t.test('every string of every audit entry is cut and stripped of control charact
   const canvas = await h.canvasToken('canvas-1', 'mac-a');
   const raw = 'web%00search%1b%5b2J%0d%0a' + 'y'.repeat(1000);
   const res = await h.app.inject({ method: 'POST', url: `/api/rfs/canvas-1/resources/${raw}/invoke`, headers: h.bearer(canvas), payload: { schemaVersion: 1, input: {} } });
-  t.equal(res.statusCode, 401);
+  t.equal(res.statusCode, 403, 'refused for its missing grant');
   await new Promise((r) => setTimeout(r, 100));
   const line = (await allLines(h)).find((l) => l.action === 'resource.invoke');
   t.ok(line, 'the invocation is audited');

@@ -34,12 +34,12 @@ t.test('a re-spelled grant is refused: 40 spellings of one grant get no call and
   const outcomes: string[] = [];
   for (const grant of spellings) {
     const res = await w.invoke('limited-search', { grant, thread: 'thread-1' });
-    outcomes.push(`${res.status} ${res.body?.code}`);
+    outcomes.push(`${res.status} ${res.body?.code} ${res.body?.details?.reason}`);
   }
   t.same(
-    outcomes.filter((o) => o !== '401 grant_invalid'),
+    outcomes.filter((o) => o !== '403 forbidden grant_invalid'),
     [],
-    `every other spelling is 401 grant_invalid (got ${outcomes.filter((o) => o.startsWith('200')).length} × 200 against a limit of 2)`,
+    `every other spelling is 403 forbidden, reason grant_invalid (got ${outcomes.filter((o) => o.startsWith('200')).length} × 200 against a limit of 2)`,
   );
   t.equal(w.endpoint.received.length, 0, 'none reached the endpoint');
   // The grant as minted keeps its whole quota.
@@ -63,7 +63,7 @@ t.test('a re-spelled canvas token is refused', async (t) => {
   );
 });
 
-t.test("a grant's calls in flight are bounded across its capabilities (default 4): 429 in_flight with Retry-After", async (t) => {
+t.test("a grant's calls in flight are bounded across its capabilities (default 4): 429 quota_exceeded (in_flight) with Retry-After", async (t) => {
   const w = await world(t);
   // thread-4's grant covers hold-search (1 in flight per grant) and hold2-search (4 in flight per grant).
   const pending = [];
@@ -76,7 +76,7 @@ t.test("a grant's calls in flight are bounded across its capabilities (default 4
   const fifth = await Promise.race([w.invoke('hold2-search', { grant: w.grants.t4 }), reached]);
   t.not(fifth, 'reached the endpoint', 'a fifth call of one grant is refused before the endpoint');
   if (typeof fifth !== 'string') {
-    t.equal(`${fifth.status} ${fifth.body.code} ${fifth.body.details.reason}`, '429 rate_limited in_flight');
+    t.equal(`${fifth.status} ${fifth.body.code} ${fifth.body.details.reason} ${fifth.body.details.cause}`, '429 quota_exceeded rate_limited in_flight');
     t.equal(fifth.headers['retry-after'], '1');
   }
   t.equal((await w.invoke('web-search', { grant: w.grants.t1 })).status, 200, "another grant's calls are not counted");
@@ -96,7 +96,7 @@ t.test("a grant dies with its canvas's token revocation", async (t) => {
   w.clock.ms += 1000;
   const token = await w.h.canvasToken('canvas-1', 'mac-1');
   const old = await w.invoke('web-search', { token });
-  t.equal(`${old.status} ${old.body?.code} ${old.body?.details?.reason}`, '401 grant_invalid canvas_revoked', 'a grant minted before the cut-off is refused, even with a fresh canvas token');
+  t.equal(`${old.status} ${old.body?.code} ${old.body?.details?.reason} ${old.body?.details?.cause}`, '403 forbidden grant_invalid canvas_revoked', 'a grant minted before the cut-off is refused, even with a fresh canvas token');
   const fresh = await w.mint('canvas-1', 'thread-1');
   t.equal((await w.invoke('web-search', { token, grant: fresh })).status, 200, 'a grant minted after the cut-off works');
   t.equal((await w.invoke('web-search', { token: w.tokens.c2m1, grant: w.grants.t3, canvas: 'canvas-2' })).status, 200, "another canvas's grants live on");
@@ -135,16 +135,16 @@ t.test('hosted capability IDs belong to the host: a machine cannot take one firs
   t.equal(host.statusCode, 201, 'the host registers it');
 });
 
-t.test("an answer carrying the capability's own credential is 502, and the credential goes nowhere", async (t) => {
+t.test("an answer carrying the capability's own credential is 502 provider_failure, and the credential goes nowhere", async (t) => {
   const w = await world(t);
   for (const id of ['echo-search', 'echo64-search']) {
     const res = await w.invoke(id);
-    t.equal(`${res.status} ${res.body?.code} ${res.body?.details?.reason}`, '502 invocation_failed credential_echoed', id);
+    t.equal(`${res.status} ${res.body?.code} ${res.body?.details?.reason} ${res.body?.details?.cause}`, '502 provider_failure invocation_failed credential_echoed', id);
     t.notOk(res.text.includes(SEARCH_KEY), `${id}: not in the answer`);
     t.notOk(res.text.includes(Buffer.from(SEARCH_KEY).toString('base64').slice(8, 40)), `${id}: nor in base64`);
   }
   const outcomes = (await auditLines(w.h)).filter((a) => a.action === 'resource.invoke').map((a) => a.outcome);
-  t.same(outcomes, ['invocation_failed', 'invocation_failed'], 'audited as failed');
+  t.same(outcomes, ['provider_failure', 'provider_failure'], 'audited as failed');
   const audit = await readFile(`${w.h.dataDir}/audit.jsonl`, 'utf8');
   t.notOk(audit.includes(SEARCH_KEY), 'not in the audit');
   const log = await readFile(w.h.logFile, 'utf8');
@@ -158,7 +158,7 @@ t.test('a failed answer is audited as failed: the outcome is what the agent got'
   const res = await w.invoke('deep-search');
   const outcomes = (await auditLines(w.h)).filter((a) => a.action === 'resource.invoke').map((a) => a.outcome);
   t.same(outcomes, [res.status === 200 ? 'ok' : res.body?.code], `the audit says what the agent got (${res.status} ${res.body?.code})`);
-  t.equal(`${res.status} ${res.body?.code} ${res.body?.details?.reason}`, '502 invocation_failed output_too_deep');
+  t.equal(`${res.status} ${res.body?.code} ${res.body?.details?.reason} ${res.body?.details?.cause}`, '502 provider_failure invocation_failed output_too_deep');
 });
 
 t.test('GrantQuotas: in flight per (grant, capability) and per grant, released once; idle keys dropped', async (t) => {

@@ -112,13 +112,12 @@ async function world(t: Test): Promise<World> {
   };
 }
 
-/** The invoke answer's result: `result` in Huabu's shape, `output` in the v1 one. */
-const resultOf = (res: Invoked): any => res.body?.result ?? res.body?.output;
+/** The invoke answer's result. */
+const resultOf = (res: Invoked): any => res.body?.result;
 
-/** The error code, by its v1 name or Huabu's (the route may answer either, the reason stays in details). */
-const UPSTREAM_NAME: Record<string, string> = { validation_failed: 'invalid_input', invocation_failed: 'provider_failure', invocation_timeout: 'timeout', rate_limited: 'quota_exceeded' };
-function isCode(t: Test, res: Invoked, code: string, what: string): void {
-  t.ok([code, UPSTREAM_NAME[code]].includes(res.body?.code), `${what}: ${res.status} ${res.text.slice(0, 300)}`);
+/** Huabu's error code and our finer reason (details.reason), as the invoke route answers every failure. */
+function isCode(t: Test, res: Invoked, code: string, reason: string, what: string): void {
+  t.same([res.body?.code, res.body?.details?.reason], [code, reason], `${what}: ${res.status} ${res.text.slice(0, 300)}`);
 }
 
 /** Every file under `dir`, recursively, as text. */
@@ -192,7 +191,7 @@ t.test('input the adapters refuse never reaches the vendor', async (t) => {
   for (const [id, input, what] of cases) {
     const res = await w.invoke(id, input);
     t.equal(res.status, 400, what);
-    isCode(t, res, 'validation_failed', what);
+    isCode(t, res, 'invalid_input', 'validation_failed', what);
   }
   const refs = await w.invoke('generate-image', { prompt: 'a fox', referenceArtifactSrcs: ['sketch.png'] });
   t.match(refs.body.details.issues, [{ field: 'body/input/referenceArtifactSrcs', message: /not supported here/ }], 'the refusal says why');
@@ -205,27 +204,27 @@ t.test('vendor failures: status, a foreign answer, the key echoed, not JSON, too
   const w = await world(t);
   const refused = await w.invoke('refused-search', { query: 'x' });
   t.equal(refused.status, 502);
-  isCode(t, refused, 'invocation_failed', 'a vendor 401');
-  t.equal(refused.body.details.reason, 'status');
+  isCode(t, refused, 'provider_failure', 'invocation_failed', 'a vendor 401');
+  t.equal(refused.body.details.cause, 'status');
   const failing = await w.invoke('failing-image', { prompt: 'a fox' });
   t.equal(failing.status, 502);
-  isCode(t, failing, 'invocation_failed', 'a vendor 500');
+  isCode(t, failing, 'provider_failure', 'invocation_failed', 'a vendor 500');
   const odd = await w.invoke('odd-search', { query: 'x' });
   t.equal(odd.status, 502);
-  t.equal(odd.body.details.reason, 'unexpected_answer', 'JSON that is not the vendor\'s answer');
+  t.equal(odd.body.details.cause, 'unexpected_answer', 'JSON that is not the vendor\'s answer');
   const tiny = await w.invoke('tiny-image', { prompt: 'a fox' });
   t.equal(tiny.status, 502);
-  t.same(tiny.body.details, { reason: 'output_too_large', maxOutputBytes: 64 });
+  t.same(tiny.body.details, { reason: 'invocation_failed', cause: 'output_too_large', maxOutputBytes: 64 });
   const echo = await w.invoke('echo-search', { query: 'x' });
   t.equal(echo.status, 502);
-  t.equal(echo.body.details.reason, 'credential_echoed', 'a vendor answer carrying the key is refused before it is reshaped');
+  t.equal(echo.body.details.cause, 'credential_echoed', 'a vendor answer carrying the key is refused before it is reshaped');
   t.notOk(echo.text.includes(TAVILY_KEY), 'the key is not passed on');
   const html = await w.invoke('html-image', { prompt: 'a fox' });
   t.equal(html.status, 502);
-  t.equal(html.body.details.reason, 'not_json');
+  t.equal(html.body.details.cause, 'not_json');
   const slow = await w.invoke('slow-search', { query: 'x' });
   t.equal(slow.status, 504);
-  isCode(t, slow, 'invocation_timeout', 'past the deadline');
+  isCode(t, slow, 'timeout', 'invocation_timeout', 'past the deadline');
   for (const r of [refused, failing, odd, echo, html, tiny, slow]) t.notOk(r.text.includes(VENDOR_LEAK), 'no vendor body in the answer');
   const audit = (await auditLines(w.h)).filter((a) => a.action === 'resource.invoke');
   t.equal(audit.length, 7, 'each failure audited once');
@@ -237,8 +236,8 @@ t.test("per-grant concurrency defaults to Huabu's: 4 searches, 1 image generatio
   while (w.vendor.held() < 4) await new Promise((r) => setTimeout(r, 10));
   const fifth = await w.invoke('hold-search', { query: 'x' });
   t.equal(fifth.status, 429, 'a fifth search in flight is refused');
-  isCode(t, fifth, 'rate_limited', 'the fifth search');
-  t.equal(fifth.body.details.reason, 'concurrency');
+  isCode(t, fifth, 'quota_exceeded', 'rate_limited', 'the fifth search');
+  t.equal(fifth.body.details.cause, 'concurrency');
   w.vendor.releaseAll();
   t.same((await Promise.all(searches)).map((r) => r.status), [200, 200, 200, 200], 'the four in flight complete');
 
@@ -246,7 +245,7 @@ t.test("per-grant concurrency defaults to Huabu's: 4 searches, 1 image generatio
   while (w.vendor.held() < 1) await new Promise((r) => setTimeout(r, 10));
   const second = await w.invoke('hold-image', { prompt: 'another fox' });
   t.equal(second.status, 429, 'a second image generation in flight is refused');
-  t.equal(second.body.details.reason, 'concurrency');
+  t.equal(second.body.details.cause, 'concurrency');
   w.vendor.releaseAll();
   t.equal((await image).status, 502, 'the held answer is not an image (the test server answers a search): unexpected_answer');
   t.equal(w.vendor.received.filter((r) => r.path === '/hold').length, 5, 'refused calls never reached the vendor');

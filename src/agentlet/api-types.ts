@@ -474,7 +474,7 @@ export interface paths {
         put?: never;
         /**
          * Invoke a hosted capability
-         * @description Forwards `input` to the operator's endpoint for this hosted capability (with its credential, which the agent never sees) and answers its JSON. Needs the canvas token (`Authorization: Bearer $AGENTLET_TOKEN`), the thread's grant (`X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT`) and the calling thread (`X-Huabu-Thread-Id: $HUABU_THREAD_ID`). Checks in order: canvas token 401, grant 401 `grant_invalid` (also once its canvas's tokens are revoked) / `grant_expired`, bound to this canvas, machine and thread 403 (`details.reason` `thread_required` without the thread header, `thread_mismatch` for another thread), resource granted 403 `resource_not_granted`, hosted 404, input 400, sizes 413, per-grant concurrency and rate 429 (with `Retry-After`), deadline 504 `invocation_timeout`, endpoint failure 502 `invocation_failed` (no upstream body or headers; also an answer nested too deep or carrying the capability's own credential). A hang-up aborts the outbound request.
+         * @description Forwards `input` to the operator's endpoint for this hosted capability (with its credential, which the agent never sees) and answers its JSON as `result`, with the request's `correlationId` (trimmed) when it had one. Needs the canvas token (`Authorization: Bearer $AGENTLET_TOKEN`), the thread's grant (`X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT`) and the calling thread (`X-Huabu-Thread-Id: $HUABU_THREAD_ID`). Errors use upstream Huabu's codes, with this service's finer reason in `details.reason`. Checks in order: canvas token 401 `unauthorized`; grant 403 `forbidden` (reason `grant_invalid` — missing, malformed, minted under another policy, its machine or canvas revoked: `details.cause` — or `grant_expired`); bound to this canvas, machine and thread 403 `forbidden` (reason `scope_mismatch`, `thread_required` without the thread header, `thread_mismatch` for another thread); resource granted 403 `forbidden` (reason `resource_not_granted`); hosted 404 `resource_not_found` (reason `not_hosted`); envelope version 400 `unsupported_version`; body, correlation ID and input 400 `invalid_input` (reason `validation_failed`, or `payload_too_large` over the capability's input bound); a secret in the correlation ID 422 `secret_detected`; per-grant concurrency and rate 429 `quota_exceeded` (reason `rate_limited`, with `Retry-After`); deadline 504 `timeout` (reason `invocation_timeout`); endpoint failure 502 `provider_failure` (reason `invocation_failed`; no upstream body or headers; also an answer nested too deep or carrying the capability's own credential); the service's storage 503 `unavailable`. A hang-up aborts the outbound request and is audited as `cancelled` (499).
          */
         post: operations["invokeHostedResource"];
         delete?: never;
@@ -6238,9 +6238,27 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "schemaVersion": 1,
+                 *       "correlationId": "search-1",
+                 *       "input": {
+                 *         "query": "lichen growth rates",
+                 *         "maxResults": 3
+                 *       }
+                 *     }
+                 */
                 "application/json": {
-                    /** @enum {number} */
+                    /**
+                     * @description The invocation envelope version; any other is 400 `unsupported_version`.
+                     * @enum {number}
+                     */
                     schemaVersion: 1;
+                    /**
+                     * @description The agent's own label for this call, echoed in the answer and written to the audit line. Trimmed, then 1..200 characters without control characters (400 `invalid_input` otherwise); scanned for secrets (422 `secret_detected`).
+                     * @example search-1
+                     */
+                    correlationId?: string;
                     /** @description The capability's input, checked against the operator's input schema. */
                     input: unknown;
                 };
@@ -6253,6 +6271,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "schemaVersion": 1,
+                     *       "resourceId": "web-search",
+                     *       "result": {
+                     *         "results": [
+                     *           {
+                     *             "title": "A result",
+                     *             "url": "https://example.org/"
+                     *           }
+                     *         ]
+                     *       },
+                     *       "correlationId": "search-1"
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {number} */
                         schemaVersion: 1;
@@ -6262,11 +6295,13 @@ export interface operations {
                          */
                         resourceId: string;
                         /** @description The endpoint's JSON answer (bounded by the capability's maxOutputBytes). */
-                        output: unknown;
+                        result: unknown;
+                        /** @description The request's `correlationId`, trimmed; absent when the request had none. */
+                        correlationId?: string;
                     };
                 };
             };
-            /** @description `validation_failed` */
+            /** @description `invalid_input`, `unsupported_version` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6291,7 +6326,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `grant_invalid`, `grant_expired` */
+            /** @description `unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6316,7 +6351,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `resource_not_granted` */
+            /** @description `forbidden` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6366,8 +6401,8 @@ export interface operations {
                     };
                 };
             };
-            /** @description `payload_too_large` */
-            413: {
+            /** @description `secret_detected` */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6391,7 +6426,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `rate_limited` */
+            /** @description `quota_exceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6416,7 +6451,57 @@ export interface operations {
                     };
                 };
             };
-            /** @description `invocation_failed` */
+            /** @description `cancelled` */
+            499: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `provider_failure` */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -6441,7 +6526,32 @@ export interface operations {
                     };
                 };
             };
-            /** @description `invocation_timeout` */
+            /** @description `unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `timeout` */
             504: {
                 headers: {
                     [name: string]: unknown;

@@ -4,7 +4,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, ERROR_CODES, type ErrorCode } from '../errors.js';
+import { AppError, ERROR_CODES, STATUS_TEXT, type ErrorCode } from '../errors.js';
 import { unknownPropertiesMessage } from '../schemas/unknown-properties.js';
 
 /**
@@ -21,9 +21,27 @@ interface ErrorBody {
   details?: Record<string, unknown>;
 }
 
+/** A route that answers its errors in another vocabulary (the codes of the API it mirrors) says how in its config. */
+export type ErrorAnswerMapper = (answer: { code: ErrorCode; message: string; details?: Record<string, unknown> }) => {
+  code: ErrorCode;
+  message: string;
+  details?: Record<string, unknown>;
+};
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Rewrites every error answer of this route (see src/invocation/invocation-errors.ts). */
+    errorAnswers?: ErrorAnswerMapper;
+  }
+}
+
+export function statusText(statusCode: number): string {
+  return STATUS_CODES[statusCode] ?? STATUS_TEXT[statusCode] ?? 'Error';
+}
+
 function body(code: ErrorCode, message: string, details?: Record<string, unknown>): ErrorBody {
   const statusCode = ERROR_CODES[code];
-  return { statusCode, code, error: STATUS_CODES[statusCode] ?? 'Error', message, ...(details ? { details } : {}) };
+  return { statusCode, code, error: statusText(statusCode), message, ...(details ? { details } : {}) };
 }
 
 /** Fastify's own error codes that are the client's fault. */
@@ -90,6 +108,15 @@ function toBody(err: FastifyError | AppError | Error): ErrorBody {
     return { statusCode: fe.statusCode, code: 'validation_failed', error: STATUS_CODES[fe.statusCode] ?? 'Error', message: fe.message };
   }
   return body('internal_error', 'An internal error occurred; it has been logged.');
+}
+
+/** The answer `err` gets on `request`'s route: ours, in the route's own vocabulary when it has one. */
+export function renderError(err: FastifyError | AppError | Error, request: FastifyRequest): ErrorBody {
+  const out = toBody(err);
+  const mapper = request.routeOptions?.config?.errorAnswers;
+  if (!mapper) return out;
+  const mapped = mapper(out);
+  return body(mapped.code, mapped.message, mapped.details);
 }
 
 /** Paths Fastify rejects before routing; their default messages would echo the path (which may hold a token). */
@@ -163,7 +190,7 @@ function routePattern(url: string): RegExp {
 export function installErrorHandling(app: FastifyInstance): void {
   installJsonParser(app);
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    const out = toBody(err);
+    const out = renderError(err, request);
     if (out.statusCode >= 500) request.log.error({ err }, 'request failed');
     else request.log.info({ code: out.code, statusCode: out.statusCode }, 'request rejected');
     if (out.statusCode === 401) reply.header('www-authenticate', 'Bearer');

@@ -8,14 +8,19 @@
 // Framework-free: the route adapts HTTP to these calls.
 import type { AuditTrail } from '../audit/audit-trail.js';
 import { AppError, type ErrorCode } from '../errors.js';
+import type { SecretScanner } from '../secrets/secret-scanner.js';
+import { LINE_CONTROL_CHARACTER } from '../text/control-characters.js';
 import { HOST_PROVIDER } from '../schemas/common.js';
 import type { RegistryStore } from '../registry/store.js';
 import type { HostedCapabilities, HostedCapability } from './capabilities-file.js';
 import { grantKey, mintGrant, verifyGrant, type GrantClaims } from './grants.js';
 import type { OutboundClient, OutboundResult } from './outbound.js';
+import { invocationError } from './invocation-errors.js';
 import { GrantQuotas } from './quotas.js';
 
 export const DEFAULT_GRANT_TTL_SECONDS = 3600;
+/** Upstream's bound on a correlation ID, counted after trimming (as upstream trims it). */
+export const MAX_CORRELATION_ID_LENGTH = 200;
 
 /** What the caller presented, besides the grant. */
 export interface InvocationCaller {
@@ -39,6 +44,8 @@ export interface InvocationContext {
   startedAt: number;
   inputBytes: number;
   outputBytes: number;
+  /** The agent's correlation ID, trimmed, once it has been checked (bounds, control characters, secrets). */
+  correlationId?: string;
 }
 
 export interface InvocationOutcomeSink {
@@ -57,6 +64,8 @@ export interface InvocationServiceOptions {
   quotas?: GrantQuotas;
   /** True when `canvasId`'s tokens minted at `mintedAtMs` fall under its revocation cut-off (grants die with them). */
   isCanvasRevoked: (canvasId: string, mintedAtMs: number) => Promise<boolean>;
+  /** Scans the agent's correlation ID (422 `secret_detected`): it is echoed and audited. */
+  scanner: Pick<SecretScanner, 'assertClean'>;
   /** Where a failed call's facts go (the host's log): reason and upstream status, never body or headers. */
   onCallFailed?: (facts: { resourceId: string; reason: string; status?: number }) => void;
 }
@@ -131,65 +140,82 @@ export class InvocationService {
   }
 
   /**
-   * The grant checks, in the contract's order, up to "hosted": 401 `grant_invalid` / `grant_expired`,
-   * 403 `forbidden` (another canvas or machine; the thread not named or another one), 403
-   * `resource_not_granted`, 404 `resource_not_found`.
+   * The grant checks, in the contract's order, up to "hosted": 403 `forbidden` (reason `grant_invalid`,
+   * `grant_expired`, `scope_mismatch` for another canvas or machine, `thread_required`, `thread_mismatch`,
+   * `resource_not_granted`), then 404 `resource_not_found` (reason `not_hosted`).
    */
   async authorize(ctx: InvocationContext, grant: string | undefined, caller: InvocationCaller): Promise<HostedCapability> {
     const { store, capabilities } = this.#o;
-    if (grant === undefined || grant === '') throw new AppError('grant_invalid', 'A resource grant is required in X-Huabu-Resource-Grant.', { reason: 'missing' });
+    if (grant === undefined || grant === '') throw invocationError('grant_invalid', 'A resource grant is required in X-Huabu-Resource-Grant.', { cause: 'missing' });
     const check = verifyGrant(grant, this.#key, Math.floor(this.#o.now().getTime() / 1000));
     if (!check.ok) {
-      if (check.reason === 'expired') throw new AppError('grant_expired', 'The resource grant has expired; ask the host for a new one.');
-      throw new AppError('grant_invalid', 'The resource grant is not valid.', { reason: 'malformed' });
+      if (check.reason === 'expired') throw invocationError('grant_expired', 'The resource grant has expired; ask the host for a new one.');
+      throw invocationError('grant_invalid', 'The resource grant is not valid.', { cause: 'malformed' });
     }
     const claims = check.claims;
     ctx.profileId = claims.profileId;
     ctx.threadId = claims.threadId;
     ctx.grantKey = check.id;
     if (claims.policyVersion !== capabilities.policyVersion) {
-      throw new AppError('grant_invalid', 'The resource grant was minted under an earlier capabilities policy; ask the host for a new one.', { reason: 'policy_changed' });
+      throw invocationError('grant_invalid', 'The resource grant was minted under an earlier capabilities policy; ask the host for a new one.', { cause: 'policy_changed' });
     }
     const machine = await store.getMachine(claims.machineId);
     if (!machine || machine.revokedAt || machine.enrolledAt !== claims.enrolledAt) {
-      throw new AppError('grant_invalid', "The resource grant's machine enrollment has been revoked.", { reason: 'machine_revoked' });
+      throw invocationError('grant_invalid', "The resource grant's machine enrollment has been revoked.", { cause: 'machine_revoked' });
     }
     if (await this.#o.isCanvasRevoked(claims.canvasId, claims.mintedAtMs ?? 0)) {
-      throw new AppError('grant_invalid', "The canvas's tokens and grants have been revoked; ask the host for a new grant.", { reason: 'canvas_revoked' });
+      throw invocationError('grant_invalid', "The canvas's tokens and grants have been revoked; ask the host for a new grant.", { cause: 'canvas_revoked' });
     }
     if (claims.canvasId !== caller.canvasId || caller.tokenCanvasId !== caller.canvasId || claims.machineId !== caller.tokenMachineId) {
-      throw new AppError('forbidden', 'The resource grant or token is not valid for this canvas and machine.');
+      throw invocationError('scope_mismatch', 'The resource grant or token is not valid for this canvas and machine.');
     }
     // Two threads of one canvas on one machine share the canvas token: only the header tells them apart.
     if (caller.threadId === undefined) {
-      throw new AppError('forbidden', 'The resource grant is bound to a thread: send X-Huabu-Thread-Id: $HUABU_THREAD_ID.', { reason: 'thread_required' });
+      throw invocationError('thread_required', 'The resource grant is bound to a thread: send X-Huabu-Thread-Id: $HUABU_THREAD_ID.');
     }
     if (caller.threadId !== claims.threadId) {
-      throw new AppError('forbidden', 'The resource grant belongs to another thread.', { reason: 'thread_mismatch' });
+      throw invocationError('thread_mismatch', 'The resource grant belongs to another thread.');
     }
     if (!claims.allowedResourceIds.includes(ctx.resourceId)) {
-      throw new AppError('resource_not_granted', `The resource grant does not cover ${ctx.resourceId}.`, { id: ctx.resourceId });
+      throw invocationError('resource_not_granted', `The resource grant does not cover ${ctx.resourceId}.`, { id: ctx.resourceId });
     }
     const capability = capabilities.get(ctx.resourceId);
     const record = capability ? await store.getResource(ctx.resourceId) : undefined;
     if (!capability || !record || record.provider !== HOST_PROVIDER) {
-      throw new AppError('resource_not_found', `${ctx.resourceId} is not a hosted capability here.`, { id: ctx.resourceId });
+      throw invocationError('not_hosted', `${ctx.resourceId} is not a hosted capability here.`, { id: ctx.resourceId });
     }
     return capability;
   }
 
   /**
-   * Input valid (400), size (413), quota (429 with `retryAfterSeconds`), then the call: 504
-   * `invocation_timeout`, 502 `invocation_failed` (with only a reason), or the endpoint's JSON answer.
-   * A hang-up (`signal`) aborts the outbound request; the result is then `cancelled`.
+   * The agent's correlation ID: trimmed, then 1..200 characters without control characters (400
+   * `invalid_input`), and free of secrets (422 `secret_detected`); kept for the answer and the audit.
+   */
+  async acceptCorrelationId(ctx: InvocationContext, raw: string | undefined): Promise<void> {
+    if (raw === undefined) return;
+    const id = raw.trim();
+    const field = 'body/correlationId';
+    if (id.length === 0 || id.length > MAX_CORRELATION_ID_LENGTH || LINE_CONTROL_CHARACTER.test(id)) {
+      const message = LINE_CONTROL_CHARACTER.test(id) ? 'must not hold control characters' : `must be 1 to ${MAX_CORRELATION_ID_LENGTH} characters once trimmed`;
+      throw invocationError('validation_failed', `${field} ${message}`, { issues: [{ field, message }] });
+    }
+    await this.#o.scanner.assertClean([['/correlationId', id]]);
+    ctx.correlationId = id;
+  }
+
+  /**
+   * Input valid (400 `invalid_input`), size (400 `invalid_input`, reason `payload_too_large`), quota (429
+   * `quota_exceeded` with `retryAfterSeconds`), then the call: 504 `timeout`, 502 `provider_failure` (with
+   * only a cause), or the endpoint's JSON answer. A hang-up (`signal`) aborts the outbound request; the
+   * result is then `cancelled`.
    */
   async invoke(ctx: InvocationContext, capability: HostedCapability, input: unknown, signal: AbortSignal): Promise<{ output: unknown } | { cancelled: true }> {
     const issues = capability.checkInput(input);
-    if (issues.length > 0) throw new AppError('validation_failed', `${issues[0]!.field} ${issues[0]!.message}`, { issues });
+    if (issues.length > 0) throw invocationError('validation_failed', `${issues[0]!.field} ${issues[0]!.message}`, { issues });
     const body = JSON.stringify(input);
     ctx.inputBytes = Buffer.byteLength(body);
     if (ctx.inputBytes > capability.maxInputBytes) {
-      throw new AppError('payload_too_large', `The input is ${ctx.inputBytes} bytes; ${capability.id} takes at most ${capability.maxInputBytes}.`, {
+      throw invocationError('payload_too_large', `The input is ${ctx.inputBytes} bytes; ${capability.id} takes at most ${capability.maxInputBytes}.`, {
         inputBytes: ctx.inputBytes,
         maxInputBytes: capability.maxInputBytes,
       });
@@ -202,8 +228,8 @@ export class InvocationService {
         in_flight: `${inFlightPerGrant} invocations in flight`,
         rate: `${capability.perGrant.perMinute} invocations a minute of ${capability.id}`,
       }[slot.reason];
-      throw new AppError('rate_limited', `This grant may have at most ${what}; retry in ${slot.retryAfterSeconds} s.`, {
-        reason: slot.reason,
+      throw invocationError('rate_limited', `This grant may have at most ${what}; retry in ${slot.retryAfterSeconds} s.`, {
+        cause: slot.reason,
         retryAfterSeconds: slot.retryAfterSeconds,
       });
     }
@@ -230,10 +256,10 @@ export class InvocationService {
       if (result.reason === 'cancelled') return { cancelled: true };
       this.#o.onCallFailed?.({ resourceId: capability.id, reason: result.reason, ...(result.status ? { status: result.status } : {}) });
       if (result.reason === 'timeout') {
-        throw new AppError('invocation_timeout', `${capability.id} did not answer within ${capability.timeoutMs} ms.`, { timeoutMs: capability.timeoutMs });
+        throw invocationError('invocation_timeout', `${capability.id} did not answer within ${capability.timeoutMs} ms.`, { timeoutMs: capability.timeoutMs });
       }
-      throw new AppError('invocation_failed', `${capability.id} failed; the host has the details in its logs.`, {
-        reason: result.reason,
+      throw invocationError('invocation_failed', `${capability.id} failed; the host has the details in its logs.`, {
+        cause: result.reason,
         ...(result.reason === 'output_too_large' ? { maxOutputBytes: capability.maxOutputBytes } : {}),
       });
     } finally {
@@ -241,8 +267,11 @@ export class InvocationService {
     }
   }
 
-  /** Audits and counts the end of an invocation. Never throws. */
-  async finish(ctx: InvocationContext, outcome: 'ok' | 'cancelled' | ErrorCode, actor: string): Promise<void> {
+  /**
+   * Audits and counts the end of an invocation: `outcome` is `ok` or the code the agent got, `reason` its
+   * finer reason. Never throws.
+   */
+  async finish(ctx: InvocationContext, outcome: 'ok' | ErrorCode, actor: string, reason?: string): Promise<void> {
     const durationMs = performance.now() - ctx.startedAt;
     const label = this.#o.capabilities.get(ctx.resourceId) ? ctx.resourceId : '__not_hosted__';
     this.#o.observe(label, outcome, durationMs / 1000);
@@ -258,6 +287,8 @@ export class InvocationService {
           ...(ctx.profileId ? { profile: ctx.profileId } : {}),
           ...(ctx.threadId ? { thread: ctx.threadId } : {}),
           resource: ctx.resourceId,
+          ...(ctx.correlationId === undefined ? {} : { correlationId: ctx.correlationId }),
+          ...(reason === undefined ? {} : { reason }),
           durationMs: Math.round(durationMs * 100) / 100,
           inputBytes: ctx.inputBytes,
           outputBytes: ctx.outputBytes,

@@ -1,31 +1,34 @@
-// RFS: an agent invokes a hosted capability with its canvas token and its resource grant. The checks run
-// before the body is read, in the contract's order (canvas token 401, grant 401, binding 403, resource
-// granted 403, hosted 404), then the body's shape and the input (400), sizes (413), quota (429), and the
+// RFS: an agent invokes a hosted capability with its canvas token and its resource grant, in upstream
+// Huabu's shapes: `{schemaVersion: 1, correlationId?, input}` in, `{schemaVersion: 1, resourceId, result,
+// correlationId?}` out, and upstream's error codes with our finer reason in `details.reason`
+// (src/invocation/invocation-errors.ts, applied to every error of this route by the one error handler).
+// The checks run before the body is read, in the contract's order (canvas token 401, grant and its scope
+// 403, hosted 404), then the body's shape, the correlation ID and the input (400), quota (429), and the
 // call (504, 502). A hang-up aborts the outbound request. Every invocation, refused or not, is audited once,
-// with the outcome the agent gets: a success only once its answer has been serialized.
+// with the code the agent gets and its reason: a success only once its answer has been serialized.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import { actorOf } from '../credentials/principal.js';
-import { AppError, isAppError } from '../errors.js';
 import { protect } from '../http/auth.js';
+import { renderError } from '../http/error-handler.js';
 import { markRefusalAudited } from '../http/refusals.js';
 import { errors } from '../http/openapi.js';
 import type { HostedCapability } from '../invocation/capabilities-file.js';
 import { GRANT_HEADER } from '../invocation/grants.js';
+import { asInvocationAnswer, INVOCATION_ANSWER_CODES, invocationError } from '../invocation/invocation-errors.js';
 import type { InvocationContext, InvocationService } from '../invocation/invocation-service.js';
 import { CanvasId, ResourceId } from '../schemas/common.js';
 import { InvokeBody, InvokeResult } from '../schemas/invocation.js';
 
 export const THREAD_HEADER = 'x-huabu-thread-id';
-/** Room for the `{schemaVersion, input}` envelope around the largest input. */
-const ENVELOPE_BYTES = 1024;
+/** Room for the `{schemaVersion, correlationId, input}` envelope around the largest input (a correlation ID of 1,000 characters, each escaped). */
+const ENVELOPE_BYTES = 8 * 1024;
 
 interface InvocationState {
   ctx: InvocationContext;
   capability?: HostedCapability;
   finished: boolean;
-  cancelled?: boolean;
   /** The call succeeded; `ok` is audited once the answer is serialized (a failure there is audited as such). */
   answered?: boolean;
 }
@@ -48,23 +51,22 @@ export const invokeRoutes: FastifyPluginAsyncTypebox<{ invocations: InvocationSe
   const ids = invocations.capabilities.ids;
   const largest = Math.max(0, ...ids.map((id) => invocations.capabilities.get(id)!.maxInputBytes));
 
-  async function finish(request: FastifyRequest, outcome: Parameters<InvocationService['finish']>[1]): Promise<void> {
+  async function finish(request: FastifyRequest, outcome: Parameters<InvocationService['finish']>[1], reason?: string): Promise<void> {
     // Refused before the canvas token was accepted: audited with the other refused writes (anonymous ones
     // summarized per client address, src/http/refusals.ts), never with what the URL says.
     const state = (request as WithState)[STATE];
     if (!state || state.finished) return;
     state.finished = true;
     markRefusalAudited(request);
-    await invocations.finish(state.ctx, outcome, actorOf(request.principal!));
+    await invocations.finish(state.ctx, outcome, actorOf(request.principal!), reason);
   }
 
   // Refusals and failures of this route (thrown by a check, by Fastify's body parsing or validation, or
-  // by the call) are audited here.
+  // by the call) are audited here, with the code and reason the agent gets.
   app.addHook('onError', async (request, _reply, err) => {
-    const state = (request as WithState)[STATE];
-    if (state?.cancelled) return finish(request, 'cancelled');
-    const code = isAppError(err) ? err.code : (err as { statusCode?: number }).statusCode === 413 ? 'payload_too_large' : (err as { validation?: unknown }).validation ? 'validation_failed' : 'internal_error';
-    await finish(request, code);
+    const answer = renderError(err, request);
+    const reason = answer.details?.reason;
+    await finish(request, answer.code, typeof reason === 'string' ? reason : undefined);
   });
 
   // Runs after serialization and before the answer is written, so an answered invocation is always audited.
@@ -78,6 +80,7 @@ export const invokeRoutes: FastifyPluginAsyncTypebox<{ invocations: InvocationSe
     '/resources/:id/invoke',
     {
       bodyLimit: largest + ENVELOPE_BYTES,
+      config: { errorAnswers: asInvocationAnswer },
       onRequest: async (request) => {
         const principal = request.principal;
         if (principal?.kind !== 'canvas') return;
@@ -97,7 +100,7 @@ export const invokeRoutes: FastifyPluginAsyncTypebox<{ invocations: InvocationSe
         operationId: 'invokeHostedResource',
         summary: 'Invoke a hosted capability',
         description:
-          "Forwards `input` to the operator's endpoint for this hosted capability (with its credential, which the agent never sees) and answers its JSON. Needs the canvas token (`Authorization: Bearer $AGENTLET_TOKEN`), the thread's grant (`X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT`) and the calling thread (`X-Huabu-Thread-Id: $HUABU_THREAD_ID`). Checks in order: canvas token 401, grant 401 `grant_invalid` (also once its canvas's tokens are revoked) / `grant_expired`, bound to this canvas, machine and thread 403 (`details.reason` `thread_required` without the thread header, `thread_mismatch` for another thread), resource granted 403 `resource_not_granted`, hosted 404, input 400, sizes 413, per-grant concurrency and rate 429 (with `Retry-After`), deadline 504 `invocation_timeout`, endpoint failure 502 `invocation_failed` (no upstream body or headers; also an answer nested too deep or carrying the capability's own credential). A hang-up aborts the outbound request.",
+          "Forwards `input` to the operator's endpoint for this hosted capability (with its credential, which the agent never sees) and answers its JSON as `result`, with the request's `correlationId` (trimmed) when it had one. Needs the canvas token (`Authorization: Bearer $AGENTLET_TOKEN`), the thread's grant (`X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT`) and the calling thread (`X-Huabu-Thread-Id: $HUABU_THREAD_ID`). Errors use upstream Huabu's codes, with this service's finer reason in `details.reason`. Checks in order: canvas token 401 `unauthorized`; grant 403 `forbidden` (reason `grant_invalid` — missing, malformed, minted under another policy, its machine or canvas revoked: `details.cause` — or `grant_expired`); bound to this canvas, machine and thread 403 `forbidden` (reason `scope_mismatch`, `thread_required` without the thread header, `thread_mismatch` for another thread); resource granted 403 `forbidden` (reason `resource_not_granted`); hosted 404 `resource_not_found` (reason `not_hosted`); envelope version 400 `unsupported_version`; body, correlation ID and input 400 `invalid_input` (reason `validation_failed`, or `payload_too_large` over the capability's input bound); a secret in the correlation ID 422 `secret_detected`; per-grant concurrency and rate 429 `quota_exceeded` (reason `rate_limited`, with `Retry-After`); deadline 504 `timeout` (reason `invocation_timeout`); endpoint failure 502 `provider_failure` (reason `invocation_failed`; no upstream body or headers; also an answer nested too deep or carrying the capability's own credential); the service's storage 503 `unavailable`. A hang-up aborts the outbound request and is audited as `cancelled` (499).",
         params: Type.Object({ canvasId: CanvasId, id: ResourceId }),
         headers: Type.Object({
           'x-huabu-resource-grant': Type.Optional(Type.String({ description: 'The resource grant (`$HUABU_RESOURCE_GRANT`).' })),
@@ -106,17 +109,7 @@ export const invokeRoutes: FastifyPluginAsyncTypebox<{ invocations: InvocationSe
         body: InvokeBody,
         response: {
           200: { ...InvokeResult, description: "The endpoint's answer." },
-          ...errors(
-            'validation_failed',
-            'grant_invalid',
-            'grant_expired',
-            'resource_not_granted',
-            'resource_not_found',
-            'payload_too_large',
-            'rate_limited',
-            'invocation_failed',
-            'invocation_timeout',
-          ),
+          ...errors(...INVOCATION_ANSWER_CODES),
         },
       },
     },
@@ -129,13 +122,12 @@ export const invokeRoutes: FastifyPluginAsyncTypebox<{ invocations: InvocationSe
       };
       reply.raw.once('close', onClose);
       try {
-        const result = await invocations.invoke(state.ctx, state.capability!, request.body.input, aborted.signal);
-        if ('cancelled' in result) {
-          state.cancelled = true;
-          throw new AppError('invocation_failed', 'The agent hung up; the call was aborted.', { reason: 'cancelled' });
-        }
+        await invocations.acceptCorrelationId(state.ctx, request.body.correlationId);
+        const outcome = await invocations.invoke(state.ctx, state.capability!, request.body.input, aborted.signal);
+        if ('cancelled' in outcome) throw invocationError('client_disconnected', 'The agent hung up; the call was aborted.');
         state.answered = true;
-        return reply.code(200).send({ schemaVersion: 1 as const, resourceId: state.ctx.resourceId, output: result.output });
+        const { resourceId, correlationId } = state.ctx;
+        return reply.code(200).send({ schemaVersion: 1 as const, resourceId, result: outcome.output, ...(correlationId === undefined ? {} : { correlationId }) });
       } finally {
         reply.raw.removeListener('close', onClose);
       }

@@ -27,19 +27,34 @@ export const GrantResult = Type.Object(
   { additionalProperties: false },
 );
 
+/** Room the request body may take for a correlation ID with surrounding space (it is trimmed, then bounded). */
+export const CORRELATION_ID_RAW_MAX_LENGTH = 1000;
+
+export const CorrelationId = Type.String({
+  maxLength: CORRELATION_ID_RAW_MAX_LENGTH,
+  description:
+    "The agent's own label for this call, echoed in the answer and written to the audit line. Trimmed, then 1..200 characters without control characters (400 `invalid_input` otherwise); scanned for secrets (422 `secret_detected`).",
+  examples: ['search-1'],
+});
+
 export const InvokeBody = Type.Object(
   {
-    schemaVersion: Type.Literal(1),
+    schemaVersion: Type.Literal(1, { description: 'The invocation envelope version; any other is 400 `unsupported_version`.' }),
+    correlationId: Type.Optional(CorrelationId),
     input: Type.Unknown({ description: "The capability's input, checked against the operator's input schema." }),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ schemaVersion: 1, correlationId: 'search-1', input: { query: 'lichen growth rates', maxResults: 3 } }] },
 );
 
 export const InvokeResult = Type.Object(
   {
     schemaVersion: Type.Literal(1),
     resourceId: ResourceId,
-    output: Type.Unknown({ description: "The endpoint's JSON answer (bounded by the capability's maxOutputBytes)." }),
+    result: Type.Unknown({ description: "The endpoint's JSON answer (bounded by the capability's maxOutputBytes)." }),
+    correlationId: Type.Optional(Type.String({ description: "The request's `correlationId`, trimmed; absent when the request had none." })),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [{ schemaVersion: 1, resourceId: 'web-search', result: { results: [{ title: 'A result', url: 'https://example.org/' }] }, correlationId: 'search-1' }],
+  },
 );
