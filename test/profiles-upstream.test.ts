@@ -15,7 +15,11 @@
 import t from 'tap';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { build, CANARY, type TestApp } from './helpers/build.js';
+import { AppError } from '../src/errors.js';
+import { ProfileRegistry } from '../src/profiles/profile-registry.js';
+import { SecretScanner } from '../src/secrets/secret-scanner.js';
+import { JsonFileStore } from '../src/storage/json-file-store.js';
+import { build, CANARY, tempDataDir, type TestApp } from './helpers/build.js';
 
 /** A create body as the Huabu UI's profile editor sends it (no agentletId). */
 const uiCommand = (fields: Record<string, unknown> = {}) => ({
@@ -202,6 +206,21 @@ t.test("acp-harness: upstream's bounds for harnessId and options", async (t) => 
   t.equal(longest.statusCode, 201, '64 characters are allowed');
   t.same(longest.json().launch, { kind: 'acp-harness', harnessId: 'a'.repeat(64) }, 'no options: none stored');
   t.same(JSON.parse(await readFile(registryFile(h), 'utf8')).state.profiles.map((p: { alias: string }) => p.alias), ['Longest'], 'nothing refused was stored');
+});
+
+t.test('the harness ID is scanned for secrets like every field: 422 naming /launch/harnessId, nothing stored', async (t) => {
+  // A configured credential value that fits the harness ID's bounds (lowercase, digits and dashes).
+  const known = 'harness-credential-0123456789';
+  const store = await JsonFileStore.open({ dataDir: await tempDataDir() });
+  t.teardown(() => store.close());
+  const profiles = new ProfileRegistry(store, new SecretScanner([known]), undefined, { defaultAgentletId: 'mac-a' });
+  const refused = await profiles.create(uiHarness({ launch: { kind: 'acp-harness', harnessId: known } }) as never, 'owner').catch((err: unknown) => err);
+  t.ok(refused instanceof AppError);
+  t.equal((refused as AppError).code, 'secret_detected');
+  t.same((refused as AppError).details?.findings, [{ field: '/launch/harnessId', rule: 'configured-credential' }]);
+  t.notMatch(JSON.stringify({ message: (refused as AppError).message, details: (refused as AppError).details }), known, 'the value is not echoed');
+  t.same(await store.listProfiles(), [], 'nothing stored');
+  t.equal((await profiles.create(uiHarness() as never, 'owner')).profile.revision, 1, 'a clean harness ID is stored');
 });
 
 t.test("the list's agentlet: the default machine and what the registry knows of it", async (t) => {
