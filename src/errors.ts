@@ -15,6 +15,7 @@ export const ERROR_CODES = {
   resource_conflict: 409,
   alias_conflict: 409,
   invalid_profile_kind: 409,
+  profile_conflict: 409,
   workload_already_realized: 409,
   machine_exists: 409,
   method_not_allowed: 405,

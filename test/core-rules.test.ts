@@ -193,7 +193,7 @@ t.test('update: not found, stale, manifest-backed and alias conflicts are refuse
   const ids = ['a'];
   const changed = planUpdate(all, p1, 'p1', { workingDirPath: '/x', resourceIds: ids, customData: { k: 1 } }, undefined);
   t.equal(changed.changed, true);
-  t.same(changed.next, { ...p1, workingDirPath: '/x', resourceIds: ['a'], customData: { k: 1 } });
+  t.same(changed.next, { ...p1, revision: 2, workingDirPath: '/x', resourceIds: ['a'], customData: { k: 1 } });
   t.not(changed.next.resourceIds, ids, 'a copy of the list');
   t.same(p1, profile('p1', { alias: 'Reviewer' }), 'the current record is not modified');
   t.same(planUpdate(all, p1, 'p1', {}, undefined), { next: p1, changed: false });
@@ -203,7 +203,7 @@ t.test('update: metadata and customData are kept unless the change names them; a
   const p1 = profile('p1', { alias: 'Reviewer', metadata: { cliId: 'claude' }, customData: { k: 1 } } as Partial<AgentProfile>);
   const all = [p1, profile('p2', { alias: 'Writer' })];
   const renamed = planUpdate(all, p1, 'p1', { alias: 'Auditor' }, undefined);
-  t.strictSame(renamed.next, { ...p1, alias: 'Auditor' }, 'a change of alias keeps metadata and customData');
+  t.strictSame(renamed.next, { ...p1, alias: 'Auditor', revision: 2 }, 'a change of alias keeps metadata and customData');
   t.ok('metadata' in renamed.next && 'customData' in renamed.next, 'both still present');
   const meta = planUpdate(all, p1, 'p1', { metadata: { cliId: 'codex' } }, undefined);
   t.strictSame([meta.changed, meta.next.metadata], [true, { cliId: 'codex' }], 'metadata replaced when given');
@@ -228,10 +228,32 @@ t.test('profile IDs and views', async (t) => {
   t.equal(ids.size, 50);
   for (const id of ids) t.match(id, /^prf-[a-z2-7]{16}$/);
   t.same(profileView(manifest('m1')).resourceIds, [], 'a manifest-backed profile shows no selection');
-  const own = profile('p1', { resourceIds: ['a'] });
-  t.equal(profileView(own), own);
-  const emptyManifest = { ...manifest('m2'), resourceIds: [] };
+  const own = profile('p1', { resourceIds: ['a'], revision: 4 });
+  t.equal(profileView(own), own, 'a record with its revision is shown as it is');
+  const emptyManifest = { ...manifest('m2'), resourceIds: [], revision: 1 };
   t.equal(profileView(emptyManifest), emptyManifest);
+  const older = profile('p2');
+  t.same(profileView(older), { ...older, revision: 1 }, 'a record stored without a revision is shown at revision 1');
+  t.notOk('revision' in older, 'the stored record is not modified');
+});
+
+t.test('revisions: +1 per change that changes something; a stale expectedRevision is 409 before anything else but If-Match', async (t) => {
+  const p1 = profile('p1', { alias: 'Reviewer', revision: 7 });
+  const all = [p1, profile('p2', { alias: 'Writer' })];
+  t.equal(planUpdate(all, p1, 'p1', { alias: 'Auditor' }, undefined, 7).next.revision, 8);
+  const same = planUpdate(all, p1, 'p1', { alias: 'Reviewer' }, undefined, 7);
+  t.same([same.changed, same.next], [false, p1], 'nothing changes: the same record, the same revision');
+  t.throws(() => planUpdate(all, p1, 'p1', { alias: 'Auditor' }, undefined, 6), {
+    code: 'profile_conflict',
+    details: { id: 'p1', revision: 7, expectedRevision: 6 },
+  });
+  t.throws(() => planUpdate(all, p1, 'p1', { alias: 'Reviewer' }, undefined, 8), { code: 'profile_conflict' }, 'even for a change that changes nothing');
+  t.throws(() => planUpdate(all, p1, 'p1', { alias: 'writer' }, undefined, 6), { code: 'profile_conflict' }, 'before the alias check');
+  t.throws(() => planUpdate(all, p1, 'p1', { alias: 'Auditor' }, ['stale'], 6), { code: 'precondition_failed' }, 'after If-Match');
+  const older = profile('p3');
+  t.equal(planUpdate([older], older, 'p3', { alias: 'Older' }, undefined, 1).next.revision, 2, 'a record without a revision is at 1');
+  t.throws(() => planUpdate([older], older, 'p3', { alias: 'Older' }, undefined, 0), { code: 'profile_conflict' });
+  t.not(profileRevision(p1), profileRevision({ ...p1, revision: 8 }), 'the ETag covers the revision');
 });
 
 // --- Registry-file migration ---------------------------------------------------------------------------------

@@ -113,7 +113,8 @@ t.test('a v4 file written before roots, members and configs were kept gets them 
   await h.app.close();
   const bytes = await readFile(file, 'utf8');
   const onDisk = JSON.parse(bytes) as Doc;
-  t.strictSame(onDisk, { schemaVersion: 4, state: { roots: [], members: [], profiles: [{ ...command, alias: 'Critic' }], configs: [] } });
+  // The record had no revision (it read as 1); the change stores its next one.
+  t.strictSame(onDisk, { schemaVersion: 4, state: { roots: [], members: [], profiles: [{ ...command, alias: 'Critic', revision: 2 }], configs: [] } });
   t.equal(bytes, JSON.stringify(onDisk, null, 2) + '\n', 'two-space JSON ending in one line feed, as upstream writes it');
   t.same(parseAsUpstream(onDisk).profiles.map((p) => p.alias), ['Critic'], 'upstream reads it');
 });
@@ -128,7 +129,9 @@ for (const v of VERSIONS) {
 
     const list = await h.app.inject({ url: '/api/acp/profiles', headers: h.owner });
     t.equal(list.statusCode, 200);
-    t.same(list.json().profiles, [...expected.state.profiles!].sort((a, b) => String(a.id).localeCompare(String(b.id))), 'every profile, readable through the API');
+    // A migrated record carries no revision on disk; it reads as revision 1.
+    const shown = expected.state.profiles!.map((p) => ({ ...p, revision: 1 }) as Record<string, unknown>);
+    t.same(list.json().profiles, shown.sort((a, b) => String(a.id).localeCompare(String(b.id))), 'every profile, readable through the API, at revision 1');
     for (const p of expected.state.profiles!) {
       const one = await h.app.inject({ url: `/api/acp/profiles/${p.id}`, headers: h.owner });
       t.equal(one.statusCode, 200, `GET /profiles/${p.id}`);
@@ -182,9 +185,11 @@ t.test('a v4 file is loaded as it is: no backup, no rewrite', async (t) => {
 });
 
 t.test('moving back: every v4 file this service writes is one upstream store reads, with the same profiles', async (t) => {
+  // The revision is compared apart: a record stored without one is served at revision 1.
   const upstreamView = (p: Record<string, unknown>) => {
-    const { preparation, ...rest } = p;
-    return rest.launch && (rest.launch as { kind: string }).kind === 'agent-team-manifest' ? p : rest;
+    const { preparation, revision, ...rest } = p;
+    const { revision: _, ...withPreparation } = p;
+    return rest.launch && (rest.launch as { kind: string }).kind === 'agent-team-manifest' ? withPreparation : rest;
   };
   for (const name of ['v1', 'v1-no-deployments', 'v2', 'v3', 'v4', 'fresh']) {
     const { dataDir, file } = name === 'fresh' ? { dataDir: await tempDataDir(), file: '' } : await dataDirWith(await fixtureBytes(name));
@@ -206,6 +211,9 @@ t.test('moving back: every v4 file this service writes is one upstream store rea
       served.map(upstreamView),
       `${name}: upstream's parser accepts the file and reads the profiles we serve`,
     );
+    const stored = new Map(upstream.profiles.map((p) => [String(p.id), (p as { revision?: unknown }).revision ?? 1]));
+    t.same(new Map(served.map((p) => [String(p.id), p.revision])), stored, `${name}: the revision served is the stored one, 1 where none is stored`);
+    t.equal(served.find((p) => p.alias === 'Writer')?.revision, 1, `${name}: the created profile is stored at revision 1`);
   }
 });
 
@@ -229,7 +237,7 @@ t.test('manifest-backed profiles are read-only here and carried unchanged throug
   const renamed = await h.app.inject({ method: 'PATCH', url: '/api/acp/profiles/profile-2', headers: h.owner, payload: { alias: 'Critic' } });
   t.equal(renamed.statusCode, 200);
   const onDisk = JSON.parse(await readFile(file, 'utf8'));
-  v4.state.profiles![1] = { ...v4.state.profiles![1], alias: 'Critic' };
+  v4.state.profiles![1] = { ...v4.state.profiles![1], alias: 'Critic', revision: 2 };
   t.same(onDisk, v4, 'roots, members, configs and the manifest-backed record are unchanged');
 });
 

@@ -44,6 +44,7 @@ t.test('the owner creates, reads, lists and deletes a profile that selects resou
   t.same(profile, {
     schemaVersion: 2,
     id: profile.id,
+    revision: 1,
     alias: 'Reviewer',
     agentletId: 'mac-a',
     workingDirPath: '/home/me/site',
@@ -157,7 +158,7 @@ t.test('PATCH replaces the whole resource list and leaves other fields alone', a
 
   const replaced = await h.app.inject({ method: 'PATCH', url, headers: h.owner, payload: { resourceIds: ['local-git'] } });
   t.equal(replaced.statusCode, 200);
-  t.same(replaced.json(), { ...created, resourceIds: ['local-git'] }, 'the list is replaced, not merged');
+  t.same(replaced.json(), { ...created, revision: 2, resourceIds: ['local-git'] }, 'the list is replaced, not merged');
   t.not(replaced.headers.etag, undefined);
 
   const reordered = await h.app.inject({ method: 'PATCH', url, headers: h.owner, payload: { resourceIds: ['web-search', 'local-git'] } });
@@ -172,7 +173,7 @@ t.test('PATCH replaces the whole resource list and leaves other fields alone', a
     headers: h.owner,
     payload: { alias: 'Writer', workingDirPath: '/srv/work', customData: { b: 'two' } },
   });
-  t.same(renamed.json(), { ...created, alias: 'Writer', workingDirPath: '/srv/work', resourceIds: [], customData: { b: 'two' } });
+  t.same(renamed.json(), { ...created, revision: 5, alias: 'Writer', workingDirPath: '/srv/work', resourceIds: [], customData: { b: 'two' } });
 
   const read = await h.app.inject({ url, headers: h.owner });
   t.same(read.json(), renamed.json());

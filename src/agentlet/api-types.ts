@@ -201,13 +201,13 @@ export interface paths {
         };
         /**
          * List Agent Profiles
-         * @description Every profile, sorted by id, and `selectableProfileIds`: the ones a new agent can be started from (upstream's meaning; the Huabu UI offers only these). Manifest-backed profiles are listed with `resourceIds: []`.
+         * @description Every profile, sorted by id; `selectableProfileIds`: the ones a new agent can be started from (upstream's meaning; the Huabu UI offers only these); and `agentlet`: the default machine (`DEFAULT_AGENTLET_ID`, else the one enrolled machine) with its status, absent when there is none. Manifest-backed profiles are listed with `resourceIds: []`.
          */
         get: operations["listProfiles"];
         put?: never;
         /**
          * Create an Agent Profile
-         * @description Creates an `acp-command` profile; the registry assigns `id` and `schemaVersion`. `resourceIds` (at most 64, unique, order kept) may name only registered resources (else 422 `unresolved_resource_ids`) whose provider is `huabu` or the profile's `agentletId` (else 422 `resource_not_eligible`); `details.ids` lists the offenders. A selection that would show the agent two resources of the same name (ignoring case and surrounding space; required defaults included) is 422 `capability_diagnostics_failed` with `details.diagnostics`. Aliases are unique ignoring case. Alias, path, command and every key and string of `customData` are scanned for secrets.
+         * @description Creates an `acp-command` or `acp-harness` profile; the registry assigns `id`, `schemaVersion` and `revision` (1). Answers 201; with `HUABU_COMPAT=1` 200, as upstream does. `resourceIds` (at most 64, unique, order kept) may name only registered resources (else 422 `unresolved_resource_ids`) whose provider is `huabu` or the profile's `agentletId` (else 422 `resource_not_eligible`); `details.ids` lists the offenders. A selection that would show the agent two resources of the same name (ignoring case and surrounding space; required defaults included) is 422 `capability_diagnostics_failed` with `details.diagnostics`. Aliases are unique ignoring case. Alias, path, command, harness ID and every key and string of `customData` and `metadata` are scanned for secrets.
          */
         post: operations["createProfile"];
         delete?: never;
@@ -232,14 +232,14 @@ export interface paths {
         post?: never;
         /**
          * Delete an Agent Profile
-         * @description Deletes an `acp-command` profile. `If-Match` is honoured as on PATCH. Manifest-backed profiles belong to their Agent Team manifest (409 `invalid_profile_kind`). Workloads already launched from the profile keep their pinned record.
+         * @description Deletes an `acp-command` or `acp-harness` profile: 204 with no body; with `HUABU_COMPAT=1` 200 `{deleted: true}`, as upstream does. `If-Match` is honoured as on PATCH. Manifest-backed profiles belong to their Agent Team manifest (409 `invalid_profile_kind`). Workloads already launched from the profile keep their pinned record.
          */
         delete: operations["deleteProfile"];
         options?: never;
         head?: never;
         /**
          * Change an Agent Profile
-         * @description Changes alias, workingDirPath, resourceIds, customData and metadata; fields left out stay. `resourceIds` replaces the whole list and is checked like on create (placement, then same-named resources); `customData` and `metadata` replace the whole object, and `null` removes it. With `If-Match` (the ETag from GET) a change made meanwhile by someone else is refused with 412 instead of being overwritten. Manifest-backed profiles cannot be changed here (409 `invalid_profile_kind`).
+         * @description Changes alias, workingDirPath, resourceIds, customData and metadata; fields left out stay. `resourceIds` replaces the whole list and is checked like on create (placement, then same-named resources); `customData` and `metadata` replace the whole object, and `null` removes it. A change that changes something raises `revision` by one. A change made meanwhile by someone else is refused instead of overwritten: with `If-Match` (the ETag from GET) by 412 `precondition_failed`, with `expectedRevision` in the body (upstream's way) by 409 `profile_conflict`; both refuse the same changes, and nothing is written. Manifest-backed profiles cannot be changed here (409 `invalid_profile_kind`).
          */
         patch: operations["updateProfile"];
         trace?: never;
@@ -1961,6 +1961,11 @@ export interface operations {
                              */
                             id: string;
                             /**
+                             * @description The profile's revision: 1 when created, one more with every change that changes something (a change that changes nothing keeps it). Send it back as `expectedRevision` in a PATCH to refuse a change made meanwhile (409 `profile_conflict`).
+                             * @example 3
+                             */
+                            revision: number;
+                            /**
                              * @description Display name the owner calls the agent by; 1..255 printable characters without surrounding whitespace, unique among profiles ignoring case.
                              * @example Reviewer
                              */
@@ -1997,12 +2002,28 @@ export interface operations {
                                  */
                                 cliId?: string;
                             };
-                            /** @description `acp-command` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API. */
+                            /** @description `acp-command` and `acp-harness` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API. */
                             launch: {
                                 /** @enum {string} */
                                 kind: "acp-command";
                                 /** @description The ACP agent command line the Agentlet runs. */
                                 command: string;
+                            } | {
+                                /** @enum {string} */
+                                kind: "acp-harness";
+                                /**
+                                 * @description The harness in the Agentlet's catalogue (1..64 lowercase letters, digits and `-`, starting with a letter or digit; scanned for secrets).
+                                 * @example claude-code
+                                 */
+                                harnessId: string;
+                                /**
+                                 * HarnessLaunchOptions
+                                 * @description The launch options a harness catalogue defines; no free command line or environment.
+                                 */
+                                options?: {
+                                    /** @description Start the harness with its own auto-approval of tool calls, when the harness supports it. */
+                                    autoApprove?: boolean;
+                                };
                             } | ({
                                 /** @enum {string} */
                                 kind: "agent-team-manifest";
@@ -2018,6 +2039,23 @@ export interface operations {
                                 [key: string]: unknown;
                             };
                         }[];
+                        /**
+                         * ProfileListAgentlet
+                         * @description The default machine: the one a profile created without `agentletId` lands on. Absent when there is none.
+                         */
+                        agentlet?: {
+                            /**
+                             * @description The default machine: `DEFAULT_AGENTLET_ID`, else the one enrolled machine.
+                             * @example agentlet-7f3a
+                             */
+                            id: string;
+                            /** @description `enrolled`: the machine holds an active credential of this registry; `revoked`: its enrollment was revoked; `unknown`: it was never enrolled here. */
+                            status: "enrolled" | "revoked" | "unknown";
+                            /** @description Upstream's flag, which the Huabu UI reads to show its offline banner: true when the machine is `enrolled`, false otherwise. */
+                            online: boolean;
+                            /** @description Why the machine cannot be used, when `online` is false (the Huabu UI shows it). */
+                            lastError?: string;
+                        };
                         /** @description IDs of the profiles a new agent can be started from, in the order of `profiles` (upstream's `listSelectableProfileIds`): every `acp-command` profile, and a manifest-backed one only when its preparation is `ready`, its Agent Team member is `active`, and every required environment field of the member has a value. */
                         selectableProfileIds: string[];
                     };
@@ -2107,7 +2145,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description The registry assigns `id` and `schemaVersion`; sending either is 400. Only `acp-command` profiles can be created here: an `agent-team-manifest` launch is 409 `invalid_profile_kind`. `agentletId` defaults to `DEFAULT_AGENTLET_ID` when the service has one. */
+        /** @description The registry assigns `id`, `schemaVersion` and `revision` (1); sending `id` or `schemaVersion` is 400. `acp-command` and `acp-harness` profiles can be created here: an `agent-team-manifest` launch is 409 `invalid_profile_kind`. `agentletId` defaults to `DEFAULT_AGENTLET_ID` when the service has one, else to the one enrolled machine. */
         requestBody: {
             content: {
                 "application/json": {
@@ -2117,7 +2155,7 @@ export interface operations {
                      */
                     alias: string;
                     /**
-                     * @description The machine the agent runs on. May be left out when the service has `DEFAULT_AGENTLET_ID` (the Huabu server's own machine); otherwise required (400).
+                     * @description The machine the agent runs on. Left out: `DEFAULT_AGENTLET_ID` (the Huabu server's own machine) when the service has one, else the one enrolled machine when exactly one is enrolled; otherwise 400.
                      * @example agentlet-7f3a
                      */
                     agentletId?: string;
@@ -2126,7 +2164,7 @@ export interface operations {
                      * @example /home/me/projects/site
                      */
                     workingDirPath: string;
-                    /** @description `acp-command` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API. */
+                    /** @description `acp-command` and `acp-harness` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API. */
                     launch: {
                         /** @enum {string} */
                         kind: "acp-command";
@@ -2135,6 +2173,22 @@ export interface operations {
                          * @example claude-code-acp
                          */
                         command: string;
+                    } | {
+                        /** @enum {string} */
+                        kind: "acp-harness";
+                        /**
+                         * @description The harness in the Agentlet's catalogue (1..64 lowercase letters, digits and `-`, starting with a letter or digit; scanned for secrets).
+                         * @example claude-code
+                         */
+                        harnessId: string;
+                        /**
+                         * HarnessLaunchOptions
+                         * @description The launch options a harness catalogue defines; no free command line or environment.
+                         */
+                        options?: {
+                            /** @description Start the harness with its own auto-approval of tool calls, when the harness supports it. */
+                            autoApprove?: boolean;
+                        };
                     } | ({
                         /** @enum {string} */
                         kind: "agent-team-manifest";
@@ -2171,8 +2225,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Created. The `ETag` header carries its revision. */
-            201: {
+            /** @description Created, with `HUABU_COMPAT=1` (upstream answers 200). The `ETag` header carries its current version. */
+            200: {
                 headers: {
                     /** @description The profile's current revision (a strong ETag); send it back in `If-Match`. */
                     etag?: string;
@@ -2190,6 +2244,11 @@ export interface operations {
                          * @example prf-k7m2q9x4b8n3c5vd
                          */
                         id: string;
+                        /**
+                         * @description The profile's revision: 1 when created, one more with every change that changes something (a change that changes nothing keeps it). Send it back as `expectedRevision` in a PATCH to refuse a change made meanwhile (409 `profile_conflict`).
+                         * @example 3
+                         */
+                        revision: number;
                         /**
                          * @description Display name the owner calls the agent by; 1..255 printable characters without surrounding whitespace, unique among profiles ignoring case.
                          * @example Reviewer
@@ -2227,12 +2286,128 @@ export interface operations {
                              */
                             cliId?: string;
                         };
-                        /** @description `acp-command` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API. */
+                        /** @description `acp-command` and `acp-harness` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API. */
                         launch: {
                             /** @enum {string} */
                             kind: "acp-command";
                             /** @description The ACP agent command line the Agentlet runs. */
                             command: string;
+                        } | {
+                            /** @enum {string} */
+                            kind: "acp-harness";
+                            /**
+                             * @description The harness in the Agentlet's catalogue (1..64 lowercase letters, digits and `-`, starting with a letter or digit; scanned for secrets).
+                             * @example claude-code
+                             */
+                            harnessId: string;
+                            /**
+                             * HarnessLaunchOptions
+                             * @description The launch options a harness catalogue defines; no free command line or environment.
+                             */
+                            options?: {
+                                /** @description Start the harness with its own auto-approval of tool calls, when the harness supports it. */
+                                autoApprove?: boolean;
+                            };
+                        } | ({
+                            /** @enum {string} */
+                            kind: "agent-team-manifest";
+                            /** @description Path of the Agent Team manifest that defines this agent. */
+                            manifestPath: string;
+                            /** @description The harness named by the manifest. */
+                            harness: string;
+                        } & {
+                            [key: string]: unknown;
+                        });
+                        /** @description Agent Team preparation of a manifest-backed profile, carried unchanged. */
+                        preparation?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Created. The `ETag` header carries its current version. */
+            201: {
+                headers: {
+                    /** @description The profile's current revision (a strong ETag); send it back in `If-Match`. */
+                    etag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Record schema version.
+                         * @enum {number}
+                         */
+                        schemaVersion: 2;
+                        /**
+                         * @description Profile ID, assigned by the registry (`prf-` + 16 lowercase base32 characters).
+                         * @example prf-k7m2q9x4b8n3c5vd
+                         */
+                        id: string;
+                        /**
+                         * @description The profile's revision: 1 when created, one more with every change that changes something (a change that changes nothing keeps it). Send it back as `expectedRevision` in a PATCH to refuse a change made meanwhile (409 `profile_conflict`).
+                         * @example 3
+                         */
+                        revision: number;
+                        /**
+                         * @description Display name the owner calls the agent by; 1..255 printable characters without surrounding whitespace, unique among profiles ignoring case.
+                         * @example Reviewer
+                         */
+                        alias: string;
+                        /**
+                         * @description Exact Agentlet machine ID (never `huabu`).
+                         * @example agentlet-7f3a
+                         */
+                        agentletId: string;
+                        /**
+                         * @description Absolute working directory of the agent on its machine: POSIX, Windows drive or UNC path (at most 4096 characters, no control characters).
+                         * @example /home/me/projects/site
+                         */
+                        workingDirPath: string;
+                        /**
+                         * @description Selected optional resources, in the owner's order: at most 64 unique IDs, each known and eligible for the profile's machine (provider `huabu` or the profile's `agentletId`).
+                         * @example [
+                         *       "web-search"
+                         *     ]
+                         */
+                        resourceIds: string[];
+                        /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 `validation_failed` otherwise). Every key and string inside is scanned for secrets. */
+                        customData?: {
+                            [key: string]: unknown;
+                        };
+                        /**
+                         * ProfileMetadata
+                         * @description Host UI metadata of an `acp-command` profile, stored and returned as sent.
+                         */
+                        metadata?: {
+                            /**
+                             * @description The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, single line, no control characters, no surrounding whitespace).
+                             * @example claude-code
+                             */
+                            cliId?: string;
+                        };
+                        /** @description `acp-command` and `acp-harness` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API. */
+                        launch: {
+                            /** @enum {string} */
+                            kind: "acp-command";
+                            /** @description The ACP agent command line the Agentlet runs. */
+                            command: string;
+                        } | {
+                            /** @enum {string} */
+                            kind: "acp-harness";
+                            /**
+                             * @description The harness in the Agentlet's catalogue (1..64 lowercase letters, digits and `-`, starting with a letter or digit; scanned for secrets).
+                             * @example claude-code
+                             */
+                            harnessId: string;
+                            /**
+                             * HarnessLaunchOptions
+                             * @description The launch options a harness catalogue defines; no free command line or environment.
+                             */
+                            options?: {
+                                /** @description Start the harness with its own auto-approval of tool calls, when the harness supports it. */
+                                autoApprove?: boolean;
+                            };
                         } | ({
                             /** @enum {string} */
                             kind: "agent-team-manifest";
@@ -2487,6 +2662,11 @@ export interface operations {
                          */
                         id: string;
                         /**
+                         * @description The profile's revision: 1 when created, one more with every change that changes something (a change that changes nothing keeps it). Send it back as `expectedRevision` in a PATCH to refuse a change made meanwhile (409 `profile_conflict`).
+                         * @example 3
+                         */
+                        revision: number;
+                        /**
                          * @description Display name the owner calls the agent by; 1..255 printable characters without surrounding whitespace, unique among profiles ignoring case.
                          * @example Reviewer
                          */
@@ -2523,12 +2703,28 @@ export interface operations {
                              */
                             cliId?: string;
                         };
-                        /** @description `acp-command` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API. */
+                        /** @description `acp-command` and `acp-harness` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API. */
                         launch: {
                             /** @enum {string} */
                             kind: "acp-command";
                             /** @description The ACP agent command line the Agentlet runs. */
                             command: string;
+                        } | {
+                            /** @enum {string} */
+                            kind: "acp-harness";
+                            /**
+                             * @description The harness in the Agentlet's catalogue (1..64 lowercase letters, digits and `-`, starting with a letter or digit; scanned for secrets).
+                             * @example claude-code
+                             */
+                            harnessId: string;
+                            /**
+                             * HarnessLaunchOptions
+                             * @description The launch options a harness catalogue defines; no free command line or environment.
+                             */
+                            options?: {
+                                /** @description Start the harness with its own auto-approval of tool calls, when the harness supports it. */
+                                autoApprove?: boolean;
+                            };
                         } | ({
                             /** @enum {string} */
                             kind: "agent-team-manifest";
@@ -2691,6 +2887,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description Deleted, with `HUABU_COMPAT=1` (upstream's answer). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Always true: a profile that does not exist is 404.
+                         * @enum {boolean}
+                         */
+                        deleted: true;
+                    };
+                };
+            };
             /** @description Deleted. */
             204: {
                 headers: {
@@ -2916,7 +3127,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description Fields left out stay as they are. `resourceIds` replaces the whole list (`[]` selects nothing); `customData` and `metadata` replace the whole object, and `null` removes it. */
+        /** @description Fields left out stay as they are. `resourceIds` replaces the whole list (`[]` selects nothing); `customData` and `metadata` replace the whole object, and `null` removes it. `expectedRevision` changes nothing itself: it is the condition of the change. */
         requestBody: {
             content: {
                 "application/json": {
@@ -2949,11 +3160,16 @@ export interface operations {
                          */
                         cliId?: string;
                     } | null;
+                    /**
+                     * @description The `revision` the change was made against (upstream's optimistic check). When the profile's revision is another one, the change is refused with 409 `profile_conflict` and nothing is written.
+                     * @example 3
+                     */
+                    expectedRevision?: number;
                 };
             };
         };
         responses: {
-            /** @description The profile as changed. The `ETag` header carries its new revision. */
+            /** @description The profile as changed. The `ETag` header carries its new version. */
             200: {
                 headers: {
                     /** @description The profile's current revision (a strong ETag); send it back in `If-Match`. */
@@ -2972,6 +3188,11 @@ export interface operations {
                          * @example prf-k7m2q9x4b8n3c5vd
                          */
                         id: string;
+                        /**
+                         * @description The profile's revision: 1 when created, one more with every change that changes something (a change that changes nothing keeps it). Send it back as `expectedRevision` in a PATCH to refuse a change made meanwhile (409 `profile_conflict`).
+                         * @example 3
+                         */
+                        revision: number;
                         /**
                          * @description Display name the owner calls the agent by; 1..255 printable characters without surrounding whitespace, unique among profiles ignoring case.
                          * @example Reviewer
@@ -3009,12 +3230,28 @@ export interface operations {
                              */
                             cliId?: string;
                         };
-                        /** @description `acp-command` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API. */
+                        /** @description `acp-command` and `acp-harness` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API. */
                         launch: {
                             /** @enum {string} */
                             kind: "acp-command";
                             /** @description The ACP agent command line the Agentlet runs. */
                             command: string;
+                        } | {
+                            /** @enum {string} */
+                            kind: "acp-harness";
+                            /**
+                             * @description The harness in the Agentlet's catalogue (1..64 lowercase letters, digits and `-`, starting with a letter or digit; scanned for secrets).
+                             * @example claude-code
+                             */
+                            harnessId: string;
+                            /**
+                             * HarnessLaunchOptions
+                             * @description The launch options a harness catalogue defines; no free command line or environment.
+                             */
+                            options?: {
+                                /** @description Start the harness with its own auto-approval of tool calls, when the harness supports it. */
+                                autoApprove?: boolean;
+                            };
                         } | ({
                             /** @enum {string} */
                             kind: "agent-team-manifest";
@@ -3132,7 +3369,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `alias_conflict`, `invalid_profile_kind` */
+            /** @description `alias_conflict`, `invalid_profile_kind`, `profile_conflict` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3732,6 +3969,27 @@ export interface operations {
                                  */
                                 HUABU_THREAD_ID: string;
                             };
+                            /**
+                             * AcpHarnessLaunch
+                             * @description Present when the profile is an `acp-harness` one: the harness (and its options) the Agentlet starts, pinned at realization.
+                             */
+                            launch?: {
+                                /** @enum {string} */
+                                kind: "acp-harness";
+                                /**
+                                 * @description The harness in the Agentlet's catalogue (1..64 lowercase letters, digits and `-`, starting with a letter or digit; scanned for secrets).
+                                 * @example claude-code
+                                 */
+                                harnessId: string;
+                                /**
+                                 * HarnessLaunchOptions
+                                 * @description The launch options a harness catalogue defines; no free command line or environment.
+                                 */
+                                options?: {
+                                    /** @description Start the harness with its own auto-approval of tool calls, when the harness supports it. */
+                                    autoApprove?: boolean;
+                                };
+                            };
                         };
                     };
                 };
@@ -3800,6 +4058,27 @@ export interface operations {
                                  * @example thread-1
                                  */
                                 HUABU_THREAD_ID: string;
+                            };
+                            /**
+                             * AcpHarnessLaunch
+                             * @description Present when the profile is an `acp-harness` one: the harness (and its options) the Agentlet starts, pinned at realization.
+                             */
+                            launch?: {
+                                /** @enum {string} */
+                                kind: "acp-harness";
+                                /**
+                                 * @description The harness in the Agentlet's catalogue (1..64 lowercase letters, digits and `-`, starting with a letter or digit; scanned for secrets).
+                                 * @example claude-code
+                                 */
+                                harnessId: string;
+                                /**
+                                 * HarnessLaunchOptions
+                                 * @description The launch options a harness catalogue defines; no free command line or environment.
+                                 */
+                                options?: {
+                                    /** @description Start the harness with its own auto-approval of tool calls, when the harness supports it. */
+                                    autoApprove?: boolean;
+                                };
                             };
                         };
                     };
@@ -4089,6 +4368,27 @@ export interface operations {
                                      */
                                     HUABU_THREAD_ID: string;
                                 };
+                                /**
+                                 * AcpHarnessLaunch
+                                 * @description Present when the profile is an `acp-harness` one: the harness (and its options) the Agentlet starts, pinned at realization.
+                                 */
+                                launch?: {
+                                    /** @enum {string} */
+                                    kind: "acp-harness";
+                                    /**
+                                     * @description The harness in the Agentlet's catalogue (1..64 lowercase letters, digits and `-`, starting with a letter or digit; scanned for secrets).
+                                     * @example claude-code
+                                     */
+                                    harnessId: string;
+                                    /**
+                                     * HarnessLaunchOptions
+                                     * @description The launch options a harness catalogue defines; no free command line or environment.
+                                     */
+                                    options?: {
+                                        /** @description Start the harness with its own auto-approval of tool calls, when the harness supports it. */
+                                        autoApprove?: boolean;
+                                    };
+                                };
                             };
                         }[];
                     };
@@ -4280,6 +4580,27 @@ export interface operations {
                                  * @example thread-1
                                  */
                                 HUABU_THREAD_ID: string;
+                            };
+                            /**
+                             * AcpHarnessLaunch
+                             * @description Present when the profile is an `acp-harness` one: the harness (and its options) the Agentlet starts, pinned at realization.
+                             */
+                            launch?: {
+                                /** @enum {string} */
+                                kind: "acp-harness";
+                                /**
+                                 * @description The harness in the Agentlet's catalogue (1..64 lowercase letters, digits and `-`, starting with a letter or digit; scanned for secrets).
+                                 * @example claude-code
+                                 */
+                                harnessId: string;
+                                /**
+                                 * HarnessLaunchOptions
+                                 * @description The launch options a harness catalogue defines; no free command line or environment.
+                                 */
+                                options?: {
+                                    /** @description Start the harness with its own auto-approval of tool calls, when the harness supports it. */
+                                    autoApprove?: boolean;
+                                };
                             };
                         };
                     };

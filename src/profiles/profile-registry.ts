@@ -12,7 +12,9 @@ import {
   PROFILE_SCHEMA_VERSION,
   type AgentProfile,
   type ProfileCreateBody,
+  type ProfileListAgentlet,
   type ProfilePatchBody,
+  type ProfileView,
 } from '../schemas/profile.js';
 import { stringLeaves, type SecretScanner } from '../secrets/secret-scanner.js';
 import type { ProfileEntry, RegistryStore } from '../registry/store.js';
@@ -20,6 +22,8 @@ import { assertPlacement } from './placement.js';
 import { selectableProfileIds } from './selectable.js';
 import {
   ACP_COMMAND,
+  ACP_HARNESS,
+  assertExpectedRevision,
   assertRevision,
   isManifestBacked,
   newProfileId,
@@ -29,10 +33,31 @@ import {
   type ProfileChanges,
 } from './profile-rules.js';
 
-/** A profile as the API shows it, with its ETag (a quoted revision). */
+/** A profile as the API shows it, with its ETag (a quoted digest of the record). */
 export interface ProfileRead {
-  profile: AgentProfile;
+  profile: ProfileView;
   etag: string;
+}
+
+/** The profile list as the API shows it. */
+export interface ProfileListing {
+  profiles: ProfileView[];
+  selectableProfileIds: string[];
+  /** The default machine; absent when there is none. */
+  agentlet?: ProfileListAgentlet;
+}
+
+/** The launch a create stores: the body's, with no property but the kind's own. */
+function launchOf(launch: ProfileCreateBody['launch']): AgentProfile['launch'] {
+  if (launch.kind === ACP_COMMAND) return { kind: ACP_COMMAND, command: launch.command };
+  if (launch.kind === ACP_HARNESS) {
+    return { kind: ACP_HARNESS, harnessId: launch.harnessId, ...(launch.options === undefined ? {} : { options: { ...launch.options } }) };
+  }
+  throw new AppError(
+    'invalid_profile_kind',
+    `Only ${ACP_COMMAND} and ${ACP_HARNESS} profiles can be created here; ${launch.kind} profiles come from Agent Team manifests.`,
+    { field: '/launch/kind', kind: launch.kind },
+  );
 }
 
 /**
@@ -113,6 +138,7 @@ function textFields(fields: {
   alias?: string;
   workingDirPath?: string;
   command?: string;
+  harnessId?: string;
   customData?: Record<string, unknown> | null;
   metadata?: { cliId?: string } | null;
 }): [string, string][] {
@@ -120,6 +146,7 @@ function textFields(fields: {
   if (fields.alias !== undefined) out.push(['/alias', fields.alias]);
   if (fields.workingDirPath !== undefined) out.push(['/workingDirPath', fields.workingDirPath]);
   if (fields.command !== undefined) out.push(['/launch/command', fields.command]);
+  if (fields.harnessId !== undefined) out.push(['/launch/harnessId', fields.harnessId]);
   if (fields.metadata) out.push(...stringLeaves(fields.metadata, '/metadata'));
   if (fields.customData) out.push(...stringLeaves(fields.customData, '/customData'));
   return out;
@@ -134,15 +161,42 @@ export class ProfileRegistry {
     private readonly options: { requiredResourceIds?: readonly string[]; defaultAgentletId?: string } = {},
   ) {}
 
-  async list(): Promise<AgentProfile[]> {
+  async list(): Promise<ProfileView[]> {
     return (await this.store.listProfiles()).map((e) => profileView(e.profile));
   }
 
-  /** The profiles and, with upstream's meaning, the IDs of those a new agent can be started from. */
-  async listWithSelectable(): Promise<{ profiles: AgentProfile[]; selectableProfileIds: string[] }> {
-    const [entries, team] = await Promise.all([this.store.listProfiles(), this.store.getTeamState()]);
+  /**
+   * The profiles, with upstream's meaning the IDs of those a new agent can be started from, and the
+   * default machine with what the registry knows of it.
+   */
+  async listWithSelectable(): Promise<ProfileListing> {
+    const [entries, team, agentlet] = await Promise.all([this.store.listProfiles(), this.store.getTeamState(), this.defaultAgentlet()]);
     const profiles = entries.map((e) => profileView(e.profile));
-    return { profiles, selectableProfileIds: selectableProfileIds(profiles, team) };
+    return { profiles, selectableProfileIds: selectableProfileIds(profiles, team), ...(agentlet ? { agentlet } : {}) };
+  }
+
+  /**
+   * The machine a profile created without `agentletId` lands on: `DEFAULT_AGENTLET_ID`, else the one
+   * machine enrolled (and not revoked) when exactly one is; `undefined` otherwise.
+   */
+  async defaultMachineId(): Promise<string | undefined> {
+    if (this.options.defaultAgentletId !== undefined) return this.options.defaultAgentletId;
+    const active = (await this.store.listMachines()).filter((m) => !m.revokedAt);
+    return active.length === 1 ? active[0]?.machineId : undefined;
+  }
+
+  /**
+   * The default machine and its status as far as the registry knows it (no live channel yet): `enrolled`
+   * with an active credential (`online`, as upstream's UI reads it), else `revoked` or `unknown` with the
+   * reason in `lastError`.
+   */
+  async defaultAgentlet(): Promise<ProfileListAgentlet | undefined> {
+    const id = await this.defaultMachineId();
+    if (id === undefined) return undefined;
+    const machine = await this.store.getMachine(id);
+    if (machine && !machine.revokedAt) return { id, status: 'enrolled', online: true };
+    if (machine) return { id, status: 'revoked', online: false, lastError: `The enrollment of machine ${id} was revoked; enroll it again to use it.` };
+    return { id, status: 'unknown', online: false, lastError: `Machine ${id} is not enrolled in this registry.` };
   }
 
   async get(id: string): Promise<ProfileRead> {
@@ -151,22 +205,21 @@ export class ProfileRegistry {
     return read(entry);
   }
 
-  /** Creates an `acp-command` profile; the registry assigns `id` and `schemaVersion`. */
+  /**
+   * Creates an `acp-command` or `acp-harness` profile; the registry assigns `id`, `schemaVersion` and
+   * `revision` (1).
+   */
   async create(body: ProfileCreateBody, actor: string): Promise<ProfileRead> {
-    if (body.launch.kind !== ACP_COMMAND) {
-      throw new AppError(
-        'invalid_profile_kind',
-        `Only ${ACP_COMMAND} profiles can be created here; ${body.launch.kind} profiles come from Agent Team manifests.`,
-        { field: '/launch/kind', kind: body.launch.kind },
-      );
-    }
-    const launch = { kind: ACP_COMMAND, command: (body.launch as { command: string }).command } as const;
-    // The Huabu UI leaves the machine out: the Huabu server's own machine, when the service knows it.
-    const agentletId = body.agentletId ?? this.options.defaultAgentletId;
+    const launch = launchOf(body.launch);
+    // The Huabu UI leaves the machine out: the Huabu server's own machine, when the service knows it, else
+    // the only machine there is to choose.
+    const agentletId = body.agentletId ?? (await this.defaultMachineId());
     if (agentletId === undefined) {
-      throw new AppError('validation_failed', 'agentletId is required (this service has no DEFAULT_AGENTLET_ID to use instead).', {
-        field: '/agentletId',
-      });
+      throw new AppError(
+        'validation_failed',
+        'agentletId is required: this service has no DEFAULT_AGENTLET_ID, and not exactly one machine is enrolled to use instead.',
+        { field: '/agentletId' },
+      );
     }
     const resourceIds = body.resourceIds ?? [];
     assertVisibleAlias(body.alias);
@@ -174,10 +227,18 @@ export class ProfileRegistry {
     await this.#assertPlacement(resourceIds, agentletId);
     const id = newProfileId();
     await this.#assertNoConflicts({ id, alias: body.alias, agentletId }, resourceIds);
-    await this.scanner.assertClean([['/agentletId', agentletId], ...textFields({ ...body, command: launch.command })]);
+    await this.scanner.assertClean([
+      ['/agentletId', agentletId],
+      ...textFields({
+        ...body,
+        ...(launch.kind === ACP_COMMAND ? { command: launch.command } : {}),
+        ...(launch.kind === ACP_HARNESS ? { harnessId: launch.harnessId } : {}),
+      }),
+    ]);
     const profile: AgentProfile = {
       schemaVersion: PROFILE_SCHEMA_VERSION,
       id,
+      revision: 1,
       alias: body.alias,
       agentletId,
       workingDirPath: body.workingDirPath,
@@ -193,14 +254,16 @@ export class ProfileRegistry {
 
   /**
    * Changes alias, workingDirPath, resourceIds (the whole list) and customData (the whole object).
-   * `ifMatch` is the request's If-Match header; the store compares it atomically with the write.
+   * `ifMatch` is the request's If-Match header and `body.expectedRevision` the revision the caller saw;
+   * the store compares both atomically with the write.
    */
   async update(id: string, body: ProfilePatchBody, ifMatch: string | undefined, actor: string): Promise<ProfileRead> {
     const expected = parseIfMatch(ifMatch);
     const current = await this.store.getProfile(id);
     if (!current) throw profileNotFound(id);
-    // Fail early on a stale ETag or the wrong kind; the store checks both again inside the write.
+    // Fail early on a stale ETag or revision or the wrong kind; the store checks them again inside the write.
     assertRevision(current.profile, expected);
+    assertExpectedRevision(current.profile, body.expectedRevision);
     if (isManifestBacked(current.profile)) throw notThisKind(current.profile, 'changed');
     assertVisibleAlias(body.alias);
     assertCustomDataSize(body.customData ?? undefined);
@@ -216,7 +279,7 @@ export class ProfileRegistry {
     if (body.resourceIds !== undefined) changes.resourceIds = body.resourceIds;
     if (body.customData !== undefined) changes.customData = body.customData;
     if (body.metadata !== undefined) changes.metadata = body.metadata;
-    const entry = await this.store.updateProfile(id, changes, expected).catch((err: unknown) => this.audit.failure(actor, 'profile.update', id, err));
+    const entry = await this.store.updateProfile(id, changes, expected, body.expectedRevision).catch((err: unknown) => this.audit.failure(actor, 'profile.update', id, err));
     await this.audit.record([{ actor, action: 'profile.update', id, outcome: entry.changed ? 'updated' : 'unchanged' }]);
     return read(entry);
   }

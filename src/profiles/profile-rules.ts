@@ -1,12 +1,14 @@
 // The rules of the profile registry that every store applies atomically with its write (the JSON store
 // inside its group-commit mutation; a database store in one statement or transaction): alias uniqueness
-// ignoring case, the If-Match revision check, and the kinds this API may change. Pure functions.
+// ignoring case, the If-Match and `expectedRevision` checks, the revision count, and the kinds this API
+// may change. Pure functions.
 import { lookAlikeKey } from '../text/look-alike.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { AppError } from '../errors.js';
-import type { AgentProfile } from '../schemas/profile.js';
+import type { AgentProfile, ProfileView } from '../schemas/profile.js';
 
 export const ACP_COMMAND = 'acp-command';
+export const ACP_HARNESS = 'acp-harness';
 export const AGENT_TEAM_MANIFEST = 'agent-team-manifest';
 
 /** The fields PATCH may change. */
@@ -69,8 +71,9 @@ export function canonicalJson(value: unknown): string {
 }
 
 /**
- * The revision of a stored record: a digest of its content. It changes whenever the record changes, so
- * it serves as the strong ETag and as the If-Match check without storing anything extra.
+ * The ETag of a stored record: a digest of its content, the integer `revision` included. Every change that
+ * changes something also raises `revision`, so the ETag changes exactly when the revision does: If-Match
+ * (412) and `expectedRevision` (409) refuse the same changes made meanwhile.
  */
 export function profileRevision(profile: AgentProfile): string {
   return createHash('sha256').update(canonicalJson(profile)).digest('base64url').slice(0, 27);
@@ -101,6 +104,24 @@ export function assertAliasFree(profiles: Iterable<AgentProfile>, alias: string,
   }
 }
 
+/** The integer revision of a stored record; a record written before revisions existed is at 1. */
+export function revisionOf(profile: Pick<AgentProfile, 'revision'>): number {
+  return typeof profile.revision === 'number' ? profile.revision : 1;
+}
+
+/** Throws 409 `profile_conflict` when the caller's `expectedRevision` is not the current one. Absent: unconditional. */
+export function assertExpectedRevision(current: AgentProfile, expected: number | undefined): void {
+  if (expected === undefined) return;
+  const revision = revisionOf(current);
+  if (expected !== revision) {
+    throw new AppError(
+      'profile_conflict',
+      `Profile ${current.id} is at revision ${revision}, not ${expected}: it changed meanwhile. Read it again and reapply your change.`,
+      { id: current.id, revision, expectedRevision: expected },
+    );
+  }
+}
+
 /** Throws 412 when the caller's If-Match revisions do not include the current one. Absent: unconditional. */
 export function assertRevision(current: AgentProfile, expected: readonly string[] | undefined): void {
   if (expected === undefined) return;
@@ -125,9 +146,11 @@ export function planUpdate(
   id: string,
   changes: ProfileChanges,
   expected: readonly string[] | undefined,
+  expectedRevision?: number,
 ): { next: AgentProfile; changed: boolean } {
   if (!current) throw profileNotFound(id);
   assertRevision(current, expected);
+  assertExpectedRevision(current, expectedRevision);
   if (isManifestBacked(current)) throw notThisKind(current, 'changed');
   if (changes.alias !== undefined && changes.alias !== current.alias) assertAliasFree(profiles, changes.alias, id);
   const next: AgentProfile = { ...current };
@@ -139,7 +162,9 @@ export function planUpdate(
   if (changes.metadata === null) delete next.metadata;
   else if (changes.metadata !== undefined) next.metadata = changes.metadata;
   const changed = canonicalJson(next) !== canonicalJson(current);
-  return { next: changed ? next : current, changed };
+  if (!changed) return { next: current, changed };
+  next.revision = revisionOf(current) + 1;
+  return { next, changed };
 }
 
 export function planDelete(current: AgentProfile | undefined, id: string, expected: readonly string[] | undefined): void {
@@ -148,7 +173,12 @@ export function planDelete(current: AgentProfile | undefined, id: string, expect
   if (isManifestBacked(current)) throw notThisKind(current, 'deleted');
 }
 
-/** How a record is shown: manifest-backed profiles cannot select resources in this phase. */
-export function profileView(profile: AgentProfile): AgentProfile {
-  return isManifestBacked(profile) && profile.resourceIds.length > 0 ? { ...profile, resourceIds: [] } : profile;
+/**
+ * How a record is shown: with its revision (1 for a record written before revisions existed), and
+ * manifest-backed profiles with no resources (they cannot select any in this phase).
+ */
+export function profileView(profile: AgentProfile): ProfileView {
+  const hidden = isManifestBacked(profile) && profile.resourceIds.length > 0;
+  if (!hidden && typeof profile.revision === 'number') return profile as ProfileView;
+  return { ...profile, revision: revisionOf(profile), ...(hidden ? { resourceIds: [] } : {}) };
 }

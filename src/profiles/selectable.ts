@@ -1,5 +1,5 @@
 // Which profiles a new agent can be started from: upstream's `listSelectableProfileIds` (microsoft/Huabu,
-// external/agenetes/packages/agent-team/src/registry.ts). Every `acp-command` profile; a manifest-backed one
+// external/agenetes/packages/agent-team/src/registry.ts). Every `acp-command` and `acp-harness` profile; a manifest-backed one
 // only when its preparation is `ready`, its Agent Team member (same machine and manifest path) is `active`,
 // and every required environment field of that member has a value. Pure; reads the Agent Team state as
 // stored, so any shape it does not expect makes the profile unselectable rather than failing the list.

@@ -9,7 +9,10 @@ import type { ProfileChanges } from '../profiles/profile-rules.js';
 import type { AgentProfile } from '../schemas/profile.js';
 import type { WorkloadRecord } from '../schemas/workload.js';
 
-/** A stored profile and its revision (opaque; the ETag). */
+/**
+ * A stored profile and its ETag value (`revision` here: an opaque digest of the record, which changes
+ * exactly when the record's integer `revision` does).
+ */
 export interface ProfileEntry {
   profile: AgentProfile;
   revision: string;
@@ -105,15 +108,23 @@ export interface RegistryStore {
   /**
    * Profiles, with the rules of src/profiles/profile-rules.ts applied atomically with each write: alias
    * unique ignoring case (409 `alias_conflict`), `expectedRevisions` (from If-Match; absent means
-   * unconditional) compared with the current revision in the same step as the write (412
-   * `precondition_failed`), and manifest-backed profiles never changed (409 `invalid_profile_kind`).
+   * unconditional) compared with the current ETag in the same step as the write (412
+   * `precondition_failed`), `expectedRevision` (the body's; absent means unconditional) compared with the
+   * record's integer `revision` in that step too (409 `profile_conflict`), the integer `revision` raised by
+   * one with every change that changes something, and manifest-backed profiles never changed (409
+   * `invalid_profile_kind`).
    * Records are returned exactly as stored; how they are shown is the profile registry's business.
    */
   /** Sorted by id. */
   listProfiles(): Promise<readonly ProfileEntry[]>;
   getProfile(id: string): Promise<ProfileEntry | undefined>;
   createProfile(profile: AgentProfile): Promise<ProfileEntry>;
-  updateProfile(id: string, changes: ProfileChanges, expectedRevisions?: readonly string[]): Promise<ProfileEntry & { changed: boolean }>;
+  updateProfile(
+    id: string,
+    changes: ProfileChanges,
+    expectedRevisions?: readonly string[],
+    expectedRevision?: number,
+  ): Promise<ProfileEntry & { changed: boolean }>;
   deleteProfile(id: string, expectedRevisions?: readonly string[]): Promise<void>;
   /**
    * The Agent Team state kept beside the profiles (`members`, `configs` of the registry file), exactly as

@@ -1,5 +1,6 @@
-// Owner: Agent Profiles. List, create (acp-command only), read, change (If-Match) and delete profiles; the
-// profile registry checks placement and secrets, the store enforces alias uniqueness and revisions.
+// Owner: Agent Profiles. List, create (acp-command and acp-harness), read, change (If-Match or
+// expectedRevision) and delete profiles; the profile registry checks placement and secrets, the store
+// enforces alias uniqueness and revisions. With HUABU_COMPAT, create and delete answer as upstream does.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { actorOf } from '../credentials/principal.js';
@@ -10,6 +11,7 @@ import {
   IfMatchHeaders,
   MAX_PROFILE_RESOURCE_IDS,
   ProfileCreateBody,
+  ProfileDeleted,
   ProfileList,
   ProfileParams,
   ProfilePatchBody,
@@ -21,7 +23,8 @@ const ETAG_HEADER = {
   headers: { etag: Type.String({ description: "The profile's current revision (a strong ETag); send it back in `If-Match`." }) },
 };
 
-export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { profiles }) => {
+export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { profiles, config }) => {
+  const compat = config.huabuCompat;
   protect(app, [app.requireOwner], ['ownerToken']);
 
   app.get(
@@ -32,7 +35,7 @@ export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
         operationId: 'listProfiles',
         summary: 'List Agent Profiles',
         description:
-          "Every profile, sorted by id, and `selectableProfileIds`: the ones a new agent can be started from (upstream's meaning; the Huabu UI offers only these). Manifest-backed profiles are listed with `resourceIds: []`.",
+          "Every profile, sorted by id; `selectableProfileIds`: the ones a new agent can be started from (upstream's meaning; the Huabu UI offers only these); and `agentlet`: the default machine (`DEFAULT_AGENTLET_ID`, else the one enrolled machine) with its status, absent when there is none. Manifest-backed profiles are listed with `resourceIds: []`.",
         response: { 200: { ...ProfileList, description: 'The profiles.' } },
       },
     },
@@ -46,10 +49,11 @@ export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
         tags: ['profiles'],
         operationId: 'createProfile',
         summary: 'Create an Agent Profile',
-        description: `Creates an \`acp-command\` profile; the registry assigns \`id\` and \`schemaVersion\`. \`resourceIds\` (at most ${MAX_PROFILE_RESOURCE_IDS}, unique, order kept) may name only registered resources (else 422 \`unresolved_resource_ids\`) whose provider is \`huabu\` or the profile's \`agentletId\` (else 422 \`resource_not_eligible\`); \`details.ids\` lists the offenders. A selection that would show the agent two resources of the same name (ignoring case and surrounding space; required defaults included) is 422 \`capability_diagnostics_failed\` with \`details.diagnostics\`. Aliases are unique ignoring case. Alias, path, command and every key and string of \`customData\` are scanned for secrets.`,
+        description: `Creates an \`acp-command\` or \`acp-harness\` profile; the registry assigns \`id\`, \`schemaVersion\` and \`revision\` (1). Answers 201; with \`HUABU_COMPAT=1\` 200, as upstream does. \`resourceIds\` (at most ${MAX_PROFILE_RESOURCE_IDS}, unique, order kept) may name only registered resources (else 422 \`unresolved_resource_ids\`) whose provider is \`huabu\` or the profile's \`agentletId\` (else 422 \`resource_not_eligible\`); \`details.ids\` lists the offenders. A selection that would show the agent two resources of the same name (ignoring case and surrounding space; required defaults included) is 422 \`capability_diagnostics_failed\` with \`details.diagnostics\`. Aliases are unique ignoring case. Alias, path, command, harness ID and every key and string of \`customData\` and \`metadata\` are scanned for secrets.`,
         body: ProfileCreateBody,
         response: {
-          201: { ...AgentProfile, description: 'Created. The `ETag` header carries its revision.', ...ETAG_HEADER },
+          201: { ...AgentProfile, description: 'Created. The `ETag` header carries its current version.', ...ETAG_HEADER },
+          200: { ...AgentProfile, description: 'Created, with `HUABU_COMPAT=1` (upstream answers 200). The `ETag` header carries its current version.', ...ETAG_HEADER },
           ...errors(
             'validation_failed',
             'alias_conflict',
@@ -66,7 +70,7 @@ export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
     },
     async (request, reply) => {
       const { profile, etag } = await profiles.create(request.body, actorOf(request.principal!));
-      return reply.code(201).header('etag', etag).header('location', `${request.url.split('?')[0]}/${profile.id}`).send(profile);
+      return reply.code(compat ? 200 : 201).header('etag', etag).header('location', `${request.url.split('?')[0]}/${profile.id}`).send(profile);
     },
   );
 
@@ -99,17 +103,18 @@ export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
         operationId: 'updateProfile',
         summary: 'Change an Agent Profile',
         description:
-          'Changes alias, workingDirPath, resourceIds, customData and metadata; fields left out stay. `resourceIds` replaces the whole list and is checked like on create (placement, then same-named resources); `customData` and `metadata` replace the whole object, and `null` removes it. With `If-Match` (the ETag from GET) a change made meanwhile by someone else is refused with 412 instead of being overwritten. Manifest-backed profiles cannot be changed here (409 `invalid_profile_kind`).',
+          "Changes alias, workingDirPath, resourceIds, customData and metadata; fields left out stay. `resourceIds` replaces the whole list and is checked like on create (placement, then same-named resources); `customData` and `metadata` replace the whole object, and `null` removes it. A change that changes something raises `revision` by one. A change made meanwhile by someone else is refused instead of overwritten: with `If-Match` (the ETag from GET) by 412 `precondition_failed`, with `expectedRevision` in the body (upstream's way) by 409 `profile_conflict`; both refuse the same changes, and nothing is written. Manifest-backed profiles cannot be changed here (409 `invalid_profile_kind`).",
         params: ProfileParams,
         headers: IfMatchHeaders,
         body: ProfilePatchBody,
         response: {
-          200: { ...AgentProfile, description: 'The profile as changed. The `ETag` header carries its new revision.', ...ETAG_HEADER },
+          200: { ...AgentProfile, description: 'The profile as changed. The `ETag` header carries its new version.', ...ETAG_HEADER },
           ...errors(
             'validation_failed',
             'profile_not_found',
             'alias_conflict',
             'invalid_profile_kind',
+            'profile_conflict',
             'precondition_failed',
             'secret_detected',
             'unresolved_resource_ids',
@@ -135,18 +140,19 @@ export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
         operationId: 'deleteProfile',
         summary: 'Delete an Agent Profile',
         description:
-          'Deletes an `acp-command` profile. `If-Match` is honoured as on PATCH. Manifest-backed profiles belong to their Agent Team manifest (409 `invalid_profile_kind`). Workloads already launched from the profile keep their pinned record.',
+          'Deletes an `acp-command` or `acp-harness` profile: 204 with no body; with `HUABU_COMPAT=1` 200 `{deleted: true}`, as upstream does. `If-Match` is honoured as on PATCH. Manifest-backed profiles belong to their Agent Team manifest (409 `invalid_profile_kind`). Workloads already launched from the profile keep their pinned record.',
         params: ProfileParams,
         headers: IfMatchHeaders,
         response: {
           204: Type.Null({ description: 'Deleted.' }),
+          200: { ...ProfileDeleted, description: 'Deleted, with `HUABU_COMPAT=1` (upstream\'s answer).' },
           ...errors('validation_failed', 'profile_not_found', 'invalid_profile_kind', 'precondition_failed', 'storage_unavailable'),
         },
       },
     },
     async (request, reply) => {
       await profiles.delete(request.params.id, request.headers['if-match'], actorOf(request.principal!));
-      return reply.code(204).send(null);
+      return compat ? reply.code(200).send({ deleted: true as const }) : reply.code(204).send(null);
     },
   );
 };

@@ -79,6 +79,32 @@ export const AcpCommandLaunch = Type.Object(
 );
 export type AcpCommandLaunch = Static<typeof AcpCommandLaunch>;
 
+/** Upstream's bound for a harness ID (Huabu `@agenetes/protocol` `harness.ts`): the Agentlet's catalogue names it. */
+export const HARNESS_ID_PATTERN = '^[a-z0-9][a-z0-9-]{0,63}$';
+
+export const HarnessLaunchOptions = Type.Object(
+  {
+    autoApprove: Type.Optional(Type.Boolean({ description: 'Start the harness with its own auto-approval of tool calls, when the harness supports it.' })),
+  },
+  { additionalProperties: false, title: 'HarnessLaunchOptions', description: 'The launch options a harness catalogue defines; no free command line or environment.' },
+);
+
+export const AcpHarnessLaunch = Type.Object(
+  {
+    kind: Type.Literal('acp-harness'),
+    harnessId: Type.String({
+      minLength: 1,
+      maxLength: 64,
+      pattern: HARNESS_ID_PATTERN,
+      description: "The harness in the Agentlet's catalogue (1..64 lowercase letters, digits and `-`, starting with a letter or digit; scanned for secrets).",
+      examples: ['claude-code'],
+    }),
+    options: Type.Optional(HarnessLaunchOptions),
+  },
+  { additionalProperties: false, title: 'AcpHarnessLaunch', description: "A profile launched through a harness the Agentlet knows (upstream's structured launch)." },
+);
+export type AcpHarnessLaunch = Static<typeof AcpHarnessLaunch>;
+
 /** Owned by Agent Team manifests; carried unchanged, so unknown properties are kept. */
 export const AgentTeamManifestLaunch = Type.Object(
   {
@@ -89,8 +115,9 @@ export const AgentTeamManifestLaunch = Type.Object(
   { additionalProperties: true, title: 'AgentTeamManifestLaunch', description: 'A manifest-backed profile (read-only through this API).' },
 );
 
-export const ProfileLaunch = Type.Union([AcpCommandLaunch, AgentTeamManifestLaunch], {
-  description: '`acp-command` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API.',
+export const ProfileLaunch = Type.Union([AcpCommandLaunch, AcpHarnessLaunch, AgentTeamManifestLaunch], {
+  description:
+    '`acp-command` and `acp-harness` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API.',
 });
 export type ProfileLaunch = Static<typeof ProfileLaunch>;
 
@@ -105,11 +132,12 @@ const ProfileLaunchView = Type.Union(
       { kind: Type.Literal('acp-command'), command: Type.String({ description: 'The ACP agent command line the Agentlet runs.' }) },
       { additionalProperties: false, title: 'AcpCommandLaunchView', description: 'A profile launched by running an ACP command.' },
     ),
+    AcpHarnessLaunch,
     AgentTeamManifestLaunch,
   ],
   {
     description:
-      '`acp-command` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API.',
+      '`acp-command` and `acp-harness` profiles are managed here; `agent-team-manifest` profiles come from Agent Team and cannot be created, changed or deleted through this API.',
   },
 );
 
@@ -134,9 +162,21 @@ export const Preparation = Type.Record(Type.String(), Type.Unknown(), {
   description: 'Agent Team preparation of a manifest-backed profile, carried unchanged.',
 });
 
+/**
+ * The profile's revision: 1 at create, +1 with every change that changes something. A stored record written
+ * before revisions existed has none and reads as 1.
+ */
+export const ProfileRevision = Type.Integer({
+  minimum: 0,
+  description:
+    "The profile's revision: 1 when created, one more with every change that changes something (a change that changes nothing keeps it). Send it back as `expectedRevision` in a PATCH to refuse a change made meanwhile (409 `profile_conflict`).",
+  examples: [3],
+});
+
 const profileProperties = {
   schemaVersion: Type.Literal(PROFILE_SCHEMA_VERSION, { description: 'Record schema version.' }),
   id: ProfileId,
+  revision: ProfileRevision,
   alias: Alias,
   agentletId: MachineId,
   workingDirPath: WorkingDirPath,
@@ -149,7 +189,13 @@ const profileProperties = {
 
 /** The record as the API shows it. Manifest-backed profiles always show `resourceIds: []`. */
 export const AgentProfile = Type.Object(profileProperties, { additionalProperties: false, title: 'AgentProfile' });
-export type AgentProfile = Static<typeof AgentProfile>;
+/**
+ * A profile record. `revision` is optional here because a stored record written before revisions existed
+ * has none (it reads as 1); every answer carries it (`profileView`).
+ */
+export type AgentProfile = Omit<Static<typeof AgentProfile>, 'revision'> & { revision?: number };
+/** A profile as every answer shows it: with its `revision`. */
+export type ProfileView = Static<typeof AgentProfile>;
 
 const NON_BLANK = '\\S';
 const TRIMMED = '^\\S(?:[\\s\\S]*\\S)?$';
@@ -167,11 +213,13 @@ export const StoredAgentProfile = Type.Object(
     alias: Type.String({ pattern: TRIMMED }),
     agentletId: Type.String({ pattern: NON_BLANK }),
     workingDirPath: Type.String({ pattern: NON_BLANK }),
+    revision: Type.Optional(Type.Integer({ minimum: 0 })),
     resourceIds: ProfileResourceIds,
     customData: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
     metadata: Type.Optional(Type.Object({ cliId: Type.Optional(Type.String()) }, { additionalProperties: true })),
     launch: Type.Union([
       Type.Object({ kind: Type.Literal('acp-command'), command: Type.String({ pattern: NON_BLANK }) }, { additionalProperties: true }),
+      Type.Object({ kind: Type.Literal('acp-harness'), harnessId: Type.String({ pattern: NON_BLANK }) }, { additionalProperties: true }),
       Type.Object(
         { kind: Type.Literal('agent-team-manifest'), manifestPath: Type.String({ pattern: NON_BLANK }), harness: Type.String({ pattern: NON_BLANK }) },
         { additionalProperties: true },
@@ -185,7 +233,11 @@ export const StoredAgentProfile = Type.Object(
 export const ProfileCreateBody = Type.Object(
   {
     alias: Alias,
-    agentletId: Type.Optional({ ...MachineId, description: 'The machine the agent runs on. May be left out when the service has `DEFAULT_AGENTLET_ID` (the Huabu server\'s own machine); otherwise required (400).' }),
+    agentletId: Type.Optional({
+      ...MachineId,
+      description:
+        "The machine the agent runs on. Left out: `DEFAULT_AGENTLET_ID` (the Huabu server's own machine) when the service has one, else the one enrolled machine when exactly one is enrolled; otherwise 400.",
+    }),
     workingDirPath: WorkingDirPath,
     launch: ProfileLaunch,
     resourceIds: Type.Optional(ProfileResourceIds),
@@ -196,7 +248,7 @@ export const ProfileCreateBody = Type.Object(
     additionalProperties: false,
     title: 'ProfileCreate',
     description:
-      'The registry assigns `id` and `schemaVersion`; sending either is 400. Only `acp-command` profiles can be created here: an `agent-team-manifest` launch is 409 `invalid_profile_kind`. `agentletId` defaults to `DEFAULT_AGENTLET_ID` when the service has one.',
+      'The registry assigns `id`, `schemaVersion` and `revision` (1); sending `id` or `schemaVersion` is 400. `acp-command` and `acp-harness` profiles can be created here: an `agent-team-manifest` launch is 409 `invalid_profile_kind`. `agentletId` defaults to `DEFAULT_AGENTLET_ID` when the service has one, else to the one enrolled machine.',
   },
 );
 export type ProfileCreateBody = Static<typeof ProfileCreateBody>;
@@ -208,19 +260,58 @@ export const ProfilePatchBody = Type.Object(
     resourceIds: Type.Optional(ProfileResourceIds),
     customData: Type.Optional(Type.Union([CustomData, Type.Null()], { description: 'Replaces the whole object; `null` removes it.' })),
     metadata: Type.Optional(Type.Union([ProfileMetadata, Type.Null()], { description: 'Replaces the whole object; `null` removes it.' })),
+    expectedRevision: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description:
+          "The `revision` the change was made against (upstream's optimistic check). When the profile's revision is another one, the change is refused with 409 `profile_conflict` and nothing is written.",
+        examples: [3],
+      }),
+    ),
   },
   {
     additionalProperties: false,
     title: 'ProfilePatch',
     description:
-      'Fields left out stay as they are. `resourceIds` replaces the whole list (`[]` selects nothing); `customData` and `metadata` replace the whole object, and `null` removes it.',
+      'Fields left out stay as they are. `resourceIds` replaces the whole list (`[]` selects nothing); `customData` and `metadata` replace the whole object, and `null` removes it. `expectedRevision` changes nothing itself: it is the condition of the change.',
   },
 );
 export type ProfilePatchBody = Static<typeof ProfilePatchBody>;
 
+/**
+ * What the registry knows of a machine before it holds a live channel: `enrolled` (an active machine
+ * credential), `revoked` (its enrollment was revoked), `unknown` (never enrolled here).
+ */
+export const AGENTLET_STATUSES = ['enrolled', 'revoked', 'unknown'] as const;
+export type AgentletStatus = (typeof AGENTLET_STATUSES)[number];
+
+export const ProfileListAgentlet = Type.Object(
+  {
+    id: { ...MachineId, description: 'The default machine: `DEFAULT_AGENTLET_ID`, else the one enrolled machine.' },
+    status: Type.Union(
+      [Type.Literal('enrolled'), Type.Literal('revoked'), Type.Literal('unknown')],
+      {
+        description:
+          '`enrolled`: the machine holds an active credential of this registry; `revoked`: its enrollment was revoked; `unknown`: it was never enrolled here.',
+      },
+    ),
+    online: Type.Boolean({
+      description: "Upstream's flag, which the Huabu UI reads to show its offline banner: true when the machine is `enrolled`, false otherwise.",
+    }),
+    lastError: Type.Optional(Type.String({ description: 'Why the machine cannot be used, when `online` is false (the Huabu UI shows it).' })),
+  },
+  {
+    additionalProperties: false,
+    title: 'ProfileListAgentlet',
+    description: 'The default machine: the one a profile created without `agentletId` lands on. Absent when there is none.',
+  },
+);
+export type ProfileListAgentlet = Static<typeof ProfileListAgentlet>;
+
 export const ProfileList = Type.Object(
   {
     profiles: Type.Array(AgentProfile, { description: 'Profiles sorted by id.' }),
+    agentlet: Type.Optional(ProfileListAgentlet),
     selectableProfileIds: Type.Array(ProfileId, {
       description:
         "IDs of the profiles a new agent can be started from, in the order of `profiles` (upstream's `listSelectableProfileIds`): every `acp-command` profile, and a manifest-backed one only when its preparation is `ready`, its Agent Team member is `active`, and every required environment field of the member has a value.",
@@ -230,6 +321,12 @@ export const ProfileList = Type.Object(
 );
 
 export const ProfileParams = Type.Object({ id: ProfileId });
+
+/** The delete answer with `HUABU_COMPAT=1` (upstream's). */
+export const ProfileDeleted = Type.Object(
+  { deleted: Type.Literal(true, { description: 'Always true: a profile that does not exist is 404.' }) },
+  { additionalProperties: false, title: 'ProfileDeleted' },
+);
 
 export const IfMatchHeaders = Type.Object({
   'if-match': Type.Optional(

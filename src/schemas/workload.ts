@@ -1,7 +1,7 @@
 // The workload (agent thread) record, driver schema version 1, and the launch request that realizes it.
 import Type, { type Static } from 'typebox';
 import { CanvasId, MachineId, ResourceId, SafeText, SLUG_ID_PATTERN } from './common.js';
-import { MAX_PROFILE_RESOURCE_IDS, ProfileId, WorkingDirPath } from './profile.js';
+import { AcpHarnessLaunch, MAX_PROFILE_RESOURCE_IDS, ProfileId, WorkingDirPath } from './profile.js';
 
 export const DRIVER_SCHEMA_VERSION = 1;
 export const MAX_ADDITIONAL_PREAMBLE = 16 * 1024;
@@ -39,6 +39,10 @@ export const WorkloadRecord = Type.Object(
           },
           { additionalProperties: false },
         ),
+        launch: Type.Optional({
+          ...AcpHarnessLaunch,
+          description: 'Present when the profile is an `acp-harness` one: the harness (and its options) the Agentlet starts, pinned at realization.',
+        }),
       },
       { additionalProperties: false },
     ),

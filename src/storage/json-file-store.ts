@@ -477,9 +477,9 @@ export class JsonFileStore implements RegistryStore {
     return entryOf(frozen);
   }
 
-  updateProfile(id: string, changes: ProfileChanges, expectedRevisions?: readonly string[]) {
+  updateProfile(id: string, changes: ProfileChanges, expectedRevisions?: readonly string[], expectedRevision?: number) {
     return this.registry.update((draft) => {
-      const { next, changed } = planUpdate(draft.profiles.values(), draft.profiles.get(id), id, changes, expectedRevisions);
+      const { next, changed } = planUpdate(draft.profiles.values(), draft.profiles.get(id), id, changes, expectedRevisions, expectedRevision);
       const frozen = changed ? Object.freeze(next) : next;
       if (changed) draft.profiles.set(id, frozen);
       return { result: { ...entryOf(frozen), changed }, changed };

@@ -3,13 +3,14 @@
 import { AppError } from '../errors.js';
 import type { ProfileRegistry } from '../profiles/profile-registry.js';
 import { assertPlacement } from '../profiles/placement.js';
-import type { AgentProfile } from '../schemas/profile.js';
+import type { AcpHarnessLaunch, AgentProfile } from '../schemas/profile.js';
 import { DRIVER_SCHEMA_VERSION, type LaunchBody, type WorkloadRecord } from '../schemas/workload.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
 import type { RegistryStore } from '../registry/store.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
 import { bootstrapPreamble } from './bootstrap.js';
+import { ACP_COMMAND, ACP_HARNESS } from '../profiles/profile-rules.js';
 
 export interface LaunchResult {
   workload: WorkloadRecord;
@@ -39,6 +40,12 @@ export interface WorkloadServiceOptions {
 /** `dedupe([...required, ...selected])`, first occurrence wins, order otherwise kept. */
 export function effectiveResourceIds(required: readonly string[], selected: readonly string[]): string[] {
   return [...new Set([...required, ...selected])];
+}
+
+/** The harness launch as pinned in a workload: kind, harness and options, nothing else a store carried. */
+function harnessLaunch(launch: AcpHarnessLaunch): AcpHarnessLaunch {
+  const autoApprove = launch.options?.autoApprove;
+  return { kind: ACP_HARNESS, harnessId: launch.harnessId, ...(launch.options === undefined ? {} : { options: autoApprove === undefined ? {} : { autoApprove } }) };
 }
 
 const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((v, i) => v === b[i]);
@@ -74,7 +81,8 @@ export class WorkloadService {
     if (stored) return { workload: this.#repeat(stored, request), realized: false };
 
     const { profile } = await this.#o.profiles.get(request.profileId);
-    if (profile.launch.kind !== 'acp-command') {
+    const { launch } = profile;
+    if (launch.kind !== ACP_COMMAND && launch.kind !== ACP_HARNESS) {
       throw new AppError('invalid_profile_kind', `Profile ${profile.id} is backed by an Agent Team manifest and cannot be launched here.`, {
         profileId: profile.id,
         kind: profile.launch.kind,
@@ -102,6 +110,9 @@ export class WorkloadService {
         resourceScope: { canvasId: request.canvasId, threadId: request.threadId },
         initialPreamble: [bootstrapPreamble(effective), ...(request.additionalInitialPreamble === undefined ? [] : [request.additionalInitialPreamble])],
         env: { HUABU_RFS_URL: this.#o.rfsUrl(request.canvasId), HUABU_THREAD_ID: request.threadId },
+        // A harness profile's driver needs to know which harness to start; a command profile's record
+        // stays as it always was.
+        ...(launch.kind === ACP_HARNESS ? { launch: harnessLaunch(launch) } : {}),
       },
     };
     const outcome = await store.realizeWorkload(record);

@@ -276,9 +276,39 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
     const cleared = await r.updateProfile('prf-u', { metadata: null, customData: null });
     t.ok(cleared.changed);
     t.notOk('metadata' in cleared.profile || 'customData' in cleared.profile, 'both removed');
-    t.same((await s.getProfile('prf-u'))?.profile, profile('prf-u', 'UI'), 'stored without them');
+    t.same((await s.getProfile('prf-u'))?.profile, { ...profile('prf-u', 'UI'), revision: 3 }, 'stored without them (and two changes later)');
     const team = await s.getTeamState();
     t.same([team.members ?? [], team.configs ?? []], [[], []], 'an empty store holds no Agent Team members or configs');
+  });
+
+  t.test(`${name}: profiles: the integer revision counts changes; a stale expectedRevision is 409 and writes nothing`, async (t) => {
+    const s = await open(t);
+    const r = await openReplica(t, s);
+    const created = await s.createProfile(profile('prf-r', 'Counted', { revision: 1 }));
+    t.equal(created.profile.revision, 1);
+    const once = await s.updateProfile('prf-r', { alias: 'Counted once' }, undefined, 1);
+    t.equal(once.profile.revision, 2, 'a change raises it by one');
+    const noop = await r.updateProfile('prf-r', { alias: 'Counted once' }, undefined, 2);
+    t.equal(noop.changed, false);
+    t.equal(noop.profile.revision, 2, 'a change that changes nothing keeps it');
+    t.equal(noop.revision, once.revision, 'and keeps the ETag');
+
+    const stale = await rejection(t, r.updateProfile('prf-r', { alias: 'Lost update' }, undefined, 1));
+    t.equal(stale.code, 'profile_conflict');
+    t.same(stale.details, { id: 'prf-r', revision: 2, expectedRevision: 1 });
+    t.same(await s.getProfile('prf-r'), { profile: once.profile, revision: once.revision }, 'nothing was written');
+    const staleEtag = await rejection(t, r.updateProfile('prf-r', { alias: 'Lost update' }, [created.revision], 2));
+    t.equal(staleEtag.code, 'precondition_failed', 'a stale If-Match is 412 even with a current revision: both name the same change');
+
+    const twice = await r.updateProfile('prf-r', { resourceIds: [] , workingDirPath: '/elsewhere' }, [once.revision], 2);
+    t.equal(twice.profile.revision, 3);
+    t.equal((await s.getProfile('prf-r'))?.profile.revision, 3, 'stored: read back (by another replica too)');
+
+    // A record stored before revisions existed carries none; its first change stores revision 2.
+    await s.createProfile(profile('prf-old', 'Older'));
+    t.equal((await r.getProfile('prf-old'))?.profile.revision, undefined, 'read as stored');
+    t.equal((await rejection(t, s.updateProfile('prf-old', { alias: 'Older too' }, undefined, 0))).code, 'profile_conflict', 'it is at revision 1');
+    t.equal((await r.updateProfile('prf-old', { alias: 'Older too' }, undefined, 1)).profile.revision, 2);
   });
 
   t.test(`${name}: concurrent conditional updates of one profile with one ETag: exactly one wins`, async (t) => {

@@ -757,16 +757,23 @@ export class PostgresStore implements RegistryStore {
     });
   }
 
-  updateProfile(id: string, changes: ProfileChanges, expectedRevisions?: readonly string[]): Promise<ProfileEntry & { changed: boolean }> {
+  updateProfile(
+    id: string,
+    changes: ProfileChanges,
+    expectedRevisions?: readonly string[],
+    expectedRevision?: number,
+  ): Promise<ProfileEntry & { changed: boolean }> {
     return this.#guard(async () => {
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         const current = await readProfile(this.#db, id);
-        // Existence, If-Match and kind, in the order a client expects; the alias rule is the unique index.
-        const { next, changed } = planUpdate([], current?.profile, id, changes, expectedRevisions);
+        // Existence, If-Match, expectedRevision and kind, in the order a client expects; the alias rule is
+        // the unique index.
+        const { next, changed } = planUpdate([], current?.profile, id, changes, expectedRevisions, expectedRevision);
         if (!changed) return { ...current!, changed: false };
         const revision = profileRevision(next);
         try {
-          // Written only if the row is still the revision the checks ran on: If-Match in the same step. An
+          // Written only if the row is still the revision the checks ran on (its digest covers the integer
+          // revision): If-Match and expectedRevision in the same step. An
           // unchanged alias keeps its stored key (a namesake from an earlier alias rule keeps its old one).
           const key = next.alias === current!.profile.alias ? null : aliasKey(next.alias);
           const { rowCount } = await this.#query(
