@@ -97,10 +97,11 @@ t.test("the owner's customization survives a provider's replace and reconcile, i
 
   const custom = await patch('slides', { displayName: '  Slide builder ', userContent: ' Use the company template. ' });
   t.equal(custom.statusCode, 200);
-  t.same(custom.json(), { schemaVersion: 2, id: 'slides', name: 'slides', displayName: 'Slide builder', provider: 'agentlet-a', sourceContent: 'Build slide decks.', userContent: 'Use the company template.' });
+  t.same(Object.keys(custom.json()), ['resource'], "upstream's envelope: the record is in `resource`");
+  t.same(custom.json().resource, { schemaVersion: 2, id: 'slides', name: 'slides', displayName: 'Slide builder', provider: 'agentlet-a', sourceContent: 'Build slide decks.', userContent: 'Use the company template.' });
   const v1Custom = await patch('pdf-tools', { displayName: 'PDF' , userContent: 'Never print the files.' });
   t.equal(v1Custom.statusCode, 200);
-  t.match(v1Custom.json(), { schemaVersion: 2, id: 'pdf-tools', displayName: 'PDF', userContent: 'Never print the files.', sourceContent: 'About pdf-tools.\n\nUse pdf-tools via $HUABU_RFS_URL.' });
+  t.match(v1Custom.json().resource, { schemaVersion: 2, id: 'pdf-tools', displayName: 'PDF', userContent: 'Never print the files.', sourceContent: 'About pdf-tools.\n\nUse pdf-tools via $HUABU_RFS_URL.' });
   const v1Exact = await h.app.inject({ url: '/api/acp/resources/pdf-tools', headers: h.owner });
   t.same(v1Exact.json(), { schemaVersion: 1, id: 'pdf-tools', name: 'Name of pdf-tools', provider: 'agentlet-a', description: 'About pdf-tools.', instructions: 'Use pdf-tools via $HUABU_RFS_URL.' }, 'a record written as v1 still reads back exactly as written');
 
@@ -132,7 +133,7 @@ t.test("the owner's customization survives a provider's replace and reconcile, i
 
   // Clearing.
   const cleared = await patch('pdf-tools', { displayName: null, userContent: '' });
-  t.same(cleared.json(), { schemaVersion: 2, id: 'pdf-tools', name: 'PDF tools', provider: 'agentlet-a', sourceContent: 'Split and merge PDFs.', userContent: '' });
+  t.same(cleared.json(), { resource: { schemaVersion: 2, id: 'pdf-tools', name: 'PDF tools', provider: 'agentlet-a', sourceContent: 'Split and merge PDFs.', userContent: '' } }, 'PATCH answers {resource}');
   t.equal((await patch('no-such', { userContent: 'x' })).json().code, 'resource_not_found');
   t.equal((await h.app.inject({ method: 'PATCH', url: '/api/acp/resources/pdf-tools', headers: machine, payload: { userContent: 'x' } })).statusCode, 403, 'only the owner customizes');
 

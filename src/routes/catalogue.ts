@@ -96,7 +96,7 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
           operationId: 'listResources',
         summary: 'Read the whole catalogue',
           description:
-            'All records sorted by id, optionally of one provider, in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`). As record v2 the body also carries `manageableResourceIds`: the IDs among the listed records the owner may import again, refresh or delete (`[]` when none); the v1 body is `{resources}` alone. Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding.',
+            'All records sorted by id, optionally of one provider, in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`). As record v2, the whole catalogue (no `provider`) also carries `manageableResourceIds`: the IDs the owner may import again, refresh or delete (`[]` when none); a v1 body, and a list of one provider, is `{resources}` alone. Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding.',
           querystring: Type.Object({ provider: Type.Optional(ProviderId), schemaVersion: SchemaVersionQuery }, { additionalProperties: false }),
           response: { 200: { ...AnyOwnerResourceList, description: 'The catalogue.', headers: CATALOGUE_HEADERS }, 304: NotModified, ...errors('validation_failed') },
         },
@@ -109,7 +109,7 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
           request.headers,
           { catalogue, revision: registry.revision(), key, representation: schemaVersion },
           () => (provider === undefined ? registry.list() : registry.listByProvider(provider)),
-          schemaVersion === 2 ? (records) => ({ manageableResourceIds: registry.manageableIds(records) }) : undefined,
+          schemaVersion === 2 && provider === undefined ? (records) => ({ manageableResourceIds: registry.manageableIds(records) }) : undefined,
         );
       },
     );

@@ -211,15 +211,15 @@ export const OwnerResourceListV2 = Type.Object(
     resources: ResourceListV2.properties.resources,
     manageableResourceIds: Type.Array(ResourceId, {
       description:
-        'IDs among `resources` the owner may import again, refresh from their source or delete: skills the owner imported onto a machine. `[]` when none. Only in the record v2 representation; the v1 list is unchanged.',
+        'IDs among `resources` the owner may import again, refresh from their source or delete: skills the owner imported onto a machine. `[]` when none. Only in the whole catalogue as record v2; the v1 list and the list of one provider are `{resources}` alone.',
     }),
   },
   { additionalProperties: false, title: 'OwnerResourceListV2' },
 );
 /** The owner's catalogue body in the representation asked for. */
 export const AnyOwnerResourceList = Type.Unsafe({
-  anyOf: [ResourceList, OwnerResourceListV2],
-  description: 'Records sorted by id, all in the representation asked for; as record v2 with `manageableResourceIds`.',
+  anyOf: [ResourceList, ResourceListV2, OwnerResourceListV2],
+  description: 'Records sorted by id, all in the representation asked for; the whole catalogue as record v2 with `manageableResourceIds`.',
 });
 
 /** The owner's `PATCH /resources/:id` answer: upstream's mutation envelope. */
