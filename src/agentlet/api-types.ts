@@ -4934,7 +4934,7 @@ export interface operations {
     listProviderResources: {
         parameters: {
             query?: {
-                /** @description Representation: `1` (v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). Without it: `1`, or `2` when the service runs with `HUABU_COMPAT=1`. */
+                /** @description Representation: `1` (the default; v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). */
                 schemaVersion?: 1 | 2;
             };
             header?: never;

@@ -13,7 +13,7 @@ import { LocalReceipts } from '../registry/local-receipts.js';
 import { visibleOnMachine } from '../registry/resource-registry.js';
 import { CanvasId, ResourceId } from '../schemas/common.js';
 import { represent } from '../registry/resource-versions.js';
-import { AnyAgentResource, AnyResourceList, SchemaVersionQuery } from '../schemas/resource.js';
+import { AnyAgentResource, AnyResourceList, CompatSchemaVersionQuery } from '../schemas/resource.js';
 import { LocalReceiptBody, LocalReceiptRemoval, LocalReceiptResult, RfsAgentProfiles, SkillName } from '../schemas/rfs.js';
 import { CATALOGUE_HEADERS, defaultRepresentation, NotModified, sendView } from './catalogue.js';
 import type { RouteDeps } from './deps.js';
@@ -49,7 +49,7 @@ export const rfsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { reg
         description:
           "The host's records and those of the token's machine, sorted by id, in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`). Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding.",
         params: Type.Object({ canvasId: CanvasId }),
-        querystring: Type.Object({ schemaVersion: SchemaVersionQuery }, { additionalProperties: false }),
+        querystring: Type.Object({ schemaVersion: CompatSchemaVersionQuery }, { additionalProperties: false }),
         response: { 200: { ...AnyResourceList, description: 'The records this agent may read about.', headers: CATALOGUE_HEADERS }, 304: NotModified, ...errors('validation_failed') },
       },
     },
@@ -71,7 +71,7 @@ export const rfsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { reg
         summary: 'Read one record',
         description: 'One record in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`).',
         params: Type.Object({ canvasId: CanvasId, id: ResourceId }),
-        querystring: Type.Object({ schemaVersion: SchemaVersionQuery }, { additionalProperties: false }),
+        querystring: Type.Object({ schemaVersion: CompatSchemaVersionQuery }, { additionalProperties: false }),
         response: { 200: { ...AnyAgentResource, description: 'The record.' }, ...errors('validation_failed', 'resource_not_found') },
       },
     },

@@ -84,6 +84,13 @@ export type StoredResource = StoredResourceV1 | AgentResourceV2;
 export type Representation = 1 | 2;
 export const SchemaVersionQuery = Type.Optional(
   Type.Union([Type.Literal(1), Type.Literal(2)], {
+    default: 1,
+    description: 'Representation: `1` (the default; v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does).',
+  }),
+);
+/** The owner's and the agents' reads: their default follows `HUABU_COMPAT`, so the schema names none. */
+export const CompatSchemaVersionQuery = Type.Optional(
+  Type.Union([Type.Literal(1), Type.Literal(2)], {
     description:
       'Representation: `1` (v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). Without it: `1`, or `2` when the service runs with `HUABU_COMPAT=1`.',
   }),
