@@ -12,6 +12,7 @@ export const ERROR_CODES = {
   workload_not_found: 404,
   machine_not_found: 404,
   not_found: 404,
+  skill_not_found: 404,
   resource_conflict: 409,
   alias_conflict: 409,
   invalid_profile_kind: 409,

@@ -79,6 +79,15 @@ const MATRIX: Record<string, Entry> = {
   'GET /api/acp/capabilities': { url: '/api/acp/capabilities', allowed: { owner: 200 } },
   'GET /api/rfs/{canvasId}/resources': { url: '/api/rfs/canvas-x/resources', allowed: { canvasX: 200 } },
   'GET /api/rfs/{canvasId}/resources/{id}': { url: '/api/rfs/canvas-x/resources/tool-a', allowed: { canvasX: 200 } },
+  'GET /api/rfs/{canvasId}/skill': { url: '/api/rfs/canvas-x/skill', allowed: { canvasX: 200 } },
+  'GET /api/rfs/{canvasId}/skill/{name}': { url: '/api/rfs/canvas-x/skill/huabu-access', allowed: { canvasX: 200 } },
+  'GET /api/rfs/{canvasId}/agent/profiles': { url: '/api/rfs/canvas-x/agent/profiles', allowed: { canvasX: 200 } },
+  'POST /api/rfs/{canvasId}/resources/local/receipts': {
+    url: '/api/rfs/canvas-x/resources/local/receipts',
+    payload: { id: 'agent-tool', kind: 'tool', name: 'Agent tool', sourceContent: 'Run $AGENT_RESOURCE_DIR/tools/agent-tool/run.sh.', entrypoint: 'tools/agent-tool/run.sh' },
+    allowed: { canvasX: 200 },
+  },
+  'DELETE /api/rfs/{canvasId}/resources/local/receipts/{id}': { url: '/api/rfs/canvas-x/resources/local/receipts/agent-tool', allowed: { canvasX: 200 } },
   'POST /api/acp/grants': { url: '/api/acp/grants', payload: { canvasId: 'canvas-x', threadId: 'thread-1' }, allowed: { owner: 201, huabu: 201 } },
   // The canvas token is admitted; the invocation then needs a resource grant too (test/invocation.test.ts):
   // upstream's 403 `forbidden`, with the reason telling it apart from a refused token.

@@ -67,7 +67,8 @@ t.test('a provider writes record v2; readers choose the representation; a v1 rec
   t.equal((await h.app.inject({ url: '/api/acp/resources?schemaVersion=3', headers: h.owner })).json().code, 'validation_failed');
 
   const mine = await h.app.inject({ url: '/api/acp/providers/huabu/resources?schemaVersion=2', headers: h.huabu });
-  t.same(mine.json(), list2.json(), "a provider lists its own records in either representation");
+  t.same(mine.json(), { resources: list2.json().resources }, "a provider lists its own records in either representation");
+  t.same(list2.json().manageableResourceIds, [], "the owner's whole v2 catalogue also names the IDs the owner may manage");
 });
 
 t.test('the RFS list and one RFS record serve both representations to the canvas token', async (t) => {
@@ -97,10 +98,11 @@ t.test("the owner's customization survives a provider's replace and reconcile, i
 
   const custom = await patch('slides', { displayName: '  Slide builder ', userContent: ' Use the company template. ' });
   t.equal(custom.statusCode, 200);
-  t.same(custom.json(), { schemaVersion: 2, id: 'slides', name: 'slides', displayName: 'Slide builder', provider: 'agentlet-a', sourceContent: 'Build slide decks.', userContent: 'Use the company template.' });
+  t.same(Object.keys(custom.json()), ['resource'], "upstream's envelope: the record is in `resource`");
+  t.same(custom.json().resource, { schemaVersion: 2, id: 'slides', name: 'slides', displayName: 'Slide builder', provider: 'agentlet-a', sourceContent: 'Build slide decks.', userContent: 'Use the company template.' });
   const v1Custom = await patch('pdf-tools', { displayName: 'PDF' , userContent: 'Never print the files.' });
   t.equal(v1Custom.statusCode, 200);
-  t.match(v1Custom.json(), { schemaVersion: 2, id: 'pdf-tools', displayName: 'PDF', userContent: 'Never print the files.', sourceContent: 'About pdf-tools.\n\nUse pdf-tools via $HUABU_RFS_URL.' });
+  t.match(v1Custom.json().resource, { schemaVersion: 2, id: 'pdf-tools', displayName: 'PDF', userContent: 'Never print the files.', sourceContent: 'About pdf-tools.\n\nUse pdf-tools via $HUABU_RFS_URL.' });
   const v1Exact = await h.app.inject({ url: '/api/acp/resources/pdf-tools', headers: h.owner });
   t.same(v1Exact.json(), { schemaVersion: 1, id: 'pdf-tools', name: 'Name of pdf-tools', provider: 'agentlet-a', description: 'About pdf-tools.', instructions: 'Use pdf-tools via $HUABU_RFS_URL.' }, 'a record written as v1 still reads back exactly as written');
 
@@ -132,7 +134,7 @@ t.test("the owner's customization survives a provider's replace and reconcile, i
 
   // Clearing.
   const cleared = await patch('pdf-tools', { displayName: null, userContent: '' });
-  t.same(cleared.json(), { schemaVersion: 2, id: 'pdf-tools', name: 'PDF tools', provider: 'agentlet-a', sourceContent: 'Split and merge PDFs.', userContent: '' });
+  t.same(cleared.json(), { resource: { schemaVersion: 2, id: 'pdf-tools', name: 'PDF tools', provider: 'agentlet-a', sourceContent: 'Split and merge PDFs.', userContent: '' } }, 'PATCH answers {resource}');
   t.equal((await patch('no-such', { userContent: 'x' })).json().code, 'resource_not_found');
   t.equal((await h.app.inject({ method: 'PATCH', url: '/api/acp/resources/pdf-tools', headers: machine, payload: { userContent: 'x' } })).statusCode, 403, 'only the owner customizes');
 

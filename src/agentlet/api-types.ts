@@ -73,7 +73,7 @@ export interface paths {
         };
         /**
          * Read the whole catalogue
-         * @description All records sorted by id, optionally of one provider, in the representation `schemaVersion` asks for (1, the default, or 2). Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding.
+         * @description All records sorted by id, optionally of one provider, in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`). As record v2, the whole catalogue (no `provider`) also carries `manageableResourceIds`: the IDs the owner may import again, refresh or delete (`[]` when none); a v1 body, and a list of one provider, is `{resources}` alone. Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding.
          */
         get: operations["listResources"];
         put?: never;
@@ -93,7 +93,7 @@ export interface paths {
         };
         /**
          * Read one record
-         * @description One record in the representation `schemaVersion` asks for (1, the default, or 2).
+         * @description One record in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`).
          */
         get: operations["getResource"];
         put?: never;
@@ -103,7 +103,7 @@ export interface paths {
         head?: never;
         /**
          * Customize a record (the owner's fields)
-         * @description Sets the owner's `displayName` (`null` clears it) and `userContent` (`''` clears it) of any record, whichever version its provider wrote. A provider's later replace or reconcile keeps them. Answers the record v2. Both fields are scanned for secrets.
+         * @description Sets the owner's `displayName` (`null` clears it) and `userContent` (`''` clears it) of any record, whichever version its provider wrote. A provider's later replace or reconcile keeps them. Answers `{resource}`: the record v2. Both fields are scanned for secrets.
          */
         patch: operations["customizeResource"];
         trace?: never;
@@ -432,7 +432,7 @@ export interface paths {
         };
         /**
          * Read the agent's catalogue
-         * @description The host's records and those of the token's machine, sorted by id, in the representation `schemaVersion` asks for (1, the default, or 2). Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding.
+         * @description The host's records and those of the token's machine, sorted by id, in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`). Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding.
          */
         get: operations["listRfsResources"];
         put?: never;
@@ -452,12 +452,112 @@ export interface paths {
         };
         /**
          * Read one record
-         * @description One record in the representation `schemaVersion` asks for (1, the default, or 2).
+         * @description One record in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`).
          */
         get: operations["getRfsResource"];
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/rfs/{canvasId}/skill": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the index of the host's guides
+         * @description Markdown (`text/markdown; charset=utf-8`): the guides this host serves to agents, each read with `GET /skill/<name>`: `huabu-access` (the catalogue, hosted capabilities with the grant, agent profiles) and `local-resource-management` (installing on the machine and recording it with a local receipt).
+         */
+        get: operations["listRfsSkills"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/rfs/{canvasId}/skill/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one host guide
+         * @description Markdown (`text/markdown; charset=utf-8`): the guide the host record of the same ID points to. An unknown name is 404 `skill_not_found`.
+         */
+        get: operations["getRfsSkill"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/rfs/{canvasId}/agent/profiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the agent profiles of this machine
+         * @description The profiles an agent on this canvas may start another agent from: the selectable profiles (every `acp-command` profile; a manifest-backed one once its Agent Team member is ready) placed on the token's machine, in the registry's order, as `{id, alias}`. The first carries `default: true`. Profiles of other machines are left out.
+         */
+        get: operations["listRfsAgentProfiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/rfs/{canvasId}/resources/local/receipts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Record what the agent installed on its machine
+         * @description Registers (or replaces) the record of a skill, tool or connector the agent installed on its machine: the token's machine is the provider, and the record is v2 `{name, sourceContent}` (the owner's `displayName` and `userContent` of a replaced record are kept). `kind`, `entrypoint` and `source` stay on the machine. An ID of the host (required defaults, seeded or hosted IDs, any record of `huabu`) is 403 `forbidden`; another machine's is 409 `resource_conflict`. Every text field is scanned for secrets (422 `secret_detected`). Audited as `receipt.record`; rate-limited like every write.
+         */
+        post: operations["recordLocalReceipt"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/rfs/{canvasId}/resources/local/receipts/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove the record of a local install
+         * @description Withdraws the token's machine's record `id` (remove the installed files first): `{removed: true}`, or `{removed: false}` when no record has that ID. An ID of the host is 403 `forbidden`; another machine's is 409 `resource_conflict`. Audited as `receipt.remove`; rate-limited like every write.
+         */
+        delete: operations["removeLocalReceipt"];
         options?: never;
         head?: never;
         patch?: never;
@@ -594,7 +694,7 @@ export interface operations {
                  * @example huabu
                  */
                 provider?: string;
-                /** @description Representation: `1` (the default; v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). */
+                /** @description Representation: `1` (v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). Without it: `1`, or `2` when the service runs with `HUABU_COMPAT=1`. */
                 schemaVersion?: 1 | 2;
             };
             header?: never;
@@ -667,6 +767,35 @@ export interface operations {
                             /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                             userContent: string;
                         }[];
+                    } | {
+                        /** @description Records sorted by id, as record v2. */
+                        resources: {
+                            /**
+                             * @description Record schema version.
+                             * @enum {number}
+                             */
+                            schemaVersion: 2;
+                            /**
+                             * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                             * @example web-search
+                             */
+                            id: string;
+                            /** @description Source-owned canonical name (the provider writes it). */
+                            name: string;
+                            /** @description Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`. */
+                            displayName?: string;
+                            /**
+                             * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                             * @example huabu
+                             */
+                            provider: string;
+                            /** @description Source-owned agent-readable guidance (the provider writes it; trimmed). May reference the runtime variables; never a secret value. */
+                            sourceContent: string;
+                            /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
+                            userContent: string;
+                        }[];
+                        /** @description IDs among `resources` the owner may import again, refresh from their source or delete: skills the owner imported onto a machine. `[]` when none. Only in the whole catalogue as record v2; the v1 list and the list of one provider are `{resources}` alone. */
+                        manageableResourceIds: string[];
                     };
                 };
             };
@@ -782,7 +911,7 @@ export interface operations {
     getResource: {
         parameters: {
             query?: {
-                /** @description Representation: `1` (the default; v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). */
+                /** @description Representation: `1` (v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). Without it: `1`, or `2` when the service runs with `HUABU_COMPAT=1`. */
                 schemaVersion?: 1 | 2;
             };
             header?: never;
@@ -1002,36 +1131,39 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The customized record, as record v2. */
+            /** @description The customized record, as record v2, in `resource`. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        /**
-                         * @description Record schema version.
-                         * @enum {number}
-                         */
-                        schemaVersion: 2;
-                        /**
-                         * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
-                         * @example web-search
-                         */
-                        id: string;
-                        /** @description Source-owned canonical name (the provider writes it). */
-                        name: string;
-                        /** @description Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`. */
-                        displayName?: string;
-                        /**
-                         * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
-                         * @example huabu
-                         */
-                        provider: string;
-                        /** @description Source-owned agent-readable guidance (the provider writes it; trimmed). May reference the runtime variables; never a secret value. */
-                        sourceContent: string;
-                        /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
-                        userContent: string;
+                        /** AgentResourceV2 */
+                        resource: {
+                            /**
+                             * @description Record schema version.
+                             * @enum {number}
+                             */
+                            schemaVersion: 2;
+                            /**
+                             * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                             * @example web-search
+                             */
+                            id: string;
+                            /** @description Source-owned canonical name (the provider writes it). */
+                            name: string;
+                            /** @description Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`. */
+                            displayName?: string;
+                            /**
+                             * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                             * @example huabu
+                             */
+                            provider: string;
+                            /** @description Source-owned agent-readable guidance (the provider writes it; trimmed). May reference the runtime variables; never a secret value. */
+                            sourceContent: string;
+                            /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
+                            userContent: string;
+                        };
                     };
                 };
             };
@@ -6138,7 +6270,7 @@ export interface operations {
     listRfsResources: {
         parameters: {
             query?: {
-                /** @description Representation: `1` (the default; v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). */
+                /** @description Representation: `1` (v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). Without it: `1`, or `2` when the service runs with `HUABU_COMPAT=1`. */
                 schemaVersion?: 1 | 2;
             };
             header?: never;
@@ -6332,7 +6464,7 @@ export interface operations {
     getRfsResource: {
         parameters: {
             query?: {
-                /** @description Representation: `1` (the default; v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). */
+                /** @description Representation: `1` (v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). Without it: `1`, or `2` when the service runs with `HUABU_COMPAT=1`. */
                 schemaVersion?: 1 | 2;
             };
             header?: never;
@@ -6509,6 +6641,814 @@ export interface operations {
             };
             /** @description `rate_limited` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listRfsSkills: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Canvas ID.
+                 * @example canvas-42
+                 */
+                canvasId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The index. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/markdown": string;
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getRfsSkill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Canvas ID.
+                 * @example canvas-42
+                 */
+                canvasId: string;
+                /** @description A host skill: `huabu-access` or `local-resource-management`. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The guide. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/markdown": string;
+                };
+            };
+            /** @description `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `skill_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listRfsAgentProfiles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Canvas ID.
+                 * @example canvas-42
+                 */
+                canvasId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The profiles. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        profiles: {
+                            /** @description Profile ID. */
+                            id: string;
+                            /** @description Profile alias. */
+                            alias: string;
+                            /**
+                             * @description Present on the one profile to start when none is named: the first one listed.
+                             * @enum {boolean}
+                             */
+                            default?: true;
+                        }[];
+                    };
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    recordLocalReceipt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Canvas ID.
+                 * @example canvas-42
+                 */
+                canvasId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "pdf-grep",
+                 *       "kind": "tool",
+                 *       "name": "PDF grep",
+                 *       "sourceContent": "Searches text in PDF files.\n\nRun $AGENT_RESOURCE_DIR/tools/pdf-grep/pdf-grep.sh PATTERN FILE.",
+                 *       "entrypoint": "tools/pdf-grep/pdf-grep.sh"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                     * @example web-search
+                     */
+                    id: string;
+                    /** @description What was installed. */
+                    kind: "skill" | "tool" | "connector";
+                    /** @description What agents call it (trimmed when stored). */
+                    name: string;
+                    /** @description How an agent uses it (trimmed when stored); never a secret value. */
+                    sourceContent: string;
+                    /** @description The entrypoint, relative to `$AGENT_RESOURCE_DIR` (no leading `/`, no `..`). */
+                    entrypoint: string;
+                    /** @description Where it came from (a URL or a description). */
+                    source?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The record, as record v2, in `resource`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** AgentResourceV2 */
+                        resource: {
+                            /**
+                             * @description Record schema version.
+                             * @enum {number}
+                             */
+                            schemaVersion: 2;
+                            /**
+                             * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                             * @example web-search
+                             */
+                            id: string;
+                            /** @description Source-owned canonical name (the provider writes it). */
+                            name: string;
+                            /** @description Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`. */
+                            displayName?: string;
+                            /**
+                             * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                             * @example huabu
+                             */
+                            provider: string;
+                            /** @description Source-owned agent-readable guidance (the provider writes it; trimmed). May reference the runtime variables; never a secret value. */
+                            sourceContent: string;
+                            /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
+                            userContent: string;
+                        };
+                    };
+                };
+            };
+            /** @description `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `resource_conflict` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `secret_detected` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `storage_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    removeLocalReceipt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Canvas ID.
+                 * @example canvas-42
+                 */
+                canvasId: string;
+                /**
+                 * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                 * @example web-search
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Whether a record was withdrawn. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description True when the machine's record was withdrawn; false when the machine held no record with that ID. */
+                        removed: boolean;
+                    };
+                };
+            };
+            /** @description `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `resource_conflict` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `storage_unavailable` */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

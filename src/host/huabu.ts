@@ -5,29 +5,33 @@ import { HOST_PROVIDER } from '../schemas/common.js';
 import type { ResourcePutBody } from '../schemas/resource.js';
 import type { ResourceRegistry } from '../registry/resource-registry.js';
 
+/**
+ * The two host skills every agent gets (the required defaults), as record v2. Their text sends the agent to
+ * the guides this service serves over RFS (src/host/skills.ts); a store that holds them as the older v1
+ * records is upgraded at start, keeping the owner's `displayName` and `userContent`.
+ */
 export const HUABU_RESOURCES: ReadonlyArray<ResourcePutBody & { id: string }> = [
   {
-    schemaVersion: 1,
+    schemaVersion: 2,
     id: 'huabu-access',
     name: 'Huabu access',
-    description: 'How an agent reaches the Huabu canvas it works for: its resource catalogue and shared files.',
-    instructions: [
-      'You work for one Huabu canvas. Its resource file system is at $HUABU_RFS_URL.',
-      'Send every request there with the header `Authorization: Bearer $AGENTLET_TOKEN`; the token is already in your environment, so never print or copy it.',
-      'List the resources you may use with `GET $HUABU_RFS_URL/resources` and read one with `GET $HUABU_RFS_URL/resources/<id>`.',
-      'A record tells you about a resource; it does not grant you the right to use it.',
+    sourceContent: [
+      'How to work with the Huabu canvas you serve: its resource catalogue, hosted capabilities and agent profiles.',
+      '',
+      'Read the guide first: GET $HUABU_RFS_URL/skill/huabu-access with the header `Authorization: Bearer $AGENTLET_TOKEN` (GET $HUABU_RFS_URL/skill lists every guide of this host).',
+      'List the resources you may use with GET $HUABU_RFS_URL/resources; invoke a hosted capability with POST $HUABU_RFS_URL/resources/<id>/invoke and the headers `X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT` and `X-Huabu-Thread-Id: $HUABU_THREAD_ID`.',
+      'The token and the grant are already in your environment: never print or copy them. A record tells you about a resource; it does not grant you the right to use it.',
     ].join('\n'),
   },
   {
-    schemaVersion: 1,
+    schemaVersion: 2,
     id: 'local-resource-management',
     name: 'Local resource management',
-    description: 'How an agent finds the skills, tools and connectors installed on the machine it runs on.',
-    instructions: [
-      'Resources installed on this machine live under $AGENT_RESOURCE_DIR (skills/, tools/, connectors/).',
-      'Each installed resource has a receipt in $AGENT_RESOURCE_DIR/receipts/<id>.json naming its entrypoint relative to that directory.',
-      'Read the catalogue at $HUABU_RFS_URL/resources (header `Authorization: Bearer $AGENTLET_TOKEN`) to learn which of them you may use, and follow each record\'s instructions.',
-      'Do not install, remove or modify resources yourself unless the owner asks you to.',
+    sourceContent: [
+      'How to install, record and remove skills, tools and connectors on the machine you run on, under $AGENT_RESOURCE_DIR.',
+      '',
+      'Before you change anything there, read GET $HUABU_RFS_URL/skill/local-resource-management with the header `Authorization: Bearer $AGENTLET_TOKEN`.',
+      'Change local resources only when the owner asks you to. Record an install with POST $HUABU_RFS_URL/resources/local/receipts and remove its record with DELETE $HUABU_RFS_URL/resources/local/receipts/<id>.',
     ].join('\n'),
   },
 ];
@@ -45,8 +49,8 @@ export const HUABU_HOSTED_RESOURCES: ReadonlyArray<ResourcePutBody & { id: strin
     name: 'Web search',
     description: 'Search the web through the host, with credentials the host keeps.',
     instructions: [
-      'POST {"schemaVersion":1,"input":{"query":"..."}} to $HUABU_RFS_URL/resources/web-search/invoke with the headers `Authorization: Bearer $AGENTLET_TOKEN`, `X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT` and `X-Huabu-Thread-Id: $HUABU_THREAD_ID`.',
-      'The answer is {"schemaVersion":1,"resourceId":"web-search","output":...}. A 429 answer names when to retry (Retry-After); 401 grant_expired means the grant ran out: stop and report it.',
+      'POST {"schemaVersion":1,"correlationId":"<your label, optional>","input":{"query":"..."}} to $HUABU_RFS_URL/resources/web-search/invoke with the headers `Authorization: Bearer $AGENTLET_TOKEN`, `X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT` and `X-Huabu-Thread-Id: $HUABU_THREAD_ID`.',
+      'The answer is {"schemaVersion":1,"resourceId":"web-search","result":...} (with your "correlationId" when you sent one). 429 quota_exceeded names when to retry (Retry-After); 403 forbidden with details.reason grant_expired means the grant ran out: stop and report it.',
       'Never print or copy the token or the grant.',
     ].join('\n'),
   },
@@ -56,8 +60,8 @@ export const HUABU_HOSTED_RESOURCES: ReadonlyArray<ResourcePutBody & { id: strin
     name: 'Generate image',
     description: 'Generate an image through the host, with credentials the host keeps.',
     instructions: [
-      'POST {"schemaVersion":1,"input":{"prompt":"..."}} to $HUABU_RFS_URL/resources/generate-image/invoke with the headers `Authorization: Bearer $AGENTLET_TOKEN`, `X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT` and `X-Huabu-Thread-Id: $HUABU_THREAD_ID`.',
-      'The answer is {"schemaVersion":1,"resourceId":"generate-image","output":...}. A 429 answer names when to retry (Retry-After); 401 grant_expired means the grant ran out: stop and report it.',
+      'POST {"schemaVersion":1,"correlationId":"<your label, optional>","input":{"prompt":"..."}} to $HUABU_RFS_URL/resources/generate-image/invoke with the headers `Authorization: Bearer $AGENTLET_TOKEN`, `X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT` and `X-Huabu-Thread-Id: $HUABU_THREAD_ID`.',
+      'The answer is {"schemaVersion":1,"resourceId":"generate-image","result":...} (with your "correlationId" when you sent one). 429 quota_exceeded names when to retry (Retry-After); 403 forbidden with details.reason grant_expired means the grant ran out: stop and report it.',
       'Never print or copy the token or the grant.',
     ].join('\n'),
   },

@@ -122,12 +122,21 @@ export class CatalogueCache {
 
   /**
    * The cached `{resources}` body for `viewKey` in `representation` at `revision`, built from `select` on a
-   * miss. A new revision drops every cached view (and with them their compressed variants).
+   * miss. `besides` adds members after `resources`, computed from the same records (so they change only
+   * with the revision, as the records do); a view key always comes with the same `besides`. A new revision
+   * drops every cached view (and with them their compressed variants).
    */
-  async get(revision: string, viewKey: string, representation: Representation, select: () => Promise<readonly StoredResource[]>): Promise<CachedBody> {
+  async get(
+    revision: string,
+    viewKey: string,
+    representation: Representation,
+    select: () => Promise<readonly StoredResource[]>,
+    besides?: (records: readonly StoredResource[]) => Record<string, unknown>,
+  ): Promise<CachedBody> {
     const hit = this.hit(revision, viewKey, representation);
     if (hit) return hit;
-    const body = JSON.stringify({ resources: (await select()).map((r) => represent(r, representation)) });
+    const records = await select();
+    const body = JSON.stringify({ resources: records.map((r) => represent(r, representation)), ...besides?.(records) });
     this.onRebuild(viewKey);
     const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 32)}"`;
     const kept = this.#revision === revision;

@@ -26,6 +26,7 @@ import { planPut, type PutOutcome } from './ownership.js';
 import { labelOf, textFieldsOf } from './resource-versions.js';
 import { unknownPropertiesMessage } from '../schemas/unknown-properties.js';
 import { carryOwnerFields } from './ownership.js';
+import { manageableResourceIds, NO_IMPORTS, type InstallationLookup } from './manageable.js';
 
 
 /** A candidate as `POST /resources/validate` takes it: a reconcile entry (v1 or v2) whose provider may be omitted. */
@@ -82,6 +83,14 @@ export class ResourceRegistry {
     }
   }
 
+  /** How each record was installed, for the owner's management (src/registry/manageable.ts). */
+  readonly #installations: InstallationLookup = NO_IMPORTS;
+
+  /** The IDs among `records` the owner may import again, refresh or delete (`manageableResourceIds`). */
+  manageableIds(records: readonly StoredResource[]): string[] {
+    return manageableResourceIds(records, this.#installations);
+  }
+
   list(): Promise<readonly StoredResource[]> {
     return this.store.listResources();
   }
@@ -117,18 +126,26 @@ export class ResourceRegistry {
   }
 
   /** Create an unused ID or replace the provider's own record, in the version of the body; the owner's customization is kept. */
-  async register(provider: string, id: string, body: ResourcePutBody, actor: string): Promise<{ outcome: PutOutcome; record: StoredResource }> {
+  async register(
+    provider: string,
+    id: string,
+    body: ResourcePutBody,
+    actor: string,
+    /** The audit action (a local receipt registers as `receipt.record`); `extraTexts` are scanned with the record. */
+    options: { action?: string; extraTexts?: [string, string][] } = {},
+  ): Promise<{ outcome: PutOutcome; record: StoredResource }> {
+    const action = options.action ?? 'resource.register';
     if (body.id !== undefined && body.id !== id) {
       throw new AppError('validation_failed', `Body id ${body.id} does not match the path ID ${id}.`, { field: '/id' });
     }
     const record = this.#toRecord(provider, { ...body, id }, '');
-    await this.scanner.assertClean(textFieldsOf(record)).catch((err: unknown) => this.audit.failure(actor, 'resource.register', id, err));
+    await this.scanner.assertClean([...textFieldsOf(record), ...(options.extraTexts ?? [])]).catch((err: unknown) => this.audit.failure(actor, action, id, err));
     this.#assertNotReserved(provider, [id]);
     // The registration and its audit entry in one store call (one transaction on PostgreSQL); a refusal is
     // audited here, as every refused change is.
     const stored = await this.store
-      .registerResource(record, this.audit.intent(actor, 'resource.register'))
-      .catch((err: unknown) => this.audit.failure(actor, 'resource.register', id, err));
+      .registerResource(record, this.audit.intent(actor, action))
+      .catch((err: unknown) => this.audit.failure(actor, action, id, err));
     if ('auditError' in stored) this.audit.appendFailed(stored.auditError);
     // The answer is this request's record (never a concurrent writer's that landed after it) with the owner's
     // customization as the store carried it at this write (found by the crash test's response check).
@@ -155,9 +172,9 @@ export class ResourceRegistry {
     return record;
   }
 
-  async withdraw(provider: string, id: string, actor: string): Promise<void> {
-    await this.store.withdrawResource(provider, id).catch((err: unknown) => this.audit.failure(actor, 'resource.withdraw', id, err));
-    await this.audit.record([{ actor, action: 'resource.withdraw', id, outcome: 'withdrawn' }]);
+  async withdraw(provider: string, id: string, actor: string, action = 'resource.withdraw'): Promise<void> {
+    await this.store.withdrawResource(provider, id).catch((err: unknown) => this.audit.failure(actor, action, id, err));
+    await this.audit.record([{ actor, action, id, outcome: 'withdrawn' }]);
   }
 
   /** Replace the provider's whole set atomically; any conflict changes nothing. */

@@ -11,8 +11,26 @@ import { etagMatches, type CachedBody, type CatalogueCache } from '../registry/c
 import { ProviderId, ResourceId } from '../schemas/common.js';
 import { actorOf } from '../credentials/principal.js';
 import { represent, toV2 } from '../registry/resource-versions.js';
-import { AgentResourceV2, AnyAgentResource, AnyResourceList, ResourceCustomization, SchemaVersionQuery, ValidateResult, type Representation, type StoredResource } from '../schemas/resource.js';
+import {
+  AnyAgentResource,
+  AnyOwnerResourceList,
+  ResourceCustomization,
+  ResourceMutationResult,
+  CompatSchemaVersionQuery,
+  ValidateResult,
+  type Representation,
+  type StoredResource,
+} from '../schemas/resource.js';
+import type { Config } from '../config.js';
 import type { RouteDeps } from './deps.js';
+
+/**
+ * The representation of an owner or RFS read that names no `?schemaVersion`: record v1 (every v1 client's
+ * bytes), or record v2 under `HUABU_COMPAT=1` (upstream's UI and agents read v2 without asking).
+ */
+export function defaultRepresentation(config: Config): Representation {
+  return config.huabuCompat ? 2 : 1;
+}
 
 /**
  * Sends a cached catalogue body in the coding `Accept-Encoding` asks for (br, gzip, or as it is), or 304
@@ -39,10 +57,13 @@ export function sendView(
   headers: IncomingHttpHeaders,
   view: { catalogue: CatalogueCache; revision: string; key: string; representation: Representation },
   select: () => Promise<readonly StoredResource[]>,
+  besides?: (records: readonly StoredResource[]) => Record<string, unknown>,
 ): undefined | Promise<FastifyReply> {
   const { catalogue, revision, key, representation } = view;
   const hit = catalogue.hit(revision, key, representation);
-  const sent = hit ? sendCatalogue(reply, headers, hit) : catalogue.get(revision, key, representation, select).then((cached) => sendCatalogue(reply, headers, cached));
+  const sent = hit
+    ? sendCatalogue(reply, headers, hit)
+    : catalogue.get(revision, key, representation, select, besides).then((cached) => sendCatalogue(reply, headers, cached));
   return sent === reply ? undefined : (sent as Promise<FastifyReply>);
 }
 
@@ -61,7 +82,8 @@ export const CATALOGUE_HEADERS = {
 
 export const NotModified = Type.Null({ description: 'Not modified: the `If-None-Match` ETag is current; no body.' });
 
-export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { registry, catalogue, expensive }) => {
+export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { registry, catalogue, expensive, config }) => {
+  const byDefault = defaultRepresentation(config);
   await app.register(async (scope) => {
     const owner = scope.withTypeProvider<TypeBoxTypeProvider>();
     protect(owner, [owner.requireOwner], ['ownerToken']);
@@ -74,16 +96,20 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
           operationId: 'listResources',
         summary: 'Read the whole catalogue',
           description:
-            'All records sorted by id, optionally of one provider, in the representation `schemaVersion` asks for (1, the default, or 2). Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding.',
-          querystring: Type.Object({ provider: Type.Optional(ProviderId), schemaVersion: SchemaVersionQuery }, { additionalProperties: false }),
-          response: { 200: { ...AnyResourceList, description: 'The catalogue.', headers: CATALOGUE_HEADERS }, 304: NotModified, ...errors('validation_failed') },
+            'All records sorted by id, optionally of one provider, in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`). As record v2, the whole catalogue (no `provider`) also carries `manageableResourceIds`: the IDs the owner may import again, refresh or delete (`[]` when none); a v1 body, and a list of one provider, is `{resources}` alone. Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding.',
+          querystring: Type.Object({ provider: Type.Optional(ProviderId), schemaVersion: CompatSchemaVersionQuery }, { additionalProperties: false }),
+          response: { 200: { ...AnyOwnerResourceList, description: 'The catalogue.', headers: CATALOGUE_HEADERS }, 304: NotModified, ...errors('validation_failed') },
         },
       },
       (request, reply) => {
-        const { provider, schemaVersion = 1 } = request.query;
+        const { provider, schemaVersion = byDefault } = request.query;
         const key = provider === undefined ? 'all' : `provider:${provider}`;
-        return sendView(reply, request.headers, { catalogue, revision: registry.revision(), key, representation: schemaVersion }, () =>
-          provider === undefined ? registry.list() : registry.listByProvider(provider),
+        return sendView(
+          reply,
+          request.headers,
+          { catalogue, revision: registry.revision(), key, representation: schemaVersion },
+          () => (provider === undefined ? registry.list() : registry.listByProvider(provider)),
+          schemaVersion === 2 && provider === undefined ? (records) => ({ manageableResourceIds: registry.manageableIds(records) }) : undefined,
         );
       },
     );
@@ -95,13 +121,13 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
           tags: ['catalogue'],
           operationId: 'getResource',
         summary: 'Read one record',
-          description: 'One record in the representation `schemaVersion` asks for (1, the default, or 2).',
+          description: 'One record in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`).',
           params: Type.Object({ id: ResourceId }),
-          querystring: Type.Object({ schemaVersion: SchemaVersionQuery }, { additionalProperties: false }),
+          querystring: Type.Object({ schemaVersion: CompatSchemaVersionQuery }, { additionalProperties: false }),
           response: { 200: { ...AnyAgentResource, description: 'The record.' }, ...errors('validation_failed', 'resource_not_found') },
         },
       },
-      async (request) => represent(await registry.get(request.params.id), request.query.schemaVersion ?? 1),
+      async (request) => represent(await registry.get(request.params.id), request.query.schemaVersion ?? byDefault),
     );
 
     owner.patch(
@@ -112,16 +138,16 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
           operationId: 'customizeResource',
           summary: "Customize a record (the owner's fields)",
           description:
-            "Sets the owner's `displayName` (`null` clears it) and `userContent` (`''` clears it) of any record, whichever version its provider wrote. A provider's later replace or reconcile keeps them. Answers the record v2. Both fields are scanned for secrets.",
+            "Sets the owner's `displayName` (`null` clears it) and `userContent` (`''` clears it) of any record, whichever version its provider wrote. A provider's later replace or reconcile keeps them. Answers `{resource}`: the record v2. Both fields are scanned for secrets.",
           params: Type.Object({ id: ResourceId }),
           body: ResourceCustomization,
           response: {
-            200: { ...AgentResourceV2, description: 'The customized record, as record v2.' },
+            200: { ...ResourceMutationResult, description: 'The customized record, as record v2, in `resource`.' },
             ...errors('validation_failed', 'resource_not_found', 'secret_detected', 'storage_unavailable'),
           },
         },
       },
-      async (request) => toV2(await registry.customize(request.params.id, request.body, actorOf(request.principal!))),
+      async (request) => ({ resource: toV2(await registry.customize(request.params.id, request.body, actorOf(request.principal!))) }),
     );
   });
 

@@ -88,6 +88,13 @@ export const SchemaVersionQuery = Type.Optional(
     description: 'Representation: `1` (the default; v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does).',
   }),
 );
+/** The owner's and the agents' reads: their default follows `HUABU_COMPAT`, so the schema names none. */
+export const CompatSchemaVersionQuery = Type.Optional(
+  Type.Union([Type.Literal(1), Type.Literal(2)], {
+    description:
+      'Representation: `1` (v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). Without it: `1`, or `2` when the service runs with `HUABU_COMPAT=1`.',
+  }),
+);
 /** One record in either representation. */
 export const AnyAgentResource = BySchemaVersion([AgentResource, AgentResourceV2], { title: 'AnyAgentResource' });
 
@@ -204,6 +211,26 @@ export const ResourceListV2 = Type.Object(
 );
 /** A catalogue body in the representation asked for (`?schemaVersion=1|2`). */
 export const AnyResourceList = Type.Unsafe({ anyOf: [ResourceList, ResourceListV2], description: 'Records sorted by id, all in the representation asked for (anyOf: an empty list is both).' });
+
+/** The owner's catalogue as record v2: the records, and the IDs of those the owner may manage (upstream's settings page reads both). */
+export const OwnerResourceListV2 = Type.Object(
+  {
+    resources: ResourceListV2.properties.resources,
+    manageableResourceIds: Type.Array(ResourceId, {
+      description:
+        'IDs among `resources` the owner may import again, refresh from their source or delete: skills the owner imported onto a machine. `[]` when none. Only in the whole catalogue as record v2; the v1 list and the list of one provider are `{resources}` alone.',
+    }),
+  },
+  { additionalProperties: false, title: 'OwnerResourceListV2' },
+);
+/** The owner's catalogue body in the representation asked for. */
+export const AnyOwnerResourceList = Type.Unsafe({
+  anyOf: [ResourceList, ResourceListV2, OwnerResourceListV2],
+  description: 'Records sorted by id, all in the representation asked for; the whole catalogue as record v2 with `manageableResourceIds`.',
+});
+
+/** The owner's `PATCH /resources/:id` answer: upstream's mutation envelope. */
+export const ResourceMutationResult = Type.Object({ resource: AgentResourceV2 }, { additionalProperties: false, title: 'ResourceMutationResult' });
 
 /** Body of the owner's `PATCH /resources/:id`: only the owner's fields. */
 export const ResourceCustomization = Type.Object(

@@ -36,6 +36,6 @@ if (base) {
     t.equal(put.statusCode, 200);
     t.same(put.json(), { schemaVersion: 2, id: 'old-style', name: 'New', displayName: 'Old', provider: 'huabu', sourceContent: 'Fresh.', userContent: 'Owner.' });
     const patched = await pgApp.inject({ method: 'PATCH', url: '/api/acp/resources/old-style', headers: owner, payload: { displayName: null } });
-    t.same(patched.json(), { schemaVersion: 2, id: 'old-style', name: 'New', provider: 'huabu', sourceContent: 'Fresh.', userContent: 'Owner.' });
+    t.same(patched.json(), { resource: { schemaVersion: 2, id: 'old-style', name: 'New', provider: 'huabu', sourceContent: 'Fresh.', userContent: 'Owner.' } }, 'PATCH answers {resource}');
   });
 }
