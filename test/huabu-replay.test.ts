@@ -84,7 +84,14 @@ function resolve(value: Json, vars: Record<string, Json | undefined>): Json {
 function shapeErrors(schema: Schema, value: unknown): string[] {
   const check = Compile(schema as never);
   if (check.Check(value)) return [];
-  return [...check.Errors(value)].slice(0, 8).map((e) => `${(e as { instancePath: string }).instancePath || '/'}: ${(e as { message: string }).message}`);
+  return [...check.Errors(value)]
+    .map((e) => {
+      const { instancePath, keyword, message } = e as { instancePath: string; keyword: string; message: string };
+      // `additionalProperties: false` reports each extra key twice; one line says it.
+      return keyword === 'boolean' ? '' : `${instancePath || '/'}: ${message}`;
+    })
+    .filter(Boolean)
+    .slice(0, 8);
 }
 
 interface Answer {
@@ -234,6 +241,9 @@ for (const compat of [true, false]) {
       const harness = await replay(t, r, 'ui-create-harness-profile');
       if (typeof field(harness, 'id') === 'string') r.vars.harnessProfileId = field(harness, 'id') as string;
       await replay(t, r, 'huabu-launch-harness');
+      // The agent replays below run on a thread of the command profile: a launch realizes a snapshot of its
+      // profile, so deleting the profile afterwards leaves the thread as it is.
+      await replay(t, r, 'huabu-launch');
 
       await replay(t, r, 'ui-delete-profile');
       if (typeof id === 'string') {
