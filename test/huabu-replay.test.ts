@@ -21,7 +21,7 @@ interface Expectation {
   /** The shape the caller's code reads, as a JSON Schema; `null`: no body at all. */
   reads?: Schema | null;
   /** What this service promises on top of upstream's shape (docs/CONTRACT.md §9), checked in both modes. */
-  contract?: Schema;
+  contract?: Schema | null;
   /** A text answer (the skills' Markdown): its media type and the calls it must name. */
   text?: { contentType: string; mentions: string[] };
 }
@@ -33,7 +33,7 @@ interface Fixture {
   request: { base: 'acp' | 'rfs'; method: string; path: string; headers?: Record<string, string>; json?: Json };
   response: Expectation;
   /** How the answer differs without HUABU_COMPAT; `replayWith.query` reaches upstream's shape anyway. */
-  withoutCompat?: Partial<Expectation> & { replayWith?: { query: string } };
+  withoutCompat?: Partial<Expectation> & { replayWith?: { query: string }; note?: string };
 }
 
 const FIXTURES = path.join('test', 'fixtures', 'huabu-replay');
