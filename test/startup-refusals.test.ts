@@ -100,3 +100,12 @@ t.test('a PUBLIC_BASE_URL with a user name or password is refused, without echoi
   }
   t.equal(loadConfig({ PUBLIC_BASE_URL: 'https://registry.example/a@b' }).publicBaseUrl, 'https://registry.example/a@b', 'an @ in the path is no user name');
 });
+
+t.test('HUABU_COMPAT is off unless set to 1 or true; any other value stops the start, naming the variable', async (t) => {
+  const { loadConfig } = await import('../src/config.js');
+  t.equal(loadConfig({}).huabuCompat, false, 'off by default');
+  t.equal(loadConfig({ HUABU_COMPAT: '' }).huabuCompat, false, 'empty is unset');
+  for (const on of ['1', 'true']) t.equal(loadConfig({ HUABU_COMPAT: on }).huabuCompat, true, on);
+  for (const off of ['0', 'false']) t.equal(loadConfig({ HUABU_COMPAT: off }).huabuCompat, false, off);
+  for (const bad of ['yes', 'on', 'TRUE', '2']) t.throws(() => loadConfig({ HUABU_COMPAT: bad }), { name: 'ConfigError', message: /HUABU_COMPAT/ }, bad);
+});
