@@ -14,11 +14,15 @@ export const TARGETS = {
   'src/profiles/placement.ts': ['core-rules', 'core-http', 'profiles', 'launch'],
   'src/migrations/profile-v1.ts': ['core-rules', 'migrations'],
   'src/credentials/tokens.ts': ['core-rules', 'core-http', 'auth'],
-  'src/profiles/profile-rules.ts': ['core-rules', 'core-http', 'profiles'],
+  'src/profiles/profile-rules.ts': ['core-rules', 'core-http', 'profiles', 'profiles-upstream'],
   'src/workloads/workload-service.ts': ['core-rules', 'core-http', 'launch', 'hardening-fields-scanned'],
   'src/http/auth.ts': ['core-rules', 'core-http', 'auth', 'authz-matrix'],
   'src/migrations/registry-file.ts': ['core-rules', 'migrations'],
   'src/capabilities/diagnostics.ts': ['capabilities-core', 'capabilities-http'],
+  'src/invocation/invocation-errors.ts': ['invocation-upstream', 'invocation'],
+  'src/invocation/adapters.ts': ['invocation-adapters'],
+  'src/registry/local-receipts.ts': ['rfs-agents'],
+  'src/registry/manageable.ts': ['catalogue-upstream'],
 };
 
 const args = process.argv.slice(2);
