@@ -59,6 +59,11 @@ export interface CrashOptions {
   settleMs?: number;
   /** Stop early once this returns true for the violations so far. */
   stopWhen?: (violations: Violation[]) => boolean;
+  /**
+   * After `rounds`, keep running rounds (at most `maxRounds` in all) until `done` holds: on a busy machine
+   * a round may end before some kinds of write were acknowledged, and the run must still cover them.
+   */
+  extendUntil?: { done: (result: CrashResult) => boolean; maxRounds: number };
   log?: (line: string) => void;
 }
 
@@ -344,7 +349,9 @@ export async function runCrashRounds(options: CrashOptions): Promise<CrashResult
   result.violations.push(...initial.violations, ...checkWorkloads({ round: 0, start, ops: [], end: start }, ledger));
 
   try {
-    for (let round = 1; round <= options.rounds; round++) {
+    const more = (round: number) =>
+      round <= options.rounds || (options.extendUntil !== undefined && round <= options.extendUntil.maxRounds && !options.extendUntil.done(result));
+    for (let round = 1; more(round); round++) {
       const roundRng = rngFor(seed, round, 0);
       const [min, max] = options.killAfterMs;
       const killAfter = min + roundRng() * (max - min);
