@@ -58,6 +58,12 @@ export function belowThresholds(areas: Map<string, Totals>, thresholds: Record<s
 }
 
 function main(): void {
+  if (process.env.COVERAGE_THRESHOLDS === 'skip') {
+    // The second CI run, on Node 24: tap there does not count the child processes' coverage (the built
+    // server, the Agentlet CLI, backups), so the areas they exercise read low. The gate is the Node 20 run's.
+    console.log('coverage thresholds not checked (COVERAGE_THRESHOLDS=skip)');
+    return;
+  }
   const root = process.cwd();
   const summaryFile = process.argv[2] ?? path.join(root, '.tap', 'report', 'coverage-summary.json');
   const thresholdsFile = process.argv[3] ?? path.join(root, 'scripts', 'coverage-thresholds.json');
