@@ -280,7 +280,7 @@ async function launchServer(dataDir: string, creds: Credentials, allEnv: Record<
         ...env,
       },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      // BENCH_SERVER_NODE_ARGS, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`, to profile the server under test.
+      // BENCH_SERVER_NODE_ARGS, e.g. `--cpu-prof --cpu-prof-dir=prof`, to profile the server under test.
       execArgv: [...process.execArgv, ...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
     }),
   );

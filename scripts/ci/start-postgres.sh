@@ -28,7 +28,7 @@ start_private_postgres() {
   local run_as=()
   if [ "$(id -u)" -eq 0 ]; then run_as=(runuser -u postgres --); fi
   local port="${PG_PRIVATE_PORT:-$(( 20000 + RANDOM % 20000 ))}"
-  PG_PRIVATE_DIR="$(mktemp -d /tmp/arr-pg.XXXXXX)"
+  PG_PRIVATE_DIR="$(mktemp -d -t arr-pg.XXXXXX)"
   chmod 755 "$PG_PRIVATE_DIR"
   if [ "$(id -u)" -eq 0 ]; then chown postgres: "$PG_PRIVATE_DIR"; fi
   "${run_as[@]}" "$bindir/initdb" -D "$PG_PRIVATE_DIR/data" -U postgres -A trust --no-sync -E UTF8 >"$PG_PRIVATE_DIR/initdb.log" 2>&1 || {
