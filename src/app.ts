@@ -64,7 +64,7 @@ export interface BuildOptions {
   /** Builds the response serializers; defaults to fast-json-stringify compiled on first use (tests wrap it to watch). */
   serializerFactory?: SerializerFactory;
   /** The event streams' heartbeat and per-subscriber bound (tests shorten them). */
-  events?: { heartbeatMs?: number; maxUnsentBytes?: number };
+  events?: { heartbeatMs?: number; maxUnsentBytes?: number; stallMs?: number };
 }
 
 declare module 'fastify' {

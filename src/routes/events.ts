@@ -1,7 +1,9 @@
 // Change events over HTTP (DESIGN §10): the owner's Server-Sent Events stream and JSON pages, and a canvas's
 // stream of the resource events it may see. A stream pulls from the store's change log with its own cursor,
-// so a writer only ever wakes it; what a subscriber has not read waits in its socket, and one whose socket
-// holds more than MAX_UNSENT_BYTES is closed (it resumes with `Last-Event-ID`), never slowing anyone else.
+// so a writer only ever wakes it. A stream writes a page of events and, once its socket holds more than
+// MAX_UNSENT_BYTES its client has not taken, waits for the socket to drain before reading more; a client that
+// takes nothing for STALL_MS is closed (it resumes with `Last-Event-ID`). So a subscriber costs at most
+// that bound and one page, and never slows a writer or another subscriber.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
@@ -14,6 +16,8 @@ import { ChangeList, ChangesQuery, EventsQuery, EventStream } from '../schemas/e
 
 /** A subscriber whose socket holds more than this many unsent bytes has fallen behind and is closed. */
 export const MAX_UNSENT_BYTES = 256 * 1024;
+/** How long a stream waits for a full socket to drain before closing it. */
+export const STALL_MS = 10_000;
 /** A comment line this often keeps proxies from closing a quiet stream. */
 export const HEARTBEAT_MS = 15_000;
 /** Events read from the log per step of a stream. */
@@ -24,6 +28,7 @@ export interface EventRouteOptions {
   /** Tests shorten the heartbeat and the bound. */
   heartbeatMs?: number;
   maxUnsentBytes?: number;
+  stallMs?: number;
 }
 
 const LAST_EVENT_ID = Type.Object({ 'last-event-id': Type.Optional(Type.String({ maxLength: 64, description: 'The cursor to resume after (the SSE reconnect header); wins over `?since=`.' })) });
@@ -51,7 +56,7 @@ async function stream(
   since: string | undefined,
   show: (e: ChangeEvent) => boolean,
   streams: Set<() => void>,
-  options: { heartbeatMs: number; maxUnsentBytes: number },
+  options: Required<Omit<EventRouteOptions, 'events'>>,
 ): Promise<void> {
   const start = since ?? feed.head();
   parseCursor(start);
@@ -83,6 +88,21 @@ async function stream(
     end();
     raw.destroy();
   };
+  /** Whether the socket drained within the stall time (false: the client stopped reading, or left). */
+  const drained = () =>
+    new Promise<boolean>((resolve) => {
+      const done = (ok: boolean) => {
+        clearTimeout(timer);
+        raw.off('drain', onDrain);
+        raw.off('close', onClose);
+        resolve(ok);
+      };
+      const onDrain = () => done(true);
+      const onClose = () => done(false);
+      const timer = setTimeout(() => done(false), options.stallMs);
+      raw.on('drain', onDrain);
+      raw.on('close', onClose);
+    });
   const pump = async () => {
     if (running) {
       again = true;
@@ -101,7 +121,7 @@ async function stream(
           // A filtered stream moves its client's cursor past what it does not show (an `id:` alone dispatches nothing).
           const text = shown.length > 0 ? shown.map(sse).join('') + (shown[shown.length - 1]!.id === cursor ? '' : `id: ${cursor}\n\n`) : `id: ${cursor}\n\n`;
           raw.write(text);
-          if (raw.writableLength > options.maxUnsentBytes) return cutOff();
+          if (raw.writableLength > options.maxUnsentBytes && !(await drained())) return cutOff();
         }
       } while (again);
     } catch (err) {
@@ -114,8 +134,8 @@ async function stream(
   };
   const unsubscribe = feed.onPublished(() => void pump());
   const heartbeat = setInterval(() => {
-    raw.write(': keep-alive\n\n');
-    if (raw.writableLength > options.maxUnsentBytes) cutOff();
+    // A stream waiting for its socket to drain has bytes in flight already.
+    if (raw.writableLength === 0) raw.write(': keep-alive\n\n');
   }, options.heartbeatMs);
   heartbeat.unref();
   streams.add(end);
@@ -126,7 +146,7 @@ async function stream(
 /** Owner: `GET /events` (SSE) and `GET /changes` (JSON pages), under /api/acp. */
 export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (app, options) => {
   const { events } = options;
-  const tuning = { heartbeatMs: options.heartbeatMs ?? HEARTBEAT_MS, maxUnsentBytes: options.maxUnsentBytes ?? MAX_UNSENT_BYTES };
+  const tuning = { heartbeatMs: options.heartbeatMs ?? HEARTBEAT_MS, maxUnsentBytes: options.maxUnsentBytes ?? MAX_UNSENT_BYTES, stallMs: options.stallMs ?? STALL_MS };
   const streams = openStreams(app);
   protect(app, [app.requireOwner], ['ownerToken']);
 
@@ -172,7 +192,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
 /** Canvas token: `GET /events` under /api/rfs/:canvasId, the resource events of the host and the token's machine. */
 export const rfsEventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (app, options) => {
   const { events } = options;
-  const tuning = { heartbeatMs: options.heartbeatMs ?? HEARTBEAT_MS, maxUnsentBytes: options.maxUnsentBytes ?? MAX_UNSENT_BYTES };
+  const tuning = { heartbeatMs: options.heartbeatMs ?? HEARTBEAT_MS, maxUnsentBytes: options.maxUnsentBytes ?? MAX_UNSENT_BYTES, stallMs: options.stallMs ?? STALL_MS };
   const streams = openStreams(app);
   protect(app, [app.requireCanvas], ['canvasToken']);
   app.addHook('onRequest', async (request) => {
