@@ -47,6 +47,14 @@ export interface EventDraft {
   subject: ChangeSubject;
 }
 
+export interface ReadOptions {
+  /**
+   * A subscriber woken by `onPublished` reads what this process has published (a replica's copy of the
+   * newest events) instead of asking the database; without it a read sees every committed event.
+   */
+  published?: boolean;
+}
+
 /** A page of the log: the events after a cursor, and the cursor to ask with next. */
 export interface ChangePage {
   events: readonly ChangeEvent[];
@@ -63,7 +71,7 @@ export interface ChangeFeed {
    * Events after `since` (exclusive; absent: from the oldest retained), oldest first, at most `limit`.
    * 410 `cursor_expired` when `since` is older than the retention or newer than anything this log wrote.
    */
-  read(since: string | undefined, limit: number): Promise<ChangePage>;
+  read(since: string | undefined, limit: number, options?: ReadOptions): Promise<ChangePage>;
   /** The cursor of the newest published event (`0` when none yet). */
   head(): string;
   /** Called after new events were published (pull them with `read`); returns the unsubscribe function. */

@@ -114,7 +114,7 @@ async function stream(
         again = false;
         for (;;) {
           if (ended) return;
-          const page = await feed.read(cursor, PAGE);
+          const page = await feed.read(cursor, PAGE, { published: true });
           if (page.events.length === 0) break;
           const shown = page.events.filter(show);
           cursor = page.next;

@@ -3,7 +3,7 @@
 // in memory, refreshed once per notification (its own commits and other replicas' alike), so a thousand
 // subscribers cost one query per change, not a thousand; older cursors are read from the table.
 import type pg from 'pg';
-import { cursorExpired, pageAfter, parseCursor, type ChangeEvent, type ChangeFeed, type ChangePage } from '../../registry/events.js';
+import { cursorExpired, pageAfter, parseCursor, type ChangeEvent, type ChangeFeed, type ChangePage, type ReadOptions } from '../../registry/events.js';
 
 /** Events kept in memory per replica. */
 const TAIL = 4_096;
@@ -106,8 +106,8 @@ export class PgEventFeed implements ChangeFeed {
     this.#floor = Number(rows[0]?.floor ?? this.#floor);
   }
 
-  async read(since: string | undefined, limit: number): Promise<ChangePage> {
-    if (since !== undefined) {
+  async read(since: string | undefined, limit: number, options: ReadOptions = {}): Promise<ChangePage> {
+    if (since !== undefined && options.published) {
       const after = parseCursor(since);
       if (after >= this.#base && after <= this.#head && after >= this.#floor) return pageAfter(this.#tail, after, limit);
     }
