@@ -25,7 +25,7 @@ const eventOf = (r: EventRow): ChangeEvent => ({
   subject: { kind: r.kind as ChangeEvent['subject']['kind'], id: r.object_id, ...(r.provider === null ? {} : { provider: r.provider }) },
 });
 
-const SELECT = 'SELECT seq::text, at, type, kind, object_id, provider FROM events WHERE seq > $1 ORDER BY seq LIMIT $2';
+const SELECT = 'SELECT seq::text, at, type, kind, object_id, provider FROM events WHERE events.seq > $1 ORDER BY events.seq LIMIT $2';
 
 export class PgEventFeed implements ChangeFeed {
   /** The newest events seen, ascending; they cover every committed cursor in (`#base`, `#head`]. */
