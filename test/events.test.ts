@@ -237,6 +237,16 @@ t.test('a subscriber that never reads is cut off; writes go on at full speed and
   t.ok(got > 0 && got < writes, `it had received part of the stream (${got} of ${writes} events) and resumes by its last cursor`);
 });
 
+t.test('a quiet stream sends a comment line at the heartbeat interval', async (t) => {
+  const { h, origin } = await listen(t, { events: { heartbeatMs: 100 } });
+  const sub = await SseClient.open(origin, '/api/acp/events', h.owner);
+  t.teardown(() => sub.close());
+  const first = sub.comments;
+  await sub.waitFor(() => sub.comments >= first + 3, 5_000);
+  t.ok(sub.comments >= first + 3, 'comments keep a quiet stream open');
+  t.equal(sub.events.length, 0, 'and dispatch no event');
+});
+
 t.test('no token in any event, on the stream or in the log file', async (t) => {
   const { h, origin } = await listen(t);
   const sub = await SseClient.open(origin, '/api/acp/events', h.owner);

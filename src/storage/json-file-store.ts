@@ -586,8 +586,11 @@ export class JsonFileStore implements RegistryStore {
    * returned function is called.
    */
   async pauseWrites(): Promise<() => void> {
-    const parts = [this.resources, this.machines, this.registry, this.workloads, this.audit, this.eventLog];
+    const parts: { pause(): Promise<void>; resume(): void }[] = [this.resources, this.machines, this.registry, this.workloads, this.audit];
     await Promise.all(parts.map((p) => p.pause()));
+    // The change log last: a document's batch under way waits for its events to be written before it ends.
+    await this.eventLog.pause();
+    parts.push(this.eventLog);
     let resumed = false;
     return () => {
       if (resumed) return;
