@@ -237,6 +237,17 @@ t.test('a subscriber that never reads is cut off; writes go on at full speed and
   t.ok(got > 0 && got < writes, `it had received part of the stream (${got} of ${writes} events) and resumes by its last cursor`);
 });
 
+t.test('closing the service ends the open streams', async (t) => {
+  const { h, origin } = await listen(t);
+  const sub = await SseClient.open(origin, '/api/acp/events', h.owner);
+  t.teardown(() => sub.close());
+  const started = Date.now();
+  await h.app.close();
+  t.ok(Date.now() - started < 5_000, 'the close did not wait for the subscriber');
+  await sub.waitFor(() => sub.closed, 5_000);
+  t.ok(sub.closed, 'the subscriber saw its stream end (it reconnects by cursor)');
+});
+
 t.test('a quiet stream sends a comment line at the heartbeat interval', async (t) => {
   const { h, origin } = await listen(t, { events: { heartbeatMs: 100 } });
   const sub = await SseClient.open(origin, '/api/acp/events', h.owner);

@@ -142,7 +142,9 @@ export class JsonEventLog implements ChangeFeed, EventSink {
       } catch {
         throw new StoreFileError(file, `line ${i + 1} does not parse as JSON (only a torn last line is tolerated)`);
       }
-      if ('floor' in line) {
+      if (line === null || typeof line !== 'object') {
+        throw new StoreFileError(file, `line ${i + 1} is not an event log line`);
+      } else if ('floor' in line) {
         floor = Math.max(floor, line.floor);
         last = Math.max(last, line.last);
       } else if ('batch' in line && Array.isArray(line.batch) && line.batch.length > 0) {
