@@ -103,7 +103,7 @@ t.test('kill -9 during writes: every durable change has exactly its event, and n
       }
     };
     const writers = Array.from({ length: 8 }, (_, w) => writer(w));
-    await new Promise((r) => setTimeout(r, 150 + pickOf(600)));
+    await new Promise((r) => setTimeout(r, 400 + pickOf(1_200)));
     await server.kill();
     stop = true;
     await Promise.all(writers);
