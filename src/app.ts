@@ -39,6 +39,7 @@ import { invokeRoutes } from './routes/invoke.js';
 import { InvocationService } from './invocation/invocation-service.js';
 import { OutboundClient } from './invocation/outbound.js';
 import { workloadRoutes } from './routes/workloads.js';
+import { eventRoutes, rfsEventRoutes } from './routes/events.js';
 import { WorkloadService } from './workloads/workload-service.js';
 import { SecretScanner } from './secrets/secret-scanner.js';
 import type { FileSystemSeam } from './storage/durable-file.js';
@@ -62,6 +63,8 @@ export interface BuildOptions {
   deferCredentialWrite?: boolean;
   /** Builds the response serializers; defaults to fast-json-stringify compiled on first use (tests wrap it to watch). */
   serializerFactory?: SerializerFactory;
+  /** The event streams' heartbeat and per-subscriber bound (tests shorten them). */
+  events?: { heartbeatMs?: number; maxUnsentBytes?: number; stallMs?: number };
 }
 
 declare module 'fastify' {
@@ -80,6 +83,7 @@ async function openStore(config: Config, logger: Logger, metrics: Metrics, fs: F
       databaseUrl: config.databaseUrl,
       poolSize: config.databasePoolSize,
       auditMaxRows: config.auditMaxRows,
+      eventRetention: config.eventRetention,
       observeBatch: metrics.observeBatch,
       ...(config.storeMaxBatch !== undefined ? { maxBatch: config.storeMaxBatch } : {}),
       log: (level, message, err) => logger[level](err === undefined ? {} : { err }, message),
@@ -95,6 +99,7 @@ async function openStore(config: Config, logger: Logger, metrics: Metrics, fs: F
       logger.error({ file: err.file, canvasId, reason: err.message }, 'a workload file does not load: requests for this canvas answer 503 storage_unavailable until it is fixed (nothing else is affected; the file is left as it is)'),
     ...(fs ? { fs } : {}),
     auditRotation: { maxBytes: config.auditMaxBytes, maxFiles: config.auditMaxFiles },
+    eventRetention: config.eventRetention,
     onBackup: ({ pausedMs, ok, reason }) =>
       ok
         ? logger.info({ pausedMs }, 'online backup: writes were paused while the files were copied')
@@ -236,11 +241,13 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
         await acp.register(capabilityRoutes, deps);
         await acp.register(grantRoutes, { invocations });
         await acp.register(providerRoutes, { ...deps, prefix: '/providers/:provider' });
+        await acp.register(eventRoutes, { events: store.events, ...options.events });
       },
       { prefix: '/api/acp' },
     );
     await app.register(rfsRoutes, { ...deps, prefix: '/api/rfs/:canvasId' });
     await app.register(invokeRoutes, { invocations, prefix: '/api/rfs/:canvasId' });
+    await app.register(rfsEventRoutes, { events: store.events, ...options.events, prefix: '/api/rfs/:canvasId' });
 
     if (config.seedHuabuResources) {
       await seedHuabuResources(registry, config.hostedCapabilities.ids).catch((err: unknown) => {

@@ -21,6 +21,7 @@ export const ERROR_CODES = {
   machine_exists: 409,
   method_not_allowed: 405,
   request_timeout: 408,
+  cursor_expired: 410,
   precondition_failed: 412,
   payload_too_large: 413,
   unsupported_media_type: 415,

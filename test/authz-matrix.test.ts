@@ -77,6 +77,11 @@ const MATRIX: Record<string, Entry> = {
   'GET /api/acp/workloads': { url: '/api/acp/workloads?canvasId=canvas-x', allowed: { owner: 200 } },
   'GET /api/acp/workloads/{canvasId}/{threadId}': { url: '/api/acp/workloads/canvas-x/thread-1', allowed: { owner: 200 } },
   'GET /api/acp/capabilities': { url: '/api/acp/capabilities', allowed: { owner: 200 } },
+  // The event streams never end on their own: the admitted caller asks with a cursor this log never
+  // issued, so it is answered (410) before a stream starts. test/events.test.ts reads the streams over sockets.
+  'GET /api/acp/events': { url: '/api/acp/events?since=999999999', allowed: { owner: 410 }, admittedCode: 'cursor_expired' },
+  'GET /api/acp/changes': { url: '/api/acp/changes', allowed: { owner: 200 } },
+  'GET /api/rfs/{canvasId}/events': { url: '/api/rfs/canvas-x/events?since=999999999', allowed: { canvasX: 410 }, admittedCode: 'cursor_expired' },
   'GET /api/rfs/{canvasId}/resources': { url: '/api/rfs/canvas-x/resources', allowed: { canvasX: 200 } },
   'GET /api/rfs/{canvasId}/resources/{id}': { url: '/api/rfs/canvas-x/resources/tool-a', allowed: { canvasX: 200 } },
   'GET /api/rfs/{canvasId}/skill': { url: '/api/rfs/canvas-x/skill', allowed: { canvasX: 200 } },

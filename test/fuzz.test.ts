@@ -109,6 +109,9 @@ t.test('fuzz every operation as every role', async (t) => {
 
   for (const [path, methods] of Object.entries(spec.paths)) {
     for (const [method, op] of Object.entries(methods)) {
+      // A Server-Sent Events stream answered 200 never ends, so an in-process request would wait for ever;
+      // the streams are exercised over real sockets in test/events.test.ts (and their refusals in the matrix).
+      if (op.responses['200']?.content?.['text/event-stream']) continue;
       const documented = new Set(Object.keys(op.responses).map(Number));
       const validators = new Map<number, ReturnType<typeof Compile>>();
       for (const [status, response] of Object.entries(op.responses as Record<string, Schema>)) {

@@ -423,6 +423,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/acp/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow the changes (Server-Sent Events)
+         * @description Every privileged change, as it becomes durable, in commit order: `resource.created|replaced|withdrawn|customized`, `profile.created|updated|deleted`, `machine.enrolled|rotated|revoked`, `workload.launched`. Resume after a disconnect or a restart with `Last-Event-ID` (or `?since=`); a cursor older than the retention is 410 `cursor_expired`. A subscriber that falls behind by more than its buffer is closed and resumes by cursor.
+         */
+        get: operations["streamEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/acp/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the changes as pages (mirrors)
+         * @description The events after `since` (without it: from the oldest kept), oldest first, at most `limit`; ask again with `next`. A cursor older than the retention is 410 `cursor_expired`: read the current state again, then follow from `next` of a page read before.
+         */
+        get: operations["listChanges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/rfs/{canvasId}/resources": {
         parameters: {
             query?: never;
@@ -577,6 +617,26 @@ export interface paths {
          * @description Forwards `input` to the operator's endpoint for this hosted capability (with its credential, which the agent never sees) and answers its JSON as `result`, with the request's `correlationId` (trimmed) when it had one. Needs the canvas token (`Authorization: Bearer $AGENTLET_TOKEN`), the thread's grant (`X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT`) and the calling thread (`X-Huabu-Thread-Id: $HUABU_THREAD_ID`). Errors use upstream Huabu's codes, with this service's finer reason in `details.reason`. Checks in order: canvas token 401 `unauthorized`; grant 403 `forbidden` (reason `grant_invalid` — missing, malformed, minted under another policy, its machine or canvas revoked: `details.cause` — or `grant_expired`); bound to this canvas, machine and thread 403 `forbidden` (reason `scope_mismatch`, `thread_required` without the thread header, `thread_mismatch` for another thread); resource granted 403 `forbidden` (reason `resource_not_granted`); hosted 404 `resource_not_found` (reason `not_hosted`); envelope version 400 `unsupported_version`; body, correlation ID and input 400 `invalid_input` (reason `validation_failed`, or `payload_too_large` over the capability's input bound); a secret in the correlation ID 422 `secret_detected`; per-grant concurrency and rate 429 `quota_exceeded` (reason `rate_limited`, with `Retry-After`); deadline 504 `timeout` (reason `invocation_timeout`); endpoint failure 502 `provider_failure` (reason `invocation_failed`; no upstream body or headers; also an answer nested too deep or carrying the capability's own credential); the service's storage 503 `unavailable`. A hang-up aborts the outbound request and is audited as `cancelled` (499).
          */
         post: operations["invokeHostedResource"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/rfs/{canvasId}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow the agent's catalogue (Server-Sent Events)
+         * @description The `resource.*` events of the records this canvas may read (the host's and those of the token's machine), as `GET /api/acp/events` sends them; other changes move the cursor without being shown.
+         */
+        get: operations["streamRfsEvents"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -6267,6 +6327,332 @@ export interface operations {
             };
         };
     };
+    streamEvents: {
+        parameters: {
+            query?: {
+                /** @description Resume after this cursor (as `Last-Event-ID`, which wins when both are sent). Without either, the stream starts with the next change. */
+                since?: string;
+            };
+            header?: {
+                /** @description The cursor to resume after (the SSE reconnect header); wins over `?since=`. */
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A `text/event-stream` (Server-Sent Events): each event has `id:` (its cursor), `event:` (its type) and `data:` (the event as JSON, `ChangeEvent`); a comment line (`:`) every 15 s keeps proxies open. A line with only `id:` moves the cursor past events this stream does not show. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `cursor_expired` */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listChanges: {
+        parameters: {
+            query?: {
+                /** @description An event cursor as the registry issued it (opaque to clients; compare only for equality). */
+                since?: string;
+                /** @description Most events in the page (default 100). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The events after the cursor asked with, oldest first. */
+                        changes: {
+                            /** @description The cursor of this event: resume after it with `Last-Event-ID` or `?since=`. */
+                            id: string;
+                            /**
+                             * @description What happened (also the SSE `event:` field).
+                             * @enum {string}
+                             */
+                            type: "resource.created" | "resource.replaced" | "resource.withdrawn" | "resource.customized" | "profile.created" | "profile.updated" | "profile.deleted" | "machine.enrolled" | "machine.rotated" | "machine.revoked" | "workload.launched";
+                            /**
+                             * Format: date-time
+                             * @description When the change was committed.
+                             */
+                            at: string;
+                            subject: {
+                                kind: "resource" | "profile" | "machine" | "workload";
+                                /** @description The object's ID; a workload's is `<canvasId>/<threadId>`. Read the object itself for its content. */
+                                id: string;
+                                /** @description Resources only: the provider that owns the record. */
+                                provider?: string;
+                            };
+                        }[];
+                        /** @description The cursor to ask with next (`?since=`): the last event of this page, or the one asked with when the page is empty. */
+                        next: string;
+                    };
+                };
+            };
+            /** @description `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `cursor_expired` */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
     listRfsResources: {
         parameters: {
             query?: {
@@ -7814,6 +8200,163 @@ export interface operations {
             };
             /** @description `timeout` */
             504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    streamRfsEvents: {
+        parameters: {
+            query?: {
+                /** @description Resume after this cursor (as `Last-Event-ID`, which wins when both are sent). Without either, the stream starts with the next change. */
+                since?: string;
+            };
+            header?: {
+                /** @description The cursor to resume after (the SSE reconnect header); wins over `?since=`. */
+                "last-event-id"?: string;
+            };
+            path: {
+                /**
+                 * @description Canvas ID.
+                 * @example canvas-42
+                 */
+                canvasId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A `text/event-stream` (Server-Sent Events): each event has `id:` (its cursor), `event:` (its type) and `data:` (the event as JSON, `ChangeEvent`); a comment line (`:`) every 15 s keeps proxies open. A line with only `id:` moves the cursor past events this stream does not show. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `cursor_expired` */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -22,6 +22,9 @@ import type { BatchObserver } from '../durable-document.js';
 import type { AuditEntry, AuditIntent, MachineRecord, ProfileEntry, Registered, RegistryStore } from '../../registry/store.js';
 import { reconcileEntries } from '../../audit/audit-trail.js';
 import { ChangeListener } from './change-listener.js';
+import { PgEventFeed } from './event-feed.js';
+import type { ChangeFeed } from '../../registry/events.js';
+import { DEFAULT_EVENTS_RETAIN_COUNT, DEFAULT_EVENTS_RETAIN_DAYS } from '../../config.js';
 import { migrate, type MigrationReport } from './migrations.js';
 import { DatabaseUnavailableError, isUnavailable, storageUnavailable } from './pg-errors.js';
 
@@ -39,6 +42,8 @@ export interface PostgresStoreOptions {
   maxBatch?: number;
   /** Most rows the audit table keeps, the newest (AUDIT_MAX_ROWS; default DEFAULT_AUDIT_MAX_ROWS); 0 keeps every row. */
   auditMaxRows?: number;
+  /** The change log's retention (EVENTS_RETAIN_COUNT, EVENTS_RETAIN_DAYS). */
+  eventRetention?: { retainCount: number; retainDays: number };
 }
 
 
@@ -237,6 +242,7 @@ export class PostgresStore implements RegistryStore {
   #auditSinceTrim = 0;
   #trimming: Promise<void> | undefined;
   #trimAgain = false;
+  readonly #events: PgEventFeed;
 
   private constructor(pool: pg.Pool, listener: ChangeListener, ownBackends: Set<number>, options: PostgresStoreOptions) {
     this.#ownBackends = ownBackends;
@@ -247,6 +253,16 @@ export class PostgresStore implements RegistryStore {
     this.#log = options.log ?? (() => undefined);
     this.#auditMaxRows = options.auditMaxRows ?? DEFAULT_AUDIT_MAX_ROWS;
     this.#auditTrimEvery = Math.max(1, Math.min(MAX_AUDIT_ROWS_BETWEEN_TRIMS, Math.floor(this.#auditMaxRows / 10)));
+    this.#events = new PgEventFeed(
+      (sql, params) => this.#query(sql, params),
+      options.eventRetention ?? { retainCount: DEFAULT_EVENTS_RETAIN_COUNT, retainDays: DEFAULT_EVENTS_RETAIN_DAYS },
+      (message, err) => this.#log('warn', message, err),
+    );
+  }
+
+  /** The change log, written by the tables' triggers in each writing transaction (migration 5). */
+  get events(): ChangeFeed {
+    return this.#events;
   }
 
   /** Counts audit rows written; trims the table once enough were written since the last trim. */
@@ -336,6 +352,9 @@ export class PostgresStore implements RegistryStore {
       let store: PostgresStore | undefined;
       listener = new ChangeListener(options.databaseUrl, (table, pid) => store?.onChange(table, pid), log);
       store = new PostgresStore(pool, listener, ownBackends, options);
+      await store.#events.load().catch((err: unknown) => {
+        throw new DatabaseUnavailableError(err);
+      });
       await listener.start().catch((err: unknown) => {
         throw new DatabaseUnavailableError(err);
       });
@@ -351,6 +370,8 @@ export class PostgresStore implements RegistryStore {
 
   /** A change announced by any replica (`undefined`: notifications may have been missed). */
   private onChange(table: string | undefined, processId: number | undefined): void {
+    // Every replica's commits, this one's included, reach the subscribers through the change log.
+    if (table === undefined || table === 'events') this.#events.refresh();
     if (processId !== undefined && this.#ownBackends.has(processId)) return;
     if (table === undefined || table === 'resources') this.#resourcesCounter++;
   }
@@ -883,6 +904,7 @@ export class PostgresStore implements RegistryStore {
     this.#trimAgain = false;
     await this.#trimming;
     await this.#listener.close();
+    await this.#events.close();
     await this.#pool.end();
   }
 }
