@@ -256,3 +256,19 @@ t.test('the channel service: status changes told once each, jobs in flight bound
   t.same(told, ['m connected', 'm disconnected']);
   t.throws(() => channels.open('m', sink, async () => true), { code: 'unavailable' }, 'a closing service takes no channel');
 });
+
+t.test('the heartbeat writes a comment on every channel and closes one whose credential no longer holds', async (t) => {
+  const told: string[] = [];
+  const channels = new MachineChannels({ heartbeatMs: 20, onMachineStatus: (id, status) => told.push(`${id} ${status}`) });
+  t.teardown(() => channels.closeAll());
+  const comments: string[] = [];
+  let valid = true;
+  channels.open('m', { job: () => {}, comment: (c) => comments.push(c), end: () => {} }, async () => valid);
+  await new Promise((r) => setTimeout(r, 70));
+  t.ok(comments.length >= 2 && comments.every((c) => c === 'heartbeat'), `heartbeats written (${comments.length})`);
+  t.equal(channels.status('m').status, 'connected');
+  valid = false; // revoked or rotated through another replica
+  await new Promise((r) => setTimeout(r, 70));
+  t.equal(channels.status('m').status, 'disconnected', 'closed at the next heartbeat');
+  t.same(told, ['m connected', 'm disconnected']);
+});

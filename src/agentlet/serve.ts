@@ -189,12 +189,14 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
   log.info({ registry: input.registryUrl, root, jobs: JOBS.types() }, `serving machine ${input.machineId}`);
   let attempt = 0;
   while (!channelAbort.signal.aborted) {
+    let connected = false;
     try {
       token = await readTokenFile(input.tokenFile); // re-read: a rotated token is picked up on reconnect
       protect(token);
       for await (const event of channel.open(token, channelAbort.signal)) {
         if (event.event === 'ready') {
           attempt = 0;
+          connected = true;
           log.info(`connected to ${input.registryUrl}`);
           void publishQuietly('connected', false);
         } else if (event.event === 'job') runJob(event);
@@ -208,7 +210,10 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
       } else if (err instanceof ChannelRefused && err.status === 403) {
         log.error(`the registry refused the channel of machine ${input.machineId} (403): the token belongs to another machine; --machine-id must be the ID it was issued for`);
       } else if (err instanceof ChannelRefused) log.error(`${err.message}; is --registry the registry's base URL?`);
-      else log.warn({ reason: networkCode(err) ?? (err as Error).message }, `lost the channel to ${input.registryUrl}`);
+      else {
+        const reason = networkCode(err) ?? (err as Error).message;
+        log.warn({ reason }, connected ? `lost the channel to ${input.registryUrl}` : `cannot reach the registry at ${input.registryUrl} (${reason})`);
+      }
     }
     if (channelAbort.signal.aborted) break;
     const delay = backoffMs(attempt++, input.reconnectMaxMs, random);
