@@ -1,6 +1,9 @@
 // The machine channel (GET /api/acp/providers/:machineId/channel, POST .../jobs/:jobId) over real sockets:
 // the test plays the machine with undici and reads the Server-Sent Events itself; the owner runs jobs through
 // POST /api/acp/machines/:machineId/jobs. Also the channel service's own rules (src/channel/machine-channels.ts).
+// Shapes from microsoft/Huabu: `agentlet_unavailable` (503) as apps/server/src/modules/agent/acp/resources.route.ts
+// @0e53b7eb538ed0c1b76c4018daca13e8c8fd82ce answers it; the profile list's `online` and `connectedAt` as
+// external/agenetes/packages/protocol/src/agentlet-status.ts @0a318194c735bc45bdd353773a60f78214b488ed defines them.
 import t from 'tap';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';

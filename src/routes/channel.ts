@@ -49,9 +49,10 @@ export const machineChannelRoutes: FastifyPluginAsyncTypebox<ChannelRouteDeps> =
     },
     async (request, reply) => {
       const { machineId } = request.params;
-      const token = request.headers.authorization ?? '';
+      // The token the request was admitted with (the auth hook parsed the same header the same way).
+      const token = /^Bearer[ ]+(\S+)[ ]*$/i.exec(request.headers.authorization ?? '')?.[1] ?? '';
       // Re-checked on every heartbeat: a revoke or rotation through another replica ends this channel too.
-      const stillValid = async () => (await machines.authenticate(token.replace(/^Bearer\s+/i, ''))) === machineId;
+      const stillValid = async () => (await machines.authenticate(token)) === machineId;
       const raw = reply.raw;
       reply.hijack();
       raw.writeHead(200, {
