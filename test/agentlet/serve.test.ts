@@ -11,7 +11,7 @@ import os from 'node:os';
 import { backoffMs } from '../../src/agentlet/serve.js';
 import { RECONNECT_BASE_MS } from '../../src/agentlet/serve-constants.js';
 import { build, canaryLogFile, type TestApp } from '../helpers/build.js';
-import { addSkill, assertBuilt, CLI, installFile, machine, receiptJson, writeReceipt, type Machine } from '../helpers/agentlet.js';
+import { addSkill, assertBuilt, CLI, installFile, machine, receiptJson, tokenFile, writeReceipt, type Machine } from '../helpers/agentlet.js';
 
 assertBuilt();
 
@@ -130,6 +130,16 @@ t.test('serve: connects, runs jobs, publishes a dropped receipt within a second,
   await until('the removed receipt withdrawn', async () => !(await catalogueIds(m.reg.h)).includes('first-skill'), 5_000);
   t.ok(Date.now() - removed < 1000, `a removed receipt is withdrawn within a second (${Date.now() - removed} ms)`);
 
+  // One invalid receipt: nothing is published (the registry keeps the last set), and a sync job says why.
+  const before = d.lines.length;
+  await writeReceipt(m.root, '{"schemaVersion": 1, "id": "half-writ', 'half-written.json');
+  await d.waitFor(/^not published: 1 invalid receipt/, 5_000, before);
+  t.same(await catalogueIds(m.reg.h), ['dropped-skill'], 'the last set published stays');
+  const refused = await m.reg.h.app.inject({ method: 'POST', url: '/api/acp/machines/agentlet-7f3a/jobs', headers: m.reg.h.owner, payload: { type: 'sync' } });
+  t.equal(refused.statusCode, 502);
+  t.match(refused.json(), { code: 'agentlet_job_failed', details: { agentletCode: 'invalid_receipts' }, message: /half-written\.json/ });
+  await rm(`${m.root}/receipts/half-written.json`);
+
   t.equal(await d.stop(), 0, 'SIGTERM: exit 0');
   await d.waitFor(/^stopped$/, 1000);
   await until('the machine disconnected', async () => (await statusOf(m.reg.h, 'agentlet-7f3a')) === 'disconnected');
@@ -169,6 +179,18 @@ t.test("revoking the machine closes its channel; the daemon says why, without th
   t.equal(job.statusCode, 503, 'no job reaches a revoked machine');
   t.equal(await d.stop(), 0);
   assertLogs(t, d, m.cli.tokens.concat(m.token));
+});
+
+t.test("serve with another machine's token: the registry refuses the channel (403), the daemon says so and still stops cleanly", async (t) => {
+  const m = await machine(t);
+  const other = await m.reg.h.enroll('agentlet-other');
+  const otherFile = await tokenFile(m.dir, other, 0o600, 'other.token');
+  const d = startDaemon(t, { ...m, remote: ['--registry', m.reg.url, '--machine-id', 'agentlet-7f3a', '--token-file', otherFile] });
+  await d.waitFor(/refused the channel of machine agentlet-7f3a \(403\): the token belongs to another machine/);
+  t.equal(await statusOf(m.reg.h, 'agentlet-7f3a'), 'disconnected');
+  t.equal(await statusOf(m.reg.h, 'agentlet-other'), 'disconnected');
+  t.equal(await d.stop(), 0);
+  assertLogs(t, d, m.cli.tokens.concat(m.token, other));
 });
 
 t.test('reconnect delays: full jitter under a doubling bound, capped', async (t) => {
