@@ -8,6 +8,8 @@ import { watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import pretty from 'pino-pretty';
+import { Compile } from 'typebox/compile';
+import { ChannelJob } from '../schemas/channel.js';
 import { SecretScanner } from '../secrets/secret-scanner.js';
 import { ChannelClient, ChannelRefused, type ServerSentEvent } from './channel-client.js';
 import type { Output, RegistryInput } from './commands.js';
@@ -35,6 +37,8 @@ export interface ServeRuntime {
   isTty: boolean;
   random?: () => number;
 }
+
+const checkJob = Compile(ChannelJob);
 
 /** The delay before reconnect attempt `attempt` (0-based): full jitter over a capped exponential. */
 export function backoffMs(attempt: number, maxMs: number, random: () => number = Math.random): number {
@@ -141,18 +145,18 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
   const inFlight = new Set<Promise<void>>();
   let draining = false;
   const runJob = (event: ServerSentEvent) => {
-    let job: { jobId?: unknown; type?: unknown; payload?: unknown };
+    let job: unknown;
     try {
-      job = JSON.parse(event.data) as typeof job;
+      job = JSON.parse(event.data);
     } catch {
       return log.warn('ignored a job that is not JSON');
     }
-    if (typeof job.jobId !== 'string' || typeof job.type !== 'string') return log.warn('ignored a job without jobId or type');
+    if (!checkJob.Check(job)) return log.warn('ignored a job that is not {jobId, type, payload}');
     const { jobId, type } = job;
     if (draining) return log.warn({ jobId, type }, 'stopping: job not started');
     const started = Date.now();
     const running = (async () => {
-      const answer = await JOBS.run(type, job.payload ?? {}, context);
+      const answer = await JOBS.run(type, job.payload, context);
       const ms = Date.now() - started;
       try {
         const delivered = await channel.answer(token, jobId, answer);

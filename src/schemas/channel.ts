@@ -2,9 +2,6 @@
 // owner's request to run a job on a machine.
 import Type, { type Static } from 'typebox';
 
-/** Job types a machine runs today; `agentlet-resources serve` registers one handler per type. */
-export const JOB_TYPES = ['ping', 'sync'] as const;
-
 export const JobId = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9-]+$', description: 'The job, as the channel named it.' });
 
 export const ChannelJob = Type.Object(
