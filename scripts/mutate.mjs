@@ -23,6 +23,7 @@ export const TARGETS = {
   'src/invocation/adapters.ts': ['invocation-adapters'],
   'src/registry/local-receipts.ts': ['rfs-agents'],
   'src/registry/manageable.ts': ['catalogue-upstream'],
+  'src/channel/machine-channels.ts': ['machine-channel'],
 };
 
 const args = process.argv.slice(2);

@@ -21,6 +21,8 @@ import { validatorCompiler } from './http/validator.js';
 import { createLogger } from './logger.js';
 import { Metrics } from './metrics.js';
 import { MachineRegistry } from './machines/machine-registry.js';
+import { MachineChannels, type MachineStatusListener } from './channel/machine-channels.js';
+import { machineChannelRoutes, machineJobRoutes } from './routes/channel.js';
 import { ProfileRegistry } from './profiles/profile-registry.js';
 import { aliasCollisions } from './profiles/profile-rules.js';
 import { CatalogueCache } from './registry/catalogue-cache.js';
@@ -61,6 +63,10 @@ export interface BuildOptions {
    * does so once it listens), so a start that fails before listening leaves no credentials.json behind.
    */
   deferCredentialWrite?: boolean;
+  /** Told when a machine's channel connects or disconnects (the change-event log's hook). */
+  onMachineStatus?: MachineStatusListener;
+  /** Interval of the machine channels' heartbeat (15 s; tests shorten it). */
+  channelHeartbeatMs?: number;
   /** Builds the response serializers; defaults to fast-json-stringify compiled on first use (tests wrap it to watch). */
   serializerFactory?: SerializerFactory;
   /** The event streams' heartbeat and per-subscriber bound (tests shorten them). */
@@ -143,9 +149,19 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     const scanner = new SecretScanner([...Object.values(credentials), ...config.hostedCapabilities.credentialValues()]);
     const audit = new AuditTrail(store, clock, (err) => logger.error({ err }, 'audit log append failed'));
     const registry = new ResourceRegistry(store, scanner, audit, config.requiredResourceIds, config.hostedCapabilities.ids);
-    const machines = new MachineRegistry(store, clock, audit, scanner);
+    const channels = new MachineChannels({
+      now,
+      jobTimeoutMs: config.agentletJobTimeoutMs,
+      ...(options.channelHeartbeatMs === undefined ? {} : { heartbeatMs: options.channelHeartbeatMs }),
+      onMachineStatus: (machineId, status, at) => {
+        logger.info({ machineId, status }, `machine ${machineId} ${status}`);
+        options.onMachineStatus?.(machineId, status, at);
+      },
+    });
+    const machines = new MachineRegistry(store, clock, audit, scanner, channels);
     const profiles = new ProfileRegistry(store, scanner, audit, {
       requiredResourceIds: config.requiredResourceIds,
+      channelStatus: (machineId) => channels.status(machineId),
       ...(config.defaultAgentletId !== undefined ? { defaultAgentletId: config.defaultAgentletId } : {}),
     });
     const catalogue = new CatalogueCache(
@@ -208,6 +224,8 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     let closing = false;
     app.addHook('preClose', async () => {
       closing = true;
+      // Open channels would hold the HTTP server open; their machines reconnect to whichever replica answers.
+      channels.closeAll();
     });
     let refusals: Refusals | undefined;
     app.addHook('onClose', async () => {
@@ -235,6 +253,8 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       async (acp) => {
         await acp.register(catalogueRoutes, deps);
         await acp.register(machineRoutes, deps);
+        await acp.register(machineJobRoutes, { channels, machines, scanner, prefix: '/machines' });
+        await acp.register(machineChannelRoutes, { channels, machines, scanner, prefix: '/providers' });
         await acp.register(profileRoutes, deps);
         await acp.register(canvasTokenRoutes, deps);
         await acp.register(workloadRoutes, { ...deps, workloads, metrics });

@@ -83,6 +83,8 @@ export interface Config {
    * follow upstream (reads default to record v2; profile create answers 200, delete 200 `{deleted: true}`).
    */
   huabuCompat: boolean;
+  /** How long a job sent over a machine channel waits for the machine's answer (then 504 `agentlet_timeout`). */
+  agentletJobTimeoutMs: number;
 }
 
 const Env = Type.Object({
@@ -114,6 +116,7 @@ const Env = Type.Object({
   DEFAULT_AGENTLET_ID: Type.Optional(Type.String({ pattern: SLUG_ID_PATTERN })),
   HOSTED_CAPABILITIES_FILE: Type.Optional(Type.String({ minLength: 1 })),
   HUABU_COMPAT: Type.Optional(Type.Union(['1', '0', 'true', 'false'].map((v) => Type.Literal(v)))),
+  AGENTLET_JOB_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
 });
 const checkEnv = Compile(Env);
 
@@ -211,5 +214,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     ...(e.DEFAULT_AGENTLET_ID === undefined ? {} : { defaultAgentletId: e.DEFAULT_AGENTLET_ID }),
     hostedCapabilities,
     huabuCompat: e.HUABU_COMPAT === '1' || e.HUABU_COMPAT === 'true',
+    agentletJobTimeoutMs: e.AGENTLET_JOB_TIMEOUT_MS === undefined ? 30_000 : Number(e.AGENTLET_JOB_TIMEOUT_MS),
   };
 }

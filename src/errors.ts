@@ -13,6 +13,7 @@ export const ERROR_CODES = {
   machine_not_found: 404,
   not_found: 404,
   skill_not_found: 404,
+  job_not_found: 404,
   resource_conflict: 409,
   alias_conflict: 409,
   invalid_profile_kind: 409,
@@ -35,11 +36,15 @@ export const ERROR_CODES = {
   cancelled: 499,
   internal_error: 500,
   provider_failure: 502,
+  agentlet_job_failed: 502,
   not_ready: 503,
   storage_unavailable: 503,
   overloaded: 503,
   unavailable: 503,
+  agentlet_unavailable: 503,
+  agentlet_busy: 503,
   timeout: 504,
+  agentlet_timeout: 504,
 } as const;
 
 /** Reason phrases Node does not know (`499` is the one nginx and Google's API error model use for a client that went away). */

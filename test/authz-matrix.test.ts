@@ -21,6 +21,11 @@ interface Entry {
   admittedCode?: string;
   /** The admitted principal's `details.reason`, where the code alone does not tell it apart from a refusal. */
   admittedReason?: string;
+  /**
+   * A stream that stays open for the admitted principal: only the refusals are checked here (the admitted
+   * caller's 200 is read over a real socket in test/machine-channel.test.ts).
+   */
+  stream?: true;
 }
 
 const resource = { schemaVersion: 1, name: 'Tool', description: 'A tool.', instructions: 'Use it via $HUABU_RFS_URL.' };
@@ -42,6 +47,16 @@ const MATRIX: Record<string, Entry> = {
   'GET /api/acp/machines': { url: '/api/acp/machines', allowed: { owner: 200 } },
   'DELETE /api/acp/machines/{machineId}': { url: '/api/acp/machines/agentlet-b', allowed: { owner: 204 } },
   'POST /api/acp/machines/{machineId}/rotate': { url: '/api/acp/machines/agentlet-b/rotate', allowed: { owner: 200 } },
+  // Admitted, then 503: machine A holds no channel in this world.
+  'POST /api/acp/machines/{machineId}/jobs': { url: '/api/acp/machines/agentlet-a/jobs', payload: { type: 'ping' }, allowed: { owner: 503 }, admittedCode: 'agentlet_unavailable' },
+  'GET /api/acp/providers/{machineId}/channel': { url: '/api/acp/providers/agentlet-a/channel', allowed: { machineA: 200 }, stream: true },
+  // Admitted, then 404: no job of machine A is waiting.
+  'POST /api/acp/providers/{machineId}/jobs/{jobId}': {
+    url: '/api/acp/providers/agentlet-a/jobs/job-1',
+    payload: { ok: true, result: {} },
+    allowed: { machineA: 404 },
+    admittedCode: 'job_not_found',
+  },
   'POST /api/acp/canvas-tokens/revoke': { url: '/api/acp/canvas-tokens/revoke', payload: { canvasId: 'canvas-z' }, allowed: { owner: 200, huabu: 200 } },
   'POST /api/acp/canvas-tokens': {
     url: '/api/acp/canvas-tokens',
@@ -158,6 +173,7 @@ for (const [operation, entry] of Object.entries(MATRIX)) {
     // Admitted principals last: their request may change state (revoke, withdraw).
     const order = [...PRINCIPALS].sort((a, b) => Number(entry.allowed !== 'public' && a in entry.allowed) - Number(entry.allowed !== 'public' && b in entry.allowed));
     for (const principal of order) {
+      if (entry.stream && entry.allowed !== 'public' && principal in entry.allowed) continue;
       const token = tokens[principal];
       const expected =
         entry.allowed === 'public'
