@@ -21,7 +21,8 @@ import { validatorCompiler } from './http/validator.js';
 import { createLogger } from './logger.js';
 import { Metrics } from './metrics.js';
 import { MachineRegistry } from './machines/machine-registry.js';
-import { MachineChannels, type MachineStatusListener } from './channel/machine-channels.js';
+import { MachineChannels } from './channel/machine-channels.js';
+import type { EventDraft } from './registry/events.js';
 import { machineChannelRoutes, machineJobRoutes } from './routes/channel.js';
 import { ProfileRegistry } from './profiles/profile-registry.js';
 import { aliasCollisions } from './profiles/profile-rules.js';
@@ -63,8 +64,6 @@ export interface BuildOptions {
    * does so once it listens), so a start that fails before listening leaves no credentials.json behind.
    */
   deferCredentialWrite?: boolean;
-  /** Told when a machine's channel connects or disconnects (the change-event log's hook). */
-  onMachineStatus?: MachineStatusListener;
   /** Interval of the machine channels' heartbeat (15 s; tests shorten it). */
   channelHeartbeatMs?: number;
   /** Builds the response serializers; defaults to fast-json-stringify compiled on first use (tests wrap it to watch). */
@@ -149,14 +148,25 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     const scanner = new SecretScanner([...Object.values(credentials), ...config.hostedCapabilities.credentialValues()]);
     const audit = new AuditTrail(store, clock, (err) => logger.error({ err }, 'audit log append failed'));
     const registry = new ResourceRegistry(store, scanner, audit, config.requiredResourceIds, config.hostedCapabilities.ids);
+    // A machine's channel and its jobs are not stored documents: their events are written on their own, and
+    // a failure to write one is logged, never a failure of the channel or the job. The store closes after them.
+    const eventWrites = new Set<Promise<void>>();
+    const recordOnItsOwn = (draft: EventDraft) => {
+      const write: Promise<void> = store
+        .recordEvents([draft])
+        .catch((err: unknown) => logger.error({ err, event: draft.type, subject: draft.subject }, `the ${draft.type} event could not be written`))
+        .finally(() => eventWrites.delete(write));
+      eventWrites.add(write);
+    };
     const channels = new MachineChannels({
       now,
       jobTimeoutMs: config.agentletJobTimeoutMs,
       ...(options.channelHeartbeatMs === undefined ? {} : { heartbeatMs: options.channelHeartbeatMs }),
-      onMachineStatus: (machineId, status, at) => {
+      onMachineStatus: (machineId, status) => {
         logger.info({ machineId, status }, `machine ${machineId} ${status}`);
-        options.onMachineStatus?.(machineId, status, at);
+        recordOnItsOwn({ type: `machine.${status}`, subject: { kind: 'machine', id: machineId } });
       },
+      onJobSettled: (machineId, job, outcome) => recordOnItsOwn({ type: `job.${outcome}`, subject: { kind: 'job', id: job.jobId, provider: machineId } }),
     });
     const machines = new MachineRegistry(store, clock, audit, scanner, channels);
     const profiles = new ProfileRegistry(store, scanner, audit, {
@@ -233,6 +243,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       await refusals?.close();
       await capabilities.close();
       await outbound.close();
+      await Promise.all(eventWrites);
       await store.close();
     });
     app.addHook('onResponse', async (request, reply) => {

@@ -78,3 +78,21 @@ t.test('events older than EVENTS_RETAIN_DAYS are dropped; their cursors are 410'
   const err = await store.events.read('0', 10).catch((e: unknown) => e);
   t.ok(err instanceof AppError && err.code === 'cursor_expired');
 });
+
+t.test('events of no stored change are durable on their own: kept after a restart, and after a crash before their marker', async (t) => {
+  const dataDir = await tempDataDir();
+  const store = await JsonFileStore.open({ dataDir });
+  await store.recordEvents([{ type: 'machine.connected', subject: { kind: 'machine', id: 'm-1' } }]);
+  await store.recordEvents([{ type: 'job.succeeded', subject: { kind: 'job', id: 'j-1', provider: 'm-1' } }]);
+  await store.close();
+  const file = path.join(dataDir, EVENTS_FILE);
+  // A crash after the batch's fdatasync and before its marker: the batch is all there is (no checks to decide by).
+  const at = new Date().toISOString();
+  await writeFile(file, (await readFile(file, 'utf8')) + JSON.stringify({ batch: [{ id: '3', type: 'machine.disconnected', at, subject: { kind: 'machine', id: 'm-1' } }], checks: {} }) + '\n');
+  const again = await JsonFileStore.open({ dataDir });
+  t.teardown(() => again.close());
+  const { events } = await again.events.read(undefined, 100);
+  t.same(events.map((e) => `${e.id} ${e.type} ${e.subject.id}`), ['1 machine.connected m-1', '2 job.succeeded j-1', '3 machine.disconnected m-1']);
+  await again.recordEvents([{ type: 'machine.connected', subject: { kind: 'machine', id: 'm-1' } }]);
+  t.same((await again.events.read('3', 10)).events.map((e) => e.id), ['4'], 'numbering goes on after them');
+});

@@ -275,3 +275,46 @@ t.test('the heartbeat writes a comment on every channel and closes one whose cre
   t.equal(channels.status('m').status, 'disconnected', 'closed at the next heartbeat');
   t.same(told, ['m connected', 'm disconnected']);
 });
+
+t.test("a machine's channel and its jobs are change events: connected, each job's outcome, disconnected", async (t) => {
+  const s = await listening(t, { AGENTLET_JOB_TIMEOUT_MS: '300' });
+  const token = await s.h.enroll('mac-a');
+  const changes = async () => {
+    const res = await s.h.app.inject({ url: '/api/acp/changes?limit=1000', headers: s.h.owner });
+    return (res.json().changes as { type: string; subject: { kind: string; id: string; provider?: string } }[]).map((c) => `${c.type} ${c.subject.kind}:${c.subject.id}${c.subject.provider ? `@${c.subject.provider}` : ''}`);
+  };
+  const eventually = async (want: (seen: string[]) => boolean) => {
+    for (let i = 0; i < 100 && !want(await changes()); i++) await new Promise((r) => setTimeout(r, 20));
+    return changes();
+  };
+
+  const channel = await openChannel(s, 'mac-a', token);
+  await channel.next('ready');
+  t.same(await eventually((c) => c.includes('machine.connected machine:mac-a')), ['machine.enrolled machine:mac-a', 'machine.connected machine:mac-a']);
+
+  const ok = runJob(s, 'mac-a');
+  const okJob = JSON.parse((await channel.next('job')).data) as Job;
+  await answer(s, 'mac-a', token, okJob.jobId, { ok: true, result: { pong: true } });
+  t.equal((await ok).statusCode, 200);
+  const failing = runJob(s, 'mac-a', 'sync');
+  const failJob = JSON.parse((await channel.next('job')).data) as Job;
+  await answer(s, 'mac-a', token, failJob.jobId, { ok: false, error: { code: 'invalid_receipts', message: 'no' } });
+  t.equal((await failing).statusCode, 502);
+  const slow = await runJob(s, 'mac-a');
+  t.equal(slow.statusCode, 504);
+  const slowJob = ((await slow.body.json()) as { details: { jobId: string } }).details.jobId;
+  t.equal((JSON.parse((await channel.next('job')).data) as Job).jobId, slowJob, 'the job that timed out was sent');
+  const lost = runJob(s, 'mac-a');
+  const lostJob = JSON.parse((await channel.next('job')).data) as Job;
+  channel.close();
+  t.equal((await lost).statusCode, 503);
+
+  const seen = await eventually((c) => c.includes('machine.disconnected machine:mac-a'));
+  t.same(
+    seen.slice(2),
+    [`job.succeeded job:${okJob.jobId}@mac-a`, `job.failed job:${failJob.jobId}@mac-a`, `job.failed job:${slowJob}@mac-a`, `job.failed job:${lostJob.jobId}@mac-a`, 'machine.disconnected machine:mac-a'],
+    'answered ok, answered with an error, timed out, lost with the channel: one event each, then the disconnect',
+  );
+  const canvas = await s.h.app.inject({ url: '/api/acp/changes?limit=1000', headers: s.h.owner });
+  t.notOk(canvas.body.includes(token), 'no token in any event');
+});

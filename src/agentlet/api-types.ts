@@ -7115,17 +7115,17 @@ export interface operations {
                              * @description What happened (also the SSE `event:` field).
                              * @enum {string}
                              */
-                            type: "resource.created" | "resource.replaced" | "resource.withdrawn" | "resource.customized" | "profile.created" | "profile.updated" | "profile.deleted" | "machine.enrolled" | "machine.rotated" | "machine.revoked" | "workload.launched";
+                            type: "resource.created" | "resource.replaced" | "resource.withdrawn" | "resource.customized" | "profile.created" | "profile.updated" | "profile.deleted" | "machine.enrolled" | "machine.rotated" | "machine.revoked" | "machine.connected" | "machine.disconnected" | "workload.launched" | "job.succeeded" | "job.failed";
                             /**
                              * Format: date-time
                              * @description When the change was committed.
                              */
                             at: string;
                             subject: {
-                                kind: "resource" | "profile" | "machine" | "workload";
-                                /** @description The object's ID; a workload's is `<canvasId>/<threadId>`. Read the object itself for its content. */
+                                kind: "resource" | "profile" | "machine" | "workload" | "job";
+                                /** @description The object's ID; a workload's is `<canvasId>/<threadId>`, a job's its job ID. Read the object itself for its content. */
                                 id: string;
-                                /** @description Resources only: the provider that owns the record. */
+                                /** @description Resources: the provider that owns the record; jobs: the machine that ran it. */
                                 provider?: string;
                             };
                         }[];

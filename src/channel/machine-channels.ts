@@ -9,6 +9,13 @@ export type MachineChannelStatus = 'connected' | 'disconnected';
 /** Where the channel's connected/disconnected changes go (the change-event log implements it). */
 export type MachineStatusListener = (machineId: string, status: MachineChannelStatus, at: Date) => void;
 
+/**
+ * How a job sent over a channel ended: `succeeded` (answered ok) or `failed` (answered with an error, not
+ * answered in time, or its channel closed first). Called once per job that reached a channel.
+ */
+export type JobOutcome = 'succeeded' | 'failed';
+export type JobListener = (machineId: string, job: { jobId: string; type: string }, outcome: JobOutcome) => void;
+
 /** One open stream to a machine, as the HTTP side writes it. */
 export interface ChannelSink {
   /** Writes one job to the machine. */
@@ -43,6 +50,7 @@ export interface MachineChannelsOptions {
   /** Interval of the heartbeat comment, which also re-checks the machine's credential. */
   heartbeatMs?: number;
   onMachineStatus?: MachineStatusListener;
+  onJobSettled?: JobListener;
 }
 
 interface Pending {
@@ -73,6 +81,7 @@ export class MachineChannels {
   readonly #jobTimeoutMs: number;
   readonly #maxJobs: number;
   readonly #listener: MachineStatusListener | undefined;
+  readonly #jobListener: JobListener | undefined;
   readonly #live = new Map<string, Connection>();
   readonly #since = new Map<string, string>();
   readonly #heartbeat: NodeJS.Timeout;
@@ -83,6 +92,7 @@ export class MachineChannels {
     this.#jobTimeoutMs = options.jobTimeoutMs ?? DEFAULT_JOB_TIMEOUT_MS;
     this.#maxJobs = options.maxJobsInFlight ?? DEFAULT_MAX_JOBS_IN_FLIGHT;
     this.#listener = options.onMachineStatus;
+    this.#jobListener = options.onJobSettled;
     this.#heartbeat = setInterval(() => void this.#beat(), options.heartbeatMs ?? HEARTBEAT_MS);
     this.#heartbeat.unref();
   }
@@ -131,6 +141,7 @@ export class MachineChannels {
     return new Promise<{ jobId: string; answer: JobAnswer }>((resolve, reject) => {
       const timer = setTimeout(() => {
         connection.pending.delete(job.jobId);
+        this.#settled(machineId, job, 'failed');
         reject(new AppError('agentlet_timeout', `Agentlet ${machineId} did not answer the ${type} job within ${timeoutMs} ms.`, { machineId, jobId: job.jobId, timeoutMs }));
       }, timeoutMs);
       connection.pending.set(job.jobId, { job, resolve, reject, timer });
@@ -151,6 +162,7 @@ export class MachineChannels {
     if (!pending) return false;
     this.#live.get(machineId)!.pending.delete(jobId);
     clearTimeout(pending.timer);
+    this.#settled(machineId, pending.job, answer.ok ? 'succeeded' : 'failed');
     pending.resolve({ jobId, answer });
     return true;
   }
@@ -180,9 +192,14 @@ export class MachineChannels {
     connection.sink.end();
     for (const pending of connection.pending.values()) {
       clearTimeout(pending.timer);
+      this.#settled(connection.machineId, pending.job, 'failed');
       pending.reject(unavailable(connection.machineId, why));
     }
     connection.pending.clear();
+  }
+
+  #settled(machineId: string, job: Job, outcome: JobOutcome): void {
+    this.#jobListener?.(machineId, { jobId: job.jobId, type: job.type }, outcome);
   }
 
   #changed(machineId: string, status: MachineChannelStatus): void {

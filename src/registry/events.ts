@@ -18,17 +18,21 @@ export const CHANGE_EVENT_TYPES = [
   'machine.enrolled',
   'machine.rotated',
   'machine.revoked',
+  'machine.connected',
+  'machine.disconnected',
   'workload.launched',
+  'job.succeeded',
+  'job.failed',
 ] as const;
 export type ChangeEventType = (typeof CHANGE_EVENT_TYPES)[number];
 
-export type SubjectKind = 'resource' | 'profile' | 'machine' | 'workload';
+export type SubjectKind = 'resource' | 'profile' | 'machine' | 'workload' | 'job';
 
 export interface ChangeSubject {
   kind: SubjectKind;
-  /** The object's ID; a workload's is `<canvasId>/<threadId>`. */
+  /** The object's ID; a workload's is `<canvasId>/<threadId>`, a job's is its job ID. */
   id: string;
-  /** Resources only: the provider that owns the record (`huabu` or a machine ID). */
+  /** Resources: the provider that owns the record (`huabu` or a machine ID); jobs: the machine that ran it. */
   provider?: string;
 }
 

@@ -8,7 +8,7 @@ import type { PutOutcome } from './ownership.js';
 import type { ProfileChanges } from '../profiles/profile-rules.js';
 import type { AgentProfile } from '../schemas/profile.js';
 import type { WorkloadRecord } from '../schemas/workload.js';
-import type { ChangeFeed } from './events.js';
+import type { ChangeFeed, EventDraft } from './events.js';
 
 /**
  * A stored profile and its ETag value (`revision` here: an opaque digest of the record, which changes
@@ -64,6 +64,11 @@ export interface RegistryStore {
    * an unchanged answer writes none. Events are published only once their change is durable, in commit order.
    */
   readonly events: ChangeFeed;
+  /**
+   * Appends events that announce no stored change (a machine's channel opened or closed, the outcome of a
+   * job sent to it): durable when this resolves, published in commit order with every other event.
+   */
+  recordEvents(drafts: readonly EventDraft[]): Promise<void>;
   /**
    * Resources are stored in the version they were written in (src/registry/resource-versions.ts converts).
    * A provider's put or reconcile never carries the owner's fields: the store keeps the customization of

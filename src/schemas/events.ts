@@ -16,9 +16,9 @@ export const ChangeEventSchema = Type.Object(
     at: Type.String({ format: 'date-time', description: 'When the change was committed.' }),
     subject: Type.Object(
       {
-        kind: Type.Union([Type.Literal('resource'), Type.Literal('profile'), Type.Literal('machine'), Type.Literal('workload')]),
-        id: Type.String({ description: "The object's ID; a workload's is `<canvasId>/<threadId>`. Read the object itself for its content." }),
-        provider: Type.Optional(Type.String({ description: 'Resources only: the provider that owns the record.' })),
+        kind: Type.Union([Type.Literal('resource'), Type.Literal('profile'), Type.Literal('machine'), Type.Literal('workload'), Type.Literal('job')]),
+        id: Type.String({ description: "The object's ID; a workload's is `<canvasId>/<threadId>`, a job's its job ID. Read the object itself for its content." }),
+        provider: Type.Optional(Type.String({ description: 'Resources: the provider that owns the record; jobs: the machine that ran it.' })),
       },
       { additionalProperties: false },
     ),

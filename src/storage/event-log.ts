@@ -209,6 +209,22 @@ export class JsonEventLog implements ChangeFeed, EventSink {
   // ---- EventSink
 
   prepare(drafts: readonly CheckedDraft[]): Promise<EventTicket> {
+    const checks: Record<string, string | null> = {};
+    for (const d of drafts) checks[subjectKey(d.subject)] = d.check; // the last draft of an object wins
+    return this.#prepare(drafts, checks);
+  }
+
+  /**
+   * Events of no stored document (a machine's channel, a job's outcome): written and fdatasync'ed as one
+   * batch with no checks, so a crash before its marker still counts it committed at start; then published
+   * in cursor order like any batch.
+   */
+  async append(drafts: readonly EventDraft[]): Promise<void> {
+    if (drafts.length === 0) return;
+    this.settle(await this.#prepare(drafts, {}), true);
+  }
+
+  #prepare(drafts: readonly EventDraft[], checks: Record<string, string | null>): Promise<EventTicket> {
     const at = this.now().toISOString();
     const first = this.#last + 1;
     const events: ChangeEvent[] = drafts.map((d, i) => ({
@@ -218,8 +234,6 @@ export class JsonEventLog implements ChangeFeed, EventSink {
       subject: d.subject.provider === undefined ? { kind: d.subject.kind, id: d.subject.id } : { kind: d.subject.kind, id: d.subject.id, provider: d.subject.provider },
     }));
     this.#last += drafts.length;
-    const checks: Record<string, string | null> = {};
-    for (const d of drafts) checks[subjectKey(d.subject)] = d.check; // the last draft of an object wins
     const batch: Batch = { first, events, checks };
     this.#pending.push(batch);
     return this.#append({ batch: events, checks }, true).then(

@@ -29,7 +29,7 @@ import { DataDirError, StoreFileError } from './store-file-error.js';
 import { JournalCorruptError, journalPathFor, readJournal } from './journal.js';
 import { OverlayMap, type RecordMap } from './overlay-map.js';
 import { EVENTS_FILE, JsonEventLog, recordCheck, type CheckedDraft, type EventSink, type RetentionOptions } from './event-log.js';
-import type { ChangeEventType, ChangeFeed, ChangeSubject } from '../registry/events.js';
+import type { ChangeEventType, ChangeFeed, ChangeSubject, EventDraft } from '../registry/events.js';
 
 export const RESOURCES_FILE = path.join('agent-resources', 'resources.json');
 export const MACHINES_FILE = 'machines.json';
@@ -278,6 +278,10 @@ export class JsonFileStore implements RegistryStore {
     return this.eventLog;
   }
 
+  recordEvents(drafts: readonly EventDraft[]): Promise<void> {
+    return this.eventLog.append(drafts);
+  }
+
   /** Takes the DATA_DIR lock, sweeps leftover temp files, and loads every file (or refuses to start). */
   static async open(options: JsonFileStoreOptions): Promise<JsonFileStore> {
     const { dataDir } = options;
@@ -325,6 +329,8 @@ export class JsonFileStore implements RegistryStore {
             const slash = subject.id.indexOf('/');
             return recordCheck(await workloads.get(subject.id.slice(0, slash), subject.id.slice(slash + 1)));
           }
+          case 'job':
+            return null; // a job's events carry no check (see JsonEventLog.append)
         }
       });
       opened.push(eventLog);

@@ -23,7 +23,7 @@ import type { AuditEntry, AuditIntent, MachineRecord, ProfileEntry, Registered, 
 import { reconcileEntries } from '../../audit/audit-trail.js';
 import { ChangeListener } from './change-listener.js';
 import { PgEventFeed } from './event-feed.js';
-import type { ChangeFeed } from '../../registry/events.js';
+import type { ChangeFeed, EventDraft } from '../../registry/events.js';
 import { DEFAULT_EVENTS_RETAIN_COUNT, DEFAULT_EVENTS_RETAIN_DAYS } from '../../config.js';
 import { migrate, type MigrationReport } from './migrations.js';
 import { DatabaseUnavailableError, isUnavailable, storageUnavailable } from './pg-errors.js';
@@ -263,6 +263,19 @@ export class PostgresStore implements RegistryStore {
   /** The change log, written by the tables' triggers in each writing transaction (migration 5). */
   get events(): ChangeFeed {
     return this.#events;
+  }
+
+  recordEvents(drafts: readonly EventDraft[]): Promise<void> {
+    if (drafts.length === 0) return Promise.resolve();
+    // One statement, so one transaction: the events are numbered together at its commit (migration 5).
+    return this.#guard(async () => {
+      await this.#query('SELECT arr_event(d.type, d.kind, d.id, d.provider) FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS d(type, kind, id, provider)', [
+        drafts.map((d) => d.type),
+        drafts.map((d) => d.subject.kind),
+        drafts.map((d) => d.subject.id),
+        drafts.map((d) => d.subject.provider ?? null),
+      ]);
+    });
   }
 
   /** Counts audit rows written; trims the table once enough were written since the last trim. */
