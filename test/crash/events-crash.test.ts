@@ -7,16 +7,18 @@
 //
 // EVENTS_CRASH_ROUNDS (default 6) and CRASH_SEED (default random; printed) reproduce a run:
 //   npm run build && CRASH_SEED=<seed> EVENTS_CRASH_ROUNDS=<n> npx tap test/crash/events-crash.test.ts
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { randomInt } from 'node:crypto';
 import { request } from 'undici';
 import { CANARY, tempDataDir, testEnv } from '../helpers/build.js';
 import { rngFor } from './harness.js';
 import { killAllServers, startServer, type RunningServer } from './server-process.js';
+import { freshDatabase, postgresOrSkip } from '../helpers/postgres.js';
 
 const rounds = Number(process.env.EVENTS_CRASH_ROUNDS ?? 6);
 const seed = Number(process.env.CRASH_SEED ?? randomInt(2 ** 31));
-t.setTimeout(Math.max(120_000, rounds * 20_000));
+const pgRounds = Math.min(rounds, 4);
+t.setTimeout(Math.max(240_000, (rounds + pgRounds) * 25_000));
 t.teardown(killAllServers);
 t.comment(`events crash test seed ${seed} (reproduce: CRASH_SEED=${seed} EVENTS_CRASH_ROUNDS=${rounds} npx tap test/crash/events-crash.test.ts)`);
 
@@ -48,9 +50,9 @@ async function allEvents(origin: string): Promise<Event[]> {
   }
 }
 
-t.test('kill -9 during writes: every durable change has exactly its event, and no event outlives a lost change', async (t) => {
+async function killDuringWrites(t: Test, database: string | undefined, rounds: number): Promise<void> {
   const dataDir = await tempDataDir();
-  const env = testEnv(dataDir, { SEED_HUABU_RESOURCES: 'false', RATE_LIMIT_WRITES_PER_MINUTE: '0' });
+  const env = testEnv(dataDir, { SEED_HUABU_RESOURCES: 'false', RATE_LIMIT_WRITES_PER_MINUTE: '0', ...(database === undefined ? {} : { DATABASE_URL: database }) });
   /** Changes acknowledged (2xx), by the kind of event each must have: `type id`. */
   const acknowledged: string[] = [];
   let unknown = 0;
@@ -142,4 +144,14 @@ t.test('kill -9 during writes: every durable change has exactly its event, and n
   t.comment(`${rounds} rounds, ${acknowledged.length} acknowledged changes, ${unknown} cut off by the kills, ${events.length} events`);
   t.ok(unknown > 0, 'some writes were cut off by the kills');
   await server.kill();
+}
+
+t.test('JSON store: kill -9 during writes: every durable change has exactly its event, and no event outlives a lost change', (t) => killDuringWrites(t, undefined, rounds));
+
+// On PostgreSQL a change and its event share one transaction; the kill tests that the service's side (the
+// answer, the numbering at commit, the restart's reading of the table) keeps that promise too.
+t.test('PostgreSQL: kill -9 during writes: every durable change has exactly its event, and no event outlives a lost change', async (t) => {
+  const base = postgresOrSkip(t);
+  if (base === undefined) return;
+  await killDuringWrites(t, await freshDatabase(t, base), pgRounds);
 });
