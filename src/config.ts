@@ -179,7 +179,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   }
   if (WILDCARD_HOSTS.has(host) && e.PUBLIC_BASE_URL === undefined) {
     // Refused rather than warned about: the registry hands this address to agents ($HUABU_RFS_URL, launch
-    // snapshots), and http://0.0.0.0:PORT reaches nothing from another machine. See DESIGN-NOTES.
+    // snapshots), and http://0.0.0.0:PORT reaches nothing from another machine. See docs/decisions/start-and-readiness.md.
     throw new ConfigError(
       `HOST=${host} listens on every interface, so PUBLIC_BASE_URL must say how clients reach this registry (e.g. PUBLIC_BASE_URL=http://registry.example.internal:${port}); it is handed to agents in every $HUABU_RFS_URL.`,
     );

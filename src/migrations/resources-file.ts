@@ -1,5 +1,5 @@
-// The on-disk format of `agent-resources/resources.json`, v1 and v2 (DESIGN-NOTES.md "resources.json v1 and
-// v2"). The file stays v1 while every record is a v1 record without customization (byte-compatible with
+// The on-disk format of `agent-resources/resources.json`, v1 and v2 (docs/decisions/record-v2.md,
+// "resources.json v1 and v2"). The file stays v1 while every record is a v1 record without customization (byte-compatible with
 // every earlier build); otherwise it is v2 exactly as upstream's Agenetes store writes it
 // (`{schemaVersion: 2, state: {resources}}`, two-space JSON), where a record written as v1 is upstream's
 // v2 conversion of it plus a `v1` key holding what the provider wrote (upstream's parser ignores unknown

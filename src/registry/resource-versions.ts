@@ -1,5 +1,5 @@
 // The representations of one stored resource record, as pure functions: v1 → v2 is upstream's own
-// conversion; v2 → v1 is this service's (DESIGN-NOTES.md "Record v2 beside v1"). Framework-free; every
+// conversion; v2 → v1 is this service's (docs/decisions/record-v2.md). Framework-free; every
 // reader (routes, capability projection, PostgreSQL and JSON stores) goes through here.
 import {
   type AgentResource,
