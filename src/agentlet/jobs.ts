@@ -39,7 +39,8 @@ export class JobRegistry {
     try {
       return { ok: true, result: await handler(payload, context) };
     } catch (err) {
-      if (err instanceof JobError) return { ok: false, error: { code: err.code, message: err.message } };
+      // The registry takes a message of at most 2000 characters.
+      if (err instanceof JobError) return { ok: false, error: { code: err.code, message: err.message.slice(0, 2000) } };
       return { ok: false, error: { code: 'job_failed', message: (err as Error).message || 'the job failed' } };
     }
   }

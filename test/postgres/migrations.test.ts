@@ -32,7 +32,7 @@ if (base) {
     t.equal(await runDatabaseMigrate([], url, (l) => out.push(l), (l) => err.push(l)), 0);
     t.match(out.pop(), /0 → 5: 001-initial, 002-resource-record-v2, 003-canvas token revocations, 004-audit-details, 005-change-events/);
     t.equal(await runDatabaseMigrate([], url, (l) => out.push(l), (l) => err.push(l)), 0);
-    t.match(out.pop(), /already at version 5; nothing to do/);
+    t.match(out.pop(), /already at version 6; nothing to do/);
     t.equal(await runDatabaseMigrate(['--bogus'], url, (l) => out.push(l), (l) => err.push(l)), 2);
     t.notMatch(err.join('\n'), url, 'the URL is never printed');
   });
