@@ -29,6 +29,8 @@ export const SKILL_LIMITS = {
   diagnostics: 256,
   /** Longest path a receipt's `source` holds. */
   sourcePath: 2048,
+  /** Bytes of candidates one scan answers with (the registry takes a job answer of at most 1 MiB). */
+  answerBytes: 768 * 1024,
 } as const;
 
 export type DiagnosticCode = 'skill_unreadable' | 'skill_invalid';
@@ -240,6 +242,7 @@ export async function scanSkills(rootPath: string, scanner?: SecretScanner): Pro
   } catch (err) {
     throw new JobError('skill_unreadable', `cannot list ${root} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
+  let answerBytes = 0;
   for (const name of names) {
     const dir = path.join(root, name);
     const entry = await lstat(dir).catch(() => undefined);
@@ -254,7 +257,14 @@ export async function scanSkills(rootPath: string, scanner?: SecretScanner): Pro
       continue;
     }
     try {
-      result.candidates.push((await readSkill(dir, scanner)).candidate);
+      const { candidate } = await readSkill(dir, scanner);
+      const size = Buffer.byteLength(JSON.stringify(candidate));
+      if (answerBytes + size > SKILL_LIMITS.answerBytes) {
+        diagnose(dir, new SkillProblem('skill_invalid', 'not listed: the scan answer is full; scan this folder on its own'));
+        continue;
+      }
+      answerBytes += size;
+      result.candidates.push(candidate);
     } catch (err) {
       diagnose(dir, err);
     }
