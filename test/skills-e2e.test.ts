@@ -3,7 +3,8 @@
 // copied, the receipt written, the record published with the owner's fields and listed as manageable),
 // is refused a changed source (409), a source with a secret (422, nothing copied) and a symbolic link out of
 // the folder (a diagnostic), refreshes (the owner's fields kept), deletes (folder, receipt and record gone),
-// and gets 503 when the machine is not connected.
+// and gets 503 when the machine is not connected. An owner subscribed to the change events sees the import,
+// the owner's fields and the delete as they happen.
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -13,6 +14,7 @@ import path from 'node:path';
 import { assertBuilt, CLI, cliRunner, tempDir, tokenFile } from './helpers/agentlet.js';
 import { CANARY, tempDataDir } from './helpers/build.js';
 import { startServer } from './crash/server-process.js';
+import { SseClient } from './helpers/sse.js';
 
 assertBuilt();
 t.setTimeout(240_000);
@@ -104,6 +106,11 @@ t.test('scan, import, refuse, refresh and delete a skill through a running Agent
     ((await api('GET', '/api/acp/machines')).body.machines as { machineId: string; status: string }[]).some((m) => m.machineId === MACHINE && m.status === 'connected'),
   );
 
+  const events = await SseClient.open(server.origin, '/api/acp/events', { authorization: `Bearer ${CANARY.owner}` });
+  t.teardown(() => events.close());
+  t.equal(events.status, 200, 'an owner subscribed to the change events');
+  const seen = (type: string) => events.events.some((e) => e.event === type && e.data.subject.id === 'pdf-helper');
+
   // Scan: two candidates, the broken and the escaping folder as diagnostics, the folder without SKILL.md ignored.
   const scan = await api('POST', `/api/acp/resources/import/scan?agentletId=${MACHINE}`, { rootPath: sources });
   t.equal(scan.status, 200, scan.text);
@@ -157,6 +164,9 @@ t.test('scan, import, refuse, refresh and delete a skill through a running Agent
   t.same(after.body.manageableResourceIds, ['pdf-helper'], 'the imported skill is manageable');
   t.same(after.body.resources, [imported.body.resource], 'the record is in the catalogue, without any internal mark');
   t.not(after.etag, before.etag, 'the catalogue ETag moved');
+  await events.waitFor(() => seen('resource.created') && seen('resource.customized'));
+  t.match(events.events.find((e) => e.event === 'resource.created' && e.data.subject.id === 'pdf-helper')!.data.subject, { kind: 'resource', id: 'pdf-helper', provider: MACHINE }, 'the subscriber sees the import (the machine published the record)');
+  t.notMatch(JSON.stringify(events.events), /Split and merge|imported/, 'events name the change, never the content or the mark');
   const again = await api('POST', '/api/acp/resources/import', { id: 'pdf-helper', sourcePath: fresh.sourcePath, expectedRevision: fresh.sourceRevision });
   t.equal(again.body.code, 'resource_conflict', 'an ID already registered is 409 resource_conflict');
 
@@ -199,6 +209,8 @@ t.test('scan, import, refuse, refresh and delete a skill through a running Agent
   t.notOk(existsSync(path.join(root, 'skills', 'pdf-helper')), 'the folder is removed');
   t.notOk(existsSync(path.join(root, 'receipts', 'pdf-helper.json')), 'the receipt is removed');
   t.equal((await api('GET', '/api/acp/resources/pdf-helper')).status, 404, 'the record is withdrawn');
+  await events.waitFor(() => seen('resource.withdrawn'));
+  t.pass('the subscriber sees the delete');
   t.same((await api('GET', '/api/acp/resources?schemaVersion=2')).body.manageableResourceIds, []);
   t.ok(existsSync(path.join(sources, 'pdf-helper', 'SKILL.md')), 'the source folder is untouched');
 
