@@ -24,6 +24,7 @@ import { MachineRegistry } from './machines/machine-registry.js';
 import { MachineChannels } from './channel/machine-channels.js';
 import type { EventDraft } from './registry/events.js';
 import { machineChannelRoutes, machineJobRoutes } from './routes/channel.js';
+import { skillRoutes } from './routes/skills.js';
 import { ProfileRegistry } from './profiles/profile-registry.js';
 import { aliasCollisions } from './profiles/profile-rules.js';
 import { CatalogueCache } from './registry/catalogue-cache.js';
@@ -263,6 +264,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     await app.register(
       async (acp) => {
         await acp.register(catalogueRoutes, deps);
+        await acp.register(skillRoutes, { ...deps, channels });
         await acp.register(machineRoutes, deps);
         await acp.register(machineJobRoutes, { channels, machines, scanner, prefix: '/machines' });
         await acp.register(machineChannelRoutes, { channels, machines, scanner, prefix: '/providers' });

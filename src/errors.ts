@@ -20,6 +20,8 @@ export const ERROR_CODES = {
   profile_conflict: 409,
   workload_already_realized: 409,
   machine_exists: 409,
+  source_changed: 409,
+  resource_not_manageable: 409,
   method_not_allowed: 405,
   request_timeout: 408,
   cursor_expired: 410,

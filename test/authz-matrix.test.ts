@@ -43,6 +43,28 @@ const MATRIX: Record<string, Entry> = {
     payload: { ...resource, id: 'new-tool' },
     allowed: { owner: 200, huabu: 200, machineA: 200, machineB: 200 },
   },
+  // Skill management: the owner only; admitted, then 503 (machine A holds no channel here) or 409 (tool-a is
+  // machine A's own publication, not a skill the owner imported).
+  'POST /api/acp/resources/import/scan': {
+    url: '/api/acp/resources/import/scan?agentletId=agentlet-a',
+    payload: { rootPath: '/srv/skills' },
+    allowed: { owner: 503 },
+    admittedCode: 'agentlet_unavailable',
+  },
+  'POST /api/acp/resources/import': {
+    url: '/api/acp/resources/import?agentletId=agentlet-a',
+    payload: { id: 'new-skill', sourcePath: '/srv/skills/new-skill', expectedRevision: 'a'.repeat(64) },
+    allowed: { owner: 503 },
+    admittedCode: 'agentlet_unavailable',
+  },
+  'POST /api/acp/resources/{id}/refresh/scan': { url: '/api/acp/resources/tool-a/refresh/scan?agentletId=agentlet-a', allowed: { owner: 409 }, admittedCode: 'resource_not_manageable' },
+  'POST /api/acp/resources/{id}/refresh': {
+    url: '/api/acp/resources/tool-a/refresh?agentletId=agentlet-a',
+    payload: { expectedRevision: 'a'.repeat(64) },
+    allowed: { owner: 409 },
+    admittedCode: 'resource_not_manageable',
+  },
+  'DELETE /api/acp/resources/{id}': { url: '/api/acp/resources/tool-a?agentletId=agentlet-a', allowed: { owner: 409 }, admittedCode: 'resource_not_manageable' },
   'POST /api/acp/machines': { url: '/api/acp/machines', payload: { machineId: 'agentlet-new' }, allowed: { owner: 201 } },
   'GET /api/acp/machines': { url: '/api/acp/machines', allowed: { owner: 200 } },
   'DELETE /api/acp/machines/{machineId}': { url: '/api/acp/machines/agentlet-b', allowed: { owner: 204 } },

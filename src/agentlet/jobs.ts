@@ -1,6 +1,11 @@
 // The jobs `agentlet-resources serve` runs for the registry. Each job type is one registration: a handler
 // that takes the job's payload and the daemon's context and returns the result (or throws a JobError).
+import type { SecretScanner } from '../secrets/secret-scanner.js';
+import { JobError } from './job-error.js';
 import type { ReconcileResponse } from './registry-client.js';
+import { scanJob, importJob, removeJob } from './skill-jobs.js';
+
+export { JobError };
 
 export interface JobContext {
   machineId: string;
@@ -8,20 +13,11 @@ export interface JobContext {
   root: string;
   /** Publishes the root's receipts now (as `sync` does) and returns what changed. */
   publish(): Promise<ReconcileResponse>;
+  /** The secret scanner of this machine (it knows the machine's own token). */
+  readonly scanner: SecretScanner;
 }
 
 export type JobHandler = (payload: unknown, context: JobContext) => Promise<unknown>;
-
-/** A failure the job reports to the registry as `{ok: false, error: {code, message}}`. */
-export class JobError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'JobError';
-  }
-}
 
 export class JobRegistry {
   readonly #handlers = new Map<string, JobHandler>();
@@ -43,7 +39,8 @@ export class JobRegistry {
     try {
       return { ok: true, result: await handler(payload, context) };
     } catch (err) {
-      if (err instanceof JobError) return { ok: false, error: { code: err.code, message: err.message } };
+      // The registry takes a message of at most 2000 characters.
+      if (err instanceof JobError) return { ok: false, error: { code: err.code, message: err.message.slice(0, 2000) } };
       return { ok: false, error: { code: 'job_failed', message: (err as Error).message || 'the job failed' } };
     }
   }
@@ -52,4 +49,7 @@ export class JobRegistry {
 /** The jobs this Agentlet runs. */
 export const JOBS = new JobRegistry()
   .register('ping', async () => ({ pong: true }))
-  .register('sync', async (_payload, context) => context.publish());
+  .register('sync', async (_payload, context) => context.publish())
+  .register('skill.scan', scanJob)
+  .register('skill.import', importJob)
+  .register('skill.remove', removeJob);

@@ -141,6 +141,9 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
     machineId: input.machineId,
     root,
     publish: async () => (await publish('sync job', false))!,
+    get scanner() {
+      return new SecretScanner([token]);
+    },
   };
   const inFlight = new Set<Promise<void>>();
   let draining = false;

@@ -1,12 +1,13 @@
 // The jobs `agentlet-resources serve` runs: one registration per type, and every outcome becomes an answer
 // the registry reads (`{ok: true, result}` or `{ok: false, error: {code, message}}`), never a throw.
 import t from 'tap';
+import { SecretScanner } from '../../src/secrets/secret-scanner.js';
 import { JobError, JobRegistry, JOBS, type JobContext } from '../../src/agentlet/jobs.js';
 
-const context = (published: unknown = { created: ['a'] }): JobContext => ({ machineId: 'm', root: '/nowhere', publish: async () => published as never });
+const context = (published: unknown = { created: ['a'] }): JobContext => ({ machineId: 'm', root: '/nowhere', publish: async () => published as never, scanner: new SecretScanner([]) });
 
 t.test('the built-in jobs: ping answers at once, sync publishes the root', async (t) => {
-  t.same(JOBS.types(), ['ping', 'sync']);
+  t.same(JOBS.types(), ['ping', 'skill.import', 'skill.remove', 'skill.scan', 'sync']);
   t.same(await JOBS.run('ping', {}, context()), { ok: true, result: { pong: true } });
   t.same(await JOBS.run('sync', {}, context({ created: ['x'] })), { ok: true, result: { created: ['x'] } });
 });

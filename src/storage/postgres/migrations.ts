@@ -238,6 +238,31 @@ CREATE CONSTRAINT TRIGGER events_number AFTER INSERT ON events
   DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION arr_number_event();
 `,
   },
+  {
+    version: 6,
+    name: 'imported-skills',
+    // The owner-side import mark of skill management (docs/decisions/imported-skill-mark.md): set by the
+    // owner's import, never written by a provider's upsert (it is not among the provider's columns), gone
+    // with the row. A change of it is the owner's, announced as resource.customized.
+    sql: `
+ALTER TABLE resources ADD COLUMN imported boolean NOT NULL DEFAULT false;
+CREATE OR REPLACE FUNCTION arr_resource_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    PERFORM arr_event('resource.created', 'resource', NEW.id, NEW.provider);
+  ELSIF TG_OP = 'DELETE' THEN
+    PERFORM arr_event('resource.withdrawn', 'resource', OLD.id, OLD.provider);
+  ELSIF (OLD.provider, OLD.schema_version, OLD.name, OLD.description, OLD.instructions, OLD.source_content)
+        IS DISTINCT FROM (NEW.provider, NEW.schema_version, NEW.name, NEW.description, NEW.instructions, NEW.source_content) THEN
+    PERFORM arr_event('resource.replaced', 'resource', NEW.id, NEW.provider);
+  ELSIF (OLD.display_name, OLD.user_content, OLD.imported) IS DISTINCT FROM (NEW.display_name, NEW.user_content, NEW.imported) THEN
+    PERFORM arr_event('resource.customized', 'resource', NEW.id, NEW.provider);
+  END IF;
+  RETURN NULL;
+END
+$$;
+`,
+  },
 ];
 
 export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

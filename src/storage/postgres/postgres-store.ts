@@ -90,15 +90,20 @@ interface ResourceRow {
   source_content: string | null;
   display_name: string | null;
   user_content: string;
+  imported: boolean;
 }
 
-const RESOURCE_COLUMNS = 'id, provider, schema_version, name, description, instructions, source_content, display_name, user_content';
+const RESOURCE_COLUMNS = 'id, provider, schema_version, name, description, instructions, source_content, display_name, user_content, imported';
 /** The columns a provider writes (the owner's display_name and user_content are never among them). */
 const SOURCE_COLUMNS = 'id, provider, schema_version, name, description, instructions, source_content';
 
 function resourceOf(row: ResourceRow): StoredResource {
   // The order of the record as the JSON store keeps it, so catalogue bodies read the same.
-  const owner = { ...(row.display_name === null ? {} : { displayName: row.display_name }), userContent: row.user_content };
+  const owner = {
+    ...(row.display_name === null ? {} : { displayName: row.display_name }),
+    userContent: row.user_content,
+    ...(row.imported ? { imported: true as const } : {}),
+  };
   if (row.schema_version === 2) {
     return withOwnerFields(
       { schemaVersion: 2, id: row.id, name: row.name, provider: row.provider, sourceContent: row.source_content!, userContent: '' },
@@ -598,9 +603,9 @@ export class PostgresStore implements RegistryStore {
     return this.#guard(async () => {
       const { rows } = await this.#query<ResourceRow>(
         `UPDATE resources SET display_name = CASE WHEN $2 THEN $3 ELSE display_name END,
-           user_content = COALESCE($4, user_content), updated_at = now()
+           user_content = COALESCE($4, user_content), imported = COALESCE($5, imported), updated_at = now()
          WHERE id = $1 RETURNING ${RESOURCE_COLUMNS}`,
-        [id, patch.displayName !== undefined, patch.displayName ?? null, patch.userContent ?? null],
+        [id, patch.displayName !== undefined, patch.displayName ?? null, patch.userContent ?? null, patch.imported ?? null],
       );
       if (rows.length === 0) throw new AppError('resource_not_found', `No resource with ID ${id}.`, { id });
       this.#resourcesCounter++;
