@@ -87,7 +87,7 @@ export interface Config {
   agentletJobTimeoutMs: number;
 }
 
-const Env = Type.Object({
+export const Env = Type.Object({
   HOST: Type.Optional(Type.String({ minLength: 1 })),
   PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
   DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
