@@ -51,6 +51,16 @@ export interface ServerReady {
   bytes: number;
 }
 
+/** The server's answer to `{type: 'probe'}`: memory after a full garbage collection, and open connections. */
+export interface ServerProbe {
+  type: 'probe';
+  rss: number;
+  heapUsed: number;
+  /** Memory outside the JS heap that JS objects hold (Buffers, sockets' pending writes). */
+  external: number;
+  connections: number;
+}
+
 /** A record body as a provider PUTs it; `rev` changes it so every replace is a real change. */
 export function writeBody(id: string, rev: string) {
   return {
