@@ -59,12 +59,15 @@ process.send?.({ type: 'ready', port, startupMs, rss, etag: constantEtag, bytes:
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
-process.on('message', (message: { type?: string }) => {
+process.on('message', (message: { type?: string; gc?: boolean }) => {
   if (message?.type === 'probe') {
-    gc();
-    gc();
+    const { user, system } = process.cpuUsage();
+    if (message.gc !== false) {
+      gc();
+      gc();
+    }
     const { rss, heapUsed, external } = process.memoryUsage();
-    app.server.getConnections((_err, connections) => process.send?.({ type: 'probe', rss, heapUsed, external, connections }));
+    app.server.getConnections((_err, connections) => process.send?.({ type: 'probe', rss, heapUsed, external, connections, cpuMs: (user + system) / 1000 }));
   }
   if (message?.type === 'stop') {
     printTimings();

@@ -39,6 +39,8 @@ export interface FanoutOptions {
 export interface FanoutRun {
   /** Paced writes per second and acknowledgement p99 (ms), without and with subscribers. */
   paced: { without: Written; with: Written };
+  /** Server CPU time (ms) per paced write, without and with subscribers. */
+  cpuPerWrite: { without: number; with: number };
   full: { without: LoadResult; with: LoadResult };
   delivery: { p50: number; p99: number; max: number; min: number; samples: number; missing: number };
   /** Server memory, after a full GC: before and after the subscribers connected. */
@@ -100,9 +102,11 @@ async function runOnce(o: FanoutOptions, order: 'without-first' | 'with-first'):
     const without = () =>
       withServer(o, async (server) => {
         if (o.warmupSec > 0) await paced(server, o.warmupSec);
+        const cpu = (await server.probe(false)).cpuMs;
         const p = await paced(server, o.durationSec);
+        const cpuPerWrite = ((await server.probe(false)).cpuMs - cpu) / Object.keys(p.acks).length;
         const f = await o.fullSpeed(server.url, o.durationSec);
-        return { paced: p, full: f };
+        return { paced: p, full: f, cpuPerWrite };
       });
     const withSubscribers = () =>
       withServer(o, async (server) => {
@@ -117,8 +121,10 @@ async function runOnce(o: FanoutOptions, order: 'without-first' | 'with-first'):
           const subscribed = await server.probe();
           const collect = (acks: Record<string, number>) => Promise.all(subs.map((s) => s.ask<Collected>({ kind: 'collect', acks })));
           await collect({}); // the warm-up's events, if any arrived late
+          const cpu = (await server.probe(false)).cpuMs;
           const p = await paced(server, o.durationSec);
           await pause(500); // the last events in flight
+          const cpuPerWrite = ((await server.probe(false)).cpuMs - cpu) / Object.keys(p.acks).length;
           const delivery = summarize(await collect(p.acks));
           const f = await o.fullSpeed(server.url, o.durationSec);
           await pause(1000);
@@ -144,6 +150,7 @@ async function runOnce(o: FanoutOptions, order: 'without-first' | 'with-first'):
           return {
             paced: p,
             full: f,
+            cpuPerWrite,
             delivery,
             idle,
             subscribed,
@@ -157,11 +164,11 @@ async function runOnce(o: FanoutOptions, order: 'without-first' | 'with-first'):
     if (order === 'without-first') {
       const a = await without();
       const b = await withSubscribers();
-      return { ...b, paced: { without: a.paced, with: b.paced }, full: { without: a.full, with: b.full } };
+      return { ...b, paced: { without: a.paced, with: b.paced }, full: { without: a.full, with: b.full }, cpuPerWrite: { without: a.cpuPerWrite, with: b.cpuPerWrite } };
     }
     const b = await withSubscribers();
     const a = await without();
-    return { ...b, paced: { without: a.paced, with: b.paced }, full: { without: a.full, with: b.full } };
+    return { ...b, paced: { without: a.paced, with: b.paced }, full: { without: a.full, with: b.full }, cpuPerWrite: { without: a.cpuPerWrite, with: b.cpuPerWrite } };
   } finally {
     writer.stop();
   }
@@ -172,7 +179,7 @@ export async function measureEventFanout(o: FanoutOptions): Promise<FanoutRun[]>
   for (let i = 0; i < o.runs; i++) {
     const run = await runOnce(o, i % 2 === 0 ? 'without-first' : 'with-first');
     o.log(
-      `scenario 11 run ${i + 1}: delivery p99 ${run.delivery.p99.toFixed(1)} ms, paced ${run.paced.with.perSecond.toFixed(1)} vs ${run.paced.without.perSecond.toFixed(1)} writes/s, full ${run.full.with.perSecond.toFixed(0)} vs ${run.full.without.perSecond.toFixed(0)}, ${((run.subscribed.rss - run.idle.rss) / o.subscribers / 1024).toFixed(1)} KiB/subscriber, stalled: +${((run.stall.peakRss - run.stall.before.rss) / 2 ** 20).toFixed(1)} MiB, connections ${run.stall.before.connections} → ${run.stall.after.connections}`,
+      `scenario 11 run ${i + 1}: delivery p99 ${run.delivery.p99.toFixed(1)} ms, paced ${run.paced.with.perSecond.toFixed(1)} vs ${run.paced.without.perSecond.toFixed(1)} writes/s, full ${run.full.with.perSecond.toFixed(0)} vs ${run.full.without.perSecond.toFixed(0)}, server CPU ${run.cpuPerWrite.with.toFixed(1)} vs ${run.cpuPerWrite.without.toFixed(1)} ms per write, ${((run.subscribed.rss - run.idle.rss) / o.subscribers / 1024).toFixed(1)} KiB/subscriber, stalled: +${((run.stall.peakRss - run.stall.before.rss) / 2 ** 20).toFixed(1)} MiB, connections ${run.stall.before.connections} → ${run.stall.after.connections}`,
     );
     runs.push(run);
   }

@@ -170,8 +170,8 @@ export async function copyDataDir(template: string, root: string): Promise<strin
 export interface RunningServer {
   ready: ServerReady;
   url: string;
-  /** The server's memory (after a full GC) and its open connections, right now. */
-  probe(): Promise<ServerProbe>;
+  /** The server's memory (after a full GC unless `gc` is false), its open connections and CPU time, right now. */
+  probe(gc?: boolean): Promise<ServerProbe>;
   stop(): Promise<void>;
 }
 
@@ -295,7 +295,7 @@ async function launchServer(dataDir: string, creds: Credentials, allEnv: Record<
   return { server: {
     ready,
     url: `http://127.0.0.1:${ready.port}`,
-    probe: () =>
+    probe: (gc = true) =>
       new Promise<ServerProbe>((resolve) => {
         const onMessage = (m: ServerProbe) => {
           if (m?.type !== 'probe') return;
@@ -303,7 +303,7 @@ async function launchServer(dataDir: string, creds: Credentials, allEnv: Record<
           resolve(m);
         };
         child.on('message', onMessage);
-        child.send({ type: 'probe' });
+        child.send({ type: 'probe', gc });
       }),
     async stop() {
       if (child.exitCode === null) {

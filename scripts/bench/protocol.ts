@@ -51,7 +51,7 @@ export interface ServerReady {
   bytes: number;
 }
 
-/** The server's answer to `{type: 'probe'}`: memory after a full garbage collection, and open connections. */
+/** The server's answer to `{type: 'probe', gc?}`: memory after a full garbage collection (unless `gc: false`), open connections, CPU time. */
 export interface ServerProbe {
   type: 'probe';
   rss: number;
@@ -59,6 +59,8 @@ export interface ServerProbe {
   /** Memory outside the JS heap that JS objects hold (Buffers, sockets' pending writes). */
   external: number;
   connections: number;
+  /** CPU time (user + system) the server process has used since it started, ms. */
+  cpuMs: number;
 }
 
 /** A record body as a provider PUTs it; `rev` changes it so every replace is a real change. */
