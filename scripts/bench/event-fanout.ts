@@ -123,9 +123,9 @@ async function runOnce(o: FanoutOptions, order: 'without-first' | 'with-first'):
           await collect({}); // the warm-up's events, if any arrived late
           const cpu = (await server.probe(false)).cpuMs;
           const p = await paced(server, o.durationSec);
-          await pause(500); // the last events in flight
-          const cpuPerWrite = ((await server.probe(false)).cpuMs - cpu) / Object.keys(p.acks).length;
           const delivery = summarize(await collect(p.acks));
+          // After every event reached every subscriber: the fan-out's CPU is in.
+          const cpuPerWrite = ((await server.probe(false)).cpuMs - cpu) / Object.keys(p.acks).length;
           const f = await o.fullSpeed(server.url, o.durationSec);
           await pause(1000);
           await collect({});
@@ -144,7 +144,6 @@ async function runOnce(o: FanoutOptions, order: 'without-first' | 'with-first'):
           const during = await paced(server, o.stallSec);
           writing = false;
           await watching;
-          await pause(500);
           const stallDelivery = summarize(await collect(during.acks));
           const after = await server.probe();
           return {

@@ -12,7 +12,7 @@ export type EventWorkerCommand =
   | { kind: 'subscribe'; url: string; token: string; count: number; concurrency: number }
   /** Streams that never read their socket: the request is sent, then nothing is ever read. */
   | { kind: 'stall'; url: string; token: string; count: number; since: string }
-  /** Latencies of the given writes (ID → acknowledgement time), then forgets what was received. */
+  /** Latencies of the given writes (ID → acknowledgement time) once all arrived, then forgets what was received. */
   | { kind: 'collect'; acks: Record<string, number> }
   | { kind: 'write'; url: string; writers: Writer[]; rate: number; durationSec: number; tag: string }
   | { kind: 'close' };
@@ -118,7 +118,11 @@ async function stall(c: Extract<EventWorkerCommand, { kind: 'stall' }>): Promise
   return { opened: stalled.length };
 }
 
-function collect(acks: Record<string, number>): Collected {
+/** Waits (up to 10 s) until every reading stream has every acknowledged write's event, then reports. */
+async function collect(acks: Record<string, number>): Promise<Collected> {
+  const deadline = now() + 10_000;
+  const complete = () => Object.keys(acks).every((id) => (received.get(id)?.length ?? 0) >= openReaders);
+  while (!complete() && now() < deadline) await new Promise((r) => setTimeout(r, 20));
   const latencies: number[] = [];
   let missing = 0;
   for (const [id, ack] of Object.entries(acks)) {
