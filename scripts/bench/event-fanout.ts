@@ -51,6 +51,8 @@ export interface FanoutRun {
     /** The largest RSS seen while the never-reading streams were open. */
     peakRss: number;
     after: ServerProbe;
+    /** The paced writes meanwhile. */
+    writes: Written;
     /** The reading subscribers' delivery meanwhile. */
     delivery: { p50: number; p99: number; max: number; samples: number; missing: number };
   };
@@ -153,7 +155,7 @@ async function runOnce(o: FanoutOptions, order: 'without-first' | 'with-first'):
             delivery,
             idle,
             subscribed,
-            stall: { before, peakRss: Math.max(peakRss, after.rss), after, delivery: stallDelivery },
+            stall: { before, peakRss: Math.max(peakRss, after.rss), after, writes: during, delivery: stallDelivery },
           };
         } finally {
           await Promise.all([...subs, stalledWorker].map((s) => s.ask({ kind: 'close' }).catch(() => undefined)));

@@ -596,6 +596,11 @@ export const SCENARIOS: Scenario[] = [
       // allocator and the collector's lag.
       const bound = o.stalled * 2 * 320 * 1024;
       const writesDuring = `${fmt(o.eventRate)} writes/s`;
+      /** Writes not acknowledged with 201 over all runs (e.g. 503 `overloaded` when the event loop fell behind). */
+      const refused = (n: number) => (n ? ` ⚠ ${fmt(n)} writes not acknowledged` : '');
+      const pacedRefused = (k: 'with' | 'without') => refused(runs.reduce((s, r) => s + r.paced[k].errors, 0));
+      const fullRefused = (k: 'with' | 'without') => refused(runs.reduce((s, r) => s + r.full[k].unexpected + r.full[k].errors, 0));
+      const stallRefused = refused(runs.reduce((s, r) => s + r.stall.writes.errors, 0));
       return [
         {
           measured: `delivery after the 201: p99 ${fmt(p99, 1)} ms (p50 ${fmt(m((r) => r.delivery.p50), 1)}, max ${fmt(m((r) => r.delivery.max), 1)}, min ${fmt(m((r) => r.delivery.min), 1)}; p99 per run ${perRun})${missing ? ` ⚠ ${fmt(missing)} never received` : ''}`,
@@ -604,14 +609,14 @@ export const SCENARIOS: Scenario[] = [
           target: verdict(0, '≤ 200 ms', p99 <= 200 && missing === 0),
         },
         {
-          measured: `with ${fmt(n)} subscribers: ${fmt(m((r) => r.paced.with.perSecond), 1)} writes/s (p99 ${fmt(m((r) => r.paced.with.p99), 1)} ms)`,
-          baseline: `without: ${fmt(m((r) => r.paced.without.perSecond), 1)} writes/s (p99 ${fmt(m((r) => r.paced.without.p99), 1)} ms), paced at ${writesDuring}; server CPU per write ${fmt(m((r) => r.cpuPerWrite.with), 2)} ms with, ${fmt(m((r) => r.cpuPerWrite.without), 2)} ms without (${fmt(((m((r) => r.cpuPerWrite.with) - m((r) => r.cpuPerWrite.without)) * 1000) / n, 1)} µs per event per subscriber)`,
+          measured: `with ${fmt(n)} subscribers: ${fmt(m((r) => r.paced.with.perSecond), 1)} writes/s (p99 ${fmt(m((r) => r.paced.with.p99), 1)} ms)${pacedRefused('with')}`,
+          baseline: `without: ${fmt(m((r) => r.paced.without.perSecond), 1)} writes/s (p99 ${fmt(m((r) => r.paced.without.p99), 1)} ms)${pacedRefused('without')}, paced at ${writesDuring}; server CPU per write ${fmt(m((r) => r.cpuPerWrite.with), 2)} ms with, ${fmt(m((r) => r.cpuPerWrite.without), 2)} ms without (${fmt(((m((r) => r.cpuPerWrite.with) - m((r) => r.cpuPerWrite.without)) * 1000) / n, 1)} µs per event per subscriber)`,
           ratio: `${fmt(paced, 2)}×`,
           target: verdict(paced, '≥ 0.9×', paced >= 0.9),
         },
         {
-          measured: `with ${fmt(n)} subscribers, ${o.writers} writers: ${fmt(m((r) => r.full.with.perSecond))} writes/s (p99 ${fmt(m((r) => r.full.with.p99), 1)} ms)`,
-          baseline: `without: ${fmt(m((r) => r.full.without.perSecond))} writes/s (p99 ${fmt(m((r) => r.full.without.p99), 1)} ms), full speed`,
+          measured: `with ${fmt(n)} subscribers, ${o.writers} writers: ${fmt(m((r) => r.full.with.perSecond))} writes/s (p99 ${fmt(m((r) => r.full.with.p99), 1)} ms)${fullRefused('with')}`,
+          baseline: `without: ${fmt(m((r) => r.full.without.perSecond))} writes/s (p99 ${fmt(m((r) => r.full.without.p99), 1)} ms)${fullRefused('without')}, full speed`,
           ratio: `${fmt(full, 2)}×`,
           target: '—',
         },
@@ -622,7 +627,7 @@ export const SCENARIOS: Scenario[] = [
           target: verdict(0, '≤ 50 KiB', perSubscriber <= 50 * 1024),
         },
         {
-          measured: `${o.stalled} streams that never read, ${fmt(o.stallSec)} s of ${writesDuring}: server RSS +${mib(growth)} at most (${kib(growth / o.stalled)} per stream, each owed the ${fmt(o.backlog)}-event backlog; bound ${mib(bound)}); closed by the stall rule: ${closed.join(', ')} of ${o.stalled} per run`,
+          measured: `${o.stalled} streams that never read, ${fmt(o.stallSec)} s of ${writesDuring}: server RSS +${mib(growth)} at most (${kib(growth / o.stalled)} per stream, each owed the ${fmt(o.backlog)}-event backlog; bound ${mib(bound)}); closed by the stall rule: ${closed.join(', ')} of ${o.stalled} per run${stallRefused}`,
           baseline: `the reading subscribers meanwhile: p99 ${fmt(stalledP99, 1)} ms (p50 ${fmt(m((r) => r.stall.delivery.p50), 1)})${stalledMissing ? ` ⚠ ${fmt(stalledMissing)} never received` : ''}, without them ${fmt(p99, 1)} ms`,
           ratio: `${fmt(stalledP99 / p99, 2)}× p99`,
           target: verdict(0, 'bounded, p99 ≤ 200 ms', growth <= bound && stalledP99 <= 200 && stalledMissing === 0),
