@@ -1,4 +1,4 @@
-// Scenario 11's helpers in their own processes: a subscriber process holding many `GET /api/acp/events`
+// Scenario 11's other processes: a subscriber process holding many `GET /api/acp/events`
 // streams (raw node:http, one socket each), and a writer process registering new records at a fixed rate.
 // Both stamp times with `performance.timeOrigin + performance.now()`: the wall clock at process start plus a
 // monotonic offset, so processes on one machine compare to well under a millisecond and no clock step

@@ -332,7 +332,7 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   });
 }
 
-/** A scenario-11 helper process (subscribers or a writer); `ask` sends one command and waits for its answer. */
+/** A scenario-11 process of its own (subscribers or a writer); `ask` sends one command and waits for its answer. */
 export function forkEventWorker(): { ask<T>(command: EventWorkerCommand): Promise<T>; stop(): void } {
   const child = track(fork(EVENT_WORKER_ENTRY, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
   let queue: Promise<unknown> = Promise.resolve();
