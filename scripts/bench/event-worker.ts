@@ -66,11 +66,21 @@ function onChunk(state: { rest: string }, chunk: string): void {
   }
 }
 
-function subscribeOne(url: string, token: string): Promise<void> {
+/** 503 `overloaded` (the server's event loop fell behind, e.g. on a loaded machine) is retried, as a client would. */
+async function subscribeOne(url: string, token: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    const status = await openStream(url, token);
+    if (status === 200) return;
+    if (status !== 503 || attempt >= 40) throw new Error(`events stream answered ${status}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+function openStream(url: string, token: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = http.get(`${url}/api/acp/events`, { agent: false, headers: { accept: 'text/event-stream', authorization: `Bearer ${token}` } }, (res) => {
       if (res.statusCode !== 200) {
-        reject(new Error(`events stream answered ${res.statusCode}`));
+        resolve(res.statusCode ?? 0);
         res.resume();
         return;
       }
@@ -81,7 +91,7 @@ function subscribeOne(url: string, token: string): Promise<void> {
       res.on('data', (chunk: string) => {
         if (first) {
           first = false;
-          resolve(); // the stream's opening lines: subscribed from here on
+          resolve(200); // the stream's opening lines: subscribed from here on
         }
         onChunk(state, chunk);
       });

@@ -5,7 +5,7 @@
 // takes nothing for STALL_MS is closed (it resumes with `Last-Event-ID`). So a subscriber costs at most
 // that bound and one page, and never slows a writer or another subscriber. The work is per socket write, not
 // per event: a stream writes at most once per COALESCE_MS (a quiet stream's first event goes out at once, the
-// events of a busy second share writes), each event's SSE text is built once for every stream, and a stream
+// events of a busy stretch share writes), each event's SSE text is built once for every stream, and a stream
 // catching up on a backlog yields to the event loop between pages.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
