@@ -3,7 +3,10 @@
 // so a writer only ever wakes it. A stream writes a page of events and, once its socket holds more than
 // MAX_UNSENT_BYTES its client has not taken, waits for the socket to drain before reading more; a client that
 // takes nothing for STALL_MS is closed (it resumes with `Last-Event-ID`). So a subscriber costs at most
-// that bound and one page, and never slows a writer or another subscriber.
+// that bound and one page, and never slows a writer or another subscriber. The work is per socket write, not
+// per event: a stream writes at most once per COALESCE_MS (a quiet stream's first event goes out at once, the
+// events of a busy stretch share writes), each event's SSE text is built once for every stream, and a stream
+// catching up on a backlog yields to the event loop between pages.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
@@ -22,6 +25,8 @@ export const STALL_MS = 10_000;
 export const HEARTBEAT_MS = 15_000;
 /** Events read from the log per step of a stream. */
 const PAGE = 256;
+/** A stream writes at most once this often: events published meanwhile share one write. */
+export const COALESCE_MS = 50;
 
 export interface EventRouteOptions {
   events: ChangeFeed;
@@ -29,6 +34,7 @@ export interface EventRouteOptions {
   heartbeatMs?: number;
   maxUnsentBytes?: number;
   stallMs?: number;
+  coalesceMs?: number;
 }
 
 const LAST_EVENT_ID = Type.Object({ 'last-event-id': Type.Optional(Type.String({ maxLength: 64, description: 'The cursor to resume after (the SSE reconnect header); wins over `?since=`.' })) });
@@ -42,8 +48,20 @@ function openStreams(app: FastifyInstance): Set<() => void> {
   return streams;
 }
 
+/** Each event's SSE text, built once for all the streams that send it (the log's event objects are shared). */
+const sseText = new WeakMap<ChangeEvent, string>();
+
 /** The SSE text of one event. The JSON has no newline, so it is one `data:` line. */
-const sse = (e: ChangeEvent) => `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify({ id: e.id, type: e.type, at: e.at, subject: e.subject })}\n\n`;
+function sse(e: ChangeEvent): string {
+  let text = sseText.get(e);
+  if (text === undefined) {
+    text = `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify({ id: e.id, type: e.type, at: e.at, subject: e.subject })}\n\n`;
+    sseText.set(e, text);
+  }
+  return text;
+}
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * Answers with a Server-Sent Events stream of `feed` after `since` (validated first, so a bad or expired
@@ -75,11 +93,15 @@ async function stream(
   let running = false;
   let again = false;
   let ended = false;
+  /** When this stream last wrote events, and the pending wake-up that waits for COALESCE_MS to pass. */
+  let wroteAt = -Infinity;
+  let wakeTimer: NodeJS.Timeout | undefined;
   const end = () => {
     if (ended) return;
     ended = true;
     unsubscribe();
     clearInterval(heartbeat);
+    clearTimeout(wakeTimer);
     streams.delete(end);
     raw.end();
   };
@@ -121,7 +143,10 @@ async function stream(
           // A filtered stream moves its client's cursor past what it does not show (an `id:` alone dispatches nothing).
           const text = shown.length > 0 ? shown.map(sse).join('') + (shown[shown.length - 1]!.id === cursor ? '' : `id: ${cursor}\n\n`) : `id: ${cursor}\n\n`;
           raw.write(text);
+          wroteAt = performance.now();
           if (raw.writableLength > options.maxUnsentBytes && !(await drained())) return cutOff();
+          // Behind by more than a page: let other streams and requests run before the next one.
+          if (page.events.length === PAGE) await nextTurn();
         }
       } while (again);
     } catch (err) {
@@ -132,7 +157,17 @@ async function stream(
       running = false;
     }
   };
-  const unsubscribe = feed.onPublished(() => void pump());
+  /** Woken by a publish: pumps now, or once COALESCE_MS have passed since the last write. */
+  const wake = () => {
+    if (wakeTimer !== undefined || ended) return;
+    const wait = wroteAt + options.coalesceMs - performance.now();
+    if (wait <= 0) return void pump();
+    wakeTimer = setTimeout(() => {
+      wakeTimer = undefined;
+      void pump();
+    }, wait);
+  };
+  const unsubscribe = feed.onPublished(wake);
   const heartbeat = setInterval(() => {
     // A stream waiting for its socket to drain has bytes in flight already.
     if (raw.writableLength === 0) raw.write(': keep-alive\n\n');
@@ -143,10 +178,17 @@ async function stream(
   void pump();
 }
 
+const tuningOf = (options: EventRouteOptions): Required<Omit<EventRouteOptions, 'events'>> => ({
+  heartbeatMs: options.heartbeatMs ?? HEARTBEAT_MS,
+  maxUnsentBytes: options.maxUnsentBytes ?? MAX_UNSENT_BYTES,
+  stallMs: options.stallMs ?? STALL_MS,
+  coalesceMs: options.coalesceMs ?? COALESCE_MS,
+});
+
 /** Owner: `GET /events` (SSE) and `GET /changes` (JSON pages), under /api/acp. */
 export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (app, options) => {
   const { events } = options;
-  const tuning = { heartbeatMs: options.heartbeatMs ?? HEARTBEAT_MS, maxUnsentBytes: options.maxUnsentBytes ?? MAX_UNSENT_BYTES, stallMs: options.stallMs ?? STALL_MS };
+  const tuning = tuningOf(options);
   const streams = openStreams(app);
   protect(app, [app.requireOwner], ['ownerToken']);
 
@@ -192,7 +234,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
 /** Canvas token: `GET /events` under /api/rfs/:canvasId, the resource events of the host and the token's machine. */
 export const rfsEventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (app, options) => {
   const { events } = options;
-  const tuning = { heartbeatMs: options.heartbeatMs ?? HEARTBEAT_MS, maxUnsentBytes: options.maxUnsentBytes ?? MAX_UNSENT_BYTES, stallMs: options.stallMs ?? STALL_MS };
+  const tuning = tuningOf(options);
   const streams = openStreams(app);
   protect(app, [app.requireCanvas], ['canvasToken']);
   app.addHook('onRequest', async (request) => {
