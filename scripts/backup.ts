@@ -15,7 +15,7 @@ const argv = process.argv.slice(2);
 if (argv.includes('--help') || argv.includes('-h')) {
   console.log(BACKUP_HELP);
 } else if (process.env.DATABASE_URL) {
-  console.error('DATABASE_URL is set: the data is in PostgreSQL, not in DATA_DIR; back it up with pg_dump (README: Operations → Backups).');
+  console.error('DATABASE_URL is set: the data is in PostgreSQL, not in DATA_DIR; back it up with pg_dump (docs/operations.md, "Backups").');
   process.exitCode = 2;
 } else {
   const options = parseBackupArgs(argv, process.env);

@@ -1,5 +1,5 @@
-// The server `npm start` runs: dist/bundle/server.js, bundled by esbuild from what tsc wrote to dist/ (issue
-// 15 item 4, start-up). Our own modules and typebox (ESM, ~700 small files) are joined into a few files,
+// The server `npm start` runs: dist/bundle/server.js, bundled by esbuild from what tsc wrote to dist/
+// (docs/decisions/start-up-cost.md). Our own modules and typebox (ESM, ~700 small files) are joined into a few files,
 // because resolving and reading each module file was most of the start-up's CPU; every other dependency
 // stays an ordinary import from node_modules (their own files, workers and assets where they expect them).
 // Split at dynamic imports, so the PostgreSQL store and pg load only when DATABASE_URL is set. Source maps

@@ -23,6 +23,10 @@ export const TARGETS = {
   'src/invocation/adapters.ts': ['invocation-adapters'],
   'src/registry/local-receipts.ts': ['rfs-agents'],
   'src/registry/manageable.ts': ['catalogue-upstream'],
+  'src/channel/machine-channels.ts': ['machine-channel'],
+  'src/command-args.ts': ['command-args'],
+  'src/agentlet/skill-jobs.ts': ['agentlet/skill-jobs'],
+  'src/storage/event-log.ts': ['event-log', 'storage-contract'],
 };
 
 const args = process.argv.slice(2);

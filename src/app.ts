@@ -21,6 +21,10 @@ import { validatorCompiler } from './http/validator.js';
 import { createLogger } from './logger.js';
 import { Metrics } from './metrics.js';
 import { MachineRegistry } from './machines/machine-registry.js';
+import { MachineChannels } from './channel/machine-channels.js';
+import type { EventDraft } from './registry/events.js';
+import { machineChannelRoutes, machineJobRoutes } from './routes/channel.js';
+import { skillRoutes } from './routes/skills.js';
 import { ProfileRegistry } from './profiles/profile-registry.js';
 import { aliasCollisions } from './profiles/profile-rules.js';
 import { CatalogueCache } from './registry/catalogue-cache.js';
@@ -39,6 +43,7 @@ import { invokeRoutes } from './routes/invoke.js';
 import { InvocationService } from './invocation/invocation-service.js';
 import { OutboundClient } from './invocation/outbound.js';
 import { workloadRoutes } from './routes/workloads.js';
+import { eventRoutes, rfsEventRoutes } from './routes/events.js';
 import { WorkloadService } from './workloads/workload-service.js';
 import { SecretScanner } from './secrets/secret-scanner.js';
 import type { FileSystemSeam } from './storage/durable-file.js';
@@ -60,8 +65,12 @@ export interface BuildOptions {
    * does so once it listens), so a start that fails before listening leaves no credentials.json behind.
    */
   deferCredentialWrite?: boolean;
+  /** Interval of the machine channels' heartbeat (15 s; tests shorten it). */
+  channelHeartbeatMs?: number;
   /** Builds the response serializers; defaults to fast-json-stringify compiled on first use (tests wrap it to watch). */
   serializerFactory?: SerializerFactory;
+  /** The event streams' heartbeat and per-subscriber bound (tests shorten them). */
+  events?: { heartbeatMs?: number; maxUnsentBytes?: number; stallMs?: number };
 }
 
 declare module 'fastify' {
@@ -80,6 +89,7 @@ async function openStore(config: Config, logger: Logger, metrics: Metrics, fs: F
       databaseUrl: config.databaseUrl,
       poolSize: config.databasePoolSize,
       auditMaxRows: config.auditMaxRows,
+      eventRetention: config.eventRetention,
       observeBatch: metrics.observeBatch,
       ...(config.storeMaxBatch !== undefined ? { maxBatch: config.storeMaxBatch } : {}),
       log: (level, message, err) => logger[level](err === undefined ? {} : { err }, message),
@@ -95,6 +105,7 @@ async function openStore(config: Config, logger: Logger, metrics: Metrics, fs: F
       logger.error({ file: err.file, canvasId, reason: err.message }, 'a workload file does not load: requests for this canvas answer 503 storage_unavailable until it is fixed (nothing else is affected; the file is left as it is)'),
     ...(fs ? { fs } : {}),
     auditRotation: { maxBytes: config.auditMaxBytes, maxFiles: config.auditMaxFiles },
+    eventRetention: config.eventRetention,
     onBackup: ({ pausedMs, ok, reason }) =>
       ok
         ? logger.info({ pausedMs }, 'online backup: writes were paused while the files were copied')
@@ -138,9 +149,30 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     const scanner = new SecretScanner([...Object.values(credentials), ...config.hostedCapabilities.credentialValues()]);
     const audit = new AuditTrail(store, clock, (err) => logger.error({ err }, 'audit log append failed'));
     const registry = new ResourceRegistry(store, scanner, audit, config.requiredResourceIds, config.hostedCapabilities.ids);
-    const machines = new MachineRegistry(store, clock, audit, scanner);
+    // A machine's channel and its jobs are not stored documents: their events are written on their own, and
+    // a failure to write one is logged, never a failure of the channel or the job. The store closes after them.
+    const eventWrites = new Set<Promise<void>>();
+    const recordOnItsOwn = (draft: EventDraft) => {
+      const write: Promise<void> = store
+        .recordEvents([draft])
+        .catch((err: unknown) => logger.error({ err, event: draft.type, subject: draft.subject }, `the ${draft.type} event could not be written`))
+        .finally(() => eventWrites.delete(write));
+      eventWrites.add(write);
+    };
+    const channels = new MachineChannels({
+      now,
+      jobTimeoutMs: config.agentletJobTimeoutMs,
+      ...(options.channelHeartbeatMs === undefined ? {} : { heartbeatMs: options.channelHeartbeatMs }),
+      onMachineStatus: (machineId, status) => {
+        logger.info({ machineId, status }, `machine ${machineId} ${status}`);
+        recordOnItsOwn({ type: `machine.${status}`, subject: { kind: 'machine', id: machineId } });
+      },
+      onJobSettled: (machineId, job, outcome) => recordOnItsOwn({ type: `job.${outcome}`, subject: { kind: 'job', id: job.jobId, provider: machineId } }),
+    });
+    const machines = new MachineRegistry(store, clock, audit, scanner, channels);
     const profiles = new ProfileRegistry(store, scanner, audit, {
       requiredResourceIds: config.requiredResourceIds,
+      channelStatus: (machineId) => channels.status(machineId),
       ...(config.defaultAgentletId !== undefined ? { defaultAgentletId: config.defaultAgentletId } : {}),
     });
     const catalogue = new CatalogueCache(
@@ -203,6 +235,8 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     let closing = false;
     app.addHook('preClose', async () => {
       closing = true;
+      // Open channels would hold the HTTP server open; their machines reconnect to whichever replica answers.
+      channels.closeAll();
     });
     let refusals: Refusals | undefined;
     app.addHook('onClose', async () => {
@@ -210,6 +244,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       await refusals?.close();
       await capabilities.close();
       await outbound.close();
+      await Promise.all(eventWrites);
       await store.close();
     });
     app.addHook('onResponse', async (request, reply) => {
@@ -229,18 +264,23 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     await app.register(
       async (acp) => {
         await acp.register(catalogueRoutes, deps);
+        await acp.register(skillRoutes, { ...deps, channels });
         await acp.register(machineRoutes, deps);
+        await acp.register(machineJobRoutes, { channels, machines, scanner, prefix: '/machines' });
+        await acp.register(machineChannelRoutes, { channels, machines, scanner, prefix: '/providers' });
         await acp.register(profileRoutes, deps);
         await acp.register(canvasTokenRoutes, deps);
         await acp.register(workloadRoutes, { ...deps, workloads, metrics });
         await acp.register(capabilityRoutes, deps);
         await acp.register(grantRoutes, { invocations });
         await acp.register(providerRoutes, { ...deps, prefix: '/providers/:provider' });
+        await acp.register(eventRoutes, { events: store.events, ...options.events });
       },
       { prefix: '/api/acp' },
     );
     await app.register(rfsRoutes, { ...deps, prefix: '/api/rfs/:canvasId' });
     await app.register(invokeRoutes, { invocations, prefix: '/api/rfs/:canvasId' });
+    await app.register(rfsEventRoutes, { events: store.events, ...options.events, prefix: '/api/rfs/:canvasId' });
 
     if (config.seedHuabuResources) {
       await seedHuabuResources(registry, config.hostedCapabilities.ids).catch((err: unknown) => {

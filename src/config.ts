@@ -14,6 +14,10 @@ export const MIN_TOKEN_LENGTH = 24;
 export const DEFAULT_AUDIT_MAX_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_AUDIT_MAX_FILES = 5;
 export const DEFAULT_AUTH_FAILURES_PER_MINUTE = 30;
+/** The change log keeps the newest this many events (EVENTS_RETAIN_COUNT) ... */
+export const DEFAULT_EVENTS_RETAIN_COUNT = 100_000;
+/** ... and none older than this many days (EVENTS_RETAIN_DAYS). */
+export const DEFAULT_EVENTS_RETAIN_DAYS = 7;
 /**
  * PostgreSQL's audit bound, in rows: about what the JSON store's default (6 files of 64 MiB) holds, at the
  * 250 to 400 bytes an entry takes (audit entries with details are the larger ones).
@@ -62,6 +66,8 @@ export interface Config {
   auditMaxFiles: number;
   /** PostgreSQL store: most rows the audit table keeps, the newest; 0 keeps every row. */
   auditMaxRows: number;
+  /** The change log's retention: the newest `retainCount` events, none older than `retainDays` days. */
+  eventRetention: { retainCount: number; retainDays: number };
   /**
    * The machine a profile created without `agentletId` runs on (the Huabu server's own machine, which the
    * Huabu UI leaves out); unset: `agentletId` is required.
@@ -77,9 +83,11 @@ export interface Config {
    * follow upstream (reads default to record v2; profile create answers 200, delete 200 `{deleted: true}`).
    */
   huabuCompat: boolean;
+  /** How long a job sent over a machine channel waits for the machine's answer (then 504 `agentlet_timeout`). */
+  agentletJobTimeoutMs: number;
 }
 
-const Env = Type.Object({
+export const Env = Type.Object({
   HOST: Type.Optional(Type.String({ minLength: 1 })),
   PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
   DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
@@ -101,11 +109,14 @@ const Env = Type.Object({
   AUDIT_MAX_BYTES: Type.Optional(Type.String({ pattern: '^[0-9]{1,15}$' })),
   AUDIT_MAX_FILES: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
   AUDIT_MAX_ROWS: Type.Optional(Type.String({ pattern: '^[0-9]{1,12}$' })),
+  EVENTS_RETAIN_COUNT: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,8}$' })),
+  EVENTS_RETAIN_DAYS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
   STORE_MAX_BATCH: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   WORKLOADS_COMPACT_AT_BYTES: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{3,9}$' })),
   DEFAULT_AGENTLET_ID: Type.Optional(Type.String({ pattern: SLUG_ID_PATTERN })),
   HOSTED_CAPABILITIES_FILE: Type.Optional(Type.String({ minLength: 1 })),
   HUABU_COMPAT: Type.Optional(Type.Union(['1', '0', 'true', 'false'].map((v) => Type.Literal(v)))),
+  AGENTLET_JOB_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
 });
 const checkEnv = Compile(Env);
 
@@ -168,7 +179,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   }
   if (WILDCARD_HOSTS.has(host) && e.PUBLIC_BASE_URL === undefined) {
     // Refused rather than warned about: the registry hands this address to agents ($HUABU_RFS_URL, launch
-    // snapshots), and http://0.0.0.0:PORT reaches nothing from another machine. See DESIGN-NOTES.
+    // snapshots), and http://0.0.0.0:PORT reaches nothing from another machine. See docs/decisions/start-and-readiness.md.
     throw new ConfigError(
       `HOST=${host} listens on every interface, so PUBLIC_BASE_URL must say how clients reach this registry (e.g. PUBLIC_BASE_URL=http://registry.example.internal:${port}); it is handed to agents in every $HUABU_RFS_URL.`,
     );
@@ -196,8 +207,13 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     auditMaxBytes: e.AUDIT_MAX_BYTES === undefined ? DEFAULT_AUDIT_MAX_BYTES : Number(e.AUDIT_MAX_BYTES),
     auditMaxFiles: e.AUDIT_MAX_FILES === undefined ? DEFAULT_AUDIT_MAX_FILES : Number(e.AUDIT_MAX_FILES),
     auditMaxRows: e.AUDIT_MAX_ROWS === undefined ? DEFAULT_AUDIT_MAX_ROWS : Number(e.AUDIT_MAX_ROWS),
+    eventRetention: {
+      retainCount: e.EVENTS_RETAIN_COUNT === undefined ? DEFAULT_EVENTS_RETAIN_COUNT : Number(e.EVENTS_RETAIN_COUNT),
+      retainDays: e.EVENTS_RETAIN_DAYS === undefined ? DEFAULT_EVENTS_RETAIN_DAYS : Number(e.EVENTS_RETAIN_DAYS),
+    },
     ...(e.DEFAULT_AGENTLET_ID === undefined ? {} : { defaultAgentletId: e.DEFAULT_AGENTLET_ID }),
     hostedCapabilities,
     huabuCompat: e.HUABU_COMPAT === '1' || e.HUABU_COMPAT === 'true',
+    agentletJobTimeoutMs: e.AGENTLET_JOB_TIMEOUT_MS === undefined ? 30_000 : Number(e.AGENTLET_JOB_TIMEOUT_MS),
   };
 }

@@ -23,7 +23,7 @@ function listenProblem(err: unknown, host: string, port: number): string | undef
 
 async function main(): Promise<void> {
   if (process.argv.includes('--help') || process.argv.includes('-h')) {
-    console.log('Usage: npm start   (or: node dist/bundle/server.js)\nRuns the registry; configured by environment variables only (see README, "Configuration").');
+    console.log('Usage: npm start   (or: node dist/bundle/server.js)\nRuns the registry; configured by environment variables only (see docs/configuration.md).');
     return;
   }
   let config;

@@ -79,7 +79,8 @@ t.test('machine tokens: shown once, revocable, never listed', async (t) => {
 
   t.equal((await h.put('agentlet-a', token, 'tool-x')).statusCode, 201);
   const listed = await h.app.inject({ url: '/api/acp/machines', headers: h.owner });
-  t.same(Object.keys(listed.json().machines[0]).sort(), ['enrolledAt', 'machineId']);
+  // The channel status came with the machine channel (a machine not holding one is `disconnected`).
+  t.same(Object.keys(listed.json().machines[0]).sort(), ['enrolledAt', 'machineId', 'status']);
   t.notMatch(listed.body, token.slice(0, 20));
 
   const revoked = await h.app.inject({ method: 'DELETE', url: '/api/acp/machines/agentlet-a', headers: h.owner });

@@ -21,6 +21,11 @@ interface Entry {
   admittedCode?: string;
   /** The admitted principal's `details.reason`, where the code alone does not tell it apart from a refusal. */
   admittedReason?: string;
+  /**
+   * A stream that stays open for the admitted principal: only the refusals are checked here (the admitted
+   * caller's 200 is read over a real socket in test/machine-channel.test.ts).
+   */
+  stream?: true;
 }
 
 const resource = { schemaVersion: 1, name: 'Tool', description: 'A tool.', instructions: 'Use it via $HUABU_RFS_URL.' };
@@ -38,10 +43,42 @@ const MATRIX: Record<string, Entry> = {
     payload: { ...resource, id: 'new-tool' },
     allowed: { owner: 200, huabu: 200, machineA: 200, machineB: 200 },
   },
+  // Skill management: the owner only; admitted, then 503 (machine A holds no channel here) or 409 (tool-a is
+  // machine A's own publication, not a skill the owner imported).
+  'POST /api/acp/resources/import/scan': {
+    url: '/api/acp/resources/import/scan?agentletId=agentlet-a',
+    payload: { rootPath: '/srv/skills' },
+    allowed: { owner: 503 },
+    admittedCode: 'agentlet_unavailable',
+  },
+  'POST /api/acp/resources/import': {
+    url: '/api/acp/resources/import?agentletId=agentlet-a',
+    payload: { id: 'new-skill', sourcePath: '/srv/skills/new-skill', expectedRevision: 'a'.repeat(64) },
+    allowed: { owner: 503 },
+    admittedCode: 'agentlet_unavailable',
+  },
+  'POST /api/acp/resources/{id}/refresh/scan': { url: '/api/acp/resources/tool-a/refresh/scan?agentletId=agentlet-a', allowed: { owner: 409 }, admittedCode: 'resource_not_manageable' },
+  'POST /api/acp/resources/{id}/refresh': {
+    url: '/api/acp/resources/tool-a/refresh?agentletId=agentlet-a',
+    payload: { expectedRevision: 'a'.repeat(64) },
+    allowed: { owner: 409 },
+    admittedCode: 'resource_not_manageable',
+  },
+  'DELETE /api/acp/resources/{id}': { url: '/api/acp/resources/tool-a?agentletId=agentlet-a', allowed: { owner: 409 }, admittedCode: 'resource_not_manageable' },
   'POST /api/acp/machines': { url: '/api/acp/machines', payload: { machineId: 'agentlet-new' }, allowed: { owner: 201 } },
   'GET /api/acp/machines': { url: '/api/acp/machines', allowed: { owner: 200 } },
   'DELETE /api/acp/machines/{machineId}': { url: '/api/acp/machines/agentlet-b', allowed: { owner: 204 } },
   'POST /api/acp/machines/{machineId}/rotate': { url: '/api/acp/machines/agentlet-b/rotate', allowed: { owner: 200 } },
+  // Admitted, then 503: machine A holds no channel in this world.
+  'POST /api/acp/machines/{machineId}/jobs': { url: '/api/acp/machines/agentlet-a/jobs', payload: { type: 'ping' }, allowed: { owner: 503 }, admittedCode: 'agentlet_unavailable' },
+  'GET /api/acp/providers/{machineId}/channel': { url: '/api/acp/providers/agentlet-a/channel', allowed: { machineA: 200 }, stream: true },
+  // Admitted, then 404: no job of machine A is waiting.
+  'POST /api/acp/providers/{machineId}/jobs/{jobId}': {
+    url: '/api/acp/providers/agentlet-a/jobs/job-1',
+    payload: { ok: true, result: {} },
+    allowed: { machineA: 404 },
+    admittedCode: 'job_not_found',
+  },
   'POST /api/acp/canvas-tokens/revoke': { url: '/api/acp/canvas-tokens/revoke', payload: { canvasId: 'canvas-z' }, allowed: { owner: 200, huabu: 200 } },
   'POST /api/acp/canvas-tokens': {
     url: '/api/acp/canvas-tokens',
@@ -77,6 +114,11 @@ const MATRIX: Record<string, Entry> = {
   'GET /api/acp/workloads': { url: '/api/acp/workloads?canvasId=canvas-x', allowed: { owner: 200 } },
   'GET /api/acp/workloads/{canvasId}/{threadId}': { url: '/api/acp/workloads/canvas-x/thread-1', allowed: { owner: 200 } },
   'GET /api/acp/capabilities': { url: '/api/acp/capabilities', allowed: { owner: 200 } },
+  // The event streams never end on their own: the admitted caller asks with a cursor this log never
+  // issued, so it is answered (410) before a stream starts. test/events.test.ts reads the streams over sockets.
+  'GET /api/acp/events': { url: '/api/acp/events?since=999999999', allowed: { owner: 410 }, admittedCode: 'cursor_expired' },
+  'GET /api/acp/changes': { url: '/api/acp/changes', allowed: { owner: 200 } },
+  'GET /api/rfs/{canvasId}/events': { url: '/api/rfs/canvas-x/events?since=999999999', allowed: { canvasX: 410 }, admittedCode: 'cursor_expired' },
   'GET /api/rfs/{canvasId}/resources': { url: '/api/rfs/canvas-x/resources', allowed: { canvasX: 200 } },
   'GET /api/rfs/{canvasId}/resources/{id}': { url: '/api/rfs/canvas-x/resources/tool-a', allowed: { canvasX: 200 } },
   'GET /api/rfs/{canvasId}/skill': { url: '/api/rfs/canvas-x/skill', allowed: { canvasX: 200 } },
@@ -153,6 +195,7 @@ for (const [operation, entry] of Object.entries(MATRIX)) {
     // Admitted principals last: their request may change state (revoke, withdraw).
     const order = [...PRINCIPALS].sort((a, b) => Number(entry.allowed !== 'public' && a in entry.allowed) - Number(entry.allowed !== 'public' && b in entry.allowed));
     for (const principal of order) {
+      if (entry.stream && entry.allowed !== 'public' && principal in entry.allowed) continue;
       const token = tokens[principal];
       const expected =
         entry.allowed === 'public'

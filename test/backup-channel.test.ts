@@ -22,17 +22,32 @@ t.teardown(killAllServers);
 /** The name the lock was bound to before it moved into DATA_DIR: anyone can compute it from the path. */
 const oldLockName = (realDataDir: string) => `\0agent-resource-registry:${createHash('sha256').update(realDataDir).digest('hex')}`;
 
-/** A squatter on an abstract name: answers every connection as the old service did and keeps what it is sent. */
-async function squat(name: string, challenge: string) {
+/**
+ * A listener that answers every connection as the old service did (a challenge naming credentials.json) and
+ * keeps what it is sent. close() ends it in order: the connections it accepted are destroyed and waited for,
+ * then the listener itself, so nothing of it is left to be torn down while the next subtest runs.
+ */
+async function fakeService(name: string, challenge: string) {
   const received: string[] = [];
+  const sockets = new Set<net.Socket>();
   const server = net.createServer((socket) => {
-    socket.write(JSON.stringify({ challenge }) + '\n');
-    socket.on('data', (chunk) => received.push(chunk.toString('latin1')));
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
     socket.on('error', () => undefined);
+    socket.on('data', (chunk) => received.push(chunk.toString('latin1')));
+    socket.write(JSON.stringify({ challenge }) + '\n');
   });
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(name, () => resolve()));
-  return { received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  const close = async () => {
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    await Promise.all([...sockets].map((socket) => new Promise<void>((resolve) => (socket.once('close', () => resolve()), socket.destroy()))));
+    await closed;
+  };
+  return { received, close };
 }
+
+/** A squatter on an abstract name. */
+const squat = fakeService;
 
 const NOBODY = 65534;
 const asRoot = process.getuid?.() === 0;
@@ -143,14 +158,9 @@ t.test('a channel directory that is not the service user\'s own: the backup refu
   const control = path.join(dataDir, '.control');
   await rm(control, { recursive: true, force: true });
   await mkdir(control, { mode: 0o755 });
-  const received: string[] = [];
-  const planted = net.createServer((socket) => {
-    socket.write(JSON.stringify({ challenge: 'credentials.json' }) + '\n');
-    socket.on('data', (c) => received.push(c.toString('latin1')));
-    socket.on('error', () => undefined);
-  });
-  await new Promise<void>((resolve) => planted.listen(path.join(control, 'service.sock'), () => resolve()));
-  t.teardown(() => new Promise<void>((resolve) => planted.close(() => resolve())));
+  const planted = await fakeService(path.join(control, 'service.sock'), 'credentials.json');
+  const received = planted.received;
+  t.teardown(planted.close);
   await chown(control, NOBODY, NOBODY);
 
   const out = await backup(['--to', path.join(await tempDataDir(), 'b')], { DATA_DIR: dataDir });

@@ -13,9 +13,9 @@ t.test('the bench in --smoke mode prints a row for every scenario', async (t) =>
   // built it), so this costs no second tsc run.
   await run(process.execPath, [path.resolve('scripts/build-if-changed.mjs')], { timeout: 120_000 });
   const { stdout } = await run(process.execPath, [path.resolve('dist/scripts/bench/run.js'), '--smoke'], {
-    // About 60-90 s on an idle two-core machine (scenario 10 added a few seconds); the bound only guards
+    // About 80-110 s on an idle two-core machine (scenarios 10 and 11 added some 25 s); the bound only guards
     // against a hang (CI runs two files at once).
-    timeout: 240_000,
+    timeout: 300_000,
     maxBuffer: 16 * 1024 * 1024,
   });
   const rows = stdout.split('\n').filter((l) => /^\| \d/.test(l));
@@ -33,6 +33,11 @@ t.test('the bench in --smoke mode prints a row for every scenario', async (t) =>
       `scenario 10: ${coding} beside identity`,
     );
   }
+  const events = cells.filter((c) => c[1] === '11' && c[3] === '100');
+  t.ok(events.some((c) => /^delivery after the 201: p99 .* ms \(p50 /.test(c[4]!) && !/never received/.test(c[4]!)), 'scenario 11: every subscriber received every write\'s event');
+  t.ok(events.some((c) => /^with 20 subscribers: .* writes\/s/.test(c[4]!) && /^without: /.test(c[5]!) && /×$/.test(c[6]!)), 'scenario 11: paced writes with and without subscribers');
+  t.ok(events.some((c) => / KiB RSS per subscriber/.test(c[4]!)), 'scenario 11: memory per subscriber');
+  t.ok(events.some((c) => /^3 streams that never read/.test(c[4]!)), 'scenario 11: streams that never read');
   t.notOk(rows.some((l) => /n\/a \(.*not yet built/.test(l)), 'every scenario is built');
   t.same(rows.filter((l) => /NaN|undefined/.test(l)), [], 'no missing figure');
 });

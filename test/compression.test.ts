@@ -74,7 +74,7 @@ t.test('Accept-Encoding is negotiated by q-value, with `*`, identity rules and b
     ['identity', 'identity'],
     ['identity, gzip;q=0.5', 'identity'],
     ['gzip, identity;q=0', 'gzip'],
-    // Nothing offered is acceptable: the body is sent as it is rather than refused (DESIGN-NOTES).
+    // Nothing offered is acceptable: the body is sent as it is rather than refused (docs/decisions/catalogue-compression.md).
     ['identity;q=0', 'identity'],
     ['*;q=0', 'identity'],
   ];

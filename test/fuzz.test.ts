@@ -11,6 +11,11 @@ type Schema = Record<string, any>;
 const RUNS = Number(process.env.FUZZ_RUNS ?? 200);
 const SEED = Number(process.env.FUZZ_SEED ?? 20261130);
 const MAX_TEXT = 300;
+/**
+ * The documented 5xx of a machine that is not connected or does not answer (the machine channel): the
+ * contract's answer when a job's machine is away, not a fault of the service.
+ */
+const MACHINE_AWAY = new Set(['agentlet_unavailable', 'agentlet_busy', 'agentlet_timeout']);
 
 function stringArb(s: Schema): fc.Arbitrary<string> {
   const min = s.minLength ?? 0;
@@ -109,6 +114,9 @@ t.test('fuzz every operation as every role', async (t) => {
 
   for (const [path, methods] of Object.entries(spec.paths)) {
     for (const [method, op] of Object.entries(methods)) {
+      // A Server-Sent Events stream answered 200 never ends, so an in-process request would wait for ever;
+      // the streams are exercised over real sockets (test/events.test.ts, test/machine-channel.test.ts).
+      if (op.responses['200']?.content?.['text/event-stream']) continue;
       const documented = new Set(Object.keys(op.responses).map(Number));
       const validators = new Map<number, ReturnType<typeof Compile>>();
       for (const [status, response] of Object.entries(op.responses as Record<string, Schema>)) {
@@ -155,7 +163,7 @@ t.test('fuzz every operation as every role', async (t) => {
             });
             if (res.statusCode === 201 && res.json().token) recordIssuedToken(res.json().token);
             const problem =
-              res.statusCode >= 500
+              res.statusCode >= 500 && !(documented.has(res.statusCode) && MACHINE_AWAY.has(String(res.json().code)))
                 ? `5xx ${res.statusCode}: ${res.body.slice(0, 200)}`
                 : !documented.has(res.statusCode)
                   ? `undocumented status ${res.statusCode} (${res.body.slice(0, 160)})`

@@ -126,9 +126,9 @@ t.test('no provider can write a hosted credential into a record', async (t) => {
   t.notOk(res.body.includes(KEY.slice(16)));
 });
 
-t.test("the README's example capabilities file is valid", async (t) => {
-  const readme = await import('node:fs/promises').then((fs) => fs.readFile('README.md', 'utf8'));
-  const section = readme.slice(readme.indexOf('## Hosted capabilities'));
+t.test("the hosted-capabilities guide's example capabilities file is valid", async (t) => {
+  const guide = await import('node:fs/promises').then((fs) => fs.readFile('docs/hosted-capabilities.md', 'utf8'));
+  const section = guide.slice(guide.indexOf('## The capabilities file'));
   const example = /```json\n([\s\S]*?)```/.exec(section)?.[1];
   t.ok(example, 'the section has a JSON example');
   const caps = parseHostedCapabilities(example!, { SEARCH_API_KEY: 'sk-readme-example-value-000' });

@@ -223,11 +223,15 @@ t.test('the harness ID is scanned for secrets like every field: 422 naming /laun
   t.equal((await profiles.create(uiHarness() as never, 'owner')).profile.revision, 1, 'a clean harness ID is stored');
 });
 
+// An enrolled machine without its channel is `disconnected` and offline (it was `enrolled`, `online: true`
+// before the machine channel existed); test/machine-channel.test.ts covers `connected`.
+const offline = (id: string) => ({ id, status: 'disconnected', online: false, lastError: `Machine ${id} is enrolled but not connected: run \`agentlet-resources serve\` on it.` });
+
 t.test("the list's agentlet: the default machine and what the registry knows of it", async (t) => {
   const none = await build(t);
   t.notOk('agentlet' in (await list(none)).json(), 'no default machine, none enrolled: absent');
   await none.enroll('only-one');
-  t.same((await list(none)).json().agentlet, { id: 'only-one', status: 'enrolled', online: true }, 'the one enrolled machine');
+  t.same((await list(none)).json().agentlet, offline('only-one'), 'the one enrolled machine');
   await none.enroll('second');
   t.notOk('agentlet' in (await list(none)).json(), 'two enrolled and no DEFAULT_AGENTLET_ID: none is the default');
 
@@ -241,7 +245,7 @@ t.test("the list's agentlet: the default machine and what the registry knows of 
   await h.enroll('other-mac');
   t.equal((await list(h)).json().agentlet.id, 'host-mac', 'DEFAULT_AGENTLET_ID wins over the one enrolled machine');
   await h.enroll('host-mac');
-  t.same((await list(h)).json().agentlet, { id: 'host-mac', status: 'enrolled', online: true });
+  t.same((await list(h)).json().agentlet, offline('host-mac'));
   const revoked = await h.app.inject({ method: 'DELETE', url: '/api/acp/machines/host-mac', headers: h.owner });
   t.equal(revoked.statusCode, 204);
   t.same((await list(h)).json().agentlet, {

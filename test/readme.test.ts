@@ -1,7 +1,8 @@
-// The README is tested (issue 17), as rustdoc and doctest test theirs: the shell blocks of its quick start
-// and of its Agentlet walk-through (between `<!-- doctest: NAME -->` and `<!-- /doctest -->`) run in
-// order, in one bash with `set -euo pipefail`, against a real server (`npm start`) on a free port, from a
-// temporary directory that mirrors the checkout. A broken step fails this test, so it fails CI.
+// The README is tested, as rustdoc and doctest test theirs: the shell blocks of its quick start and then
+// those of the Agentlet walk-through (docs/agentlet-walkthrough.md), each between `<!-- doctest: NAME -->`
+// and `<!-- /doctest -->`, run in order, in one bash with `set -euo pipefail`, against a real server
+// (`npm start`) on a free port, from a temporary directory that mirrors the checkout. A broken step fails
+// this test, so it fails CI.
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, symlink } from 'node:fs/promises';
 import net from 'node:net';
@@ -14,12 +15,12 @@ t.setTimeout(600_000);
 const ROOT = process.cwd();
 const MARK = '@@doctest-step';
 
-/** The fenced `sh` blocks of one doctest region of the README, in order. */
-export function doctestBlocks(readme: string, name: string): string[] {
-  const start = readme.indexOf(`<!-- doctest: ${name} -->`);
-  const end = readme.indexOf('<!-- /doctest -->', start);
+/** The fenced `sh` blocks of one doctest region of a Markdown document, in order. */
+export function doctestBlocks(markdown: string, name: string): string[] {
+  const start = markdown.indexOf(`<!-- doctest: ${name} -->`);
+  const end = markdown.indexOf('<!-- /doctest -->', start);
   if (start < 0 || end < 0) return [];
-  return [...readme.slice(start, end).matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
+  return [...markdown.slice(start, end).matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
 }
 
 async function freePort(): Promise<number> {
@@ -32,8 +33,9 @@ async function freePort(): Promise<number> {
 
 t.test('the README quick start and Agentlet walk-through run top to bottom', async (t) => {
   const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
+  const walkthrough = await readFile(path.join(ROOT, 'docs', 'agentlet-walkthrough.md'), 'utf8');
   const quick = doctestBlocks(readme, 'quickstart');
-  const agentlet = doctestBlocks(readme, 'agentlet');
+  const agentlet = doctestBlocks(walkthrough, 'agentlet');
   t.ok(quick.length >= 10, `the quick start has its blocks (${quick.length})`);
   t.ok(agentlet.length >= 5, `the Agentlet walk-through has its blocks (${agentlet.length})`);
   const blocks = [...quick, ...agentlet];

@@ -1,6 +1,8 @@
 // The server under test: the real app from buildApp, plus one route that sends the catalogue's bytes from
 // a constant (the framework limit the catalogue route is compared with). Forked by the bench runner; it
 // reports its port, start-up time and RSS over IPC once listening.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
@@ -53,7 +55,20 @@ const address = app.server.address();
 const port = typeof address === 'object' && address ? address.port : config.port;
 process.send?.({ type: 'ready', port, startupMs, rss, etag: constantEtag, bytes: Buffer.byteLength(constant) });
 
-process.on('message', (message: { type?: string }) => {
+// A full GC on request (scenario 11's memory per subscriber), without running the whole server with --expose-gc.
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+process.on('message', (message: { type?: string; gc?: boolean }) => {
+  if (message?.type === 'probe') {
+    const { user, system } = process.cpuUsage();
+    if (message.gc !== false) {
+      gc();
+      gc();
+    }
+    const { rss, heapUsed, external } = process.memoryUsage();
+    app.server.getConnections((_err, connections) => process.send?.({ type: 'probe', rss, heapUsed, external, connections, cpuMs: (user + system) / 1000 }));
+  }
   if (message?.type === 'stop') {
     printTimings();
     void app.close().then(() => process.exit(0));

@@ -11,7 +11,8 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { importJsonDataDir } from '../../src/storage/postgres/import-json.js';
 import { generateToken, mintCanvasToken, TOKEN_PREFIX, tokenDigest } from '../../src/credentials/tokens.js';
-import { writeBody, type LoadResult, type LoadSpec, type ServerReady, type Writer } from './protocol.js';
+import { writeBody, type LoadResult, type LoadSpec, type ServerProbe, type ServerReady, type Writer } from './protocol.js';
+import type { EventWorkerCommand } from './event-worker.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** `.js` when compiled, `.ts` when run by a TypeScript loader (the smoke test). */
@@ -27,6 +28,7 @@ function benchServerEntry(dist: string | undefined): string {
 }
 const SERVER_ENTRY = benchServerEntry(ext === '.js' ? path.resolve(here, '..', '..') : undefined);
 const LOAD_ENTRY = path.join(here, `load-worker${ext}`);
+const EVENT_WORKER_ENTRY = path.join(here, `event-worker${ext}`);
 
 export const MACHINES = ['bm0', 'bm1', 'bm2', 'bm3'];
 export const PROVIDERS = ['huabu', ...MACHINES];
@@ -168,6 +170,8 @@ export async function copyDataDir(template: string, root: string): Promise<strin
 export interface RunningServer {
   ready: ServerReady;
   url: string;
+  /** The server's memory (after a full GC unless `gc` is false), its open connections and CPU time, right now. */
+  probe(gc?: boolean): Promise<ServerProbe>;
   stop(): Promise<void>;
 }
 
@@ -291,6 +295,16 @@ async function launchServer(dataDir: string, creds: Credentials, allEnv: Record<
   return { server: {
     ready,
     url: `http://127.0.0.1:${ready.port}`,
+    probe: (gc = true) =>
+      new Promise<ServerProbe>((resolve) => {
+        const onMessage = (m: ServerProbe) => {
+          if (m?.type !== 'probe') return;
+          child.off('message', onMessage);
+          resolve(m);
+        };
+        child.on('message', onMessage);
+        child.send({ type: 'probe', gc });
+      }),
     async stop() {
       if (child.exitCode === null) {
         const exited = new Promise<void>((r) => child.once('exit', () => r()));
@@ -316,6 +330,33 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
     child.once('exit', (code) => (result ? resolve(result) : reject(new Error(`load worker exited with ${code} without a result`))));
     child.send(spec);
   });
+}
+
+/** A scenario-11 process of its own (subscribers or a writer); `ask` sends one command and waits for its answer. */
+export function forkEventWorker(): { ask<T>(command: EventWorkerCommand): Promise<T>; stop(): void } {
+  const child = track(fork(EVENT_WORKER_ENTRY, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  let queue: Promise<unknown> = Promise.resolve();
+  const once = <T>(command: EventWorkerCommand) =>
+    new Promise<T>((resolve, reject) => {
+      const onExit = (code: number | null) => reject(new Error(`event worker exited with ${code}`));
+      child.once('exit', onExit);
+      child.once('message', (m: { ok: boolean; result?: T; error?: string }) => {
+        child.off('exit', onExit);
+        if (m.ok) resolve(m.result as T);
+        else reject(new Error(m.error));
+      });
+      child.send(command);
+    });
+  return {
+    ask<T>(command: EventWorkerCommand): Promise<T> {
+      const answer = queue.then(() => once<T>(command));
+      queue = answer.catch(() => undefined);
+      return answer;
+    },
+    stop() {
+      if (child.connected) child.disconnect();
+    },
+  };
 }
 
 export function median(values: number[]): number {

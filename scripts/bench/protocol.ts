@@ -51,6 +51,18 @@ export interface ServerReady {
   bytes: number;
 }
 
+/** The server's answer to `{type: 'probe', gc?}`: memory after a full garbage collection (unless `gc: false`), open connections, CPU time. */
+export interface ServerProbe {
+  type: 'probe';
+  rss: number;
+  heapUsed: number;
+  /** Memory outside the JS heap that JS objects hold (Buffers, sockets' pending writes). */
+  external: number;
+  connections: number;
+  /** CPU time (user + system) the server process has used since it started, ms. */
+  cpuMs: number;
+}
+
 /** A record body as a provider PUTs it; `rev` changes it so every replace is a real change. */
 export function writeBody(id: string, rev: string) {
   return {

@@ -9,7 +9,10 @@
 // workloads on disk), BENCH_INVOKE_CALLS (2000: scenario 9's calls each way), BENCH_ONLY (e.g. `4,6`: run only these scenarios),
 // BENCH_LOG_LEVEL (warn), BENCH_TMPDIR, BENCH_SERVER_NODE_ARGS (e.g. `--cpu-prof`), BENCH_SERVER_TIMING (1: each
 // server prints its own p50 / p99 / max per route at stop, to tell server time from client time),
-// BENCH_PACED_ONLY (1: scenario 5 runs only its paced latency row, not the full-speed one).
+// BENCH_PACED_ONLY (1: scenario 5 runs only its paced latency row, not the full-speed one), BENCH_SUBSCRIBERS
+// (1000: scenario 11's event subscribers), BENCH_STALLED_SUBSCRIBERS (50: its streams that never read),
+// BENCH_EVENT_RATE (100 writes/s while they listen), BENCH_STALL_SEC (15 s of writes with the never-reading streams open),
+// BENCH_EVENT_BACKLOG (30000 events in the log at start: what the never-reading streams are sent).
 // Scenario 8 (PostgreSQL next to the JSON store) runs when BENCH_DATABASE_URL names a server where databases
 // may be created (not DATABASE_URL, which test runs set for other reasons); BENCH_PG_POOL sets its servers' DATABASE_POOL_SIZE; BENCH_BASELINE_BUILD (another build's
 // `dist`, e.g. of the previous commit) adds that build's PostgreSQL rows to the same run.
@@ -40,6 +43,7 @@ import {
 } from './harness.js';
 import type { LoadResult, LoadSpec } from './protocol.js';
 import { measureInvocationOverhead } from './invocation-overhead.js';
+import { measureEventFanout } from './event-fanout.js';
 import { loadavg } from 'node:os';
 import { request } from 'undici';
 
@@ -55,6 +59,12 @@ interface Options {
   threadsPerCanvas: number;
   /** Scenario 9: calls each way (direct, through the service). */
   invokeCalls: number;
+  /** Scenario 11: subscribers, streams that never read, writes/s, seconds the never-reading streams stay. */
+  subscribers: number;
+  stalled: number;
+  eventRate: number;
+  stallSec: number;
+  backlog: number;
   only: Set<string> | undefined;
 }
 
@@ -69,7 +79,7 @@ function options(argv: string[], env: NodeJS.ProcessEnv): Options {
   if (argv.includes('--smoke')) {
     // A short warm-up even here: a variant's first requests pay one-time costs (the secret scanner's rules
     // compile on the first write), and a 0.3 s run that spends them all on a loaded machine measures nothing.
-    return { scales: [100], runs: 1, durationSec: 0.3, warmupSec: 0.3, connections: 4, writers: 8, readRate: 50, launchRate: 50, threadsPerCanvas: 10, invokeCalls: 20, only: undefined };
+    return { scales: [100], runs: 1, durationSec: 0.3, warmupSec: 0.3, connections: 4, writers: 8, readRate: 50, launchRate: 50, threadsPerCanvas: 10, invokeCalls: 20, subscribers: 20, stalled: 3, eventRate: 50, stallSec: 1, backlog: 1000, only: undefined };
   }
   return {
     scales: (env.BENCH_SCALES ?? '100,1000,10000').split(',').map((s) => Number(s.trim())).filter((n) => n > 0),
@@ -82,6 +92,11 @@ function options(argv: string[], env: NodeJS.ProcessEnv): Options {
     launchRate: num('BENCH_LAUNCH_RATE', 100),
     threadsPerCanvas: Math.round(num('BENCH_THREADS_PER_CANVAS', 10)),
     invokeCalls: Math.round(num('BENCH_INVOKE_CALLS', 2000)),
+    subscribers: Math.round(num('BENCH_SUBSCRIBERS', 1000)),
+    stalled: Math.round(num('BENCH_STALLED_SUBSCRIBERS', 50)),
+    eventRate: num('BENCH_EVENT_RATE', 100),
+    stallSec: num('BENCH_STALL_SEC', 15),
+    backlog: Math.round(num('BENCH_EVENT_BACKLOG', 30_000)),
     only: env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined,
   };
 }
@@ -537,6 +552,87 @@ export const SCENARIOS: Scenario[] = [
           target: ctx.count === 10_000 ? verdict(0, '≥ 5× fewer bytes, ≥ 1× req/s', holds) : '(at 10k)',
         };
       });
+    },
+  },
+  {
+    id: '11',
+    title: 'change events fanned out to subscribers (JSON store)',
+    at: 'largest',
+    async run(ctx) {
+      const o = ctx.opts;
+      const runs = await measureEventFanout({
+        template: ctx.template,
+        root: ctx.root,
+        creds: ctx.creds,
+        count: ctx.count,
+        subscribers: o.subscribers,
+        stalled: o.stalled,
+        backlog: o.backlog,
+        runs: o.runs,
+        durationSec: o.durationSec,
+        warmupSec: o.warmupSec,
+        rate: o.eventRate,
+        stallSec: o.stallSec,
+        fullSpeed: (url, durationSec) => runLoad(writesSpec(url, ctx, 'create', durationSec, `f${++runCounter}`)),
+        log: (m) => process.stderr.write(`[bench] ${m}\n`),
+      });
+      const m = (f: (r: (typeof runs)[number]) => number) => median(runs.map(f));
+      const n = o.subscribers;
+      const load = loadavg().map((l) => l.toFixed(2)).join(' ');
+      const kib = (bytes: number) => `${fmt(bytes / 1024, 1)} KiB`;
+      const mib = (bytes: number) => `${fmt(bytes / 2 ** 20, 1)} MiB`;
+      const p99 = m((r) => r.delivery.p99);
+      const perRun = runs.map((r) => fmt(r.delivery.p99, 1)).join(', ');
+      const missing = runs.reduce((s, r) => s + r.delivery.missing, 0);
+      const paced = m((r) => r.paced.with.perSecond) / m((r) => r.paced.without.perSecond);
+      const full = m((r) => r.full.with.perSecond) / m((r) => r.full.without.perSecond);
+      const perSubscriber = m((r) => (r.subscribed.rss - r.idle.rss) / n);
+      const heapPerSubscriber = m((r) => (r.subscribed.heapUsed + r.subscribed.external - r.idle.heapUsed - r.idle.external) / n);
+      const growth = Math.max(...runs.map((r) => r.stall.peakRss - r.stall.before.rss));
+      const closed = runs.map((r) => r.stall.before.connections + o.stalled - r.stall.after.connections);
+      const stalledP99 = m((r) => r.stall.delivery.p99);
+      const stalledMissing = runs.reduce((s, r) => s + r.stall.delivery.missing, 0);
+      // Per stream: the 256 KiB unsent bound and one page of events (about 64 KiB), twice over for the
+      // allocator and the collector's lag.
+      const bound = o.stalled * 2 * 320 * 1024;
+      const writesDuring = `${fmt(o.eventRate)} writes/s`;
+      /** Writes not acknowledged with 201 over all runs (e.g. 503 `overloaded` when the event loop fell behind). */
+      const refused = (n: number) => (n ? ` ⚠ ${fmt(n)} writes not acknowledged` : '');
+      const pacedRefused = (k: 'with' | 'without') => refused(runs.reduce((s, r) => s + r.paced[k].errors, 0));
+      const fullRefused = (k: 'with' | 'without') => refused(runs.reduce((s, r) => s + r.full[k].unexpected + r.full[k].errors, 0));
+      const stallRefused = refused(runs.reduce((s, r) => s + r.stall.writes.errors, 0));
+      return [
+        {
+          measured: `delivery after the 201: p99 ${fmt(p99, 1)} ms (p50 ${fmt(m((r) => r.delivery.p50), 1)}, max ${fmt(m((r) => r.delivery.max), 1)}, min ${fmt(m((r) => r.delivery.min), 1)}; p99 per run ${perRun})${missing ? ` ⚠ ${fmt(missing)} never received` : ''}`,
+          baseline: `${fmt(n)} subscribers × ${fmt(m((r) => r.delivery.samples / n))} events at ${writesDuring} (2 subscriber processes); load average ${load}`,
+          ratio: '',
+          target: verdict(0, '≤ 200 ms', p99 <= 200 && missing === 0),
+        },
+        {
+          measured: `with ${fmt(n)} subscribers: ${fmt(m((r) => r.paced.with.perSecond), 1)} writes/s (p99 ${fmt(m((r) => r.paced.with.p99), 1)} ms)${pacedRefused('with')}`,
+          baseline: `without: ${fmt(m((r) => r.paced.without.perSecond), 1)} writes/s (p99 ${fmt(m((r) => r.paced.without.p99), 1)} ms)${pacedRefused('without')}, paced at ${writesDuring}; server CPU per write ${fmt(m((r) => r.cpuPerWrite.with), 2)} ms with, ${fmt(m((r) => r.cpuPerWrite.without), 2)} ms without (${fmt(((m((r) => r.cpuPerWrite.with) - m((r) => r.cpuPerWrite.without)) * 1000) / n, 1)} µs per event per subscriber)`,
+          ratio: `${fmt(paced, 2)}×`,
+          target: verdict(paced, '≥ 0.9×', paced >= 0.9),
+        },
+        {
+          measured: `with ${fmt(n)} subscribers, ${o.writers} writers: ${fmt(m((r) => r.full.with.perSecond))} writes/s (p99 ${fmt(m((r) => r.full.with.p99), 1)} ms)${fullRefused('with')}`,
+          baseline: `without: ${fmt(m((r) => r.full.without.perSecond))} writes/s (p99 ${fmt(m((r) => r.full.without.p99), 1)} ms)${fullRefused('without')}, full speed`,
+          ratio: `${fmt(full, 2)}×`,
+          target: '—',
+        },
+        {
+          measured: `${kib(perSubscriber)} RSS per subscriber (JS heap + external: ${kib(heapPerSubscriber)})`,
+          baseline: `server RSS after a full GC: ${mib(m((r) => r.idle.rss))} idle, ${mib(m((r) => r.subscribed.rss))} with ${fmt(n)} idle subscribers`,
+          ratio: '',
+          target: verdict(0, '≤ 50 KiB', perSubscriber <= 50 * 1024),
+        },
+        {
+          measured: `${o.stalled} streams that never read, ${fmt(o.stallSec)} s of ${writesDuring}: server RSS +${mib(growth)} at most (${kib(growth / o.stalled)} per stream, each owed the ${fmt(o.backlog)}-event backlog; bound ${mib(bound)}); closed by the stall rule: ${closed.join(', ')} of ${o.stalled} per run${stallRefused}`,
+          baseline: `the reading subscribers meanwhile: p99 ${fmt(stalledP99, 1)} ms (p50 ${fmt(m((r) => r.stall.delivery.p50), 1)})${stalledMissing ? ` ⚠ ${fmt(stalledMissing)} never received` : ''}, without them ${fmt(p99, 1)} ms`,
+          ratio: `${fmt(stalledP99 / p99, 2)}× p99`,
+          target: verdict(0, 'bounded, p99 ≤ 200 ms', growth <= bound && stalledP99 <= 200 && stalledMissing === 0),
+        },
+      ];
     },
   },
 ];

@@ -15,7 +15,7 @@ export interface Negative {
   text: string;
 }
 
-/** Families by the kind of platform that issues them; the issue's recall target holds per group and overall. */
+/** Families by the kind of platform that issues them; the recall target (99 %) holds per group and overall. */
 export const FAMILY_GROUPS: Record<string, readonly string[]> = {
   'ai-platforms': ['openai', 'anthropic', 'google', 'huggingface', 'tavily', 'groq', 'replicate', 'perplexity'],
   'developer-platforms': ['github', 'gitlab', 'slack', 'stripe', 'sendgrid', 'npm', 'pypi', 'dockerhub', 'digitalocean'],

@@ -7,6 +7,7 @@ import { HOST_PROVIDER, SLUG_ID_PATTERN } from '../schemas/common.js';
 import type { Output, RegistryInput } from './commands.js';
 import { CliError, EXIT, type ExitCode } from './exit-codes.js';
 import { DEFAULT_TIMEOUT_MS, parseRegistryUrl } from './registry-client.js';
+import { DEFAULT_RECONNECT_MAX_MS, RECONNECT_BASE_MS } from './serve-constants.js';
 import { RECEIPT_KINDS, resolveResourceRoot, type ReceiptKind } from './resource-root.js';
 import { terminalSafe } from './terminal-text.js';
 
@@ -32,6 +33,11 @@ Commands
       --registry URL   --machine-id ID   --token-file FILE   [--dry-run]   [--timeout-ms MS]
   list                      Show what the registry holds for this machine.
       --registry URL   --machine-id ID   --token-file FILE   [--timeout-ms MS]
+  serve                     Run as a daemon: hold this machine's channel to the registry (reconnecting with
+                            backoff), run the jobs it carries (ping, sync), and publish the receipts again
+                            whenever receipts/ changes. Stops cleanly (exit 0) on SIGTERM or SIGINT.
+                            Logs readable lines on a terminal, JSON lines otherwise; never the token.
+      --registry URL   --machine-id ID   --token-file FILE   [--timeout-ms MS]   [--reconnect-max-ms MS]
 
 Options
   --resource-dir DIR        Resource root (absolute). Default: $AGENT_RESOURCE_DIR, else ~/.agentlet/resources
@@ -70,6 +76,7 @@ const COMMAND_OPTIONS = {
   init: { ...root, ...help },
   validate: { ...root, 'machine-id': { type: 'string' }, ...help },
   sync: { ...root, ...registry, 'dry-run': { type: 'boolean' }, ...help },
+  serve: { ...root, ...registry, 'reconnect-max-ms': { type: 'string' }, ...help },
   list: { ...registry, ...help },
   'receipt add': {
     ...root,
@@ -141,7 +148,20 @@ function registryInput(values: Record<string, unknown>, env: Environment, comman
   return { registryUrl, machineId, tokenFile: path.resolve(tokenFile), timeoutMs: timeoutMs(values['timeout-ms'] as string | undefined, env) };
 }
 
-async function dispatch(argv: string[], env: Environment, io: Output, now: () => Date): Promise<ExitCode> {
+/** What `serve` needs of the process: the stop signal (SIGTERM, SIGINT) and whether stdout is a terminal. */
+export interface ProcessHooks {
+  stop?: AbortSignal;
+  isTty?: boolean;
+}
+
+function reconnectMaxMs(flag: string | undefined): number {
+  if (flag === undefined) return DEFAULT_RECONNECT_MAX_MS;
+  const ms = /^[0-9]+$/.test(flag) ? Number(flag) : NaN;
+  if (!(ms >= RECONNECT_BASE_MS && ms <= MAX_TIMEOUT_MS)) throw usage(`--reconnect-max-ms must be a whole number of milliseconds between ${RECONNECT_BASE_MS} and ${MAX_TIMEOUT_MS}`);
+  return ms;
+}
+
+async function dispatch(argv: string[], env: Environment, io: Output, now: () => Date, hooks: ProcessHooks): Promise<ExitCode> {
   if (argv.some((a) => /^--?token(=|$)/.test(a))) {
     throw usage('the token is never taken from the command line: put it in a file readable only by you (chmod 600) and pass --token-file FILE or set AGENTLET_TOKEN_FILE');
   }
@@ -190,6 +210,12 @@ async function dispatch(argv: string[], env: Environment, io: Output, now: () =>
       return syncCommand(resourceRoot(), { ...registryInput(v, env, command), dryRun: v['dry-run'] === true }, io);
     case 'list':
       return listCommand(registryInput(v, env, command), io);
+    case 'serve': {
+      const input = { ...registryInput(v, env, command), reconnectMaxMs: reconnectMaxMs(v['reconnect-max-ms'] as string | undefined) };
+      // Loaded only for the daemon: the one-shot commands do not pay for the logger.
+      const { serveCommand } = await import('./serve.js');
+      return serveCommand(resourceRoot(), input, io, { stop: hooks.stop ?? new AbortController().signal, isTty: hooks.isTty === true });
+    }
     case 'receipt add': {
       const kind = required(v, 'kind', command);
       if (!RECEIPT_KINDS.includes(kind as ReceiptKind)) throw usage(`--kind must be one of ${RECEIPT_KINDS.join(', ')}`);
@@ -220,7 +246,7 @@ export interface Sink {
 }
 
 /** Runs one invocation and returns its exit code; never throws. */
-export async function main(argv: string[], env: Environment, sink: Sink, now: () => Date = () => new Date()): Promise<ExitCode> {
+export async function main(argv: string[], env: Environment, sink: Sink, now: () => Date = () => new Date(), hooks: ProcessHooks = {}): Promise<ExitCode> {
   const secrets: string[] = [];
   // The one output boundary: nothing reaches stdout or stderr without passing both.
   const printable = (line: string) => terminalSafe(secrets.reduce((acc, s) => acc.replaceAll(s, '[token]'), line)) + '\n';
@@ -232,7 +258,7 @@ export async function main(argv: string[], env: Environment, sink: Sink, now: ()
     },
   };
   try {
-    return await dispatch(argv, env, io, now);
+    return await dispatch(argv, env, io, now, hooks);
   } catch (err) {
     if (err instanceof CliError) {
       io.err(`${PROGRAM}: ${err.message}`);

@@ -1,18 +1,16 @@
 // The snapshot as a Graphviz `digraph`: one cluster per component kind, the edges, and components with an
 // error (red) or warning (orange). Every ID and label goes through `quote` (after `escapeDotLabel`), so no
-// name or alias can inject DOT syntax. Emitted directly in ts-graphviz's layout (its output for our graphs
-// is kept as the test oracle): ts-graphviz took ~20 s for 10k resources + 10k profiles and refused models
-// of more than 100,000 AST nodes (~5,300 resources); this is linear and takes milliseconds.
+// name or alias can inject DOT syntax. Written directly as text, in one pass: linear in the snapshot's size
+// (milliseconds for 10k resources + 10k profiles); the layout is pinned by the DOT tests' expected output.
 import type { CapabilitySnapshot, Component, ComponentKind } from '../schemas/capability.js';
 import { minNodeWidth, wrapLabel } from './label-fit.js';
 
 /**
- * A label as ts-graphviz should be handed it, so that Graphviz shows exactly `text`. ts-graphviz quotes
- * the value and escapes `"`, but passes backslashes through (Graphviz would read `\N`, `\l`, `\"`, a
- * trailing `\`), and emits any value in which a line starts with `<` and a line ends with `>` as an
- * HTML-like label. Graphviz itself decodes `&...;` entities in plain labels. So, in this order: `&` becomes
- * `&amp;`; every backslash is doubled; newlines become Graphviz's `\n` and other line terminators a
- * numeric entity (so the value is one line for ts-graphviz); a leading `<` becomes `&lt;`.
+ * A label's text made safe for a DOT quoted string, so that Graphviz shows exactly `text`. Graphviz reads
+ * backslash escapes (`\N`, `\l`, `\"`, a trailing `\`) and decodes `&...;` entities in plain labels. So, in
+ * this order: `&` becomes `&amp;`; every backslash is doubled; newlines become Graphviz's `\n` and other line
+ * terminators a numeric entity (the value stays on one line); a leading `<` becomes `&lt;` (so no tool that
+ * re-emits the label unquoted can take it for an HTML-like one). `quote` then escapes the quotes.
  */
 export function escapeDotLabel(text: string): string {
   return text
@@ -24,9 +22,8 @@ export function escapeDotLabel(text: string): string {
 }
 
 /**
- * A DOT quoted string of text already escaped by `escapeDotLabel` (or a constant): every `"` escaped.
- * ts-graphviz left a `"` that follows a backslash unescaped, so a name ending in `\` plus `"` could end
- * the string early; here every quote is escaped, and escapeDotLabel has doubled every backslash.
+ * A DOT quoted string of text already escaped by `escapeDotLabel` (or a constant): every `"` escaped. As
+ * escapeDotLabel has doubled every backslash, a name ending in `\` followed by `"` cannot end the string early.
  */
 function quote(escaped: string): string {
   return `"${escaped.replace(/"/g, '\\"')}"`;

@@ -19,7 +19,7 @@ const MEMO_MAX = 256;
  * asked for compression can read; the v1 bytes). When nothing we offer is acceptable (e.g.
  * `identity;q=0` alone, or `*;q=0`), the body is sent as it is rather than refused with 406: RFC 9110
  * §12.1 lets a server disregard the header, and a catalogue reader is better served by bytes than by an
- * error (DESIGN-NOTES, *Compressed catalogue bodies*).
+ * error (docs/decisions/catalogue-compression.md).
  */
 export function negotiateCoding(acceptEncoding: string | undefined): ContentCoding | 'identity' {
   if (acceptEncoding === undefined) return 'identity';

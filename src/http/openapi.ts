@@ -26,6 +26,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'catalogue', description: 'The owner reads the whole catalogue.' },
         { name: 'profiles', description: 'The owner manages Agent Profiles: which resources an agent placed on a machine should know about.' },
         { name: 'machines', description: 'The owner enrolls Agentlet machines and revokes their credentials.' },
+        { name: 'skills', description: "The owner scans folders on a connected machine for skills, imports them into its resource root, refreshes them from their source and removes them." },
         { name: 'capabilities', description: 'The owner reads one snapshot of every component, link and diagnostic, as JSON, Graphviz DOT or SVG.' },
         { name: 'canvas tokens', description: 'Short-lived tokens an agent uses to read the catalogue for one canvas.' },
         { name: 'providers', description: 'A provider registers, replaces and withdraws its own records.' },

@@ -2,7 +2,7 @@
 // `perMinute` started in any sliding 60-second window, and per grant at most `inFlightPerGrant` in flight
 // across all its capabilities. A grant is named by its verified claims' digest, never by the header's
 // spelling. Refusals say when to retry. State lives in memory (each replica counts its own; see
-// DESIGN-NOTES) and is dropped once a key is idle. Framework-free.
+// docs/decisions/invocation-calls.md) and is dropped once a key is idle. Framework-free.
 
 export interface QuotaLimits {
   concurrency: number;

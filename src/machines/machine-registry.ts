@@ -9,6 +9,15 @@ import type { RegistryStore } from '../registry/store.js';
 import { AuditTrail } from '../audit/audit-trail.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
+import type { ChannelStatus } from '../channel/machine-channels.js';
+
+/** The live side of machines (src/channel/machine-channels.ts): their status, and ending a channel. */
+export interface MachineLiveness {
+  status(machineId: string): ChannelStatus;
+  disconnect(machineId: string, why: string): void;
+}
+
+const NO_CHANNELS: MachineLiveness = { status: () => ({ status: 'disconnected' }), disconnect: () => {} };
 
 /**
  * `now` as an ISO timestamp, or one millisecond after `previous` when the clock has not passed it (a
@@ -25,6 +34,7 @@ export class MachineRegistry {
     private readonly clock: Clock = systemClock,
     private readonly audit: AuditTrail = new AuditTrail(store, clock),
     private readonly scanner?: SecretScanner,
+    private readonly channels: MachineLiveness = NO_CHANNELS,
   ) {}
 
   async enroll(machineId: string, actor: string): Promise<{ machineId: string; token: string }> {
@@ -43,9 +53,10 @@ export class MachineRegistry {
   }
 
   async list(): Promise<Machine[]> {
-    return (await this.store.listMachines()).map(({ machineId, enrolledAt, revokedAt }) =>
-      revokedAt ? { machineId, enrolledAt, revokedAt } : { machineId, enrolledAt },
-    );
+    return (await this.store.listMachines()).map(({ machineId, enrolledAt, revokedAt }) => {
+      const { status, since } = this.channels.status(machineId);
+      return { machineId, enrolledAt, ...(revokedAt ? { revokedAt } : {}), status, ...(since === undefined ? {} : { statusSince: since }) };
+    });
   }
 
   /**
@@ -58,6 +69,7 @@ export class MachineRegistry {
     await this.store
       .revokeMachine(machineId, this.clock.now().toISOString())
       .catch((err: unknown) => this.audit.failure(actor, action, machineId, err));
+    this.channels.disconnect(machineId, 'its enrollment was revoked');
     await this.audit.record([{ actor, action, id: machineId, outcome: 'revoked' }]);
     const { withdrawn } = await this.store.reconcileResources(machineId, [], false);
     await this.audit.record(withdrawn.map((id) => ({ actor, action, id, outcome: 'withdrawn' })));
@@ -72,6 +84,8 @@ export class MachineRegistry {
     await this.store
       .rotateMachineToken(machineId, tokenDigest(token).toString('hex'))
       .catch((err: unknown) => this.audit.failure(actor, 'machine.rotate', machineId, err));
+    // The channel was opened with the old token: the machine reconnects with the new one.
+    this.channels.disconnect(machineId, 'its token was rotated');
     await this.audit.record([{ actor, action: 'machine.rotate', id: machineId, outcome: 'rotated' }]);
     return { machineId, token };
   }

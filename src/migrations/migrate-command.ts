@@ -4,6 +4,7 @@
 // interrupted run (a kill mid-write) left beside the registry file. Returns the process exit code.
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
+import { parseCommandArgs } from '../command-args.js';
 import { DataDirLockedError, lockDataDir } from '../storage/data-dir-lock.js';
 import { assertNotIncompleteBackup, DataDirError, openResources, REGISTRY_FILE, RESOURCES_FILE } from '../storage/json-file-store.js';
 import { journalPathFor, readJournal } from '../storage/journal.js';
@@ -17,17 +18,11 @@ import { migrateRegistryFile, type RegistryMigrationReport } from './registry-mi
 export const MIGRATE_USAGE = 'usage: npm run migrate -- --data-dir DIR [--dry-run]';
 
 export function parseMigrateArgs(argv: readonly string[]): { dataDir: string; dryRun: boolean } | { error: string } {
-  let dataDir: string | undefined;
-  let dryRun = false;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--dry-run') dryRun = true;
-    else if (arg === '--data-dir') dataDir = argv[++i];
-    else if (arg.startsWith('--data-dir=')) dataDir = arg.slice('--data-dir='.length);
-    else return { error: `unknown argument ${arg}` };
-  }
+  const parsed = parseCommandArgs(argv, { 'data-dir': { type: 'string' }, 'dry-run': { type: 'boolean' } });
+  if ('error' in parsed) return parsed;
+  const dataDir = parsed.values['data-dir'];
   if (!dataDir) return { error: '--data-dir DIR is required' };
-  return { dataDir: path.resolve(dataDir), dryRun };
+  return { dataDir: path.resolve(dataDir), dryRun: parsed.values['dry-run'] === true };
 }
 
 export function describeReport(report: RegistryMigrationReport, dryRun: boolean): string[] {

@@ -1,6 +1,6 @@
 // The Agent Team registry file (`DATA_DIR/agent-team/registry.json`) and its ordered migration steps, in
 // the shapes upstream's Agent Team store writes and reads (microsoft/Huabu,
-// external/agenetes/packages/agent-team/src/store.ts; DESIGN-NOTES.md, "Registry file versions"):
+// external/agenetes/packages/agent-team/src/store.ts; docs/decisions/registry-file-versions.md):
 //   v1  {schemaVersion: 1, state: {roots, members, deployments?, configs?}}   discovery file with deployments
 //   v2  {schemaVersion: 2, state: {roots, members, profiles?, configs?}}      profiles embed their `setupLog`
 //   v3  {schemaVersion: 3, state: {roots, members, profiles?, configs?}}      setup logs live in JSONL files

@@ -1,5 +1,5 @@
-// The on-disk format of `agent-resources/resources.json`, v1 and v2 (DESIGN-NOTES.md "resources.json v1 and
-// v2"). The file stays v1 while every record is a v1 record without customization (byte-compatible with
+// The on-disk format of `agent-resources/resources.json`, v1 and v2 (docs/decisions/record-v2.md,
+// "resources.json v1 and v2"). The file stays v1 while every record is a v1 record without customization (byte-compatible with
 // every earlier build); otherwise it is v2 exactly as upstream's Agenetes store writes it
 // (`{schemaVersion: 2, state: {resources}}`, two-space JSON), where a record written as v1 is upstream's
 // v2 conversion of it plus a `v1` key holding what the provider wrote (upstream's parser ignores unknown
@@ -21,14 +21,21 @@ const checkV1 = Compile(AgentResource);
 
 /** The version the file must have to hold `records`: 1 while they are all uncustomized v1 records. */
 export function fileVersionFor(records: Iterable<StoredResource>): 1 | 2 {
-  for (const r of records) if (r.schemaVersion === 2 || r.displayName !== undefined || r.userContent !== undefined) return 2;
+  for (const r of records) if (r.schemaVersion === 2 || r.displayName !== undefined || r.userContent !== undefined || r.imported) return 2;
   return 1;
 }
 
-/** One record as a v2 file entry: upstream's record, plus `v1` for a record written as v1. */
+/**
+ * One record as a v2 file entry: upstream's record, plus `v1` for a record written as v1, plus
+ * `imported: true` for a skill the owner imported (upstream's parser ignores both keys).
+ */
 function v2Entry(record: StoredResource): Record<string, unknown> {
   if (record.schemaVersion === 2) return record;
-  return { ...toV2(record), v1: { name: record.name, description: record.description, instructions: record.instructions } };
+  return {
+    ...toV2(record),
+    v1: { name: record.name, description: record.description, instructions: record.instructions },
+    ...(record.imported ? { imported: true } : {}),
+  };
 }
 
 /** `records` sorted by id, as the file text. */
@@ -40,8 +47,10 @@ export function serializeResourcesFile(records: readonly StoredResource[]): stri
 /** A v2 file entry back to the stored record: a record written as v1 when its `v1` key still describes it. */
 function storedOfV2Entry(entry: unknown): StoredResource | undefined {
   if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) return undefined;
-  const { v1, ...record } = entry as Record<string, unknown>;
-  if (!checkV2.Check(record)) return undefined;
+  const { v1, imported, ...rest } = entry as Record<string, unknown>;
+  if (!checkV2.Check(rest) || (imported !== undefined && imported !== true)) return undefined;
+  const mark = imported === true ? { imported: true as const } : {};
+  const record = { ...rest, ...mark };
   if (v1 !== undefined) {
     const origin = v1 as { name?: unknown; description?: unknown; instructions?: unknown };
     const candidate: StoredResourceV1 = {
@@ -53,6 +62,7 @@ function storedOfV2Entry(entry: unknown): StoredResource | undefined {
       instructions: origin?.instructions as string,
       ...(record.displayName !== undefined ? { displayName: record.displayName } : {}),
       ...(record.userContent !== '' ? { userContent: record.userContent } : {}),
+      ...mark,
     };
     // Kept only while it is still the origin of what the entry says (a hand edit of the v2 fields wins).
     if (

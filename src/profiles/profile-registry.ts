@@ -18,6 +18,7 @@ import {
 } from '../schemas/profile.js';
 import { stringLeaves, type SecretScanner } from '../secrets/secret-scanner.js';
 import type { ProfileEntry, RegistryStore } from '../registry/store.js';
+import type { ChannelStatus } from '../channel/machine-channels.js';
 import { assertPlacement } from './placement.js';
 import { selectableProfileIds } from './selectable.js';
 import {
@@ -158,7 +159,12 @@ export class ProfileRegistry {
     private readonly store: RegistryStore,
     private readonly scanner: SecretScanner,
     private readonly audit: AuditTrail = new AuditTrail(store),
-    private readonly options: { requiredResourceIds?: readonly string[]; defaultAgentletId?: string } = {},
+    private readonly options: {
+      requiredResourceIds?: readonly string[];
+      defaultAgentletId?: string;
+      /** Whether a machine holds its channel now (src/channel/machine-channels.ts); without it, none does. */
+      channelStatus?: (machineId: string) => ChannelStatus;
+    } = {},
   ) {}
 
   async list(): Promise<ProfileView[]> {
@@ -186,15 +192,24 @@ export class ProfileRegistry {
   }
 
   /**
-   * The default machine and its status as far as the registry knows it (no live channel yet): `enrolled`
-   * with an active credential (`online`, as upstream's UI reads it), else `revoked` or `unknown` with the
-   * reason in `lastError`.
+   * The default machine and its status: `connected` while it holds its channel (`online`, as upstream's UI
+   * reads it, with `connectedAt`), `disconnected` when enrolled but not connected, else `revoked` or
+   * `unknown`; `lastError` says why it is not online.
    */
   async defaultAgentlet(): Promise<ProfileListAgentlet | undefined> {
     const id = await this.defaultMachineId();
     if (id === undefined) return undefined;
     const machine = await this.store.getMachine(id);
-    if (machine && !machine.revokedAt) return { id, status: 'enrolled', online: true };
+    if (machine && !machine.revokedAt) {
+      const live = this.options.channelStatus?.(id) ?? { status: 'disconnected' };
+      if (live.status === 'connected') return { id, status: 'connected', online: true, ...(live.since === undefined ? {} : { connectedAt: live.since }) };
+      return {
+        id,
+        status: 'disconnected',
+        online: false,
+        lastError: `Machine ${id} is enrolled but not connected: run \`agentlet-resources serve\` on it.`,
+      };
+    }
     if (machine) return { id, status: 'revoked', online: false, lastError: `The enrollment of machine ${id} was revoked; enroll it again to use it.` };
     return { id, status: 'unknown', online: false, lastError: `Machine ${id} is not enrolled in this registry.` };
   }

@@ -21,8 +21,8 @@ export type ContentCoding = (typeof CONTENT_CODINGS)[number];
 export const MIN_COMPRESSED_BYTES = 1024;
 
 /**
- * Brotli quality for catalogue bodies. Measured on a 10k-record catalogue (3.1 MiB; DESIGN-NOTES,
- * *Compressed catalogue bodies*): quality 4 is ~2.5x the time of gzip's default for bodies ~2x smaller; 5
+ * Brotli quality for catalogue bodies. Measured on a 10k-record catalogue (3.1 MiB;
+ * docs/decisions/catalogue-compression.md): quality 4 is ~2.5x the time of gzip's default for bodies ~2x smaller; 5
  * costs ~35 % more time for ~12 % fewer bytes, 11 (zlib's default) takes seconds.
  */
 export const BROTLI_QUALITY = 4;

@@ -16,19 +16,19 @@ export type Installation =
 /** Tells how each record was installed; `undefined` means nothing is known beyond the record itself. */
 export type InstallationLookup = (record: StoredResource) => Installation | undefined;
 
-/** Nothing in this service marks an import yet: every record counts as published. */
-export const NO_IMPORTS: InstallationLookup = () => undefined;
-
 /**
- * A record is manageable when a machine (never the host) holds it and it is a skill the owner imported
- * there. A later import marks its records through the lookup; that change must move the catalogue's
- * revision, as every catalogue write does, so cached bodies and their ETags follow.
+ * The stored import mark: the owner's import through skill management sets `imported` on the record
+ * (src/registry/skill-management.ts), in the same store write as the owner's fields, so it moves the
+ * catalogue's revision (and its ETags) and survives a restart in either store. Every import is a skill.
  */
+export const IMPORT_MARK: InstallationLookup = (record) => (record.imported ? { origin: 'imported', kind: 'skill' } : undefined);
+
+/** A record is manageable when a machine (never the host) holds it and it is a skill the owner imported there. */
 export function isManageable(record: StoredResource, installation: Installation | undefined): boolean {
   return record.provider !== HOST_PROVIDER && installation?.origin === 'imported' && installation.kind === 'skill';
 }
 
 /** The manageable IDs among `records`, in their order (the catalogue's: sorted by id). */
-export function manageableResourceIds(records: readonly StoredResource[], lookup: InstallationLookup = NO_IMPORTS): string[] {
+export function manageableResourceIds(records: readonly StoredResource[], lookup: InstallationLookup = IMPORT_MARK): string[] {
   return records.filter((r) => isManageable(r, lookup(r))).map((r) => r.id);
 }

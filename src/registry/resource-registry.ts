@@ -26,7 +26,7 @@ import { planPut, type PutOutcome } from './ownership.js';
 import { labelOf, textFieldsOf } from './resource-versions.js';
 import { unknownPropertiesMessage } from '../schemas/unknown-properties.js';
 import { carryOwnerFields } from './ownership.js';
-import { manageableResourceIds, NO_IMPORTS, type InstallationLookup } from './manageable.js';
+import { IMPORT_MARK, isManageable, manageableResourceIds, type InstallationLookup } from './manageable.js';
 
 
 /** A candidate as `POST /resources/validate` takes it: a reconcile entry (v1 or v2) whose provider may be omitted. */
@@ -84,11 +84,32 @@ export class ResourceRegistry {
   }
 
   /** How each record was installed, for the owner's management (src/registry/manageable.ts). */
-  readonly #installations: InstallationLookup = NO_IMPORTS;
+  readonly #installations: InstallationLookup = IMPORT_MARK;
 
   /** The IDs among `records` the owner may import again, refresh or delete (`manageableResourceIds`). */
   manageableIds(records: readonly StoredResource[]): string[] {
     return manageableResourceIds(records, this.#installations);
+  }
+
+  /** Whether the owner may refresh or delete `record` through skill management. */
+  isManageable(record: StoredResource): boolean {
+    return isManageable(record, this.#installations(record));
+  }
+
+  /**
+   * Marks the machine's record `id` as a skill the owner imported and applies the owner's fields given,
+   * in one store write (which moves the catalogue's revision). The caller audits it.
+   */
+  async markImported(id: string, owner: { displayName?: string; userContent?: string }): Promise<StoredResource> {
+    const patch = {
+      ...(owner.displayName !== undefined ? { displayName: owner.displayName.trim() } : {}),
+      ...(owner.userContent !== undefined ? { userContent: owner.userContent.trim() } : {}),
+      imported: true,
+    };
+    if (patch.displayName !== undefined && hasInvisible(patch.displayName)) {
+      throw new AppError('validation_failed', 'The display name holds an invisible or bidirectional-control character.', { field: '/displayName' });
+    }
+    return this.store.customizeResource(id, patch);
   }
 
   list(): Promise<readonly StoredResource[]> {

@@ -1,5 +1,5 @@
 // The representations of one stored resource record, as pure functions: v1 → v2 is upstream's own
-// conversion; v2 → v1 is this service's (DESIGN-NOTES.md "Record v2 beside v1"). Framework-free; every
+// conversion; v2 → v1 is this service's (docs/decisions/record-v2.md). Framework-free; every
 // reader (routes, capability projection, PostgreSQL and JSON stores) goes through here.
 import {
   type AgentResource,
@@ -7,28 +7,36 @@ import {
   type Representation,
   type StoredResource,
   type StoredResourceV1,
+  type StoredResourceV2,
 } from '../schemas/resource.js';
 
 export const V1_DESCRIPTION_MAX = 512;
 export const V1_INSTRUCTIONS_MAX = 4000;
 
-/** The owner's customization of a record, whichever version it was written in. */
+/** The owner's customization of a record, whichever version it was written in, and the owner-side import mark. */
 export interface OwnerFields {
   displayName?: string;
   /** `''` means none. */
   userContent: string;
+  /** The owner imported this skill onto its machine (never rendered; see src/registry/manageable.ts). */
+  imported?: true;
 }
 
 export function ownerFieldsOf(record: StoredResource): OwnerFields {
-  return { ...(record.displayName !== undefined ? { displayName: record.displayName } : {}), userContent: record.userContent ?? '' };
+  return {
+    ...(record.displayName !== undefined ? { displayName: record.displayName } : {}),
+    userContent: record.userContent ?? '',
+    ...(record.imported ? { imported: true as const } : {}),
+  };
 }
 
 /** The record with the owner's fields replaced by `owner` (a v1 record keeps `userContent` only when non-empty). */
 export function withOwnerFields<R extends StoredResource>(record: R, owner: OwnerFields): R {
-  const { displayName: _d, userContent: _u, ...rest } = record;
+  const { displayName: _d, userContent: _u, imported: _i, ...rest } = record;
+  const mark = owner.imported ? { imported: true as const } : {};
   if (record.schemaVersion === 2) {
     // Upstream's key order: schemaVersion, id, name, displayName?, provider, sourceContent, userContent.
-    const v2 = rest as Omit<AgentResourceV2, 'displayName' | 'userContent'>;
+    const v2 = rest as Omit<StoredResourceV2, 'displayName' | 'userContent' | 'imported'>;
     return {
       schemaVersion: 2,
       id: v2.id,
@@ -37,12 +45,14 @@ export function withOwnerFields<R extends StoredResource>(record: R, owner: Owne
       provider: v2.provider,
       sourceContent: v2.sourceContent,
       userContent: owner.userContent,
+      ...mark,
     } as R;
   }
   return {
     ...rest,
     ...(owner.displayName !== undefined ? { displayName: owner.displayName } : {}),
     ...(owner.userContent !== '' ? { userContent: owner.userContent } : {}),
+    ...mark,
   } as R;
 }
 
@@ -63,8 +73,14 @@ export function sourceContentOfV1(description: string, instructions: string): st
   return `${description.trim()}\n\n${instructions.trim()}`;
 }
 
+/** Record v2 as every reader gets it: the owner-side import mark is never part of it. */
 export function toV2(record: StoredResource): AgentResourceV2 {
-  if (record.schemaVersion === 2) return record;
+  if (record.schemaVersion === 2) {
+    if (!record.imported) return record;
+    const { imported: _i, ...rendered } = record;
+    return rendered;
+  }
+  const { imported: _i, ...owner } = ownerFieldsOf(record);
   return withOwnerFields(
     {
       schemaVersion: 2,
@@ -74,7 +90,7 @@ export function toV2(record: StoredResource): AgentResourceV2 {
       sourceContent: sourceContentOfV1(record.description, record.instructions),
       userContent: '',
     },
-    ownerFieldsOf(record),
+    owner,
   );
 }
 
@@ -163,6 +179,8 @@ export function sameStored(a: StoredResource, b: StoredResource): boolean {
 export interface CustomizationPatch {
   displayName?: string | null;
   userContent?: string;
+  /** Sets (true) or clears (false) the owner-side import mark; absent keeps it. */
+  imported?: boolean;
 }
 
 /** The record with the owner's patch applied (values already trimmed and checked), and whether it changed. */
@@ -170,6 +188,7 @@ export function applyCustomization(record: StoredResource, patch: CustomizationP
   const current = ownerFieldsOf(record);
   const displayName = patch.displayName === undefined ? current.displayName : (patch.displayName ?? undefined);
   const userContent = patch.userContent ?? current.userContent;
-  const next = withOwnerFields(record, { ...(displayName !== undefined ? { displayName } : {}), userContent });
+  const imported = patch.imported ?? current.imported === true;
+  const next = withOwnerFields(record, { ...(displayName !== undefined ? { displayName } : {}), userContent, ...(imported ? { imported: true as const } : {}) });
   return { record: next, changed: !sameStored(record, next) };
 }

@@ -8,6 +8,7 @@ import type { PutOutcome } from './ownership.js';
 import type { ProfileChanges } from '../profiles/profile-rules.js';
 import type { AgentProfile } from '../schemas/profile.js';
 import type { WorkloadRecord } from '../schemas/workload.js';
+import type { ChangeFeed, EventDraft } from './events.js';
 
 /**
  * A stored profile and its ETag value (`revision` here: an opaque digest of the record, which changes
@@ -53,6 +54,21 @@ export interface Registered {
 }
 
 export interface RegistryStore {
+  /**
+   * The change log (src/registry/events.ts, DESIGN §10): every privileged change below that changes
+   * something appends exactly one event per object changed, in the same durable write (JSON files) or
+   * transaction (PostgreSQL) as the change: `putResource`/`registerResource` (created, replaced),
+   * `reconcileResources*` (created, replaced, withdrawn), `withdrawResource`, `customizeResource`,
+   * `enrollMachine`, `rotateMachineToken`, `revokeMachine`, `createProfile`, `updateProfile` (when it
+   * changes something), `deleteProfile`, and `realizeWorkload` (when it creates the record). A refusal or
+   * an unchanged answer writes none. Events are published only once their change is durable, in commit order.
+   */
+  readonly events: ChangeFeed;
+  /**
+   * Appends events that announce no stored change (a machine's channel opened or closed, the outcome of a
+   * job sent to it): durable when this resolves, published in commit order with every other event.
+   */
+  recordEvents(drafts: readonly EventDraft[]): Promise<void>;
   /**
    * Resources are stored in the version they were written in (src/registry/resource-versions.ts converts).
    * A provider's put or reconcile never carries the owner's fields: the store keeps the customization of

@@ -279,25 +279,26 @@ export const ProfilePatchBody = Type.Object(
 export type ProfilePatchBody = Static<typeof ProfilePatchBody>;
 
 /**
- * What the registry knows of a machine before it holds a live channel: `enrolled` (an active machine
- * credential), `revoked` (its enrollment was revoked), `unknown` (never enrolled here).
+ * What the registry knows of the default machine: `connected` (it holds its channel), `disconnected`
+ * (enrolled, no channel), `revoked` (its enrollment was revoked), `unknown` (never enrolled here).
  */
-export const AGENTLET_STATUSES = ['enrolled', 'revoked', 'unknown'] as const;
+export const AGENTLET_STATUSES = ['connected', 'disconnected', 'revoked', 'unknown'] as const;
 export type AgentletStatus = (typeof AGENTLET_STATUSES)[number];
 
 export const ProfileListAgentlet = Type.Object(
   {
     id: { ...MachineId, description: 'The default machine: `DEFAULT_AGENTLET_ID`, else the one enrolled machine.' },
     status: Type.Union(
-      [Type.Literal('enrolled'), Type.Literal('revoked'), Type.Literal('unknown')],
+      [Type.Literal('connected'), Type.Literal('disconnected'), Type.Literal('revoked'), Type.Literal('unknown')],
       {
         description:
-          '`enrolled`: the machine holds an active credential of this registry; `revoked`: its enrollment was revoked; `unknown`: it was never enrolled here.',
+          '`connected`: the machine holds its channel (`agentlet-resources serve` runs on it); `disconnected`: it is enrolled but holds no channel; `revoked`: its enrollment was revoked; `unknown`: it was never enrolled here.',
       },
     ),
     online: Type.Boolean({
-      description: "Upstream's flag, which the Huabu UI reads to show its offline banner: true when the machine is `enrolled`, false otherwise.",
+      description: "Upstream's flag, which the Huabu UI reads to show its offline banner: true only while the machine is `connected`.",
     }),
+    connectedAt: Type.Optional(Type.String({ format: 'date-time', description: "When the machine's channel opened (upstream's field), while it is `connected`." })),
     lastError: Type.Optional(Type.String({ description: 'Why the machine cannot be used, when `online` is false (the Huabu UI shows it).' })),
   },
   {

@@ -68,17 +68,27 @@ export type AgentResourceV2 = Static<typeof AgentResourceV2>;
  * when there is one: `userContent` only when non-empty); a record written as v2 is a v2 record.
  * Internal: never an HTTP shape (see src/registry/resource-versions.ts for the representations).
  */
+/**
+ * `imported: true` marks a skill the owner imported onto its machine through the registry (skill
+ * management): owner-side, kept across the provider's replaces like the customization, never rendered.
+ */
+const importedMark = Type.Optional(Type.Literal(true, { description: 'Internal: a skill the owner imported onto its machine.' }));
+
 export const StoredResourceV1 = Type.Object(
   {
     ...AgentResource.properties,
     displayName: Type.Optional(v2Fields.displayName),
     userContent: Type.Optional(TrimmedText(1, V2_BOUNDS.userContent, 'Owner instructions (non-empty).')),
+    imported: importedMark,
   },
   { additionalProperties: false },
 );
 export type StoredResourceV1 = Static<typeof StoredResourceV1>;
-export const StoredResource = Type.Union([StoredResourceV1, AgentResourceV2]);
-export type StoredResource = StoredResourceV1 | AgentResourceV2;
+/** A record written as v2, as stored: record v2 plus the owner-side import mark. */
+export const StoredResourceV2 = Type.Object({ ...AgentResourceV2.properties, imported: importedMark }, { additionalProperties: false });
+export type StoredResourceV2 = Static<typeof StoredResourceV2>;
+export const StoredResource = Type.Union([StoredResourceV1, StoredResourceV2]);
+export type StoredResource = StoredResourceV1 | StoredResourceV2;
 
 /** The two representations a reader may ask for (`?schemaVersion=`). */
 export type Representation = 1 | 2;

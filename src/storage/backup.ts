@@ -17,6 +17,7 @@ import { constants as fsConstants } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import type net from 'node:net';
 import path from 'node:path';
+import { parseCommandArgs } from '../command-args.js';
 import { messageReader, send } from './backup-control.js';
 import { CONTROL_DIR, DataDirLockedError, connectToHolder, lockDataDir, type DataDirLock } from './data-dir-lock.js';
 import { FILE_MODE, TEMP_SUFFIX, fsyncDirectory } from './durable-file.js';
@@ -52,21 +53,12 @@ export interface BackupReport {
 }
 
 export function parseBackupArgs(argv: readonly string[], env: Record<string, string | undefined>): BackupOptions | { error: string } {
-  let to: string | undefined;
-  let dataDir = env.DATA_DIR || './data';
-  let withCredentials = false;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--with-credentials') withCredentials = true;
-    else if (arg === '--to') to = argv[++i];
-    else if (arg.startsWith('--to=')) to = arg.slice('--to='.length);
-    else if (arg === '--data-dir') dataDir = argv[++i] ?? '';
-    else if (arg.startsWith('--data-dir=')) dataDir = arg.slice('--data-dir='.length);
-    else return { error: `unknown argument ${arg}` };
-  }
+  const parsed = parseCommandArgs(argv, { to: { type: 'string' }, 'data-dir': { type: 'string' }, 'with-credentials': { type: 'boolean' } });
+  if ('error' in parsed) return parsed;
+  const { to, 'data-dir': dataDir = env.DATA_DIR || './data' } = parsed.values;
   if (!to) return { error: '--to DIR is required' };
   if (!dataDir) return { error: '--data-dir needs a directory' };
-  return { dataDir: path.resolve(dataDir), to: path.resolve(to), withCredentials };
+  return { dataDir: path.resolve(dataDir), to: path.resolve(to), withCredentials: parsed.values['with-credentials'] === true };
 }
 
 const isAuditFile = (rel: string) => rel === AUDIT_FILE || /^audit\.[1-9][0-9]{0,5}\.jsonl$/.test(rel);

@@ -11,12 +11,13 @@ import path from 'node:path';
 import { AppError } from '../errors.js';
 import { writeFileDurably, type FileSystemSeam, nodeFileSystem } from './durable-file.js';
 import { Journal, journalLine, journalPathFor, readJournal } from './journal.js';
+import type { CheckedDraft, EventSink, EventTicket } from './event-log.js';
 
 /**
  * A mutation: reads and changes `draft`, returns its answer and whether it changed anything.
  * It must throw (domain errors) before touching the draft, never halfway through.
  */
-export type Mutation<S, R> = (draft: S) => { result: R; changed: boolean };
+export type Mutation<S, R> = (draft: S) => { result: R; changed: boolean; events?: readonly CheckedDraft[] };
 
 interface Pending<S> {
   mutate: Mutation<S, unknown>;
@@ -80,6 +81,11 @@ export interface DurableDocumentOptions {
    * start anyway with the journal kept (its complete lines), to be folded by a later compaction.
    */
   keepJournalIfStartCompactionFails?: boolean;
+  /**
+   * The change log: the events the mutations of a batch return are prepared in it before the batch's
+   * durable write and settled after it (src/storage/event-log.ts).
+   */
+  events?: EventSink;
 }
 
 const MIN_COMPACT_BYTES = 1024 * 1024;
@@ -221,6 +227,7 @@ export class DurableDocument<S> {
   async #commit(batch: Pending<S>[]): Promise<void> {
     const draft = this.codec.clone(this.#state);
     const applied: { pending: Pending<S>; result: unknown }[] = [];
+    const events: CheckedDraft[] = [];
     // A rejection may rest on earlier changes of this batch (a conflict with a record created just before),
     // so it is answered only once those are durable, like every other answer.
     const rejected: { pending: Pending<S>; err: unknown }[] = [];
@@ -229,6 +236,7 @@ export class DurableDocument<S> {
       try {
         const outcome = pending.mutate(draft);
         changed ||= outcome.changed;
+        if (outcome.events) events.push(...outcome.events);
         applied.push({ pending, result: outcome.result });
       } catch (err) {
         rejected.push({ pending, err });
@@ -238,7 +246,11 @@ export class DurableDocument<S> {
       const started = performance.now();
       const journaled = this.#journal && this.#journalCodec ? { journal: this.#journal, codec: this.#journalCodec } : undefined;
       let changes: unknown[] = [];
+      const sink = events.length > 0 ? this.options.events : undefined;
+      let ticket: EventTicket | undefined;
       try {
+        // The events are durable before the change is (phase 1), and decided by its outcome (phase 2).
+        if (sink) ticket = await sink.prepare(events);
         if (journaled) {
           changes = journaled.codec.changes(draft);
           await journaled.journal.append(journalLine(changes));
@@ -246,6 +258,7 @@ export class DurableDocument<S> {
           await writeFileDurably(this.file, this.codec.serialize(draft), this.fs);
         }
       } catch (err) {
+        if (sink && ticket) sink.settle(ticket, false);
         this.observe?.({ label: this.label, operations: applied.length, durationMs: performance.now() - started, ok: false });
         const failure = new AppError('storage_unavailable', 'The registry could not store the change durably; nothing was changed. Retry later.', undefined, { cause: err });
         for (const { pending } of [...applied, ...rejected]) pending.reject(failure);
@@ -255,6 +268,7 @@ export class DurableDocument<S> {
       if (journaled) journaled.codec.apply(this.#state, changes);
       else this.#state = draft;
       this.#revision++;
+      if (sink && ticket) sink.settle(ticket, true);
     }
     for (const { pending, result } of applied) pending.resolve(result);
     for (const { pending, err } of rejected) pending.reject(err);

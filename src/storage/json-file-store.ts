@@ -5,6 +5,7 @@ import { access, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Compile } from 'typebox/compile';
 import { AppError } from '../errors.js';
+import { DEFAULT_EVENTS_RETAIN_COUNT, DEFAULT_EVENTS_RETAIN_DAYS } from '../config.js';
 import type { JsonObject } from '../migrations/profile-v1.js';
 import { migrateRegistryFile, type RegistryMigrationReport } from '../migrations/registry-migration.js';
 import { REGISTRY_FILE_VERSION, serializeRegistryDocument } from '../migrations/registry-file.js';
@@ -27,10 +28,15 @@ import { reconcileEntries } from '../audit/audit-trail.js';
 import { DataDirError, StoreFileError } from './store-file-error.js';
 import { JournalCorruptError, journalPathFor, readJournal } from './journal.js';
 import { OverlayMap, type RecordMap } from './overlay-map.js';
+import { EVENTS_FILE, JsonEventLog, recordCheck, type CheckedDraft, type EventSink, type RetentionOptions } from './event-log.js';
+import type { ChangeEventType, ChangeFeed, ChangeSubject, EventDraft } from '../registry/events.js';
 
 export const RESOURCES_FILE = path.join('agent-resources', 'resources.json');
 export const MACHINES_FILE = 'machines.json';
 export const AUDIT_FILE = 'audit.jsonl';
+export { EVENTS_FILE };
+/** Default retention of the change log (EVENTS_RETAIN_COUNT, EVENTS_RETAIN_DAYS). */
+export const DEFAULT_EVENT_RETENTION: RetentionOptions = { retainCount: DEFAULT_EVENTS_RETAIN_COUNT, retainDays: DEFAULT_EVENTS_RETAIN_DAYS };
 export const REGISTRY_FILE = path.join('agent-team', 'registry.json');
 /** Present in a backup's temp directory until the backup is complete (src/storage/backup.ts). */
 export const INCOMPLETE_BACKUP_MARKER = 'BACKUP-INCOMPLETE';
@@ -157,7 +163,7 @@ export async function openResources(
   file: string,
   fs: FileSystemSeam,
   observe: BatchObserver | undefined,
-  tuning: { maxBatch?: number },
+  tuning: { maxBatch?: number; events?: EventSink },
   onBackup: (backupFile: string) => void = () => undefined,
 ) {
   const state = await loadResources(file);
@@ -245,7 +251,15 @@ export interface JsonFileStoreOptions {
   workloadsCompactAtBytes?: number;
   /** Told when a canvas's workload file, read on first access, does not load (its requests then answer 503). */
   onWorkloadFileUnreadable?: (err: StoreFileError, canvasId: string) => void;
+  /** How many change events, and how old, the change log keeps (default DEFAULT_EVENT_RETENTION). */
+  eventRetention?: RetentionOptions;
+  /** The clock of the change log's times (tests move it past the retention). */
+  now?: () => Date;
 }
+
+/** One event of a change, with the digest of its object as the change leaves it. */
+const ev = (type: ChangeEventType, subject: ChangeSubject, record: unknown): CheckedDraft => ({ type, subject, check: recordCheck(record) });
+const resourceSubject = (id: string, provider: string): ChangeSubject => ({ kind: 'resource', id, provider });
 
 export class JsonFileStore implements RegistryStore {
   private constructor(
@@ -256,7 +270,17 @@ export class JsonFileStore implements RegistryStore {
     private readonly workloads: JsonWorkloadFiles,
     private readonly audit: AppendLog,
     private machinesByDigest: Map<string, MachineRecord>,
+    private readonly eventLog: JsonEventLog,
   ) {}
+
+  /** The change log (DESIGN §10). */
+  get events(): ChangeFeed {
+    return this.eventLog;
+  }
+
+  recordEvents(drafts: readonly EventDraft[]): Promise<void> {
+    return this.eventLog.append(drafts);
+  }
 
   /** Takes the DATA_DIR lock, sweeps leftover temp files, and loads every file (or refuses to start). */
   static async open(options: JsonFileStoreOptions): Promise<JsonFileStore> {
@@ -284,15 +308,34 @@ export class JsonFileStore implements RegistryStore {
       const migrated = await migrateRegistryFile(registryPath, { fs });
       if (migrated.changed) options.onRegistryMigrated?.(migrated);
       const machinesPath = path.join(dataDir, MACHINES_FILE);
-      const tuning = options.maxBatch === undefined ? {} : { maxBatch: options.maxBatch };
+      const eventLog = await JsonEventLog.read(path.join(dataDir, EVENTS_FILE), options.eventRetention ?? DEFAULT_EVENT_RETENTION, options.now, fs);
+      const tuning = { ...(options.maxBatch === undefined ? {} : { maxBatch: options.maxBatch }), events: eventLog };
       const resources = await openResources(resourcesPath, fs, options.observeBatch, tuning, options.onResourcesBackedUp);
       opened.push(resources);
       const machines = new DurableDocument(machinesPath, await loadMachines(machinesPath), machinesCodec, fs, options.observeBatch, undefined, tuning);
       const registry = new DurableDocument(registryPath, loadRegistry(migrated), registryCodec, fs, options.observeBatch, undefined, tuning);
-      const workloads = await JsonWorkloadFiles.open(dataDir, fs, options.observeBatch, options.workloadsCompactAtBytes, options.onWorkloadFileUnreadable);
+      const workloads = await JsonWorkloadFiles.open(dataDir, fs, options.observeBatch, options.workloadsCompactAtBytes, options.onWorkloadFileUnreadable, eventLog);
       opened.push(workloads);
+      // The batches a crash left undecided are decided against the state just loaded, before any write.
+      await eventLog.recover(async (subject) => {
+        switch (subject.kind) {
+          case 'resource':
+            return recordCheck(resources.state.resources.get(subject.id));
+          case 'machine':
+            return recordCheck(machines.state.machines.get(subject.id));
+          case 'profile':
+            return recordCheck(registry.state.profiles.get(subject.id));
+          case 'workload': {
+            const slash = subject.id.indexOf('/');
+            return recordCheck(await workloads.get(subject.id.slice(0, slash), subject.id.slice(slash + 1)));
+          }
+          case 'job':
+            return null; // a job's events carry no check (see JsonEventLog.append)
+        }
+      });
+      opened.push(eventLog);
       const audit = await AppendLog.open(path.join(dataDir, AUDIT_FILE), options.auditRotation);
-      const store = new JsonFileStore(lock, resources, machines, registry, workloads, audit, indexByDigest(machines.state.machines));
+      const store = new JsonFileStore(lock, resources, machines, registry, workloads, audit, indexByDigest(machines.state.machines), eventLog);
       lock.serve(
         backupControl(store, {
           ...(options.onBackup ? { onBackup: options.onBackup } : {}),
@@ -359,12 +402,14 @@ export class JsonFileStore implements RegistryStore {
   }
 
   #put(record: StoredResource): Promise<{ outcome: PutOutcome; stored: StoredResource }> {
-    return this.resources.update((draft) => {
+    return this.resources.update<{ outcome: PutOutcome; stored: StoredResource }>((draft) => {
       const existing = draft.resources.get(record.id);
       const stored = Object.freeze(carryOwnerFields(existing, { ...record }));
       const outcome = planPut(existing, stored);
-      if (outcome !== 'unchanged') draft.resources.set(record.id, stored);
-      return { result: { outcome, stored: outcome === 'unchanged' ? existing! : stored }, changed: outcome !== 'unchanged' };
+      if (outcome === 'unchanged') return { result: { outcome, stored: existing! }, changed: false };
+      draft.resources.set(record.id, stored);
+      const type = outcome === 'created' ? 'resource.created' : 'resource.replaced';
+      return { result: { outcome, stored }, changed: true, events: [ev(type, resourceSubject(record.id, stored.provider), stored)] };
     });
   }
 
@@ -374,8 +419,9 @@ export class JsonFileStore implements RegistryStore {
       if (!existing) throw new AppError('resource_not_found', `No resource with ID ${id}.`, { id });
       const { record, changed } = applyCustomization(existing, patch);
       const stored = changed ? Object.freeze(record) : existing;
-      if (changed) draft.resources.set(id, stored);
-      return { result: stored, changed };
+      if (!changed) return { result: stored, changed };
+      draft.resources.set(id, stored);
+      return { result: stored, changed, events: [ev('resource.customized', resourceSubject(id, stored.provider), stored)] };
     });
   }
 
@@ -383,7 +429,7 @@ export class JsonFileStore implements RegistryStore {
     return this.resources.update((draft) => {
       planWithdraw(draft.resources.get(id), provider, id);
       draft.resources.delete(id);
-      return { result: undefined, changed: true };
+      return { result: undefined, changed: true, events: [ev('resource.withdrawn', resourceSubject(id, provider), undefined)] };
     });
   }
 
@@ -393,11 +439,15 @@ export class JsonFileStore implements RegistryStore {
       const records = incoming.map((r) => carryOwnerFields(draft.resources.get(r.id), { ...r }));
       const plan = planReconcile((id) => draft.resources.get(id), owned, provider, records);
       const changed = !dryRun && plan.created.length + plan.replaced.length + plan.withdrawn.length > 0;
-      if (changed) {
-        for (const id of plan.withdrawn) draft.resources.delete(id);
-        for (const record of records) draft.resources.set(record.id, Object.freeze(record));
-      }
-      return { result: { dryRun, ...plan }, changed };
+      if (!changed) return { result: { dryRun, ...plan }, changed };
+      for (const id of plan.withdrawn) draft.resources.delete(id);
+      for (const record of records) draft.resources.set(record.id, Object.freeze(record));
+      const events = [
+        ...plan.created.map((id) => ev('resource.created', resourceSubject(id, provider), draft.resources.get(id))),
+        ...plan.replaced.map((id) => ev('resource.replaced', resourceSubject(id, provider), draft.resources.get(id))),
+        ...plan.withdrawn.map((id) => ev('resource.withdrawn', resourceSubject(id, provider), undefined)),
+      ];
+      return { result: { dryRun, ...plan }, changed, events };
     });
   }
 
@@ -419,8 +469,9 @@ export class JsonFileStore implements RegistryStore {
       if (existing && !existing.revokedAt) {
         throw new AppError('machine_exists', `Machine ${record.machineId} is already enrolled; revoke it first to issue a new token.`, { machineId: record.machineId });
       }
-      draft.machines.set(record.machineId, Object.freeze({ ...record }));
-      return { result: undefined, changed: true };
+      const stored = Object.freeze({ ...record });
+      draft.machines.set(record.machineId, stored);
+      return { result: undefined, changed: true, events: [ev('machine.enrolled', { kind: 'machine', id: record.machineId }, stored)] };
     });
     this.machinesByDigest = indexByDigest(this.machines.state.machines);
   }
@@ -429,8 +480,9 @@ export class JsonFileStore implements RegistryStore {
     await this.machines.update((draft) => {
       const existing = draft.machines.get(machineId);
       if (!existing || existing.revokedAt) throw new AppError('machine_not_found', `No enrolled machine ${machineId}.`, { machineId });
-      draft.machines.set(machineId, Object.freeze({ ...existing, revokedAt }));
-      return { result: undefined, changed: true };
+      const stored = Object.freeze({ ...existing, revokedAt });
+      draft.machines.set(machineId, stored);
+      return { result: undefined, changed: true, events: [ev('machine.revoked', { kind: 'machine', id: machineId }, stored)] };
     });
     this.machinesByDigest = indexByDigest(this.machines.state.machines);
   }
@@ -439,8 +491,9 @@ export class JsonFileStore implements RegistryStore {
     await this.machines.update((draft) => {
       const existing = draft.machines.get(machineId);
       if (!existing || existing.revokedAt) throw new AppError('machine_not_found', `No enrolled machine ${machineId}.`, { machineId });
-      draft.machines.set(machineId, Object.freeze({ ...existing, tokenDigest }));
-      return { result: undefined, changed: true };
+      const stored = Object.freeze({ ...existing, tokenDigest });
+      draft.machines.set(machineId, stored);
+      return { result: undefined, changed: true, events: [ev('machine.rotated', { kind: 'machine', id: machineId }, stored)] };
     });
     this.machinesByDigest = indexByDigest(this.machines.state.machines);
   }
@@ -472,17 +525,18 @@ export class JsonFileStore implements RegistryStore {
     await this.registry.update((draft) => {
       planCreate(draft.profiles.values(), frozen, (id) => draft.profiles.has(id));
       draft.profiles.set(frozen.id, frozen);
-      return { result: undefined, changed: true };
+      return { result: undefined, changed: true, events: [ev('profile.created', { kind: 'profile', id: frozen.id }, frozen)] };
     });
     return entryOf(frozen);
   }
 
   updateProfile(id: string, changes: ProfileChanges, expectedRevisions?: readonly string[], expectedRevision?: number) {
-    return this.registry.update((draft) => {
+    return this.registry.update<ProfileEntry & { changed: boolean }>((draft) => {
       const { next, changed } = planUpdate(draft.profiles.values(), draft.profiles.get(id), id, changes, expectedRevisions, expectedRevision);
       const frozen = changed ? Object.freeze(next) : next;
-      if (changed) draft.profiles.set(id, frozen);
-      return { result: { ...entryOf(frozen), changed }, changed };
+      if (!changed) return { result: { ...entryOf(frozen), changed }, changed };
+      draft.profiles.set(id, frozen);
+      return { result: { ...entryOf(frozen), changed }, changed, events: [ev('profile.updated', { kind: 'profile', id }, frozen)] };
     });
   }
 
@@ -490,7 +544,7 @@ export class JsonFileStore implements RegistryStore {
     return this.registry.update((draft) => {
       planDelete(draft.profiles.get(id), id, expectedRevisions);
       draft.profiles.delete(id);
-      return { result: undefined, changed: true };
+      return { result: undefined, changed: true, events: [ev('profile.deleted', { kind: 'profile', id }, undefined)] };
     });
   }
 
@@ -538,8 +592,11 @@ export class JsonFileStore implements RegistryStore {
    * returned function is called.
    */
   async pauseWrites(): Promise<() => void> {
-    const parts = [this.resources, this.machines, this.registry, this.workloads, this.audit];
+    const parts: { pause(): Promise<void>; resume(): void }[] = [this.resources, this.machines, this.registry, this.workloads, this.audit];
     await Promise.all(parts.map((p) => p.pause()));
+    // The change log last: a document's batch under way waits for its events to be written before it ends.
+    await this.eventLog.pause();
+    parts.push(this.eventLog);
     let resumed = false;
     return () => {
       if (resumed) return;
@@ -551,6 +608,7 @@ export class JsonFileStore implements RegistryStore {
   /** Waits for every queued write of every file, then the audit log, then releases the DATA_DIR lock. */
   async close(): Promise<void> {
     await Promise.all([this.resources.close(), this.machines.close(), this.registry.close(), this.workloads.close()]);
+    await this.eventLog.close();
     await this.audit.close();
     await this.lock.release();
   }

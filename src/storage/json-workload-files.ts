@@ -20,6 +20,7 @@ import { DurableDocument, type BatchObserver, type JournalCodec } from './durabl
 import { fsyncDirectory, sweepTempFiles, writeFileDurably, type FileSystemSeam } from './durable-file.js';
 import { JournalCorruptError, journalPathFor } from './journal.js';
 import { StoreFileError } from './store-file-error.js';
+import { recordCheck, type EventSink } from './event-log.js';
 import { readVersionedFile } from './versioned-file.js';
 
 export const WORKLOADS_DIR = 'workloads';
@@ -227,6 +228,7 @@ export class JsonWorkloadFiles {
     observe?: BatchObserver,
     compactAtBytes: number = WORKLOADS_COMPACT_AT_BYTES,
     onUnreadable: (err: StoreFileError, canvasId: string) => void = () => undefined,
+    events?: EventSink,
   ): Promise<JsonWorkloadFiles> {
     const dir = path.join(dataDir, WORKLOADS_DIR);
     await mkdir(dir, { recursive: true, mode: 0o700 });
@@ -248,6 +250,7 @@ export class JsonWorkloadFiles {
       const doc = await DurableDocument.openJournaled(path.join(dir, JOURNAL_BASE), state, workloadsCodec(dir, fs, loader), fs, observe, 'workloads', {
         compactAtBytes,
         keepJournalIfStartCompactionFails: true,
+        ...(events ? { events } : {}),
       });
       return new JsonWorkloadFiles(doc, loader);
     } catch (err) {
@@ -289,7 +292,11 @@ export class JsonWorkloadFiles {
       const existing = draft.added!.get(key) ?? draft.canvases.get(record.canvasId)?.get(record.threadId);
       if (existing) return { result: { workload: existing, created: false }, changed: false };
       draft.added!.set(key, frozen);
-      return { result: { workload: frozen, created: true }, changed: true };
+      return {
+        result: { workload: frozen, created: true },
+        changed: true,
+        events: [{ type: 'workload.launched', subject: { kind: 'workload', id: key }, check: recordCheck(frozen) }],
+      };
     });
   }
 

@@ -56,8 +56,9 @@ export async function startServer(env: Record<string, string>, timeoutMs = 60_00
       resolve(signal ?? code);
     });
   });
-  exited.then(() => log.end(), () => log.end());
   child.stderr!.pipe(log, { end: false });
+  // 'close', not 'exit': output can still arrive after 'exit', and writing to an ended log throws.
+  child.once('close', () => log.end());
   let buffered = '';
   const listening = new Promise<string>((resolve) => {
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -89,7 +90,9 @@ export async function startServer(env: Record<string, string>, timeoutMs = 60_00
   if ('exited' in first) return fail(`the process exited (${first.exited})`);
   const { origin } = first;
   for (;;) {
-    const status = await request(`${origin}/readyz`, { headersTimeout: 2_000, bodyTimeout: 2_000 })
+    // reset: each probe's connection is closed once answered, not pooled: a pooled idle connection to a
+    // server the test SIGKILLs later would be torn down by the peer's death at any moment of the test.
+    const status = await request(`${origin}/readyz`, { reset: true, headersTimeout: 2_000, bodyTimeout: 2_000 })
       .then(async (res) => (await res.body.text(), res.statusCode))
       .catch(() => 0);
     if (status === 200) break;

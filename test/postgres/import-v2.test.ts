@@ -7,6 +7,7 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { runImport } from '../../src/storage/postgres/commands.js';
+import { JsonFileStore } from '../../src/storage/json-file-store.js';
 import { build, CANARY, tempDataDir, testEnv } from '../helpers/build.js';
 import { freshDatabase, postgresOrSkip } from '../helpers/postgres.js';
 
@@ -15,11 +16,17 @@ if (base) {
   t.test('a DATA_DIR with v1 and v2 records and customizations imports and serves the same in both representations', async (t) => {
     const dataDir = await tempDataDir();
     await cp(path.join('test', 'fixtures', 'upstream', 'resources-v2'), dataDir, { recursive: true });
+    // A skill the owner imported onto a machine: its mark travels with the import.
+    const store = await JsonFileStore.open({ dataDir });
+    await store.putResource({ schemaVersion: 2, id: 'imported-skill', name: 'Imported', provider: 'agentlet-a', sourceContent: 'Use it.', userContent: '' });
+    await store.customizeResource('imported-skill', { userContent: 'Mine.', imported: true });
+    await store.close();
     const json = await build({ teardown: () => undefined }, { dataDir });
     await json.put('huabu', CANARY.huabu, 'old-style', { name: ' Spaced ' });
     await json.app.inject({ method: 'PATCH', url: '/api/acp/resources/old-style', headers: json.owner, payload: { displayName: 'Old', userContent: 'Owner.' } });
     const urls = ['/api/acp/resources', '/api/acp/resources?schemaVersion=2', '/api/acp/resources/old-style', '/api/acp/resources/slides?schemaVersion=2'];
     const bodies = await Promise.all(urls.map(async (url) => (await json.app.inject({ url, headers: json.owner })).body));
+    t.same(JSON.parse(bodies[1]!).manageableResourceIds, ['imported-skill'], 'the JSON store lists the marked record as manageable');
     await json.app.close();
 
     const url = await freshDatabase(t, base);

@@ -27,12 +27,12 @@ if (base) {
     const out: string[] = [];
     const err: string[] = [];
     t.equal(await runDatabaseMigrate(['--dry-run'], url, (l) => out.push(l), (l) => err.push(l)), 0);
-    t.match(out.pop(), /0 → 4 \(dry run: nothing applied\): 001-initial, 002-resource-record-v2, 003-canvas token revocations, 004-audit-details/);
+    t.match(out.pop(), /0 → 6 \(dry run: nothing applied\): 001-initial, 002-resource-record-v2, 003-canvas token revocations, 004-audit-details, 005-change-events, 006-imported-skills/);
     t.same(await queryOnce(url, 'SELECT * FROM schema_migrations'), [], 'the dry run applied nothing');
     t.equal(await runDatabaseMigrate([], url, (l) => out.push(l), (l) => err.push(l)), 0);
-    t.match(out.pop(), /0 → 4: 001-initial, 002-resource-record-v2, 003-canvas token revocations, 004-audit-details/);
+    t.match(out.pop(), /0 → 6: 001-initial, 002-resource-record-v2, 003-canvas token revocations, 004-audit-details, 005-change-events, 006-imported-skills/);
     t.equal(await runDatabaseMigrate([], url, (l) => out.push(l), (l) => err.push(l)), 0);
-    t.match(out.pop(), /already at version 4; nothing to do/);
+    t.match(out.pop(), /already at version 6; nothing to do/);
     t.equal(await runDatabaseMigrate(['--bogus'], url, (l) => out.push(l), (l) => err.push(l)), 2);
     t.notMatch(err.join('\n'), url, 'the URL is never printed');
   });

@@ -64,6 +64,30 @@ export function runV2Contract(t: Test, name: string, target: Pick<ContractTarget
     t.same(await store.getResource('tool'), resourceV2('mac-b', 'tool'));
   });
 
+  t.test(`${name}: the owner's import mark moves the revision, survives the provider's replace, goes with its record`, async (t) => {
+    const store = await open(t);
+    await store.putResource(resourceV2('mac-a', 'skill'));
+    await store.putResource(resource('mac-a', 'old-skill'));
+    const before = store.resourcesRevision();
+    const marked = await store.customizeResource('skill', { displayName: 'Skill', userContent: 'Mine.', imported: true });
+    t.same(marked, { ...resourceV2('mac-a', 'skill'), displayName: 'Skill', userContent: 'Mine.', imported: true });
+    t.not(store.resourcesRevision(), before, 'marking moves the revision (and so the catalogue ETags)');
+    t.same(await store.customizeResource('old-skill', { imported: true }), { ...resource('mac-a', 'old-skill'), imported: true }, 'a v1 record is marked too');
+    t.same(await store.customizeResource('skill', { imported: true }), marked, 'marking a marked record changes nothing');
+
+    t.equal(await store.putResource(resourceV2('mac-a', 'skill', 'Refreshed.')), 'replaced');
+    t.same(await store.getResource('skill'), { ...resourceV2('mac-a', 'skill', 'Refreshed.'), displayName: 'Skill', userContent: 'Mine.', imported: true }, "the provider's replace keeps the mark");
+    const plan = await store.reconcileResources('mac-a', [resourceV2('mac-a', 'skill', 'Again.'), resource('mac-a', 'old-skill')], false);
+    t.same(plan.replaced, ['skill']);
+    t.same((await store.listResources()).map((r) => [r.id, r.imported ?? false]), [['old-skill', true], ['skill', true]], 'a reconcile keeps the marks');
+
+    await store.customizeResource('old-skill', { imported: false });
+    t.equal((await store.getResource('old-skill'))!.imported, undefined, 'the mark can be cleared');
+    await store.withdrawResource('mac-a', 'skill');
+    t.equal(await store.putResource(resourceV2('mac-a', 'skill')), 'created');
+    t.same(await store.getResource('skill'), resourceV2('mac-a', 'skill'), 'a record published again after a withdrawal is not marked');
+  });
+
   if (target.reopen) {
     const reopen = target.reopen;
     t.test(`${name}: a reopen gives back exactly what was stored, in both versions`, async (t) => {
@@ -73,11 +97,15 @@ export function runV2Contract(t: Test, name: string, target: Pick<ContractTarget
         resource('huabu', 'b-v1'),
         { ...resourceV2('mac-a', 'c-v2'), displayName: 'C', userContent: 'Owner text.' },
         resourceV2('mac-a', 'd-v2'),
+        { ...resourceV2('mac-a', 'e-imported'), displayName: 'E', userContent: '', imported: true },
+        { ...resource('mac-a', 'f-imported-v1'), imported: true },
       ];
       for (const r of records) {
-        const { displayName, userContent, ...source } = r as StoredResource & { displayName?: string; userContent?: string };
+        const { displayName, userContent, imported, ...source } = r as StoredResource & { displayName?: string; userContent?: string };
         await store.putResource(r.schemaVersion === 2 ? { ...(source as AgentResourceV2), userContent: '' } : (source as StoredResource));
-        if (displayName !== undefined || userContent) await store.customizeResource(r.id, { ...(displayName !== undefined ? { displayName } : {}), ...(userContent ? { userContent } : {}) });
+        if (displayName !== undefined || userContent || imported) {
+          await store.customizeResource(r.id, { ...(displayName !== undefined ? { displayName } : {}), ...(userContent ? { userContent } : {}), ...(imported ? { imported } : {}) });
+        }
       }
       await store.close();
       const again = await reopen(t);

@@ -380,6 +380,103 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
     );
   });
 
+  t.test(`${name}: every change appends exactly one event per object changed, in commit order; refusals and unchanged answers none`, async (t) => {
+    const s = await open(t);
+    const start = s.events.head();
+    await s.putResource(resource('huabu', 'web-search'));
+    await s.putResource(resource('huabu', 'web-search'));
+    await s.putResource(resource('huabu', 'web-search', 'Renamed'));
+    await rejection(t, s.putResource(resource('agentlet-a', 'web-search', 'Hijack')));
+    await s.customizeResource('web-search', { userContent: 'Be brief.' });
+    await s.customizeResource('web-search', { userContent: 'Be brief.' });
+    await s.putResource(resource('agentlet-a', 'old-tool'));
+    await s.reconcileResources('agentlet-a', [resource('agentlet-a', 'new-tool'), resource('agentlet-a', 'other-tool')], false);
+    await s.reconcileResources('agentlet-a', [resource('agentlet-a', 'new-tool')], true);
+    await s.withdrawResource('huabu', 'web-search');
+    await s.enrollMachine({ machineId: 'agentlet-a', tokenDigest: digest('t1'), enrolledAt: '2026-01-01T00:00:00.000Z' });
+    await s.rotateMachineToken('agentlet-a', digest('t2'));
+    await s.revokeMachine('agentlet-a', '2026-01-02T00:00:00.000Z');
+    await s.enrollMachine({ machineId: 'agentlet-a', tokenDigest: digest('t3'), enrolledAt: '2026-01-03T00:00:00.000Z' });
+    await s.createProfile(profile('p-1', 'Reviewer'));
+    await s.updateProfile('p-1', { alias: 'Reviewer two' });
+    await s.updateProfile('p-1', { alias: 'Reviewer two' });
+    await s.deleteProfile('p-1');
+    await s.realizeWorkload(workload('canvas-1', 'thread-1'));
+    await s.realizeWorkload(workload('canvas-1', 'thread-1'));
+    const page = await s.events.read(start, 1000);
+    const seen = page.events.map((e) => `${e.type} ${e.subject.kind}:${e.subject.id}${e.subject.provider ? `@${e.subject.provider}` : ''}`);
+    // The events of one reconcile are in the order the store wrote the rows: compared as a set.
+    t.same(
+      [...seen.slice(0, 4), ...seen.slice(4, 7).sort(), ...seen.slice(7)],
+      [
+        'resource.created resource:web-search@huabu',
+        'resource.replaced resource:web-search@huabu',
+        'resource.customized resource:web-search@huabu',
+        'resource.created resource:old-tool@agentlet-a',
+        ...[
+          'resource.created resource:new-tool@agentlet-a',
+          'resource.created resource:other-tool@agentlet-a',
+          'resource.withdrawn resource:old-tool@agentlet-a',
+        ].sort(),
+        'resource.withdrawn resource:web-search@huabu',
+        'machine.enrolled machine:agentlet-a',
+        'machine.rotated machine:agentlet-a',
+        'machine.revoked machine:agentlet-a',
+        'machine.enrolled machine:agentlet-a',
+        'profile.created profile:p-1',
+        'profile.updated profile:p-1',
+        'profile.deleted profile:p-1',
+        'workload.launched workload:canvas-1/thread-1',
+      ],
+    );
+    const ids = page.events.map((e) => Number(e.id));
+    t.same(ids, [...new Set(ids)].sort((a, b) => a - b), 'cursors increase');
+    t.equal(page.next, page.events.at(-1)!.id, 'next is the last event');
+    t.ok(page.events.every((e) => !Number.isNaN(Date.parse(e.at))), 'each has its time');
+    t.equal(s.events.head(), page.next, 'head is the newest event');
+    // Pages.
+    const two = await s.events.read(start, 2);
+    t.same(two.events.map((e) => e.id), ids.slice(0, 2).map(String));
+    const rest = await s.events.read(two.next, 1000);
+    t.same(rest.events.map((e) => e.id), ids.slice(2).map(String), 'the next page goes on from next');
+    t.same(await s.events.read(page.next, 10), { events: [], next: page.next }, 'nothing after the newest');
+    t.equal((await rejection(t, s.events.read(String(ids.at(-1)! + 1000), 10))).code, 'cursor_expired', 'a cursor never issued');
+  });
+
+  t.test(`${name}: a burst of concurrent changes has one event each, in the order they were committed`, async (t) => {
+    const s = await open(t);
+    const start = s.events.head();
+    const ids = Array.from({ length: 50 }, (_, i) => `burst-${i}`);
+    await Promise.all([...ids.map((id) => s.putResource(resource('huabu', id))), ...ids.slice(0, 10).map((id, i) => s.enrollMachine({ machineId: `m-${i}`, tokenDigest: digest(id), enrolledAt: '2026-01-01T00:00:00.000Z' }))]);
+    const { events } = await s.events.read(start, 1000);
+    t.equal(events.length, 60, 'one event per change');
+    t.same(events.filter((e) => e.subject.kind === 'resource').map((e) => e.subject.id).sort(), [...ids].sort());
+    const seq = events.map((e) => Number(e.id));
+    t.same(seq, [...new Set(seq)].sort((a, b) => a - b), 'increasing, none twice');
+  });
+
+  t.test(`${name}: events of no stored change (a channel, a job) are recorded on their own, in order with the rest`, async (t) => {
+    const s = await open(t);
+    const start = s.events.head();
+    await s.putResource(resource('huabu', 'before'));
+    await s.recordEvents([{ type: 'machine.connected', subject: { kind: 'machine', id: 'm-1' } }]);
+    await s.recordEvents([
+      { type: 'job.succeeded', subject: { kind: 'job', id: 'job-1', provider: 'm-1' } },
+      { type: 'job.failed', subject: { kind: 'job', id: 'job-2', provider: 'm-1' } },
+    ]);
+    await s.recordEvents([]);
+    await s.putResource(resource('huabu', 'after'));
+    const { events } = await s.events.read(start, 100);
+    t.same(
+      events.map((e) => `${e.type} ${e.subject.kind}:${e.subject.id}${e.subject.provider ? `@${e.subject.provider}` : ''}`),
+      ['resource.created resource:before@huabu', 'machine.connected machine:m-1', 'job.succeeded job:job-1@m-1', 'job.failed job:job-2@m-1', 'resource.created resource:after@huabu'],
+      'each once, in the order written; an empty list writes none',
+    );
+    t.same(await s.listMachines(), [], 'no machine record is written by its event');
+    const seq = events.map((e) => Number(e.id));
+    t.same(seq, [...new Set(seq)].sort((a, b) => a - b), 'increasing cursors');
+  });
+
   if (target.replica) {
     t.test(`${name}: a change through one replica changes the other's resources revision`, async (t) => {
       const s = await open(t);
@@ -390,6 +487,21 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
       while ((await r.resourcesRevision()) === before && Date.now() < deadline) await new Promise((res) => setTimeout(res, 10));
       t.not(await r.resourcesRevision(), before, 'within one second');
       t.same(await r.getResource('web-search'), resource('huabu', 'web-search'));
+    });
+
+    t.test(`${name}: an event written through one replica reaches a subscriber of the other`, async (t) => {
+      const s = await open(t);
+      const r = await openReplica(t, s);
+      const from = r.events.head();
+      let woken = 0;
+      const off = r.events.onPublished(() => woken++);
+      t.teardown(off);
+      await s.putResource(resource('huabu', 'web-search'));
+      const deadline = Date.now() + 2_000;
+      while (woken === 0 && Date.now() < deadline) await new Promise((res) => setTimeout(res, 10));
+      t.ok(woken > 0, 'the other replica woke its subscribers');
+      const { events } = await r.events.read(from, 10);
+      t.same(events.map((e) => [e.type, e.subject.id]), [['resource.created', 'web-search']]);
     });
   }
 }

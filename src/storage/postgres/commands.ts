@@ -3,6 +3,7 @@
 // Each returns the process exit code and never prints DATABASE_URL (it may hold a password).
 import path from 'node:path';
 import pg from 'pg';
+import { parseCommandArgs } from '../../command-args.js';
 import { DataDirLockedError } from '../data-dir-lock.js';
 import { DataDirError, StoreFileError } from '../store-file-error.js';
 import { silentProgress, type Progress } from '../../progress.js';
@@ -16,12 +17,12 @@ export const DATABASE_MIGRATE_USAGE = 'usage: DATABASE_URL=postgres://... npm ru
 export const IMPORT_USAGE = 'usage: DATABASE_URL=postgres://... npm run import -- --data-dir DIR';
 
 export async function runDatabaseMigrate(argv: readonly string[], databaseUrl: string, out: Print, err: Print): Promise<number> {
-  const unknown = argv.filter((a) => a !== '--dry-run');
-  if (unknown.length > 0) {
-    err(`unknown argument ${unknown[0]}\n${DATABASE_MIGRATE_USAGE}`);
+  const parsed = parseCommandArgs(argv, { 'dry-run': { type: 'boolean' } });
+  if ('error' in parsed) {
+    err(`${parsed.error}\n${DATABASE_MIGRATE_USAGE}`);
     return 2;
   }
-  const dryRun = argv.includes('--dry-run');
+  const dryRun = parsed.values['dry-run'] === true;
   const client = new pg.Client({ connectionString: databaseUrl, application_name: 'agent-resource-registry-migrate' });
   try {
     await client.connect();
@@ -52,16 +53,12 @@ export async function runImport(
   err: Print,
   progress: Progress = silentProgress,
 ): Promise<number> {
-  let dataDir: string | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--data-dir') dataDir = argv[++i];
-    else if (arg.startsWith('--data-dir=')) dataDir = arg.slice('--data-dir='.length);
-    else {
-      err(`unknown argument ${arg}\n${IMPORT_USAGE}`);
-      return 2;
-    }
+  const parsed = parseCommandArgs(argv, { 'data-dir': { type: 'string' } });
+  if ('error' in parsed) {
+    err(`${parsed.error}\n${IMPORT_USAGE}`);
+    return 2;
   }
+  const dataDir = parsed.values['data-dir'];
   if (!dataDir || !databaseUrl) {
     err(`${!databaseUrl ? 'DATABASE_URL must be set' : '--data-dir DIR is required'}\n${IMPORT_USAGE}`);
     return 2;

@@ -146,14 +146,14 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string, re
     const r = snapshot.resources;
     written.resources = (
       await client.query(
-        `INSERT INTO resources AS t (id, provider, schema_version, name, description, instructions, source_content, display_name, user_content)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+        `INSERT INTO resources AS t (id, provider, schema_version, name, description, instructions, source_content, display_name, user_content, imported)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::boolean[])
          ON CONFLICT (id) DO UPDATE SET provider = EXCLUDED.provider, schema_version = EXCLUDED.schema_version, name = EXCLUDED.name,
            description = EXCLUDED.description, instructions = EXCLUDED.instructions, source_content = EXCLUDED.source_content,
-           display_name = EXCLUDED.display_name, user_content = EXCLUDED.user_content, updated_at = now()
-         WHERE (t.provider, t.schema_version, t.name, t.description, t.instructions, t.source_content, t.display_name, t.user_content)
+           display_name = EXCLUDED.display_name, user_content = EXCLUDED.user_content, imported = EXCLUDED.imported, updated_at = now()
+         WHERE (t.provider, t.schema_version, t.name, t.description, t.instructions, t.source_content, t.display_name, t.user_content, t.imported)
            IS DISTINCT FROM (EXCLUDED.provider, EXCLUDED.schema_version, EXCLUDED.name, EXCLUDED.description, EXCLUDED.instructions,
-             EXCLUDED.source_content, EXCLUDED.display_name, EXCLUDED.user_content)`,
+             EXCLUDED.source_content, EXCLUDED.display_name, EXCLUDED.user_content, EXCLUDED.imported)`,
         [
           r.map((x) => x.id),
           r.map((x) => x.provider),
@@ -164,6 +164,7 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string, re
           r.map((x) => (x.schemaVersion === 2 ? x.sourceContent : null)),
           r.map((x) => x.displayName ?? null),
           r.map((x) => x.userContent ?? ''),
+          r.map((x) => x.imported === true),
         ],
       )
     ).rowCount ?? 0;

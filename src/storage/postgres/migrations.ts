@@ -138,6 +138,131 @@ CREATE TABLE canvas_token_revocations (
 ALTER TABLE audit_log ADD COLUMN details jsonb;
 `,
   },
+  {
+    version: 5,
+    name: 'change-events',
+    // The change log (DESIGN §10). Row triggers on the record tables add one event per row really changed,
+    // in the writing transaction, without a cursor; a deferred constraint trigger gives the transaction's
+    // events their cursors at COMMIT, under a transaction-level advisory lock held until the commit is
+    // visible, so cursors are in commit order and a reader never skips one that commits later. The same
+    // trigger notifies the replicas (payload `events`).
+    sql: `
+CREATE SEQUENCE events_seq;
+CREATE TABLE events (
+  local_id bigserial PRIMARY KEY,
+  seq bigint UNIQUE,
+  at text NOT NULL,
+  type text NOT NULL,
+  kind text NOT NULL,
+  object_id text NOT NULL,
+  provider text
+);
+-- The highest cursor dropped by retention (one row): a cursor below it is expired.
+CREATE TABLE events_floor (
+  one boolean PRIMARY KEY DEFAULT true CHECK (one),
+  floor bigint NOT NULL
+);
+INSERT INTO events_floor (floor) VALUES (0);
+
+CREATE FUNCTION arr_event(type text, kind text, object_id text, provider text) RETURNS void LANGUAGE sql AS $f$
+  INSERT INTO events (at, type, kind, object_id, provider)
+  VALUES (to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), type, kind, object_id, provider);
+$f$;
+
+CREATE FUNCTION arr_resource_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    PERFORM arr_event('resource.created', 'resource', NEW.id, NEW.provider);
+  ELSIF TG_OP = 'DELETE' THEN
+    PERFORM arr_event('resource.withdrawn', 'resource', OLD.id, OLD.provider);
+  ELSIF (OLD.provider, OLD.schema_version, OLD.name, OLD.description, OLD.instructions, OLD.source_content)
+        IS DISTINCT FROM (NEW.provider, NEW.schema_version, NEW.name, NEW.description, NEW.instructions, NEW.source_content) THEN
+    PERFORM arr_event('resource.replaced', 'resource', NEW.id, NEW.provider);
+  ELSIF (OLD.display_name, OLD.user_content) IS DISTINCT FROM (NEW.display_name, NEW.user_content) THEN
+    PERFORM arr_event('resource.customized', 'resource', NEW.id, NEW.provider);
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER resources_event AFTER INSERT OR UPDATE OR DELETE ON resources
+  FOR EACH ROW EXECUTE FUNCTION arr_resource_event();
+
+CREATE FUNCTION arr_machine_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' OR (OLD.revoked_at IS NOT NULL AND NEW.revoked_at IS NULL) THEN
+    PERFORM arr_event('machine.enrolled', 'machine', NEW.machine_id, NULL);
+  ELSIF OLD.revoked_at IS NULL AND NEW.revoked_at IS NOT NULL THEN
+    PERFORM arr_event('machine.revoked', 'machine', NEW.machine_id, NULL);
+  ELSIF OLD.token_digest IS DISTINCT FROM NEW.token_digest THEN
+    PERFORM arr_event('machine.rotated', 'machine', NEW.machine_id, NULL);
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER machines_event AFTER INSERT OR UPDATE ON machines
+  FOR EACH ROW EXECUTE FUNCTION arr_machine_event();
+
+CREATE FUNCTION arr_profile_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    PERFORM arr_event('profile.created', 'profile', NEW.id, NULL);
+  ELSIF TG_OP = 'DELETE' THEN
+    PERFORM arr_event('profile.deleted', 'profile', OLD.id, NULL);
+  ELSIF OLD.revision IS DISTINCT FROM NEW.revision THEN
+    PERFORM arr_event('profile.updated', 'profile', NEW.id, NULL);
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER profiles_event AFTER INSERT OR UPDATE OR DELETE ON profiles
+  FOR EACH ROW EXECUTE FUNCTION arr_profile_event();
+
+CREATE FUNCTION arr_workload_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM arr_event('workload.launched', 'workload', NEW.canvas_id || '/' || NEW.thread_id, NULL);
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER workloads_event AFTER INSERT ON workloads
+  FOR EACH ROW EXECUTE FUNCTION arr_workload_event();
+
+CREATE FUNCTION arr_number_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext('arr_events_commit_order'));
+  UPDATE events SET seq = nextval('events_seq') WHERE local_id = NEW.local_id;
+  PERFORM pg_notify('${CHANGES_CHANNEL}', 'events');
+  RETURN NULL;
+END
+$$;
+CREATE CONSTRAINT TRIGGER events_number AFTER INSERT ON events
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION arr_number_event();
+`,
+  },
+  {
+    version: 6,
+    name: 'imported-skills',
+    // The owner-side import mark of skill management (docs/decisions/imported-skill-mark.md): set by the
+    // owner's import, never written by a provider's upsert (it is not among the provider's columns), gone
+    // with the row. A change of it is the owner's, announced as resource.customized.
+    sql: `
+ALTER TABLE resources ADD COLUMN imported boolean NOT NULL DEFAULT false;
+CREATE OR REPLACE FUNCTION arr_resource_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    PERFORM arr_event('resource.created', 'resource', NEW.id, NEW.provider);
+  ELSIF TG_OP = 'DELETE' THEN
+    PERFORM arr_event('resource.withdrawn', 'resource', OLD.id, OLD.provider);
+  ELSIF (OLD.provider, OLD.schema_version, OLD.name, OLD.description, OLD.instructions, OLD.source_content)
+        IS DISTINCT FROM (NEW.provider, NEW.schema_version, NEW.name, NEW.description, NEW.instructions, NEW.source_content) THEN
+    PERFORM arr_event('resource.replaced', 'resource', NEW.id, NEW.provider);
+  ELSIF (OLD.display_name, OLD.user_content, OLD.imported) IS DISTINCT FROM (NEW.display_name, NEW.user_content, NEW.imported) THEN
+    PERFORM arr_event('resource.customized', 'resource', NEW.id, NEW.provider);
+  END IF;
+  RETURN NULL;
+END
+$$;
+`,
+  },
 ];
 
 export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

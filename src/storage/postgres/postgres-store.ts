@@ -22,6 +22,9 @@ import type { BatchObserver } from '../durable-document.js';
 import type { AuditEntry, AuditIntent, MachineRecord, ProfileEntry, Registered, RegistryStore } from '../../registry/store.js';
 import { reconcileEntries } from '../../audit/audit-trail.js';
 import { ChangeListener } from './change-listener.js';
+import { PgEventFeed } from './event-feed.js';
+import type { ChangeFeed, EventDraft } from '../../registry/events.js';
+import { DEFAULT_EVENTS_RETAIN_COUNT, DEFAULT_EVENTS_RETAIN_DAYS } from '../../config.js';
 import { migrate, type MigrationReport } from './migrations.js';
 import { DatabaseUnavailableError, isUnavailable, storageUnavailable } from './pg-errors.js';
 
@@ -39,6 +42,8 @@ export interface PostgresStoreOptions {
   maxBatch?: number;
   /** Most rows the audit table keeps, the newest (AUDIT_MAX_ROWS; default DEFAULT_AUDIT_MAX_ROWS); 0 keeps every row. */
   auditMaxRows?: number;
+  /** The change log's retention (EVENTS_RETAIN_COUNT, EVENTS_RETAIN_DAYS). */
+  eventRetention?: { retainCount: number; retainDays: number };
 }
 
 
@@ -85,15 +90,20 @@ interface ResourceRow {
   source_content: string | null;
   display_name: string | null;
   user_content: string;
+  imported: boolean;
 }
 
-const RESOURCE_COLUMNS = 'id, provider, schema_version, name, description, instructions, source_content, display_name, user_content';
+const RESOURCE_COLUMNS = 'id, provider, schema_version, name, description, instructions, source_content, display_name, user_content, imported';
 /** The columns a provider writes (the owner's display_name and user_content are never among them). */
 const SOURCE_COLUMNS = 'id, provider, schema_version, name, description, instructions, source_content';
 
 function resourceOf(row: ResourceRow): StoredResource {
   // The order of the record as the JSON store keeps it, so catalogue bodies read the same.
-  const owner = { ...(row.display_name === null ? {} : { displayName: row.display_name }), userContent: row.user_content };
+  const owner = {
+    ...(row.display_name === null ? {} : { displayName: row.display_name }),
+    userContent: row.user_content,
+    ...(row.imported ? { imported: true as const } : {}),
+  };
   if (row.schema_version === 2) {
     return withOwnerFields(
       { schemaVersion: 2, id: row.id, name: row.name, provider: row.provider, sourceContent: row.source_content!, userContent: '' },
@@ -237,6 +247,7 @@ export class PostgresStore implements RegistryStore {
   #auditSinceTrim = 0;
   #trimming: Promise<void> | undefined;
   #trimAgain = false;
+  readonly #events: PgEventFeed;
 
   private constructor(pool: pg.Pool, listener: ChangeListener, ownBackends: Set<number>, options: PostgresStoreOptions) {
     this.#ownBackends = ownBackends;
@@ -247,6 +258,29 @@ export class PostgresStore implements RegistryStore {
     this.#log = options.log ?? (() => undefined);
     this.#auditMaxRows = options.auditMaxRows ?? DEFAULT_AUDIT_MAX_ROWS;
     this.#auditTrimEvery = Math.max(1, Math.min(MAX_AUDIT_ROWS_BETWEEN_TRIMS, Math.floor(this.#auditMaxRows / 10)));
+    this.#events = new PgEventFeed(
+      (sql, params) => this.#query(sql, params),
+      options.eventRetention ?? { retainCount: DEFAULT_EVENTS_RETAIN_COUNT, retainDays: DEFAULT_EVENTS_RETAIN_DAYS },
+      (message, err) => this.#log('warn', message, err),
+    );
+  }
+
+  /** The change log, written by the tables' triggers in each writing transaction (migration 5). */
+  get events(): ChangeFeed {
+    return this.#events;
+  }
+
+  recordEvents(drafts: readonly EventDraft[]): Promise<void> {
+    if (drafts.length === 0) return Promise.resolve();
+    // One statement, so one transaction: the events are numbered together at its commit (migration 5).
+    return this.#guard(async () => {
+      await this.#query('SELECT arr_event(d.type, d.kind, d.id, d.provider) FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS d(type, kind, id, provider)', [
+        drafts.map((d) => d.type),
+        drafts.map((d) => d.subject.kind),
+        drafts.map((d) => d.subject.id),
+        drafts.map((d) => d.subject.provider ?? null),
+      ]);
+    });
   }
 
   /** Counts audit rows written; trims the table once enough were written since the last trim. */
@@ -336,6 +370,9 @@ export class PostgresStore implements RegistryStore {
       let store: PostgresStore | undefined;
       listener = new ChangeListener(options.databaseUrl, (table, pid) => store?.onChange(table, pid), log);
       store = new PostgresStore(pool, listener, ownBackends, options);
+      await store.#events.load().catch((err: unknown) => {
+        throw new DatabaseUnavailableError(err);
+      });
       await listener.start().catch((err: unknown) => {
         throw new DatabaseUnavailableError(err);
       });
@@ -351,6 +388,8 @@ export class PostgresStore implements RegistryStore {
 
   /** A change announced by any replica (`undefined`: notifications may have been missed). */
   private onChange(table: string | undefined, processId: number | undefined): void {
+    // Every replica's commits, this one's included, reach the subscribers through the change log.
+    if (table === undefined || table === 'events') this.#events.refresh();
     if (processId !== undefined && this.#ownBackends.has(processId)) return;
     if (table === undefined || table === 'resources') this.#resourcesCounter++;
   }
@@ -564,9 +603,9 @@ export class PostgresStore implements RegistryStore {
     return this.#guard(async () => {
       const { rows } = await this.#query<ResourceRow>(
         `UPDATE resources SET display_name = CASE WHEN $2 THEN $3 ELSE display_name END,
-           user_content = COALESCE($4, user_content), updated_at = now()
+           user_content = COALESCE($4, user_content), imported = COALESCE($5, imported), updated_at = now()
          WHERE id = $1 RETURNING ${RESOURCE_COLUMNS}`,
-        [id, patch.displayName !== undefined, patch.displayName ?? null, patch.userContent ?? null],
+        [id, patch.displayName !== undefined, patch.displayName ?? null, patch.userContent ?? null, patch.imported ?? null],
       );
       if (rows.length === 0) throw new AppError('resource_not_found', `No resource with ID ${id}.`, { id });
       this.#resourcesCounter++;
@@ -883,6 +922,7 @@ export class PostgresStore implements RegistryStore {
     this.#trimAgain = false;
     await this.#trimming;
     await this.#listener.close();
+    await this.#events.close();
     await this.#pool.end();
   }
 }

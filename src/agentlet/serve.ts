@@ -1,0 +1,238 @@
+// `agentlet-resources serve`: the Agentlet as a long-running daemon. It holds the machine's channel to the
+// registry (reconnecting with capped exponential backoff and full jitter), runs the jobs the channel carries
+// inside the resource root, watches `receipts/` and publishes a changed set within a second, and on stop
+// finishes the jobs in flight (up to a grace period), closes the channel and returns 0. It logs with pino:
+// readable lines on a terminal, JSON lines otherwise; the token is masked in every line written.
+import { createHash } from 'node:crypto';
+import { watch, type FSWatcher } from 'node:fs';
+import path from 'node:path';
+import pino, { type Logger } from 'pino';
+import pretty from 'pino-pretty';
+import { Compile } from 'typebox/compile';
+import { ChannelJob } from '../schemas/channel.js';
+import { SecretScanner } from '../secrets/secret-scanner.js';
+import { ChannelClient, ChannelRefused, type ServerSentEvent } from './channel-client.js';
+import type { Output, RegistryInput } from './commands.js';
+import { CliError, EXIT, type ExitCode } from './exit-codes.js';
+import { JobError, JOBS, type JobContext } from './jobs.js';
+import { formatReport, toReconcileEntry, validateResourceRoot } from './receipt.js';
+import { RegistryClient, type ReconcileResponse } from './registry-client.js';
+import { assertInitialized, RECEIPTS_DIR } from './resource-root.js';
+import { RECONNECT_BASE_MS } from './serve-constants.js';
+import { readTokenFile } from './token-file.js';
+
+/** How long a stop waits for the jobs in flight to finish and be answered before abandoning them. */
+export const STOP_GRACE_MS = 10_000;
+/** Changes to receipts/ are gathered this long before one publish (an editor writes a file in several steps). */
+export const WATCH_DEBOUNCE_MS = 150;
+
+export interface ServeInput extends RegistryInput {
+  reconnectMaxMs: number;
+}
+
+export interface ServeRuntime {
+  /** Aborted on SIGTERM or SIGINT. */
+  stop: AbortSignal;
+  /** Readable log lines instead of JSON. */
+  isTty: boolean;
+  random?: () => number;
+}
+
+const checkJob = Compile(ChannelJob);
+
+/** The delay before reconnect attempt `attempt` (0-based): full jitter over a capped exponential. */
+export function backoffMs(attempt: number, maxMs: number, random: () => number = Math.random): number {
+  return Math.floor(random() * Math.min(maxMs, RECONNECT_BASE_MS * 2 ** Math.min(attempt, 30)));
+}
+
+function serveLogger(isTty: boolean, secrets: readonly string[], machineId: string): Logger {
+  const options = {
+    base: { machineId },
+    redact: { paths: ['token', '*.token', 'authorization', '*.authorization', 'headers.authorization'], censor: '[redacted]' },
+    // The last line of defence: whatever a message or an error carries, the token never reaches the output.
+    hooks: { streamWrite: (line: string) => secrets.reduce((text, secret) => text.replaceAll(secret, '[token]'), line) },
+    serializers: { err: pino.stdSerializers.err },
+  };
+  if (isTty) return pino(options, pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,machineId', sync: true, destination: 1 }));
+  return pino(options, pino.destination({ dest: 1, sync: true }));
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** A network failure's code (connection errors nest in causes and AggregateErrors). */
+function networkCode(err: unknown, depth = 0): string | undefined {
+  if (depth > 4 || err === null || typeof err !== 'object') return undefined;
+  const e = err as { code?: unknown; cause?: unknown; errors?: unknown[] };
+  if (typeof e.code === 'string' && e.code !== 'UND_ERR') return e.code;
+  return networkCode(e.cause, depth + 1) ?? (Array.isArray(e.errors) ? e.errors.map((x) => networkCode(x, depth + 1)).find(Boolean) : undefined);
+}
+
+export async function serveCommand(root: string, input: ServeInput, io: Output, runtime: ServeRuntime): Promise<ExitCode> {
+  await assertInitialized(root);
+  const secrets: string[] = [];
+  const protect = (token: string) => {
+    if (!secrets.includes(token)) secrets.push(token);
+    io.protect(token);
+  };
+  let token = await readTokenFile(input.tokenFile);
+  protect(token);
+  const log = serveLogger(runtime.isTty, secrets, input.machineId);
+  const random = runtime.random ?? Math.random;
+  const channel = new ChannelClient(input);
+
+  // Publishing: one at a time, in order; the watcher publishes only a set that differs from the last one sent.
+  let lastPublished: string | undefined;
+  let publishing: Promise<unknown> = Promise.resolve();
+  const publish = (why: string, onlyIfChanged: boolean): Promise<ReconcileResponse | undefined> => {
+    const run = publishing.then(async () => {
+      const { reports, valid } = await validateResourceRoot(root, new SecretScanner([token]), input.machineId);
+      if (!valid) {
+        const invalid = reports.filter((r) => !r.receipt).map(formatReport);
+        log.error({ invalid }, `not published: ${invalid.length} invalid receipt(s) in ${RECEIPTS_DIR}/; the registry keeps the last set published`);
+        throw new JobError('invalid_receipts', `${invalid.length} invalid receipt(s); nothing was published: ${invalid.join('; ')}`);
+      }
+      const entries = reports.flatMap((r) => (r.receipt ? [toReconcileEntry(r.receipt)] : []));
+      const digest = createHash('sha256').update(JSON.stringify(entries)).digest('hex');
+      if (onlyIfChanged && digest === lastPublished) return undefined;
+      const client = new RegistryClient({ ...input, token });
+      try {
+        const result = await client.reconcile(entries, false);
+        lastPublished = digest;
+        log.info({ why, receipts: entries.length, ...result }, `published ${entries.length} receipt(s)`);
+        return result;
+      } finally {
+        await client.close();
+      }
+    });
+    publishing = run.catch(() => undefined);
+    return run;
+  };
+  const publishQuietly = (why: string, onlyIfChanged: boolean) =>
+    publish(why, onlyIfChanged).catch((err: unknown) => {
+      if (!(err instanceof JobError)) log.error({ why }, `publish failed: ${(err as Error).message}`);
+    });
+
+  // The watcher: any change under receipts/ schedules one publish of the set, if it changed.
+  let debounce: NodeJS.Timeout | undefined;
+  let watcher: FSWatcher | undefined;
+  try {
+    watcher = watch(path.join(root, RECEIPTS_DIR), () => {
+      clearTimeout(debounce);
+      debounce = setTimeout(() => void publishQuietly('receipts changed', true), WATCH_DEBOUNCE_MS);
+    });
+    watcher.on('error', (err) => log.error({ err }, `stopped watching ${RECEIPTS_DIR}/; restart serve to publish changes again`));
+  } catch (err) {
+    throw new CliError(`cannot watch ${path.join(root, RECEIPTS_DIR)}: ${(err as Error).message}`, EXIT.usage);
+  }
+
+  // Jobs: each runs as it arrives; once stopping, new ones are left for the registry to time out.
+  const context: JobContext = {
+    machineId: input.machineId,
+    root,
+    publish: async () => (await publish('sync job', false))!,
+    get scanner() {
+      return new SecretScanner([token]);
+    },
+  };
+  const inFlight = new Set<Promise<void>>();
+  let draining = false;
+  const runJob = (event: ServerSentEvent) => {
+    let job: unknown;
+    try {
+      job = JSON.parse(event.data);
+    } catch {
+      return log.warn('ignored a job that is not JSON');
+    }
+    if (!checkJob.Check(job)) return log.warn('ignored a job that is not {jobId, type, payload}');
+    const { jobId, type } = job;
+    if (draining) return log.warn({ jobId, type }, 'stopping: job not started');
+    const started = Date.now();
+    const running = (async () => {
+      const answer = await JOBS.run(type, job.payload, context);
+      const ms = Date.now() - started;
+      try {
+        const delivered = await channel.answer(token, jobId, answer);
+        if (!delivered) log.warn({ jobId, type, ms }, 'the registry no longer waits for this job (it timed out or the channel closed); answer dropped');
+        else if (answer.ok) log.info({ jobId, type, ms }, `job ${type} done`);
+        else log.warn({ jobId, type, ms, code: answer.error.code }, `job ${type} failed: ${answer.error.message}`);
+      } catch (err) {
+        log.warn({ jobId, type, reason: networkCode(err) ?? (err as Error).message }, 'could not deliver the answer');
+      }
+    })();
+    inFlight.add(running);
+    void running.finally(() => inFlight.delete(running));
+  };
+
+  // Stopping: no new jobs, the ones in flight finish (or are abandoned after the grace period), then the
+  // channel closes.
+  const channelAbort = new AbortController();
+  const stopped = new Promise<void>((resolve) => {
+    const stop = async () => {
+      draining = true;
+      log.info({ jobsInFlight: inFlight.size }, 'stopping');
+      const grace = new AbortController();
+      const finished = Promise.allSettled([...inFlight]).then(() => 'finished' as const);
+      const outcome = await Promise.race([finished, sleep(STOP_GRACE_MS, grace.signal).then(() => 'abandoned' as const)]);
+      grace.abort();
+      if (outcome === 'abandoned') log.warn({ jobsInFlight: inFlight.size }, 'abandoned the jobs still running');
+      channelAbort.abort();
+      resolve();
+    };
+    if (runtime.stop.aborted) void stop();
+    else runtime.stop.addEventListener('abort', () => void stop(), { once: true });
+  });
+
+  log.info({ registry: input.registryUrl, root, jobs: JOBS.types() }, `serving machine ${input.machineId}`);
+  let attempt = 0;
+  while (!channelAbort.signal.aborted) {
+    let connected = false;
+    try {
+      token = await readTokenFile(input.tokenFile); // re-read: a rotated token is picked up on reconnect
+      protect(token);
+      for await (const event of channel.open(token, channelAbort.signal)) {
+        if (event.event === 'ready') {
+          attempt = 0;
+          connected = true;
+          log.info(`connected to ${input.registryUrl}`);
+          void publishQuietly('connected', false);
+        } else if (event.event === 'job') runJob(event);
+      }
+      if (!channelAbort.signal.aborted) log.warn('the registry closed the channel; reconnecting');
+    } catch (err) {
+      if (channelAbort.signal.aborted) break;
+      if (err instanceof CliError) log.error(err.message);
+      else if (err instanceof ChannelRefused && err.status === 401) {
+        log.error(`the registry rejected the token for machine ${input.machineId} (401): the token in ${input.tokenFile} is wrong, or the enrollment was revoked or rotated; put the current token in that file`);
+      } else if (err instanceof ChannelRefused && err.status === 403) {
+        log.error(`the registry refused the channel of machine ${input.machineId} (403): the token belongs to another machine; --machine-id must be the ID it was issued for`);
+      } else if (err instanceof ChannelRefused) log.error(`${err.message}; is --registry the registry's base URL?`);
+      else {
+        const reason = networkCode(err) ?? (err as Error).message;
+        log.warn({ reason }, connected ? `lost the channel to ${input.registryUrl}` : `cannot reach the registry at ${input.registryUrl} (${reason})`);
+      }
+    }
+    if (channelAbort.signal.aborted) break;
+    const delay = backoffMs(attempt++, input.reconnectMaxMs, random);
+    log.info({ delayMs: delay, attempt }, 'reconnecting');
+    await sleep(delay, channelAbort.signal);
+  }
+
+  await stopped;
+  clearTimeout(debounce);
+  watcher.close();
+  await Promise.race([publishing, new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+  await channel.close();
+  log.info('stopped');
+  return EXIT.ok;
+}

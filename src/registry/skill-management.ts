@@ -1,0 +1,188 @@
+// Skill management: the owner scans a folder on a machine, imports a skill from it, refreshes it from its
+// source and removes it, each through a job on the machine's channel (src/agentlet/skill-jobs.ts does the
+// file work there and publishes the receipt). The registry keeps which records the owner imported (the
+// stored import mark, src/registry/manageable.ts) and audits every step. Framework-free.
+import { Compile } from 'typebox/compile';
+import type { AuditTrail } from '../audit/audit-trail.js';
+import type { JobAnswer, MachineChannels } from '../channel/machine-channels.js';
+import { AppError, type ErrorCode } from '../errors.js';
+import type { AgentResourceV2 } from '../schemas/resource.js';
+import { ScanSkillsResult, type ImportSkillBody } from '../schemas/skill.js';
+import type { SecretScanner } from '../secrets/secret-scanner.js';
+import type { ResourceRegistry } from './resource-registry.js';
+import { toV2 } from './resource-versions.js';
+
+export const SKILL_ACTIONS = {
+  scan: 'resource.import.scan',
+  import: 'resource.import',
+  refreshScan: 'resource.refresh.scan',
+  refresh: 'resource.refresh',
+  remove: 'resource.remove',
+} as const;
+
+/** How the machine's failure codes answer the owner; any other is 502 `agentlet_job_failed`. */
+const MACHINE_CODES: Record<string, ErrorCode> = {
+  source_changed: 'source_changed',
+  secret_detected: 'secret_detected',
+  resource_conflict: 'resource_conflict',
+  skill_not_found: 'skill_not_found',
+  skill_invalid: 'invalid_input',
+  skill_unreadable: 'invalid_input',
+  invalid_path: 'invalid_input',
+};
+
+const checkScan = Compile(ScanSkillsResult);
+
+export interface SkillManagementDeps {
+  channels: Pick<MachineChannels, 'run'>;
+  registry: ResourceRegistry;
+  scanner: SecretScanner;
+  audit: AuditTrail;
+  /** The machine when the request names none (the profiles' default machine rule). */
+  defaultMachineId: () => Promise<string | undefined>;
+}
+
+export class SkillManagement {
+  constructor(private readonly deps: SkillManagementDeps) {}
+
+  async #machine(agentletId: string | undefined): Promise<string> {
+    const machineId = agentletId ?? (await this.deps.defaultMachineId());
+    if (machineId === undefined) {
+      throw new AppError(
+        'agentlet_unavailable',
+        'No Agentlet to manage skills on: name one with ?agentletId=, set DEFAULT_AGENTLET_ID, or enroll exactly one machine.',
+      );
+    }
+    return machineId;
+  }
+
+  /** Runs the job; the machine's failure becomes the owner's error (its code in `details.agentletCode`). */
+  async #run(machineId: string, type: string, payload: unknown): Promise<unknown> {
+    const { jobId, answer }: { jobId: string; answer: JobAnswer } = await this.deps.channels.run(machineId, type, payload);
+    if (answer.ok) return answer.result;
+    const code = MACHINE_CODES[answer.error.code] ?? 'agentlet_job_failed';
+    throw new AppError(code, `Agentlet ${machineId}: ${answer.error.message}`, { machineId, jobId, agentletCode: answer.error.code });
+  }
+
+  /** A scan answer, checked, with any candidate whose text looks like a secret turned into a diagnostic. */
+  async #scanResult(machineId: string, result: unknown): Promise<ScanSkillsResult> {
+    if (!checkScan.Check(result)) throw new AppError('agentlet_job_failed', `Agentlet ${machineId} answered the scan with an unexpected result.`, { machineId });
+    const candidates = [];
+    const diagnostics = [...result.diagnostics];
+    for (const candidate of result.candidates) {
+      const findings = await this.deps.scanner.scan([
+        ['/name', candidate.name],
+        ['/sourceContent', candidate.sourceContent],
+      ]);
+      if (findings.length === 0) candidates.push(candidate);
+      else if (diagnostics.length < 256) {
+        diagnostics.push({ path: candidate.sourcePath, code: 'skill_invalid', message: `SKILL.md looks like it contains a secret (rule ${findings[0]!.rule}); remove it before importing` });
+      }
+    }
+    return { rootPath: result.rootPath, candidates, diagnostics };
+  }
+
+  /** The machine's imported skill `id`: 404 when no record, 409 `resource_not_manageable` when it is not one the owner imported there. */
+  async #imported(machineId: string, id: string) {
+    const record = await this.deps.registry.get(id);
+    if (record.provider !== machineId || !this.deps.registry.isManageable(record)) {
+      throw new AppError(
+        'resource_not_manageable',
+        record.provider !== machineId
+          ? `${id} belongs to ${record.provider}, not to machine ${machineId}; only skills the owner imported onto a machine are refreshed or removed here.`
+          : `${id} was published by machine ${machineId}, not imported by the owner; only imported skills are refreshed or removed here (its publisher withdraws it).`,
+        { id, provider: record.provider },
+      );
+    }
+    return record;
+  }
+
+  async scan(agentletId: string | undefined, rootPath: string, actor: string): Promise<ScanSkillsResult> {
+    const action = SKILL_ACTIONS.scan;
+    try {
+      const machineId = await this.#machine(agentletId);
+      const result = await this.#scanResult(machineId, await this.#run(machineId, 'skill.scan', { rootPath: rootPath.trim() }));
+      await this.deps.audit.record([{ actor, action, id: machineId, outcome: 'scanned', details: { candidates: result.candidates.length, diagnostics: result.diagnostics.length } }]);
+      return result;
+    } catch (err) {
+      return this.deps.audit.failure(actor, action, agentletId ?? '(default machine)', err);
+    }
+  }
+
+  async import(agentletId: string | undefined, body: ImportSkillBody, actor: string): Promise<AgentResourceV2> {
+    const action = SKILL_ACTIONS.import;
+    const { id } = body;
+    try {
+      const owner = { ...(body.displayName !== undefined ? { displayName: body.displayName } : {}), userContent: body.userContent ?? '' };
+      // The owner's fields are checked before the machine copies anything.
+      await this.deps.scanner.assertClean([
+        ...(owner.displayName !== undefined ? [['/displayName', owner.displayName] as [string, string]] : []),
+        ['/userContent', owner.userContent],
+      ]);
+      const machineId = await this.#machine(agentletId);
+      const held = await this.deps.registry.get(id).catch(() => undefined);
+      if (held) {
+        throw new AppError('resource_conflict', `Resource ${id} is already registered (provider ${held.provider}); import it under another ID, or refresh it.`, { ids: [id] });
+      }
+      await this.#run(machineId, 'skill.import', { id, sourcePath: body.sourcePath.trim(), expectedRevision: body.expectedRevision });
+      let record;
+      try {
+        const published = await this.deps.registry.get(id);
+        if (published.provider !== machineId) throw new AppError('resource_conflict', `Resource ${id} was registered by ${published.provider} meanwhile.`, { ids: [id] });
+        record = await this.deps.registry.markImported(id, owner);
+      } catch (err) {
+        // The copy on the machine is not left behind without its record.
+        await this.#run(machineId, 'skill.remove', { id }).catch(() => undefined);
+        throw err;
+      }
+      await this.deps.audit.record([{ actor, action, id, outcome: 'imported', details: { machineId } }]);
+      return toV2(record);
+    } catch (err) {
+      return this.deps.audit.failure(actor, action, id, err);
+    }
+  }
+
+  async refreshScan(agentletId: string | undefined, id: string, actor: string): Promise<ScanSkillsResult> {
+    const action = SKILL_ACTIONS.refreshScan;
+    try {
+      const machineId = await this.#machine(agentletId);
+      await this.#imported(machineId, id);
+      const result = await this.#scanResult(machineId, await this.#run(machineId, 'skill.scan', { id }));
+      await this.deps.audit.record([{ actor, action, id, outcome: 'scanned', details: { machineId, candidates: result.candidates.length, diagnostics: result.diagnostics.length } }]);
+      return result;
+    } catch (err) {
+      return this.deps.audit.failure(actor, action, id, err);
+    }
+  }
+
+  async refresh(agentletId: string | undefined, id: string, expectedRevision: string, actor: string): Promise<AgentResourceV2> {
+    const action = SKILL_ACTIONS.refresh;
+    try {
+      const machineId = await this.#machine(agentletId);
+      await this.#imported(machineId, id);
+      await this.#run(machineId, 'skill.import', { id, expectedRevision, refresh: true });
+      // The provider's replace kept the owner's fields and the import mark; marking again is a no-op then.
+      const record = await this.deps.registry.markImported(id, {});
+      await this.deps.audit.record([{ actor, action, id, outcome: 'refreshed', details: { machineId } }]);
+      return toV2(record);
+    } catch (err) {
+      return this.deps.audit.failure(actor, action, id, err);
+    }
+  }
+
+  async remove(agentletId: string | undefined, id: string, actor: string): Promise<boolean> {
+    const action = SKILL_ACTIONS.remove;
+    try {
+      const machineId = await this.#machine(agentletId);
+      await this.#imported(machineId, id);
+      const result = (await this.#run(machineId, 'skill.remove', { id })) as { removed?: unknown } | undefined;
+      // The machine published its set without the skill; a record still there (its copy was already gone) is withdrawn here.
+      const still = await this.deps.registry.get(id).catch(() => undefined);
+      if (still && still.provider === machineId) await this.deps.registry.withdraw(machineId, id, actor, action);
+      await this.deps.audit.record([{ actor, action, id, outcome: 'removed', details: { machineId, onMachine: result?.removed === true ? 'removed' : 'absent' } }]);
+      return true;
+    } catch (err) {
+      return this.deps.audit.failure(actor, action, id, err);
+    }
+  }
+}

@@ -1,0 +1,201 @@
+// `agentlet-resources serve` as a real process against a real registry on a loopback socket: it connects and
+// shows the machine connected, runs the owner's jobs, publishes a receipt dropped into the root within a
+// second, reconnects after the registry restarts, is cut off when its machine is revoked, exits 0 on SIGTERM
+// (the machine then shows disconnected), and writes JSON log lines none of which holds a token.
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import { backoffMs } from '../../src/agentlet/serve.js';
+import { RECONNECT_BASE_MS } from '../../src/agentlet/serve-constants.js';
+import { build, canaryLogFile, type TestApp } from '../helpers/build.js';
+import { addSkill, assertBuilt, CLI, installFile, machine, receiptJson, tokenFile, writeReceipt, type Machine } from '../helpers/agentlet.js';
+
+assertBuilt();
+
+/** The part of a tap test these helpers use. */
+type Test = Parameters<typeof build>[0] & { ok(v: unknown, m: string): boolean; same(a: unknown, b: unknown, m: string): boolean };
+
+interface Daemon {
+  lines: string[];
+  /** Resolves with the first log line (parsed) whose `msg` matches, waiting up to `ms`. */
+  waitFor(msg: RegExp, ms?: number, after?: number): Promise<{ msg: string; [key: string]: unknown }>;
+  /** Sends SIGTERM and resolves with the exit code. */
+  stop(): Promise<number | null>;
+}
+
+function startDaemon(t: Test, m: Machine, extra: string[] = []): Daemon {
+  const child = spawn(process.execPath, [CLI, 'serve', ...m.remote, '--reconnect-max-ms', '500', ...extra], {
+    env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), AGENT_RESOURCE_DIR: m.root },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  const waiters = new Set<() => void>();
+  let partial = '';
+  const take = (chunk: Buffer) => {
+    const text = partial + chunk.toString('utf8');
+    const parts = text.split('\n');
+    partial = parts.pop()!;
+    lines.push(...parts.filter((l) => l !== ''));
+    for (const w of waiters) w();
+  };
+  child.stdout.on('data', take);
+  child.stderr.on('data', take);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  t.teardown(async () => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    await exited;
+    appendFileSync(canaryLogFile(), `$ agentlet-resources serve\n${lines.join('\n')}\n`);
+  });
+  const parsed = (line: string) => JSON.parse(line) as { msg: string; [key: string]: unknown };
+  return {
+    lines,
+    waitFor: (msg, ms = 20_000, after = 0) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          const found = lines.slice(after).find((l) => msg.test(parsed(l).msg ?? ''));
+          if (found === undefined) return false;
+          waiters.delete(check);
+          clearTimeout(timer);
+          resolve(parsed(found));
+          return true;
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`no log line matching ${msg} within ${ms} ms; lines:\n${lines.join('\n')}`));
+        }, ms);
+        waiters.add(check);
+        check();
+      }),
+    stop: async () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+async function statusOf(h: TestApp, machineId: string): Promise<string | undefined> {
+  const res = await h.app.inject({ url: '/api/acp/machines', headers: h.owner });
+  return (res.json().machines as { machineId: string; status: string }[]).find((x) => x.machineId === machineId)?.status;
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 10_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const catalogueIds = async (h: TestApp) =>
+  ((await h.app.inject({ url: '/api/acp/resources', headers: h.owner })).json().resources as { id: string }[]).map((r) => r.id);
+
+/** Every line is a JSON object (not a terminal), and none holds a token issued in the test. */
+function assertLogs(t: Test, d: Daemon, tokens: string[]): void {
+  t.ok(d.lines.length > 0, 'the daemon logged');
+  t.same(d.lines.filter((l) => { try { return typeof JSON.parse(l) !== 'object'; } catch { return true; } }), [], 'every line is a JSON object');
+  t.same(tokens.filter((tok) => d.lines.some((l) => l.includes(tok))), [], 'no token in any log line');
+}
+
+t.test('serve: connects, runs jobs, publishes a dropped receipt within a second, exits 0 on SIGTERM', async (t) => {
+  const m = await machine(t);
+  t.equal((await addSkill(m, 'first-skill')).code, 0);
+  const d = startDaemon(t, m);
+  await d.waitFor(/^connected to /);
+  t.equal(await statusOf(m.reg.h, 'agentlet-7f3a'), 'connected', 'the machine shows connected');
+  await until('the first publish', async () => (await catalogueIds(m.reg.h)).includes('first-skill'));
+  t.pass('the receipts present at start are published without sync');
+
+  const ping = await m.reg.h.app.inject({ method: 'POST', url: '/api/acp/machines/agentlet-7f3a/jobs', headers: m.reg.h.owner, payload: { type: 'ping' } });
+  t.equal(ping.statusCode, 200, ping.body);
+  t.same(ping.json().result, { pong: true }, 'a ping job round trip');
+  const sync = await m.reg.h.app.inject({ method: 'POST', url: '/api/acp/machines/agentlet-7f3a/jobs', headers: m.reg.h.owner, payload: { type: 'sync' } });
+  t.equal(sync.statusCode, 200, sync.body);
+  t.same(sync.json().result, { dryRun: false, created: [], replaced: [], withdrawn: [], unchanged: ['first-skill'] }, 'a sync job reconciles the root');
+  await d.waitFor(/^job sync done$/);
+
+  await installFile(m.root, 'skills/dropped-skill/SKILL.md', '# dropped\n');
+  const dropped = Date.now();
+  await writeReceipt(m.root, receiptJson('dropped-skill', { provider: 'agentlet-7f3a' }));
+  await until('the dropped receipt in the catalogue', async () => (await catalogueIds(m.reg.h)).includes('dropped-skill'), 5_000);
+  const publishedIn = Date.now() - dropped;
+  t.ok(publishedIn < 1000, `a dropped receipt is published within a second (${publishedIn} ms)`);
+
+  await rm(`${m.root}/receipts/first-skill.json`);
+  const removed = Date.now();
+  await until('the removed receipt withdrawn', async () => !(await catalogueIds(m.reg.h)).includes('first-skill'), 5_000);
+  t.ok(Date.now() - removed < 1000, `a removed receipt is withdrawn within a second (${Date.now() - removed} ms)`);
+
+  // One invalid receipt: nothing is published (the registry keeps the last set), and a sync job says why.
+  const before = d.lines.length;
+  await writeReceipt(m.root, '{"schemaVersion": 1, "id": "half-writ', 'half-written.json');
+  await d.waitFor(/^not published: 1 invalid receipt/, 5_000, before);
+  t.same(await catalogueIds(m.reg.h), ['dropped-skill'], 'the last set published stays');
+  const refused = await m.reg.h.app.inject({ method: 'POST', url: '/api/acp/machines/agentlet-7f3a/jobs', headers: m.reg.h.owner, payload: { type: 'sync' } });
+  t.equal(refused.statusCode, 502);
+  t.match(refused.json(), { code: 'agentlet_job_failed', details: { agentletCode: 'invalid_receipts' }, message: /half-written\.json/ });
+  await rm(`${m.root}/receipts/half-written.json`);
+
+  t.equal(await d.stop(), 0, 'SIGTERM: exit 0');
+  await d.waitFor(/^stopped$/, 1000);
+  await until('the machine disconnected', async () => (await statusOf(m.reg.h, 'agentlet-7f3a')) === 'disconnected');
+  t.pass('the machine shows disconnected');
+  assertLogs(t, d, m.cli.tokens.concat(m.token));
+});
+
+t.test('serve reconnects after the registry restarts', async (t) => {
+  const m = await machine(t);
+  const port = (m.reg.h.app.server.address() as AddressInfo).port;
+  const d = startDaemon(t, m);
+  await d.waitFor(/^connected to /);
+  const before = d.lines.length;
+  await m.reg.h.app.close();
+  await d.waitFor(/reconnecting|lost the channel/, 10_000, before);
+
+  const again = await build(t, { dataDir: m.reg.h.dataDir });
+  await again.app.listen({ port, host: '127.0.0.1' });
+  await d.waitFor(/^connected to /, 20_000, before);
+  t.equal(await statusOf(again, 'agentlet-7f3a'), 'connected', 'connected to the restarted registry');
+  const ping = await again.app.inject({ method: 'POST', url: '/api/acp/machines/agentlet-7f3a/jobs', headers: again.owner, payload: { type: 'ping' } });
+  t.equal(ping.statusCode, 200, 'and runs its jobs');
+  t.equal(await d.stop(), 0);
+  assertLogs(t, d, m.cli.tokens.concat(m.token));
+});
+
+t.test("revoking the machine closes its channel; the daemon says why, without the token, and stays stoppable", async (t) => {
+  const m = await machine(t);
+  const d = startDaemon(t, m);
+  await d.waitFor(/^connected to /);
+  const revoked = await m.reg.h.app.inject({ method: 'DELETE', url: '/api/acp/machines/agentlet-7f3a', headers: m.reg.h.owner });
+  t.equal(revoked.statusCode, 204);
+  t.equal(await statusOf(m.reg.h, 'agentlet-7f3a'), 'disconnected', 'the channel closed at once');
+  const refused = await d.waitFor(/rejected the token for machine agentlet-7f3a \(401\)/);
+  t.match(refused.msg, m.tokenPath, 'names the token file to fix');
+  const job = await m.reg.h.app.inject({ method: 'POST', url: '/api/acp/machines/agentlet-7f3a/jobs', headers: m.reg.h.owner, payload: { type: 'ping' } });
+  t.equal(job.statusCode, 503, 'no job reaches a revoked machine');
+  t.equal(await d.stop(), 0);
+  assertLogs(t, d, m.cli.tokens.concat(m.token));
+});
+
+t.test("serve with another machine's token: the registry refuses the channel (403), the daemon says so and still stops cleanly", async (t) => {
+  const m = await machine(t);
+  const other = await m.reg.h.enroll('agentlet-other');
+  const otherFile = await tokenFile(m.dir, other, 0o600, 'other.token');
+  const d = startDaemon(t, { ...m, remote: ['--registry', m.reg.url, '--machine-id', 'agentlet-7f3a', '--token-file', otherFile] });
+  await d.waitFor(/refused the channel of machine agentlet-7f3a \(403\): the token belongs to another machine/);
+  t.equal(await statusOf(m.reg.h, 'agentlet-7f3a'), 'disconnected');
+  t.equal(await statusOf(m.reg.h, 'agentlet-other'), 'disconnected');
+  t.equal(await d.stop(), 0);
+  assertLogs(t, d, m.cli.tokens.concat(m.token, other));
+});
+
+t.test('reconnect delays: full jitter under a doubling bound, capped', async (t) => {
+  t.equal(backoffMs(0, 30_000, () => 0.999999), RECONNECT_BASE_MS - 1, 'the first attempt waits under the base');
+  t.equal(backoffMs(3, 30_000, () => 0.5), (RECONNECT_BASE_MS * 8) / 2, 'the bound doubles per attempt');
+  t.equal(backoffMs(40, 30_000, () => 0.999999), 29_999, 'never past the cap');
+  t.equal(backoffMs(5, 30_000, () => 0), 0, 'full jitter: down to zero');
+});
