@@ -1,7 +1,7 @@
 // The crash test's server processes: `node dist/src/server.js` on a DATA_DIR with real sockets, started,
 // waited for (bounded, with the log tail in every error), SIGKILLed, and always killed in teardown.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync, writeSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -43,11 +43,16 @@ export async function startServer(env: Record<string, string>, timeoutMs = 60_00
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` before the crash test`);
   const started = performance.now();
   const logFile = canaryLogFile();
-  const log = createWriteStream(logFile, { flags: 'a' });
+  // The log is written without asynchronous file-system calls in this process: the child's stderr goes to
+  // the file's descriptor directly and its stdout, read here for the listening line, is appended with
+  // writeSync. (Node 24.22 under tap's async hooks aborted in an fs write stream's callback
+  // (`InternalCallbackScope::Close`, execution_async_id != 0) while such a stream logged a server.)
+  const log = openSync(logFile, 'a');
+  let logOpen = true;
   const child = spawn(process.execPath, [entry], {
     // NODE_V8_COVERAGE (set by tap): the server's coverage counts when it exits on its own (not after SIGKILL).
     env: { PATH: process.env.PATH ?? '', ...coverageEnv(), ...env, HOST: '127.0.0.1', PORT: '0' },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', log],
   });
   live.add(child);
   const exited = new Promise<number | string | null>((resolve) => {
@@ -56,13 +61,15 @@ export async function startServer(env: Record<string, string>, timeoutMs = 60_00
       resolve(signal ?? code);
     });
   });
-  child.stderr!.pipe(log, { end: false });
-  // 'close', not 'exit': output can still arrive after 'exit', and writing to an ended log throws.
-  child.once('close', () => log.end());
+  // 'close', not 'exit': stdout can still deliver data after 'exit'.
+  child.once('close', () => {
+    logOpen = false;
+    closeSync(log);
+  });
   let buffered = '';
   const listening = new Promise<string>((resolve) => {
     child.stdout!.on('data', (chunk: Buffer) => {
-      log.write(chunk);
+      if (logOpen) writeSync(log, chunk);
       buffered += chunk.toString('utf8');
       const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(buffered);
       if (match) resolve(match[1]!);
