@@ -6,7 +6,15 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['dist/**', 'coverage/**', '.tap/**', 'node_modules/**', 'tap-snapshots/**', 'src/agentlet/api-types.ts', 'src/text/confusables-data.ts'],
+    ignores: [
+      'dist/**',
+      'coverage/**',
+      '.tap/**',
+      'node_modules/**',
+      'tap-snapshots/**',
+      'src/agentlet/api-types.ts',
+      'src/text/confusables-data.ts',
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,

@@ -17,7 +17,9 @@ interface Answer {
   bytes: Buffer;
 }
 
-async function serve(t: Parameters<typeof build>[0]): Promise<{ h: TestApp; get(path: string, headers: Record<string, string>): Promise<Answer> }> {
+async function serve(
+  t: Parameters<typeof build>[0],
+): Promise<{ h: TestApp; get(path: string, headers: Record<string, string>): Promise<Answer> }> {
   const h = await build(t);
   await h.app.listen({ port: 0, host: '127.0.0.1' });
   const origin = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
@@ -34,7 +36,10 @@ async function serve(t: Parameters<typeof build>[0]): Promise<{ h: TestApp; get(
 async function seed(h: TestApp, machine: string, machineToken: string, count = 12): Promise<void> {
   for (let i = 0; i < count; i++) {
     const long = { description: `Record ${i}: searches the public web for the agent and summarizes what it found.` };
-    for (const res of [await h.put('huabu', CANARY.huabu, `host-tool-${i}`, long), await h.put(machine, machineToken, `local-tool-${i}`, long)]) {
+    for (const res of [
+      await h.put('huabu', CANARY.huabu, `host-tool-${i}`, long),
+      await h.put(machine, machineToken, `local-tool-${i}`, long),
+    ]) {
       if (res.statusCode !== 201) throw new Error(`seed: ${res.statusCode} ${res.body}`);
     }
   }
@@ -177,7 +182,10 @@ t.test('each compressed copy is built once per revision and coding, never per re
   const concurrent = await Promise.all(Array.from({ length: 8 }, () => get(path, { ...h.owner, 'accept-encoding': 'br' })));
   for (let i = 0; i < 4; i++) await get(path, { ...h.owner, 'accept-encoding': 'gzip, br' });
   for (let i = 0; i < 3; i++) await get(path, { ...h.owner, 'accept-encoding': 'gzip' });
-  t.ok(concurrent.every((r) => r.bytes.equals(concurrent[0]!.bytes)), 'every concurrent reader gets the same bytes');
+  t.ok(
+    concurrent.every((r) => r.bytes.equals(concurrent[0]!.bytes)),
+    'every concurrent reader gets the same bytes',
+  );
   t.equal(await compressions(h, 'br'), 1, '12 br reads (8 of them concurrent), one compression');
   t.equal(await compressions(h, 'gzip'), 1, '3 gzip reads, one compression');
 
@@ -206,7 +214,10 @@ t.test('a body under 1 KiB is sent as it is, with Vary, whatever Accept-Encoding
     t.equal(res.headers['content-encoding'], undefined, `${ask}: not compressed`);
     t.equal(res.headers.vary, 'Accept-Encoding');
     t.match(res.headers.etag, /^"[A-Za-z0-9_-]{32}"$/, 'the identity ETag');
-    t.same(JSON.parse(res.bytes.toString()).resources.map((r: { id: string }) => r.id), ['web-search']);
+    t.same(
+      JSON.parse(res.bytes.toString()).resources.map((r: { id: string }) => r.id),
+      ['web-search'],
+    );
   }
   t.equal(await compressions(h, 'br'), 0);
   t.equal(await compressions(h, 'gzip'), 0);

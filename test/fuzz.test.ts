@@ -128,7 +128,12 @@ t.test('fuzz every operation as every role', async (t) => {
         params
           .filter((p) => p.in === 'path')
           .map((p) => {
-            const own = p.name === 'provider' ? fc.constantFrom('huabu', 'agentlet-a') : p.name === 'canvasId' ? fc.constant('canvas-x') : fc.constant('tool-a');
+            const own =
+              p.name === 'provider'
+                ? fc.constantFrom('huabu', 'agentlet-a')
+                : p.name === 'canvasId'
+                  ? fc.constant('canvas-x')
+                  : fc.constant('tool-a');
             // Issue 14: IDs of 101..128 characters (once 414) and longer ones (400 in our envelope).
             const long = fc.integer({ min: 101, max: 700 }).map((n) => 'a'.repeat(n));
             return [
@@ -142,49 +147,72 @@ t.test('fuzz every operation as every role', async (t) => {
             ];
           }),
       );
-      const queryArbs = Object.fromEntries(params.filter((p) => p.in === 'query').map((p) => [p.name, fc.oneof(valid(p.schema), fc.string({ maxLength: 10 }))]));
+      const queryArbs = Object.fromEntries(
+        params.filter((p) => p.in === 'query').map((p) => [p.name, fc.oneof(valid(p.schema), fc.string({ maxLength: 10 }))]),
+      );
       const bodySchema = op.requestBody?.content?.['application/json']?.schema as Schema | undefined;
-      const body = bodySchema ? fc.oneof({ arbitrary: valid(bodySchema), weight: 3 }, { arbitrary: invalid(bodySchema), weight: 2 }) : fc.constant(undefined);
+      const body = bodySchema
+        ? fc.oneof({ arbitrary: valid(bodySchema), weight: 3 }, { arbitrary: invalid(bodySchema), weight: 2 })
+        : fc.constant(undefined);
       const input = fc.record({ path: fc.record(pathArbs), query: fc.record(queryArbs, { requiredKeys: [] }), body });
 
       for (const role of ROLES) {
         const failures: string[] = [];
-        await fc.assert(
-          fc.asyncProperty(input, async ({ path: pathValues, query, body: payload }) => {
-            cases++;
-            const url =
-              path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(pathValues[name]))) +
-              (Object.keys(query).length ? '?' + new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString() : '');
-            const res = await h.app.inject({
-              method: method.toUpperCase() as 'GET',
-              url,
-              headers: tokens[role] ? { authorization: `Bearer ${tokens[role]}` } : {},
-              ...(payload === undefined ? {} : { payload: JSON.stringify(payload), headers: { 'content-type': 'application/json', ...(tokens[role] ? { authorization: `Bearer ${tokens[role]}` } : {}) } }),
-            });
-            if (res.statusCode === 201 && res.json().token) recordIssuedToken(res.json().token);
-            const problem =
-              res.statusCode >= 500 && !(documented.has(res.statusCode) && MACHINE_AWAY.has(String(res.json().code)))
-                ? `5xx ${res.statusCode}: ${res.body.slice(0, 200)}`
-                : !documented.has(res.statusCode)
-                  ? `undocumented status ${res.statusCode} (${res.body.slice(0, 160)})`
-                  : validators.has(res.statusCode) && /^application\/json/.test(String(res.headers['content-type'])) && !validators.get(res.statusCode)!.Check(res.json())
-                    ? `response does not match its schema for ${res.statusCode}: ${res.body.slice(0, 160)}`
-                    : ({} as Record<string, unknown>).polluted !== undefined
-                      ? 'Object.prototype polluted'
-                      : undefined;
-            if (!problem && res.statusCode >= 400 && /^application\/json/.test(String(res.headers['content-type'])) && /arr_machine_F|ghp_A1b2/.test(res.body)) {
-              failures.push(`${method.toUpperCase()} ${url} as ${role}: a token-shaped property name was echoed`);
-            }
-            if (problem) failures.push(`${method.toUpperCase()} ${url} as ${role}: ${problem}`);
-            return problem === undefined;
-          }),
-          { numRuns: RUNS, seed: SEED, endOnFailure: true },
-        ).catch((err: unknown) => {
-          // A property that returned false has recorded its problem above; anything else that stopped
-          // fast-check (an exception inside the property: a non-JSON body, a rejected inject) is a failure
-          // too, never swallowed.
-          if (failures.length === 0) failures.push(`${method.toUpperCase()} ${path} as ${role}: ${err instanceof Error ? err.message.split('\n').slice(0, 6).join(' | ') : String(err)}`);
-        });
+        await fc
+          .assert(
+            fc.asyncProperty(input, async ({ path: pathValues, query, body: payload }) => {
+              cases++;
+              const url =
+                path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(pathValues[name]))) +
+                (Object.keys(query).length
+                  ? '?' + new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString()
+                  : '');
+              const res = await h.app.inject({
+                method: method.toUpperCase() as 'GET',
+                url,
+                headers: tokens[role] ? { authorization: `Bearer ${tokens[role]}` } : {},
+                ...(payload === undefined
+                  ? {}
+                  : {
+                      payload: JSON.stringify(payload),
+                      headers: { 'content-type': 'application/json', ...(tokens[role] ? { authorization: `Bearer ${tokens[role]}` } : {}) },
+                    }),
+              });
+              if (res.statusCode === 201 && res.json().token) recordIssuedToken(res.json().token);
+              const problem =
+                res.statusCode >= 500 && !(documented.has(res.statusCode) && MACHINE_AWAY.has(String(res.json().code)))
+                  ? `5xx ${res.statusCode}: ${res.body.slice(0, 200)}`
+                  : !documented.has(res.statusCode)
+                    ? `undocumented status ${res.statusCode} (${res.body.slice(0, 160)})`
+                    : validators.has(res.statusCode) &&
+                        /^application\/json/.test(String(res.headers['content-type'])) &&
+                        !validators.get(res.statusCode)!.Check(res.json())
+                      ? `response does not match its schema for ${res.statusCode}: ${res.body.slice(0, 160)}`
+                      : ({} as Record<string, unknown>).polluted !== undefined
+                        ? 'Object.prototype polluted'
+                        : undefined;
+              if (
+                !problem &&
+                res.statusCode >= 400 &&
+                /^application\/json/.test(String(res.headers['content-type'])) &&
+                /arr_machine_F|ghp_A1b2/.test(res.body)
+              ) {
+                failures.push(`${method.toUpperCase()} ${url} as ${role}: a token-shaped property name was echoed`);
+              }
+              if (problem) failures.push(`${method.toUpperCase()} ${url} as ${role}: ${problem}`);
+              return problem === undefined;
+            }),
+            { numRuns: RUNS, seed: SEED, endOnFailure: true },
+          )
+          .catch((err: unknown) => {
+            // A property that returned false has recorded its problem above; anything else that stopped
+            // fast-check (an exception inside the property: a non-JSON body, a rejected inject) is a failure
+            // too, never swallowed.
+            if (failures.length === 0)
+              failures.push(
+                `${method.toUpperCase()} ${path} as ${role}: ${err instanceof Error ? err.message.split('\n').slice(0, 6).join(' | ') : String(err)}`,
+              );
+          });
         t.same(failures.slice(0, 3), [], `${method.toUpperCase()} ${path} as ${role}: ${RUNS} cases`);
       }
     }

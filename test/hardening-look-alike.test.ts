@@ -19,7 +19,12 @@ t.test('profile aliases: look-alikes clash (409), invisible and bidi controls ar
   const h = await build(t);
   await h.enroll('mac-a');
   const create = (alias: string) =>
-    h.app.inject({ method: 'POST', url: '/api/acp/profiles', headers: h.owner, payload: { alias, agentletId: 'mac-a', workingDirPath: '/w', launch: { kind: 'acp-command', command: 'agent' } } });
+    h.app.inject({
+      method: 'POST',
+      url: '/api/acp/profiles',
+      headers: h.owner,
+      payload: { alias, agentletId: 'mac-a', workingDirPath: '/w', launch: { kind: 'acp-command', command: 'agent' } },
+    });
   t.equal((await create('Reviewer')).statusCode, 201);
   // A trailing NBSP is surrounding space: refused outright (upstream refuses it too), never stored beside 'Reviewer'.
   const nbsp = await create('Reviewer\u00A0');
@@ -43,7 +48,9 @@ t.test('resource names: look-alikes are duplicate names; invisible characters ar
   t.equal((await h.put('huabu', CANARY.huabu, 'web-search-2', { name: 'Wеb search' })).statusCode, 201);
   const snapshot = (await h.app.inject({ url: '/api/acp/capabilities', headers: h.owner })).json();
   t.ok(
-    snapshot.diagnostics.some((d: { code: string; components: string[] }) => d.code === 'duplicate_resource_name' && d.components.includes('resource:web-search-2')),
+    snapshot.diagnostics.some(
+      (d: { code: string; components: string[] }) => d.code === 'duplicate_resource_name' && d.components.includes('resource:web-search-2'),
+    ),
     'the duplicate-name diagnostic sees the Cyrillic look-alike',
   );
   const validate = await h.app.inject({
@@ -52,7 +59,10 @@ t.test('resource names: look-alikes are duplicate names; invisible characters ar
     headers: h.huabu,
     payload: { schemaVersion: 1, id: 'web-search-3', name: 'ＷＥＢ search', description: 'd', instructions: 'i' },
   });
-  t.ok(validate.json().issues.some((i: { code: string }) => i.code === 'duplicate_resource_name'), 'validate reports the full-width look-alike');
+  t.ok(
+    validate.json().issues.some((i: { code: string }) => i.code === 'duplicate_resource_name'),
+    'validate reports the full-width look-alike',
+  );
   const hidden = await h.put('huabu', CANARY.huabu, 'web-search-4', { name: 'Web\u200Bsearch' });
   t.equal(hidden.statusCode, 400, 'a zero-width space in a name is refused');
   t.equal(hidden.json().details?.field, '/name');
@@ -64,5 +74,9 @@ t.test('machine IDs that read as huabu are reserved', async (t) => {
     const res = await h.app.inject({ method: 'POST', url: '/api/acp/machines', headers: h.owner, payload: { machineId } });
     t.equal(res.statusCode, 400, machineId);
   }
-  t.equal((await h.app.inject({ method: 'POST', url: '/api/acp/machines', headers: h.owner, payload: { machineId: 'huabu-laptop' } })).statusCode, 201, 'a name that merely starts with it is fine');
+  t.equal(
+    (await h.app.inject({ method: 'POST', url: '/api/acp/machines', headers: h.owner, payload: { machineId: 'huabu-laptop' } })).statusCode,
+    201,
+    'a name that merely starts with it is fine',
+  );
 });

@@ -59,7 +59,15 @@ t.test('on a terminal, a large file gets a bar per stage; a small file none', as
   const dataDir = await largeV1DataDir();
   const terminal = fakeTerminal();
   const out: string[] = [];
-  t.equal(await runMigrate(['--data-dir', dataDir], (l) => out.push(l), () => undefined, terminalProgress(terminal)), 0);
+  t.equal(
+    await runMigrate(
+      ['--data-dir', dataDir],
+      (l) => out.push(l),
+      () => undefined,
+      terminalProgress(terminal),
+    ),
+    0,
+  );
   const drawn = terminal.text();
   for (const stage of ['reading registry.json', 'migrating', 'writing']) t.match(drawn, stage, `the ${stage} stage is drawn`);
   t.match(drawn, /100% \d+\/\d+ bytes/, 'reading ends at 100% of the bytes');
@@ -69,7 +77,15 @@ t.test('on a terminal, a large file gets a bar per stage; a small file none', as
   await mkdir(path.join(small, 'agent-team'), { recursive: true });
   await writeFile(path.join(small, 'agent-team', 'registry.json'), await readFile(path.join('test', 'fixtures', 'registry', 'v2.json')));
   const quiet = fakeTerminal();
-  t.equal(await runMigrate(['--data-dir', small], () => undefined, () => undefined, terminalProgress(quiet)), 0);
+  t.equal(
+    await runMigrate(
+      ['--data-dir', small],
+      () => undefined,
+      () => undefined,
+      terminalProgress(quiet),
+    ),
+    0,
+  );
   t.equal(quiet.text(), '', 'a small file draws nothing');
 });
 

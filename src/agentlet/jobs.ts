@@ -33,9 +33,17 @@ export class JobRegistry {
   }
 
   /** Runs the job; never throws: the answer is what the registry receives. */
-  async run(type: string, payload: unknown, context: JobContext): Promise<{ ok: true; result: unknown } | { ok: false; error: { code: string; message: string } }> {
+  async run(
+    type: string,
+    payload: unknown,
+    context: JobContext,
+  ): Promise<{ ok: true; result: unknown } | { ok: false; error: { code: string; message: string } }> {
     const handler = this.#handlers.get(type);
-    if (!handler) return { ok: false, error: { code: 'unknown_job_type', message: `This Agentlet does not run ${type} jobs (it runs: ${this.types().join(', ')}).` } };
+    if (!handler)
+      return {
+        ok: false,
+        error: { code: 'unknown_job_type', message: `This Agentlet does not run ${type} jobs (it runs: ${this.types().join(', ')}).` },
+      };
     try {
       return { ok: true, result: await handler(payload, context) };
     } catch (err) {

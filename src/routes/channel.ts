@@ -28,7 +28,7 @@ export const machineChannelRoutes: FastifyPluginAsyncTypebox<ChannelRouteDeps> =
     const principal = request.principal;
     const { machineId } = request.params as { machineId?: string };
     if (principal?.kind !== 'provider' || principal.provider === HOST_PROVIDER || principal.provider !== machineId) {
-      throw new AppError('forbidden', "A machine may open only its own channel and answer only its own jobs.");
+      throw new AppError('forbidden', 'A machine may open only its own channel and answer only its own jobs.');
     }
   });
 
@@ -42,7 +42,10 @@ export const machineChannelRoutes: FastifyPluginAsyncTypebox<ChannelRouteDeps> =
         description: `Server-Sent Events (\`text/event-stream\`) for \`agentlet-resources serve\`. First \`event: ready\` (\`data: {machineId, heartbeatSeconds}\`), then one \`event: job\` per job (\`id:\` and \`data:\` \`{jobId, type, payload}\`); a comment line every ${HEARTBEAT_MS / 1000} s. A machine holds one channel: a newer connection replaces this one. Revoking or rotating the machine's token closes it at once.`,
         params: MachineParams,
         response: {
-          200: { description: 'The stream of jobs.', content: { 'text/event-stream': { schema: Type.String({ description: 'Server-Sent Events.' }) } } },
+          200: {
+            description: 'The stream of jobs.',
+            content: { 'text/event-stream': { schema: Type.String({ description: 'Server-Sent Events.' }) } },
+          },
           ...errors('validation_failed', 'unavailable'),
         },
       },
@@ -107,10 +110,19 @@ export const machineChannelRoutes: FastifyPluginAsyncTypebox<ChannelRouteDeps> =
       let answer = request.body as JobAnswer;
       // The machine's own words reach the owner: a secret in them is withheld, never passed on.
       if (!answer.ok && (await scanner.scan([['/error/message', answer.error.message]])).length > 0) {
-        answer = { ok: false, error: { code: answer.error.code, message: 'The machine described the failure with what looks like a secret; the message was withheld.' } };
+        answer = {
+          ok: false,
+          error: {
+            code: answer.error.code,
+            message: 'The machine described the failure with what looks like a secret; the message was withheld.',
+          },
+        };
       }
       if (!channels.answer(machineId, jobId, answer)) {
-        throw new AppError('job_not_found', `No job ${jobId} of machine ${machineId} is waiting for an answer; it was dropped.`, { machineId, jobId });
+        throw new AppError('job_not_found', `No job ${jobId} of machine ${machineId} is waiting for an answer; it was dropped.`, {
+          machineId,
+          jobId,
+        });
       }
       return reply.code(204).send(null);
     },

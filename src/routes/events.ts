@@ -37,7 +37,11 @@ export interface EventRouteOptions {
   coalesceMs?: number;
 }
 
-const LAST_EVENT_ID = Type.Object({ 'last-event-id': Type.Optional(Type.String({ maxLength: 64, description: 'The cursor to resume after (the SSE reconnect header); wins over `?since=`.' })) });
+const LAST_EVENT_ID = Type.Object({
+  'last-event-id': Type.Optional(
+    Type.String({ maxLength: 64, description: 'The cursor to resume after (the SSE reconnect header); wins over `?since=`.' }),
+  ),
+});
 
 /** Streams open on this app, ended when it closes (an SSE response never ends on its own). */
 function openStreams(app: FastifyInstance): Set<() => void> {
@@ -141,7 +145,10 @@ async function stream(
           const shown = page.events.filter(show);
           cursor = page.next;
           // A filtered stream moves its client's cursor past what it does not show (an `id:` alone dispatches nothing).
-          const text = shown.length > 0 ? shown.map(sse).join('') + (shown[shown.length - 1]!.id === cursor ? '' : `id: ${cursor}\n\n`) : `id: ${cursor}\n\n`;
+          const text =
+            shown.length > 0
+              ? shown.map(sse).join('') + (shown[shown.length - 1]!.id === cursor ? '' : `id: ${cursor}\n\n`)
+              : `id: ${cursor}\n\n`;
           raw.write(text);
           wroteAt = performance.now();
           if (raw.writableLength > options.maxUnsentBytes && !(await drained())) return cutOff();
@@ -240,7 +247,8 @@ export const rfsEventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = asyn
   app.addHook('onRequest', async (request) => {
     const principal = request.principal;
     const { canvasId } = request.params as { canvasId?: string };
-    if (principal?.kind !== 'canvas' || principal.canvasId !== canvasId) throw new AppError('forbidden', 'This token is not valid for this canvas.');
+    if (principal?.kind !== 'canvas' || principal.canvasId !== canvasId)
+      throw new AppError('forbidden', 'This token is not valid for this canvas.');
   });
 
   app.get(
@@ -260,7 +268,15 @@ export const rfsEventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = asyn
     },
     async (request, reply) => {
       const machineId = (request.principal as { agentletId: string }).agentletId;
-      await stream(request, reply, events, request.headers['last-event-id'] ?? request.query.since, (e) => visibleToMachine(e, machineId), streams, tuning);
+      await stream(
+        request,
+        reply,
+        events,
+        request.headers['last-event-id'] ?? request.query.since,
+        (e) => visibleToMachine(e, machineId),
+        streams,
+        tuning,
+      );
     },
   );
 };

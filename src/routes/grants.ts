@@ -20,7 +20,10 @@ export const grantRoutes: FastifyPluginAsyncTypebox<{ invocations: InvocationSer
         description:
           "An opaque token binding the thread's machine (and its enrollment), profile, canvas, thread, the hosted capabilities among its effective resources, an expiry and the capabilities policy version. The agent sends it as `X-Huabu-Resource-Grant` with its canvas token to `POST $HUABU_RFS_URL/resources/<id>/invoke`. Owner token or the Huabu provider token; never written into the workload.",
         body: GrantBody,
-        response: { 201: { ...GrantResult, description: 'Minted.' }, ...errors('validation_failed', 'workload_not_found', 'machine_not_found') },
+        response: {
+          201: { ...GrantResult, description: 'Minted.' },
+          ...errors('validation_failed', 'workload_not_found', 'machine_not_found'),
+        },
       },
     },
     async (request, reply) => {

@@ -104,7 +104,9 @@ export const invokeRoutes: FastifyPluginAsyncTypebox<{ invocations: InvocationSe
         params: Type.Object({ canvasId: CanvasId, id: ResourceId }),
         headers: Type.Object({
           'x-huabu-resource-grant': Type.Optional(Type.String({ description: 'The resource grant (`$HUABU_RESOURCE_GRANT`).' })),
-          'x-huabu-thread-id': Type.String({ description: "The calling thread (`$HUABU_THREAD_ID`); it must be the grant's thread (403 otherwise, checked with the grant)." }),
+          'x-huabu-thread-id': Type.String({
+            description: "The calling thread (`$HUABU_THREAD_ID`); it must be the grant's thread (403 otherwise, checked with the grant).",
+          }),
         }),
         body: InvokeBody,
         response: {
@@ -127,7 +129,14 @@ export const invokeRoutes: FastifyPluginAsyncTypebox<{ invocations: InvocationSe
         if ('cancelled' in outcome) throw invocationError('client_disconnected', 'The agent hung up; the call was aborted.');
         state.answered = true;
         const { resourceId, correlationId } = state.ctx;
-        return reply.code(200).send({ schemaVersion: 1 as const, resourceId, result: outcome.output, ...(correlationId === undefined ? {} : { correlationId }) });
+        return reply
+          .code(200)
+          .send({
+            schemaVersion: 1 as const,
+            resourceId,
+            result: outcome.output,
+            ...(correlationId === undefined ? {} : { correlationId }),
+          });
       } finally {
         reply.raw.removeListener('close', onClose);
       }

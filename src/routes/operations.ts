@@ -5,7 +5,10 @@ import { AppError } from '../errors.js';
 import { errors } from '../http/openapi.js';
 import type { Metrics } from '../metrics.js';
 
-export const operationsRoutes: FastifyPluginAsyncTypebox<{ isReady: () => boolean | Promise<boolean>; metrics: Metrics }> = async (app, { isReady, metrics }) => {
+export const operationsRoutes: FastifyPluginAsyncTypebox<{ isReady: () => boolean | Promise<boolean>; metrics: Metrics }> = async (
+  app,
+  { isReady, metrics },
+) => {
   app.get(
     '/healthz',
     {
@@ -28,7 +31,8 @@ export const operationsRoutes: FastifyPluginAsyncTypebox<{ isReady: () => boolea
         security: [],
         operationId: 'getReadiness',
         summary: 'Readiness',
-        description: 'Answers 200 once the store is loaded and migrated, and 503 `not_ready` before that, while shutting down, or (PostgreSQL store) while the database does not answer.',
+        description:
+          'Answers 200 once the store is loaded and migrated, and 503 `not_ready` before that, while shutting down, or (PostgreSQL store) while the database does not answer.',
         response: { 200: Type.Object({ status: Type.Literal('ready') }, { description: 'Ready for traffic.' }), ...errors('not_ready') },
       },
     },

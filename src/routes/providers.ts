@@ -9,7 +9,15 @@ import { errors } from '../http/openapi.js';
 import { EXPENSIVE_RECONCILE_RECORDS } from '../http/expensive-work.js';
 import { ProviderId, ResourceId } from '../schemas/common.js';
 import { represent } from '../registry/resource-versions.js';
-import { AnyAgentResource, AnyResourceList, AnyResourcePutBody, MAX_RECONCILE_RESOURCES, ReconcileBody, ReconcileResult, SchemaVersionQuery } from '../schemas/resource.js';
+import {
+  AnyAgentResource,
+  AnyResourceList,
+  AnyResourcePutBody,
+  MAX_RECONCILE_RESOURCES,
+  ReconcileBody,
+  ReconcileResult,
+  SchemaVersionQuery,
+} from '../schemas/resource.js';
 import type { RouteDeps } from './deps.js';
 
 /** Reconcile bodies carry a whole set, so they may be larger than other bodies. */
@@ -65,7 +73,9 @@ export const providerRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
     },
     async (request, reply) => {
       const { provider, id } = request.params;
-      const { outcome, record } = await expensive.scanning(request, () => registry.register(provider, id, request.body, actorOf(request.principal!)));
+      const { outcome, record } = await expensive.scanning(request, () =>
+        registry.register(provider, id, request.body, actorOf(request.principal!)),
+      );
       return reply.code(outcome === 'created' ? 201 : 200).send(represent(record, request.body.schemaVersion));
     },
   );
@@ -77,7 +87,8 @@ export const providerRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
         tags: ['providers'],
         operationId: 'withdrawProviderResource',
         summary: 'Withdraw one record',
-        description: "Removes the provider's own record. Profiles and workloads that name the ID keep it; resolving it later fails explicitly.",
+        description:
+          "Removes the provider's own record. Profiles and workloads that name the ID keep it; resolving it later fails explicitly.",
         params: ResourceParams,
         response: {
           204: Type.Null({ description: 'Withdrawn.' }),
@@ -106,13 +117,23 @@ export const providerRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
         body: ReconcileBody,
         response: {
           200: { ...ReconcileResult, description: 'What changed (or would change, with dryRun).' },
-          ...errors('validation_failed', 'resource_conflict', 'secret_detected', 'payload_too_large', 'rate_limited', 'storage_unavailable'),
+          ...errors(
+            'validation_failed',
+            'resource_conflict',
+            'secret_detected',
+            'payload_too_large',
+            'rate_limited',
+            'storage_unavailable',
+          ),
         },
       },
     },
     async (request) => {
-      const work = () => registry.reconcile(request.params.provider, request.body.resources, request.query.dryRun === true, actorOf(request.principal!));
-      return request.body.resources.length >= EXPENSIVE_RECONCILE_RECORDS ? expensive.run(request, work) : expensive.scanning(request, work);
+      const work = () =>
+        registry.reconcile(request.params.provider, request.body.resources, request.query.dryRun === true, actorOf(request.principal!));
+      return request.body.resources.length >= EXPENSIVE_RECONCILE_RECORDS
+        ? expensive.run(request, work)
+        : expensive.scanning(request, work);
     },
   );
 };

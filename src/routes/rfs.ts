@@ -50,14 +50,21 @@ export const rfsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { reg
           "The host's records and those of the token's machine, sorted by id, in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`). Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding.",
         params: Type.Object({ canvasId: CanvasId }),
         querystring: Type.Object({ schemaVersion: CompatSchemaVersionQuery }, { additionalProperties: false }),
-        response: { 200: { ...AnyResourceList, description: 'The records this agent may read about.', headers: CATALOGUE_HEADERS }, 304: NotModified, ...errors('validation_failed') },
+        response: {
+          200: { ...AnyResourceList, description: 'The records this agent may read about.', headers: CATALOGUE_HEADERS },
+          304: NotModified,
+          ...errors('validation_failed'),
+        },
       },
     },
     (request, reply) => {
       const machineId = (request.principal as { agentletId: string }).agentletId;
       const representation = request.query.schemaVersion ?? byDefault;
-      return sendView(reply, request.headers, { catalogue, revision: registry.revision(), key: `machine:${machineId}`, representation }, () =>
-        registry.listVisibleOnMachine(machineId),
+      return sendView(
+        reply,
+        request.headers,
+        { catalogue, revision: registry.revision(), key: `machine:${machineId}`, representation },
+        () => registry.listVisibleOnMachine(machineId),
       );
     },
   );
@@ -114,14 +121,18 @@ export const rfsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { reg
         tags: ['rfs'],
         operationId: 'getRfsSkill',
         summary: 'Read one host guide',
-        description: 'Markdown (`text/markdown; charset=utf-8`): the guide the host record of the same ID points to. An unknown name is 404 `skill_not_found`.',
+        description:
+          'Markdown (`text/markdown; charset=utf-8`): the guide the host record of the same ID points to. An unknown name is 404 `skill_not_found`.',
         params: Type.Object({ canvasId: CanvasId, name: SkillName }),
         response: { 200: markdownResponse('The guide.'), ...errors('validation_failed', 'skill_not_found') },
       },
     },
     async (request, reply) => {
       const skill = hostSkill(request.params.name);
-      if (!skill) throw new AppError('skill_not_found', `No host guide named ${request.params.name}; GET /skill lists them.`, { name: request.params.name });
+      if (!skill)
+        throw new AppError('skill_not_found', `No host guide named ${request.params.name}; GET /skill lists them.`, {
+          name: request.params.name,
+        });
       return reply.type(MARKDOWN).send(skill.markdown);
     },
   );

@@ -4,7 +4,12 @@ import t from 'tap';
 import { SecretScanner } from '../../src/secrets/secret-scanner.js';
 import { JobError, JobRegistry, JOBS, type JobContext } from '../../src/agentlet/jobs.js';
 
-const context = (published: unknown = { created: ['a'] }): JobContext => ({ machineId: 'm', root: '/nowhere', publish: async () => published as never, scanner: new SecretScanner([]) });
+const context = (published: unknown = { created: ['a'] }): JobContext => ({
+  machineId: 'm',
+  root: '/nowhere',
+  publish: async () => published as never,
+  scanner: new SecretScanner([]),
+});
 
 t.test('the built-in jobs: ping answers at once, sync publishes the root', async (t) => {
   t.same(JOBS.types(), ['ping', 'skill.import', 'skill.remove', 'skill.scan', 'sync']);
@@ -20,7 +25,10 @@ t.test('an unknown type, a JobError and any other failure are answers', async (t
     .register('breaks', async () => {
       throw new Error('disk full');
     });
-  t.same(await jobs.run('scan', {}, context()), { ok: false, error: { code: 'unknown_job_type', message: 'This Agentlet does not run scan jobs (it runs: breaks, refuses).' } });
+  t.same(await jobs.run('scan', {}, context()), {
+    ok: false,
+    error: { code: 'unknown_job_type', message: 'This Agentlet does not run scan jobs (it runs: breaks, refuses).' },
+  });
   t.same(await jobs.run('refuses', {}, context()), { ok: false, error: { code: 'not_here', message: 'No such skill folder.' } });
   t.same(await jobs.run('breaks', {}, context()), { ok: false, error: { code: 'job_failed', message: 'disk full' } });
   t.throws(() => jobs.register('breaks', async () => null), /registered twice/, 'one handler per type');

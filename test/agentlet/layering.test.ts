@@ -30,8 +30,16 @@ function walk(entry: string): { local: string[]; packages: Set<string> } {
 t.test('src/agentlet/serve.ts reaches no Fastify module, HTTP adapter or store', async (t) => {
   const { local, packages } = walk('src/agentlet/serve.ts');
   t.ok(local.includes('src/agentlet/channel-client.ts') && local.includes('src/agentlet/jobs.ts'), 'the walk follows imports');
-  t.same(local.filter((f) => /^src\/(http|routes|app|server|registry|channel|storage\/(?!durable-file))/.test(f)), [], 'no HTTP adapter, route, app, channel service or store module');
-  t.same([...packages].filter((p) => /fastify/.test(p)), [], `packages: ${[...packages].sort().join(', ')}`);
+  t.same(
+    local.filter((f) => /^src\/(http|routes|app|server|registry|channel|storage\/(?!durable-file))/.test(f)),
+    [],
+    'no HTTP adapter, route, app, channel service or store module',
+  );
+  t.same(
+    [...packages].filter((p) => /fastify/.test(p)),
+    [],
+    `packages: ${[...packages].sort().join(', ')}`,
+  );
 });
 
 t.test('src/agentlet/cli.ts reaches no Fastify module', async (t) => {
@@ -54,5 +62,9 @@ t.test('src/agentlet/cli.ts reaches no Fastify module', async (t) => {
     [],
     'no HTTP adapter, route, app or store module',
   );
-  t.same([...packages].filter((p) => /fastify|pino/.test(p)), [], `packages: ${[...packages].sort().join(', ')}`);
+  t.same(
+    [...packages].filter((p) => /fastify|pino/.test(p)),
+    [],
+    `packages: ${[...packages].sort().join(', ')}`,
+  );
 });

@@ -21,7 +21,14 @@ const rec = (provider: string, name: string): Content => ({ provider, name, desc
 let seq = 0;
 
 /** An operation of provider `by` over [inv, cmp]; acknowledged and rejected ones observe their owner. */
-function op(outcome: Outcome, inv: number, cmp: number | undefined, by: string, effects: [string, IdState][], observed: [string, string | null][] = []): OpRecord {
+function op(
+  outcome: Outcome,
+  inv: number,
+  cmp: number | undefined,
+  by: string,
+  effects: [string, IdState][],
+  observed: [string, string | null][] = [],
+): OpRecord {
   const list: Effect[] = effects.map(([id, after]) => ({ id, after, by }));
   return {
     seq: seq++,
@@ -88,7 +95,11 @@ t.test("a record leaves its owner only through the owner's withdrawal", async (t
   const unknownWithdraw = op('unknown', 25, undefined, 'm1', [['x', null]]);
   t.same(kinds(history([], [unknownCreate, refused, unknownWithdraw], [])), [], 'a withdrawal that may have happened explains it');
   const earlierWithdraw = op('acknowledged', 1, 4, 'm1', [['x', null]]);
-  t.same(kinds(history([], [unknownCreate, refused, earlierWithdraw], [])), ['owner-changed-without-withdrawal'], 'a withdrawal certainly before the 409 does not');
+  t.same(
+    kinds(history([], [unknownCreate, refused, earlierWithdraw], [])),
+    ['owner-changed-without-withdrawal'],
+    'a withdrawal certainly before the 409 does not',
+  );
 });
 
 const profile = (id: string, alias: string, tag = `tag-${id}`): ProfileView => ({
@@ -102,7 +113,13 @@ const profile = (id: string, alias: string, tag = `tag-${id}`): ProfileView => (
 });
 
 /** A profile operation over [inv, cmp]. */
-function pop(outcome: Outcome, inv: number, cmp: number | undefined, profileEffects: ProfileEffect[], extra: Partial<OpRecord> = {}): OpRecord {
+function pop(
+  outcome: Outcome,
+  inv: number,
+  cmp: number | undefined,
+  profileEffects: ProfileEffect[],
+  extra: Partial<OpRecord> = {},
+): OpRecord {
   return { ...op(outcome, inv, cmp, 'owner', []), profileEffects: outcome === 'rejected' ? [] : profileEffects, ...extra };
 }
 const alias = (id: string, value: string): ProfileEffect => ({ id, field: 'alias', value: JSON.stringify(value) });
@@ -124,9 +141,17 @@ t.test('profiles: acknowledged creates, patches and deletes are reflected field 
   t.same(profileKinds(profileHistory([], [create, patch], [created])), ['lost-acknowledged-write'], 'the patch was lost');
   t.same(profileKinds(profileHistory([], [create, patch], [])), ['lost-acknowledged-write'], 'the create was lost');
   const unknownPatch = pop('unknown', 50, undefined, [alias('prf-a', 'C')]);
-  t.same(profileKinds(profileHistory([], [create, patch, unknownPatch], [{ ...created, alias: 'C' }])), [], 'an unknown patch may have landed');
+  t.same(
+    profileKinds(profileHistory([], [create, patch, unknownPatch], [{ ...created, alias: 'C' }])),
+    [],
+    'an unknown patch may have landed',
+  );
   t.same(profileKinds(profileHistory([], [create, patch, unknownPatch], [{ ...created, alias: 'B' }])), [], 'or not');
-  t.same(profileKinds(profileHistory([created], [], [{ ...created, workingDirPath: '/x' }])), ['unexpected-change'], 'fields nobody wrote stay');
+  t.same(
+    profileKinds(profileHistory([created], [], [{ ...created, workingDirPath: '/x' }])),
+    ['unexpected-change'],
+    'fields nobody wrote stay',
+  );
 });
 
 t.test('profiles: an acknowledged delete stays deleted; an unknown create may appear, as sent', async (t) => {
@@ -146,8 +171,15 @@ t.test('workloads: the first realization is the only record, across rounds', asy
   const record = { canvasId: 'c', threadId: 't', realizedAt: '1', spec: { binding: { profileId: 'p' } } };
   const answer = JSON.stringify(record);
   const launch = (outcome: Outcome, text?: string) =>
-    ({ ...op(outcome, 10, 20, 'owner', []), launch: { canvasId: 'c', threadId: 't', profileId: 'p', ...(text ? { answer: text } : {}) } }) as OpRecord;
-  const round = (ops: OpRecord[], end: Record<string, unknown> | undefined, served = end ? JSON.stringify(end) : undefined): RoundHistory => {
+    ({
+      ...op(outcome, 10, 20, 'owner', []),
+      launch: { canvasId: 'c', threadId: 't', profileId: 'p', ...(text ? { answer: text } : {}) },
+    }) as OpRecord;
+  const round = (
+    ops: OpRecord[],
+    end: Record<string, unknown> | undefined,
+    served = end ? JSON.stringify(end) : undefined,
+  ): RoundHistory => {
     const h = history([], ops, []);
     h.end.workloads = new Map(end ? [['c/t', canonicalJson(end)]] : []);
     h.end.servedWorkloads = new Map(served ? [['c/t', served]] : []);
@@ -156,11 +188,22 @@ t.test('workloads: the first realization is the only record, across rounds', asy
   const kindsOf = (h: RoundHistory, ledger = new WorkloadLedger()) => checkWorkloads(h, ledger).map((v) => v.kind);
   t.same(kindsOf(round([launch('acknowledged', answer)], record)), []);
   t.same(kindsOf(round([launch('acknowledged', answer)], undefined)), ['lost-acknowledged-write', 'lost-acknowledged-write']);
-  t.same(kindsOf(round([launch('acknowledged', answer)], { ...record, realizedAt: '2' })), ['workload-differs-from-answer', 'workload-changed']);
+  t.same(kindsOf(round([launch('acknowledged', answer)], { ...record, realizedAt: '2' })), [
+    'workload-differs-from-answer',
+    'workload-changed',
+  ]);
   t.same(kindsOf(round([launch('unknown')], record)), [], 'an unknown launch may have realized it');
   t.same(kindsOf(round([], record)), ['unexpected-change'], 'nobody launched it');
   const ledger = new WorkloadLedger();
   t.same(kindsOf(round([launch('acknowledged', answer)], record), ledger), []);
-  t.same(kindsOf(round([launch('unknown')], { ...record, realizedAt: '2' }), ledger), ['workload-changed'], 'a later round cannot realize it again');
-  t.same(kindsOf(round([launch('acknowledged', JSON.stringify({ ...record, realizedAt: '3' }))], record), ledger), ['workload-changed'], 'nor answer another record');
+  t.same(
+    kindsOf(round([launch('unknown')], { ...record, realizedAt: '2' }), ledger),
+    ['workload-changed'],
+    'a later round cannot realize it again',
+  );
+  t.same(
+    kindsOf(round([launch('acknowledged', JSON.stringify({ ...record, realizedAt: '3' }))], record), ledger),
+    ['workload-changed'],
+    'nor answer another record',
+  );
 });

@@ -37,7 +37,11 @@ if (base) {
       }
     }
     t.ok(settled, 'listening again: the revision is stable again');
-    t.same((await b.listResources()).map((r) => r.id), ['while-down'], 'the change made while down is read');
+    t.same(
+      (await b.listResources()).map((r) => r.id),
+      ['while-down'],
+      'the change made while down is read',
+    );
     await a.putResource(resource('huabu', 'after'));
     const deadline = Date.now() + 1_000;
     while ((await b.resourcesRevision()) === settled && Date.now() < deadline) await sleep(10);
