@@ -246,8 +246,10 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       isCanvasRevoked: (canvasId, mintedAtMs) => machines.isCanvasTokenRevoked(canvasId, mintedAtMs),
     });
 
+    // The instance's type follows its logger's: typed as Fastify's base logger, it is a plain FastifyInstance.
+    const loggerInstance: FastifyBaseLogger = logger;
     app = Fastify({
-      loggerInstance: logger as FastifyBaseLogger,
+      loggerInstance,
       bodyLimit: BODY_LIMIT,
       requestTimeout: 30_000,
       return503OnClosing: true,
@@ -271,11 +273,13 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     // onClose runs before ours, which were added earlier), then the requests still in flight finish (their
     // clients may have hung up, the work goes on: store writes and audit lines land), then the store.
     let closing = false;
-    app.addHook('preClose', async () => {
+    app.addHook('preClose', (done) => {
       closing = true;
       // Open channels would hold the HTTP server open; their machines reconnect to whichever replica answers.
       channels.closeAll();
+      done();
     });
+    // eslint-disable-next-line prefer-const -- assigned below, after the hooks that must come first; this onClose hook reads it
     let refusals: Refusals | undefined;
     app.addHook('onClose', async () => {
       await inFlight.drain();

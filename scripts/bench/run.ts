@@ -334,12 +334,12 @@ export const SCENARIOS: Scenario[] = [
   {
     id: '3',
     title: 'RFS catalogue GET (canvas token) vs constant-bytes route',
-    async run(ctx) {
+    run(ctx) {
       const r = ctx.notes.get('reads');
-      if (!r) return [{ measured: 'n/a (measured together with scenario 1)', baseline: '', ratio: '', target: '' }];
-      return [
+      if (!r) return Promise.resolve([{ measured: 'n/a (measured together with scenario 1)', baseline: '', ratio: '', target: '' }]);
+      return Promise.resolve([
         { measured: rate(r.rfs!), baseline: rate(r.constant!), ratio: `${fmt(r.rfs!.perSecond / r.constant!.perSecond, 2)}×`, target: '—' },
-      ];
+      ]);
     },
   },
   {

@@ -86,7 +86,7 @@ async function readInstructions(file: string): Promise<string> {
 }
 
 /** An absolute entrypoint inside the root is stored relative to it; receipts never hold absolute paths. */
-async function relativeEntrypoint(root: string, realRoot: string, entrypoint: string): Promise<string> {
+function relativeEntrypoint(root: string, realRoot: string, entrypoint: string): string {
   if (!path.isAbsolute(entrypoint)) return entrypoint;
   for (const base of [root, realRoot]) {
     const rel = path.relative(base, entrypoint);
@@ -117,7 +117,7 @@ export async function receiptAddCommand(
     ...(input.machineId === undefined ? {} : { provider: input.machineId }),
     description: input.description,
     instructions: await readInstructions(input.instructionsFile),
-    entrypoint: await relativeEntrypoint(root, realRoot, input.entrypoint),
+    entrypoint: relativeEntrypoint(root, realRoot, input.entrypoint),
     ...(input.source === undefined ? {} : { source: input.source }),
     installedAt: input.now.toISOString(),
   };

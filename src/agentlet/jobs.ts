@@ -56,7 +56,7 @@ export class JobRegistry {
 
 /** The jobs this Agentlet runs. */
 export const JOBS = new JobRegistry()
-  .register('ping', async () => ({ pong: true }))
+  .register('ping', () => Promise.resolve({ pong: true }))
   .register('sync', async (_payload, context) => context.publish())
   .register('skill.scan', scanJob)
   .register('skill.import', importJob)

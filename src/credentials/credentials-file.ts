@@ -94,7 +94,7 @@ export async function resolveCredentials(
       file: undefined,
       generated: false,
       sources: fromEnvironment,
-      persist: async () => undefined,
+      persist: () => Promise.resolve(),
     };
   }
 

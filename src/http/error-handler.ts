@@ -164,7 +164,13 @@ export function clientErrorHandler(err: NodeJS.ErrnoException & { rawPacket?: un
  * `constructor.prototype`) is refused as such, where Fastify's parser calls it "not valid JSON".
  */
 function installJsonParser(app: FastifyInstance): void {
-  const parse = app.getDefaultJsonParser('error', 'error');
+  // Fastify's default JSON parser is the callback form of a body parser: it answers through `done` and
+  // returns nothing (its type also admits the promise form, which it never takes).
+  const parse = app.getDefaultJsonParser('error', 'error') as (
+    request: FastifyRequest,
+    body: string,
+    done: (err: Error | null, body?: unknown) => void,
+  ) => void;
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) => {
     parse(request, text.toString(), (err, value) => {

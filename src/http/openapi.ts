@@ -85,7 +85,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       },
     },
   });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
 }
 
 /** Per-status error responses for a route schema, each described by the codes it can carry. */
@@ -98,7 +98,7 @@ export function errors(...codes: ErrorCode[]): Record<number, typeof ErrorBody> 
   const out: Record<number, typeof ErrorBody> = {};
   for (const [status, list] of byStatus) {
     const description = list.map((c) => `\`${c}\``).join(', ');
-    out[status] = Type.Object(ErrorBody.properties, { additionalProperties: false, description }) as typeof ErrorBody;
+    out[status] = Type.Object(ErrorBody.properties, { additionalProperties: false, description });
   }
   return out;
 }

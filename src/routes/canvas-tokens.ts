@@ -1,5 +1,5 @@
 // Owner or Huabu: mint a canvas token for an agent (its $AGENTLET_TOKEN) and tell it its $HUABU_RFS_URL.
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import { mintCanvasToken } from '../credentials/tokens.js';
 import { actorOf } from '../credentials/principal.js';
 import { AppError } from '../errors.js';
@@ -18,9 +18,10 @@ export function rfsUrl(publicBaseUrl: string, canvasId: string): string {
   return `${publicBaseUrl}/api/rfs/${encodeURIComponent(canvasId)}`;
 }
 
-export const canvasTokenRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (
+export const canvasTokenRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
   app,
   { machines, credentials, config, scanner, audit, now },
+  done,
 ) => {
   protect(app, [app.requireOwner, app.requireHuabu], ['ownerToken', 'providerToken']);
 
@@ -73,4 +74,5 @@ export const canvasTokenRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (
     },
     async (request) => machines.revokeCanvasTokens(request.body.canvasId, actorOf(request.principal!)),
   );
+  done();
 };

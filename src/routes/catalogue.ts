@@ -84,7 +84,7 @@ export const NotModified = Type.Null({ description: 'Not modified: the `If-None-
 
 export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { registry, catalogue, expensive, config }) => {
   const byDefault = defaultRepresentation(config);
-  await app.register(async (scope) => {
+  await app.register((scope, _options, done) => {
     const owner = scope.withTypeProvider<TypeBoxTypeProvider>();
     protect(owner, [owner.requireOwner], ['ownerToken']);
 
@@ -158,9 +158,10 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
       },
       async (request) => ({ resource: toV2(await registry.customize(request.params.id, request.body, actorOf(request.principal!))) }),
     );
+    done();
   });
 
-  await app.register(async (scope) => {
+  await app.register((scope, _options, done) => {
     const checker = scope.withTypeProvider<TypeBoxTypeProvider>();
     protect(checker, [checker.requireOwner, checker.requireProvider], ['ownerToken', 'providerToken']);
     checker.post(
@@ -189,5 +190,6 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
         );
       },
     );
+    done();
   });
 };

@@ -1,13 +1,14 @@
 // Operations routes (no credential): liveness and readiness.
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { AppError } from '../errors.js';
 import { errors } from '../http/openapi.js';
 import type { Metrics } from '../metrics.js';
 
-export const operationsRoutes: FastifyPluginAsyncTypebox<{ isReady: () => boolean | Promise<boolean>; metrics: Metrics }> = async (
+export const operationsRoutes: FastifyPluginCallbackTypebox<{ isReady: () => boolean | Promise<boolean>; metrics: Metrics }> = (
   app,
   { isReady, metrics },
+  done,
 ) => {
   app.get(
     '/healthz',
@@ -21,7 +22,7 @@ export const operationsRoutes: FastifyPluginAsyncTypebox<{ isReady: () => boolea
         response: { 200: Type.Object({ status: Type.Literal('ok') }, { description: 'The process is running.' }) },
       },
     },
-    async () => ({ status: 'ok' as const }),
+    () => ({ status: 'ok' as const }),
   );
   app.get(
     '/readyz',
@@ -58,4 +59,5 @@ export const operationsRoutes: FastifyPluginAsyncTypebox<{ isReady: () => boolea
     },
     async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
   );
+  done();
 };

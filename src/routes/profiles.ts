@@ -1,7 +1,7 @@
 // Owner: Agent Profiles. List, create (acp-command and acp-harness), read, change (If-Match or
 // expectedRevision) and delete profiles; the profile registry checks placement and secrets, the store
 // enforces alias uniqueness and revisions. With HUABU_COMPAT, create and delete answer as upstream does.
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { actorOf } from '../credentials/principal.js';
 import { protect } from '../http/auth.js';
@@ -23,7 +23,7 @@ const ETAG_HEADER = {
   headers: { etag: Type.String({ description: "The profile's current revision (a strong ETag); send it back in `If-Match`." }) },
 };
 
-export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { profiles, config }) => {
+export const profileRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { profiles, config }, done) => {
   const compat = config.huabuCompat;
   protect(app, [app.requireOwner], ['ownerToken']);
 
@@ -168,4 +168,5 @@ export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
       return compat ? reply.code(200).send({ deleted: true as const }) : reply.code(204).send(null);
     },
   );
+  done();
 };

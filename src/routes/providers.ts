@@ -1,6 +1,6 @@
 // Provider routes: a provider (the host `huabu` or one Agentlet machine) lists, registers, replaces,
 // withdraws and reconciles its own records. `:provider` must be the caller's own provider ID.
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { actorOf } from '../credentials/principal.js';
 import { AppError } from '../errors.js';
@@ -26,14 +26,15 @@ export const RECONCILE_BODY_LIMIT = 8 * 1024 * 1024;
 const ProviderParams = Type.Object({ provider: ProviderId });
 const ResourceParams = Type.Object({ provider: ProviderId, id: ResourceId });
 
-export const providerRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { registry, expensive }) => {
+export const providerRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { registry, expensive }, done) => {
   protect(app, [app.requireProvider], ['providerToken']);
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     const principal = request.principal;
     const { provider } = request.params as { provider?: string };
     if (principal?.kind !== 'provider' || principal.provider !== provider) {
       throw new AppError('forbidden', 'A provider may act only on its own provider path.');
     }
+    done();
   });
 
   app.get(
@@ -136,4 +137,5 @@ export const providerRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
         : expensive.scanning(request, work);
     },
   );
+  done();
 };

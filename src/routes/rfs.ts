@@ -1,7 +1,7 @@
 // RFS: what an agent reads and records with its canvas token. The safe catalogue for its canvas (the host's
 // records and those of the token's machine), the host skills' guides, the agent profiles of its machine,
 // and the local receipts of what it installed there. A token for another canvas is 403 and reveals nothing.
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { actorOf } from '../credentials/principal.js';
 import { AppError } from '../errors.js';
@@ -20,7 +20,7 @@ import type { RouteDeps } from './deps.js';
 
 const MARKDOWN = 'text/markdown; charset=utf-8';
 
-export const rfsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { registry, catalogue, config, audit, profiles }) => {
+export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { registry, catalogue, config, audit, profiles }, done) => {
   const byDefault = defaultRepresentation(config);
   // The host's IDs whether or not a record holds them yet: required defaults, the seeded records, hosted capabilities.
   const receipts = new LocalReceipts(registry, audit, [
@@ -31,12 +31,13 @@ export const rfsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { reg
   ]);
   const machineOf = (principal: unknown) => (principal as { agentletId: string }).agentletId;
   protect(app, [app.requireCanvas], ['canvasToken']);
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     const principal = request.principal;
     const { canvasId } = request.params as { canvasId?: string };
     if (principal?.kind !== 'canvas' || principal.canvasId !== canvasId) {
       throw new AppError('forbidden', 'This token is not valid for this canvas.');
     }
+    done();
   });
 
   app.get(
@@ -197,4 +198,5 @@ export const rfsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { reg
     },
     async (request) => ({ removed: await receipts.remove(machineOf(request.principal), request.params.id, actorOf(request.principal!)) }),
   );
+  done();
 };

@@ -1,7 +1,7 @@
 // Skill management over HTTP (owner): scan a folder on a machine, import a skill from it, refresh it from
 // its source, remove it, with upstream's paths and strict bodies. The work is src/registry/skill-management.ts;
 // this file only speaks HTTP.
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import type { MachineChannels } from '../channel/machine-channels.js';
 import { actorOf } from '../credentials/principal.js';
@@ -25,7 +25,7 @@ const MACHINE_NOTE =
   'The machine is `?agentletId=`, else `DEFAULT_AGENTLET_ID`, else the only enrolled machine; it must hold its channel (`agentlet-resources serve`): else 503 `agentlet_unavailable`, 504 `agentlet_timeout` when it does not answer in time.';
 const IdParams = Type.Object({ id: ResourceId });
 
-export const skillRoutes: FastifyPluginAsyncTypebox<RouteDeps & { channels: MachineChannels }> = async (app, deps) => {
+export const skillRoutes: FastifyPluginCallbackTypebox<RouteDeps & { channels: MachineChannels }> = (app, deps, done) => {
   protect(app, [app.requireOwner], ['ownerToken']);
   const skills = new SkillManagement({
     channels: deps.channels,
@@ -162,4 +162,5 @@ export const skillRoutes: FastifyPluginAsyncTypebox<RouteDeps & { channels: Mach
     },
     async (request) => ({ removed: await skills.remove(request.query.agentletId, request.params.id, actorOf(request.principal!)) }),
   );
+  done();
 };

@@ -204,10 +204,13 @@ export class JsonEventLog implements ChangeFeed, EventSink {
 
   // ---- ChangeFeed
 
-  async read(since: string | undefined, limit: number): Promise<ChangePage> {
-    const after = since === undefined ? this.#floor : parseCursor(since);
-    if (after < this.#floor || after > this.#last) throw cursorExpired(since ?? '', this.#floor);
-    return pageAfter(this.#events, after, limit);
+  read(since: string | undefined, limit: number): Promise<ChangePage> {
+    // A cursor refused here is a rejection, as on the PostgreSQL store: the executor turns the throw into one.
+    return new Promise((resolve) => {
+      const after = since === undefined ? this.#floor : parseCursor(since);
+      if (after < this.#floor || after > this.#last) throw cursorExpired(since ?? '', this.#floor);
+      resolve(pageAfter(this.#events, after, limit));
+    });
   }
 
   head(): string {

@@ -425,12 +425,12 @@ export class JsonFileStore implements RegistryStore {
     return list;
   }
 
-  async listResources(): Promise<readonly StoredResource[]> {
-    return this.#listOf(this.resources, () => sortedValues(this.resources.state.resources));
+  listResources(): Promise<readonly StoredResource[]> {
+    return Promise.resolve(this.#listOf(this.resources, () => sortedValues(this.resources.state.resources)));
   }
 
-  async getResource(id: string): Promise<StoredResource | undefined> {
-    return this.resources.state.resources.get(id);
+  getResource(id: string): Promise<StoredResource | undefined> {
+    return Promise.resolve(this.resources.state.resources.get(id));
   }
 
   resourcesRevision(): string {
@@ -515,16 +515,16 @@ export class JsonFileStore implements RegistryStore {
     });
   }
 
-  async listMachines(): Promise<readonly MachineRecord[]> {
-    return this.#listOf(this.machines, () => sortedValues(this.machines.state.machines));
+  listMachines(): Promise<readonly MachineRecord[]> {
+    return Promise.resolve(this.#listOf(this.machines, () => sortedValues(this.machines.state.machines)));
   }
 
-  async getMachine(machineId: string): Promise<MachineRecord | undefined> {
-    return this.machines.state.machines.get(machineId);
+  getMachine(machineId: string): Promise<MachineRecord | undefined> {
+    return Promise.resolve(this.machines.state.machines.get(machineId));
   }
 
-  async findMachineByTokenDigest(digest: string): Promise<MachineRecord | undefined> {
-    return this.machinesByDigest.get(digest);
+  findMachineByTokenDigest(digest: string): Promise<MachineRecord | undefined> {
+    return Promise.resolve(this.machinesByDigest.get(digest));
   }
 
   async enrollMachine(record: MachineRecord): Promise<void> {
@@ -573,17 +573,17 @@ export class JsonFileStore implements RegistryStore {
     });
   }
 
-  async canvasTokensRevokedBefore(canvasId: string): Promise<string | undefined> {
-    return this.machines.state.canvasRevocations.get(canvasId);
+  canvasTokensRevokedBefore(canvasId: string): Promise<string | undefined> {
+    return Promise.resolve(this.machines.state.canvasRevocations.get(canvasId));
   }
 
-  async listProfiles(): Promise<readonly ProfileEntry[]> {
-    return this.#listOf(this.registry, () => sortedValues(this.registry.state.profiles).map(entryOf));
+  listProfiles(): Promise<readonly ProfileEntry[]> {
+    return Promise.resolve(this.#listOf(this.registry, () => sortedValues(this.registry.state.profiles).map(entryOf)));
   }
 
-  async getProfile(id: string): Promise<ProfileEntry | undefined> {
+  getProfile(id: string): Promise<ProfileEntry | undefined> {
     const profile = this.registry.state.profiles.get(id);
-    return profile && entryOf(profile);
+    return Promise.resolve(profile && entryOf(profile));
   }
 
   async createProfile(profile: AgentProfile): Promise<ProfileEntry> {
@@ -621,9 +621,9 @@ export class JsonFileStore implements RegistryStore {
     });
   }
 
-  async getTeamState(): Promise<{ members: unknown; configs: unknown }> {
+  getTeamState(): Promise<{ members: unknown; configs: unknown }> {
     const state = this.registry.state.doc.state as JsonObject | undefined;
-    return { members: state?.members, configs: state?.configs };
+    return Promise.resolve({ members: state?.members, configs: state?.configs });
   }
 
   listWorkloads(canvasId: string): Promise<readonly WorkloadRecord[]> {
@@ -642,8 +642,8 @@ export class JsonFileStore implements RegistryStore {
     return this.audit.append(entries);
   }
 
-  async isAvailable(): Promise<boolean> {
-    return true;
+  isAvailable(): Promise<boolean> {
+    return Promise.resolve(true);
   }
 
   /** Everything this store holds besides the audit log, for `npm run import` into PostgreSQL. */

@@ -68,9 +68,13 @@ export class WorkloadService {
     const id = `${request.canvasId}/${request.threadId}`;
     const action = 'workload.launch';
     const audit = this.#o.audit;
-    const result = await this.#launch(request).catch((err: unknown) =>
-      audit ? audit.failure(actor, action, id, err) : Promise.reject(err),
-    );
+    let result: LaunchResult;
+    try {
+      result = await this.#launch(request);
+    } catch (err) {
+      if (audit) await audit.failure(actor, action, id, err);
+      throw err;
+    }
     await audit?.record([{ actor, action, id, outcome: result.realized ? 'realized' : 'repeated' }]);
     return result;
   }

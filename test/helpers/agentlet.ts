@@ -46,8 +46,9 @@ export interface Registry {
 export async function startRegistry(t: TestContext): Promise<Registry> {
   const h = await build(t);
   const providerRequests: string[] = [];
-  h.app.addHook('onRequest', async (request) => {
+  h.app.addHook('onRequest', (request, _reply, done) => {
     if (request.url.startsWith('/api/acp/providers/')) providerRequests.push(`${request.method} ${request.url}`);
+    done();
   });
   await h.app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = h.app.server.address() as AddressInfo;
