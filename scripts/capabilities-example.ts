@@ -101,7 +101,7 @@ try {
     await mkdir(docs, { recursive: true });
     // Profile IDs are random: name them after their alias (and sort again) so the committed files change
     // only when the example or the rendering does. The routes answer the same DOT and SVG for this state.
-    const served = (await call('GET', '/api/acp/capabilities', ownerToken)).json() as CapabilitySnapshot;
+    const served = (await call('GET', '/api/acp/capabilities', ownerToken)).json<CapabilitySnapshot>();
     const renamed = new Map(served.components.filter((c) => c.kind === 'agent').map((c) => [c.id, `agent:prf-${c.name.toLowerCase()}`]));
     const id = (x: string) => renamed.get(x) ?? x;
     const order = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);

@@ -13,7 +13,7 @@ export function parseCommandArgs<O extends Record<string, StringOrFlag>>(
 ): { values: Values<O> } | { error: string } {
   try {
     const { values } = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false });
-    return { values: values as Values<O> };
+    return { values };
   } catch (err) {
     const { code, message } = err as NodeJS.ErrnoException;
     // parseArgs names the argument in quotes: "Unknown option '--x'", "Unexpected argument 'x'", "Option '--to <value>' argument missing".

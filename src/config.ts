@@ -4,7 +4,7 @@ import path from 'node:path';
 import Type from 'typebox';
 import { Compile } from 'typebox/compile';
 import { RESOURCE_ID_PATTERN, SLUG_ID_PATTERN } from './schemas/common.js';
-import { CapabilitiesFileError, HostedCapabilities, loadHostedCapabilities } from './invocation/capabilities-file.js';
+import { CapabilitiesFileError, type HostedCapabilities, loadHostedCapabilities } from './invocation/capabilities-file.js';
 
 /** Addresses that mean "every interface": no client can use them to reach this process. */
 const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]', '::0', '0:0:0:0:0:0:0:0']);

@@ -346,7 +346,7 @@ export function parseHostedCapabilities(
   const capabilities: HostedCapability[] = [];
   const values = new Map<string, string>();
   const credentials = new Map<string, string>();
-  for (const [id, raw] of Object.entries((doc as Static<typeof CapabilitiesDocument>).capabilities)) {
+  for (const [id, raw] of Object.entries(doc.capabilities)) {
     if ('adapter' in raw) {
       if (!checkAdapterEntry.Check(raw))
         throw new CapabilitiesFileError(`${source} is invalid: ${entryProblems(checkAdapterEntry, raw, id)}`);
@@ -357,7 +357,7 @@ export function parseHostedCapabilities(
       continue;
     }
     if (!checkEntry.Check(raw)) throw new CapabilitiesFileError(`${source} is invalid: ${entryProblems(checkEntry, raw, id)}`);
-    const entry = raw as CapabilityEntry;
+    const entry = raw;
     const endpoint = endpointOf(id, entry.endpoint, source);
     const problems = unboundedSchemaProblems(entry.inputSchema);
     if (problems.length > 0)
@@ -381,7 +381,7 @@ export function parseHostedCapabilities(
       checkInput: compileInput(id, entry.inputSchema as Record<string, unknown>),
     });
   }
-  const document = doc as Static<typeof CapabilitiesDocument>;
+  const document = doc;
   const largest = Math.max(0, ...capabilities.map((c) => c.perGrant.concurrency));
   if (document.maxInFlightPerGrant !== undefined && document.maxInFlightPerGrant < largest) {
     const over = capabilities.filter((c) => c.perGrant.concurrency > document.maxInFlightPerGrant!).map((c) => c.id);

@@ -96,7 +96,7 @@ export function verifyGrant(token: string, key: Buffer, nowSeconds: number): Gra
     profileId: p as string,
     canvasId: c as string,
     threadId: t as string,
-    allowedResourceIds: r as string[],
+    allowedResourceIds: r,
     exp,
     policyVersion: pv as string,
     ...(at === undefined ? {} : { mintedAtMs: at }),

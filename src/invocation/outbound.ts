@@ -5,7 +5,7 @@
 // only a reason: the endpoint's body and headers never travel further. Framework-free.
 // undici is loaded on the first call: most deployments host no capability, and loading it costs about a
 // third of the server's start-up CPU (start-up).
-import type { Agent } from 'undici';
+import type { Agent, request as undiciRequest } from 'undici';
 
 /** JSON answers nested deeper than this are refused: serializing them would overflow the stack. */
 export const MAX_OUTPUT_DEPTH = 128;
@@ -55,7 +55,7 @@ export function nestedDeeperThan(value: unknown, max: number): boolean {
 }
 
 export class OutboundClient {
-  #undici: Promise<{ agent: Agent; request: typeof import('undici').request }> | undefined;
+  #undici: Promise<{ agent: Agent; request: typeof undiciRequest }> | undefined;
 
   #client() {
     this.#undici ??= import('undici').then(({ Agent, request }) => ({

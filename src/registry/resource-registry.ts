@@ -271,7 +271,7 @@ export class ResourceRegistry {
     // The body is any JSON, so a field may be far longer than the schema allows (that is reported above):
     // each is scanned up to its schema bound, as a stored one would be, and no further.
     const texts = (['name', 'description', 'instructions', 'sourceContent'] as const).flatMap((k): [string, string][] =>
-      typeof body[k] === 'string' ? [[`/${k}`, (body[k] as string).slice(0, candidateBound(body.schemaVersion, k))]] : [],
+      typeof body[k] === 'string' ? [[`/${k}`, body[k].slice(0, candidateBound(body.schemaVersion, k))]] : [],
     );
     for (const finding of await this.scanner.scan(texts)) {
       issues.push({
@@ -294,7 +294,7 @@ export class ResourceRegistry {
     }
     for (const key of ['instructions', 'sourceContent'] as const) {
       if (typeof body[key] !== 'string') continue;
-      for (const name of unknownVariables(body[key] as string)) {
+      for (const name of unknownVariables(body[key])) {
         issues.push({
           code: 'unknown_variable',
           field: `/${key}`,

@@ -383,6 +383,7 @@ export class PostgresStore implements RegistryStore {
       } finally {
         client.release();
       }
+      // eslint-disable-next-line prefer-const -- the listener's callback reads it, and the store needs the listener first
       let store: PostgresStore | undefined;
       listener = new ChangeListener(options.databaseUrl, (table, pid) => store?.onChange(table, pid), log);
       store = new PostgresStore(pool, listener, ownBackends, options);
@@ -476,7 +477,7 @@ export class PostgresStore implements RegistryStore {
    */
   #batched<T>(op: BatchOp): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#queue.push({ op, resolve: resolve as (v: unknown) => void, reject });
+      this.#queue.push({ op, resolve, reject });
       this.#running ??= this.#drain();
     });
   }
