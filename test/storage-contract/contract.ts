@@ -84,13 +84,13 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
 
   t.test(`${name}: put creates, replaces, leaves an identical record unchanged; the revision follows changes`, async (t) => {
     const s = await open(t);
-    const r0 = await s.resourcesRevision();
+    const r0 = s.resourcesRevision();
     t.equal(await s.putResource(resource('huabu', 'web-search')), 'created');
-    const r1 = await s.resourcesRevision();
+    const r1 = s.resourcesRevision();
     t.not(r1, r0, 'a create changes the revision');
     t.equal(await s.putResource(resource('huabu', 'web-search')), 'unchanged');
     t.equal(await s.putResource(resource('huabu', 'web-search', 'Renamed')), 'replaced');
-    t.not(await s.resourcesRevision(), r1, 'a replace changes the revision');
+    t.not(s.resourcesRevision(), r1, 'a replace changes the revision');
     await s.putResource(resource('agentlet-a', 'a-tool'));
     t.same(
       (await s.listResources()).map((r) => r.id),
@@ -178,7 +178,7 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
   t.test(`${name}: another provider's ID is a 409 and the held record is untouched`, async (t) => {
     const s = await open(t);
     await s.putResource(resource('huabu', 'web-search'));
-    const before = await s.resourcesRevision();
+    const before = s.resourcesRevision();
     const err = await rejection(t, s.putResource(resource('agentlet-a', 'web-search', 'Hijack')));
     t.equal(err.code, 'resource_conflict');
     t.same(err.details, { ids: ['web-search'], conflicts: [{ id: 'web-search', provider: 'huabu' }] });
@@ -186,7 +186,7 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
     const withdraw = await rejection(t, s.withdrawResource('agentlet-a', 'web-search'));
     t.equal(withdraw.code, 'resource_conflict');
     t.same(await s.getResource('web-search'), resource('huabu', 'web-search'), 'still there');
-    t.equal(await s.resourcesRevision(), before, 'nothing changed');
+    t.equal(s.resourcesRevision(), before, 'nothing changed');
   });
 
   t.test(`${name}: withdraw removes only the caller's own record; a missing ID is 404`, async (t) => {
@@ -208,11 +208,11 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
     const set = [resource('huabu', 'keep'), resource('huabu', 'change', 'Changed'), resource('huabu', 'new')];
 
     const before = await s.listResources();
-    const rev = await s.resourcesRevision();
+    const rev = s.resourcesRevision();
     const dry = await s.reconcileResources('huabu', set, true);
     t.same(dry, { dryRun: true, created: ['new'], replaced: ['change'], withdrawn: ['drop'], unchanged: ['keep'] });
     t.same(await s.listResources(), before, 'dry run: nothing written');
-    t.equal(await s.resourcesRevision(), rev);
+    t.equal(s.resourcesRevision(), rev);
 
     const conflict = await rejection(t, s.reconcileResources('huabu', [...set, resource('huabu', 'taken')], false));
     t.equal(conflict.code, 'resource_conflict');
@@ -225,7 +225,7 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
       (await s.listResources()).map((r) => `${r.provider}/${r.id}/${r.name}`),
       ['huabu/change/Changed', 'huabu/keep/Name of keep', 'huabu/new/Name of new', 'other/taken/Name of taken'],
     );
-    t.not(await s.resourcesRevision(), rev);
+    t.not(s.resourcesRevision(), rev);
     const again = await s.reconcileResources('huabu', set, false);
     t.same(again, { dryRun: false, created: [], replaced: [], withdrawn: [], unchanged: ['change', 'keep', 'new'] }, 'idempotent');
     t.same(await s.reconcileResources('huabu', [], false), {
@@ -608,11 +608,11 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
     t.test(`${name}: a change through one replica changes the other's resources revision`, async (t) => {
       const s = await open(t);
       const r = await openReplica(t, s);
-      const before = await r.resourcesRevision();
+      const before = r.resourcesRevision();
       await s.putResource(resource('huabu', 'web-search'));
       const deadline = Date.now() + 1_000;
-      while ((await r.resourcesRevision()) === before && Date.now() < deadline) await new Promise((res) => setTimeout(res, 10));
-      t.not(await r.resourcesRevision(), before, 'within one second');
+      while (r.resourcesRevision() === before && Date.now() < deadline) await new Promise((res) => setTimeout(res, 10));
+      t.not(r.resourcesRevision(), before, 'within one second');
       t.same(await r.getResource('web-search'), resource('huabu', 'web-search'));
     });
 
