@@ -11,7 +11,14 @@ import { isManageable, manageableResourceIds } from '../src/registry/manageable.
 import type { StoredResource } from '../src/schemas/resource.js';
 import { build, type TestApp } from './helpers/build.js';
 
-type Answer = { status: number; etag: string | null; text: string; json: () => any };
+/** The members of the answers this file reads: a list, one record, or a saved record (each has some). */
+interface Body {
+  resources: { id: string; schemaVersion: number; [key: string]: unknown }[];
+  manageableResourceIds: string[];
+  schemaVersion: number;
+  resource: Record<string, unknown>;
+}
+type Answer = { status: number; etag: string | null; text: string; json: () => Body };
 
 async function served(h: TestApp) {
   await h.app.listen({ port: 0, host: '127.0.0.1' });
@@ -23,7 +30,7 @@ async function served(h: TestApp) {
       ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
     });
     const text = await res.text();
-    return { status: res.status, etag: res.headers.get('etag'), text, json: () => JSON.parse(text) };
+    return { status: res.status, etag: res.headers.get('etag'), text, json: () => JSON.parse(text) as Body };
   };
 }
 
@@ -66,7 +73,7 @@ t.test('HUABU_COMPAT off: every read without ?schemaVersion keeps its v1 bytes; 
   );
 
   t.equal((await get('/api/acp/resources/web-search', h.owner)).json().schemaVersion, 1, 'one record: v1 by default');
-  t.equal((await get('/api/rfs/canvas-x/resources', canvas)).json().resources[0].schemaVersion, 1, 'RFS list: v1 by default');
+  t.equal((await get('/api/rfs/canvas-x/resources', canvas)).json().resources[0]!.schemaVersion, 1, 'RFS list: v1 by default');
   t.same(
     Object.keys((await get('/api/rfs/canvas-x/resources?schemaVersion=2', canvas)).json()),
     ['resources'],
@@ -126,7 +133,7 @@ t.test('HUABU_COMPAT=1: owner and RFS reads default to record v2; ?schemaVersion
   t.match(after.json().resources[0], { displayName: 'PDF', userContent: 'Be brief.' });
 });
 
-t.test('the manageable rule: only a skill the owner imported onto a machine', async (t) => {
+t.test('the manageable rule: only a skill the owner imported onto a machine', (t) => {
   const machine: StoredResource = {
     schemaVersion: 2,
     id: 'deck',
@@ -155,12 +162,12 @@ t.test('the cached v2 body is built once per revision with its extra members, an
   ];
   let marked: string[] = [];
   const besides = (rs: readonly StoredResource[]) => ({ manageableResourceIds: rs.filter((r) => marked.includes(r.id)).map((r) => r.id) });
-  const first = await cache.get('r1', 'all', 2, async () => records, besides);
+  const first = await cache.get('r1', 'all', 2, () => Promise.resolve(records), besides);
   t.same(JSON.parse(first.body), { resources: records, manageableResourceIds: [] });
   marked = ['deck'];
-  t.equal((await cache.get('r1', 'all', 2, async () => records, besides)).etag, first.etag, 'same revision: the cached body');
+  t.equal((await cache.get('r1', 'all', 2, () => Promise.resolve(records), besides)).etag, first.etag, 'same revision: the cached body');
   t.equal(built, 1);
-  const next = await cache.get('r2', 'all', 2, async () => records, besides);
+  const next = await cache.get('r2', 'all', 2, () => Promise.resolve(records), besides);
   t.same(JSON.parse(next.body).manageableResourceIds, ['deck'], 'a mark lands with the next revision');
   t.not(next.etag, first.etag);
 });

@@ -18,7 +18,7 @@ import { ConfigError, loadConfig } from '../src/config.js';
 import { BUILT_IN_ADAPTERS, imageSizeProblem } from '../src/invocation/adapters.js';
 import { parseHostedCapabilities, unboundedSchemaProblems } from '../src/invocation/capabilities-file.js';
 import { build, CANARY, DATA_ROOT, recordIssuedToken, type TestApp } from './helpers/build.js';
-import { auditLines } from './helpers/invocation-world.js';
+import { auditLines, type InvokeAnswer } from './helpers/invocation-world.js';
 import { PNG_B64, startVendorEndpoints, VENDOR_LEAK, type VendorEndpoints } from './helpers/vendor-endpoints.js';
 
 const TAVILY_KEY = 'tvly-arr_credential_CANARYtavily0key0value0for0tests';
@@ -64,7 +64,7 @@ const IDS = Object.keys(capabilitiesFile('http://x').capabilities);
 
 interface Invoked {
   status: number;
-  body: any;
+  body: InvokeAnswer;
   text: string;
 }
 
@@ -138,13 +138,13 @@ async function world(t: Test): Promise<World> {
       } catch {
         body = undefined;
       }
-      return { status: res.statusCode, body, text };
+      return { status: res.statusCode, body: body as InvokeAnswer, text };
     },
   };
 }
 
 /** The invoke answer's result. */
-const resultOf = (res: Invoked): any => res.body?.result;
+const resultOf = (res: Invoked): Record<string, unknown> => res.body?.result;
 
 /** Huabu's error code and our finer reason (details.reason), as the invoke route answers every failure. */
 function isCode(t: Test, res: Invoked, code: string, reason: string, what: string): void {
@@ -429,7 +429,7 @@ t.test('the capabilities file: defaults, overrides, and refusals that stop the s
   }
 });
 
-t.test('image sizes follow the model family', async (t) => {
+t.test('image sizes follow the model family', (t) => {
   t.equal(imageSizeProblem('gpt-image-2', '2048x2048'), undefined);
   t.equal(imageSizeProblem('gpt-image-2', 'auto'), undefined);
   t.match(imageSizeProblem('gpt-image-2', '1000x1000'), /multiples of 16/);

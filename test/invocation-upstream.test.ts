@@ -121,7 +121,7 @@ t.test('the envelope: schemaVersion other than 1 is 400 unsupported_version; any
   t.equal(w.endpoint.received.length, 0);
 });
 
-t.test('one table: every reason answers its upstream code and status, and carries itself in details.reason', async (t) => {
+t.test('one table: every reason answers its upstream code and status, and carries itself in details.reason', (t) => {
   const expected: Record<string, [string, number]> = {
     grant_invalid: ['forbidden', 403],
     grant_expired: ['forbidden', 403],
@@ -149,7 +149,7 @@ t.test('one table: every reason answers its upstream code and status, and carrie
   }
 });
 
-t.test('the error handler answers anything else failing on the route in the same taxonomy', async (t) => {
+t.test('the error handler answers anything else failing on the route in the same taxonomy', (t) => {
   // What the handler sees on the invoke route (its config names the mapping) and on any other route.
   const invokeRoute = { routeOptions: { config: { errorAnswers: asInvocationAnswer } } } as unknown as Parameters<typeof renderError>[1];
   const otherRoute = { routeOptions: { config: {} } } as unknown as Parameters<typeof renderError>[1];
@@ -198,7 +198,7 @@ t.test("the OpenAPI document lists the route's real codes and shapes", async (t)
   const op = doc.paths['/api/rfs/{canvasId}/resources/{id}/invoke'].post;
   const responses = op.responses as Record<
     string,
-    { description: string; content: { 'application/json': { schema: Record<string, any> } } }
+    { description: string; content: { 'application/json': { schema: { properties: Record<string, unknown>; required?: string[] } } } }
   >;
   t.same(Object.keys(responses).sort(), ['200', '400', '401', '403', '404', '422', '429', '499', '500', '502', '503', '504']);
   t.same(

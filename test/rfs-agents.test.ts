@@ -16,7 +16,18 @@ type Ask = (
   method: string,
   url: string,
   options?: { token?: string; body?: unknown; headers?: Record<string, string> },
-) => Promise<{ status: number; type: string; text: string; json: () => any }>;
+) => Promise<{ status: number; type: string; text: string; json: () => Body }>;
+
+/** The members of the answers this file reads (each answer has some of them). */
+interface Body {
+  resources: { id: string; [key: string]: unknown }[];
+  resource: Record<string, unknown>;
+  profiles: Record<string, unknown>[];
+  id: string;
+  provider: string;
+  code: string;
+  removed: boolean;
+}
 
 /** The app on a real socket, and a fetch with a bearer token. */
 async function served(h: TestApp): Promise<Ask> {
@@ -33,7 +44,7 @@ async function served(h: TestApp): Promise<Ask> {
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
     const text = await res.text();
-    return { status: res.status, type: res.headers.get('content-type') ?? '', text, json: () => JSON.parse(text) };
+    return { status: res.status, type: res.headers.get('content-type') ?? '', text, json: () => JSON.parse(text) as Body };
   };
 }
 

@@ -33,8 +33,23 @@ async function call(origin: string, method: string, url: string, body?: unknown,
     status: res.status,
     etag: res.headers.get('etag'),
     text,
-    body: (text === '' ? undefined : JSON.parse(text)) as Record<string, any>,
+    body: (text === '' ? undefined : JSON.parse(text)) as Body,
   };
+}
+
+/** The members of the answers this file reads (each answer has some of them). */
+interface Body {
+  token: string;
+  code: string;
+  message: string;
+  machines: unknown[];
+  rootPath: string;
+  candidates: { id: string; sourceRevision: string; [key: string]: unknown }[];
+  diagnostics: { path: string; code: string; message: string }[];
+  resource: Record<string, unknown>;
+  resources: Record<string, unknown>[];
+  manageableResourceIds: string[];
+  removed: boolean;
 }
 
 async function until<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> {
@@ -133,7 +148,7 @@ t.test('scan, import, refuse, refresh and delete a skill through a running Agent
     ['leaky', 'pdf-helper'],
     'each skill folder is a candidate',
   );
-  const pdf = scan.body.candidates.find((c: { id: string }) => c.id === 'pdf-helper');
+  const pdf = scan.body.candidates.find((c: { id: string }) => c.id === 'pdf-helper')!;
   t.match(pdf, { name: 'PDF helper', sourcePath: path.join(sources, 'pdf-helper'), sourceRevision: /^[a-f0-9]{64}$/ });
   t.match(pdf.sourceContent, /^---\nname: PDF helper\n[\s\S]*Split and merge PDFs\.$/, 'sourceContent is SKILL.md');
   const diagnostics = Object.fromEntries(
@@ -149,7 +164,8 @@ t.test('scan, import, refuse, refresh and delete a skill through a running Agent
 
   // The default machine (the only one enrolled) is used without ?agentletId=.
   t.equal(
-    (await api('POST', '/api/acp/resources/import/scan', { rootPath: path.join(sources, 'pdf-helper') })).body.candidates[0].sourceRevision,
+    (await api('POST', '/api/acp/resources/import/scan', { rootPath: path.join(sources, 'pdf-helper') })).body.candidates[0]!
+      .sourceRevision,
     pdf.sourceRevision,
     'the default machine; a skill folder scans as itself',
   );
@@ -169,7 +185,7 @@ t.test('scan, import, refuse, refresh and delete a skill through a running Agent
   // Import with the current revision.
   const fresh = (await api('POST', '/api/acp/resources/import/scan', { rootPath: sources })).body.candidates.find(
     (c: { id: string }) => c.id === 'pdf-helper',
-  );
+  )!;
   t.not(fresh.sourceRevision, pdf.sourceRevision, 'a changed file changes the revision');
   const imported = await api('POST', '/api/acp/resources/import', {
     id: 'pdf-helper',
@@ -228,7 +244,7 @@ t.test('scan, import, refuse, refresh and delete a skill through a running Agent
   t.equal(again.body.code, 'resource_conflict', 'an ID already registered is 409 resource_conflict');
 
   // A secret in any file: 422, nothing copied, the secret never echoed.
-  const leaky = scan.body.candidates.find((c: { id: string }) => c.id === 'leaky');
+  const leaky = scan.body.candidates.find((c: { id: string }) => c.id === 'leaky')!;
   const refused = await api('POST', '/api/acp/resources/import', {
     id: 'leaky',
     sourcePath: leaky.sourcePath,
@@ -250,7 +266,7 @@ t.test('scan, import, refuse, refresh and delete a skill through a running Agent
   const refreshScan = await api('POST', '/api/acp/resources/pdf-helper/refresh/scan');
   t.equal(refreshScan.status, 200, refreshScan.text);
   t.equal(refreshScan.body.candidates.length, 1);
-  const next = refreshScan.body.candidates[0];
+  const next = refreshScan.body.candidates[0]!;
   t.match(next, { id: 'pdf-helper', sourcePath: fresh.sourcePath, sourceContent: /rotate/ });
   const refreshed = await api('POST', '/api/acp/resources/pdf-helper/refresh', { expectedRevision: next.sourceRevision });
   t.equal(refreshed.status, 200, refreshed.text);

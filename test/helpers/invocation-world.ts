@@ -103,7 +103,22 @@ export interface World {
       thread?: string | null;
       signal?: AbortSignal;
     },
-  ): Promise<{ status: number; headers: Record<string, unknown>; body: any; text: string }>;
+  ): Promise<{ status: number; headers: Record<string, unknown>; body: InvokeAnswer; text: string }>;
+}
+
+/**
+ * The invoke route's answer as the tests read it: the members of a result and of the error envelope (an
+ * answer holds one set; a test reads the members of the answer it expects). Undefined when not JSON.
+ */
+export interface InvokeAnswer {
+  schemaVersion: number;
+  resourceId: string;
+  correlationId: string;
+  result: Record<string, unknown>;
+  code: string;
+  error: string;
+  message: string;
+  details: { reason: string; cause?: string; issues?: unknown; findings?: unknown; [key: string]: unknown };
 }
 
 export async function world(
@@ -167,7 +182,7 @@ export async function world(
       } catch {
         body = undefined;
       }
-      return { status: res.statusCode, headers: res.headers as Record<string, unknown>, body, text };
+      return { status: res.statusCode, headers: res.headers, body: body as InvokeAnswer, text };
     },
   };
   if (options.dataDir) return w;
