@@ -7,6 +7,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
 import { AppendLog, logFilesOldestFirst } from '../src/storage/append-log.js';
+import type * as AppendLogModule from '../src/storage/append-log.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { build, tempDataDir } from './helpers/build.js';
 
@@ -93,8 +94,8 @@ t.test('a crash at any step of a rotation loses and repeats no acknowledged entr
         if (calls > k) throw new Error('nothing runs after the crash');
         return real(...args);
       }) as never;
-    const { AppendLog: Crashing } = await t.mockImport<typeof import('../src/storage/append-log.js')>('../src/storage/append-log.js', {
-      'node:fs/promises': { ...fsp, unlink: crash(fsp.unlink as never), rename: crash(fsp.rename as never) },
+    const { AppendLog: Crashing } = await t.mockImport<typeof AppendLogModule>('../src/storage/append-log.js', {
+      'node:fs/promises': { ...fsp, unlink: crash(fsp.unlink), rename: crash(fsp.rename) },
     });
     const dying = await Crashing.open(file, { maxBytes, maxFiles: 3 });
     await t.rejects(

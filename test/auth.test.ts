@@ -222,9 +222,9 @@ t.test('only the owner or the Huabu provider mints canvas tokens, and a machine 
 
 t.test('the served OpenAPI names the token each protected operation takes, and its 401 and 403 answers', async (t) => {
   const h = await build(t);
-  const spec = (await h.app.inject({ url: '/openapi.json' })).json() as {
+  const spec = (await h.app.inject({ url: '/openapi.json' })).json<{
     paths: Record<string, Record<string, { security?: unknown; responses: Record<string, unknown> }>>;
-  };
+  }>();
   const op = (path: string, method: string) => spec.paths[path]![method]!;
   t.same(op('/api/acp/canvas-tokens', 'post').security, [{ ownerToken: [] }, { providerToken: [] }]);
   t.same(op('/api/acp/resources', 'get').security, [{ ownerToken: [] }]);

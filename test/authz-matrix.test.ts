@@ -241,7 +241,7 @@ async function world(
 
 t.test('every operation in the OpenAPI document has a matrix entry', async (t) => {
   const h = await build(t);
-  const spec = (await h.app.inject({ url: '/openapi.json' })).json() as { paths: Record<string, Record<string, unknown>> };
+  const spec = (await h.app.inject({ url: '/openapi.json' })).json<{ paths: Record<string, Record<string, unknown>> }>();
   const operations = Object.entries(spec.paths).flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`));
   t.same(
     operations.filter((op) => !(op in MATRIX)),

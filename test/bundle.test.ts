@@ -60,7 +60,7 @@ async function call(origin: string, method: string, url: string, token?: string,
 
 ensureBundled();
 
-t.test('the bundle holds our code and typebox; pg and the PostgreSQL store are not loaded with the JSON store', async (t) => {
+t.test('the bundle holds our code and typebox; pg and the PostgreSQL store are not loaded with the JSON store', (t) => {
   const entryImports = staticImports(BUNDLE_ENTRY);
   const chunks = entryImports.filter((s) => s.startsWith('./chunks/')).map((s) => path.join(path.dirname(BUNDLE_ENTRY), s));
   const bare = [...entryImports, ...chunks.flatMap(staticImports)].filter((s) => !s.startsWith('.') && !s.startsWith('node:'));

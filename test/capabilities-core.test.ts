@@ -40,7 +40,7 @@ function state(fields: Partial<SnapshotInput> = {}): SnapshotInput {
 
 const codes = (input: SnapshotInput) => buildSnapshot(input).diagnostics.map((d) => [d.code, d.components]);
 
-t.test('duplicate_resource_name: two resources an agent could see together share a name', async (t) => {
+t.test('duplicate_resource_name: two resources an agent could see together share a name', (t) => {
   t.same(
     codes(state({ resources: [resource('a', 'huabu', 'Search'), resource('b', 'huabu', ' search ')] })),
     [['duplicate_resource_name', ['resource:a', 'resource:b']]],
@@ -93,7 +93,7 @@ t.test('duplicate_resource_name: two resources an agent could see together share
   t.match(snapshot.diagnostics[1]!.message, /an agent on mac-a sees them together/);
 });
 
-t.test('unresolved_reference: a profile selects an ID nobody registered', async (t) => {
+t.test('unresolved_reference: a profile selects an ID nobody registered', (t) => {
   const r = resource('tool', 'huabu');
   t.same(codes(state({ resources: [r], profiles: [profile('p1', 'mac-a', ['tool', 'gone'])] })), [
     ['unresolved_reference', ['agent:p1', 'resource:gone']],
@@ -106,7 +106,7 @@ t.test('unresolved_reference: a profile selects an ID nobody registered', async 
   t.same(codes(state({ profiles: [manifest] })), [], 'near miss: a manifest-backed profile selects nothing in this phase');
 });
 
-t.test("cross_machine_reference: a profile selects another machine's resource", async (t) => {
+t.test("cross_machine_reference: a profile selects another machine's resource", (t) => {
   t.same(codes(state({ resources: [resource('tool', 'mac-b')], profiles: [profile('p1', 'mac-a', ['tool'])] })), [
     ['cross_machine_reference', ['agent:p1', 'resource:tool']],
   ]);
@@ -122,14 +122,14 @@ t.test("cross_machine_reference: a profile selects another machine's resource", 
   );
 });
 
-t.test('alias_collision: two profiles share an alias ignoring case', async (t) => {
+t.test('alias_collision: two profiles share an alias ignoring case', (t) => {
   t.same(codes(state({ profiles: [profile('p1', 'mac-a', [], 'Reviewer'), profile('p2', 'mac-b', [], 'reviewer')] })), [
     ['alias_collision', ['agent:p1', 'agent:p2']],
   ]);
   t.same(codes(state({ profiles: [profile('p1', 'mac-a', [], 'Reviewer'), profile('p2', 'mac-b', [], 'Reviewer 2')] })), [], 'near miss');
 });
 
-t.test('missing_required_resource: a required default is not registered', async (t) => {
+t.test('missing_required_resource: a required default is not registered', (t) => {
   t.same(codes(state({ requiredResourceIds: ['huabu-access'] })), [
     ['missing_required_resource', ['provider:huabu', 'resource:huabu-access']],
   ]);
@@ -140,7 +140,7 @@ t.test('missing_required_resource: a required default is not registered', async 
   );
 });
 
-t.test('alias_shadows_component: an alias equal to a resource or profile ID (warning)', async (t) => {
+t.test('alias_shadows_component: an alias equal to a resource or profile ID (warning)', (t) => {
   const snapshot = buildSnapshot(
     state({
       resources: [resource('web-search', 'huabu')],
@@ -161,7 +161,7 @@ t.test('alias_shadows_component: an alias equal to a resource or profile ID (war
   );
 });
 
-t.test('unknown_variable: instructions name a $VARIABLE outside the runtime set (warning)', async (t) => {
+t.test('unknown_variable: instructions name a $VARIABLE outside the runtime set (warning)', (t) => {
   const snapshot = buildSnapshot(state({ resources: [resource('tool', 'huabu', 'Tool', 'cd $HOME && curl ${HUABU_RFS_URLS}/x')] }));
   t.same(
     snapshot.diagnostics.map((d) => [d.severity, d.code, d.components]),
@@ -186,7 +186,7 @@ t.test('unknown_variable: instructions name a $VARIABLE outside the runtime set 
   );
 });
 
-t.test('snapshot: components, edges and aliases as the contract describes', async (t) => {
+t.test('snapshot: components, edges and aliases as the contract describes', (t) => {
   const snapshot = buildSnapshot(
     state({
       resources: [resource('huabu-access', 'huabu', 'Huabu access'), resource('git', 'mac-a', 'Git')],
@@ -218,7 +218,7 @@ t.test('snapshot: components, edges and aliases as the contract describes', asyn
   t.match(snapshot.digest, /^[0-9a-f]{64}$/);
 });
 
-t.test('snapshot: byte-identical whatever the insertion order', async (t) => {
+t.test('snapshot: byte-identical whatever the insertion order', (t) => {
   const input = state({
     resources: [resource('b', 'huabu', 'Same'), resource('a', 'mac-a', 'same'), resource('c', 'mac-b', 'C', '$HOME $PATH')],
     profiles: [
@@ -248,7 +248,7 @@ t.test('snapshot: byte-identical whatever the insertion order', async (t) => {
   t.equal(snapshotToDot(buildSnapshot(reversed)), snapshotToDot(buildSnapshot(input)), 'and the DOT');
 });
 
-t.test('digest: changes when anything visible changes, and only then', async (t) => {
+t.test('digest: changes when anything visible changes, and only then', (t) => {
   const base = state({
     resources: [resource('tool', 'huabu', 'Tool'), resource('git', 'mac-a', 'Git')],
     profiles: [profile('p1', 'mac-a', ['git', 'tool'], 'Reviewer')],
@@ -293,7 +293,7 @@ t.test('digest: changes when anything visible changes, and only then', async (t)
   for (const [what, input] of Object.entries(same)) t.equal(digest(input), d0, `stays with ${what}`);
 });
 
-t.test('narrowing by kind keeps the components of that kind and what touches them', async (t) => {
+t.test('narrowing by kind keeps the components of that kind and what touches them', (t) => {
   const snapshot = buildSnapshot(
     state({
       resources: [resource('tool', 'huabu', 'Tool'), resource('tool-2', 'mac-a', 'tool')],
@@ -332,7 +332,7 @@ t.test('narrowing by kind keeps the components of that kind and what touches the
   t.match(dot, /"agent:p1"/, 'the DOT of a view draws the other end of its edges');
 });
 
-t.test('diagnosticsFor: the errors that stand in the way of one agent and one effective set', async (t) => {
+t.test('diagnosticsFor: the errors that stand in the way of one agent and one effective set', (t) => {
   const base = state({
     resources: [
       resource('huabu-access', 'huabu', 'Huabu access'),
@@ -408,7 +408,7 @@ t.test('diagnosticsFor: the errors that stand in the way of one agent and one ef
   }
 });
 
-t.test('selectionConflicts: what a profile save refuses', async (t) => {
+t.test('selectionConflicts: what a profile save refuses', (t) => {
   const input = {
     resources: [
       resource('huabu-access', 'huabu', 'Access'),
@@ -446,7 +446,7 @@ const diag = (severity: Diagnostic['severity'], code: Diagnostic['code'], messag
   components,
 });
 
-t.test('registry diagnostics: each names what is wrong and whom, errors first, in one order whatever the input order', async (t) => {
+t.test('registry diagnostics: each names what is wrong and whom, errors first, in one order whatever the input order', (t) => {
   // The records in no particular order (the snapshot sorts its input; the diagnostics must not rely on it).
   const input = {
     resources: [
@@ -560,7 +560,7 @@ t.test('registry diagnostics: each names what is wrong and whom, errors first, i
   );
 });
 
-t.test("diagnosticsFor: the errors a refused launch names, judged from the agent's machine", async (t) => {
+t.test("diagnosticsFor: the errors a refused launch names, judged from the agent's machine", (t) => {
   const input = {
     resources: [
       resource('s2', 'huabu', 'Search'),

@@ -160,7 +160,7 @@ t.test('every label of long names fits inside its node, in Helvetica or DejaVu S
   t.notMatch(dot.body, /width = /);
 });
 
-t.test('wrapLabel breaks after separators, inside long words, and cuts with "…"', async (t) => {
+t.test('wrapLabel breaks after separators, inside long words, and cuts with "…"', (t) => {
   t.same(wrapLabel('short'), { lines: ['short'], cut: false });
   t.same(wrapLabel('alpha beta gamma delta', 12), { lines: ['alpha beta', 'gamma delta'], cut: false });
   t.same(wrapLabel('abcdefghij', 4, 2), { lines: ['abcd', 'efg…'], cut: true });

@@ -11,14 +11,14 @@ const figures = (covered: number, total: number) => ({
   branches: { total, covered },
 });
 
-t.test('files group by their folder under src/', async (t) => {
+t.test('files group by their folder under src/', (t) => {
   t.equal(areaOf(path.join(root, 'src/app.ts'), root), 'src');
   t.equal(areaOf(path.join(root, 'src/registry/ownership.ts'), root), 'src/registry');
   t.equal(areaOf(path.join(root, 'src/storage/postgres/postgres-store.ts'), root), 'src/storage/postgres');
   t.equal(areaOf(path.join(root, 'scripts/migrate.ts'), root), undefined);
 });
 
-t.test('an area under its threshold is reported; one at or above it is not', async (t) => {
+t.test('an area under its threshold is reported; one at or above it is not', (t) => {
   const areas = areaTotals(
     {
       total: figures(0, 0),

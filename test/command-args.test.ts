@@ -7,14 +7,14 @@ import { parseMigrateArgs } from '../src/migrations/migrate-command.js';
 
 const options = { to: { type: 'string' }, 'dry-run': { type: 'boolean' } } as const;
 
-t.test('values in both spellings; the last of a repeated option wins', async (t) => {
+t.test('values in both spellings; the last of a repeated option wins', (t) => {
   t.same(parseCommandArgs(['--to', 'a', '--dry-run'], options), { values: { to: 'a', 'dry-run': true } });
   t.same(parseCommandArgs(['--to=b'], options), { values: { to: 'b' } });
   t.same(parseCommandArgs(['--to', 'a', '--to=c'], options), { values: { to: 'c' } });
   t.same(parseCommandArgs([], options), { values: {} });
 });
 
-t.test('each mistake is one line naming the argument', async (t) => {
+t.test('each mistake is one line naming the argument', (t) => {
   t.same(parseCommandArgs(['--too', 'x'], options), { error: 'unknown argument --too' });
   t.same(parseCommandArgs(['stray'], options), { error: 'unknown argument stray' });
   t.same(parseCommandArgs(['--to'], options), { error: '--to needs a value' });
@@ -22,7 +22,7 @@ t.test('each mistake is one line naming the argument', async (t) => {
   t.same(parseCommandArgs(['-x'], options), { error: 'unknown argument -x' });
 });
 
-t.test('the commands keep their rules on top', async (t) => {
+t.test('the commands keep their rules on top', (t) => {
   t.same(parseMigrateArgs([]), { error: '--data-dir DIR is required' });
   t.match(parseMigrateArgs(['--data-dir', 'd', '--dry-run']), { dataDir: /\/d$/, dryRun: true });
   t.same(parseMigrateArgs(['--data-dir', 'd', '--force']), { error: 'unknown argument --force' });

@@ -54,7 +54,7 @@ const resource = (id: string, provider = 'huabu', over: Partial<AgentResource> =
   ...over,
 });
 
-t.test('a record differing in any one field is a replacement; only an identical one is unchanged', async (t) => {
+t.test('a record differing in any one field is a replacement; only an identical one is unchanged', (t) => {
   const base = resource('a');
   t.equal(planPut(undefined, base), 'created');
   t.equal(planPut(base, { ...base }), 'unchanged');
@@ -72,7 +72,7 @@ t.test('a record differing in any one field is a replacement; only an identical 
   });
 });
 
-t.test("a provider's write keeps the owner's customization of its own record, never of another provider's", async (t) => {
+t.test("a provider's write keeps the owner's customization of its own record, never of another provider's", (t) => {
   const customized = { ...resource('r', 'huabu'), displayName: 'Owner name', userContent: 'Owner notes.' };
   const incoming = resource('r', 'huabu', { instructions: 'Use r, newly.' });
   t.same(
@@ -87,7 +87,7 @@ t.test("a provider's write keeps the owner's customization of its own record, ne
   t.same(carryOwnerFields(foreign, incoming), incoming, "another provider's record lends nothing");
 });
 
-t.test('withdraw: only the holder may; an unknown ID is not found', async (t) => {
+t.test('withdraw: only the holder may; an unknown ID is not found', (t) => {
   t.doesNotThrow(() => planWithdraw(resource('a'), 'huabu', 'a'));
   t.throws(() => planWithdraw(undefined, 'huabu', 'a'), {
     code: 'resource_not_found',
@@ -101,7 +101,7 @@ t.test('withdraw: only the holder may; an unknown ID is not found', async (t) =>
   });
 });
 
-t.test('reconcile: created, replaced, unchanged and withdrawn, each sorted; any conflict rejects all', async (t) => {
+t.test('reconcile: created, replaced, unchanged and withdrawn, each sorted; any conflict rejects all', (t) => {
   const held = new Map([
     ['b', resource('b', 'mac-a')],
     ['d', resource('d', 'mac-a')],
@@ -140,7 +140,7 @@ t.test('reconcile: created, replaced, unchanged and withdrawn, each sorted; any 
 
 // --- Placement and the effective set ----------------------------------------------------------------------------
 
-t.test('placement: every ID must resolve, and be the host’s or the profile machine’s own', async (t) => {
+t.test('placement: every ID must resolve, and be the host’s or the profile machine’s own', (t) => {
   const records: Record<string, { provider: string }> = {
     h: { provider: 'huabu' },
     a: { provider: 'mac-a' },
@@ -172,24 +172,23 @@ t.test('placement: every ID must resolve, and be the host’s or the profile mac
 
 // --- Profile rules --------------------------------------------------------------------------------------------
 
-const profile = (id: string, over: Partial<AgentProfile> = {}): AgentProfile =>
-  ({
-    schemaVersion: 2,
-    id,
-    alias: `Alias ${id}`,
-    agentletId: 'mac-a',
-    workingDirPath: '/w',
-    launch: { kind: 'acp-command', command: 'agent' },
-    resourceIds: [],
-    ...over,
-  }) as AgentProfile;
+const profile = (id: string, over: Partial<AgentProfile> = {}): AgentProfile => ({
+  schemaVersion: 2,
+  id,
+  alias: `Alias ${id}`,
+  agentletId: 'mac-a',
+  workingDirPath: '/w',
+  launch: { kind: 'acp-command', command: 'agent' },
+  resourceIds: [],
+  ...over,
+});
 const manifest = (id: string) =>
   profile(id, {
     launch: { kind: 'agent-team-manifest', manifestPath: '/m.yaml', harness: 'h', member: 'm' } as AgentProfile['launch'],
     resourceIds: ['r'],
   });
 
-t.test('aliases are unique ignoring case; a profile may keep its own', async (t) => {
+t.test('aliases are unique ignoring case; a profile may keep its own', (t) => {
   const all = [profile('p1', { alias: 'Reviewer' }), profile('p2', { alias: 'Writer' })];
   t.equal(aliasKey('ReViEwEr'), aliasKey('reviewer'));
   t.throws(() => assertAliasFree(all, 'REVIEWER'), {
@@ -208,7 +207,7 @@ t.test('aliases are unique ignoring case; a profile may keep its own', async (t)
   t.doesNotThrow(() => planCreate(all, profile('p3', { alias: 'New' }), () => false));
 });
 
-t.test('revisions: stable over key order, changed by any change, checked only when If-Match is sent', async (t) => {
+t.test('revisions: stable over key order, changed by any change, checked only when If-Match is sent', (t) => {
   const p = profile('p1');
   const rev = profileRevision(p);
   t.match(rev, /^[A-Za-z0-9_-]{27}$/);
@@ -227,7 +226,7 @@ t.test('revisions: stable over key order, changed by any change, checked only wh
   });
 });
 
-t.test('update: not found, stale, manifest-backed and alias conflicts are refused in that order; no-op is unchanged', async (t) => {
+t.test('update: not found, stale, manifest-backed and alias conflicts are refused in that order; no-op is unchanged', (t) => {
   const p1 = profile('p1', { alias: 'Reviewer' });
   const all = [p1, profile('p2', { alias: 'Writer' }), manifest('m1')];
   t.throws(() => planUpdate(all, undefined, 'nope', { alias: 'Writer' }, ['x']), {
@@ -256,8 +255,8 @@ t.test('update: not found, stale, manifest-backed and alias conflicts are refuse
   t.same(planUpdate(all, p1, 'p1', {}, undefined), { next: p1, changed: false });
 });
 
-t.test('update: metadata and customData are kept unless the change names them; an unchanged alias is never re-checked', async (t) => {
-  const p1 = profile('p1', { alias: 'Reviewer', metadata: { cliId: 'claude' }, customData: { k: 1 } } as Partial<AgentProfile>);
+t.test('update: metadata and customData are kept unless the change names them; an unchanged alias is never re-checked', (t) => {
+  const p1 = profile('p1', { alias: 'Reviewer', metadata: { cliId: 'claude' }, customData: { k: 1 } });
   const all = [p1, profile('p2', { alias: 'Writer' })];
   const renamed = planUpdate(all, p1, 'p1', { alias: 'Auditor' }, undefined);
   t.strictSame(renamed.next, { ...p1, alias: 'Auditor', revision: 2 }, 'a change of alias keeps metadata and customData');
@@ -276,14 +275,14 @@ t.test('update: metadata and customData are kept unless the change names them; a
   t.throws(() => planUpdate(legacy, p1, 'p1', { alias: 'reviewer' }, undefined), { code: 'alias_conflict' }, 'a changed one is checked');
 });
 
-t.test('delete: not found, stale and manifest-backed are refused', async (t) => {
+t.test('delete: not found, stale and manifest-backed are refused', (t) => {
   t.throws(() => planDelete(undefined, 'nope', undefined), { code: 'profile_not_found' });
   t.throws(() => planDelete(profile('p1'), 'p1', ['stale']), { code: 'precondition_failed' });
   t.throws(() => planDelete(manifest('m1'), 'm1', undefined), { message: /cannot be deleted here\.$/ });
   t.doesNotThrow(() => planDelete(profile('p1'), 'p1', [profileRevision(profile('p1'))]));
 });
 
-t.test('profile IDs and views', async (t) => {
+t.test('profile IDs and views', (t) => {
   const ids = new Set(Array.from({ length: 50 }, () => newProfileId()));
   t.equal(ids.size, 50);
   for (const id of ids) t.match(id, /^prf-[a-z2-7]{16}$/);
@@ -297,7 +296,7 @@ t.test('profile IDs and views', async (t) => {
   t.notOk('revision' in older, 'the stored record is not modified');
 });
 
-t.test('revisions: +1 per change that changes something; a stale expectedRevision is 409 before anything else but If-Match', async (t) => {
+t.test('revisions: +1 per change that changes something; a stale expectedRevision is 409 before anything else but If-Match', (t) => {
   const p1 = profile('p1', { alias: 'Reviewer', revision: 7 });
   const all = [p1, profile('p2', { alias: 'Writer' })];
   t.equal(planUpdate(all, p1, 'p1', { alias: 'Auditor' }, undefined, 7).next.revision, 8);
@@ -385,7 +384,7 @@ const refusalOf = (doc: unknown): unknown => {
   return undefined;
 };
 
-t.test('a v4 file holding a legacy profile keeps every profile and every other state and top-level key', async (t) => {
+t.test('a v4 file holding a legacy profile keeps every profile and every other state and top-level key', (t) => {
   const v2 = { schemaVersion: 2, ...v1Profile('current'), resourceIds: ['kept'] };
   const doc = {
     schemaVersion: 4,
@@ -412,7 +411,7 @@ t.test('a v4 file holding a legacy profile keeps every profile and every other s
   t.strictSame(doc, before, 'the input document is not modified');
 });
 
-t.test('a v4 file with only current profiles is returned as it is, with no step', async (t) => {
+t.test('a v4 file with only current profiles is returned as it is, with no step', (t) => {
   const doc = {
     schemaVersion: 4,
     state: { ...team, profiles: [manifestProfile('m'), { schemaVersion: 2, ...v1Profile('p') }], configs: CONFIGS },
@@ -427,7 +426,7 @@ t.test('a v4 file with only current profiles is returned as it is, with no step'
   t.equal(olderResult.doc, older);
 });
 
-t.test('a v1 file listing one profile ID twice is refused, not merged', async (t) => {
+t.test('a v1 file listing one profile ID twice is refused, not merged', (t) => {
   // v1 lists deployments, each becoming a profile; two with one ID are refused when the v4 document is
   // validated, whichever step they came through, and wherever they come from.
   const v1 = {
@@ -460,7 +459,7 @@ t.test('a v1 file listing one profile ID twice is refused, not merged', async (t
   t.equal((legacyAndCurrent as Error).message, 'profile p appears twice');
 });
 
-t.test('a v1 file migrates all the way, reporting each step and each upgraded ID', async (t) => {
+t.test('a v1 file migrates all the way, reporting each step and each upgraded ID', (t) => {
   const completed = { ...LOG_ENTRY, receivedAt: 102, status: 'completed', message: 'CLI tools installed' };
   const input = {
     schemaVersion: 1,
@@ -556,7 +555,7 @@ t.test('a v1 file migrates all the way, reporting each step and each upgraded ID
   t.strictSame(v4NoProfiles.doc, { schemaVersion: 4, state: {} }, 'a v4 file without profiles is valid as it is');
 });
 
-t.test('every malformed legacy file is refused with a message naming what is wrong', async (t) => {
+t.test('every malformed legacy file is refused with a message naming what is wrong', (t) => {
   const shape: Record<number, string> = {
     1: '{schemaVersion: 1, state: {roots: [...], members: [...], deployments?: [...], configs?: [...]}}',
     2: '{schemaVersion: 2, state: {roots: [...], members: [...], profiles?: [profile with setupLog?, ...], configs?: [...]}}',
@@ -781,12 +780,12 @@ t.test('every malformed legacy file is refused with a message naming what is wro
   }
 });
 
-t.test('the file version is an integer 1..4', async (t) => {
+t.test('the file version is an integer 1..4', (t) => {
   for (const v of [1, 2, 3, 4]) t.equal(fileVersion({ schemaVersion: v }), v);
   for (const v of [2.5, '3', null, NaN, 0, -1, 5]) t.throws(() => fileVersion({ schemaVersion: v }), MigrationError, String(v));
 });
 
-t.test('profile v1 → v2: the carried resourceIds are dropped, a v2 record is left alone', async (t) => {
+t.test('profile v1 → v2: the carried resourceIds are dropped, a v2 record is left alone', (t) => {
   const up = upgradeProfile(v1Profile('a'), 'here');
   t.same(up, { record: { schemaVersion: 2, ...v1Profile('a'), resourceIds: [] }, upgraded: true });
   t.same(Object.keys(up.record)[0], 'schemaVersion');
@@ -809,7 +808,7 @@ const signed = (payload: string, secret = SECRET) =>
   `${TOKEN_PREFIX.canvas}${payload}.${createHmac('sha256', secret).update(payload).digest('base64url')}`;
 const b64 = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
 
-t.test('a canvas token is valid until the second before its expiry, and expired from that second on', async (t) => {
+t.test('a canvas token is valid until the second before its expiry, and expired from that second on', (t) => {
   const token = mintCanvasToken(claims, SECRET);
   t.same(verifyCanvasToken(token, SECRET, 999), { ok: true, claims });
   t.same(verifyCanvasToken(token, SECRET, 1_000), { ok: false, reason: 'expired' }, 'expired during its expiry second');
@@ -825,7 +824,7 @@ t.test('a canvas token is valid until the second before its expiry, and expired 
   );
 });
 
-t.test('a canvas token carries its mint time when given one, and reports exactly the claims it was minted with', async (t) => {
+t.test('a canvas token carries its mint time when given one, and reports exactly the claims it was minted with', (t) => {
   // The mint time (`t`) is what a per-canvas revocation compares with its cut-off (tokens without one count
   // as minted at 0 and die with any revocation of their canvas).
   const minted = mintCanvasToken({ ...claims, mintedAtMs: 1_234_567 }, SECRET);
@@ -865,7 +864,7 @@ function respelled(signature: string): string[] {
   ];
 }
 
-t.test('canonical base64url only: no padding, no stray or standard-alphabet characters, unused bits zero, exact length', async (t) => {
+t.test('canonical base64url only: no padding, no stray or standard-alphabet characters, unused bits zero, exact length', (t) => {
   const bytes = Buffer.from('fe0ffa7b1c2d3e4f', 'hex');
   const text = bytes.toString('base64url');
   t.same(decodeBase64url(text), bytes);
@@ -884,7 +883,7 @@ t.test('canonical base64url only: no padding, no stray or standard-alphabet char
   }
 });
 
-t.test('a re-spelled grant is malformed; its identity is its claims', async (t) => {
+t.test('a re-spelled grant is malformed; its identity is its claims', (t) => {
   const key = grantKey(SECRET);
   const claims = {
     machineId: 'mac-1',
@@ -941,7 +940,7 @@ t.test('a re-spelled grant is malformed; its identity is its claims', async (t) 
   t.same(verifyGrant('arr_canvas_x.y', key, 10), { ok: false, reason: 'malformed' }, 'another prefix');
 });
 
-t.test('a malformed canvas token is refused as malformed, never with an exception', async (t) => {
+t.test('a malformed canvas token is refused as malformed, never with an exception', (t) => {
   const good = mintCanvasToken(claims, SECRET);
   const [payload, signature] = good.slice(TOKEN_PREFIX.canvas.length).split('.') as [string, string];
   const cases: [string, string, string][] = [
@@ -982,7 +981,7 @@ t.test('a malformed canvas token is refused as malformed, never with an exceptio
   );
 });
 
-t.test('token digests: every candidate compared, the first match reported', async (t) => {
+t.test('token digests: every candidate compared, the first match reported', (t) => {
   const a = tokenDigest('a');
   const b = tokenDigest('b');
   t.equal(matchDigest(a, [b, a]), 1);

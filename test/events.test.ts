@@ -23,7 +23,7 @@ async function allChanges(app: FastifyInstance, since?: string): Promise<Receive
   for (;;) {
     const res = await changes(app, `?limit=1000${cursor === undefined ? '' : `&since=${cursor}`}`);
     if (res.statusCode !== 200) throw new Error(`changes: ${res.statusCode} ${res.body}`);
-    const page = res.json() as { changes: Received['data'][]; next: string };
+    const page = res.json<{ changes: Received['data'][]; next: string }>();
     out.push(...page.changes);
     if (page.changes.length === 0) return out;
     cursor = page.next;
@@ -291,7 +291,7 @@ t.test('a subscriber that never reads is cut off; writes go on at full speed and
       payload: { resources: records(round % 2 === 0 ? 'a' : 'b') },
     });
     t.equal(res.statusCode, 200, `reconcile ${round} was acknowledged`);
-    const body = res.json() as { created: string[]; withdrawn: string[] };
+    const body = res.json<{ created: string[]; withdrawn: string[] }>();
     writes += body.created.length + body.withdrawn.length;
   }
   const ms = performance.now() - started;

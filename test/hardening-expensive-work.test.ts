@@ -22,7 +22,7 @@ function profile(id: string, agentletId: string, resourceIds: string[]): AgentPr
     workingDirPath: '/w',
     resourceIds,
     launch: { kind: 'acp-command', command: 'agent' },
-  } as AgentProfile;
+  };
 }
 
 /** A dense graph: `n` nodes, every node linked to the next `k`. */
@@ -43,7 +43,11 @@ t.test('SVG refuses a graph with few components but too many edges (413)', async
     ),
     revision: 'x',
   }));
-  const store = { listResources: async () => resources, listProfiles: async () => profiles, listMachines: async () => [] };
+  const store = {
+    listResources: () => Promise.resolve(resources),
+    listProfiles: () => Promise.resolve(profiles),
+    listMachines: () => Promise.resolve([]),
+  };
   const projection = new CapabilityProjection(store, []);
   t.teardown(() => projection.close());
   const err = await projection.render(undefined, 'svg').then(
@@ -119,6 +123,6 @@ t.test('large reconciles are bounded per credential; agents are still served mea
   const refused = runs.find((r) => r.statusCode === 429)!;
   t.equal(refused.json().code, 'rate_limited');
   t.equal(refused.headers['retry-after'], '1');
-  t.equal(rfs!.statusCode, 200, "the agent's read is answered");
+  t.equal(rfs.statusCode, 200, "the agent's read is answered");
   t.equal((await reconcile()).statusCode, 200, 'once they finished, the machine may reconcile again');
 });

@@ -7,7 +7,7 @@ import { build } from './helpers/build.js';
 const ENVELOPE_KEYS = ['code', 'error', 'message', 'statusCode'];
 
 function isEnvelope(body: Record<string, unknown>): boolean {
-  return ENVELOPE_KEYS.every((k) => k in body) && typeof body.code === 'string' && /^[a-z_]+$/.test(body.code as string);
+  return ENVELOPE_KEYS.every((k) => k in body) && typeof body.code === 'string' && /^[a-z_]+$/.test(body.code);
 }
 
 t.test('128-character IDs can be created, read, replaced, withdrawn and revoked', async (t) => {

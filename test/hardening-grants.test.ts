@@ -190,7 +190,7 @@ t.test('a failed answer is audited as failed: the outcome is what the agent got'
   );
 });
 
-t.test('GrantQuotas: in flight per (grant, capability) and per grant, released once; idle keys dropped', async (t) => {
+t.test('GrantQuotas: in flight per (grant, capability) and per grant, released once; idle keys dropped', (t) => {
   let now = 0;
   const quotas = new GrantQuotas(() => now);
   const limits = { concurrency: 2, perMinute: 100, inFlightPerGrant: 3 };

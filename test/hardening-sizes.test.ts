@@ -41,7 +41,7 @@ t.test('customData nested deeper than the bound is 400 validation_failed, at cre
   t.equal(arrays.statusCode, 400, 'nested arrays count too');
 });
 
-t.test('DOT export of 10k resources and 10k profiles (with their edges) works, labels escaped', async (t) => {
+t.test('DOT export of 10k resources and 10k profiles (with their edges) works, labels escaped', (t) => {
   const components: CapabilitySnapshot['components'] = [];
   const edges: CapabilitySnapshot['edges'] = [];
   components.push({ id: 'provider:huabu', kind: 'provider', name: 'huabu', description: 'host', tags: ['host'], aliases: [] });

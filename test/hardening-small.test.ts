@@ -3,7 +3,7 @@
 // failed store open leaves no file handle for the garbage collector to close.
 import { writeFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import * as fsp from 'node:fs/promises';
+import type * as fsp from 'node:fs/promises';
 import t from 'tap';
 import { CredentialsFileError, resolveCredentials } from '../src/credentials/credentials-file.js';
 import { JsonFileStore } from '../src/storage/json-file-store.js';

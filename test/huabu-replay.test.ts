@@ -308,7 +308,7 @@ for (const compat of [true, false]) {
   });
 }
 
-t.test('every fixture names its upstream source, and every fixture is replayed above', async (t) => {
+t.test('every fixture names its upstream source, and every fixture is replayed above', (t) => {
   const replayed = readFileSync(new URL(import.meta.url), 'utf8');
   for (const fixture of fixtures.values()) {
     t.ok(fixture.source.length > 0 && fixture.source.every((s) => s.repo && s.path && s.commit), `${fixture.name}: source named`);

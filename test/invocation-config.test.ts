@@ -36,7 +36,7 @@ async function fileWith(text: string): Promise<string> {
   return file;
 }
 
-t.test('a valid file: capabilities, credential header value, policy version from the bytes', async (t) => {
+t.test('a valid file: capabilities, credential header value, policy version from the bytes', (t) => {
   const text = doc({ 'web-search': entry() });
   const caps = parseHostedCapabilities(text, { SEARCH_KEY: KEY });
   t.same(caps.ids, ['web-search']);
@@ -98,7 +98,7 @@ t.test('a bad file stops the start with an error naming the problem, never a val
 
 t.test(
   "one grant in flight across its capabilities: 4 by default, the largest per-capability concurrency when larger, or the file's",
-  async (t) => {
+  (t) => {
     const with_ = (extra: Record<string, unknown>, capabilities: Record<string, unknown>) =>
       JSON.stringify({ schemaVersion: 1, ...extra, capabilities });
     t.equal(parseHostedCapabilities(doc({ 'web-search': entry() }), { SEARCH_KEY: KEY }).maxInFlightPerGrant, 4);
@@ -127,7 +127,7 @@ t.test(
   },
 );
 
-t.test("an answer carrying a capability's own credential, in its usual spellings", async (t) => {
+t.test("an answer carrying a capability's own credential, in its usual spellings", (t) => {
   const value = 'tvly-Ab+/"cd\\efGHIJ0123456789';
   const caps = parseHostedCapabilities(doc({ 'web-search': entry(), 'other-search': entry({ credential: undefined }) }), {
     SEARCH_KEY: value,
@@ -149,7 +149,7 @@ t.test("an answer carrying a capability's own credential, in its usual spellings
   t.notOk(caps.answerCarriesCredential('other-search', carried[0]!), 'a capability without a credential has nothing to leak');
 });
 
-t.test('bounded schemas: what counts', async (t) => {
+t.test('bounded schemas: what counts', (t) => {
   t.same(unboundedSchemaProblems(schema), []);
   t.same(
     unboundedSchemaProblems({

@@ -151,7 +151,7 @@ t.test('a repeat asking for nothing different returns the stored record; anythin
     ['workingDirPath', { workingDirPath: '/elsewhere' }],
     ['resourceIds', { resourceIds: ['image-gen'] }],
   ] as const) {
-    const res = await launch(h, { ...{ profileId, canvasId: 'canvas-1', threadId: 'thread-1' }, ...change } as Record<string, unknown>);
+    const res = await launch(h, { ...{ profileId, canvasId: 'canvas-1', threadId: 'thread-1' }, ...change });
     t.equal(res.statusCode, 409, what);
     t.equal(res.json().code, 'workload_already_realized');
     t.match(res.json().details, { differs: [what], profileId, workingDirPath: '/home/me/site', resourceIds: [...REQUIRED, 'web-search'] });

@@ -54,13 +54,13 @@ const INVISIBLES = [
   0x2069,
 ];
 
-t.test('lookAlikeKey: UTS #39 skeletons from confusables.txt, ignoring case', async (t) => {
+t.test('lookAlikeKey: UTS #39 skeletons from confusables.txt, ignoring case', (t) => {
   for (const [a, b] of CLASHING) t.equal(lookAlikeKey(a), lookAlikeKey(b), `${JSON.stringify(a)} clashes with ${JSON.stringify(b)}`);
   for (const [a, b] of DISTINCT) t.not(lookAlikeKey(a), lookAlikeKey(b), `${JSON.stringify(a)} stays apart from ${JSON.stringify(b)}`);
   t.equal(lookAlikeKey('  Web \u2003 search '), lookAlikeKey('web search'), 'surrounding space trimmed, inner runs of any space collapsed');
 });
 
-t.test('lookAlikeKey: the ASCII shortcut agrees with the full pipeline', async (t) => {
+t.test('lookAlikeKey: the ASCII shortcut agrees with the full pipeline', (t) => {
   // A zero-width space takes the text off the shortcut and is itself dropped by the skeleton.
   fc.assert(
     fc.property(fc.string({ unit: 'binary-ascii', maxLength: 40 }), (s) => lookAlikeKey(s) === lookAlikeKey(s + '\u200B')),
@@ -72,7 +72,7 @@ t.test('lookAlikeKey: the ASCII shortcut agrees with the full pipeline', async (
   }
 });
 
-t.test('hasInvisible: every Default_Ignorable_Code_Point and bidi control, and nothing in ordinary text', async (t) => {
+t.test('hasInvisible: every Default_Ignorable_Code_Point and bidi control, and nothing in ordinary text', (t) => {
   for (const cp of INVISIBLES) t.ok(hasInvisible(`Re${String.fromCodePoint(cp)}viewer`), `U+${cp.toString(16).toUpperCase()}`);
   for (const text of ['Reviewer — “quoted” 日本語', 'Рецензент', 'Café', 'مراجع', 'समीक्षक', '⭐ Star']) t.notOk(hasInvisible(text), text);
 });

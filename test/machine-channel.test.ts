@@ -271,8 +271,8 @@ t.test('the channel service: status changes told once each, jobs in flight bound
   const written: Job[] = [];
   let ended = 0;
   const sink: ChannelSink = { job: (j) => written.push(j), comment: () => {}, end: () => void ended++ };
-  const close = channels.open('m', sink, async () => true);
-  channels.open('m', { ...sink }, async () => true); // a replacement is not a new connection
+  const close = channels.open('m', sink, () => Promise.resolve(true));
+  channels.open('m', { ...sink }, () => Promise.resolve(true)); // a replacement is not a new connection
   t.same(told, ['m connected']);
   const a = channels.run('m', 'ping');
   const b = channels.run('m', 'ping');
@@ -287,7 +287,7 @@ t.test('the channel service: status changes told once each, jobs in flight bound
   channels.closeAll();
   t.match(await b.catch((err: unknown) => err), { code: 'agentlet_unavailable' }, 'its waiter gets 503');
   t.same(told, ['m connected', 'm disconnected']);
-  t.throws(() => channels.open('m', sink, async () => true), { code: 'unavailable' }, 'a closing service takes no channel');
+  t.throws(() => channels.open('m', sink, () => Promise.resolve(true)), { code: 'unavailable' }, 'a closing service takes no channel');
 });
 
 t.test('the heartbeat writes a comment on every channel and closes one whose credential no longer holds', async (t) => {
@@ -296,7 +296,7 @@ t.test('the heartbeat writes a comment on every channel and closes one whose cre
   t.teardown(() => channels.closeAll());
   const comments: string[] = [];
   let valid = true;
-  channels.open('m', { job: () => {}, comment: (c) => comments.push(c), end: () => {} }, async () => valid);
+  channels.open('m', { job: () => {}, comment: (c) => comments.push(c), end: () => {} }, () => Promise.resolve(valid));
   await new Promise((r) => setTimeout(r, 70));
   t.ok(comments.length >= 2 && comments.every((c) => c === 'heartbeat'), `heartbeats written (${comments.length})`);
   t.equal(channels.status('m').status, 'connected');

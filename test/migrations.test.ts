@@ -100,7 +100,7 @@ t.test('v1 deployments become manifest-backed profiles as upstream migrateDeploy
   t.same(doc.state.configs, []);
 });
 
-t.test('every setup status of a v1 deployment becomes the preparation upstream parsePreparation makes of it', async (t) => {
+t.test('every setup status of a v1 deployment becomes the preparation upstream parsePreparation makes of it', (t) => {
   const deployment = (id: string, setup: Record<string, unknown>) => ({
     id,
     alias: id,
@@ -180,7 +180,7 @@ for (const v of VERSIONS) {
       const list = await h.app.inject({ url: '/api/acp/profiles', headers: h.owner });
       t.equal(list.statusCode, 200);
       // A migrated record carries no revision on disk; it reads as revision 1.
-      const shown = expected.state.profiles!.map((p) => ({ ...p, revision: 1 }) as Record<string, unknown>);
+      const shown = expected.state.profiles!.map((p): Record<string, unknown> => ({ ...p, revision: 1 }));
       t.same(
         list.json().profiles,
         shown.sort((a, b) => String(a.id).localeCompare(String(b.id))),
@@ -249,7 +249,7 @@ t.test('a v4 file is loaded as it is: no backup, no rewrite', async (t) => {
 t.test('moving back: every v4 file this service writes is one upstream store reads, with the same profiles', async (t) => {
   // The revision is compared apart: a record stored without one is served at revision 1.
   const upstreamView = (p: Record<string, unknown>) => {
-    const { preparation, revision, ...rest } = p;
+    const { preparation: _preparation, revision: _revision, ...rest } = p;
     const { revision: _, ...withPreparation } = p;
     return rest.launch && (rest.launch as { kind: string }).kind === 'agent-team-manifest' ? withPreparation : rest;
   };

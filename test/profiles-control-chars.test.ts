@@ -28,7 +28,7 @@ const REFUSED: [string, Record<string, unknown>][] = [
   ['a newline in metadata.cliId', { metadata: { cliId: 'claude\ncode' } }],
 ];
 
-async function suite(t: Test, open: (t: Test) => Promise<TestApp>) {
+function suite(t: Test, open: (t: Test) => Promise<TestApp>): void {
   for (const [what, fields] of REFUSED) {
     t.test(`${what}: 400 on create and on PATCH, nothing stored`, async (t) => {
       const h = await open(t);

@@ -36,7 +36,7 @@ t.test('create without agentletId lands on DEFAULT_AGENTLET_ID; without one it i
   t.equal(refused.json().details.field, '/agentletId');
 });
 
-t.test('DEFAULT_AGENTLET_ID is checked once at start', async (t) => {
+t.test('DEFAULT_AGENTLET_ID is checked once at start', (t) => {
   for (const bad of ['huabu', 'has space', '-leading']) {
     t.throws(() => loadConfig(testEnv('/tmp/x', { DEFAULT_AGENTLET_ID: bad })), ConfigError, `${bad} is refused`);
   }

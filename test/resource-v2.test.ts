@@ -442,7 +442,7 @@ t.test(
     await h.app.close();
 
     const written = await readFile(resourcesFile(dataDir), 'utf8');
-    t.match(written, /^\{\n  "schemaVersion": 2,\n  "state": \{\n    "resources": \[/, "upstream's envelope and layout");
+    t.match(written, /^\{\n {2}"schemaVersion": 2,\n {2}"state": \{\n {4}"resources": \[/, "upstream's envelope and layout");
     t.same(upstreamLoad(written).resources, expected, "upstream's parser loads exactly what this service serves as v2");
     t.match(
       upstreamLoad(written).resources.find((r) => r.id === 'slides'),

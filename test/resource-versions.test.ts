@@ -23,7 +23,7 @@ const v2: AgentResourceV2 = {
   userContent: '',
 };
 
-t.test("v1 → v2 is upstream's migrateLegacyResource; v1 reads back exactly", async (t) => {
+t.test("v1 → v2 is upstream's migrateLegacyResource; v1 reads back exactly", (t) => {
   t.same(toV2(v1), {
     schemaVersion: 2,
     id: 'pdf',
@@ -47,7 +47,7 @@ t.test("v1 → v2 is upstream's migrateLegacyResource; v1 reads back exactly", a
   t.same(Object.keys(toV2(custom)), ['schemaVersion', 'id', 'name', 'displayName', 'provider', 'sourceContent', 'userContent']);
 });
 
-t.test('v2 → v1: first non-empty line, the whole guidance, owner content under a heading', async (t) => {
+t.test('v2 → v1: first non-empty line, the whole guidance, owner content under a heading', (t) => {
   t.same(v2ToV1(v2), {
     schemaVersion: 1,
     id: 'web',
@@ -61,7 +61,7 @@ t.test('v2 → v1: first non-empty line, the whole guidance, owner content under
   t.equal(toV1(v2).schemaVersion, 1);
 });
 
-t.test('v2 → v1 at the bounds: never past v1, never a split surrogate pair, always a pointer to the rest', async (t) => {
+t.test('v2 → v1 at the bounds: never past v1, never a split surrogate pair, always a pointer to the rest', (t) => {
   const emoji = '😀';
   const big: AgentResourceV2 = { ...v2, sourceContent: `${emoji.repeat(400)}\n${'b'.repeat(99_000)}`, userContent: 'u'.repeat(20_000) };
   const out = v2ToV1(big);
@@ -78,7 +78,7 @@ t.test('v2 → v1 at the bounds: never past v1, never a split surrogate pair, al
   t.match(v2ToV1({ ...v2, sourceContent: 'x'.repeat(4001) }).instructions, /Shortened/, 'one past: shortened with the note');
 });
 
-t.test("the owner's fields: carried over a provider's write, patched, cleared", async (t) => {
+t.test("the owner's fields: carried over a provider's write, patched, cleared", (t) => {
   const existing = withOwnerFields(v2, { displayName: 'Search', userContent: 'Be brief.' });
   const incoming: AgentResource = { schemaVersion: 1, id: 'web', name: 'Web', provider: 'huabu', description: 'd', instructions: 'i' };
   t.same(carryOwnerFields(existing, incoming), { ...incoming, displayName: 'Search', userContent: 'Be brief.' }, 'kept across versions');
@@ -90,7 +90,7 @@ t.test("the owner's fields: carried over a provider's write, patched, cleared", 
   t.same(v1Cleared, v1, 'a v1 record with no customization has no owner keys');
 });
 
-t.test('capability projection: labels are displayName ?? name; duplicate names span both versions', async (t) => {
+t.test('capability projection: labels are displayName ?? name; duplicate names span both versions', (t) => {
   const a = withOwnerFields(v2, { displayName: 'Search', userContent: '' });
   const b: AgentResource = {
     schemaVersion: 1,

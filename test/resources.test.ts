@@ -350,9 +350,7 @@ t.test('JSON store: a registration stands when its audit line cannot be appended
   t.teardown(() => store.close());
   // The audit log failing (a full disk, say) after the resources document is durable.
   const log = Reflect.get(store, 'audit') as { append(entries: unknown[]): Promise<void> };
-  log.append = async () => {
-    throw new Error('ENOSPC: no space left on device');
-  };
+  log.append = () => Promise.reject(new Error('ENOSPC: no space left on device'));
   const reported: unknown[] = [];
   const audit = new AuditTrail(store, { now: () => new Date('2026-01-01T00:00:00.000Z') }, (err) => reported.push(err));
   const registry = new ResourceRegistry(store, new SecretScanner(), audit);

@@ -11,7 +11,7 @@ t.setTimeout(300_000);
 
 const ROOT = process.cwd();
 
-t.test('--help on every script: exit 0 and a usage line', async (t) => {
+t.test('--help on every script: exit 0 and a usage line', (t) => {
   const scripts: [string, RegExp][] = [
     [
       'dist/scripts/migrate.js',

@@ -2,6 +2,7 @@
 // audit file closes (the HTTP side closes first, then the app drains its handlers, then the store closes).
 import t from 'tap';
 import { readFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import pino from 'pino';
 import { buildApp } from '../src/app.js';
@@ -125,7 +126,7 @@ t.test('writes whose clients hung up (as a load generator does at its end) still
     const logger = pino({ level: 'info' }, pino.destination({ dest: logFile, sync: true, mkdir: true }));
     const app = await buildApp({ config: loadConfig(testEnv(dataDir, { SEED_HUABU_RESOURCES: 'false' })), logger });
     await app.listen({ host: '127.0.0.1', port: 0 });
-    const { port } = app.server.address() as import('node:net').AddressInfo;
+    const { port } = app.server.address() as AddressInfo;
     const ids = Array.from({ length: 16 }, (_, i) => `hup-${delayMs}-${i}`);
     const agent = new http.Agent({ keepAlive: false });
     await Promise.all(

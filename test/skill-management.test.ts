@@ -36,7 +36,7 @@ async function setup(t: Test, machine: Machine, defaultMachine: string | null = 
     registry,
     scanner,
     audit,
-    defaultMachineId: async () => defaultMachine ?? undefined,
+    defaultMachineId: () => Promise.resolve(defaultMachine ?? undefined),
   });
   return { store, registry, skills, jobs };
 }
@@ -47,7 +47,7 @@ const failure = async (p: Promise<unknown>) => {
     (e: unknown) => e,
   );
   if (!(err instanceof AppError)) throw new Error(`expected an AppError, got ${String(err)}`);
-  return { code: err.code, details: err.details as Record<string, unknown> | undefined, message: err.message };
+  return { code: err.code, details: err.details, message: err.message };
 };
 
 t.test('no machine named and no default: 503 agentlet_unavailable, nothing sent', async (t) => {

@@ -28,7 +28,7 @@ t.test(
     const lines = (await readFile(server.logFile, 'utf8')).trim().split('\n');
     const parsed = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
     t.ok(parsed.length === lines.length, 'not a TTY: every line is JSON');
-    const summary = parsed.filter((l) => typeof l.msg === 'string' && (l.msg as string).startsWith('agent-resource-registry ready')).pop();
+    const summary = parsed.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('agent-resource-registry ready')).pop();
     t.ok(summary, 'a summary line');
     t.match(
       summary!.msg,
@@ -71,6 +71,7 @@ t.test(
     }).finally(() => process.kill(-child.pid!, 'SIGINT'));
     await new Promise((r) => child.once('exit', r));
     const run = { stdout };
+    // eslint-disable-next-line no-control-regex -- removes the colours' escape sequences, which start with ESC
     const out = run.stdout.replace(/\x1b\[[0-9;]*m/g, '');
     t.match(out, /INFO.*agent-resource-registry ready: listening on http:\/\/127\.0\.0\.1:\d+/);
     t.notMatch(out, /^\{"level"/m, 'no JSON lines');

@@ -130,7 +130,7 @@ t.test('generated credentials: file mode 0600, values never logged, reused on re
   t.match(creds, { ownerToken: /^arr_owner_/, huabuProviderToken: /^arr_huabu_/, canvasTokenSecret: /^arr_secret_/ });
   const log = await readFile(logFile, 'utf8');
   t.match(log, file, 'the log names the file');
-  for (const value of Object.values(creds) as string[]) t.notMatch(log, value.slice(0, 16), 'the log never holds a value');
+  for (const value of Object.values<string>(creds)) t.notMatch(log, value.slice(0, 16), 'the log never holds a value');
 
   const again = await buildApp({ config, logger: createLogger('silent') });
   const res = await again.inject({ url: '/api/acp/resources', headers: { authorization: `Bearer ${creds.ownerToken}` } });

@@ -198,7 +198,7 @@ t.test('receipts/ holds only <id>.json regular files', async (t) => {
   ]);
 });
 
-t.test('the resource root override must be absolute', async (t) => {
+t.test('the resource root override must be absolute', (t) => {
   t.equal(resolveResourceRoot(undefined, undefined, '/home/u'), '/home/u/.agentlet/resources');
   t.equal(resolveResourceRoot(undefined, '/srv/res/', '/home/u'), '/srv/res/');
   t.equal(resolveResourceRoot('/opt/r', '/srv/res', '/home/u'), '/opt/r', 'the flag wins');

@@ -249,7 +249,7 @@ t.test(
   },
 );
 
-t.test('reconnect delays: full jitter under a doubling bound, capped', async (t) => {
+t.test('reconnect delays: full jitter under a doubling bound, capped', (t) => {
   t.equal(
     backoffMs(0, 30_000, () => 0.999999),
     RECONNECT_BASE_MS - 1,

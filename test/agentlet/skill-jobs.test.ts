@@ -35,7 +35,7 @@ async function skill(dir: string, files: Record<string, string>): Promise<string
 const code = (err: unknown) => (err as { code?: string }).code;
 const message = (err: unknown) => (err as Error).message;
 
-t.test('the source revision: SHA-256 over the files sorted by path, each as path NUL length NUL bytes', async (t) => {
+t.test('the source revision: SHA-256 over the files sorted by path, each as path NUL length NUL bytes', (t) => {
   const files = [
     { rel: 'b/run.sh', bytes: Buffer.from('echo\n') },
     { rel: 'SKILL.md', bytes: Buffer.from('hi') },
@@ -52,7 +52,7 @@ t.test('the source revision: SHA-256 over the files sorted by path, each as path
   );
 });
 
-t.test('SKILL.md front matter is YAML with name and description', async (t) => {
+t.test('SKILL.md front matter is YAML with name and description', (t) => {
   t.same(parseSkillFile(SKILL('PDF helper')), { name: 'PDF helper', description: 'What PDF helper does.' });
   t.same(
     parseSkillFile('---\nname: "Quoted: yes"\ndescription: >\n  Folded\n  text\n---\n'),
@@ -180,9 +180,9 @@ async function rootWithContext(t: Parameters<typeof tempDir>[0]) {
   const context: JobContext = {
     machineId: 'agentlet-x',
     root,
-    publish: async () => {
+    publish: () => {
       published++;
-      return { dryRun: false, created: [], replaced: [], withdrawn: [], unchanged: [] };
+      return Promise.resolve({ dryRun: false, created: [], replaced: [], withdrawn: [], unchanged: [] });
     },
     scanner: new SecretScanner(['arr_machine_token_of_this_machine_0123456789']),
   };

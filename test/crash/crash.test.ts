@@ -85,7 +85,7 @@ t.test('kill -9 at random moments loses no acknowledged write', async (t) => {
   );
 });
 
-t.test('the unsafe test mode is refused unless explicitly allowed', async (t) => {
+t.test('the unsafe test mode is refused unless explicitly allowed', (t) => {
   t.throws(() => loadConfig({ ARR_UNSAFE_ACK_BEFORE_WRITE_MS: '400' }), ConfigError);
   t.equal(loadConfig({ ARR_UNSAFE_ACK_BEFORE_WRITE_MS: '400', ARR_ALLOW_UNSAFE_TEST_MODES: '1' }).unsafeAckBeforeWriteMs, 400);
   t.equal(loadConfig({}).unsafeAckBeforeWriteMs, undefined);

@@ -77,8 +77,8 @@ function spawnMigrator(kind: Migrator, dataDir: string) {
           stdio: ['ignore', 'pipe', 'pipe'],
         });
   let output = '';
-  child.stdout!.on('data', (c: Buffer) => (output = (output + c.toString('utf8')).slice(-4000)));
-  child.stderr!.on('data', (c: Buffer) => (output = (output + c.toString('utf8')).slice(-4000)));
+  child.stdout.on('data', (c: Buffer) => (output = (output + c.toString('utf8')).slice(-4000)));
+  child.stderr.on('data', (c: Buffer) => (output = (output + c.toString('utf8')).slice(-4000)));
   const exited = new Promise<{ code: number | null; signal: string | null; output: string }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal, output })),
   );

@@ -56,38 +56,38 @@ const a1 = rec('m1', 'a1');
 const a2 = rec('m1', 'a2');
 const b1 = rec('m2', 'b1');
 
-t.test('an acknowledged write must survive; an older state is a lost write', async (t) => {
+t.test('an acknowledged write must survive; an older state is a lost write', (t) => {
   const ops = [op('acknowledged', 10, 20, 'm1', [['x', a1]]), op('acknowledged', 30, 40, 'm1', [['x', a2]])];
   t.same(kinds(history([], ops, [['x', a2]])), []);
   t.same(kinds(history([], ops, [['x', a1]])), ['lost-acknowledged-write'], 'a1 was certainly overwritten by a2');
   t.same(kinds(history([], ops, [])), ['lost-acknowledged-write', 'owner-changed-without-withdrawal']);
 });
 
-t.test('overlapping acknowledged writes may land in either order', async (t) => {
+t.test('overlapping acknowledged writes may land in either order', (t) => {
   const ops = [op('acknowledged', 10, 40, 'm1', [['x', a1]]), op('acknowledged', 20, 30, 'm1', [['x', a2]])];
   t.same(kinds(history([], ops, [['x', a1]])), []);
   t.same(kinds(history([], ops, [['x', a2]])), []);
 });
 
-t.test('an unknown-outcome write may or may not have happened', async (t) => {
+t.test('an unknown-outcome write may or may not have happened', (t) => {
   const ops = [op('acknowledged', 10, 20, 'm1', [['x', a1]]), op('unknown', 30, undefined, 'm1', [['x', a2]])];
   t.same(kinds(history([], ops, [['x', a1]])), []);
   t.same(kinds(history([], ops, [['x', a2]])), []);
   t.same(kinds(history([], [op('unknown', 30, undefined, 'm1', [['x', a2]])], [])), [], 'nothing acknowledged: the start state is fine');
 });
 
-t.test('an acknowledged withdrawal stays withdrawn unless a later write could have re-registered', async (t) => {
+t.test('an acknowledged withdrawal stays withdrawn unless a later write could have re-registered', (t) => {
   const withdraw = op('acknowledged', 10, 20, 'm1', [['x', null]]);
   t.same(kinds(history([['x', a1]], [withdraw], [])), []);
   t.same(kinds(history([['x', a1]], [withdraw], [['x', a1]])), ['lost-acknowledged-write']);
   t.same(kinds(history([['x', a1]], [withdraw, op('unknown', 30, undefined, 'm1', [['x', a2]])], [['x', a2]])), []);
 });
 
-t.test('a change nobody asked for is reported', async (t) => {
+t.test('a change nobody asked for is reported', (t) => {
   t.same(kinds(history([['x', a1]], [], [['x', a2]])), ['unexpected-change']);
 });
 
-t.test("a record leaves its owner only through the owner's withdrawal", async (t) => {
+t.test("a record leaves its owner only through the owner's withdrawal", (t) => {
   // m2 was told "held by m1" (409), yet after the restart x is free, and m1 never withdrew it.
   const refused = op('rejected', 10, 20, 'm2', [['x', b1]], [['x', 'm1']]);
   const unknownCreate = op('unknown', 5, undefined, 'm1', [['x', a1]]);
@@ -133,7 +133,7 @@ function profileHistory(start: ProfileView[], ops: OpRecord[], end: ProfileView[
 }
 const profileKinds = (h: RoundHistory) => checkProfiles(h).map((v) => v.kind);
 
-t.test('profiles: acknowledged creates, patches and deletes are reflected field by field', async (t) => {
+t.test('profiles: acknowledged creates, patches and deletes are reflected field by field', (t) => {
   const created = profile('prf-a', 'A');
   const create = pop('acknowledged', 10, 20, createEffects(created));
   const patch = pop('acknowledged', 30, 40, [alias('prf-a', 'B')]);
@@ -154,7 +154,7 @@ t.test('profiles: acknowledged creates, patches and deletes are reflected field 
   );
 });
 
-t.test('profiles: an acknowledged delete stays deleted; an unknown create may appear, as sent', async (t) => {
+t.test('profiles: an acknowledged delete stays deleted; an unknown create may appear, as sent', (t) => {
   const a = profile('prf-a', 'A');
   const del = pop('acknowledged', 10, 20, [gone('prf-a')]);
   t.same(profileKinds(profileHistory([a], [del], [])), []);
@@ -167,7 +167,7 @@ t.test('profiles: an acknowledged delete stays deleted; an unknown create may ap
   t.same(profileKinds(profileHistory([a, profile('prf-b', 'a')], [], [a, profile('prf-b', 'a')])), ['alias-not-unique']);
 });
 
-t.test('workloads: the first realization is the only record, across rounds', async (t) => {
+t.test('workloads: the first realization is the only record, across rounds', (t) => {
   const record = { canvasId: 'c', threadId: 't', realizedAt: '1', spec: { binding: { profileId: 'p' } } };
   const answer = JSON.stringify(record);
   const launch = (outcome: Outcome, text?: string) =>

@@ -32,7 +32,7 @@ function ensureBuilt(): void {
       encoding: 'utf8',
     });
   } catch (err) {
-    throw new Error(`npm run build failed:\n${(err as { stdout?: string }).stdout ?? err}`);
+    throw new Error(`npm run build failed:\n${(err as { stdout?: string }).stdout ?? err}`, { cause: err });
   }
 }
 

@@ -62,7 +62,7 @@ function member(v: unknown, i: number) {
 
 function preparation(v: unknown, label: string): Obj {
   if (!isObject(v)) return fail(`${label} must be an object`);
-  const o = v as Obj;
+  const o = v;
   if (o.status === 'not_prepared' || o.status === 'disabled') return { status: 'not_prepared' };
   if (o.status === 'setting_up')
     return { status: 'setting_up', operationId: text(o.operationId, label), startedAt: num(o.startedAt, label) };
@@ -78,7 +78,7 @@ function preparation(v: unknown, label: string): Obj {
 function profile(v: unknown, i: number): Obj {
   const label = `profiles[${i}]`;
   if (!isObject(v)) return fail(`${label} must be an object`);
-  const o = v as Obj;
+  const o = v;
   const alias = text(o.alias, `${label}.alias`);
   if (alias.trim() !== alias) fail(`${label}.alias cannot have surrounding whitespace`);
   const legacy = o.schemaVersion === undefined;
@@ -129,7 +129,7 @@ function profile(v: unknown, i: number): Obj {
 export function parseAsUpstream(file: unknown): { roots: unknown[]; members: unknown[]; profiles: Obj[]; configs: unknown[] } {
   if (!isObject(file) || !isObject(file.state)) return fail('Unsupported or invalid Agent Team registry schema');
   if (![1, 2, 3, 4].includes(file.schemaVersion as number)) fail('Unsupported or invalid Agent Team registry schema');
-  const state = file.state as Obj;
+  const state = file.state;
   const v1 = file.schemaVersion === 1;
   const listKey = v1 ? 'deployments' : 'profiles';
   if (!Array.isArray(state.roots) || !Array.isArray(state.members)) fail('Invalid Agent Team registry state (roots/members)');
@@ -144,8 +144,8 @@ export function parseAsUpstream(file: unknown): { roots: unknown[]; members: unk
   const members = (state.members as unknown[]).map(member);
   const profiles = ((state.profiles ?? []) as unknown[]).map(profile);
   const configs = ((state.configs ?? []) as unknown[]).map((c, i) => {
-    if (!isObject(c) || !isObject((c as Obj).values)) return fail(`configs[${i}]`);
-    const o = c as Obj;
+    if (!isObject(c) || !isObject(c.values)) return fail(`configs[${i}]`);
+    const o = c;
     for (const value of Object.values(o.values as Obj)) if (typeof value !== 'string') fail(`configs[${i}].values`);
     return { machine: text(o.machine, `configs[${i}]`), manifestPath: text(o.manifestPath, `configs[${i}]`) };
   });

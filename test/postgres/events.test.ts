@@ -40,7 +40,7 @@ if (base) {
     );
     const page = (
       await a.h.app.inject({ url: `/api/acp/changes?since=${Number(sub.events[0]!.id) - 1}&limit=1000`, headers: a.h.owner })
-    ).json() as { changes: { id: string }[] };
+    ).json<{ changes: { id: string }[] }>();
     t.same(
       page.changes.map((c) => c.id),
       sub.events.map((e) => e.id),

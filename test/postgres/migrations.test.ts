@@ -108,7 +108,7 @@ if (base) {
     t.match(err.join('\n'), /newer than/);
   });
 
-  t.test('DATABASE_URL without the credentials in the environment is refused', async (t) => {
+  t.test('DATABASE_URL without the credentials in the environment is refused', (t) => {
     t.throws(() => loadConfig({ DATABASE_URL: base }), /OWNER_TOKEN, HUABU_PROVIDER_TOKEN, CANVAS_TOKEN_SECRET must be set too/);
     t.throws(() => loadConfig({ DATABASE_URL: 'mysql://x', OWNER_TOKEN: CANARY.owner }), /DATABASE_URL/);
   });

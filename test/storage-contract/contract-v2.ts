@@ -124,7 +124,7 @@ export function runV2Contract(
         { ...resource('mac-a', 'f-imported-v1'), imported: true },
       ];
       for (const r of records) {
-        const { displayName, userContent, imported, ...source } = r as StoredResource & { displayName?: string; userContent?: string };
+        const { displayName, userContent, imported, ...source } = r;
         await store.putResource(r.schemaVersion === 2 ? { ...(source as AgentResourceV2), userContent: '' } : (source as StoredResource));
         if (displayName !== undefined || userContent || imported) {
           await store.customizeResource(r.id, {
