@@ -76,6 +76,7 @@ t.test('the bundle holds our code and typebox; pg and the PostgreSQL store are n
     readdirSync(path.join(path.dirname(BUNDLE_ENTRY), 'chunks')).some((f) => f.startsWith('postgres-store-') && f.endsWith('.js')),
     'the PostgreSQL store is a chunk of its own',
   );
+  t.end();
 });
 
 t.test('the bundled server serves the service: OpenAPI, both record versions, errors, SIGTERM', async (t) => {

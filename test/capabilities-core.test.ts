@@ -91,6 +91,7 @@ t.test('duplicate_resource_name: two resources an agent could see together share
     'one diagnostic for what every agent sees, one per machine that adds a namesake',
   );
   t.match(snapshot.diagnostics[1]!.message, /an agent on mac-a sees them together/);
+  t.end();
 });
 
 t.test('unresolved_reference: a profile selects an ID nobody registered', (t) => {
@@ -104,6 +105,7 @@ t.test('unresolved_reference: a profile selects an ID nobody registered', (t) =>
     launch: { kind: 'agent-team-manifest', manifestPath: '/m.yaml', harness: 'h' },
   };
   t.same(codes(state({ profiles: [manifest] })), [], 'near miss: a manifest-backed profile selects nothing in this phase');
+  t.end();
 });
 
 t.test("cross_machine_reference: a profile selects another machine's resource", (t) => {
@@ -120,6 +122,7 @@ t.test("cross_machine_reference: a profile selects another machine's resource", 
     [['cross_machine_reference', ['provider:huabu', 'resource:req']]],
     'a required default held by a machine',
   );
+  t.end();
 });
 
 t.test('alias_collision: two profiles share an alias ignoring case', (t) => {
@@ -127,6 +130,7 @@ t.test('alias_collision: two profiles share an alias ignoring case', (t) => {
     ['alias_collision', ['agent:p1', 'agent:p2']],
   ]);
   t.same(codes(state({ profiles: [profile('p1', 'mac-a', [], 'Reviewer'), profile('p2', 'mac-b', [], 'Reviewer 2')] })), [], 'near miss');
+  t.end();
 });
 
 t.test('missing_required_resource: a required default is not registered', (t) => {
@@ -138,6 +142,7 @@ t.test('missing_required_resource: a required default is not registered', (t) =>
     [],
     'near miss: registered by the host',
   );
+  t.end();
 });
 
 t.test('alias_shadows_component: an alias equal to a resource or profile ID (warning)', (t) => {
@@ -159,6 +164,7 @@ t.test('alias_shadows_component: an alias equal to a resource or profile ID (war
     [],
     'near miss',
   );
+  t.end();
 });
 
 t.test('unknown_variable: instructions name a $VARIABLE outside the runtime set (warning)', (t) => {
@@ -184,6 +190,7 @@ t.test('unknown_variable: instructions name a $VARIABLE outside the runtime set 
     ['Agentlet_Token', 'PATH', 'X1', 'huabu_rfs_url'],
     'wrong-case runtime names are reported',
   );
+  t.end();
 });
 
 t.test('snapshot: components, edges and aliases as the contract describes', (t) => {
@@ -216,6 +223,7 @@ t.test('snapshot: components, edges and aliases as the contract describes', (t) 
   t.same(snapshot.aliases, [{ alias: 'Reviewer', component: 'agent:p1' }]);
   t.same(snapshot.diagnostics, []);
   t.match(snapshot.digest, /^[0-9a-f]{64}$/);
+  t.end();
 });
 
 t.test('snapshot: byte-identical whatever the insertion order', (t) => {
@@ -246,6 +254,7 @@ t.test('snapshot: byte-identical whatever the insertion order', (t) => {
     );
   }
   t.equal(snapshotToDot(buildSnapshot(reversed)), snapshotToDot(buildSnapshot(input)), 'and the DOT');
+  t.end();
 });
 
 t.test('digest: changes when anything visible changes, and only then', (t) => {
@@ -291,6 +300,7 @@ t.test('digest: changes when anything visible changes, and only then', (t) => {
     },
   };
   for (const [what, input] of Object.entries(same)) t.equal(digest(input), d0, `stays with ${what}`);
+  t.end();
 });
 
 t.test('narrowing by kind keeps the components of that kind and what touches them', (t) => {
@@ -330,6 +340,7 @@ t.test('narrowing by kind keeps the components of that kind and what touches the
   );
   const dot = snapshotToDot(resources, snapshot);
   t.match(dot, /"agent:p1"/, 'the DOT of a view draws the other end of its edges');
+  t.end();
 });
 
 t.test('diagnosticsFor: the errors that stand in the way of one agent and one effective set', (t) => {
@@ -406,6 +417,7 @@ t.test('diagnosticsFor: the errors that stand in the way of one agent and one ef
       `index: ${profile.id} ${effectiveResourceIds.join(',')}`,
     );
   }
+  t.end();
 });
 
 t.test('selectionConflicts: what a profile save refuses', (t) => {
@@ -433,6 +445,7 @@ t.test('selectionConflicts: what a profile save refuses', (t) => {
   t.same(selectionConflicts(input, who, ['a']), [], 'near miss: only one of the namesakes is selected');
   t.same(selectionConflicts(input, { ...who, agentletId: 'mac-b' }, ['a', 'c']).length, 1);
   t.same(selectionConflicts(input, who, []), [], 'nothing selected');
+  t.end();
 });
 
 // What a user reads in the snapshot and in a refused launch or profile save: every diagnostic's text names
@@ -558,6 +571,7 @@ t.test('registry diagnostics: each names what is wrong and whom, errors first, i
     [],
     'no hosted capabilities, no such warning',
   );
+  t.end();
 });
 
 t.test("diagnosticsFor: the errors a refused launch names, judged from the agent's machine", (t) => {
@@ -655,6 +669,7 @@ t.test("diagnosticsFor: the errors a refused launch names, judged from the agent
     "the errors only, beside the caller's details",
   );
   t.doesNotThrow(() => assertNoErrors([diag('warning', 'unknown_variable', 'Not an error.', ['resource:x'])], 'x'), 'warnings alone pass');
+  t.end();
 });
 
 t.test('DOT escaping: a hostile name cannot inject DOT syntax and survives rendering', async (t) => {

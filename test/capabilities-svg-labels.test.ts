@@ -170,4 +170,5 @@ t.test('wrapLabel breaks after separators, inside long words, and cuts with "…
     estimateTextWidth('tttt', 14) > estimateTextWidth('iiii', 14) && estimateTextWidth('é', 10) === 10,
     'per-character widths; others a full em',
   );
+  t.end();
 });

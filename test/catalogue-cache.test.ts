@@ -76,4 +76,5 @@ t.test('If-None-Match: lists, weak tags and `*`, and nothing else', (t) => {
   t.notOk(etagMatches('"abc-br"', etag), "another coding's tag");
   t.notOk(etagMatches('"aW/bc"', etag), '`W/` counts only as a prefix');
   t.notOk(etagMatches('abc', etag), 'an unquoted value');
+  t.end();
 });

@@ -152,6 +152,7 @@ t.test('the manageable rule: only a skill the owner imported onto a machine', (t
     manageableResourceIds([host, machine], (r) => (r.id === 'deck' ? { origin: 'imported', kind: 'skill' } : undefined)),
     ['deck'],
   );
+  t.end();
 });
 
 t.test('the cached v2 body is built once per revision with its extra members, and changes with the revision', async (t) => {

@@ -16,6 +16,7 @@ t.test('files group by their folder under src/', (t) => {
   t.equal(areaOf(path.join(root, 'src/registry/ownership.ts'), root), 'src/registry');
   t.equal(areaOf(path.join(root, 'src/storage/postgres/postgres-store.ts'), root), 'src/storage/postgres');
   t.equal(areaOf(path.join(root, 'scripts/migrate.ts'), root), undefined);
+  t.end();
 });
 
 t.test('an area under its threshold is reported; one at or above it is not', (t) => {
@@ -39,6 +40,7 @@ t.test('an area under its threshold is reported; one at or above it is not', (t)
     [{ area: 'src/gone', metric: 'lines', pct: 0, min: 1 }],
     'a missing area counts as 0 %',
   );
+  t.end();
 });
 
 t.test('the command fails a low area, unless COVERAGE_THRESHOLDS=skip (the Node 24 run)', async (t) => {

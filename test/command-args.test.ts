@@ -12,6 +12,7 @@ t.test('values in both spellings; the last of a repeated option wins', (t) => {
   t.same(parseCommandArgs(['--to=b'], options), { values: { to: 'b' } });
   t.same(parseCommandArgs(['--to', 'a', '--to=c'], options), { values: { to: 'c' } });
   t.same(parseCommandArgs([], options), { values: {} });
+  t.end();
 });
 
 t.test('each mistake is one line naming the argument', (t) => {
@@ -20,6 +21,7 @@ t.test('each mistake is one line naming the argument', (t) => {
   t.same(parseCommandArgs(['--to'], options), { error: '--to needs a value' });
   t.same(parseCommandArgs(['--dry-run=yes'], options), { error: '--dry-run takes no value' });
   t.same(parseCommandArgs(['-x'], options), { error: 'unknown argument -x' });
+  t.end();
 });
 
 t.test('the commands keep their rules on top', (t) => {
@@ -30,4 +32,5 @@ t.test('the commands keep their rules on top', (t) => {
   t.same(parseBackupArgs(['--to', 'b', '--data-dir='], {}), { error: '--data-dir needs a directory' });
   t.match(parseBackupArgs(['--to', 'b'], { DATA_DIR: 'env-dir' }), { dataDir: /\/env-dir$/, to: /\/b$/, withCredentials: false });
   t.match(parseBackupArgs(['--to=b', '--with-credentials'], {}), { dataDir: /\/data$/, withCredentials: true });
+  t.end();
 });

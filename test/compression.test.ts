@@ -85,6 +85,7 @@ t.test('Accept-Encoding is negotiated by q-value, with `*`, identity rules and b
   ];
   for (const [header, expected] of cases) t.equal(negotiateCoding(header), expected, `Accept-Encoding: ${header ?? '(absent)'}`);
   t.equal(negotiateCoding('gzip, br;q=0.5'), 'gzip', 'a repeated header value answers alike');
+  t.end();
 });
 
 t.test('the owner catalogue round-trips in br and gzip, byte for byte, with Vary and one ETag per coding', async (t) => {

@@ -70,6 +70,7 @@ t.test('a record differing in any one field is a replacement; only an identical 
     code: 'resource_conflict',
     details: { ids: ['a'], conflicts: [{ id: 'a', provider: 'huabu' }] },
   });
+  t.end();
 });
 
 t.test("a provider's write keeps the owner's customization of its own record, never of another provider's", (t) => {
@@ -85,6 +86,7 @@ t.test("a provider's write keeps the owner's customization of its own record, ne
   // provider's: its owner's fields must not be lent to this provider's record.
   const foreign = { ...resource('r', 'agentlet-7f3a'), displayName: 'Not yours', userContent: 'Not yours either.' };
   t.same(carryOwnerFields(foreign, incoming), incoming, "another provider's record lends nothing");
+  t.end();
 });
 
 t.test('withdraw: only the holder may; an unknown ID is not found', (t) => {
@@ -99,6 +101,7 @@ t.test('withdraw: only the holder may; an unknown ID is not found', (t) => {
     message: 'Resource ID a is held by another provider; nothing was changed.',
     details: { ids: ['a'], conflicts: [{ id: 'a', provider: 'huabu' }] },
   });
+  t.end();
 });
 
 t.test('reconcile: created, replaced, unchanged and withdrawn, each sorted; any conflict rejects all', (t) => {
@@ -136,6 +139,7 @@ t.test('reconcile: created, replaced, unchanged and withdrawn, each sorted; any 
       ],
     },
   });
+  t.end();
 });
 
 // --- Placement and the effective set ----------------------------------------------------------------------------
@@ -168,6 +172,7 @@ t.test('placement: every ID must resolve, and be the host’s or the profile mac
     },
   });
   t.same(effectiveResourceIds(['r1', 'r2'], ['s', 'r2', 's', 'r1', 't']), ['r1', 'r2', 's', 't']);
+  t.end();
 });
 
 // --- Profile rules --------------------------------------------------------------------------------------------
@@ -205,6 +210,7 @@ t.test('aliases are unique ignoring case; a profile may keep its own', (t) => {
     message: 'Profile ID p1 was assigned twice.',
   });
   t.doesNotThrow(() => planCreate(all, profile('p3', { alias: 'New' }), () => false));
+  t.end();
 });
 
 t.test('revisions: stable over key order, changed by any change, checked only when If-Match is sent', (t) => {
@@ -224,6 +230,7 @@ t.test('revisions: stable over key order, changed by any change, checked only wh
   t.throws(() => assertRevision(p, ['x']), {
     message: 'Profile p1 changed since the ETag you sent was issued; read it again and reapply your change.',
   });
+  t.end();
 });
 
 t.test('update: not found, stale, manifest-backed and alias conflicts are refused in that order; no-op is unchanged', (t) => {
@@ -253,6 +260,7 @@ t.test('update: not found, stale, manifest-backed and alias conflicts are refuse
   t.not(changed.next.resourceIds, ids, 'a copy of the list');
   t.same(p1, profile('p1', { alias: 'Reviewer' }), 'the current record is not modified');
   t.same(planUpdate(all, p1, 'p1', {}, undefined), { next: p1, changed: false });
+  t.end();
 });
 
 t.test('update: metadata and customData are kept unless the change names them; an unchanged alias is never re-checked', (t) => {
@@ -273,6 +281,7 @@ t.test('update: metadata and customData are kept unless the change names them; a
     'its unchanged alias passes',
   );
   t.throws(() => planUpdate(legacy, p1, 'p1', { alias: 'reviewer' }, undefined), { code: 'alias_conflict' }, 'a changed one is checked');
+  t.end();
 });
 
 t.test('delete: not found, stale and manifest-backed are refused', (t) => {
@@ -280,6 +289,7 @@ t.test('delete: not found, stale and manifest-backed are refused', (t) => {
   t.throws(() => planDelete(profile('p1'), 'p1', ['stale']), { code: 'precondition_failed' });
   t.throws(() => planDelete(manifest('m1'), 'm1', undefined), { message: /cannot be deleted here\.$/ });
   t.doesNotThrow(() => planDelete(profile('p1'), 'p1', [profileRevision(profile('p1'))]));
+  t.end();
 });
 
 t.test('profile IDs and views', (t) => {
@@ -294,6 +304,7 @@ t.test('profile IDs and views', (t) => {
   const older = profile('p2');
   t.same(profileView(older), { ...older, revision: 1 }, 'a record stored without a revision is shown at revision 1');
   t.notOk('revision' in older, 'the stored record is not modified');
+  t.end();
 });
 
 t.test('revisions: +1 per change that changes something; a stale expectedRevision is 409 before anything else but If-Match', (t) => {
@@ -317,6 +328,7 @@ t.test('revisions: +1 per change that changes something; a stale expectedRevisio
   t.equal(planUpdate([older], older, 'p3', { alias: 'Older' }, undefined, 1).next.revision, 2, 'a record without a revision is at 1');
   t.throws(() => planUpdate([older], older, 'p3', { alias: 'Older' }, undefined, 0), { code: 'profile_conflict' });
   t.not(profileRevision(p1), profileRevision({ ...p1, revision: 8 }), 'the ETag covers the revision');
+  t.end();
 });
 
 // --- Registry-file migration ---------------------------------------------------------------------------------
@@ -409,6 +421,7 @@ t.test('a v4 file holding a legacy profile keeps every profile and every other s
   t.equal(result.from, 4);
   t.strictSame(result.setupLogs, new Map(), 'a v4 file has no setup log to move');
   t.strictSame(doc, before, 'the input document is not modified');
+  t.end();
 });
 
 t.test('a v4 file with only current profiles is returned as it is, with no step', (t) => {
@@ -424,6 +437,7 @@ t.test('a v4 file with only current profiles is returned as it is, with no step'
   const olderResult = migrateRegistryDocument(older);
   t.strictSame(olderResult, { from: 4, doc: older, steps: [], upgradedIds: [], setupLogs: new Map() });
   t.equal(olderResult.doc, older);
+  t.end();
 });
 
 t.test('a v1 file listing one profile ID twice is refused, not merged', (t) => {
@@ -457,6 +471,7 @@ t.test('a v1 file listing one profile ID twice is refused, not merged', (t) => {
   });
   t.type(legacyAndCurrent, MigrationError, 'a legacy record and a current one with the same ID');
   t.equal((legacyAndCurrent as Error).message, 'profile p appears twice');
+  t.end();
 });
 
 t.test('a v1 file migrates all the way, reporting each step and each upgraded ID', (t) => {
@@ -553,6 +568,7 @@ t.test('a v1 file migrates all the way, reporting each step and each upgraded ID
   t.strictSame(v2NoProfiles.doc, { schemaVersion: 4, state: { ...team, profiles: [] } }, 'a v2 file without profiles has none');
   const v4NoProfiles = migrateRegistryDocument({ schemaVersion: 4, state: {} });
   t.strictSame(v4NoProfiles.doc, { schemaVersion: 4, state: {} }, 'a v4 file without profiles is valid as it is');
+  t.end();
 });
 
 t.test('every malformed legacy file is refused with a message naming what is wrong', (t) => {
@@ -778,11 +794,13 @@ t.test('every malformed legacy file is refused with a message naming what is wro
     t.type(error, MigrationError, what);
     t.equal((error as Error | undefined)?.message, message, what);
   }
+  t.end();
 });
 
 t.test('the file version is an integer 1..4', (t) => {
   for (const v of [1, 2, 3, 4]) t.equal(fileVersion({ schemaVersion: v }), v);
   for (const v of [2.5, '3', null, NaN, 0, -1, 5]) t.throws(() => fileVersion({ schemaVersion: v }), MigrationError, String(v));
+  t.end();
 });
 
 t.test('profile v1 → v2: the carried resourceIds are dropped, a v2 record is left alone', (t) => {
@@ -799,6 +817,7 @@ t.test('profile v1 → v2: the carried resourceIds are dropped, a v2 record is l
   t.throws(() => upgradeProfile([], 'where'), { message: 'where is not a JSON object' });
   validateRegistryDocument({ schemaVersion: 4, state: {} });
   t.pass('a v4 document without profiles validates');
+  t.end();
 });
 
 // --- Canvas tokens ------------------------------------------------------------------------------------------
@@ -822,6 +841,7 @@ t.test('a canvas token is valid until the second before its expiry, and expired 
     { ok: false, reason: 'malformed' },
     'other characters where the prefix belongs',
   );
+  t.end();
 });
 
 t.test('a canvas token carries its mint time when given one, and reports exactly the claims it was minted with', (t) => {
@@ -846,6 +866,7 @@ t.test('a canvas token carries its mint time when given one, and reports exactly
   const verified = verifyCanvasToken(plain, SECRET, 999);
   t.strictSame(verified, { ok: true, claims }, 'none reported');
   t.notOk(verified.ok && 'mintedAtMs' in verified.claims, 'not even as an undefined key');
+  t.end();
 });
 
 /** Spellings of a 43-character base64url signature that a lenient decoder reads as the same 32 bytes. */
@@ -881,6 +902,7 @@ t.test('canonical base64url only: no padding, no stray or standard-alphabet char
   ]) {
     t.equal(decodeBase64url(spelling), undefined, JSON.stringify(spelling));
   }
+  t.end();
 });
 
 t.test('a re-spelled grant is malformed; its identity is its claims', (t) => {
@@ -938,6 +960,7 @@ t.test('a re-spelled grant is malformed; its identity is its claims', (t) => {
   }
   t.same(verifyGrant(signedGrant(raw), key, 1000), { ok: false, reason: 'expired' }, 'expired from its exp second');
   t.same(verifyGrant('arr_canvas_x.y', key, 10), { ok: false, reason: 'malformed' }, 'another prefix');
+  t.end();
 });
 
 t.test('a malformed canvas token is refused as malformed, never with an exception', (t) => {
@@ -979,6 +1002,7 @@ t.test('a malformed canvas token is refused as malformed, never with an exceptio
     { ok: true, claims },
     'hand-signed valid',
   );
+  t.end();
 });
 
 t.test('token digests: every candidate compared, the first match reported', (t) => {
@@ -991,4 +1015,5 @@ t.test('token digests: every candidate compared, the first match reported', (t) 
   const token = generateToken(TOKEN_PREFIX.machine);
   t.match(token, /^arr_machine_[A-Za-z0-9_-]{43}$/);
   t.not(generateToken(TOKEN_PREFIX.machine), token);
+  t.end();
 });

@@ -207,4 +207,5 @@ t.test('GrantQuotas: in flight per (grant, capability) and per grant, released o
   t.match(quotas.acquire('g', 'c', limits), { ok: false, reason: 'in_flight' });
   now += 61_000;
   t.equal(quotas.size, 3, 'keys with calls in flight stay');
+  t.end();
 });

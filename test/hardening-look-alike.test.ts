@@ -13,6 +13,7 @@ t.test('lookAlikeKey: NFKC, then a confusable skeleton, ignoring case and surrou
   t.not(lookAlikeKey('Reviewer'), lookAlikeKey('Writer'));
   t.ok(hasInvisible('Re\u200Bviewer') && hasInvisible('\u202Ereviewer') && hasInvisible('a\u2066b'), 'invisible and bidi controls');
   t.notOk(hasInvisible('Reviewer — “quoted” 日本語'), 'ordinary text');
+  t.end();
 });
 
 t.test('profile aliases: look-alikes clash (409), invisible and bidi controls are refused (400)', async (t) => {

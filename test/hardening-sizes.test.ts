@@ -70,6 +70,7 @@ t.test('DOT export of 10k resources and 10k profiles (with their edges) works, l
   t.ok(dot.startsWith('digraph'), `rendered ${dot.length} bytes in ${Date.now() - started} ms`);
   t.match(dot, /"resource:r-9999"/);
   t.equal(dot.match(/ -> /g)?.length, edges.length + 1, "one edge line per edge (the name's own text holds one, inside its label)");
+  t.end();
 });
 
 t.test('names with quotes and backslashes cannot end a DOT string early (checked by Graphviz)', async (t) => {

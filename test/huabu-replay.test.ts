@@ -318,4 +318,5 @@ t.test('every fixture names its upstream source, and every fixture is replayed a
         t.doesNotThrow(() => Compile(resolve(schema, new Proxy({}, { get: () => 'x' })) as never), `${fixture.name}: its schema compiles`);
     }
   }
+  t.end();
 });

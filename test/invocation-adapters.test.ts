@@ -440,4 +440,5 @@ t.test('image sizes follow the model family', (t) => {
   t.match(imageSizeProblem('gpt-image-1-mini', '2048x2048'), /takes the sizes/);
   t.equal(imageSizeProblem('dall-e-3', '1792x1024'), undefined, 'another model: any WIDTHxHEIGHT, the vendor decides');
   t.match(imageSizeProblem('dall-e-3', 'large'), /WIDTHxHEIGHT/);
+  t.end();
 });

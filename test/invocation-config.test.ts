@@ -54,6 +54,7 @@ t.test('a valid file: capabilities, credential header value, policy version from
   for (const shown of [JSON.stringify(caps), inspect(caps, { depth: 10, showHidden: true })]) {
     t.notOk(shown.includes(KEY.slice(16)), 'no serialized form shows the credential value');
   }
+  t.end();
 });
 
 t.test('a bad file stops the start with an error naming the problem, never a value', async (t) => {
@@ -124,6 +125,7 @@ t.test(
       /maxInFlightPerGrant/,
     );
     t.equal(HostedCapabilities.none().maxInFlightPerGrant, 4);
+    t.end();
   },
 );
 
@@ -147,6 +149,7 @@ t.test("an answer carrying a capability's own credential, in its usual spellings
   for (const answer of carried) t.ok(caps.answerCarriesCredential('web-search', answer), answer);
   t.notOk(caps.answerCarriesCredential('web-search', JSON.stringify({ results: ['tvly-', value.slice(0, 10)] })), 'a part of it is not it');
   t.notOk(caps.answerCarriesCredential('other-search', carried[0]!), 'a capability without a credential has nothing to leak');
+  t.end();
 });
 
 t.test('bounded schemas: what counts', (t) => {
@@ -162,6 +165,7 @@ t.test('bounded schemas: what counts', (t) => {
   let deep: Record<string, unknown> = { type: 'boolean' };
   for (let i = 0; i < 10; i++) deep = { type: 'object', properties: { d: deep }, additionalProperties: false };
   t.match(unboundedSchemaProblems(deep).join('\n'), /nests deeper than 8 levels/);
+  t.end();
 });
 
 t.test('no provider can write a hosted credential into a record', async (t) => {

@@ -147,6 +147,7 @@ t.test('one table: every reason answers its upstream code and status, and carrie
     const err = invocationError(reason as keyof typeof INVOCATION_REASONS, 'm', { n: 1 });
     t.same([err.code, err.statusCode, err.details], [code, status, { reason, n: 1 }], reason);
   }
+  t.end();
 });
 
 t.test('the error handler answers anything else failing on the route in the same taxonomy', (t) => {
@@ -190,6 +191,7 @@ t.test('the error handler answers anything else failing on the route in the same
     'a finer reason an error had stays, as its cause',
   );
   t.equal(ERROR_CODES.quota_exceeded, 429);
+  t.end();
 });
 
 t.test("the OpenAPI document lists the route's real codes and shapes", async (t) => {

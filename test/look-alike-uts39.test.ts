@@ -58,6 +58,7 @@ t.test('lookAlikeKey: UTS #39 skeletons from confusables.txt, ignoring case', (t
   for (const [a, b] of CLASHING) t.equal(lookAlikeKey(a), lookAlikeKey(b), `${JSON.stringify(a)} clashes with ${JSON.stringify(b)}`);
   for (const [a, b] of DISTINCT) t.not(lookAlikeKey(a), lookAlikeKey(b), `${JSON.stringify(a)} stays apart from ${JSON.stringify(b)}`);
   t.equal(lookAlikeKey('  Web \u2003 search '), lookAlikeKey('web search'), 'surrounding space trimmed, inner runs of any space collapsed');
+  t.end();
 });
 
 t.test('lookAlikeKey: the ASCII shortcut agrees with the full pipeline', (t) => {
@@ -70,11 +71,13 @@ t.test('lookAlikeKey: the ASCII shortcut agrees with the full pipeline', (t) => 
     const ch = String.fromCharCode(code);
     t.equal(lookAlikeKey(`a${ch}b`), lookAlikeKey(`a${ch}b\u200B`), `U+${code.toString(16).padStart(4, '0')}`);
   }
+  t.end();
 });
 
 t.test('hasInvisible: every Default_Ignorable_Code_Point and bidi control, and nothing in ordinary text', (t) => {
   for (const cp of INVISIBLES) t.ok(hasInvisible(`Re${String.fromCodePoint(cp)}viewer`), `U+${cp.toString(16).toUpperCase()}`);
   for (const text of ['Reviewer — “quoted” 日本語', 'Рецензент', 'Café', 'مراجع', 'समीक्षक', '⭐ Star']) t.notOk(hasInvisible(text), text);
+  t.end();
 });
 
 const profilePayload = (alias: string) => ({

@@ -134,6 +134,7 @@ t.test('every setup status of a v1 deployment becomes the preparation upstream p
     'each status kept, with only its own fields',
   );
   t.throws(() => upgradeProfiles({ p: {} }), new MigrationError('`state.profiles` is not a list'), 'a profile list keyed by ID is refused');
+  t.end();
 });
 
 t.test(

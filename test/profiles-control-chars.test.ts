@@ -62,6 +62,7 @@ function suite(t: Test, open: (t: Test) => Promise<TestApp>): void {
     const read = await h.app.inject({ url: `/api/acp/profiles/${created.json().id}`, headers: h.owner });
     t.same(read.json().customData, customData);
   });
+  t.end();
 }
 
 /**

@@ -42,6 +42,7 @@ t.test('DEFAULT_AGENTLET_ID is checked once at start', (t) => {
   }
   t.equal(loadConfig(testEnv('/tmp/x', { DEFAULT_AGENTLET_ID: 'agentlet-7f3a' })).defaultAgentletId, 'agentlet-7f3a');
   t.equal(loadConfig(testEnv('/tmp/x')).defaultAgentletId, undefined);
+  t.end();
 });
 
 t.test('metadata {cliId} is stored, returned, patchable, and null clears it; customData null clears it', async (t) => {

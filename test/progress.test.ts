@@ -98,4 +98,5 @@ t.test('terminalProgress draws nothing on a stream that is not a TTY', (t) => {
   progress.advance(10);
   progress.done();
   t.equal(stream.text(), '');
+  t.end();
 });

@@ -45,6 +45,7 @@ t.test("v1 → v2 is upstream's migrateLegacyResource; v1 reads back exactly", (
     userContent: 'Ask first.',
   });
   t.same(Object.keys(toV2(custom)), ['schemaVersion', 'id', 'name', 'displayName', 'provider', 'sourceContent', 'userContent']);
+  t.end();
 });
 
 t.test('v2 → v1: first non-empty line, the whole guidance, owner content under a heading', (t) => {
@@ -59,6 +60,7 @@ t.test('v2 → v1: first non-empty line, the whole guidance, owner content under
   const owned = v2ToV1({ ...v2, userContent: 'Prefer primary sources.' });
   t.equal(owned.instructions, '\n# Web search\nAsk the host.\n\n## Instructions from the owner\n\nPrefer primary sources.');
   t.equal(toV1(v2).schemaVersion, 1);
+  t.end();
 });
 
 t.test('v2 → v1 at the bounds: never past v1, never a split surrogate pair, always a pointer to the rest', (t) => {
@@ -76,6 +78,7 @@ t.test('v2 → v1 at the bounds: never past v1, never a split surrogate pair, al
   const exact: AgentResourceV2 = { ...v2, sourceContent: 'x'.repeat(4000) };
   t.equal(v2ToV1(exact).instructions, 'x'.repeat(4000), 'exactly at the bound: kept whole');
   t.match(v2ToV1({ ...v2, sourceContent: 'x'.repeat(4001) }).instructions, /Shortened/, 'one past: shortened with the note');
+  t.end();
 });
 
 t.test("the owner's fields: carried over a provider's write, patched, cleared", (t) => {
@@ -88,6 +91,7 @@ t.test("the owner's fields: carried over a provider's write, patched, cleared", 
   t.same(applyCustomization(v2, { userContent: '' }).changed, false);
   const v1Cleared = applyCustomization(withOwnerFields(v1, { userContent: 'x' }), { userContent: '' }).record;
   t.same(v1Cleared, v1, 'a v1 record with no customization has no owner keys');
+  t.end();
 });
 
 t.test('capability projection: labels are displayName ?? name; duplicate names span both versions', (t) => {
@@ -122,4 +126,5 @@ t.test('capability projection: labels are displayName ?? name; duplicate names s
     ['unknown_variable'],
     "the owner's content is guidance an agent reads too",
   );
+  t.end();
 });

@@ -33,6 +33,7 @@ t.test('--help on every script: exit 0 and a usage line', (t) => {
     t.match(run.stdout, usage, `${script} prints its usage`);
     t.notMatch(run.stdout + run.stderr, /unknown argument/);
   }
+  t.end();
 });
 
 t.test('build-if-changed builds on the first run and after a source changes, not otherwise', async (t) => {

@@ -69,6 +69,7 @@ for (const [name, schema] of schemas) {
         }),
         { numRuns: 150 },
       );
+      t.end();
     });
   }
 }

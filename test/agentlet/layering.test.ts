@@ -40,6 +40,7 @@ t.test('src/agentlet/serve.ts reaches no Fastify module, HTTP adapter or store',
     [],
     `packages: ${[...packages].sort().join(', ')}`,
   );
+  t.end();
 });
 
 t.test('src/agentlet/cli.ts reaches no Fastify module', (t) => {
@@ -67,4 +68,5 @@ t.test('src/agentlet/cli.ts reaches no Fastify module', (t) => {
     [],
     `packages: ${[...packages].sort().join(', ')}`,
   );
+  t.end();
 });

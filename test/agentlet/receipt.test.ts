@@ -204,4 +204,5 @@ t.test('the resource root override must be absolute', (t) => {
   t.equal(resolveResourceRoot('/opt/r', '/srv/res', '/home/u'), '/opt/r', 'the flag wins');
   t.throws(() => resolveResourceRoot('rel', undefined), { message: /--resource-dir must be an absolute path/, exitCode: 2 });
   t.throws(() => resolveResourceRoot(undefined, './rel'), { message: /AGENT_RESOURCE_DIR must be an absolute path/, exitCode: 2 });
+  t.end();
 });

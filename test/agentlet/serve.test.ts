@@ -270,4 +270,5 @@ t.test('reconnect delays: full jitter under a doubling bound, capped', (t) => {
     0,
     'full jitter: down to zero',
   );
+  t.end();
 });

@@ -50,6 +50,7 @@ t.test('the source revision: SHA-256 over the files sorted by path, each as path
     skillRevision([{ rel: 'ab', bytes: Buffer.from('c') }]),
     'path and bytes cannot run into each other',
   );
+  t.end();
 });
 
 t.test('SKILL.md front matter is YAML with name and description', (t) => {
@@ -65,6 +66,7 @@ t.test('SKILL.md front matter is YAML with name and description', (t) => {
   t.throws(() => parseSkillFile('---\nname: A\n---\n'), /no description/);
   t.throws(() => parseSkillFile('---\n- a\n---\n'), /not a mapping/);
   t.throws(() => parseSkillFile(`---\nname: ${'x'.repeat(129)}\ndescription: d\n---\n`), /longer than 128/);
+  t.end();
 });
 
 t.test('a skill folder: candidate fields, and every way out of the folder refused', async (t) => {

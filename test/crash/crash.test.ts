@@ -89,6 +89,7 @@ t.test('the unsafe test mode is refused unless explicitly allowed', (t) => {
   t.throws(() => loadConfig({ ARR_UNSAFE_ACK_BEFORE_WRITE_MS: '400' }), ConfigError);
   t.equal(loadConfig({ ARR_UNSAFE_ACK_BEFORE_WRITE_MS: '400', ARR_ALLOW_UNSAFE_TEST_MODES: '1' }).unsafeAckBeforeWriteMs, 400);
   t.equal(loadConfig({}).unsafeAckBeforeWriteMs, undefined);
+  t.end();
 });
 
 t.test('negative check: a server that acknowledges before committing is caught', async (t) => {

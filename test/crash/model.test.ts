@@ -61,12 +61,14 @@ t.test('an acknowledged write must survive; an older state is a lost write', (t)
   t.same(kinds(history([], ops, [['x', a2]])), []);
   t.same(kinds(history([], ops, [['x', a1]])), ['lost-acknowledged-write'], 'a1 was certainly overwritten by a2');
   t.same(kinds(history([], ops, [])), ['lost-acknowledged-write', 'owner-changed-without-withdrawal']);
+  t.end();
 });
 
 t.test('overlapping acknowledged writes may land in either order', (t) => {
   const ops = [op('acknowledged', 10, 40, 'm1', [['x', a1]]), op('acknowledged', 20, 30, 'm1', [['x', a2]])];
   t.same(kinds(history([], ops, [['x', a1]])), []);
   t.same(kinds(history([], ops, [['x', a2]])), []);
+  t.end();
 });
 
 t.test('an unknown-outcome write may or may not have happened', (t) => {
@@ -74,6 +76,7 @@ t.test('an unknown-outcome write may or may not have happened', (t) => {
   t.same(kinds(history([], ops, [['x', a1]])), []);
   t.same(kinds(history([], ops, [['x', a2]])), []);
   t.same(kinds(history([], [op('unknown', 30, undefined, 'm1', [['x', a2]])], [])), [], 'nothing acknowledged: the start state is fine');
+  t.end();
 });
 
 t.test('an acknowledged withdrawal stays withdrawn unless a later write could have re-registered', (t) => {
@@ -81,10 +84,12 @@ t.test('an acknowledged withdrawal stays withdrawn unless a later write could ha
   t.same(kinds(history([['x', a1]], [withdraw], [])), []);
   t.same(kinds(history([['x', a1]], [withdraw], [['x', a1]])), ['lost-acknowledged-write']);
   t.same(kinds(history([['x', a1]], [withdraw, op('unknown', 30, undefined, 'm1', [['x', a2]])], [['x', a2]])), []);
+  t.end();
 });
 
 t.test('a change nobody asked for is reported', (t) => {
   t.same(kinds(history([['x', a1]], [], [['x', a2]])), ['unexpected-change']);
+  t.end();
 });
 
 t.test("a record leaves its owner only through the owner's withdrawal", (t) => {
@@ -100,6 +105,7 @@ t.test("a record leaves its owner only through the owner's withdrawal", (t) => {
     ['owner-changed-without-withdrawal'],
     'a withdrawal certainly before the 409 does not',
   );
+  t.end();
 });
 
 const profile = (id: string, alias: string, tag = `tag-${id}`): ProfileView => ({
@@ -152,6 +158,7 @@ t.test('profiles: acknowledged creates, patches and deletes are reflected field 
     ['unexpected-change'],
     'fields nobody wrote stay',
   );
+  t.end();
 });
 
 t.test('profiles: an acknowledged delete stays deleted; an unknown create may appear, as sent', (t) => {
@@ -165,6 +172,7 @@ t.test('profiles: an acknowledged delete stays deleted; an unknown create may ap
   t.same(profileKinds(profileHistory([], [unknownCreate], [profile('prf-n', 'Other', 'tag-n')])), ['unexpected-change'], 'not as sent');
   t.same(profileKinds(profileHistory([], [], [profile('prf-x', 'X')])), ['unexpected-change'], 'nobody created it');
   t.same(profileKinds(profileHistory([a, profile('prf-b', 'a')], [], [a, profile('prf-b', 'a')])), ['alias-not-unique']);
+  t.end();
 });
 
 t.test('workloads: the first realization is the only record, across rounds', (t) => {
@@ -206,4 +214,5 @@ t.test('workloads: the first realization is the only record, across rounds', (t)
     ['workload-changed'],
     'nor answer another record',
   );
+  t.end();
 });

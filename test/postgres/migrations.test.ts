@@ -111,6 +111,7 @@ if (base) {
   t.test('DATABASE_URL without the credentials in the environment is refused', (t) => {
     t.throws(() => loadConfig({ DATABASE_URL: base }), /OWNER_TOKEN, HUABU_PROVIDER_TOKEN, CANVAS_TOKEN_SECRET must be set too/);
     t.throws(() => loadConfig({ DATABASE_URL: 'mysql://x', OWNER_TOKEN: CANARY.owner }), /DATABASE_URL/);
+    t.end();
   });
 
   t.test('a database that goes away answers 503 storage_unavailable, never a 500 with internals', async (t) => {
