@@ -15,7 +15,9 @@ const argv = process.argv.slice(2);
 if (argv.includes('--help') || argv.includes('-h')) {
   console.log(BACKUP_HELP);
 } else if (process.env.DATABASE_URL) {
-  console.error('DATABASE_URL is set: the data is in PostgreSQL, not in DATA_DIR; back it up with pg_dump (docs/operations.md, "Backups").');
+  console.error(
+    'DATABASE_URL is set: the data is in PostgreSQL, not in DATA_DIR; back it up with pg_dump (docs/operations.md, "Backups").',
+  );
   process.exitCode = 2;
 } else {
   const options = parseBackupArgs(argv, process.env);
@@ -27,8 +29,13 @@ if (argv.includes('--help') || argv.includes('-h')) {
       // ARR_BACKUP_TRACE=1 (tests): each step on stderr as it is reached, so a test can kill the process there.
       const trace = process.env.ARR_BACKUP_TRACE === '1' ? (step: string) => void process.stderr.write(`backup step ${step}\n`) : undefined;
       const report = await runBackup(trace ? { ...options, onStep: trace } : options);
-      const paused = report.mode === 'online' ? `online: the service paused its writes for ${report.pausedMs} ms` : 'offline: no service was running on it';
-      console.log(`backed up ${options.dataDir} to ${report.to} (${report.files} files, ${report.bytes} bytes; ${paused}; ${report.credentials === 'none in DATA_DIR' ? 'no credentials.json in DATA_DIR' : `credentials.json ${report.credentials}`})`);
+      const paused =
+        report.mode === 'online'
+          ? `online: the service paused its writes for ${report.pausedMs} ms`
+          : 'offline: no service was running on it';
+      console.log(
+        `backed up ${options.dataDir} to ${report.to} (${report.files} files, ${report.bytes} bytes; ${paused}; ${report.credentials === 'none in DATA_DIR' ? 'no credentials.json in DATA_DIR' : `credentials.json ${report.credentials}`})`,
+      );
     } catch (err) {
       if (!(err instanceof BackupError) && !(err instanceof DataDirError) && !(err instanceof Error && 'code' in err)) throw err;
       console.error(`backup failed: ${err.message}`);

@@ -10,7 +10,7 @@ const [resourceCount = 10_000, profileCount = 10_000, runs = 7] = process.argv.s
 const MACHINES = 50;
 
 let seed = 42;
-const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
 const machineOf = (i: number) => `machine-${i % MACHINES}`;
 
 const resources: AgentResource[] = Array.from({ length: resourceCount }, (_, i) => ({
@@ -19,7 +19,10 @@ const resources: AgentResource[] = Array.from({ length: resourceCount }, (_, i) 
   name: `Resource ${i}`,
   provider: i % 5 === 0 ? 'huabu' : machineOf(i),
   description: `What resource ${i} is for.`,
-  instructions: `Read $HUABU_RFS_URL/resources/resource-${i} with Authorization: Bearer $AGENTLET_TOKEN, then look under $AGENT_RESOURCE_DIR. `.repeat(4),
+  instructions:
+    `Read $HUABU_RFS_URL/resources/resource-${i} with Authorization: Bearer $AGENTLET_TOKEN, then look under $AGENT_RESOURCE_DIR. `.repeat(
+      4,
+    ),
 }));
 const profiles: AgentProfile[] = Array.from({ length: profileCount }, (_, i) => {
   const machine = machineOf(i);

@@ -18,7 +18,9 @@ function newest(p) {
 }
 
 if (process.argv.includes('--help')) {
-  console.log('usage: node scripts/build-if-changed.mjs [--force]\nRuns `tsc -p tsconfig.json` when a file under src/ or scripts/ (or tsconfig.json, package*.json) is newer than the last build (always with --force, as `npm run build` does).');
+  console.log(
+    'usage: node scripts/build-if-changed.mjs [--force]\nRuns `tsc -p tsconfig.json` when a file under src/ or scripts/ (or tsconfig.json, package*.json) is newer than the last build (always with --force, as `npm run build` does).',
+  );
 } else if (existsSync('src')) {
   // --force (`npm run build`): always build, and leave the stamp for the next start.
   const built = existsSync(STAMP) && !process.argv.includes('--force') ? statSync(STAMP).mtimeMs : 0;

@@ -38,18 +38,54 @@ try {
       if (res.statusCode >= 300) throw new Error(`${method} ${url}: ${res.statusCode} ${res.body}`);
       return res;
     };
-    const machine = async (machineId: string) => (await call('POST', '/api/acp/machines', ownerToken, { machineId })).json().token as string;
+    const machine = async (machineId: string) =>
+      (await call('POST', '/api/acp/machines', ownerToken, { machineId })).json().token as string;
     const studio = await machine('mac-studio');
     const buildBox = await machine('build-box');
     const put = (provider: string, bearer: string, id: string, name: string, description: string, instructions: string) =>
       call('PUT', `/api/acp/providers/${provider}/resources/${id}`, bearer, { schemaVersion: 1, name, description, instructions });
 
-    await put('huabu', huabuToken, 'web-search', 'Web search', 'Search the web through the host.', 'POST your query to $HUABU_RFS_URL/search with `Authorization: Bearer $AGENTLET_TOKEN`.');
-    await put('mac-studio', studio, 'figma-export', 'Figma export', 'Export frames from the local Figma files.', 'Run the exporter in $AGENT_RESOURCE_DIR/tools/figma-export.');
-    await put('mac-studio', studio, 'local-git', 'Git', 'Commit and branch in the working directory.', 'Use git in the working directory; never push without asking.');
-    await put('build-box', buildBox, 'ci-runner', 'CI runner', 'Run the test suite on the build box.', 'Run `make test` from $AGENT_RESOURCE_DIR/tools/ci; logs go to $LOG_DIR.');
+    await put(
+      'huabu',
+      huabuToken,
+      'web-search',
+      'Web search',
+      'Search the web through the host.',
+      'POST your query to $HUABU_RFS_URL/search with `Authorization: Bearer $AGENTLET_TOKEN`.',
+    );
+    await put(
+      'mac-studio',
+      studio,
+      'figma-export',
+      'Figma export',
+      'Export frames from the local Figma files.',
+      'Run the exporter in $AGENT_RESOURCE_DIR/tools/figma-export.',
+    );
+    await put(
+      'mac-studio',
+      studio,
+      'local-git',
+      'Git',
+      'Commit and branch in the working directory.',
+      'Use git in the working directory; never push without asking.',
+    );
+    await put(
+      'build-box',
+      buildBox,
+      'ci-runner',
+      'CI runner',
+      'Run the test suite on the build box.',
+      'Run `make test` from $AGENT_RESOURCE_DIR/tools/ci; logs go to $LOG_DIR.',
+    );
     // Same name as the host's record, on one machine: agents on build-box would see two of them.
-    await put('build-box', buildBox, 'web-search-cache', 'web search', 'A local cache of web search results.', 'Read cached results under $AGENT_RESOURCE_DIR/cache.');
+    await put(
+      'build-box',
+      buildBox,
+      'web-search-cache',
+      'web search',
+      'A local cache of web search results.',
+      'Read cached results under $AGENT_RESOURCE_DIR/cache.',
+    );
 
     const profile = (alias: string, agentletId: string, resourceIds: string[]) =>
       call('POST', '/api/acp/profiles', ownerToken, {
@@ -65,14 +101,16 @@ try {
     await mkdir(docs, { recursive: true });
     // Profile IDs are random: name them after their alias (and sort again) so the committed files change
     // only when the example or the rendering does. The routes answer the same DOT and SVG for this state.
-    const served = (await call('GET', '/api/acp/capabilities', ownerToken)).json() as CapabilitySnapshot;
+    const served = (await call('GET', '/api/acp/capabilities', ownerToken)).json<CapabilitySnapshot>();
     const renamed = new Map(served.components.filter((c) => c.kind === 'agent').map((c) => [c.id, `agent:prf-${c.name.toLowerCase()}`]));
     const id = (x: string) => renamed.get(x) ?? x;
     const order = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
     const snapshot: CapabilitySnapshot = {
       ...served,
       components: served.components.map((c) => ({ ...c, id: id(c.id) })).sort((a, b) => order(a.id, b.id)),
-      edges: served.edges.map((e) => ({ ...e, from: id(e.from), to: id(e.to) })).sort((a, b) => order(a.from, b.from) || order(a.kind, b.kind) || order(a.to, b.to)),
+      edges: served.edges
+        .map((e) => ({ ...e, from: id(e.from), to: id(e.to) }))
+        .sort((a, b) => order(a.from, b.from) || order(a.kind, b.kind) || order(a.to, b.to)),
       aliases: served.aliases.map((a) => ({ ...a, component: id(a.component) })),
       diagnostics: sortDiagnostics(served.diagnostics.map((d) => ({ ...d, components: d.components.map(id).sort(order) }))),
     };

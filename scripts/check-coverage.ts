@@ -68,13 +68,18 @@ function main(): void {
   const summaryFile = process.argv[2] ?? path.join(root, '.tap', 'report', 'coverage-summary.json');
   const thresholdsFile = process.argv[3] ?? path.join(root, 'scripts', 'coverage-thresholds.json');
   const summary = JSON.parse(readFileSync(summaryFile, 'utf8'));
-  const { $comment: _c, ...thresholds } = JSON.parse(readFileSync(thresholdsFile, 'utf8')) as Record<string, Partial<Record<Metric, number>>> & { $comment?: string };
+  const { $comment: _c, ...thresholds } = JSON.parse(readFileSync(thresholdsFile, 'utf8')) as Record<
+    string,
+    Partial<Record<Metric, number>>
+  > & { $comment?: string };
   const areas = areaTotals(summary, root);
   const rows = [...areas.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
   console.log(`coverage by area (${summaryFile}):`);
-  for (const [area, totals] of rows) console.log(`  ${area.padEnd(18)} ${METRICS.map((k) => `${k} ${pct(totals[k]).toFixed(1)}%`).join('  ')}`);
+  for (const [area, totals] of rows)
+    console.log(`  ${area.padEnd(18)} ${METRICS.map((k) => `${k} ${pct(totals[k]).toFixed(1)}%`).join('  ')}`);
   const failures = belowThresholds(areas, thresholds);
-  for (const f of failures) console.error(`coverage of ${f.area} ${f.metric} is ${f.pct}%, under its threshold ${f.min}% (scripts/coverage-thresholds.json)`);
+  for (const f of failures)
+    console.error(`coverage of ${f.area} ${f.metric} is ${f.pct}%, under its threshold ${f.min}% (scripts/coverage-thresholds.json)`);
   if (failures.length > 0) process.exit(1);
   console.log('every area meets its coverage threshold');
 }

@@ -33,7 +33,9 @@ const generated = await generateOpenApi();
 if (check) {
   const committed = await readFile(OPENAPI_FILE, 'utf8').catch(() => '');
   if (committed !== generated) {
-    console.error(`${path.relative(process.cwd(), OPENAPI_FILE)} is out of date with the routes; run \`npm run openapi\` and commit the result.`);
+    console.error(
+      `${path.relative(process.cwd(), OPENAPI_FILE)} is out of date with the routes; run \`npm run openapi\` and commit the result.`,
+    );
     process.exit(1);
   }
   console.log('openapi/openapi.json matches the routes');

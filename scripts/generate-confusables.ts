@@ -51,7 +51,9 @@ async function main(): Promise<void> {
   if (process.argv.includes('--check')) {
     const committed = await readFile(CONFUSABLES_MODULE, 'utf8').catch(() => '');
     if (committed !== generated) {
-      process.stderr.write(`${path.relative(root, CONFUSABLES_MODULE)} is out of date with ${path.relative(root, CONFUSABLES_TXT)}; run npx tsx scripts/generate-confusables.ts\n`);
+      process.stderr.write(
+        `${path.relative(root, CONFUSABLES_MODULE)} is out of date with ${path.relative(root, CONFUSABLES_TXT)}; run npx tsx scripts/generate-confusables.ts\n`,
+      );
       process.exitCode = 1;
     }
     return;

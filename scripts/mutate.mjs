@@ -33,7 +33,9 @@ const args = process.argv.slice(2);
 if (args.includes('--help')) {
   console.log(`usage: npm run mutate [-- <core file>...]
 Runs StrykerJS (stryker.config.json) on each core file against the suites that target it:
-${Object.entries(TARGETS).map(([f, t]) => `  ${f}: ${t.join(', ')}`).join('\n')}
+${Object.entries(TARGETS)
+  .map(([f, t]) => `  ${f}: ${t.join(', ')}`)
+  .join('\n')}
 Reports: reports/mutation/<file>.json and .html; a summary per file at the end.`);
   process.exit(0);
 }
@@ -52,7 +54,16 @@ for (const file of files) {
   const started = Date.now();
   const run = spawnSync(
     process.execPath,
-    [path.join('node_modules', '@stryker-mutator', 'core', 'bin', 'stryker.js'), 'run', '--mutate', file, '--testFiles', testFiles.join(','), '--incrementalFile', `reports/stryker-incremental-${name}.json`],
+    [
+      path.join('node_modules', '@stryker-mutator', 'core', 'bin', 'stryker.js'),
+      'run',
+      '--mutate',
+      file,
+      '--testFiles',
+      testFiles.join(','),
+      '--incrementalFile',
+      `reports/stryker-incremental-${name}.json`,
+    ],
     { stdio: 'inherit' },
   );
   if (run.status !== 0) {
@@ -60,7 +71,8 @@ for (const file of files) {
     summary.push(`${file}: stryker exited ${run.status ?? run.signal}`);
     continue;
   }
-  for (const ext of ['json', 'html']) if (existsSync(`reports/mutation/mutation.${ext}`)) copyFileSync(`reports/mutation/mutation.${ext}`, `reports/mutation/${name}.${ext}`);
+  for (const ext of ['json', 'html'])
+    if (existsSync(`reports/mutation/mutation.${ext}`)) copyFileSync(`reports/mutation/mutation.${ext}`, `reports/mutation/${name}.${ext}`);
   const report = JSON.parse(readFileSync('reports/mutation/mutation.json', 'utf8'));
   const count = {};
   for (const m of report.files[file]?.mutants ?? []) count[m.status] = (count[m.status] ?? 0) + 1;
@@ -71,5 +83,7 @@ for (const file of files) {
     `${file}: ${score.toFixed(1)} % (${detected} of ${valid} detected; survived ${count.Survived ?? 0}, no coverage ${count.NoCoverage ?? 0}, compile errors ${count.CompileError ?? 0}, ignored ${count.Ignored ?? 0}) in ${((Date.now() - started) / 60000).toFixed(1)} min`,
   );
 }
-console.log(`\nmutation score per file (suites: ${files.map((f) => `${path.basename(f, '.ts')} ← ${TARGETS[f].join('+')}`).join('; ')}):\n${summary.join('\n')}`);
+console.log(
+  `\nmutation score per file (suites: ${files.map((f) => `${path.basename(f, '.ts')} ← ${TARGETS[f].join('+')}`).join('; ')}):\n${summary.join('\n')}`,
+);
 process.exit(failed ? 1 : 0);

@@ -102,7 +102,10 @@ async function openStore(config: Config, logger: Logger, metrics: Metrics, fs: F
     ...(config.storeMaxBatch !== undefined ? { maxBatch: config.storeMaxBatch } : {}),
     ...(config.workloadsCompactAtBytes !== undefined ? { workloadsCompactAtBytes: config.workloadsCompactAtBytes } : {}),
     onWorkloadFileUnreadable: (err, canvasId) =>
-      logger.error({ file: err.file, canvasId, reason: err.message }, 'a workload file does not load: requests for this canvas answer 503 storage_unavailable until it is fixed (nothing else is affected; the file is left as it is)'),
+      logger.error(
+        { file: err.file, canvasId, reason: err.message },
+        'a workload file does not load: requests for this canvas answer 503 storage_unavailable until it is fixed (nothing else is affected; the file is left as it is)',
+      ),
     ...(fs ? { fs } : {}),
     auditRotation: { maxBytes: config.auditMaxBytes, maxFiles: config.auditMaxFiles },
     eventRetention: config.eventRetention,
@@ -112,7 +115,13 @@ async function openStore(config: Config, logger: Logger, metrics: Metrics, fs: F
         : logger.warn({ pausedMs, reason }, 'online backup abandoned: writes resumed before the copy was finished'),
     onRegistryMigrated: (report) =>
       logger.warn(
-        { file: report.file, from: report.from, backup: report.backupFile, steps: report.steps, upgradedProfiles: report.upgradedProfileIds.length },
+        {
+          file: report.file,
+          from: report.from,
+          backup: report.backupFile,
+          steps: report.steps,
+          upgradedProfiles: report.upgradedProfileIds.length,
+        },
         'migrated the registry file to the current version; the original is kept in the backup file',
       ),
   });
@@ -134,15 +143,27 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       { deferWrite: options.deferCredentialWrite === true },
     );
     // Which source each credential comes from (environment, file, generated), never a value.
-    const credentialSources = { owner: resolved.sources.ownerToken, huabu: resolved.sources.huabuProviderToken, canvasSecret: resolved.sources.canvasTokenSecret };
+    const credentialSources = {
+      owner: resolved.sources.ownerToken,
+      huabu: resolved.sources.huabuProviderToken,
+      canvasSecret: resolved.sources.canvasTokenSecret,
+    };
     const announceCredentials = () => {
-      if (resolved.generated) logger.warn({ file: resolved.file, credentialSources }, 'generated missing credentials; read them from this file (mode 0600)');
-      else logger.info({ ...(resolved.file ? { file: resolved.file } : {}), credentialSources }, 'credentials: environment overrides the file');
+      if (resolved.generated)
+        logger.warn({ file: resolved.file, credentialSources }, 'generated missing credentials; read them from this file (mode 0600)');
+      else
+        logger.info(
+          { ...(resolved.file ? { file: resolved.file } : {}), credentialSources },
+          'credentials: environment overrides the file',
+        );
     };
     if (!options.deferCredentialWrite) announceCredentials();
     const { credentials } = resolved;
     for (const ids of aliasCollisions((await store.listProfiles()).map((e) => e.profile))) {
-      logger.warn({ profileIds: ids }, `profiles ${ids.join(', ')} share an alias under the current look-alike rule; both are kept, new look-alikes are refused (rename one)`);
+      logger.warn(
+        { profileIds: ids },
+        `profiles ${ids.join(', ')} share an alias under the current look-alike rule; both are kept, new look-alikes are refused (rename one)`,
+      );
     }
 
     // The hosted capabilities' credential values are known secrets too: no record may carry one.
@@ -155,7 +176,9 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     const recordOnItsOwn = (draft: EventDraft) => {
       const write: Promise<void> = store
         .recordEvents([draft])
-        .catch((err: unknown) => logger.error({ err, event: draft.type, subject: draft.subject }, `the ${draft.type} event could not be written`))
+        .catch((err: unknown) =>
+          logger.error({ err, event: draft.type, subject: draft.subject }, `the ${draft.type} event could not be written`),
+        )
         .finally(() => eventWrites.delete(write));
       eventWrites.add(write);
     };
@@ -167,7 +190,8 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
         logger.info({ machineId, status }, `machine ${machineId} ${status}`);
         recordOnItsOwn({ type: `machine.${status}`, subject: { kind: 'machine', id: machineId } });
       },
-      onJobSettled: (machineId, job, outcome) => recordOnItsOwn({ type: `job.${outcome}`, subject: { kind: 'job', id: job.jobId, provider: machineId } }),
+      onJobSettled: (machineId, job, outcome) =>
+        recordOnItsOwn({ type: `job.${outcome}`, subject: { kind: 'job', id: job.jobId, provider: machineId } }),
     });
     const machines = new MachineRegistry(store, clock, audit, scanner, channels);
     const profiles = new ProfileRegistry(store, scanner, audit, {
@@ -180,7 +204,19 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       (view, encoding) => metrics.catalogueCompressions.inc({ view: view.split(':')[0], encoding }),
     );
     const capabilities = new CapabilityProjection(store, config.requiredResourceIds, config.hostedCapabilities.ids);
-    const deps: RouteDeps = { config, credentials, registry, machines, profiles, catalogue, capabilities, scanner, audit, expensive: new ExpensiveWork(), now };
+    const deps: RouteDeps = {
+      config,
+      credentials,
+      registry,
+      machines,
+      profiles,
+      catalogue,
+      capabilities,
+      scanner,
+      audit,
+      expensive: new ExpensiveWork(),
+      now,
+    };
     const workloads = new WorkloadService({
       store,
       profiles,
@@ -191,7 +227,9 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       audit,
       // Fail closed: any error diagnostic touching the profile or its effective set stops the launch.
       preflight: async (profile, effective) =>
-        assertNoErrors(await capabilities.diagnosticsFor(profile, effective), 'The launch would confuse the agent', { profileId: profile.id }),
+        assertNoErrors(await capabilities.diagnosticsFor(profile, effective), 'The launch would confuse the agent', {
+          profileId: profile.id,
+        }),
     });
 
     const outbound = new OutboundClient();
@@ -208,8 +246,10 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       isCanvasRevoked: (canvasId, mintedAtMs) => machines.isCanvasTokenRevoked(canvasId, mintedAtMs),
     });
 
+    // The instance's type follows its logger's: typed as Fastify's base logger, it is a plain FastifyInstance.
+    const loggerInstance: FastifyBaseLogger = logger;
     app = Fastify({
-      loggerInstance: logger as FastifyBaseLogger,
+      loggerInstance,
       bodyLimit: BODY_LIMIT,
       requestTimeout: 30_000,
       return503OnClosing: true,
@@ -233,11 +273,13 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     // onClose runs before ours, which were added earlier), then the requests still in flight finish (their
     // clients may have hung up, the work goes on: store writes and audit lines land), then the store.
     let closing = false;
-    app.addHook('preClose', async () => {
+    app.addHook('preClose', (done) => {
       closing = true;
       // Open channels would hold the HTTP server open; their machines reconnect to whichever replica answers.
       channels.closeAll();
+      done();
     });
+    // eslint-disable-next-line prefer-const -- assigned below, after the hooks that must come first; this onClose hook reads it
     let refusals: Refusals | undefined;
     app.addHook('onClose', async () => {
       await inFlight.drain();

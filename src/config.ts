@@ -4,7 +4,7 @@ import path from 'node:path';
 import Type from 'typebox';
 import { Compile } from 'typebox/compile';
 import { RESOURCE_ID_PATTERN, SLUG_ID_PATTERN } from './schemas/common.js';
-import { CapabilitiesFileError, HostedCapabilities, loadHostedCapabilities } from './invocation/capabilities-file.js';
+import { CapabilitiesFileError, type HostedCapabilities, loadHostedCapabilities } from './invocation/capabilities-file.js';
 
 /** Addresses that mean "every interface": no client can use them to reach this process. */
 const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]', '::0', '0:0:0:0:0:0:0:0']);
@@ -158,7 +158,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       'PUBLIC_BASE_URL must not carry a user name or password (user:password@): it is logged at start and handed to every agent in $HUABU_RFS_URL. Give the bare URL, e.g. https://registry.example.internal:8787.',
     );
   }
-  if (e.DEFAULT_AGENTLET_ID === 'huabu') throw new ConfigError('DEFAULT_AGENTLET_ID must be an Agentlet machine ID; `huabu` is the host provider, never a machine.');
+  if (e.DEFAULT_AGENTLET_ID === 'huabu')
+    throw new ConfigError('DEFAULT_AGENTLET_ID must be an Agentlet machine ID; `huabu` is the host provider, never a machine.');
   const host = e.HOST ?? '127.0.0.1';
   const port = e.PORT === undefined ? 8787 : Number(e.PORT);
   if (port > 65535) throw new ConfigError('PORT must be between 0 and 65535');
@@ -166,13 +167,22 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     // Set but empty means "no required defaults"; unset means the host default.
     env.REQUIRED_RESOURCE_IDS === undefined
       ? [...DEFAULT_REQUIRED_RESOURCE_IDS]
-      : [...new Set(env.REQUIRED_RESOURCE_IDS.split(',').map((s) => s.trim()).filter(Boolean))];
+      : [
+          ...new Set(
+            env.REQUIRED_RESOURCE_IDS.split(',')
+              .map((s) => s.trim())
+              .filter(Boolean),
+          ),
+        ];
   const idPattern = new RegExp(RESOURCE_ID_PATTERN);
   const badIds = requiredResourceIds.filter((id) => !idPattern.test(id) || id.length > 128);
   if (badIds.length > 0) throw new ConfigError(`REQUIRED_RESOURCE_IDS holds invalid resource IDs: ${badIds.join(', ')}`);
   let hostedCapabilities: HostedCapabilities;
   try {
-    hostedCapabilities = loadHostedCapabilities(e.HOSTED_CAPABILITIES_FILE === undefined ? undefined : path.resolve(e.HOSTED_CAPABILITIES_FILE), env);
+    hostedCapabilities = loadHostedCapabilities(
+      e.HOSTED_CAPABILITIES_FILE === undefined ? undefined : path.resolve(e.HOSTED_CAPABILITIES_FILE),
+      env,
+    );
   } catch (err) {
     if (err instanceof CapabilitiesFileError) throw new ConfigError(err.message);
     throw err;

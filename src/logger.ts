@@ -6,7 +6,15 @@ import type { Config } from './config.js';
 const options = (level: Config['logLevel']): LoggerOptions => ({
   level,
   redact: {
-    paths: ['req.headers.authorization', 'headers.authorization', '*.token', 'token', '*.ownerToken', '*.huabuProviderToken', '*.canvasTokenSecret'],
+    paths: [
+      'req.headers.authorization',
+      'headers.authorization',
+      '*.token',
+      'token',
+      '*.ownerToken',
+      '*.huabuProviderToken',
+      '*.canvasTokenSecret',
+    ],
     censor: '[redacted]',
   },
   serializers: {
@@ -28,6 +36,9 @@ export function createProcessLogger(level: Config['logLevel'], isTty: boolean): 
   if (!isTty) return createLogger(level);
   return pino({
     ...options(level),
-    transport: { target: 'pino-pretty', options: { destination: 1, colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } },
+    transport: {
+      target: 'pino-pretty',
+      options: { destination: 1, colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' },
+    },
   });
 }

@@ -17,13 +17,16 @@ function listenProblem(err: unknown, host: string, port: number): string | undef
   const code = (err as NodeJS.ErrnoException).code;
   if (code === 'EADDRINUSE') return `Cannot listen on ${host}:${port}: the port is already in use (set PORT to a free one).`;
   if (code === 'EACCES') return `Cannot listen on ${host}:${port}: permission denied (use a port above 1023).`;
-  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') return `Cannot listen on ${host}:${port}: this machine has no such address (check HOST).`;
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND')
+    return `Cannot listen on ${host}:${port}: this machine has no such address (check HOST).`;
   return undefined;
 }
 
 async function main(): Promise<void> {
   if (process.argv.includes('--help') || process.argv.includes('-h')) {
-    console.log('Usage: npm start   (or: node dist/bundle/server.js)\nRuns the registry; configured by environment variables only (see docs/configuration.md).');
+    console.log(
+      'Usage: npm start   (or: node dist/bundle/server.js)\nRuns the registry; configured by environment variables only (see docs/configuration.md).',
+    );
     return;
   }
   let config;
@@ -50,7 +53,9 @@ async function main(): Promise<void> {
       config,
       logger,
       deferCredentialWrite: true,
-      ...(unsafeMs === undefined ? {} : { fs: deferredCommitFileSystem(unsafeMs, (err) => logger.error({ err }, 'deferred commit failed')) }),
+      ...(unsafeMs === undefined
+        ? {}
+        : { fs: deferredCommitFileSystem(unsafeMs, (err) => logger.error({ err }, 'deferred commit failed')) }),
     });
   } catch (err) {
     if (
@@ -86,7 +91,13 @@ async function main(): Promise<void> {
   await app.persistGeneratedCredentials();
   const store = config.databaseUrl ? 'postgres' : 'json';
   app.log.info(
-    { listening, publicBaseUrl: config.publicBaseUrl, store, ...(config.databaseUrl ? {} : { dataDir: config.dataDir }), docs: `${config.publicBaseUrl}/docs` },
+    {
+      listening,
+      publicBaseUrl: config.publicBaseUrl,
+      store,
+      ...(config.databaseUrl ? {} : { dataDir: config.dataDir }),
+      docs: `${config.publicBaseUrl}/docs`,
+    },
     `agent-resource-registry ready: listening on ${listening}, PUBLIC_BASE_URL ${config.publicBaseUrl}, store ${store}${config.databaseUrl ? '' : ` in ${config.dataDir}`}, docs ${config.publicBaseUrl}/docs`,
   );
 }

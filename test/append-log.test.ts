@@ -23,7 +23,11 @@ t.test('an append log opened on a torn last line keeps it on its own line; later
   const clean = await AppendLog.open(file);
   await clean.append([{ n: 4 }]);
   await clean.close();
-  t.equal((await readFile(file, 'utf8')).split('\n').slice(-3).join('\n'), '{"n":3}\n{"n":4}\n', 'a file ending in a newline gets nothing extra');
+  t.equal(
+    (await readFile(file, 'utf8')).split('\n').slice(-3).join('\n'),
+    '{"n":3}\n{"n":4}\n',
+    'a file ending in a newline gets nothing extra',
+  );
 
   const empty = path.join(await tempDataDir(), 'audit.jsonl');
   await (await AppendLog.open(empty)).close();
@@ -48,5 +52,16 @@ t.test('the service starts on a DATA_DIR whose audit.jsonl has a torn last line,
   const after = text.slice(before.length + TORN.length + 1).split('\n');
   t.equal(after.pop(), '', 'the file ends with a newline');
   t.ok(after.length > 0, 'the restarted service appended to the audit log');
-  t.same(after.filter((line) => { try { JSON.parse(line); return false; } catch { return true; } }), [], 'every line appended after the restart parses');
+  t.same(
+    after.filter((line) => {
+      try {
+        JSON.parse(line);
+        return false;
+      } catch {
+        return true;
+      }
+    }),
+    [],
+    'every line appended after the restart parses',
+  );
 });

@@ -7,6 +7,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
 import { AppendLog, logFilesOldestFirst } from '../src/storage/append-log.js';
+import type * as AppendLogModule from '../src/storage/append-log.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { build, tempDataDir } from './helpers/build.js';
 
@@ -42,7 +43,11 @@ t.test('rotation keeps the active file under the size, at most N rotated files, 
   const seen = await entries(file);
   isSuffixRun(t, seen, 139, 'after 40 appends');
   t.equal(seen.length, 16, 'four files of four lines: the oldest 24 entries were deleted with their files');
-  t.equal((await readFile(path.join(dir, 'audit.3.jsonl'), 'utf8')).split('\n')[0], JSON.stringify(entry(124)), 'audit.3.jsonl is the oldest');
+  t.equal(
+    (await readFile(path.join(dir, 'audit.3.jsonl'), 'utf8')).split('\n')[0],
+    JSON.stringify(entry(124)),
+    'audit.3.jsonl is the oldest',
+  );
   t.equal((await stat(path.join(dir, 'audit.jsonl'))).mode & 0o777, 0o600, 'the new active file is mode 0600');
 
   // A batch larger than the limit goes whole into a fresh file; rotation off (0) never renames.
@@ -77,7 +82,11 @@ t.test('a crash at any step of a rotation loses and repeats no acknowledged entr
     let n = 0;
     for (; n < 8; n++) await healthy.append([entry(n)]);
     await healthy.close();
-    t.same((await readdir(dir)).sort(), ['audit.1.jsonl', 'audit.2.jsonl', 'audit.3.jsonl', 'audit.jsonl'], `k=${k}: set up with 3 rotated files`);
+    t.same(
+      (await readdir(dir)).sort(),
+      ['audit.1.jsonl', 'audit.2.jsonl', 'audit.3.jsonl', 'audit.jsonl'],
+      `k=${k}: set up with 3 rotated files`,
+    );
     let calls = 0;
     const crash = (real: (...a: never[]) => Promise<void>) =>
       (async (...args: never[]) => {
@@ -85,17 +94,26 @@ t.test('a crash at any step of a rotation loses and repeats no acknowledged entr
         if (calls > k) throw new Error('nothing runs after the crash');
         return real(...args);
       }) as never;
-    const { AppendLog: Crashing } = await t.mockImport<typeof import('../src/storage/append-log.js')>('../src/storage/append-log.js', {
-      'node:fs/promises': { ...fsp, unlink: crash(fsp.unlink as never), rename: crash(fsp.rename as never) },
+    const { AppendLog: Crashing } = await t.mockImport<typeof AppendLogModule>('../src/storage/append-log.js', {
+      'node:fs/promises': { ...fsp, unlink: crash(fsp.unlink), rename: crash(fsp.rename) },
     });
     const dying = await Crashing.open(file, { maxBytes, maxFiles: 3 });
-    await t.rejects(dying.append([entry(n)]), /simulated crash/, `k=${k}: the append that needed the rotation is refused (never acknowledged)`);
+    await t.rejects(
+      dying.append([entry(n)]),
+      /simulated crash/,
+      `k=${k}: the append that needed the rotation is refused (never acknowledged)`,
+    );
     // Abandoned like a killed process: its handle is dropped, nothing more is written.
     const after = await AppendLog.open(file, { maxBytes, maxFiles: 3 });
     for (let m = n + 1; m < n + 8; m++) await after.append([entry(m)]);
     await after.close();
     const seen = (await entries(file)).filter((x) => x !== n);
-    isSuffixRun(t, seen.filter((x) => x > n), n + 7, `k=${k}: after the restart`);
+    isSuffixRun(
+      t,
+      seen.filter((x) => x > n),
+      n + 7,
+      `k=${k}: after the restart`,
+    );
     const older = seen.filter((x) => x < n);
     if (older.length > 0) isSuffixRun(t, older, n - 1, `k=${k}: entries from before the crash that are still kept`);
     t.ok((await readdir(dir)).length <= 4, `k=${k}: still at most 3 rotated files beside the active one`);
@@ -117,7 +135,11 @@ t.test('the service rotates audit.jsonl by AUDIT_MAX_BYTES / AUDIT_MAX_FILES; ba
     .map((l) => JSON.parse(l) as { id: string });
   const ids = actions.map((a) => a.id).filter((id) => id.startsWith('rot-'));
   const first = Number(ids[0]!.slice(4));
-  t.same(ids, Array.from({ length: 20 - first }, (_, i) => `rot-${first + i}`), 'the newest enrollments, in order, each once');
+  t.same(
+    ids,
+    Array.from({ length: 20 - first }, (_, i) => `rot-${first + i}`),
+    'the newest enrollments, in order, each once',
+  );
 
   const base = { DATA_DIR: dataDir };
   t.equal(loadConfig(base).auditMaxBytes, 64 * 1024 * 1024, 'default 64 MiB');

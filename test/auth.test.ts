@@ -40,7 +40,7 @@ t.test('a valid token of the wrong role is 403', async (t) => {
   t.equal(huabuMints.statusCode, 201, 'huabu mints canvas tokens');
 });
 
-t.test("a provider acts only on its own provider path", async (t) => {
+t.test('a provider acts only on its own provider path', async (t) => {
   const h = await build(t);
   const a = await h.enroll('agentlet-a');
   await h.enroll('agentlet-b');
@@ -56,7 +56,11 @@ t.test('tokens in the query string are refused and never logged', async (t) => {
   const h = await build(t);
   const machine = await h.enroll('agentlet-a');
   const before = (await readFile(h.logFile, 'utf8')).length;
-  for (const url of [`/api/acp/resources?access_token=${CANARY.owner}`, `/api/acp/resources?token=${machine}`, `/api/acp/resources?x=1&access_token=${CANARY.huabu}`]) {
+  for (const url of [
+    `/api/acp/resources?access_token=${CANARY.owner}`,
+    `/api/acp/resources?token=${machine}`,
+    `/api/acp/resources?x=1&access_token=${CANARY.huabu}`,
+  ]) {
     const res = await h.app.inject({ url });
     t.equal(res.statusCode, 401);
     t.match(res.json().message, /Authorization header/);
@@ -88,14 +92,22 @@ t.test('machine tokens: shown once, revocable, never listed', async (t) => {
   const after = await h.put('agentlet-a', token, 'tool-x');
   t.equal(after.statusCode, 401, 'a revoked token is unknown');
   const records = await h.app.inject({ url: '/api/acp/resources?provider=agentlet-a', headers: h.owner });
-  t.same(records.json().resources.map((r: { id: string }) => r.id), [], 'its records are withdrawn (issue 14: revoking frees its IDs)');
+  t.same(
+    records.json().resources.map((r: { id: string }) => r.id),
+    [],
+    'its records are withdrawn (issue 14: revoking frees its IDs)',
+  );
   const unknown = await h.app.inject({ method: 'DELETE', url: '/api/acp/machines/agentlet-a', headers: h.owner });
   t.equal(unknown.statusCode, 404);
   t.equal(unknown.json().code, 'machine_not_found');
 
   const reenrolled = await h.enroll('agentlet-a');
   t.not(reenrolled, token);
-  t.equal((await h.put('agentlet-a', reenrolled, 'tool-x', { name: 'New name' })).statusCode, 201, 'the re-enrolled machine registers its records again');
+  t.equal(
+    (await h.put('agentlet-a', reenrolled, 'tool-x', { name: 'New name' })).statusCode,
+    201,
+    'the re-enrolled machine registers its records again',
+  );
 });
 
 t.test('canvas tokens: bound to one canvas and one machine, expiring, tamper-evident', async (t) => {
@@ -166,44 +178,62 @@ t.test('minting returns the rfs URL and bounded expiry', async (t) => {
   t.equal(tooLong.statusCode, 400);
 });
 
-t.test('a revoked canvas token is told it was revoked; one minted after the revocation works; one of an ended enrollment is not valid', async (t) => {
-  let now = new Date('2026-11-30T12:00:00.000Z');
-  const h = await build(t, { now: () => now });
-  await h.enroll('agentlet-a');
-  const read = async (token: string) => {
-    const res = await h.app.inject({ url: '/api/rfs/canvas-x/resources', headers: h.bearer(token) });
-    return [res.statusCode, res.statusCode === 200 ? undefined : res.json().message];
-  };
-  const before = await h.canvasToken('canvas-x', 'agentlet-a');
-  t.same(await read(before), [200, undefined]);
-  now = new Date(now.getTime() + 1_000);
-  t.equal((await h.app.inject({ method: 'POST', url: '/api/acp/canvas-tokens/revoke', headers: h.owner, payload: { canvasId: 'canvas-x' } })).statusCode, 200);
-  t.same(await read(before), [401, 'The canvas token has been revoked.']);
-  now = new Date(now.getTime() + 1_000);
-  const after = await h.canvasToken('canvas-x', 'agentlet-a');
-  t.same(await read(after), [200, undefined], 'minted after the revocation: valid');
-  // The machine revoked and enrolled again: the token minted under the old enrollment is dead for good.
-  t.equal((await h.app.inject({ method: 'DELETE', url: '/api/acp/machines/agentlet-a', headers: h.owner })).statusCode, 204);
-  await h.enroll('agentlet-a');
-  t.same(await read(after), [401, 'The canvas token is not valid.']);
-});
+t.test(
+  'a revoked canvas token is told it was revoked; one minted after the revocation works; one of an ended enrollment is not valid',
+  async (t) => {
+    let now = new Date('2026-11-30T12:00:00.000Z');
+    const h = await build(t, { now: () => now });
+    await h.enroll('agentlet-a');
+    const read = async (token: string) => {
+      const res = await h.app.inject({ url: '/api/rfs/canvas-x/resources', headers: h.bearer(token) });
+      return [res.statusCode, res.statusCode === 200 ? undefined : res.json().message];
+    };
+    const before = await h.canvasToken('canvas-x', 'agentlet-a');
+    t.same(await read(before), [200, undefined]);
+    now = new Date(now.getTime() + 1_000);
+    t.equal(
+      (await h.app.inject({ method: 'POST', url: '/api/acp/canvas-tokens/revoke', headers: h.owner, payload: { canvasId: 'canvas-x' } }))
+        .statusCode,
+      200,
+    );
+    t.same(await read(before), [401, 'The canvas token has been revoked.']);
+    now = new Date(now.getTime() + 1_000);
+    const after = await h.canvasToken('canvas-x', 'agentlet-a');
+    t.same(await read(after), [200, undefined], 'minted after the revocation: valid');
+    // The machine revoked and enrolled again: the token minted under the old enrollment is dead for good.
+    t.equal((await h.app.inject({ method: 'DELETE', url: '/api/acp/machines/agentlet-a', headers: h.owner })).statusCode, 204);
+    await h.enroll('agentlet-a');
+    t.same(await read(after), [401, 'The canvas token is not valid.']);
+  },
+);
 
 t.test('only the owner or the Huabu provider mints canvas tokens, and a machine is told so', async (t) => {
   const h = await build(t);
   const machine = await h.enroll('agentlet-a');
-  const res = await h.app.inject({ method: 'POST', url: '/api/acp/canvas-tokens', headers: h.bearer(machine), payload: { canvasId: 'c', agentletId: 'agentlet-a' } });
+  const res = await h.app.inject({
+    method: 'POST',
+    url: '/api/acp/canvas-tokens',
+    headers: h.bearer(machine),
+    payload: { canvasId: 'c', agentletId: 'agentlet-a' },
+  });
   t.equal(res.statusCode, 403);
   t.equal(res.json().message, 'This operation needs the Huabu provider token.');
 });
 
 t.test('the served OpenAPI names the token each protected operation takes, and its 401 and 403 answers', async (t) => {
   const h = await build(t);
-  const spec = (await h.app.inject({ url: '/openapi.json' })).json() as { paths: Record<string, Record<string, { security?: unknown; responses: Record<string, unknown> }>> };
+  const spec = (await h.app.inject({ url: '/openapi.json' })).json<{
+    paths: Record<string, Record<string, { security?: unknown; responses: Record<string, unknown> }>>;
+  }>();
   const op = (path: string, method: string) => spec.paths[path]![method]!;
   t.same(op('/api/acp/canvas-tokens', 'post').security, [{ ownerToken: [] }, { providerToken: [] }]);
   t.same(op('/api/acp/resources', 'get').security, [{ ownerToken: [] }]);
   t.same(op('/api/rfs/{canvasId}/resources', 'get').security, [{ canvasToken: [] }]);
-  for (const [path, method] of [['/api/acp/canvas-tokens', 'post'], ['/api/acp/resources', 'get'], ['/api/rfs/{canvasId}/resources', 'get']] as const) {
+  for (const [path, method] of [
+    ['/api/acp/canvas-tokens', 'post'],
+    ['/api/acp/resources', 'get'],
+    ['/api/rfs/{canvasId}/resources', 'get'],
+  ] as const) {
     t.ok('401' in op(path, method).responses && '403' in op(path, method).responses, `${method} ${path} documents 401 and 403`);
     t.ok('429' in op(path, method).responses, `${method} ${path} documents 429 (failed authentications from its address)`);
     t.ok('200' in op(path, method).responses || '201' in op(path, method).responses, `${method} ${path} keeps its own answers`);

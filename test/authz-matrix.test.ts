@@ -37,7 +37,11 @@ const MATRIX: Record<string, Entry> = {
   'GET /metrics': { url: '/metrics', allowed: 'public', publicStatus: 200 },
   'GET /api/acp/resources': { url: '/api/acp/resources', allowed: { owner: 200 } },
   'GET /api/acp/resources/{id}': { url: '/api/acp/resources/tool-a', allowed: { owner: 200 } },
-  'PATCH /api/acp/resources/{id}': { url: '/api/acp/resources/tool-a', payload: { userContent: 'Prefer the short form.' }, allowed: { owner: 200 } },
+  'PATCH /api/acp/resources/{id}': {
+    url: '/api/acp/resources/tool-a',
+    payload: { userContent: 'Prefer the short form.' },
+    allowed: { owner: 200 },
+  },
   'POST /api/acp/resources/validate': {
     url: '/api/acp/resources/validate',
     payload: { ...resource, id: 'new-tool' },
@@ -57,20 +61,33 @@ const MATRIX: Record<string, Entry> = {
     allowed: { owner: 503 },
     admittedCode: 'agentlet_unavailable',
   },
-  'POST /api/acp/resources/{id}/refresh/scan': { url: '/api/acp/resources/tool-a/refresh/scan?agentletId=agentlet-a', allowed: { owner: 409 }, admittedCode: 'resource_not_manageable' },
+  'POST /api/acp/resources/{id}/refresh/scan': {
+    url: '/api/acp/resources/tool-a/refresh/scan?agentletId=agentlet-a',
+    allowed: { owner: 409 },
+    admittedCode: 'resource_not_manageable',
+  },
   'POST /api/acp/resources/{id}/refresh': {
     url: '/api/acp/resources/tool-a/refresh?agentletId=agentlet-a',
     payload: { expectedRevision: 'a'.repeat(64) },
     allowed: { owner: 409 },
     admittedCode: 'resource_not_manageable',
   },
-  'DELETE /api/acp/resources/{id}': { url: '/api/acp/resources/tool-a?agentletId=agentlet-a', allowed: { owner: 409 }, admittedCode: 'resource_not_manageable' },
+  'DELETE /api/acp/resources/{id}': {
+    url: '/api/acp/resources/tool-a?agentletId=agentlet-a',
+    allowed: { owner: 409 },
+    admittedCode: 'resource_not_manageable',
+  },
   'POST /api/acp/machines': { url: '/api/acp/machines', payload: { machineId: 'agentlet-new' }, allowed: { owner: 201 } },
   'GET /api/acp/machines': { url: '/api/acp/machines', allowed: { owner: 200 } },
   'DELETE /api/acp/machines/{machineId}': { url: '/api/acp/machines/agentlet-b', allowed: { owner: 204 } },
   'POST /api/acp/machines/{machineId}/rotate': { url: '/api/acp/machines/agentlet-b/rotate', allowed: { owner: 200 } },
   // Admitted, then 503: machine A holds no channel in this world.
-  'POST /api/acp/machines/{machineId}/jobs': { url: '/api/acp/machines/agentlet-a/jobs', payload: { type: 'ping' }, allowed: { owner: 503 }, admittedCode: 'agentlet_unavailable' },
+  'POST /api/acp/machines/{machineId}/jobs': {
+    url: '/api/acp/machines/agentlet-a/jobs',
+    payload: { type: 'ping' },
+    allowed: { owner: 503 },
+    admittedCode: 'agentlet_unavailable',
+  },
   'GET /api/acp/providers/{machineId}/channel': { url: '/api/acp/providers/agentlet-a/channel', allowed: { machineA: 200 }, stream: true },
   // Admitted, then 404: no job of machine A is waiting.
   'POST /api/acp/providers/{machineId}/jobs/{jobId}': {
@@ -79,7 +96,11 @@ const MATRIX: Record<string, Entry> = {
     allowed: { machineA: 404 },
     admittedCode: 'job_not_found',
   },
-  'POST /api/acp/canvas-tokens/revoke': { url: '/api/acp/canvas-tokens/revoke', payload: { canvasId: 'canvas-z' }, allowed: { owner: 200, huabu: 200 } },
+  'POST /api/acp/canvas-tokens/revoke': {
+    url: '/api/acp/canvas-tokens/revoke',
+    payload: { canvasId: 'canvas-z' },
+    allowed: { owner: 200, huabu: 200 },
+  },
   'POST /api/acp/canvas-tokens': {
     url: '/api/acp/canvas-tokens',
     payload: { canvasId: 'canvas-z', agentletId: 'agentlet-a' },
@@ -96,11 +117,20 @@ const MATRIX: Record<string, Entry> = {
     payload: resource,
     allowed: { machineA: 200 },
   },
-  'DELETE /api/acp/providers/{provider}/resources/{id}': { url: '/api/acp/providers/agentlet-a/resources/tool-a', allowed: { machineA: 204 } },
+  'DELETE /api/acp/providers/{provider}/resources/{id}': {
+    url: '/api/acp/providers/agentlet-a/resources/tool-a',
+    allowed: { machineA: 204 },
+  },
   'GET /api/acp/profiles': { url: '/api/acp/profiles', allowed: { owner: 200 } },
   'POST /api/acp/profiles': {
     url: '/api/acp/profiles',
-    payload: { alias: 'Writer', agentletId: 'agentlet-a', workingDirPath: '/work', launch: { kind: 'acp-command', command: 'agent' }, resourceIds: ['tool-a'] },
+    payload: {
+      alias: 'Writer',
+      agentletId: 'agentlet-a',
+      workingDirPath: '/work',
+      launch: { kind: 'acp-command', command: 'agent' },
+      resourceIds: ['tool-a'],
+    },
     allowed: { owner: 201 },
   },
   'GET /api/acp/profiles/{id}': { url: '/api/acp/profiles/{profileId}', allowed: { owner: 200 } },
@@ -118,7 +148,11 @@ const MATRIX: Record<string, Entry> = {
   // issued, so it is answered (410) before a stream starts. test/events.test.ts reads the streams over sockets.
   'GET /api/acp/events': { url: '/api/acp/events?since=999999999', allowed: { owner: 410 }, admittedCode: 'cursor_expired' },
   'GET /api/acp/changes': { url: '/api/acp/changes', allowed: { owner: 200 } },
-  'GET /api/rfs/{canvasId}/events': { url: '/api/rfs/canvas-x/events?since=999999999', allowed: { canvasX: 410 }, admittedCode: 'cursor_expired' },
+  'GET /api/rfs/{canvasId}/events': {
+    url: '/api/rfs/canvas-x/events?since=999999999',
+    allowed: { canvasX: 410 },
+    admittedCode: 'cursor_expired',
+  },
   'GET /api/rfs/{canvasId}/resources': { url: '/api/rfs/canvas-x/resources', allowed: { canvasX: 200 } },
   'GET /api/rfs/{canvasId}/resources/{id}': { url: '/api/rfs/canvas-x/resources/tool-a', allowed: { canvasX: 200 } },
   'GET /api/rfs/{canvasId}/skill': { url: '/api/rfs/canvas-x/skill', allowed: { canvasX: 200 } },
@@ -126,11 +160,24 @@ const MATRIX: Record<string, Entry> = {
   'GET /api/rfs/{canvasId}/agent/profiles': { url: '/api/rfs/canvas-x/agent/profiles', allowed: { canvasX: 200 } },
   'POST /api/rfs/{canvasId}/resources/local/receipts': {
     url: '/api/rfs/canvas-x/resources/local/receipts',
-    payload: { id: 'agent-tool', kind: 'tool', name: 'Agent tool', sourceContent: 'Run $AGENT_RESOURCE_DIR/tools/agent-tool/run.sh.', entrypoint: 'tools/agent-tool/run.sh' },
+    payload: {
+      id: 'agent-tool',
+      kind: 'tool',
+      name: 'Agent tool',
+      sourceContent: 'Run $AGENT_RESOURCE_DIR/tools/agent-tool/run.sh.',
+      entrypoint: 'tools/agent-tool/run.sh',
+    },
     allowed: { canvasX: 200 },
   },
-  'DELETE /api/rfs/{canvasId}/resources/local/receipts/{id}': { url: '/api/rfs/canvas-x/resources/local/receipts/agent-tool', allowed: { canvasX: 200 } },
-  'POST /api/acp/grants': { url: '/api/acp/grants', payload: { canvasId: 'canvas-x', threadId: 'thread-1' }, allowed: { owner: 201, huabu: 201 } },
+  'DELETE /api/rfs/{canvasId}/resources/local/receipts/{id}': {
+    url: '/api/rfs/canvas-x/resources/local/receipts/agent-tool',
+    allowed: { canvasX: 200 },
+  },
+  'POST /api/acp/grants': {
+    url: '/api/acp/grants',
+    payload: { canvasId: 'canvas-x', threadId: 'thread-1' },
+    allowed: { owner: 201, huabu: 201 },
+  },
   // The canvas token is admitted; the invocation then needs a resource grant too (test/invocation.test.ts):
   // upstream's 403 `forbidden`, with the reason telling it apart from a refused token.
   'POST /api/rfs/{canvasId}/resources/{id}/invoke': {
@@ -142,7 +189,9 @@ const MATRIX: Record<string, Entry> = {
   },
 };
 
-async function world(t: Parameters<typeof build>[0]): Promise<{ h: TestApp; tokens: Record<PrincipalName, string | undefined>; profileId: string }> {
+async function world(
+  t: Parameters<typeof build>[0],
+): Promise<{ h: TestApp; tokens: Record<PrincipalName, string | undefined>; profileId: string }> {
   let now = new Date('2026-11-30T10:00:00Z');
   const h = await build(t, { now: () => now, env: { REQUIRED_RESOURCE_IDS: '' } });
   const machineA = await h.enroll('agentlet-a');
@@ -153,9 +202,20 @@ async function world(t: Parameters<typeof build>[0]): Promise<{ h: TestApp; toke
     method: 'POST',
     url: '/api/acp/profiles',
     headers: h.owner,
-    payload: { alias: 'Reviewer', agentletId: 'agentlet-a', workingDirPath: '/work', launch: { kind: 'acp-command', command: 'agent' }, resourceIds: ['tool-a'] },
+    payload: {
+      alias: 'Reviewer',
+      agentletId: 'agentlet-a',
+      workingDirPath: '/work',
+      launch: { kind: 'acp-command', command: 'agent' },
+      resourceIds: ['tool-a'],
+    },
   });
-  await h.app.inject({ method: 'POST', url: '/api/acp/launch', headers: h.owner, payload: { profileId: profile.json().id, canvasId: 'canvas-x', threadId: 'thread-1' } });
+  await h.app.inject({
+    method: 'POST',
+    url: '/api/acp/launch',
+    headers: h.owner,
+    payload: { profileId: profile.json().id, canvasId: 'canvas-x', threadId: 'thread-1' },
+  });
   const expiredCanvas = await h.canvasToken('canvas-x', 'agentlet-a', 60);
   now = new Date('2026-11-30T12:00:00Z');
   const canvasX = await h.canvasToken('canvas-x', 'agentlet-a', 3600);
@@ -181,10 +241,18 @@ async function world(t: Parameters<typeof build>[0]): Promise<{ h: TestApp; toke
 
 t.test('every operation in the OpenAPI document has a matrix entry', async (t) => {
   const h = await build(t);
-  const spec = (await h.app.inject({ url: '/openapi.json' })).json() as { paths: Record<string, Record<string, unknown>> };
+  const spec = (await h.app.inject({ url: '/openapi.json' })).json<{ paths: Record<string, Record<string, unknown>> }>();
   const operations = Object.entries(spec.paths).flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`));
-  t.same(operations.filter((op) => !(op in MATRIX)), [], 'operations without an entry');
-  t.same(Object.keys(MATRIX).filter((op) => !operations.includes(op)), [], 'entries for operations that no longer exist');
+  t.same(
+    operations.filter((op) => !(op in MATRIX)),
+    [],
+    'operations without an entry',
+  );
+  t.same(
+    Object.keys(MATRIX).filter((op) => !operations.includes(op)),
+    [],
+    'entries for operations that no longer exist',
+  );
 });
 
 for (const [operation, entry] of Object.entries(MATRIX)) {
@@ -193,16 +261,14 @@ for (const [operation, entry] of Object.entries(MATRIX)) {
     const url = entry.url.replace('{profileId}', profileId);
     const method = operation.split(' ')[0] as 'GET';
     // Admitted principals last: their request may change state (revoke, withdraw).
-    const order = [...PRINCIPALS].sort((a, b) => Number(entry.allowed !== 'public' && a in entry.allowed) - Number(entry.allowed !== 'public' && b in entry.allowed));
+    const order = [...PRINCIPALS].sort(
+      (a, b) => Number(entry.allowed !== 'public' && a in entry.allowed) - Number(entry.allowed !== 'public' && b in entry.allowed),
+    );
     for (const principal of order) {
       if (entry.stream && entry.allowed !== 'public' && principal in entry.allowed) continue;
       const token = tokens[principal];
       const expected =
-        entry.allowed === 'public'
-          ? entry.publicStatus!
-          : UNAUTHENTICATED.includes(principal)
-            ? 401
-            : (entry.allowed[principal] ?? 403);
+        entry.allowed === 'public' ? entry.publicStatus! : UNAUTHENTICATED.includes(principal) ? 401 : (entry.allowed[principal] ?? 403);
       const res = await h.app.inject({
         method,
         url,
@@ -217,7 +283,8 @@ for (const [operation, entry] of Object.entries(MATRIX)) {
         if (expected === 401) t.equal(res.json().code, 'unauthorized');
         if (expected === 403) t.equal(res.json().code, 'forbidden');
       }
-      if ((res.statusCode === 201 && /machines|canvas-tokens/.test(entry.url)) || (res.statusCode === 200 && /rotate$/.test(entry.url))) recordIssuedToken(res.json().token);
+      if ((res.statusCode === 201 && /machines|canvas-tokens/.test(entry.url)) || (res.statusCode === 200 && /rotate$/.test(entry.url)))
+        recordIssuedToken(res.json().token);
       if (res.statusCode === 201 && /grants/.test(entry.url)) recordIssuedToken(res.json().grant);
     }
   });
@@ -228,10 +295,19 @@ t.test('object level: machine A cannot touch machine B records; provider path mi
   await h.put('agentlet-b', tokens.machineB!, 'tool-b');
   const url = '/api/acp/providers/agentlet-b/resources/tool-b';
   for (const method of ['PUT', 'DELETE'] as const) {
-    const res = await h.app.inject({ method, url, headers: h.bearer(tokens.machineA!), ...(method === 'PUT' ? { payload: resource } : {}) });
+    const res = await h.app.inject({
+      method,
+      url,
+      headers: h.bearer(tokens.machineA!),
+      ...(method === 'PUT' ? { payload: resource } : {}),
+    });
     t.equal(res.statusCode, 403, `${method} on B's path with A's token`);
   }
-  const viaOwnPath = await h.app.inject({ method: 'DELETE', url: '/api/acp/providers/agentlet-a/resources/tool-b', headers: h.bearer(tokens.machineA!) });
+  const viaOwnPath = await h.app.inject({
+    method: 'DELETE',
+    url: '/api/acp/providers/agentlet-a/resources/tool-b',
+    headers: h.bearer(tokens.machineA!),
+  });
   t.equal(viaOwnPath.statusCode, 409, "B's record through A's own path is a conflict");
   const still = await h.app.inject({ url: '/api/acp/resources/tool-b', headers: h.owner });
   t.equal(still.json().provider, 'agentlet-b');

@@ -40,7 +40,9 @@ async function fakeService(name: string, challenge: string) {
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(name, () => resolve()));
   const close = async () => {
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    await Promise.all([...sockets].map((socket) => new Promise<void>((resolve) => (socket.once('close', () => resolve()), socket.destroy()))));
+    await Promise.all(
+      [...sockets].map((socket) => new Promise<void>((resolve) => (socket.once('close', () => resolve()), socket.destroy()))),
+    );
     await closed;
   };
   return { received, close };
@@ -67,14 +69,21 @@ t.test('a squatter on the old abstract lock name gets nothing from a backup and 
   const offline = await backup(['--to', path.join(parent, 'offline')], { DATA_DIR: dataDir });
   const sent = squatter.received.join('');
   t.notOk(sent.includes(creds.ownerToken), 'the squatter never receives the owner token');
-  t.notOk([creds.huabuProviderToken, creds.canvasTokenSecret].some((v) => sent.includes(v)) || sent.includes(JSON.stringify(credentialsBytes).slice(1, 40)), 'nor anything else of credentials.json');
+  t.notOk(
+    [creds.huabuProviderToken, creds.canvasTokenSecret].some((v) => sent.includes(v)) ||
+      sent.includes(JSON.stringify(credentialsBytes).slice(1, 40)),
+    'nor anything else of credentials.json',
+  );
   t.equal(sent, '', 'nor anything at all');
   t.equal(offline.code, 0, `the backup is taken without the squatter (${offline.stderr})`);
   t.match(offline.stdout, /offline: no service was running on it/);
   t.notOk(existsSync(path.join(parent, 'offline', '.control')), "the lock's directory is not copied");
 
   const server = await startServer(generatingEnv(dataDir), START_MS).catch((err: Error) => err);
-  t.notOk(server instanceof Error, `the service starts while the old name is held (${server instanceof Error ? server.message.split('\n')[0] : ''})`);
+  t.notOk(
+    server instanceof Error,
+    `the service starts while the old name is held (${server instanceof Error ? server.message.split('\n')[0] : ''})`,
+  );
   if (server instanceof Error) return;
   const online = await backup(['--to', path.join(parent, 'online')], { DATA_DIR: dataDir });
   t.equal(online.code, 0, online.stderr);
@@ -83,16 +92,19 @@ t.test('a squatter on the old abstract lock name gets nothing from a backup and 
   await server.kill();
 });
 
-t.test('another local user can neither reach the backup channel nor keep every backup refused', { skip: asRoot ? false : 'needs root to run a process as another user' }, async (t) => {
-  // Even with DATA_DIR open for others to traverse, the channel stays the service user's.
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'arr-channel-'));
-  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
-  await chmod(dataDir, 0o755);
-  const server = await startServer(testEnv(dataDir), START_MS);
+t.test(
+  'another local user can neither reach the backup channel nor keep every backup refused',
+  { skip: asRoot ? false : 'needs root to run a process as another user' },
+  async (t) => {
+    // Even with DATA_DIR open for others to traverse, the channel stays the service user's.
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'arr-channel-'));
+    t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+    await chmod(dataDir, 0o755);
+    const server = await startServer(testEnv(dataDir), START_MS);
 
-  // As `nobody`: connect again and again to the old abstract name and to every socket it can find in DATA_DIR,
-  // holding each connection open, and say what answered.
-  const script = `
+    // As `nobody`: connect again and again to the old abstract name and to every socket it can find in DATA_DIR,
+    // holding each connection open, and say what answered.
+    const script = `
     const net = require('node:net'), fs = require('node:fs'), path = require('node:path');
     const [dataDir, abstractHex] = process.argv.slice(1);
     const abstractName = '\\0agent-resource-registry:' + abstractHex;
@@ -121,62 +133,77 @@ t.test('another local user can neither reach the backup channel nor keep every b
     for (const p of sockets(dataDir)) tryOne(p, path.relative(dataDir, p));
     setTimeout(() => say('ready'), 300);
   `;
-  const other = spawn(process.execPath, ['-e', script, dataDir, oldLockName(await realpath(dataDir)).slice('\0agent-resource-registry:'.length)], {
-    uid: NOBODY,
-    gid: NOBODY,
-    env: { PATH: process.env.PATH ?? '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise((resolve) => other.once('exit', resolve));
-  t.teardown(() => void other.kill('SIGKILL'));
-  let report = '';
-  other.stdout.on('data', (c: Buffer) => (report += c.toString()));
-  other.stderr.on('data', (c: Buffer) => (report += c.toString()));
-  for (const deadline = Date.now() + 60_000; !/^ready$/m.test(report) && Date.now() < deadline; ) await sleep(50);
-  t.match(report, /^ready$/m, 'the other user is at it');
+    const other = spawn(
+      process.execPath,
+      ['-e', script, dataDir, oldLockName(await realpath(dataDir)).slice('\0agent-resource-registry:'.length)],
+      {
+        uid: NOBODY,
+        gid: NOBODY,
+        env: { PATH: process.env.PATH ?? '' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    const exited = new Promise((resolve) => other.once('exit', resolve));
+    t.teardown(() => void other.kill('SIGKILL'));
+    let report = '';
+    other.stdout.on('data', (c: Buffer) => (report += c.toString()));
+    other.stderr.on('data', (c: Buffer) => (report += c.toString()));
+    for (const deadline = Date.now() + 60_000; !/^ready$/m.test(report) && Date.now() < deadline;) await sleep(50);
+    t.match(report, /^ready$/m, 'the other user is at it');
 
-  const parent = await tempDataDir();
-  const outcomes = [];
-  for (let i = 0; i < 3; i++) outcomes.push(await backup(['--to', path.join(parent, `b${i}`)], { DATA_DIR: dataDir }));
-  other.kill('SIGKILL');
-  await exited;
-  t.comment(report.trim());
-  for (const [i, out] of outcomes.entries()) {
-    t.equal(out.code, 0, `backup ${i} is taken while the other user tries (${out.stderr.trim()})`);
-    t.match(out.stdout, /online: the service paused its writes/);
-  }
-  t.notMatch(report, /^answered /m, 'nothing answered the other user');
-  t.match(report, /refused \.control\/service\.sock EACCES/, 'the channel is there, and closed to the other user');
-  await server.kill();
-});
+    const parent = await tempDataDir();
+    const outcomes = [];
+    for (let i = 0; i < 3; i++) outcomes.push(await backup(['--to', path.join(parent, `b${i}`)], { DATA_DIR: dataDir }));
+    other.kill('SIGKILL');
+    await exited;
+    t.comment(report.trim());
+    for (const [i, out] of outcomes.entries()) {
+      t.equal(out.code, 0, `backup ${i} is taken while the other user tries (${out.stderr.trim()})`);
+      t.match(out.stdout, /online: the service paused its writes/);
+    }
+    t.notMatch(report, /^answered /m, 'nothing answered the other user');
+    t.match(report, /refused \.control\/service\.sock EACCES/, 'the channel is there, and closed to the other user');
+    await server.kill();
+  },
+);
 
-t.test('a channel directory that is not the service user\'s own: the backup refuses in one line and sends nothing, the start refuses', { skip: asRoot ? false : 'needs root to give a directory to another user' }, async (t) => {
-  const dataDir = await tempDataDir();
-  const first = await startServer(testEnv(dataDir), START_MS);
-  await first.kill();
-  // Planted by another user (possible where DATA_DIR was once open to others): its socket, its directory.
-  const control = path.join(dataDir, '.control');
-  await rm(control, { recursive: true, force: true });
-  await mkdir(control, { mode: 0o755 });
-  const planted = await fakeService(path.join(control, 'service.sock'), 'credentials.json');
-  const received = planted.received;
-  t.teardown(planted.close);
-  await chown(control, NOBODY, NOBODY);
+t.test(
+  "a channel directory that is not the service user's own: the backup refuses in one line and sends nothing, the start refuses",
+  { skip: asRoot ? false : 'needs root to give a directory to another user' },
+  async (t) => {
+    const dataDir = await tempDataDir();
+    const first = await startServer(testEnv(dataDir), START_MS);
+    await first.kill();
+    // Planted by another user (possible where DATA_DIR was once open to others): its socket, its directory.
+    const control = path.join(dataDir, '.control');
+    await rm(control, { recursive: true, force: true });
+    await mkdir(control, { mode: 0o755 });
+    const planted = await fakeService(path.join(control, 'service.sock'), 'credentials.json');
+    const received = planted.received;
+    t.teardown(planted.close);
+    await chown(control, NOBODY, NOBODY);
 
-  const out = await backup(['--to', path.join(await tempDataDir(), 'b')], { DATA_DIR: dataDir });
-  t.equal(out.code, 1, 'the backup fails');
-  t.match(out.stderr, /^backup failed: .*\.control is not private to this user/m);
-  t.equal(out.stderr.trim().split('\n').length, 1, 'in one line');
-  t.equal(received.join(''), '', 'and sent nothing to the planted socket');
+    const out = await backup(['--to', path.join(await tempDataDir(), 'b')], { DATA_DIR: dataDir });
+    t.equal(out.code, 1, 'the backup fails');
+    t.match(out.stderr, /^backup failed: .*\.control is not private to this user/m);
+    t.equal(out.stderr.trim().split('\n').length, 1, 'in one line');
+    t.equal(received.join(''), '', 'and sent nothing to the planted socket');
 
-  const start = await startServer(testEnv(dataDir), START_MS).then(async (s) => (await s.kill(), 'started'), (err: Error) => err.message);
-  t.match(start, /\.control is not private to this user/, 'a start refuses it too, naming it');
-});
+    const start = await startServer(testEnv(dataDir), START_MS).then(
+      async (s) => (await s.kill(), 'started'),
+      (err: Error) => err.message,
+    );
+    t.match(start, /\.control is not private to this user/, 'a start refuses it too, naming it');
+  },
+);
 
 t.test('a DATA_DIR that group or others may write is refused at start; one only they may read or traverse is not', async (t) => {
   const dataDir = await tempDataDir();
   await chmod(dataDir, 0o777);
-  const start = await startServer(testEnv(dataDir), START_MS).then(async (s) => (await s.kill(), 'started'), (err: Error) => err.message);
+  const start = await startServer(testEnv(dataDir), START_MS).then(
+    async (s) => (await s.kill(), 'started'),
+    (err: Error) => err.message,
+  );
   t.match(start, /DATA_DIR .* is writable by group or others \(mode 777\); run chmod 700 on it/);
   await chmod(dataDir, 0o755);
   const ok = await startServer(testEnv(dataDir), START_MS);

@@ -81,8 +81,15 @@ t.test('a client that goes away, or holds the pause too long, never leaves the w
   const slow = await pausedClient(dataDir);
   const second = store.appendAudit([entry('y')]);
   t.equal(await within(second, 2_000), 'done', 'past maxPauseMs the writes resume on their own');
-  t.match((await slow.next())!.error, /writes resumed: the pause passed 400 ms; this backup is not consistent/, 'and the client is told its copy is not consistent');
-  t.match(events, [{ ok: false, reason: /went away/ }, { ok: false, reason: /passed 400 ms/ }]);
+  t.match(
+    (await slow.next())!.error,
+    /writes resumed: the pause passed 400 ms; this backup is not consistent/,
+    'and the client is told its copy is not consistent',
+  );
+  t.match(events, [
+    { ok: false, reason: /went away/ },
+    { ok: false, reason: /passed 400 ms/ },
+  ]);
   slow.socket.destroy();
 });
 

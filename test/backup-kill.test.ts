@@ -18,10 +18,16 @@ t.test('killing the backup (at each step and at spread moments) or the server le
   const dataDir = await tempDataDir();
   // Bulk beside the service's own files (Huabu keeps other files in agent-team/), so the copy takes a while.
   await mkdir(path.join(dataDir, 'agent-team', 'attachments'), { recursive: true });
-  for (let i = 0; i < 4; i++) await writeFile(path.join(dataDir, 'agent-team', 'attachments', `blob-${i}.bin`), Buffer.alloc(1024 * 1024, i));
+  for (let i = 0; i < 4; i++)
+    await writeFile(path.join(dataDir, 'agent-team', 'attachments', `blob-${i}.bin`), Buffer.alloc(1024 * 1024, i));
   let server: RunningServer = await startServer(testEnv(dataDir), START_MS);
   for (let i = 0; i < 10; i++) {
-    const res = await call(server.origin, 'PUT', `/api/acp/providers/huabu/resources/seed-${i}`, CANARY.huabu, { schemaVersion: 1, name: `s${i}`, description: 'd', instructions: 'i' });
+    const res = await call(server.origin, 'PUT', `/api/acp/providers/huabu/resources/seed-${i}`, CANARY.huabu, {
+      schemaVersion: 1,
+      name: `s${i}`,
+      description: 'd',
+      instructions: 'i',
+    });
     t.equal(res.status, 201);
   }
   const parent = await tempDataDir();
@@ -46,7 +52,12 @@ t.test('killing the backup (at each step and at spread moments) or the server le
     }
     // The service is unharmed: it answers, and a write goes through at once (nothing left paused).
     const t0 = performance.now();
-    const res = await call(server.origin, 'PUT', `/api/acp/providers/huabu/resources/after-${path.basename(target)}`, CANARY.huabu, { schemaVersion: 1, name: 'a', description: 'd', instructions: 'i' });
+    const res = await call(server.origin, 'PUT', `/api/acp/providers/huabu/resources/after-${path.basename(target)}`, CANARY.huabu, {
+      schemaVersion: 1,
+      name: 'a',
+      description: 'd',
+      instructions: 'i',
+    });
     t.equal(res.status, 201, `${label}: the service still writes`);
     t.ok(performance.now() - t0 < 5_000, `${label}: without waiting on a pause`);
   };
@@ -85,7 +96,11 @@ t.test('killing the backup (at each step and at spread moments) or the server le
   const retry = path.join(parent, 'at-paused');
   const ok = await backup(['--to', retry], env);
   t.equal(ok.code, 0, ok.stderr);
-  t.same((await readdir(parent)).filter((n) => n.startsWith('.at-paused.partial-')), [], 'the abandoned temp directory of that target is gone');
+  t.same(
+    (await readdir(parent)).filter((n) => n.startsWith('.at-paused.partial-')),
+    [],
+    'the abandoned temp directory of that target is gone',
+  );
 
   // The server killed during a backup: the backup fails (or had finished), never half written.
   const target = path.join(parent, 'server-killed');
@@ -96,7 +111,11 @@ t.test('killing the backup (at each step and at spread moments) or the server le
   t.not(out.code, 0, 'the backup fails when the service dies while it copies');
   t.match(out.stderr, /backup failed: the service closed the backup connection/);
   t.notOk(existsSync(target), 'and the target is absent');
-  t.same((await readdir(parent)).filter((n) => n.startsWith('.server-killed.partial-')), [], 'its temp directory removed');
+  t.same(
+    (await readdir(parent)).filter((n) => n.startsWith('.server-killed.partial-')),
+    [],
+    'its temp directory removed',
+  );
   server = await startServer(testEnv(dataDir), START_MS);
   t.equal((await call(server.origin, 'GET', '/api/acp/resources', CANARY.owner)).status, 200, 'the service restarts on its DATA_DIR');
   await server.kill();

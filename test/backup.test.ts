@@ -28,7 +28,11 @@ t.test('a backup taken while writers register and launch holds every write ackno
   t.equal(enrolled.status, 201);
   recordIssuedToken(String(enrolled.body.token));
   const profile = await call(server.origin, 'POST', '/api/acp/profiles', owner, {
-    alias: 'Backup reviewer', agentletId: 'agentlet-b1', workingDirPath: '/w', launch: { kind: 'acp-command', command: 'x' }, resourceIds: [],
+    alias: 'Backup reviewer',
+    agentletId: 'agentlet-b1',
+    workingDirPath: '/w',
+    launch: { kind: 'acp-command', command: 'x' },
+    resourceIds: [],
   });
   t.equal(profile.status, 201);
 
@@ -39,8 +43,17 @@ t.test('a backup taken while writers register and launch holds every write ackno
       const id = `${kind}-${n}-${i}`;
       const res =
         kind === 'resource'
-          ? await call(server.origin, 'PUT', `/api/acp/providers/huabu/resources/${id}`, huabu, { schemaVersion: 1, name: id, description: 'd', instructions: 'i' })
-          : await call(server.origin, 'POST', '/api/acp/launch', owner, { profileId: profile.body.id, canvasId: `canvas-${n}`, threadId: id });
+          ? await call(server.origin, 'PUT', `/api/acp/providers/huabu/resources/${id}`, huabu, {
+              schemaVersion: 1,
+              name: id,
+              description: 'd',
+              instructions: 'i',
+            })
+          : await call(server.origin, 'POST', '/api/acp/launch', owner, {
+              profileId: profile.body.id,
+              canvasId: `canvas-${n}`,
+              threadId: id,
+            });
       if (res.status !== 201) throw new Error(`${kind} ${id}: ${res.status} ${JSON.stringify(res.body)}`);
       acked.push({ kind, id, at: performance.now() });
     }
@@ -60,13 +73,22 @@ t.test('a backup taken while writers register and launch holds every write ackno
   t.equal(withCreds.code, 0, withCreds.stderr);
   t.match(withCreds.stdout, /credentials.json included/);
   const before = acked.filter((a) => a.at < began);
-  t.ok(before.filter((a) => a.kind === 'resource').length > 10 && before.filter((a) => a.kind === 'launch').length > 10, `writes acknowledged before the backup (${before.length})`);
+  t.ok(
+    before.filter((a) => a.kind === 'resource').length > 10 && before.filter((a) => a.kind === 'launch').length > 10,
+    `writes acknowledged before the backup (${before.length})`,
+  );
   t.ok(acked.length > before.length, 'and writers went on during and after it');
 
   const files = await filesUnder(target);
   t.notOk(files.includes('credentials.json'), 'no credentials.json without --with-credentials');
-  t.notOk(files.some((f) => f.endsWith('.tmp') || f.includes('BACKUP-INCOMPLETE')), 'no temp file, no marker');
-  t.ok(files.some((f) => /^audit\.\d+\.jsonl$/.test(f)), `rotated audit files are carried (${files.filter((f) => f.startsWith('audit')).join(', ')})`);
+  t.notOk(
+    files.some((f) => f.endsWith('.tmp') || f.includes('BACKUP-INCOMPLETE')),
+    'no temp file, no marker',
+  );
+  t.ok(
+    files.some((f) => /^audit\.\d+\.jsonl$/.test(f)),
+    `rotated audit files are carried (${files.filter((f) => f.startsWith('audit')).join(', ')})`,
+  );
   await assertParses(t, target);
   const leftovers = (await readdir(path.dirname(target))).filter((n) => n.includes('.partial-'));
   t.same(leftovers, [], 'no temp directory left beside the target');
@@ -76,14 +98,24 @@ t.test('a backup taken while writers register and launch holds every write ackno
   for (const [name, text] of [
     ['output', plain.stdout + plain.stderr + withCreds.stdout + withCreds.stderr],
     ...(await Promise.all(files.map(async (f) => [f, await readFile(path.join(target, f), 'latin1')] as const))),
-    ...(await Promise.all((await filesUnder(target2)).filter((f) => f !== 'credentials.json').map(async (f) => [f, await readFile(path.join(target2, f), 'latin1')] as const))),
+    ...(await Promise.all(
+      (await filesUnder(target2))
+        .filter((f) => f !== 'credentials.json')
+        .map(async (f) => [f, await readFile(path.join(target2, f), 'latin1')] as const),
+    )),
   ] as const) {
-    t.notOk(tokens.some((tok) => text.includes(tok) || text.includes(tok.slice(10, 22))), `no token in ${name}`);
+    t.notOk(
+      tokens.some((tok) => text.includes(tok) || text.includes(tok.slice(10, 22))),
+      `no token in ${name}`,
+    );
   }
   await server.kill();
 
   // A fresh server on the backup (the same credentials from the environment): every acknowledged write is there.
-  const restored = await startServer(generatingEnv(target, { OWNER_TOKEN: owner, HUABU_PROVIDER_TOKEN: huabu, CANVAS_TOKEN_SECRET: creds.canvasTokenSecret }), START_MS);
+  const restored = await startServer(
+    generatingEnv(target, { OWNER_TOKEN: owner, HUABU_PROVIDER_TOKEN: huabu, CANVAS_TOKEN_SECRET: creds.canvasTokenSecret }),
+    START_MS,
+  );
   const list = await call(restored.origin, 'GET', '/api/acp/resources', owner);
   const ids = new Set((list.body.resources as { id: string }[]).map((r) => r.id));
   const missing = before.filter((a) => a.kind === 'resource' && !ids.has(a.id));
@@ -101,7 +133,18 @@ t.test('a backup taken while writers register and launch holds every write ackno
   // With --with-credentials: a start without any credential in the environment uses the copied file, and the same tokens work.
   const again = await startServer(generatingEnv(target2), START_MS);
   t.equal((await call(again.origin, 'GET', '/api/acp/resources', owner)).status, 200, 'the owner token works on the copy');
-  t.equal((await call(again.origin, 'PUT', '/api/acp/providers/huabu/resources/after-restore', huabu, { schemaVersion: 1, name: 'a', description: 'd', instructions: 'i' })).status, 201, "and Huabu's");
+  t.equal(
+    (
+      await call(again.origin, 'PUT', '/api/acp/providers/huabu/resources/after-restore', huabu, {
+        schemaVersion: 1,
+        name: 'a',
+        description: 'd',
+        instructions: 'i',
+      })
+    ).status,
+    201,
+    "and Huabu's",
+  );
   await again.kill();
   await refusalsAndOffline(t, dataDir);
 });

@@ -20,24 +20,67 @@ t.test('the bench in --smoke mode prints a row for every scenario', async (t) =>
   });
   const rows = stdout.split('\n').filter((l) => /^\| \d/.test(l));
   const cells = rows.map((l) => l.split('|').map((c) => c.trim()));
-  for (const id of ['1', '2', '3', '4', '5', '6']) t.ok(cells.some((c) => c[1] === id && c[3] === '100'), `scenario ${id} measured at 100`);
-  t.ok(cells.some((c) => c[1] === '4' && c[3] === '100 vs 100'), 'scenario 4 across scales');
-  t.ok(cells.some((c) => c[1] === '5' && /launches\/s \(p99/.test(c[4]!) && !/⚠/.test(c[4]!)), 'scenario 5: launches at full speed');
-  t.ok(cells.some((c) => c[1] === '5' && /^p99 .* at \d+ launches\/s$/.test(c[4]!)), 'scenario 5: launch latency at a fixed rate');
-  t.ok(cells.some((c) => c[1] === '7' && /ms to listening, .* ms to \/readyz 200, RSS/.test(c[4]!) && !/workloads/.test(c[5]!)), 'scenario 7 (resources, profiles)');
-  t.ok(cells.some((c) => c[1] === '7' && /ms to \/readyz 200, RSS/.test(c[4]!) && /workloads/.test(c[5]!)), 'scenario 7 (with workloads)');
-  t.ok(cells.some((c) => c[1] === '9' && /^through the service p50 .* ms, p99 .* ms \(overhead/.test(c[4]!) && /^direct p50/.test(c[5]!)), 'scenario 9: invocation overhead');
+  for (const id of ['1', '2', '3', '4', '5', '6'])
+    t.ok(
+      cells.some((c) => c[1] === id && c[3] === '100'),
+      `scenario ${id} measured at 100`,
+    );
+  t.ok(
+    cells.some((c) => c[1] === '4' && c[3] === '100 vs 100'),
+    'scenario 4 across scales',
+  );
+  t.ok(
+    cells.some((c) => c[1] === '5' && /launches\/s \(p99/.test(c[4]!) && !/⚠/.test(c[4]!)),
+    'scenario 5: launches at full speed',
+  );
+  t.ok(
+    cells.some((c) => c[1] === '5' && /^p99 .* at \d+ launches\/s$/.test(c[4]!)),
+    'scenario 5: launch latency at a fixed rate',
+  );
+  t.ok(
+    cells.some((c) => c[1] === '7' && /ms to listening, .* ms to \/readyz 200, RSS/.test(c[4]!) && !/workloads/.test(c[5]!)),
+    'scenario 7 (resources, profiles)',
+  );
+  t.ok(
+    cells.some((c) => c[1] === '7' && /ms to \/readyz 200, RSS/.test(c[4]!) && /workloads/.test(c[5]!)),
+    'scenario 7 (with workloads)',
+  );
+  t.ok(
+    cells.some((c) => c[1] === '9' && /^through the service p50 .* ms, p99 .* ms \(overhead/.test(c[4]!) && /^direct p50/.test(c[5]!)),
+    'scenario 9: invocation overhead',
+  );
   for (const coding of ['gzip', 'br']) {
     t.ok(
-      cells.some((c) => c[1] === '10' && c[4]!.startsWith(`${coding}: `) && / KiB per response$/.test(c[4]!) && /× fewer bytes$/.test(c[6]!)),
+      cells.some(
+        (c) => c[1] === '10' && c[4]!.startsWith(`${coding}: `) && / KiB per response$/.test(c[4]!) && /× fewer bytes$/.test(c[6]!),
+      ),
       `scenario 10: ${coding} beside identity`,
     );
   }
   const events = cells.filter((c) => c[1] === '11' && c[3] === '100');
-  t.ok(events.some((c) => /^delivery after the 201: p99 .* ms \(p50 /.test(c[4]!) && !/never received/.test(c[4]!)), 'scenario 11: every subscriber received every write\'s event');
-  t.ok(events.some((c) => /^with 20 subscribers: .* writes\/s/.test(c[4]!) && /^without: /.test(c[5]!) && /×$/.test(c[6]!)), 'scenario 11: paced writes with and without subscribers');
-  t.ok(events.some((c) => / KiB RSS per subscriber/.test(c[4]!)), 'scenario 11: memory per subscriber');
-  t.ok(events.some((c) => /^3 streams that never read/.test(c[4]!)), 'scenario 11: streams that never read');
-  t.notOk(rows.some((l) => /n\/a \(.*not yet built/.test(l)), 'every scenario is built');
-  t.same(rows.filter((l) => /NaN|undefined/.test(l)), [], 'no missing figure');
+  t.ok(
+    events.some((c) => /^delivery after the 201: p99 .* ms \(p50 /.test(c[4]!) && !/never received/.test(c[4]!)),
+    "scenario 11: every subscriber received every write's event",
+  );
+  t.ok(
+    events.some((c) => /^with 20 subscribers: .* writes\/s/.test(c[4]!) && /^without: /.test(c[5]!) && /×$/.test(c[6]!)),
+    'scenario 11: paced writes with and without subscribers',
+  );
+  t.ok(
+    events.some((c) => / KiB RSS per subscriber/.test(c[4]!)),
+    'scenario 11: memory per subscriber',
+  );
+  t.ok(
+    events.some((c) => /^3 streams that never read/.test(c[4]!)),
+    'scenario 11: streams that never read',
+  );
+  t.notOk(
+    rows.some((l) => /n\/a \(.*not yet built/.test(l)),
+    'every scenario is built',
+  );
+  t.same(
+    rows.filter((l) => /NaN|undefined/.test(l)),
+    [],
+    'no missing figure',
+  );
 });

@@ -18,8 +18,15 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 /** Builds (tsc, then the bundle) when the bundle is missing or older than a source. */
 function ensureBundled(): void {
   const newest = (dir: string): number =>
-    readdirSync(dir, { withFileTypes: true }).reduce((m, e) => Math.max(m, e.isDirectory() ? newest(path.join(dir, e.name)) : statSync(path.join(dir, e.name)).mtimeMs), 0);
-  if (existsSync(BUNDLE_ENTRY) && statSync(BUNDLE_ENTRY).mtimeMs >= Math.max(newest(path.join(ROOT, 'src')), newest(path.join(ROOT, 'scripts')))) return;
+    readdirSync(dir, { withFileTypes: true }).reduce(
+      (m, e) => Math.max(m, e.isDirectory() ? newest(path.join(dir, e.name)) : statSync(path.join(dir, e.name)).mtimeMs),
+      0,
+    );
+  if (
+    existsSync(BUNDLE_ENTRY) &&
+    statSync(BUNDLE_ENTRY).mtimeMs >= Math.max(newest(path.join(ROOT, 'src')), newest(path.join(ROOT, 'scripts')))
+  )
+    return;
   execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'build-if-changed.mjs'), '--force'], { cwd: ROOT, stdio: 'inherit' });
 }
 
@@ -42,7 +49,10 @@ const env = (extra: Record<string, string>) => ({
 async function call(origin: string, method: string, url: string, token?: string, body?: unknown) {
   const res = await fetch(origin + url, {
     method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
@@ -50,16 +60,23 @@ async function call(origin: string, method: string, url: string, token?: string,
 
 ensureBundled();
 
-t.test('the bundle holds our code and typebox; pg and the PostgreSQL store are not loaded with the JSON store', async (t) => {
+t.test('the bundle holds our code and typebox; pg and the PostgreSQL store are not loaded with the JSON store', (t) => {
   const entryImports = staticImports(BUNDLE_ENTRY);
   const chunks = entryImports.filter((s) => s.startsWith('./chunks/')).map((s) => path.join(path.dirname(BUNDLE_ENTRY), s));
   const bare = [...entryImports, ...chunks.flatMap(staticImports)].filter((s) => !s.startsWith('.') && !s.startsWith('node:'));
   t.ok(bare.includes('fastify'), 'other dependencies stay imports from node_modules');
-  t.notOk(bare.some((s) => s === 'typebox' || s.startsWith('typebox/')), 'typebox is inside the bundle');
+  t.notOk(
+    bare.some((s) => s === 'typebox' || s.startsWith('typebox/')),
+    'typebox is inside the bundle',
+  );
   t.notOk(bare.includes('pg'), 'pg is not imported at start');
   t.notOk(bare.includes('cli-progress'), 'cli-progress (bars of `npm run migrate` and `npm run import`) is not imported at start');
   t.notOk(bare.includes('re2js'), 're2js and the secret rules are loaded by the first scan, not at start');
-  t.ok(readdirSync(path.join(path.dirname(BUNDLE_ENTRY), 'chunks')).some((f) => f.startsWith('postgres-store-') && f.endsWith('.js')), 'the PostgreSQL store is a chunk of its own');
+  t.ok(
+    readdirSync(path.join(path.dirname(BUNDLE_ENTRY), 'chunks')).some((f) => f.startsWith('postgres-store-') && f.endsWith('.js')),
+    'the PostgreSQL store is a chunk of its own',
+  );
+  t.end();
 });
 
 t.test('the bundled server serves the service: OpenAPI, both record versions, errors, SIGTERM', async (t) => {
@@ -72,10 +89,23 @@ t.test('the bundled server serves the service: OpenAPI, both record versions, er
   const v2 = { schemaVersion: 2, name: 'Web search', sourceContent: 'Search the public web.' };
   t.equal((await call(server.origin, 'PUT', '/api/acp/providers/huabu/resources/pdf-grep', CANARY.huabu, v1)).status, 201);
   t.equal((await call(server.origin, 'PUT', '/api/acp/providers/huabu/resources/web-search', CANARY.huabu, v2)).status, 201);
-  t.same((await call(server.origin, 'GET', '/api/acp/resources/pdf-grep', CANARY.owner)).body, { ...v1, id: 'pdf-grep', provider: 'huabu' });
-  t.same((await call(server.origin, 'GET', '/api/acp/resources/web-search?schemaVersion=2', CANARY.owner)).body, { ...v2, id: 'web-search', provider: 'huabu', userContent: '' });
+  t.same((await call(server.origin, 'GET', '/api/acp/resources/pdf-grep', CANARY.owner)).body, {
+    ...v1,
+    id: 'pdf-grep',
+    provider: 'huabu',
+  });
+  t.same((await call(server.origin, 'GET', '/api/acp/resources/web-search?schemaVersion=2', CANARY.owner)).body, {
+    ...v2,
+    id: 'web-search',
+    provider: 'huabu',
+    userContent: '',
+  });
 
-  const bad = await call(server.origin, 'PUT', '/api/acp/providers/huabu/resources/bad', CANARY.huabu, { schemaVersion: 2, name: 'x', sourceContent: '   ' });
+  const bad = await call(server.origin, 'PUT', '/api/acp/providers/huabu/resources/bad', CANARY.huabu, {
+    schemaVersion: 2,
+    name: 'x',
+    sourceContent: '   ',
+  });
   t.equal(bad.status, 400);
   t.match(bad.body, { statusCode: 400, code: 'validation_failed' });
   const unauth = await call(server.origin, 'GET', '/api/acp/resources');
@@ -99,7 +129,12 @@ t.test('the bundled server on PostgreSQL', { skip: DATABASE_URL ? false : 'DATAB
   const url = await freshDatabase(t, DATABASE_URL!);
   const server = await startServer(env({ DATA_DIR: await tempDataDir(), DATABASE_URL: url }), 90_000, BUNDLE_ENTRY);
   t.teardown(() => server.kill());
-  const put = await call(server.origin, 'PUT', '/api/acp/providers/huabu/resources/pdf-grep', CANARY.huabu, { schemaVersion: 1, name: 'PDF grep', description: 'Searches PDFs.', instructions: 'Run it.' });
+  const put = await call(server.origin, 'PUT', '/api/acp/providers/huabu/resources/pdf-grep', CANARY.huabu, {
+    schemaVersion: 1,
+    name: 'PDF grep',
+    description: 'Searches PDFs.',
+    instructions: 'Run it.',
+  });
   t.equal(put.status, 201);
   const ready = await call(server.origin, 'GET', '/readyz');
   t.equal(ready.status, 200);

@@ -45,8 +45,13 @@ async function longFixture(h: TestApp): Promise<void> {
 }
 
 const decode = (s: string) =>
-  s.replace(/&#(\d+);/g, (_, n) => String.fromCodePoint(Number(n))).replace(/&#x([0-9a-f]+);/gi, (_, n) => String.fromCodePoint(parseInt(n, 16)))
-    .replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&amp;/g, '&');
+  s
+    .replace(/&#(\d+);/g, (_, n) => String.fromCodePoint(Number(n)))
+    .replace(/&#x([0-9a-f]+);/gi, (_, n) => String.fromCodePoint(parseInt(n, 16)))
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&amp;/g, '&');
 
 const numbers = (s: string) => [...s.matchAll(/-?\d+(?:\.\d+)?/g)].map((m) => Number(m[0]));
 
@@ -60,7 +65,10 @@ interface DrawnNode {
 
 function parseNodes(svg: string): DrawnNode[] {
   const nodes: DrawnNode[] = [];
-  const groups = svg.split(/<g id="node\d+" class="node">/).slice(1).map((g) => g.split(/<g id="(?:node|edge|clust)\d+"/)[0]!);
+  const groups = svg
+    .split(/<g id="node\d+" class="node">/)
+    .slice(1)
+    .map((g) => g.split(/<g id="(?:node|edge|clust)\d+"/)[0]!);
   for (const g of groups) {
     const title = decode(/<title>([^<]*)<\/title>/.exec(g)![1]!);
     const tooltip = /xlink:title="([^"]*)"/.exec(g)?.[1];
@@ -80,8 +88,14 @@ function parseNodes(svg: string): DrawnNode[] {
       const [right, top, bottom] = [Math.max(...xs), Math.min(...ys), Math.max(...ys)];
       inside = (x, y) => x >= left && x <= right && y >= top && y <= bottom;
     }
-    const texts = [...g.matchAll(/<text[^>]*text-anchor="(\w+)" x="([-\d.]+)" y="([-\d.]+)"[^>]*font-size="([\d.]+)"[^>]*>([^<]*)<\/text>/g)].map((m) => ({
-      anchor: m[1]!, x: Number(m[2]), y: Number(m[3]), size: Number(m[4]), text: decode(m[5]!),
+    const texts = [
+      ...g.matchAll(/<text[^>]*text-anchor="(\w+)" x="([-\d.]+)" y="([-\d.]+)"[^>]*font-size="([\d.]+)"[^>]*>([^<]*)<\/text>/g),
+    ].map((m) => ({
+      anchor: m[1]!,
+      x: Number(m[2]),
+      y: Number(m[3]),
+      size: Number(m[4]),
+      text: decode(m[5]!),
     }));
     nodes.push({ title, ...(tooltip === undefined ? {} : { tooltip: decode(tooltip) }), inside, texts });
   }
@@ -101,7 +115,12 @@ t.test('every label of long names fits inside its node, in Helvetica or DejaVu S
       t.equal(text.anchor, 'middle');
       const half = estimateTextWidth(text.text, text.size) / 2;
       // The line's box: from its baseline up to about its cap height.
-      const corners = [[text.x - half, text.y], [text.x + half, text.y], [text.x - half, text.y - text.size * 0.75], [text.x + half, text.y - text.size * 0.75]] as const;
+      const corners = [
+        [text.x - half, text.y],
+        [text.x + half, text.y],
+        [text.x - half, text.y - text.size * 0.75],
+        [text.x + half, text.y - text.size * 0.75],
+      ] as const;
       const outside = corners.filter(([x, y]) => !node.inside(x, y));
       if (outside.length > 0) t.fail(`"${text.text}" (node ${node.title}) runs out of its shape`, { corners, outside });
       checked++;
@@ -113,12 +132,26 @@ t.test('every label of long names fits inside its node, in Helvetica or DejaVu S
   const byTitle = new Map(nodes.map((n) => [n.title, n]));
   const transcripts = byTitle.get('resource:transcripts')!;
   t.ok(transcripts.texts.length > 2, 'a long name is wrapped into several lines');
-  t.ok(transcripts.texts.some((x) => x.text.endsWith('…')), 'and cut with "…" past three lines');
+  t.ok(
+    transcripts.texts.some((x) => x.text.endsWith('…')),
+    'and cut with "…" past three lines',
+  );
   t.equal(transcripts.tooltip, `${LONG.tool}\ntranscripts`, 'the full name is the tooltip');
-  t.equal(byTitle.get('resource:ttt')!.texts.map((x) => x.text).join(''), `${LONG.unspaced}ttt`, 'a word without spaces is broken inside (not cut: it fits in three lines)');
+  t.equal(
+    byTitle
+      .get('resource:ttt')!
+      .texts.map((x) => x.text)
+      .join(''),
+    `${LONG.unspaced}ttt`,
+    'a word without spaces is broken inside (not cut: it fits in three lines)',
+  );
   t.notOk(byTitle.get('resource:ttt')!.tooltip, 'no tooltip when nothing was cut');
   const web = byTitle.get('resource:huabu-access')!;
-  t.same(web.texts.map((x) => x.text), ['Huabu access', 'huabu-access'], 'short labels are drawn as before');
+  t.same(
+    web.texts.map((x) => x.text),
+    ['Huabu access', 'huabu-access'],
+    'short labels are drawn as before',
+  );
   const agent = nodes.find((n) => n.title.startsWith('agent:'))!;
   t.match(agent.texts.map((x) => x.text).join(' '), /^The reviewer of every pull/, "the profile's alias is wrapped too");
 
@@ -127,11 +160,15 @@ t.test('every label of long names fits inside its node, in Helvetica or DejaVu S
   t.notMatch(dot.body, /width = /);
 });
 
-t.test('wrapLabel breaks after separators, inside long words, and cuts with "…"', async (t) => {
+t.test('wrapLabel breaks after separators, inside long words, and cuts with "…"', (t) => {
   t.same(wrapLabel('short'), { lines: ['short'], cut: false });
   t.same(wrapLabel('alpha beta gamma delta', 12), { lines: ['alpha beta', 'gamma delta'], cut: false });
   t.same(wrapLabel('abcdefghij', 4, 2), { lines: ['abcd', 'efg…'], cut: true });
   t.same(wrapLabel('x'.repeat(8), 4, 2), { lines: ['xxxx', 'xxxx'], cut: false });
   t.same(wrapLabel('one-two-three-four', 9), { lines: ['one-two-', 'three-', 'four'], cut: false });
-  t.ok(estimateTextWidth('tttt', 14) > estimateTextWidth('iiii', 14) && estimateTextWidth('é', 10) === 10, 'per-character widths; others a full em');
+  t.ok(
+    estimateTextWidth('tttt', 14) > estimateTextWidth('iiii', 14) && estimateTextWidth('é', 10) === 10,
+    'per-character widths; others a full em',
+  );
+  t.end();
 });

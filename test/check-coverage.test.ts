@@ -11,14 +11,15 @@ const figures = (covered: number, total: number) => ({
   branches: { total, covered },
 });
 
-t.test('files group by their folder under src/', async (t) => {
+t.test('files group by their folder under src/', (t) => {
   t.equal(areaOf(path.join(root, 'src/app.ts'), root), 'src');
   t.equal(areaOf(path.join(root, 'src/registry/ownership.ts'), root), 'src/registry');
   t.equal(areaOf(path.join(root, 'src/storage/postgres/postgres-store.ts'), root), 'src/storage/postgres');
   t.equal(areaOf(path.join(root, 'scripts/migrate.ts'), root), undefined);
+  t.end();
 });
 
-t.test('an area under its threshold is reported; one at or above it is not', async (t) => {
+t.test('an area under its threshold is reported; one at or above it is not', (t) => {
   const areas = areaTotals(
     {
       total: figures(0, 0),
@@ -31,8 +32,15 @@ t.test('an area under its threshold is reported; one at or above it is not', asy
   );
   t.same(areas.get('src/registry')!.lines, { total: 20, covered: 17 });
   t.same(belowThresholds(areas, { 'src/registry': { lines: 85 }, 'src/http': { branches: 100 } }), []);
-  t.same(belowThresholds(areas, { 'src/registry': { lines: 85.1, functions: 80 } }), [{ area: 'src/registry', metric: 'lines', pct: 85, min: 85.1 }]);
-  t.same(belowThresholds(areas, { 'src/gone': { lines: 1 } }), [{ area: 'src/gone', metric: 'lines', pct: 0, min: 1 }], 'a missing area counts as 0 %');
+  t.same(belowThresholds(areas, { 'src/registry': { lines: 85.1, functions: 80 } }), [
+    { area: 'src/registry', metric: 'lines', pct: 85, min: 85.1 },
+  ]);
+  t.same(
+    belowThresholds(areas, { 'src/gone': { lines: 1 } }),
+    [{ area: 'src/gone', metric: 'lines', pct: 0, min: 1 }],
+    'a missing area counts as 0 %',
+  );
+  t.end();
 });
 
 t.test('the command fails a low area, unless COVERAGE_THRESHOLDS=skip (the Node 24 run)', async (t) => {
@@ -46,7 +54,10 @@ t.test('the command fails a low area, unless COVERAGE_THRESHOLDS=skip (the Node 
   await writeFile(summary, JSON.stringify({ total: figures(1, 2), [path.join(process.cwd(), 'src/app.ts')]: figures(1, 2) }));
   await writeFile(thresholds, JSON.stringify({ src: { lines: 90 } }));
   const run = (env: Record<string, string>) =>
-    spawnSync(process.execPath, ['dist/scripts/check-coverage.js', summary, thresholds], { env: { ...process.env, ...env }, encoding: 'utf8' });
+    spawnSync(process.execPath, ['dist/scripts/check-coverage.js', summary, thresholds], {
+      env: { ...process.env, ...env },
+      encoding: 'utf8',
+    });
   const gated = run({ COVERAGE_THRESHOLDS: '' });
   t.equal(gated.status, 1, 'an area under its threshold fails');
   t.match(gated.stderr, /coverage of src lines is 50%, under its threshold 90%/);

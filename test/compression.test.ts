@@ -17,7 +17,9 @@ interface Answer {
   bytes: Buffer;
 }
 
-async function serve(t: Parameters<typeof build>[0]): Promise<{ h: TestApp; get(path: string, headers: Record<string, string>): Promise<Answer> }> {
+async function serve(
+  t: Parameters<typeof build>[0],
+): Promise<{ h: TestApp; get(path: string, headers: Record<string, string>): Promise<Answer> }> {
   const h = await build(t);
   await h.app.listen({ port: 0, host: '127.0.0.1' });
   const origin = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
@@ -34,7 +36,10 @@ async function serve(t: Parameters<typeof build>[0]): Promise<{ h: TestApp; get(
 async function seed(h: TestApp, machine: string, machineToken: string, count = 12): Promise<void> {
   for (let i = 0; i < count; i++) {
     const long = { description: `Record ${i}: searches the public web for the agent and summarizes what it found.` };
-    for (const res of [await h.put('huabu', CANARY.huabu, `host-tool-${i}`, long), await h.put(machine, machineToken, `local-tool-${i}`, long)]) {
+    for (const res of [
+      await h.put('huabu', CANARY.huabu, `host-tool-${i}`, long),
+      await h.put(machine, machineToken, `local-tool-${i}`, long),
+    ]) {
       if (res.statusCode !== 201) throw new Error(`seed: ${res.statusCode} ${res.body}`);
     }
   }
@@ -54,7 +59,7 @@ async function compressions(h: TestApp, encoding: 'br' | 'gzip', view = 'all'): 
   return line ? Number(line.split(' ').pop()) : 0;
 }
 
-t.test('Accept-Encoding is negotiated by q-value, with `*`, identity rules and br preferred on a tie', async (t) => {
+t.test('Accept-Encoding is negotiated by q-value, with `*`, identity rules and br preferred on a tie', (t) => {
   const cases: Array<[string | undefined, Coding]> = [
     [undefined, 'identity'],
     ['', 'identity'],
@@ -80,6 +85,7 @@ t.test('Accept-Encoding is negotiated by q-value, with `*`, identity rules and b
   ];
   for (const [header, expected] of cases) t.equal(negotiateCoding(header), expected, `Accept-Encoding: ${header ?? '(absent)'}`);
   t.equal(negotiateCoding('gzip, br;q=0.5'), 'gzip', 'a repeated header value answers alike');
+  t.end();
 });
 
 t.test('the owner catalogue round-trips in br and gzip, byte for byte, with Vary and one ETag per coding', async (t) => {
@@ -177,7 +183,10 @@ t.test('each compressed copy is built once per revision and coding, never per re
   const concurrent = await Promise.all(Array.from({ length: 8 }, () => get(path, { ...h.owner, 'accept-encoding': 'br' })));
   for (let i = 0; i < 4; i++) await get(path, { ...h.owner, 'accept-encoding': 'gzip, br' });
   for (let i = 0; i < 3; i++) await get(path, { ...h.owner, 'accept-encoding': 'gzip' });
-  t.ok(concurrent.every((r) => r.bytes.equals(concurrent[0]!.bytes)), 'every concurrent reader gets the same bytes');
+  t.ok(
+    concurrent.every((r) => r.bytes.equals(concurrent[0]!.bytes)),
+    'every concurrent reader gets the same bytes',
+  );
   t.equal(await compressions(h, 'br'), 1, '12 br reads (8 of them concurrent), one compression');
   t.equal(await compressions(h, 'gzip'), 1, '3 gzip reads, one compression');
 
@@ -206,7 +215,10 @@ t.test('a body under 1 KiB is sent as it is, with Vary, whatever Accept-Encoding
     t.equal(res.headers['content-encoding'], undefined, `${ask}: not compressed`);
     t.equal(res.headers.vary, 'Accept-Encoding');
     t.match(res.headers.etag, /^"[A-Za-z0-9_-]{32}"$/, 'the identity ETag');
-    t.same(JSON.parse(res.bytes.toString()).resources.map((r: { id: string }) => r.id), ['web-search']);
+    t.same(
+      JSON.parse(res.bytes.toString()).resources.map((r: { id: string }) => r.id),
+      ['web-search'],
+    );
   }
   t.equal(await compressions(h, 'br'), 0);
   t.equal(await compressions(h, 'gzip'), 0);
@@ -255,7 +267,7 @@ t.test('CachedBody: concurrent asks share one compression; a body superseded whi
   const [x, y] = await Promise.all([entry.encoded('br'), entry.encoded('br')]);
   t.equal(x, y, 'the same Buffer');
   t.equal(built, 1);
-  t.equal(brotliDecompressSync(x!).toString(), body);
+  t.equal(brotliDecompressSync(x).toString(), body);
   t.equal(entry.etagFor('br'), '"abc-br"');
   t.equal(entry.etagFor('gzip'), '"abc-gz"');
   t.equal(entry.etagFor('identity'), '"abc"');

@@ -40,7 +40,13 @@ t.test('the Authorization header is exactly `Bearer <token>`: any case, any spac
   for (const ok of [`Bearer ${CANARY.owner}`, `bearer ${CANARY.owner}`, `BEARER   ${CANARY.owner}`, `Bearer ${CANARY.owner}  `]) {
     t.equal((await as(ok)).statusCode, 200, JSON.stringify(ok));
   }
-  for (const bad of [`xBearer ${CANARY.owner}`, `Bearer ${CANARY.owner} extra`, `Bearer${CANARY.owner}`, `Bearer ${CANARY.owner}\tx`, `Token ${CANARY.owner}`]) {
+  for (const bad of [
+    `xBearer ${CANARY.owner}`,
+    `Bearer ${CANARY.owner} extra`,
+    `Bearer${CANARY.owner}`,
+    `Bearer ${CANARY.owner}\tx`,
+    `Token ${CANARY.owner}`,
+  ]) {
     const res = await as(bad);
     t.equal(res.statusCode, 401, JSON.stringify(bad));
     t.equal(res.json().message, 'Authorization must be `Bearer <token>`.', JSON.stringify(bad));
@@ -61,7 +67,15 @@ t.test('each role is told which token it needs', async (t) => {
   const message = async (url: string, token: string, method: 'GET' | 'PUT' | 'POST' = 'GET', payload?: object) =>
     (await h.app.inject({ method, url, headers: h.bearer(token), ...(payload ? { payload } : {}) })).json().message;
   t.equal(await message('/api/acp/resources', canvas), 'This operation needs the owner token.');
-  t.equal(await message('/api/acp/providers/huabu/resources/x', CANARY.owner, 'PUT', { schemaVersion: 1, name: 'n', description: 'd', instructions: 'i' }), 'This operation needs a provider token.');
+  t.equal(
+    await message('/api/acp/providers/huabu/resources/x', CANARY.owner, 'PUT', {
+      schemaVersion: 1,
+      name: 'n',
+      description: 'd',
+      instructions: 'i',
+    }),
+    'This operation needs a provider token.',
+  );
   t.equal(await message('/api/rfs/canvas-x/resources', machine), 'This operation needs a canvas token.');
 });
 
@@ -75,12 +89,19 @@ async function launchWorld(t: Parameters<typeof build>[0], now?: () => Date) {
     method: 'POST',
     url: '/api/acp/profiles',
     headers: h.owner,
-    payload: { alias: 'Reviewer', agentletId: 'mac-a', workingDirPath: '/w', launch: { kind: 'acp-command', command: 'agent' }, resourceIds: ['web-search', 'image-gen'] },
+    payload: {
+      alias: 'Reviewer',
+      agentletId: 'mac-a',
+      workingDirPath: '/w',
+      launch: { kind: 'acp-command', command: 'agent' },
+      resourceIds: ['web-search', 'image-gen'],
+    },
   });
   return { h, profileId: profile.json().id as string };
 }
 
-const launch = (h: TestApp, payload: Record<string, unknown>) => h.app.inject({ method: 'POST', url: '/api/acp/launch', headers: h.owner, payload });
+const launch = (h: TestApp, payload: Record<string, unknown>) =>
+  h.app.inject({ method: 'POST', url: '/api/acp/launch', headers: h.owner, payload });
 
 t.test('a repeat asking for a prefix of the stored resource list is 409, not the stored record', async (t) => {
   const { h, profileId } = await launchWorld(t);
@@ -141,28 +162,31 @@ t.test('a launch of an unknown profile is 404 naming it', async (t) => {
   t.same(res.json().details, { id: 'nope' });
 });
 
-t.test('every launch is audited with its caller, thread and outcome (realized or repeated); a secret in the preamble is named by its field', async (t) => {
-  const { h, profileId } = await launchWorld(t);
-  t.equal((await launch(h, { profileId, canvasId: 'c', threadId: 't' })).statusCode, 201);
-  t.equal((await launch(h, { profileId, canvasId: 'c', threadId: 't' })).statusCode, 200);
-  t.equal((await launch(h, { profileId, canvasId: 'c', threadId: 't2' })).statusCode, 201);
-  const entries = (await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8'))
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Record<string, unknown>)
-    .filter((e) => e.action === 'workload.launch');
-  t.same(
-    entries.map(({ actor, id, outcome }) => ({ actor, id, outcome })),
-    [
-      { actor: 'owner', id: 'c/t', outcome: 'realized' },
-      { actor: 'owner', id: 'c/t', outcome: 'repeated' },
-      { actor: 'owner', id: 'c/t2', outcome: 'realized' },
-    ],
-  );
-  const secret = await launch(h, { profileId, canvasId: 'c', threadId: 't3', additionalInitialPreamble: `token ${CANARY.owner}` });
-  t.equal(secret.json().code, 'secret_detected');
-  t.equal(secret.json().details.findings[0].field, '/additionalInitialPreamble');
-});
+t.test(
+  'every launch is audited with its caller, thread and outcome (realized or repeated); a secret in the preamble is named by its field',
+  async (t) => {
+    const { h, profileId } = await launchWorld(t);
+    t.equal((await launch(h, { profileId, canvasId: 'c', threadId: 't' })).statusCode, 201);
+    t.equal((await launch(h, { profileId, canvasId: 'c', threadId: 't' })).statusCode, 200);
+    t.equal((await launch(h, { profileId, canvasId: 'c', threadId: 't2' })).statusCode, 201);
+    const entries = (await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8'))
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((e) => e.action === 'workload.launch');
+    t.same(
+      entries.map(({ actor, id, outcome }) => ({ actor, id, outcome })),
+      [
+        { actor: 'owner', id: 'c/t', outcome: 'realized' },
+        { actor: 'owner', id: 'c/t', outcome: 'repeated' },
+        { actor: 'owner', id: 'c/t2', outcome: 'realized' },
+      ],
+    );
+    const secret = await launch(h, { profileId, canvasId: 'c', threadId: 't3', additionalInitialPreamble: `token ${CANARY.owner}` });
+    t.equal(secret.json().code, 'secret_detected');
+    t.equal(secret.json().details.findings[0].field, '/additionalInitialPreamble');
+  },
+);
 
 t.test('a thread with no workload is 404 naming the thread and canvas', async (t) => {
   const { h } = await launchWorld(t);
@@ -203,11 +227,22 @@ t.test('a PUT changing only one field answers 200 and stores the change; an iden
 
 t.test('reconcile sorts a record changing only its instructions into replaced, and stores it', async (t) => {
   const h = await build(t);
-  const rec = (id: string, instructions = `Use ${id}.`) => ({ schemaVersion: 1, id, name: `Name ${id}`, description: `About ${id}.`, instructions });
+  const rec = (id: string, instructions = `Use ${id}.`) => ({
+    schemaVersion: 1,
+    id,
+    name: `Name ${id}`,
+    description: `About ${id}.`,
+    instructions,
+  });
   const url = '/api/acp/providers/huabu/resources';
   const first = await h.app.inject({ method: 'PUT', url, headers: h.huabu, payload: { resources: [rec('a'), rec('b')] } });
   t.equal(first.statusCode, 200, first.body);
-  const second = await h.app.inject({ method: 'PUT', url, headers: h.huabu, payload: { resources: [rec('a', 'Use a, now differently.'), rec('b')] } });
+  const second = await h.app.inject({
+    method: 'PUT',
+    url,
+    headers: h.huabu,
+    payload: { resources: [rec('a', 'Use a, now differently.'), rec('b')] },
+  });
   t.match(second.json(), { created: [], replaced: ['a'], unchanged: ['b'], withdrawn: [] });
   t.equal((await h.app.inject({ url: '/api/acp/resources/a', headers: h.owner })).json().instructions, 'Use a, now differently.');
 });
@@ -216,7 +251,11 @@ t.test('withdrawing another provider’s record is 409 naming the holder; an unk
   const h = await build(t);
   const machine = await h.enroll('agentlet-a');
   await h.put('huabu', CANARY.huabu, 'web-search');
-  const conflict = await h.app.inject({ method: 'DELETE', url: '/api/acp/providers/agentlet-a/resources/web-search', headers: h.bearer(machine) });
+  const conflict = await h.app.inject({
+    method: 'DELETE',
+    url: '/api/acp/providers/agentlet-a/resources/web-search',
+    headers: h.bearer(machine),
+  });
   t.equal(conflict.statusCode, 409);
   t.same(conflict.json().details, { ids: ['web-search'], conflicts: [{ id: 'web-search', provider: 'huabu' }] });
   t.equal(conflict.json().message, 'Resource ID web-search is held by another provider; nothing was changed.');

@@ -16,7 +16,10 @@ const socketFile = (dataDir: string) => path.join(dataDir, CONTROL_DIR, 'service
 /** A holder killed with SIGKILL: its socket file stays behind, refusing connections. */
 async function leaveStaleSocket(dataDir: string): Promise<void> {
   const script = `require('node:net').createServer().listen(process.argv[1], () => process.stdout.write('up\\n'));`;
-  const child = spawn(process.execPath, ['-e', script, socketFile(dataDir)], { env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['-e', script, socketFile(dataDir)], {
+    env: { PATH: process.env.PATH ?? '' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   await new Promise((resolve) => child.stdout.once('data', resolve));
   child.kill('SIGKILL');
   await new Promise((resolve) => child.once('exit', resolve));
@@ -72,7 +75,10 @@ t.test('a .control that is a symlink, or that others may enter, is refused by bo
   const elsewhere = await tempDataDir();
   await symlink(elsewhere, path.join(dataDir, CONTROL_DIR));
   for (const attempt of [() => lockDataDir(dataDir), () => connectToHolder(dataDir)]) {
-    const err = await attempt().then(() => undefined, (e: unknown) => e);
+    const err = await attempt().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     t.type(err, DataDirError);
     t.match((err as Error).message, /\.control is not private to this user \(not a directory\)/);
   }
@@ -80,6 +86,12 @@ t.test('a .control that is a symlink, or that others may enter, is refused by bo
   await mkdir(path.join(open, CONTROL_DIR), { mode: 0o700 });
   await chmod(path.join(open, CONTROL_DIR), 0o755);
   for (const attempt of [() => lockDataDir(open), () => connectToHolder(open)]) {
-    t.match(await attempt().then(() => 'taken', (e: Error) => e.message), /\.control is not private to this user \(owner uid \d+, mode 755\)/);
+    t.match(
+      await attempt().then(
+        () => 'taken',
+        (e: Error) => e.message,
+      ),
+      /\.control is not private to this user \(owner uid \d+, mode 755\)/,
+    );
   }
 });

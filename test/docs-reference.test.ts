@@ -7,7 +7,9 @@ import { Env } from '../src/config.js';
 
 t.test('docs/errors.md lists every error code with its status', async (t) => {
   const doc = await readFile('docs/errors.md', 'utf8');
-  const missing = Object.entries(ERROR_CODES).filter(([code, status]) => !new RegExp(`^\\|\\s*${status}\\s*\\|\\s*\`${code}\``, 'm').test(doc));
+  const missing = Object.entries(ERROR_CODES).filter(
+    ([code, status]) => !new RegExp(`^\\|\\s*${status}\\s*\\|\\s*\`${code}\``, 'm').test(doc),
+  );
   t.same(missing, [], 'each code in a table row beginning with its status');
 });
 

@@ -94,7 +94,10 @@ t.test('group commit: concurrent updates share one durable write; each caller wa
   t.same(doc.state.items, [], 'readers see only committed state');
   release();
   await first;
-  t.same(await Promise.all(rest), Array.from({ length: 31 }, (_, i) => i));
+  t.same(
+    await Promise.all(rest),
+    Array.from({ length: 31 }, (_, i) => i),
+  );
   t.same(batches, [1, 31], 'the 31 queued updates went to disk in one write');
   t.equal(JSON.parse(await readFile(path.join(dir, 'd.json'), 'utf8')).items.length, 32);
 });
@@ -119,7 +122,10 @@ t.test('a mutation that refuses rejects only its caller; a failed write rejects 
   t.equal(results[0].status, 'fulfilled');
   t.match(results[1], { status: 'rejected', reason: { message: 'refused' } });
   fail = true;
-  await t.rejects(doc.update((d) => (d.items.push('lost'), { result: 2, changed: true })), { code: 'storage_unavailable' });
+  await t.rejects(
+    doc.update((d) => (d.items.push('lost'), { result: 2, changed: true })),
+    { code: 'storage_unavailable' },
+  );
   t.same(doc.state.items, ['ok'], 'memory still equals disk');
   t.same(JSON.parse(await readFile(path.join(dir, 'd.json'), 'utf8')).items, ['ok']);
 });

@@ -34,8 +34,15 @@ t.test('a change whose durable write fails is answered 503 and keeps no event, n
   await store.close();
   const again = await JsonFileStore.open({ dataDir });
   t.teardown(() => again.close());
-  t.same((await again.events.read(undefined, 100)).events.map((e) => e.subject.id), ['m-ok', 'm-after'], 'nor kept for after a restart');
-  t.same((await again.listMachines()).map((m) => m.machineId), ['m-after', 'm-ok']);
+  t.same(
+    (await again.events.read(undefined, 100)).events.map((e) => e.subject.id),
+    ['m-ok', 'm-after'],
+    'nor kept for after a restart',
+  );
+  t.same(
+    (await again.listMachines()).map((m) => m.machineId),
+    ['m-after', 'm-ok'],
+  );
 });
 
 t.test('at start, an undecided batch is kept when its records are stored as it left them, dropped otherwise', async (t) => {
@@ -51,17 +58,30 @@ t.test('at start, an undecided batch is kept when its records are stored as it l
   await writeFile(
     file,
     (await readFile(file, 'utf8')) +
-      line({ batch: [{ id: '2', type: 'machine.enrolled', at, subject: { kind: 'machine', id: 'm-1' } }], checks: { 'machine\u0000m-1': recordCheck(stored) } }) +
-      line({ batch: [{ id: '3', type: 'machine.rotated', at, subject: { kind: 'machine', id: 'm-1' } }], checks: { 'machine\u0000m-1': recordCheck({ ...stored, tokenDigest: 'b'.repeat(64) }) } }) +
+      line({
+        batch: [{ id: '2', type: 'machine.enrolled', at, subject: { kind: 'machine', id: 'm-1' } }],
+        checks: { 'machine\u0000m-1': recordCheck(stored) },
+      }) +
+      line({
+        batch: [{ id: '3', type: 'machine.rotated', at, subject: { kind: 'machine', id: 'm-1' } }],
+        checks: { 'machine\u0000m-1': recordCheck({ ...stored, tokenDigest: 'b'.repeat(64) }) },
+      }) +
       '{"batch":[{"id":"4","ty',
   );
   const again = await JsonFileStore.open({ dataDir });
   t.teardown(() => again.close());
   const { events } = await again.events.read(undefined, 100);
-  t.same(events.map((e) => `${e.id} ${e.type}`), ['1 machine.enrolled', '2 machine.enrolled'], 'the batch whose record is not stored is dropped; the one that is, kept; the torn line ignored');
+  t.same(
+    events.map((e) => `${e.id} ${e.type}`),
+    ['1 machine.enrolled', '2 machine.enrolled'],
+    'the batch whose record is not stored is dropped; the one that is, kept; the torn line ignored',
+  );
   await again.rotateMachineToken('m-1', 'c'.repeat(64));
   const next = (await again.events.read('2', 10)).events;
-  t.same(next.map((e) => e.type), ['machine.rotated']);
+  t.same(
+    next.map((e) => e.type),
+    ['machine.rotated'],
+  );
   t.ok(Number(next[0]!.id) > 3, 'the number of a dropped batch is never used again');
 });
 
@@ -74,7 +94,10 @@ t.test('events older than EVENTS_RETAIN_DAYS are dropped; their cursors are 410'
   now = new Date('2026-01-04T00:00:00.000Z');
   await store.enrollMachine(machine('new'));
   const { events } = await store.events.read(undefined, 10);
-  t.same(events.map((e) => e.subject.id), ['new']);
+  t.same(
+    events.map((e) => e.subject.id),
+    ['new'],
+  );
   const err = await store.events.read('0', 10).catch((e: unknown) => e);
   t.ok(err instanceof AppError && err.code === 'cursor_expired');
 });
@@ -88,11 +111,23 @@ t.test('events of no stored change are durable on their own: kept after a restar
   const file = path.join(dataDir, EVENTS_FILE);
   // A crash after the batch's fdatasync and before its marker: the batch is all there is (no checks to decide by).
   const at = new Date().toISOString();
-  await writeFile(file, (await readFile(file, 'utf8')) + JSON.stringify({ batch: [{ id: '3', type: 'machine.disconnected', at, subject: { kind: 'machine', id: 'm-1' } }], checks: {} }) + '\n');
+  await writeFile(
+    file,
+    (await readFile(file, 'utf8')) +
+      JSON.stringify({ batch: [{ id: '3', type: 'machine.disconnected', at, subject: { kind: 'machine', id: 'm-1' } }], checks: {} }) +
+      '\n',
+  );
   const again = await JsonFileStore.open({ dataDir });
   t.teardown(() => again.close());
   const { events } = await again.events.read(undefined, 100);
-  t.same(events.map((e) => `${e.id} ${e.type} ${e.subject.id}`), ['1 machine.connected m-1', '2 job.succeeded j-1', '3 machine.disconnected m-1']);
+  t.same(
+    events.map((e) => `${e.id} ${e.type} ${e.subject.id}`),
+    ['1 machine.connected m-1', '2 job.succeeded j-1', '3 machine.disconnected m-1'],
+  );
   await again.recordEvents([{ type: 'machine.connected', subject: { kind: 'machine', id: 'm-1' } }]);
-  t.same((await again.events.read('3', 10)).events.map((e) => e.id), ['4'], 'numbering goes on after them');
+  t.same(
+    (await again.events.read('3', 10)).events.map((e) => e.id),
+    ['4'],
+    'numbering goes on after them',
+  );
 });

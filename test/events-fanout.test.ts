@@ -16,7 +16,11 @@ t.test('a burst of changes reaches a subscriber complete and in order, in at mos
   });
   t.equal(res.statusCode, 200);
   res.setEncoding('utf8');
-  const ids = () => chunks.join('').match(/^data: .*$/gm)?.map((l) => (JSON.parse(l.slice(6)) as { subject: { id: string } }).subject.id) ?? [];
+  const ids = () =>
+    chunks
+      .join('')
+      .match(/^data: .*$/gm)
+      ?.map((l) => (JSON.parse(l.slice(6)) as { subject: { id: string } }).subject.id) ?? [];
   // The stream's opening lines come first, on their own.
   await new Promise((r) => res.once('data', (c: string) => r(chunks.push(c))));
   res.on('data', (c: string) => chunks.push(c));

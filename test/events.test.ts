@@ -23,7 +23,7 @@ async function allChanges(app: FastifyInstance, since?: string): Promise<Receive
   for (;;) {
     const res = await changes(app, `?limit=1000${cursor === undefined ? '' : `&since=${cursor}`}`);
     if (res.statusCode !== 200) throw new Error(`changes: ${res.statusCode} ${res.body}`);
-    const page = res.json() as { changes: Received['data'][]; next: string };
+    const page = res.json<{ changes: Received['data'][]; next: string }>();
     out.push(...page.changes);
     if (page.changes.length === 0) return out;
     cursor = page.next;
@@ -38,19 +38,34 @@ t.test('a burst of concurrent writes: each change has exactly one event, in comm
 
   const ids = Array.from({ length: 40 }, (_, i) => `burst-${i}`);
   const first = await Promise.all(ids.map((id) => h.put('huabu', CANARY.huabu, id)));
-  t.same(first.map((r) => r.statusCode), ids.map(() => 201), 'every registration was acknowledged');
+  t.same(
+    first.map((r) => r.statusCode),
+    ids.map(() => 201),
+    'every registration was acknowledged',
+  );
   // Half are replaced (a new name), the other half sent again unchanged (no event), all at once.
   const second = await Promise.all(ids.map((id, i) => h.put('huabu', CANARY.huabu, id, i % 2 === 0 ? { name: `Renamed ${id}` } : {})));
-  t.ok(second.every((r) => r.statusCode === 200), 'every second registration was answered');
+  t.ok(
+    second.every((r) => r.statusCode === 200),
+    'every second registration was answered',
+  );
   const expected = ids.length + ids.length / 2;
   await sub.waitFor(() => sub.events.length >= expected);
 
   const seq = sub.events.map((e) => Number(e.id));
-  t.same(seq, [...seq].sort((a, b) => a - b), 'cursors increase along the stream');
+  t.same(
+    seq,
+    [...seq].sort((a, b) => a - b),
+    'cursors increase along the stream',
+  );
   t.equal(new Set(seq).size, seq.length, 'no event twice');
   for (const id of ids) {
     const mine = sub.events.filter((e) => e.data.subject.id === id).map((e) => e.event);
-    t.same(mine, ids.indexOf(id) % 2 === 0 ? ['resource.created', 'resource.replaced'] : ['resource.created'], `${id}: one event per change, created before replaced`);
+    t.same(
+      mine,
+      ids.indexOf(id) % 2 === 0 ? ['resource.created', 'resource.replaced'] : ['resource.created'],
+      `${id}: one event per change, created before replaced`,
+    );
   }
   const e = sub.events[0]!;
   t.same(Object.keys(e.data).sort(), ['at', 'id', 'subject', 'type'], 'an event names the change, no record body');
@@ -58,7 +73,11 @@ t.test('a burst of concurrent writes: each change has exactly one event, in comm
   t.equal(e.event, e.data.type, 'the SSE event: field is the type');
 
   const pages = await allChanges(h.app);
-  t.same(pages.map((c) => c.id), sub.events.map((c) => c.id), 'the pages hold the same events in the same order');
+  t.same(
+    pages.map((c) => c.id),
+    sub.events.map((c) => c.id),
+    'the pages hold the same events in the same order',
+  );
   await new Promise((r) => setTimeout(r, 300));
   t.equal(sub.events.length, expected, 'nothing more arrived');
 });
@@ -74,7 +93,11 @@ t.test('every privileged change has its event type', async (t) => {
   };
   await step('rotate', h.app.inject({ method: 'POST', url: '/api/acp/machines/mac-a/rotate', headers: h.owner }), 200);
   await step('put', h.put('huabu', CANARY.huabu, 'ev-one'), 201);
-  await step('customize', h.app.inject({ method: 'PATCH', url: '/api/acp/resources/ev-one', headers: h.owner, payload: { userContent: 'Mine.' } }), 200);
+  await step(
+    'customize',
+    h.app.inject({ method: 'PATCH', url: '/api/acp/resources/ev-one', headers: h.owner, payload: { userContent: 'Mine.' } }),
+    200,
+  );
   await step('withdraw', h.app.inject({ method: 'DELETE', url: '/api/acp/providers/huabu/resources/ev-one', headers: h.huabu }), 204);
   const created = await h.app.inject({
     method: 'POST',
@@ -84,8 +107,16 @@ t.test('every privileged change has its event type', async (t) => {
   });
   t.equal(created.statusCode, 201, 'profile create');
   const rev = created.json().id as string;
-  await step('profile update', h.app.inject({ method: 'PATCH', url: `/api/acp/profiles/${rev}`, headers: h.owner, payload: { alias: 'Reviewer two' } }), 200);
-  await step('profile unchanged', h.app.inject({ method: 'PATCH', url: `/api/acp/profiles/${rev}`, headers: h.owner, payload: { alias: 'Reviewer two' } }), 200);
+  await step(
+    'profile update',
+    h.app.inject({ method: 'PATCH', url: `/api/acp/profiles/${rev}`, headers: h.owner, payload: { alias: 'Reviewer two' } }),
+    200,
+  );
+  await step(
+    'profile unchanged',
+    h.app.inject({ method: 'PATCH', url: `/api/acp/profiles/${rev}`, headers: h.owner, payload: { alias: 'Reviewer two' } }),
+    200,
+  );
   await step('profile delete', h.app.inject({ method: 'DELETE', url: `/api/acp/profiles/${rev}`, headers: h.owner }), 204);
   await step('revoke', h.app.inject({ method: 'DELETE', url: '/api/acp/machines/mac-a', headers: h.owner }), 204);
   await step('refused', h.put('huabu', m1, 'ev-two'), 401);
@@ -101,7 +132,11 @@ t.test('every privileged change has its event type', async (t) => {
     'machine.revoked',
   ];
   await sub.waitFor(() => sub.events.length >= types.length);
-  t.same(sub.events.map((e) => e.event), types, 'one event per change, none for an unchanged answer or a refusal');
+  t.same(
+    sub.events.map((e) => e.event),
+    types,
+    'one event per change, none for an unchanged answer or a refusal',
+  );
   t.same(sub.events.find((e) => e.event === 'profile.created')?.data.subject, { kind: 'profile', id: rev });
   t.same(sub.events.find((e) => e.event === 'machine.rotated')?.data.subject, { kind: 'machine', id: 'mac-a' });
 });
@@ -117,17 +152,29 @@ t.test('a subscriber resumes by Last-Event-ID and ?since= after a restart', asyn
   const second = await listen(t, { dataDir: first.h.dataDir });
   for (const id of ['r-4', 'r-5']) t.equal((await second.h.put('huabu', CANARY.huabu, id)).statusCode, 201);
   const after = await allChanges(second.h.app, cursor);
-  t.same(after.map((c) => c.subject.id), ['r-3', 'r-4', 'r-5'], '?since= answers what came after the cursor, across the restart');
+  t.same(
+    after.map((c) => c.subject.id),
+    ['r-3', 'r-4', 'r-5'],
+    '?since= answers what came after the cursor, across the restart',
+  );
   t.ok(Number(after[1]!.id) > Number(seen[2]!.id), 'cursors keep increasing after the restart');
 
   const resumed = await SseClient.open(second.origin, '/api/acp/events', { ...second.h.owner, 'last-event-id': cursor });
   t.teardown(() => resumed.close());
   await resumed.waitFor(() => resumed.events.length >= 3);
-  t.same(resumed.events.map((e) => e.data.subject.id), ['r-3', 'r-4', 'r-5'], 'Last-Event-ID resumes the stream');
+  t.same(
+    resumed.events.map((e) => e.data.subject.id),
+    ['r-3', 'r-4', 'r-5'],
+    'Last-Event-ID resumes the stream',
+  );
   const bySince = await SseClient.open(second.origin, `/api/acp/events?since=${after[1]!.id}`, second.h.owner);
   t.teardown(() => bySince.close());
   await bySince.waitFor(() => bySince.events.length >= 1);
-  t.same(bySince.events.map((e) => e.data.subject.id), ['r-5'], '?since= resumes the stream');
+  t.same(
+    bySince.events.map((e) => e.data.subject.id),
+    ['r-5'],
+    '?since= resumes the stream',
+  );
   t.equal((await second.h.put('huabu', CANARY.huabu, 'r-6')).statusCode, 201);
   await resumed.waitFor(() => resumed.events.length >= 4);
   t.equal(resumed.events[3]!.data.subject.id, 'r-6', 'and it goes on live');
@@ -135,14 +182,22 @@ t.test('a subscriber resumes by Last-Event-ID and ?since= after a restart', asyn
   t.teardown(() => live.close());
   t.equal((await second.h.put('huabu', CANARY.huabu, 'r-7')).statusCode, 201);
   await live.waitFor(() => live.events.length >= 1);
-  t.same(live.events.map((e) => e.data.subject.id), ['r-7'], 'without a cursor the stream starts with the next change');
+  t.same(
+    live.events.map((e) => e.data.subject.id),
+    ['r-7'],
+    'without a cursor the stream starts with the next change',
+  );
 });
 
 t.test('a cursor older than the retention (or newer than the log) is 410 cursor_expired', async (t) => {
   const { h, origin } = await listen(t, { env: { EVENTS_RETAIN_COUNT: '5' } });
   for (let i = 0; i < 9; i++) t.equal((await h.put('huabu', CANARY.huabu, `k-${i}`)).statusCode, 201);
   const kept = await allChanges(h.app);
-  t.same(kept.map((c) => c.subject.id), ['k-4', 'k-5', 'k-6', 'k-7', 'k-8'], 'the newest EVENTS_RETAIN_COUNT events are kept');
+  t.same(
+    kept.map((c) => c.subject.id),
+    ['k-4', 'k-5', 'k-6', 'k-7', 'k-8'],
+    'the newest EVENTS_RETAIN_COUNT events are kept',
+  );
   const gone = await changes(h.app, '?since=1');
   t.equal(gone.statusCode, 410);
   t.equal(gone.json().code, 'cursor_expired');
@@ -163,7 +218,11 @@ t.test('a cursor older than the retention (or newer than the log) is 410 cursor_
   await h.app.close();
   const again = await listen(t, { dataDir: h.dataDir, env: { EVENTS_RETAIN_COUNT: '5' } });
   t.equal((await changes(again.h.app, '?since=1')).statusCode, 410, 'and after a restart');
-  t.same((await allChanges(again.h.app)).map((c) => c.id), kept.map((c) => c.id), 'the kept events survive the restart');
+  t.same(
+    (await allChanges(again.h.app)).map((c) => c.id),
+    kept.map((c) => c.id),
+    'the kept events survive the restart',
+  );
 });
 
 t.test("a canvas sees only the resource events of the host and its token's machine", async (t) => {
@@ -174,9 +233,13 @@ t.test("a canvas sees only the resource events of the host and its token's machi
   const sub = await SseClient.open(origin, '/api/rfs/canvas-1/events', h.bearer(canvas));
   t.teardown(() => sub.close());
   t.equal(sub.status, 200);
-  const other = await new Promise<number>((resolve) => http.get(`${origin}/api/rfs/canvas-2/events`, { headers: h.bearer(canvas) }, (res) => resolve(res.statusCode ?? 0)));
+  const other = await new Promise<number>((resolve) =>
+    http.get(`${origin}/api/rfs/canvas-2/events`, { headers: h.bearer(canvas) }, (res) => resolve(res.statusCode ?? 0)),
+  );
   t.equal(other, 403, "another canvas's stream is refused");
-  const owner = await new Promise<number>((resolve) => http.get(`${origin}/api/rfs/canvas-1/events`, { headers: h.owner }, (res) => resolve(res.statusCode ?? 0)));
+  const owner = await new Promise<number>((resolve) =>
+    http.get(`${origin}/api/rfs/canvas-1/events`, { headers: h.owner }, (res) => resolve(res.statusCode ?? 0)),
+  );
   t.equal(owner, 403, 'the stream needs a canvas token');
   t.equal((await h.put('mac-b', b, 'of-b')).statusCode, 201);
   t.equal((await h.put('huabu', CANARY.huabu, 'of-host')).statusCode, 201);
@@ -185,7 +248,11 @@ t.test("a canvas sees only the resource events of the host and its token's machi
   t.equal((await h.app.inject({ method: 'DELETE', url: '/api/acp/machines/mac-b', headers: h.owner })).statusCode, 204);
   await sub.waitFor(() => sub.events.length >= 2);
   await new Promise((r) => setTimeout(r, 300));
-  t.same(sub.events.map((e) => e.data.subject.id), ['of-host', 'of-a'], "another machine's records and machine events stay invisible");
+  t.same(
+    sub.events.map((e) => e.data.subject.id),
+    ['of-host', 'of-a'],
+    "another machine's records and machine events stay invisible",
+  );
   const all = await allChanges(h.app);
   t.equal(sub.lastEventId, all[all.length - 1]!.id, "the canvas's cursor moves past what it does not see");
 });
@@ -217,9 +284,14 @@ t.test('a subscriber that never reads is cut off; writes go on at full speed and
   const started = performance.now();
   let writes = 0;
   for (let round = 0; round < rounds; round++) {
-    const res = await h.app.inject({ method: 'PUT', url: '/api/acp/providers/huabu/resources', headers: h.huabu, payload: { resources: records(round % 2 === 0 ? 'a' : 'b') } });
+    const res = await h.app.inject({
+      method: 'PUT',
+      url: '/api/acp/providers/huabu/resources',
+      headers: h.huabu,
+      payload: { resources: records(round % 2 === 0 ? 'a' : 'b') },
+    });
     t.equal(res.statusCode, 200, `reconcile ${round} was acknowledged`);
-    const body = res.json() as { created: string[]; withdrawn: string[] };
+    const body = res.json<{ created: string[]; withdrawn: string[] }>();
     writes += body.created.length + body.withdrawn.length;
   }
   const ms = performance.now() - started;
@@ -270,7 +342,10 @@ t.test('no token in any event, on the stream or in the log file', async (t) => {
   const file = await readFile(path.join(h.dataDir, EVENTS_FILE), 'utf8');
   const texts = [JSON.stringify(sub.events), JSON.stringify(await allChanges(h.app)), file];
   for (const secret of [m, rotated, canvas, CANARY.owner, CANARY.huabu, CANARY.secret]) {
-    t.notOk(texts.some((text) => text.includes(secret)), 'no token, key or signing secret');
+    t.notOk(
+      texts.some((text) => text.includes(secret)),
+      'no token, key or signing secret',
+    );
   }
   t.notOk(file.includes('Use secretless via'), 'no record body in the log');
 });

@@ -7,7 +7,30 @@ import fc from 'fast-check';
 import { Compile } from 'typebox/compile';
 import { build, recordIssuedToken } from './helpers/build.js';
 
-type Schema = Record<string, any>;
+/** The subset of JSON Schema TypeBox emits for this API, as far as the generators read it. */
+interface Schema {
+  type?: string;
+  const?: unknown;
+  enum?: unknown[];
+  anyOf?: Schema[];
+  properties?: Record<string, Schema>;
+  required?: string[];
+  items?: Schema;
+  minItems?: number;
+  maxItems?: number;
+  minLength?: number;
+  maxLength?: number;
+  pattern?: string;
+  minimum?: number;
+  maximum?: number;
+}
+type Content = Record<string, { schema?: Schema } | undefined>;
+/** An operation of the served OpenAPI document, as far as the fuzzer reads it. */
+interface Operation {
+  responses: Record<string, { content?: Content } | undefined>;
+  parameters?: { in: string; name: string; required?: boolean; schema: Schema }[];
+  requestBody?: { content?: Content };
+}
 const RUNS = Number(process.env.FUZZ_RUNS ?? 200);
 const SEED = Number(process.env.FUZZ_SEED ?? 20261130);
 const MAX_TEXT = 300;
@@ -39,7 +62,7 @@ function valid(s: Schema): fc.Arbitrary<unknown> {
   if (s.anyOf) return fc.oneof(...s.anyOf.map(valid));
   switch (s.type) {
     case 'object': {
-      const props = Object.fromEntries(Object.entries(s.properties ?? {}).map(([k, v]) => [k, valid(v as Schema)]));
+      const props = Object.fromEntries(Object.entries(s.properties ?? {}).map(([k, v]) => [k, valid(v)]));
       if (Object.keys(props).length === 0) return fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 });
       return fc.record(props, { requiredKeys: s.required ?? [] });
     }
@@ -78,18 +101,18 @@ const hostile = fc.constantFrom<unknown>(
 
 /** Values that are probably not valid: valid ones broken in one place, or anything at all. */
 function invalid(s: Schema): fc.Arbitrary<unknown> {
-  const broken =
-    s.type === 'object' && s.properties
-      ? valid(s).chain((v) => {
-          const obj = v as Record<string, unknown>;
-          const keys = Object.keys(s.properties);
-          return fc.oneof(
-            fc.constant({ ...obj, unexpectedProperty: true }),
-            fc.constantFrom(...keys).map((k) => ({ ...obj, [k]: k in obj ? 'x'.repeat(5000) : 42 })),
-            fc.constantFrom(...keys).map((k) => Object.fromEntries(Object.entries(obj).filter(([key]) => key !== k))),
-          );
-        })
-      : fc.jsonValue();
+  const properties = s.type === 'object' ? s.properties : undefined;
+  const broken = properties
+    ? valid(s).chain((v) => {
+        const obj = v as Record<string, unknown>;
+        const keys = Object.keys(properties);
+        return fc.oneof(
+          fc.constant({ ...obj, unexpectedProperty: true }),
+          fc.constantFrom(...keys).map((k) => ({ ...obj, [k]: k in obj ? 'x'.repeat(5000) : 42 })),
+          fc.constantFrom(...keys).map((k) => Object.fromEntries(Object.entries(obj).filter(([key]) => key !== k))),
+        );
+      })
+    : fc.jsonValue();
   return fc.oneof(broken, fc.jsonValue({ maxDepth: 3 }), hostile);
 }
 
@@ -108,7 +131,7 @@ t.test('fuzz every operation as every role', async (t) => {
     machineA,
     canvasX,
   };
-  const spec = (await h.app.inject({ url: '/openapi.json' })).json() as { paths: Record<string, Record<string, Schema>> };
+  const spec = (await h.app.inject({ url: '/openapi.json' })).json<{ paths: Record<string, Record<string, Operation>> }>();
   const protoKeys = Object.getOwnPropertyNames(Object.prototype).sort();
   let cases = 0;
 
@@ -119,16 +142,21 @@ t.test('fuzz every operation as every role', async (t) => {
       if (op.responses['200']?.content?.['text/event-stream']) continue;
       const documented = new Set(Object.keys(op.responses).map(Number));
       const validators = new Map<number, ReturnType<typeof Compile>>();
-      for (const [status, response] of Object.entries(op.responses as Record<string, Schema>)) {
-        const schema = response.content?.['application/json']?.schema;
+      for (const [status, response] of Object.entries(op.responses)) {
+        const schema = response?.content?.['application/json']?.schema;
         if (schema) validators.set(Number(status), Compile(schema));
       }
-      const params = (op.parameters ?? []) as { in: string; name: string; required?: boolean; schema: Schema }[];
+      const params = op.parameters ?? [];
       const pathArbs = Object.fromEntries(
         params
           .filter((p) => p.in === 'path')
           .map((p) => {
-            const own = p.name === 'provider' ? fc.constantFrom('huabu', 'agentlet-a') : p.name === 'canvasId' ? fc.constant('canvas-x') : fc.constant('tool-a');
+            const own =
+              p.name === 'provider'
+                ? fc.constantFrom('huabu', 'agentlet-a')
+                : p.name === 'canvasId'
+                  ? fc.constant('canvas-x')
+                  : fc.constant('tool-a');
             // Issue 14: IDs of 101..128 characters (once 414) and longer ones (400 in our envelope).
             const long = fc.integer({ min: 101, max: 700 }).map((n) => 'a'.repeat(n));
             return [
@@ -142,49 +170,72 @@ t.test('fuzz every operation as every role', async (t) => {
             ];
           }),
       );
-      const queryArbs = Object.fromEntries(params.filter((p) => p.in === 'query').map((p) => [p.name, fc.oneof(valid(p.schema), fc.string({ maxLength: 10 }))]));
-      const bodySchema = op.requestBody?.content?.['application/json']?.schema as Schema | undefined;
-      const body = bodySchema ? fc.oneof({ arbitrary: valid(bodySchema), weight: 3 }, { arbitrary: invalid(bodySchema), weight: 2 }) : fc.constant(undefined);
+      const queryArbs = Object.fromEntries(
+        params.filter((p) => p.in === 'query').map((p) => [p.name, fc.oneof(valid(p.schema), fc.string({ maxLength: 10 }))]),
+      );
+      const bodySchema = op.requestBody?.content?.['application/json']?.schema;
+      const body = bodySchema
+        ? fc.oneof({ arbitrary: valid(bodySchema), weight: 3 }, { arbitrary: invalid(bodySchema), weight: 2 })
+        : fc.constant(undefined);
       const input = fc.record({ path: fc.record(pathArbs), query: fc.record(queryArbs, { requiredKeys: [] }), body });
 
       for (const role of ROLES) {
         const failures: string[] = [];
-        await fc.assert(
-          fc.asyncProperty(input, async ({ path: pathValues, query, body: payload }) => {
-            cases++;
-            const url =
-              path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(pathValues[name]))) +
-              (Object.keys(query).length ? '?' + new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString() : '');
-            const res = await h.app.inject({
-              method: method.toUpperCase() as 'GET',
-              url,
-              headers: tokens[role] ? { authorization: `Bearer ${tokens[role]}` } : {},
-              ...(payload === undefined ? {} : { payload: JSON.stringify(payload), headers: { 'content-type': 'application/json', ...(tokens[role] ? { authorization: `Bearer ${tokens[role]}` } : {}) } }),
-            });
-            if (res.statusCode === 201 && res.json().token) recordIssuedToken(res.json().token);
-            const problem =
-              res.statusCode >= 500 && !(documented.has(res.statusCode) && MACHINE_AWAY.has(String(res.json().code)))
-                ? `5xx ${res.statusCode}: ${res.body.slice(0, 200)}`
-                : !documented.has(res.statusCode)
-                  ? `undocumented status ${res.statusCode} (${res.body.slice(0, 160)})`
-                  : validators.has(res.statusCode) && /^application\/json/.test(String(res.headers['content-type'])) && !validators.get(res.statusCode)!.Check(res.json())
-                    ? `response does not match its schema for ${res.statusCode}: ${res.body.slice(0, 160)}`
-                    : ({} as Record<string, unknown>).polluted !== undefined
-                      ? 'Object.prototype polluted'
-                      : undefined;
-            if (!problem && res.statusCode >= 400 && /^application\/json/.test(String(res.headers['content-type'])) && /arr_machine_F|ghp_A1b2/.test(res.body)) {
-              failures.push(`${method.toUpperCase()} ${url} as ${role}: a token-shaped property name was echoed`);
-            }
-            if (problem) failures.push(`${method.toUpperCase()} ${url} as ${role}: ${problem}`);
-            return problem === undefined;
-          }),
-          { numRuns: RUNS, seed: SEED, endOnFailure: true },
-        ).catch((err: unknown) => {
-          // A property that returned false has recorded its problem above; anything else that stopped
-          // fast-check (an exception inside the property: a non-JSON body, a rejected inject) is a failure
-          // too, never swallowed.
-          if (failures.length === 0) failures.push(`${method.toUpperCase()} ${path} as ${role}: ${err instanceof Error ? err.message.split('\n').slice(0, 6).join(' | ') : String(err)}`);
-        });
+        await fc
+          .assert(
+            fc.asyncProperty(input, async ({ path: pathValues, query, body: payload }) => {
+              cases++;
+              const url =
+                path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(pathValues[name]))) +
+                (Object.keys(query).length
+                  ? '?' + new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString()
+                  : '');
+              const res = await h.app.inject({
+                method: method.toUpperCase() as 'GET',
+                url,
+                headers: tokens[role] ? { authorization: `Bearer ${tokens[role]}` } : {},
+                ...(payload === undefined
+                  ? {}
+                  : {
+                      payload: JSON.stringify(payload),
+                      headers: { 'content-type': 'application/json', ...(tokens[role] ? { authorization: `Bearer ${tokens[role]}` } : {}) },
+                    }),
+              });
+              if (res.statusCode === 201 && res.json().token) recordIssuedToken(res.json().token);
+              const problem =
+                res.statusCode >= 500 && !(documented.has(res.statusCode) && MACHINE_AWAY.has(String(res.json().code)))
+                  ? `5xx ${res.statusCode}: ${res.body.slice(0, 200)}`
+                  : !documented.has(res.statusCode)
+                    ? `undocumented status ${res.statusCode} (${res.body.slice(0, 160)})`
+                    : validators.has(res.statusCode) &&
+                        /^application\/json/.test(String(res.headers['content-type'])) &&
+                        !validators.get(res.statusCode)!.Check(res.json())
+                      ? `response does not match its schema for ${res.statusCode}: ${res.body.slice(0, 160)}`
+                      : ({} as Record<string, unknown>).polluted !== undefined
+                        ? 'Object.prototype polluted'
+                        : undefined;
+              if (
+                !problem &&
+                res.statusCode >= 400 &&
+                /^application\/json/.test(String(res.headers['content-type'])) &&
+                /arr_machine_F|ghp_A1b2/.test(res.body)
+              ) {
+                failures.push(`${method.toUpperCase()} ${url} as ${role}: a token-shaped property name was echoed`);
+              }
+              if (problem) failures.push(`${method.toUpperCase()} ${url} as ${role}: ${problem}`);
+              return problem === undefined;
+            }),
+            { numRuns: RUNS, seed: SEED, endOnFailure: true },
+          )
+          .catch((err: unknown) => {
+            // A property that returned false has recorded its problem above; anything else that stopped
+            // fast-check (an exception inside the property: a non-JSON body, a rejected inject) is a failure
+            // too, never swallowed.
+            if (failures.length === 0)
+              failures.push(
+                `${method.toUpperCase()} ${path} as ${role}: ${err instanceof Error ? err.message.split('\n').slice(0, 6).join(' | ') : String(err)}`,
+              );
+          });
         t.same(failures.slice(0, 3), [], `${method.toUpperCase()} ${path} as ${role}: ${RUNS} cases`);
       }
     }

@@ -26,14 +26,20 @@ async function allLines(h: TestApp): Promise<Line[]> {
 }
 
 const BAD_TOKEN = 'arr_machine_' + 'Q'.repeat(43);
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+const CONTROL = /\p{Cc}/u; // C0, DEL and C1
 
 async function burst(h: TestApp, count: number, remoteAddress: string, url: string, parallel = 10): Promise<number[]> {
   const statuses: number[] = [];
   for (let i = 0; i < count; i += parallel) {
     const batch = await Promise.all(
       Array.from({ length: Math.min(parallel, count - i) }, () =>
-        h.app.inject({ method: 'PUT', url, remoteAddress, headers: h.bearer(BAD_TOKEN), payload: { schemaVersion: 1, name: 'n', description: 'd', instructions: 'i' } }),
+        h.app.inject({
+          method: 'PUT',
+          url,
+          remoteAddress,
+          headers: h.bearer(BAD_TOKEN),
+          payload: { schemaVersion: 1, name: 'n', description: 'd', instructions: 'i' },
+        }),
       ),
     );
     statuses.push(...batch.map((r) => r.statusCode));
@@ -51,11 +57,17 @@ t.test('a burst of anonymous writes is summarized per address and does not rotat
   const addresses = ['203.0.113.7', '203.0.113.8', '2001:db8::1'];
   for (const address of addresses) {
     const statuses = await burst(h, 500, address, '/api/acp/providers/mac-a/resources/tool-x');
-    t.ok(statuses.every((s) => s === 401), `${address}: 500 × 401`);
+    t.ok(
+      statuses.every((s) => s === 401),
+      `${address}: 500 × 401`,
+    );
   }
   await h.app.close();
   const lines = await allLines(h);
-  t.ok(lines.some((l) => l.action === 'machine.enroll' && l.id === 'mac-a' && l.outcome === 'enrolled'), 'the enrollment is still in the log');
+  t.ok(
+    lines.some((l) => l.action === 'machine.enroll' && l.id === 'mac-a' && l.outcome === 'enrolled'),
+    'the enrollment is still in the log',
+  );
   const anonymous = lines.filter((l) => l.actor === 'anonymous');
   t.ok(anonymous.length <= 2 * addresses.length, `at most two lines per address (${anonymous.length} for 1,500 refusals)`);
   for (const [address, client] of addresses.map((a) => [a, a.includes(':') ? '2001:db8::/64' : a])) {
@@ -76,7 +88,13 @@ t.test('an /invoke refusal is one audit line, with or without a canvas token', a
   const canvas = await h.canvasToken('canvas-1', 'mac-a');
   const before = (await allLines(h)).length;
   const invoke = (headers: Record<string, string>, remoteAddress: string) =>
-    h.app.inject({ method: 'POST', url: '/api/rfs/canvas-1/resources/web-search/invoke', remoteAddress, headers, payload: { schemaVersion: 1, input: {} } });
+    h.app.inject({
+      method: 'POST',
+      url: '/api/rfs/canvas-1/resources/web-search/invoke',
+      remoteAddress,
+      headers,
+      payload: { schemaVersion: 1, input: {} },
+    });
   t.equal((await invoke({}, '198.51.100.1')).statusCode, 401, 'no canvas token');
   await new Promise((r) => setTimeout(r, 100));
   t.equal((await allLines(h)).length, before + 1, 'one line for an anonymous /invoke 401');
@@ -100,7 +118,11 @@ t.test('repeated authentication failures from one address are refused before aut
   t.ok(retry >= 1 && retry <= 60, `Retry-After within the window (${retry} s)`);
   const owner = await h.app.inject({ method: 'GET', url: '/api/acp/machines', remoteAddress: '203.0.113.20', headers: h.owner });
   t.equal(owner.statusCode, 429, 'the address is refused before its token is looked at');
-  t.equal((await h.app.inject({ url: '/healthz', remoteAddress: '203.0.113.20' })).statusCode, 200, 'routes without a credential are not limited');
+  t.equal(
+    (await h.app.inject({ url: '/healthz', remoteAddress: '203.0.113.20' })).statusCode,
+    200,
+    'routes without a credential are not limited',
+  );
   const other = await h.app.inject({
     method: 'PUT',
     url,
@@ -120,11 +142,24 @@ t.test('repeated authentication failures from one address are refused before aut
 
 t.test('every string of every audit entry is cut and stripped of control characters', async (t) => {
   const written: AuditEntry[] = [];
-  const trail = new AuditTrail({ appendAudit: async (entries) => void written.push(...entries) });
+  const trail = new AuditTrail({
+    appendAudit: (entries) => {
+      written.push(...entries);
+      return Promise.resolve();
+    },
+  });
   const dirty = 'a\u0000b\u001b[31mc\r\nd\u0085e\u007f';
-  await trail.record([{ actor: dirty, action: dirty, id: 'x'.repeat(5000), outcome: dirty, details: { field: dirty, list: [dirty, 'ok'], n: 3 } }]);
+  await trail.record([
+    { actor: dirty, action: dirty, id: 'x'.repeat(5000), outcome: dirty, details: { field: dirty, list: [dirty, 'ok'], n: 3 } },
+  ]);
   const [entry] = written;
-  for (const value of [entry!.actor, entry!.action, entry!.outcome, entry!.details!.field as string, ...(entry!.details!.list as string[])]) {
+  for (const value of [
+    entry!.actor,
+    entry!.action,
+    entry!.outcome,
+    entry!.details!.field as string,
+    ...(entry!.details!.list as string[]),
+  ]) {
     t.notMatch(value, CONTROL, `no control character in ${JSON.stringify(value)}`);
   }
   t.equal(entry!.actor, 'a\ufffdb\ufffd[31mc\ufffd\ufffdd\ufffde\ufffd', 'each control character is replaced, the rest kept');
@@ -139,7 +174,12 @@ t.test('every string of every audit entry is cut and stripped of control charact
   await h.enroll('mac-a');
   const canvas = await h.canvasToken('canvas-1', 'mac-a');
   const raw = 'web%00search%1b%5b2J%0d%0a' + 'y'.repeat(1000);
-  const res = await h.app.inject({ method: 'POST', url: `/api/rfs/canvas-1/resources/${raw}/invoke`, headers: h.bearer(canvas), payload: { schemaVersion: 1, input: {} } });
+  const res = await h.app.inject({
+    method: 'POST',
+    url: `/api/rfs/canvas-1/resources/${raw}/invoke`,
+    headers: h.bearer(canvas),
+    payload: { schemaVersion: 1, input: {} },
+  });
   t.equal(res.statusCode, 403, 'refused for its missing grant');
   await new Promise((r) => setTimeout(r, 100));
   const line = (await allLines(h)).find((l) => l.action === 'resource.invoke');
@@ -151,10 +191,16 @@ t.test('every string of every audit entry is cut and stripped of control charact
 
 t.test('a summary is written when its window ends; addresses beyond the bound share one', async (t) => {
   const written: AuditEntry[] = [];
-  const trail = new AuditTrail({ appendAudit: async (entries) => void written.push(...entries) });
+  const trail = new AuditTrail({
+    appendAudit: (entries) => {
+      written.push(...entries);
+      return Promise.resolve();
+    },
+  });
   const summaries = new AnonymousRefusals(trail, { windowMs: 100, maxClients: 2 });
   t.teardown(() => summaries.close());
-  for (const client of ['a', 'a', 'a', 'b', 'c', 'd', 'd']) await summaries.note(client, 'PUT /x', client === 'd' ? 'rate_limited' : 'unauthorized');
+  for (const client of ['a', 'a', 'a', 'b', 'c', 'd', 'd'])
+    await summaries.note(client, 'PUT /x', client === 'd' ? 'rate_limited' : 'unauthorized');
   t.same(
     written.map((e) => `${e.action} ${e.details?.client}`),
     ['PUT /x a', 'PUT /x b'],
@@ -163,7 +209,12 @@ t.test('a summary is written when its window ends; addresses beyond the bound sh
   await new Promise((r) => setTimeout(r, 250));
   const summariesWritten = written.filter((e) => e.action === SUMMARY_ACTION);
   t.match(summariesWritten, [
-    { actor: 'anonymous', id: '-', outcome: 'summary', details: { client: 'a', unauthorized: 2, rate_limited: 0, since: String, until: String } },
+    {
+      actor: 'anonymous',
+      id: '-',
+      outcome: 'summary',
+      details: { client: 'a', unauthorized: 2, rate_limited: 0, since: String, until: String },
+    },
     { details: { client: OTHER_CLIENTS, unauthorized: 1, rate_limited: 2 } },
   ]);
   t.equal(summariesWritten.length, 2, 'no summary for an address with nothing beyond its first line');
@@ -181,7 +232,10 @@ t.test('AUTH_FAILURES_PER_MINUTE: default 30, 0 turns the bound off, anything el
   // Off: refusals go on being 401, however many.
   const h = await build(t, { env: { AUTH_FAILURES_PER_MINUTE: '0' } });
   const statuses = await burst(h, 40, '203.0.113.30', '/api/acp/providers/mac-a/resources/tool-x');
-  t.ok(statuses.every((s) => s === 401), '40 × 401');
+  t.ok(
+    statuses.every((s) => s === 401),
+    '40 × 401',
+  );
 });
 
 t.test('on a route two credentials may use, the request that passes the bound is answered 429 by each', async (t) => {
@@ -189,7 +243,13 @@ t.test('on a route two credentials may use, the request that passes the bound is
   // and the second must not turn the first one's 429 back into a 401.
   const h = await build(t, { env: { AUTH_FAILURES_PER_MINUTE: '1' } });
   const send = () =>
-    h.app.inject({ method: 'POST', url: '/api/acp/canvas-tokens', remoteAddress: '203.0.113.40', headers: h.bearer(BAD_TOKEN), payload: { canvasId: 'c', agentletId: 'm' } });
+    h.app.inject({
+      method: 'POST',
+      url: '/api/acp/canvas-tokens',
+      remoteAddress: '203.0.113.40',
+      headers: h.bearer(BAD_TOKEN),
+      payload: { canvasId: 'c', agentletId: 'm' },
+    });
   const statuses = (await Promise.all([send(), send(), send()])).map((r) => r.statusCode);
   t.ok(statuses.filter((s) => s === 401).length <= 1, `at most one 401 past a bound of 1 (${statuses})`);
   t.ok(statuses.includes(429), 'the others are 429');

@@ -18,7 +18,11 @@ t.test('a canvas token minted before a revoke stays dead after the machine is en
   t.equal(after.statusCode, 401, 'the old token does not come back to life');
   t.equal(after.json().code, 'unauthorized');
   const fresh = await h.canvasToken('canvas-1', 'agentlet-a');
-  t.equal((await h.app.inject({ url: '/api/rfs/canvas-1/resources', headers: h.bearer(fresh) })).statusCode, 200, 'a token of the new enrollment works');
+  t.equal(
+    (await h.app.inject({ url: '/api/rfs/canvas-1/resources', headers: h.bearer(fresh) })).statusCode,
+    200,
+    'a token of the new enrollment works',
+  );
 });
 
 t.test('activeEnrollment: a re-enrollment always gets a strictly later enrolledAt, even with a frozen clock', async (t) => {
@@ -26,7 +30,10 @@ t.test('activeEnrollment: a re-enrollment always gets a strictly later enrolledA
   await h.enroll('agentlet-a');
   const seen: string[] = [];
   for (let i = 0; i < 3; i++) {
-    const list = (await h.app.inject({ url: '/api/acp/machines', headers: h.owner })).json().machines as { machineId: string; enrolledAt: string }[];
+    const list = (await h.app.inject({ url: '/api/acp/machines', headers: h.owner })).json().machines as {
+      machineId: string;
+      enrolledAt: string;
+    }[];
     seen.push(list.find((m) => m.machineId === 'agentlet-a')!.enrolledAt);
     await h.app.inject({ method: 'DELETE', url: '/api/acp/machines/agentlet-a', headers: h.owner });
     await h.enroll('agentlet-a');

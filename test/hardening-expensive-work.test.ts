@@ -14,7 +14,15 @@ function resource(id: string, provider: string): AgentResource {
 }
 
 function profile(id: string, agentletId: string, resourceIds: string[]): AgentProfile {
-  return { schemaVersion: 2, id, alias: `Alias ${id}`, agentletId, workingDirPath: '/w', resourceIds, launch: { kind: 'acp-command', command: 'agent' } } as AgentProfile;
+  return {
+    schemaVersion: 2,
+    id,
+    alias: `Alias ${id}`,
+    agentletId,
+    workingDirPath: '/w',
+    resourceIds,
+    launch: { kind: 'acp-command', command: 'agent' },
+  };
 }
 
 /** A dense graph: `n` nodes, every node linked to the next `k`. */
@@ -27,8 +35,19 @@ function denseDot(n: number, k: number): string {
 
 t.test('SVG refuses a graph with few components but too many edges (413)', async (t) => {
   const resources = Array.from({ length: 60 }, (_, i) => resource(`r-${i}`, 'huabu'));
-  const profiles = Array.from({ length: 30 }, (_, j) => ({ profile: profile(`p-${j}`, 'mac-a', resources.map((r) => r.id)), revision: 'x' }));
-  const store = { listResources: async () => resources, listProfiles: async () => profiles, listMachines: async () => [] };
+  const profiles = Array.from({ length: 30 }, (_, j) => ({
+    profile: profile(
+      `p-${j}`,
+      'mac-a',
+      resources.map((r) => r.id),
+    ),
+    revision: 'x',
+  }));
+  const store = {
+    listResources: () => Promise.resolve(resources),
+    listProfiles: () => Promise.resolve(profiles),
+    listMachines: () => Promise.resolve([]),
+  };
   const projection = new CapabilityProjection(store, []);
   t.teardown(() => projection.close());
   const err = await projection.render(undefined, 'svg').then(
@@ -64,8 +83,14 @@ t.test('a render nobody waits for any more is cancelled, and one that has not st
   await new Promise((r) => setTimeout(r, 200));
   first.abort();
   const results = await Promise.allSettled([a, b]);
-  t.same(results.map((r) => r.status), ['rejected', 'rejected']);
-  t.same(results.map((r) => (r as PromiseRejectedResult).reason.name), ['AbortError', 'AbortError']);
+  t.same(
+    results.map((r) => r.status),
+    ['rejected', 'rejected'],
+  );
+  t.same(
+    results.map((r) => (r as PromiseRejectedResult).reason.name),
+    ['AbortError', 'AbortError'],
+  );
   t.equal(renderer.running, 0, 'the worker was terminated');
 });
 
@@ -74,9 +99,20 @@ t.test('large reconciles are bounded per credential; agents are still served mea
   const token = await h.enroll('mac-a');
   await h.enroll('mac-b');
   const canvas = await h.canvasToken('canvas-1', 'mac-b');
-  const resources = Array.from({ length: 150 }, (_, i) => ({ schemaVersion: 1, id: `tool-${i}`, name: `Tool ${i}`, description: 'A tool.', instructions: 'Use it.' }));
+  const resources = Array.from({ length: 150 }, (_, i) => ({
+    schemaVersion: 1,
+    id: `tool-${i}`,
+    name: `Tool ${i}`,
+    description: 'A tool.',
+    instructions: 'Use it.',
+  }));
   const reconcile = () =>
-    h.app.inject({ method: 'PUT', url: '/api/acp/providers/mac-a/resources?dryRun=true', headers: h.bearer(token), payload: { resources } });
+    h.app.inject({
+      method: 'PUT',
+      url: '/api/acp/providers/mac-a/resources?dryRun=true',
+      headers: h.bearer(token),
+      payload: { resources },
+    });
   const [rfs, ...runs] = await Promise.all([
     h.app.inject({ url: '/api/rfs/canvas-1/resources', headers: h.bearer(canvas) }),
     ...Array.from({ length: 6 }, reconcile),
@@ -87,6 +123,6 @@ t.test('large reconciles are bounded per credential; agents are still served mea
   const refused = runs.find((r) => r.statusCode === 429)!;
   t.equal(refused.json().code, 'rate_limited');
   t.equal(refused.headers['retry-after'], '1');
-  t.equal(rfs!.statusCode, 200, "the agent's read is answered");
+  t.equal(rfs.statusCode, 200, "the agent's read is answered");
   t.equal((await reconcile()).statusCode, 200, 'once they finished, the machine may reconcile again');
 });

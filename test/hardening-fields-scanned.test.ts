@@ -47,11 +47,25 @@ t.test('machineId at enrollment, canvasId at a canvas-token mint and a profile a
   const enroll = await h.app.inject({ method: 'POST', url: '/api/acp/machines', headers: h.owner, payload: { machineId: GITHUB } });
   t.equal(enroll.statusCode, 422, 'a token as a machine ID');
   t.equal(enroll.json().details.findings[0].field, '/machineId');
-  const glued = await h.app.inject({ method: 'POST', url: '/api/acp/machines', headers: h.owner, payload: { machineId: `m${machineToken}`.slice(0, 128) } });
+  const glued = await h.app.inject({
+    method: 'POST',
+    url: '/api/acp/machines',
+    headers: h.owner,
+    payload: { machineId: `m${machineToken}`.slice(0, 128) },
+  });
   t.equal(glued.statusCode, 422, 'a live machine token glued into a machine ID');
   const machines = (await h.app.inject({ url: '/api/acp/machines', headers: h.owner })).json().machines;
-  t.same(machines.map((m: { machineId: string }) => m.machineId), ['mac-a'], 'nothing enrolled');
-  const mint = await h.app.inject({ method: 'POST', url: '/api/acp/canvas-tokens', headers: h.owner, payload: { canvasId: GITHUB, agentletId: 'mac-a' } });
+  t.same(
+    machines.map((m: { machineId: string }) => m.machineId),
+    ['mac-a'],
+    'nothing enrolled',
+  );
+  const mint = await h.app.inject({
+    method: 'POST',
+    url: '/api/acp/canvas-tokens',
+    headers: h.owner,
+    payload: { canvasId: GITHUB, agentletId: 'mac-a' },
+  });
   t.equal(mint.statusCode, 422, 'a token as a canvas ID');
   t.equal(mint.json().details.findings[0].field, '/canvasId');
   const profile = await h.app.inject({
@@ -67,7 +81,12 @@ t.test('machineId at enrollment, canvasId at a canvas-token mint and a profile a
 t.test('400 messages never echo unknown property names', async (t) => {
   const { h, machineToken } = await world(t);
   for (const name of [GITHUB, machineToken, CANARY.owner, 'AKIA2E3A7F3B244CQDZM']) {
-    const res = await h.app.inject({ method: 'POST', url: '/api/acp/machines', headers: h.owner, payload: { machineId: 'mac-z', [name]: 1 } });
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/api/acp/machines',
+      headers: h.owner,
+      payload: { machineId: 'mac-z', [name]: 1 },
+    });
     t.equal(res.statusCode, 400);
     t.equal(res.json().code, 'validation_failed');
     t.notOk(res.body.includes(name), 'the name is not echoed');

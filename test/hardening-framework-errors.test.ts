@@ -7,7 +7,7 @@ import { build } from './helpers/build.js';
 const ENVELOPE_KEYS = ['code', 'error', 'message', 'statusCode'];
 
 function isEnvelope(body: Record<string, unknown>): boolean {
-  return ENVELOPE_KEYS.every((k) => k in body) && typeof body.code === 'string' && /^[a-z_]+$/.test(body.code as string);
+  return ENVELOPE_KEYS.every((k) => k in body) && typeof body.code === 'string' && /^[a-z_]+$/.test(body.code);
 }
 
 t.test('128-character IDs can be created, read, replaced, withdrawn and revoked', async (t) => {
@@ -23,7 +23,11 @@ t.test('128-character IDs can be created, read, replaced, withdrawn and revoked'
   const canvas = await h.canvasToken(canvasId, machineId);
   const rfs = await h.app.inject({ url: `/api/rfs/${canvasId}/resources/${id}`, headers: h.bearer(canvas) });
   t.equal(rfs.statusCode, 200, 'read through a 128-char canvas path');
-  const withdrawn = await h.app.inject({ method: 'DELETE', url: `/api/acp/providers/${machineId}/resources/${id}`, headers: h.bearer(token) });
+  const withdrawn = await h.app.inject({
+    method: 'DELETE',
+    url: `/api/acp/providers/${machineId}/resources/${id}`,
+    headers: h.bearer(token),
+  });
   t.equal(withdrawn.statusCode, 204, 'withdrawn');
   const revoked = await h.app.inject({ method: 'DELETE', url: `/api/acp/machines/${machineId}`, headers: h.owner });
   t.equal(revoked.statusCode, 204, 'revoked');

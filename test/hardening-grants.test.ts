@@ -63,43 +63,65 @@ t.test('a re-spelled canvas token is refused', async (t) => {
   );
 });
 
-t.test("a grant's calls in flight are bounded across its capabilities (default 4): 429 quota_exceeded (in_flight) with Retry-After", async (t) => {
-  const w = await world(t);
-  // thread-4's grant covers hold-search (1 in flight per grant) and hold2-search (4 in flight per grant).
-  const pending = [];
-  for (const id of ['hold-search', 'hold2-search', 'hold2-search', 'hold2-search']) {
-    const seen = w.endpoint.next();
-    pending.push(w.invoke(id, { grant: w.grants.t4 }));
-    await seen;
-  }
-  const reached = w.endpoint.next().then(() => 'reached the endpoint');
-  const fifth = await Promise.race([w.invoke('hold2-search', { grant: w.grants.t4 }), reached]);
-  t.not(fifth, 'reached the endpoint', 'a fifth call of one grant is refused before the endpoint');
-  if (typeof fifth !== 'string') {
-    t.equal(`${fifth.status} ${fifth.body.code} ${fifth.body.details.reason} ${fifth.body.details.cause}`, '429 quota_exceeded rate_limited in_flight');
-    t.equal(fifth.headers['retry-after'], '1');
-  }
-  t.equal((await w.invoke('web-search', { grant: w.grants.t1 })).status, 200, "another grant's calls are not counted");
-  w.endpoint.releaseAll();
-  t.same((await Promise.all(pending)).map((r) => r.status), [200, 200, 200, 200]);
-  const again = w.invoke('hold2-search', { grant: w.grants.t4 });
-  await w.endpoint.next();
-  w.endpoint.releaseAll();
-  t.equal((await again).status, 200, 'the slots are released');
-});
+t.test(
+  "a grant's calls in flight are bounded across its capabilities (default 4): 429 quota_exceeded (in_flight) with Retry-After",
+  async (t) => {
+    const w = await world(t);
+    // thread-4's grant covers hold-search (1 in flight per grant) and hold2-search (4 in flight per grant).
+    const pending = [];
+    for (const id of ['hold-search', 'hold2-search', 'hold2-search', 'hold2-search']) {
+      const seen = w.endpoint.next();
+      pending.push(w.invoke(id, { grant: w.grants.t4 }));
+      await seen;
+    }
+    const reached = w.endpoint.next().then(() => 'reached the endpoint');
+    const fifth = await Promise.race([w.invoke('hold2-search', { grant: w.grants.t4 }), reached]);
+    t.not(fifth, 'reached the endpoint', 'a fifth call of one grant is refused before the endpoint');
+    if (typeof fifth !== 'string') {
+      t.equal(
+        `${fifth.status} ${fifth.body.code} ${fifth.body.details.reason} ${fifth.body.details.cause}`,
+        '429 quota_exceeded rate_limited in_flight',
+      );
+      t.equal(fifth.headers['retry-after'], '1');
+    }
+    t.equal((await w.invoke('web-search', { grant: w.grants.t1 })).status, 200, "another grant's calls are not counted");
+    w.endpoint.releaseAll();
+    t.same(
+      (await Promise.all(pending)).map((r) => r.status),
+      [200, 200, 200, 200],
+    );
+    const again = w.invoke('hold2-search', { grant: w.grants.t4 });
+    await w.endpoint.next();
+    w.endpoint.releaseAll();
+    t.equal((await again).status, 200, 'the slots are released');
+  },
+);
 
 t.test("a grant dies with its canvas's token revocation", async (t) => {
   const w = await world(t);
   t.equal((await w.invoke('web-search')).status, 200);
-  const revoke = await w.h.app.inject({ method: 'POST', url: '/api/acp/canvas-tokens/revoke', headers: w.h.owner, payload: { canvasId: 'canvas-1' } });
+  const revoke = await w.h.app.inject({
+    method: 'POST',
+    url: '/api/acp/canvas-tokens/revoke',
+    headers: w.h.owner,
+    payload: { canvasId: 'canvas-1' },
+  });
   t.equal(revoke.statusCode, 200);
   w.clock.ms += 1000;
   const token = await w.h.canvasToken('canvas-1', 'mac-1');
   const old = await w.invoke('web-search', { token });
-  t.equal(`${old.status} ${old.body?.code} ${old.body?.details?.reason} ${old.body?.details?.cause}`, '403 forbidden grant_invalid canvas_revoked', 'a grant minted before the cut-off is refused, even with a fresh canvas token');
+  t.equal(
+    `${old.status} ${old.body?.code} ${old.body?.details?.reason} ${old.body?.details?.cause}`,
+    '403 forbidden grant_invalid canvas_revoked',
+    'a grant minted before the cut-off is refused, even with a fresh canvas token',
+  );
   const fresh = await w.mint('canvas-1', 'thread-1');
   t.equal((await w.invoke('web-search', { token, grant: fresh })).status, 200, 'a grant minted after the cut-off works');
-  t.equal((await w.invoke('web-search', { token: w.tokens.c2m1, grant: w.grants.t3, canvas: 'canvas-2' })).status, 200, "another canvas's grants live on");
+  t.equal(
+    (await w.invoke('web-search', { token: w.tokens.c2m1, grant: w.grants.t3, canvas: 'canvas-2' })).status,
+    200,
+    "another canvas's grants live on",
+  );
 });
 
 t.test('a thread-bound grant needs X-Huabu-Thread-Id: missing is 403 forbidden (reason thread_required)', async (t) => {
@@ -139,7 +161,11 @@ t.test("an answer carrying the capability's own credential is 502 provider_failu
   const w = await world(t);
   for (const id of ['echo-search', 'echo64-search']) {
     const res = await w.invoke(id);
-    t.equal(`${res.status} ${res.body?.code} ${res.body?.details?.reason} ${res.body?.details?.cause}`, '502 provider_failure invocation_failed credential_echoed', id);
+    t.equal(
+      `${res.status} ${res.body?.code} ${res.body?.details?.reason} ${res.body?.details?.cause}`,
+      '502 provider_failure invocation_failed credential_echoed',
+      id,
+    );
     t.notOk(res.text.includes(SEARCH_KEY), `${id}: not in the answer`);
     t.notOk(res.text.includes(Buffer.from(SEARCH_KEY).toString('base64').slice(8, 40)), `${id}: nor in base64`);
   }
@@ -158,10 +184,13 @@ t.test('a failed answer is audited as failed: the outcome is what the agent got'
   const res = await w.invoke('deep-search');
   const outcomes = (await auditLines(w.h)).filter((a) => a.action === 'resource.invoke').map((a) => a.outcome);
   t.same(outcomes, [res.status === 200 ? 'ok' : res.body?.code], `the audit says what the agent got (${res.status} ${res.body?.code})`);
-  t.equal(`${res.status} ${res.body?.code} ${res.body?.details?.reason} ${res.body?.details?.cause}`, '502 provider_failure invocation_failed output_too_deep');
+  t.equal(
+    `${res.status} ${res.body?.code} ${res.body?.details?.reason} ${res.body?.details?.cause}`,
+    '502 provider_failure invocation_failed output_too_deep',
+  );
 });
 
-t.test('GrantQuotas: in flight per (grant, capability) and per grant, released once; idle keys dropped', async (t) => {
+t.test('GrantQuotas: in flight per (grant, capability) and per grant, released once; idle keys dropped', (t) => {
   let now = 0;
   const quotas = new GrantQuotas(() => now);
   const limits = { concurrency: 2, perMinute: 100, inFlightPerGrant: 3 };
@@ -178,4 +207,5 @@ t.test('GrantQuotas: in flight per (grant, capability) and per grant, released o
   t.match(quotas.acquire('g', 'c', limits), { ok: false, reason: 'in_flight' });
   now += 61_000;
   t.equal(quotas.size, 3, 'keys with calls in flight stay');
+  t.end();
 });

@@ -30,7 +30,17 @@ t.test('/healthz stays answered while a large field is scanned', async (t) => {
   const h = await build(t);
   const machine = h.bearer(await h.enroll('agentlet-a'));
   // The first scan loads the rule engines; that one-off cost is not what this measures.
-  t.equal((await h.app.inject({ method: 'PUT', url: '/api/acp/providers/agentlet-a/resources/small', headers: machine, payload: { schemaVersion: 2, name: 'Small', sourceContent: 'Small.' } })).statusCode, 201);
+  t.equal(
+    (
+      await h.app.inject({
+        method: 'PUT',
+        url: '/api/acp/providers/agentlet-a/resources/small',
+        headers: machine,
+        payload: { schemaVersion: 2, name: 'Small', sourceContent: 'Small.' },
+      })
+    ).statusCode,
+    201,
+  );
   await h.app.listen({ port: 0, host: '127.0.0.1' });
   const origin = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
   const sourceContent = fill('eyJ', 100_000);
@@ -38,7 +48,11 @@ t.test('/healthz stays answered while a large field is scanned', async (t) => {
     // A v2 record at the schema's largest sourceContent.
     { method: 'PUT', path: '/api/acp/providers/agentlet-a/resources/big', body: { schemaVersion: 2, name: 'Big', sourceContent } },
     // A candidate far over the schema's bound: reported as too long, scanned no further than the bound.
-    { method: 'POST', path: '/api/acp/resources/validate', body: { schemaVersion: 2, id: 'big', name: 'Big', sourceContent: fill('eyJ', MIB - 1000) } },
+    {
+      method: 'POST',
+      path: '/api/acp/resources/validate',
+      body: { schemaVersion: 2, id: 'big', name: 'Big', sourceContent: fill('eyJ', MIB - 1000) },
+    },
   ] as const;
   for (const write of writes) {
     // The gaps between consecutive /healthz answers: a blocked event loop shows as one long gap, whether it
@@ -74,15 +88,30 @@ t.test('scanning a large write counts as expensive work: bounded per credential'
   const h = await build(t);
   const machine = h.bearer(await h.enroll('agentlet-a'));
   const candidate = (size: number) => ({ schemaVersion: 2, id: 'notes', name: 'Notes', sourceContent: fill('Plain notes. ', size) });
-  const validate = (size: number) => h.app.inject({ method: 'POST', url: '/api/acp/resources/validate', headers: machine, payload: candidate(size) });
+  const validate = (size: number) =>
+    h.app.inject({ method: 'POST', url: '/api/acp/resources/validate', headers: machine, payload: candidate(size) });
   const put = (i: number, size: number) =>
-    h.app.inject({ method: 'PUT', url: `/api/acp/providers/agentlet-a/resources/notes-${i}`, headers: machine, payload: { schemaVersion: 2, name: `Notes ${i}`, sourceContent: fill('Plain notes. ', size) } });
-  const large = await Promise.all([...Array.from({ length: 6 }, () => validate(90_000)), ...Array.from({ length: 6 }, (_, i) => put(i, 90_000))]);
+    h.app.inject({
+      method: 'PUT',
+      url: `/api/acp/providers/agentlet-a/resources/notes-${i}`,
+      headers: machine,
+      payload: { schemaVersion: 2, name: `Notes ${i}`, sourceContent: fill('Plain notes. ', size) },
+    });
+  const large = await Promise.all([
+    ...Array.from({ length: 6 }, () => validate(90_000)),
+    ...Array.from({ length: 6 }, (_, i) => put(i, 90_000)),
+  ]);
   const codes = large.map((r) => r.statusCode);
-  t.ok(codes.some((c) => c === 429), `some large writes refused (${codes.join(' ')})`);
+  t.ok(
+    codes.some((c) => c === 429),
+    `some large writes refused (${codes.join(' ')})`,
+  );
   const refused = large.find((r) => r.statusCode === 429)!;
   t.equal(refused.json().code, 'rate_limited');
-  const small = await Promise.all([...Array.from({ length: 6 }, () => validate(1000)), ...Array.from({ length: 6 }, (_, i) => put(i, 1000))]);
+  const small = await Promise.all([
+    ...Array.from({ length: 6 }, () => validate(1000)),
+    ...Array.from({ length: 6 }, (_, i) => put(i, 1000)),
+  ]);
   t.same(
     small.map((r) => r.statusCode).filter((c) => c === 429),
     [],

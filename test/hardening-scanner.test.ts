@@ -27,7 +27,11 @@ const DIRECTIVES = [
 t.test('a secretlint or gitleaks directive in a field never switches the scan off', async (t) => {
   const scanner = new SecretScanner();
   for (const directive of DIRECTIVES) {
-    for (const [what, secret] of [['PEM key', PEM], ['EC PEM key', EC_PEM], ['GitHub token', GITHUB]] as const) {
+    for (const [what, secret] of [
+      ['PEM key', PEM],
+      ['EC PEM key', EC_PEM],
+      ['GitHub token', GITHUB],
+    ] as const) {
       const text = `${directive}\n${secret}\n`;
       const findings = await scanner.scan([['/instructions', text]]);
       t.equal(findings.length, 1, `${what} after "${directive}" is found`);
@@ -71,8 +75,16 @@ t.test('bare AWS access key IDs are found', async (t) => {
   const scanner = new SecretScanner();
   for (const id of ['AKIA2E3A7F3B244CQDZM', 'ASIAY34FZKBOKMUTVV7A']) {
     const findings = await scanner.scan([['/instructions', `key id ${id} for the bucket`]]);
-    t.same(findings.map((f) => f.rule), ['aws-access-key-id'], id);
+    t.same(
+      findings.map((f) => f.rule),
+      ['aws-access-key-id'],
+      id,
+    );
     t.equal((await scanner.scan([['/instructions', `key=${id}`]])).length, 1, `${id} after =`);
   }
-  t.same(await scanner.scan([['/instructions', 'AKIA is a prefix; AKIAX is not a key; THEAKIA2E3A7F3B244CQDZMX neither']]), [], 'no false positive');
+  t.same(
+    await scanner.scan([['/instructions', 'AKIA is a prefix; AKIAX is not a key; THEAKIA2E3A7F3B244CQDZMX neither']]),
+    [],
+    'no false positive',
+  );
 });

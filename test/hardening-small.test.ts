@@ -3,7 +3,7 @@
 // failed store open leaves no file handle for the garbage collector to close.
 import { writeFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import * as fsp from 'node:fs/promises';
+import type * as fsp from 'node:fs/promises';
 import t from 'tap';
 import { CredentialsFileError, resolveCredentials } from '../src/credentials/credentials-file.js';
 import { JsonFileStore } from '../src/storage/json-file-store.js';
@@ -13,7 +13,15 @@ import { build, tempDataDir } from './helpers/build.js';
 t.test('credentials.json values shorter than 24 characters stop the start', async (t) => {
   const dir = await tempDataDir();
   const file = path.join(dir, 'credentials.json');
-  await writeFile(file, JSON.stringify({ ownerToken: 'x', huabuProviderToken: 'arr_huabu_' + 'h'.repeat(40), canvasTokenSecret: 'arr_secret_' + 's'.repeat(40) }), { mode: 0o600 });
+  await writeFile(
+    file,
+    JSON.stringify({
+      ownerToken: 'x',
+      huabuProviderToken: 'arr_huabu_' + 'h'.repeat(40),
+      canvasTokenSecret: 'arr_secret_' + 's'.repeat(40),
+    }),
+    { mode: 0o600 },
+  );
   const err = await resolveCredentials(dir, {}).then(
     () => undefined,
     (e: unknown) => e,

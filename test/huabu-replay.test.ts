@@ -112,9 +112,13 @@ async function send(r: Replay, fixture: Fixture, query?: string): Promise<Answer
   const req = fixture.request;
   const base = req.base === 'acp' ? '/api/acp' : `/api/rfs/${CANVAS}`;
   const url = `${r.origin}${base}${resolve(req.path, r.vars) as string}${query ? `?${query}` : ''}`;
-  const token = fixture.caller === 'owner' ? CANARY.owner : fixture.caller === 'huabu' ? CANARY.huabu : (r.vars.token as string | undefined);
+  const token =
+    fixture.caller === 'owner' ? CANARY.owner : fixture.caller === 'huabu' ? CANARY.huabu : (r.vars.token as string | undefined);
   if (!token) throw new MissingVar('token');
-  const headers: Record<string, string> = { authorization: `Bearer ${token}`, ...(resolve(req.headers ?? {}, r.vars) as Record<string, string>) };
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${token}`,
+    ...(resolve(req.headers ?? {}, r.vars) as Record<string, string>),
+  };
   let body: string | undefined;
   if (req.json !== undefined) {
     body = JSON.stringify(resolve(req.json, r.vars));
@@ -133,7 +137,9 @@ async function send(r: Replay, fixture: Fixture, query?: string): Promise<Answer
 
 function checkAnswer(t: Test, label: string, answer: Answer, expected: Expectation, vars: Replay['vars']): void {
   const statuses = Array.isArray(expected.status) ? expected.status : [expected.status];
-  t.ok(statuses.includes(answer.status), `${label}: status ${answer.status}, expected ${statuses.join(' or ')}`, { body: answer.text.slice(0, 600) });
+  t.ok(statuses.includes(answer.status), `${label}: status ${answer.status}, expected ${statuses.join(' or ')}`, {
+    body: answer.text.slice(0, 600),
+  });
   if (expected.reads === null) {
     t.equal(answer.text, '', `${label}: no body`);
   } else if (expected.reads) {
@@ -175,7 +181,8 @@ async function replay(t: Test, r: Replay, name: string, label = name): Promise<u
   }
 }
 
-const field = (body: unknown, key: string): unknown => (body !== null && typeof body === 'object' ? (body as Record<string, unknown>)[key] : undefined);
+const field = (body: unknown, key: string): unknown =>
+  body !== null && typeof body === 'object' ? (body as Record<string, unknown>)[key] : undefined;
 
 async function world(t: Test, compat: boolean): Promise<{ h: TestApp; endpoint: HostedEndpoint; r: Replay }> {
   const endpoint = await startHostedEndpoint();
@@ -236,7 +243,10 @@ for (const compat of [true, false]) {
       }
       const listed = await replay(t, r, 'ui-list-profiles', 'ui-list-profiles (one profile)');
       const profiles = (field(listed, 'profiles') as { id?: string }[] | undefined) ?? [];
-      t.ok(profiles.some((p) => p.id === id), 'the created profile is listed');
+      t.ok(
+        profiles.some((p) => p.id === id),
+        'the created profile is listed',
+      );
 
       const harness = await replay(t, r, 'ui-create-harness-profile');
       if (typeof field(harness, 'id') === 'string') r.vars.harnessProfileId = field(harness, 'id') as string;
@@ -267,15 +277,25 @@ for (const compat of [true, false]) {
       await replay(t, r, 'agent-skill-local-resource-management');
       const agentProfiles = await replay(t, r, 'agent-profiles');
       const offered = ((field(agentProfiles, 'profiles') as { id?: string }[] | undefined) ?? []).map((p) => p.id);
-      t.ok(r.vars.harnessProfileId === undefined || offered.includes(r.vars.harnessProfileId as string), 'the harness profile is offered to agents', { offered });
+      t.ok(
+        r.vars.harnessProfileId === undefined || offered.includes(r.vars.harnessProfileId as string),
+        'the harness profile is offered to agents',
+        { offered },
+      );
 
       const before = await replay(t, r, 'agent-resources', 'agent-resources (before the install)');
       const visible = ((field(before, 'resources') as { id?: string }[] | undefined) ?? []).map((x) => x.id);
-      t.ok(visible.includes('local-resource-management') && visible.includes('slides'), "the agent sees the host's records and its machine's", { visible });
+      t.ok(
+        visible.includes('local-resource-management') && visible.includes('slides'),
+        "the agent sees the host's records and its machine's",
+        { visible },
+      );
 
       await replay(t, r, 'agent-post-receipt');
       const after = await replay(t, r, 'agent-resources', 'agent-resources (after the receipt)');
-      const installed = ((field(after, 'resources') as { id?: string; provider?: string }[] | undefined) ?? []).find((x) => x.id === 'example-skill');
+      const installed = ((field(after, 'resources') as { id?: string; provider?: string }[] | undefined) ?? []).find(
+        (x) => x.id === 'example-skill',
+      );
       t.equal(installed?.provider, MACHINE, "the receipt's record is in the catalogue under the agent's machine");
       await replay(t, r, 'agent-delete-receipt');
       const owner = await h.app.inject({ url: '/api/acp/resources/example-skill', headers: h.owner });
@@ -288,13 +308,15 @@ for (const compat of [true, false]) {
   });
 }
 
-t.test('every fixture names its upstream source, and every fixture is replayed above', async (t) => {
+t.test('every fixture names its upstream source, and every fixture is replayed above', (t) => {
   const replayed = readFileSync(new URL(import.meta.url), 'utf8');
   for (const fixture of fixtures.values()) {
     t.ok(fixture.source.length > 0 && fixture.source.every((s) => s.repo && s.path && s.commit), `${fixture.name}: source named`);
     t.ok(replayed.includes(`'${fixture.name}'`), `${fixture.name}: replayed`);
     for (const schema of [fixture.response.reads, fixture.response.contract, fixture.withoutCompat?.reads]) {
-      if (schema) t.doesNotThrow(() => Compile(resolve(schema, new Proxy({}, { get: () => 'x' })) as never), `${fixture.name}: its schema compiles`);
+      if (schema)
+        t.doesNotThrow(() => Compile(resolve(schema, new Proxy({}, { get: () => 'x' })) as never), `${fixture.name}: its schema compiles`);
     }
   }
+  t.end();
 });

@@ -18,7 +18,7 @@ import { ConfigError, loadConfig } from '../src/config.js';
 import { BUILT_IN_ADAPTERS, imageSizeProblem } from '../src/invocation/adapters.js';
 import { parseHostedCapabilities, unboundedSchemaProblems } from '../src/invocation/capabilities-file.js';
 import { build, CANARY, DATA_ROOT, recordIssuedToken, type TestApp } from './helpers/build.js';
-import { auditLines } from './helpers/invocation-world.js';
+import { auditLines, type InvokeAnswer } from './helpers/invocation-world.js';
 import { PNG_B64, startVendorEndpoints, VENDOR_LEAK, type VendorEndpoints } from './helpers/vendor-endpoints.js';
 
 const TAVILY_KEY = 'tvly-arr_credential_CANARYtavily0key0value0for0tests';
@@ -27,8 +27,18 @@ recordIssuedToken(TAVILY_KEY);
 recordIssuedToken(OPENAI_KEY);
 const KEYS = { ARR_TEST_TAVILY_KEY: TAVILY_KEY, ARR_TEST_OPENAI_KEY: OPENAI_KEY };
 
-const search = (origin: string, extra: Record<string, unknown> = {}) => ({ adapter: 'tavily-search', endpoint: `${origin}/search`, credential: { env: 'ARR_TEST_TAVILY_KEY' }, ...extra });
-const images = (origin: string, extra: Record<string, unknown> = {}) => ({ adapter: 'openai-images', endpoint: `${origin}/v1/images/generations`, credential: { env: 'ARR_TEST_OPENAI_KEY' }, ...extra });
+const search = (origin: string, extra: Record<string, unknown> = {}) => ({
+  adapter: 'tavily-search',
+  endpoint: `${origin}/search`,
+  credential: { env: 'ARR_TEST_TAVILY_KEY' },
+  ...extra,
+});
+const images = (origin: string, extra: Record<string, unknown> = {}) => ({
+  adapter: 'openai-images',
+  endpoint: `${origin}/v1/images/generations`,
+  credential: { env: 'ARR_TEST_OPENAI_KEY' },
+  ...extra,
+});
 
 function capabilitiesFile(origin: string) {
   return {
@@ -54,7 +64,7 @@ const IDS = Object.keys(capabilitiesFile('http://x').capabilities);
 
 interface Invoked {
   status: number;
-  body: any;
+  body: InvokeAnswer;
   text: string;
 }
 
@@ -81,13 +91,29 @@ async function world(t: Test): Promise<World> {
     method: 'POST',
     url: '/api/acp/profiles',
     headers: h.owner,
-    payload: { alias: 'Agent with hosted tools', agentletId: 'mac-1', workingDirPath: '/work', launch: { kind: 'acp-command', command: 'agent' }, resourceIds: IDS },
+    payload: {
+      alias: 'Agent with hosted tools',
+      agentletId: 'mac-1',
+      workingDirPath: '/work',
+      launch: { kind: 'acp-command', command: 'agent' },
+      resourceIds: IDS,
+    },
   });
   if (profile.statusCode !== 200 && profile.statusCode !== 201) throw new Error(`profile: ${profile.body}`);
-  const launch = await h.app.inject({ method: 'POST', url: '/api/acp/launch', headers: h.owner, payload: { profileId: profile.json().id, canvasId: 'canvas-1', threadId: 'thread-1' } });
+  const launch = await h.app.inject({
+    method: 'POST',
+    url: '/api/acp/launch',
+    headers: h.owner,
+    payload: { profileId: profile.json().id, canvasId: 'canvas-1', threadId: 'thread-1' },
+  });
   if (launch.statusCode !== 201) throw new Error(`launch: ${launch.body}`);
   const token = await h.canvasToken('canvas-1', 'mac-1');
-  const minted = await h.app.inject({ method: 'POST', url: '/api/acp/grants', headers: h.owner, payload: { canvasId: 'canvas-1', threadId: 'thread-1' } });
+  const minted = await h.app.inject({
+    method: 'POST',
+    url: '/api/acp/grants',
+    headers: h.owner,
+    payload: { canvasId: 'canvas-1', threadId: 'thread-1' },
+  });
   if (minted.statusCode !== 201) throw new Error(`grant: ${minted.body}`);
   const grant = minted.json().grant as string;
   recordIssuedToken(grant);
@@ -97,7 +123,12 @@ async function world(t: Test): Promise<World> {
     async invoke(id, input) {
       const res = await request(`${origin}/api/rfs/canvas-1/resources/${id}/invoke`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'x-huabu-resource-grant': grant, 'x-huabu-thread-id': 'thread-1' },
+        headers: {
+          'content-type': 'application/json',
+          authorization: `Bearer ${token}`,
+          'x-huabu-resource-grant': grant,
+          'x-huabu-thread-id': 'thread-1',
+        },
         body: JSON.stringify({ schemaVersion: 1, input }),
       });
       const text = await res.body.text();
@@ -107,13 +138,13 @@ async function world(t: Test): Promise<World> {
       } catch {
         body = undefined;
       }
-      return { status: res.statusCode, body, text };
+      return { status: res.statusCode, body: body as InvokeAnswer, text };
     },
   };
 }
 
 /** The invoke answer's result. */
-const resultOf = (res: Invoked): any => res.body?.result;
+const resultOf = (res: Invoked): Record<string, unknown> => res.body?.result;
 
 /** Huabu's error code and our finer reason (details.reason), as the invoke route answers every failure. */
 function isCode(t: Test, res: Invoked, code: string, reason: string, what: string): void {
@@ -129,33 +160,45 @@ async function allText(dir: string): Promise<string> {
   return text;
 }
 
-t.test('tavily-search: Huabu\'s input becomes Tavily\'s request, its answer Huabu\'s result', async (t) => {
+t.test("tavily-search: Huabu's input becomes Tavily's request, its answer Huabu's result", async (t) => {
   const w = await world(t);
   const res = await w.invoke('web-search', { query: '  lichen growth rates ', maxResults: 2, searchDepth: 'advanced' });
   t.equal(res.status, 200, res.text);
-  t.same(resultOf(res), {
-    query: 'lichen growth rates',
-    answer: 'Lichens grow a few millimetres a year.',
-    results: [
-      { title: 'Lichen growth', url: 'https://example.org/lichen', content: 'Slow.', favicon: '', score: 0.91 },
-      { title: 'Crustose lichens', url: 'https://example.org/crustose', content: 'Slower still.', favicon: '', score: 0.5 },
-    ],
-  }, 'results without a URL are dropped; vendor-only fields (raw_content, images, response_time) are not passed on');
+  t.same(
+    resultOf(res),
+    {
+      query: 'lichen growth rates',
+      answer: 'Lichens grow a few millimetres a year.',
+      results: [
+        { title: 'Lichen growth', url: 'https://example.org/lichen', content: 'Slow.', favicon: '', score: 0.91 },
+        { title: 'Crustose lichens', url: 'https://example.org/crustose', content: 'Slower still.', favicon: '', score: 0.5 },
+      ],
+    },
+    'results without a URL are dropped; vendor-only fields (raw_content, images, response_time) are not passed on',
+  );
   const sent = w.vendor.received.at(-1)!;
   t.equal(sent.method, 'POST');
   t.equal(sent.path, '/search');
   t.equal(sent.headers.authorization, `Bearer ${TAVILY_KEY}`, 'the key from the named variable, in the auth header Tavily documents');
   t.match(sent.headers['content-type'], /^application\/json/);
-  t.same(JSON.parse(sent.body), { query: 'lichen growth rates', search_depth: 'advanced', max_results: 2, include_answer: true, include_raw_content: false }, 'the request body: Tavily\'s fields, no key in it');
+  t.same(
+    JSON.parse(sent.body),
+    { query: 'lichen growth rates', search_depth: 'advanced', max_results: 2, include_answer: true, include_raw_content: false },
+    "the request body: Tavily's fields, no key in it",
+  );
 
   const defaults = await w.invoke('web-search', { query: 'mosses', includeAnswer: false });
   t.equal(defaults.status, 200, defaults.text);
-  t.same(JSON.parse(w.vendor.received.at(-1)!.body), { query: 'mosses', search_depth: 'basic', max_results: 5, include_answer: false, include_raw_content: false }, "Huabu's defaults: basic depth, 5 results");
+  t.same(
+    JSON.parse(w.vendor.received.at(-1)!.body),
+    { query: 'mosses', search_depth: 'basic', max_results: 5, include_answer: false, include_raw_content: false },
+    "Huabu's defaults: basic depth, 5 results",
+  );
   t.notOk('answer' in resultOf(defaults), 'no answer when Tavily gives none');
   for (const r of [res, defaults]) t.notOk(r.text.includes(TAVILY_KEY), 'the key is not in the answer');
 });
 
-t.test('openai-images: Huabu\'s input becomes an Images generation request, the image comes back in the result', async (t) => {
+t.test("openai-images: Huabu's input becomes an Images generation request, the image comes back in the result", async (t) => {
   const w = await world(t);
   const res = await w.invoke('generate-image', { prompt: 'a fox in the snow', size: '1536x1024', quality: 'high' });
   t.equal(res.status, 200, res.text);
@@ -164,16 +207,31 @@ t.test('openai-images: Huabu\'s input becomes an Images generation request, the 
   t.equal(sent.method, 'POST');
   t.equal(sent.path, '/v1/images/generations');
   t.equal(sent.headers.authorization, `Bearer ${OPENAI_KEY}`);
-  t.same(JSON.parse(sent.body), { model: 'gpt-image-2', prompt: 'a fox in the snow', n: 1, size: '1536x1024', quality: 'high' }, "the default model is Huabu's default family");
+  t.same(
+    JSON.parse(sent.body),
+    { model: 'gpt-image-2', prompt: 'a fox in the snow', n: 1, size: '1536x1024', quality: 'high' },
+    "the default model is Huabu's default family",
+  );
 
   const defaults = await w.invoke('image-1', { prompt: 'a heron' });
   t.equal(defaults.status, 200, defaults.text);
-  t.same(JSON.parse(w.vendor.received.at(-1)!.body), { model: 'gpt-image-1', prompt: 'a heron', n: 1, size: '1024x1024', quality: 'low' }, "the entry's model; Huabu's default size and quality");
+  t.same(
+    JSON.parse(w.vendor.received.at(-1)!.body),
+    { model: 'gpt-image-1', prompt: 'a heron', n: 1, size: '1024x1024', quality: 'low' },
+    "the entry's model; Huabu's default size and quality",
+  );
   t.match(resultOf(defaults), { width: 1024, height: 1024 });
 
   const auto = await w.invoke('url-image', { prompt: 'a heron', size: 'auto' });
-  t.same(resultOf(auto), { src: 'https://images.example.org/fox.png', width: 0, height: 0 }, 'a URL answer is passed on; auto reports 0×0 as Huabu does');
-  t.notOk([res, defaults, auto].some((r) => r.text.includes(OPENAI_KEY)), 'the key is not in any answer');
+  t.same(
+    resultOf(auto),
+    { src: 'https://images.example.org/fox.png', width: 0, height: 0 },
+    'a URL answer is passed on; auto reports 0×0 as Huabu does',
+  );
+  t.notOk(
+    [res, defaults, auto].some((r) => r.text.includes(OPENAI_KEY)),
+    'the key is not in any answer',
+  );
 });
 
 t.test('input the adapters refuse never reaches the vendor', async (t) => {
@@ -200,35 +258,38 @@ t.test('input the adapters refuse never reaches the vendor', async (t) => {
   t.equal(empty.status, 200, 'an empty reference list is a plain generation');
 });
 
-t.test('vendor failures: status, a foreign answer, the key echoed, not JSON, too large, the deadline; the vendor body never reaches the agent', async (t) => {
-  const w = await world(t);
-  const refused = await w.invoke('refused-search', { query: 'x' });
-  t.equal(refused.status, 502);
-  isCode(t, refused, 'provider_failure', 'invocation_failed', 'a vendor 401');
-  t.equal(refused.body.details.cause, 'status');
-  const failing = await w.invoke('failing-image', { prompt: 'a fox' });
-  t.equal(failing.status, 502);
-  isCode(t, failing, 'provider_failure', 'invocation_failed', 'a vendor 500');
-  const odd = await w.invoke('odd-search', { query: 'x' });
-  t.equal(odd.status, 502);
-  t.equal(odd.body.details.cause, 'unexpected_answer', 'JSON that is not the vendor\'s answer');
-  const tiny = await w.invoke('tiny-image', { prompt: 'a fox' });
-  t.equal(tiny.status, 502);
-  t.same(tiny.body.details, { reason: 'invocation_failed', cause: 'output_too_large', maxOutputBytes: 64 });
-  const echo = await w.invoke('echo-search', { query: 'x' });
-  t.equal(echo.status, 502);
-  t.equal(echo.body.details.cause, 'credential_echoed', 'a vendor answer carrying the key is refused before it is reshaped');
-  t.notOk(echo.text.includes(TAVILY_KEY), 'the key is not passed on');
-  const html = await w.invoke('html-image', { prompt: 'a fox' });
-  t.equal(html.status, 502);
-  t.equal(html.body.details.cause, 'not_json');
-  const slow = await w.invoke('slow-search', { query: 'x' });
-  t.equal(slow.status, 504);
-  isCode(t, slow, 'timeout', 'invocation_timeout', 'past the deadline');
-  for (const r of [refused, failing, odd, echo, html, tiny, slow]) t.notOk(r.text.includes(VENDOR_LEAK), 'no vendor body in the answer');
-  const audit = (await auditLines(w.h)).filter((a) => a.action === 'resource.invoke');
-  t.equal(audit.length, 7, 'each failure audited once');
-});
+t.test(
+  'vendor failures: status, a foreign answer, the key echoed, not JSON, too large, the deadline; the vendor body never reaches the agent',
+  async (t) => {
+    const w = await world(t);
+    const refused = await w.invoke('refused-search', { query: 'x' });
+    t.equal(refused.status, 502);
+    isCode(t, refused, 'provider_failure', 'invocation_failed', 'a vendor 401');
+    t.equal(refused.body.details.cause, 'status');
+    const failing = await w.invoke('failing-image', { prompt: 'a fox' });
+    t.equal(failing.status, 502);
+    isCode(t, failing, 'provider_failure', 'invocation_failed', 'a vendor 500');
+    const odd = await w.invoke('odd-search', { query: 'x' });
+    t.equal(odd.status, 502);
+    t.equal(odd.body.details.cause, 'unexpected_answer', "JSON that is not the vendor's answer");
+    const tiny = await w.invoke('tiny-image', { prompt: 'a fox' });
+    t.equal(tiny.status, 502);
+    t.same(tiny.body.details, { reason: 'invocation_failed', cause: 'output_too_large', maxOutputBytes: 64 });
+    const echo = await w.invoke('echo-search', { query: 'x' });
+    t.equal(echo.status, 502);
+    t.equal(echo.body.details.cause, 'credential_echoed', 'a vendor answer carrying the key is refused before it is reshaped');
+    t.notOk(echo.text.includes(TAVILY_KEY), 'the key is not passed on');
+    const html = await w.invoke('html-image', { prompt: 'a fox' });
+    t.equal(html.status, 502);
+    t.equal(html.body.details.cause, 'not_json');
+    const slow = await w.invoke('slow-search', { query: 'x' });
+    t.equal(slow.status, 504);
+    isCode(t, slow, 'timeout', 'invocation_timeout', 'past the deadline');
+    for (const r of [refused, failing, odd, echo, html, tiny, slow]) t.notOk(r.text.includes(VENDOR_LEAK), 'no vendor body in the answer');
+    const audit = (await auditLines(w.h)).filter((a) => a.action === 'resource.invoke');
+    t.equal(audit.length, 7, 'each failure audited once');
+  },
+);
 
 t.test("per-grant concurrency defaults to Huabu's: 4 searches, 1 image generation", async (t) => {
   const w = await world(t);
@@ -239,7 +300,11 @@ t.test("per-grant concurrency defaults to Huabu's: 4 searches, 1 image generatio
   isCode(t, fifth, 'quota_exceeded', 'rate_limited', 'the fifth search');
   t.equal(fifth.body.details.cause, 'concurrency');
   w.vendor.releaseAll();
-  t.same((await Promise.all(searches)).map((r) => r.status), [200, 200, 200, 200], 'the four in flight complete');
+  t.same(
+    (await Promise.all(searches)).map((r) => r.status),
+    [200, 200, 200, 200],
+    'the four in flight complete',
+  );
 
   const image = w.invoke('hold-image', { prompt: 'a fox' });
   while (w.vendor.held() < 1) await new Promise((r) => setTimeout(r, 10));
@@ -278,7 +343,13 @@ t.test('the keys never appear in a log line, the audit file or any file the serv
 
 t.test('the capabilities file: defaults, overrides, and refusals that stop the start', async (t) => {
   const doc = (capabilities: Record<string, unknown>) => JSON.stringify({ schemaVersion: 1, capabilities });
-  const caps = parseHostedCapabilities(doc({ 'web-search': { adapter: 'tavily-search', credential: { env: 'ARR_TEST_TAVILY_KEY' } }, 'generate-image': { adapter: 'openai-images', credential: { env: 'ARR_TEST_OPENAI_KEY' } } }), KEYS);
+  const caps = parseHostedCapabilities(
+    doc({
+      'web-search': { adapter: 'tavily-search', credential: { env: 'ARR_TEST_TAVILY_KEY' } },
+      'generate-image': { adapter: 'openai-images', credential: { env: 'ARR_TEST_OPENAI_KEY' } },
+    }),
+    KEYS,
+  );
   const s = caps.get('web-search')!;
   const i = caps.get('generate-image')!;
   t.equal(s.endpoint.href, 'https://api.tavily.com/search', "the vendor's endpoint by default");
@@ -289,20 +360,56 @@ t.test('the capabilities file: defaults, overrides, and refusals that stop the s
   t.equal(i.timeoutMs, 120_000);
   t.equal(caps.maxInFlightPerGrant, 4);
   t.same(caps.outboundHeaders('web-search'), { authorization: `Bearer ${TAVILY_KEY}` });
-  const over = parseHostedCapabilities(doc({ 'web-search': { adapter: 'tavily-search', endpoint: 'https://proxy.internal/tavily', credential: { env: 'ARR_TEST_TAVILY_KEY' }, perGrant: { concurrency: 2, perMinute: 5 }, timeoutMs: 5000 } }), KEYS).get('web-search')!;
+  const over = parseHostedCapabilities(
+    doc({
+      'web-search': {
+        adapter: 'tavily-search',
+        endpoint: 'https://proxy.internal/tavily',
+        credential: { env: 'ARR_TEST_TAVILY_KEY' },
+        perGrant: { concurrency: 2, perMinute: 5 },
+        timeoutMs: 5000,
+      },
+    }),
+    KEYS,
+  ).get('web-search')!;
   t.equal(over.endpoint.href, 'https://proxy.internal/tavily', 'the endpoint is overridable');
   t.same(over.perGrant, { concurrency: 2, perMinute: 5 });
   t.equal(over.timeoutMs, 5000);
-  for (const adapter of Object.values(BUILT_IN_ADAPTERS)) t.same(unboundedSchemaProblems(adapter.inputSchema), [], `${adapter.name}'s input schema is bounded`);
+  for (const adapter of Object.values(BUILT_IN_ADAPTERS))
+    t.same(unboundedSchemaProblems(adapter.inputSchema), [], `${adapter.name}'s input schema is bounded`);
 
   const refusals: [string, Record<string, unknown>, RegExp][] = [
-    ['the key variable unset', { adapter: 'tavily-search', credential: { env: 'ARR_NOT_SET_ANYWHERE' } }, /names ARR_NOT_SET_ANYWHERE, which is not set/],
+    [
+      'the key variable unset',
+      { adapter: 'tavily-search', credential: { env: 'ARR_NOT_SET_ANYWHERE' } },
+      /names ARR_NOT_SET_ANYWHERE, which is not set/,
+    ],
     ['an unknown adapter', { adapter: 'bing-search', credential: { env: 'ARR_TEST_TAVILY_KEY' } }, /adapter/],
-    ['a header (the adapter sets it)', { adapter: 'tavily-search', credential: { env: 'ARR_TEST_TAVILY_KEY', header: 'X-Api-Key' } }, /credential.*additional properties/],
-    ['an input schema (the adapter has its own)', { adapter: 'tavily-search', credential: { env: 'ARR_TEST_TAVILY_KEY' }, inputSchema: { type: 'object', properties: {}, additionalProperties: false } }, /additional properties/],
-    ['a model for search', { adapter: 'tavily-search', credential: { env: 'ARR_TEST_TAVILY_KEY' }, model: 'x' }, /tavily-search takes no model/],
+    [
+      'a header (the adapter sets it)',
+      { adapter: 'tavily-search', credential: { env: 'ARR_TEST_TAVILY_KEY', header: 'X-Api-Key' } },
+      /credential.*additional properties/,
+    ],
+    [
+      'an input schema (the adapter has its own)',
+      {
+        adapter: 'tavily-search',
+        credential: { env: 'ARR_TEST_TAVILY_KEY' },
+        inputSchema: { type: 'object', properties: {}, additionalProperties: false },
+      },
+      /additional properties/,
+    ],
+    [
+      'a model for search',
+      { adapter: 'tavily-search', credential: { env: 'ARR_TEST_TAVILY_KEY' }, model: 'x' },
+      /tavily-search takes no model/,
+    ],
     ['no key variable', { adapter: 'openai-images' }, /credential/],
-    ['a bound over the ceiling', { adapter: 'openai-images', credential: { env: 'ARR_TEST_OPENAI_KEY' }, maxOutputBytes: 100_000_000 }, /maxOutputBytes/],
+    [
+      'a bound over the ceiling',
+      { adapter: 'openai-images', credential: { env: 'ARR_TEST_OPENAI_KEY' }, maxOutputBytes: 100_000_000 },
+      /maxOutputBytes/,
+    ],
   ];
   for (const [what, entry, message] of refusals) {
     const file = path.join(DATA_ROOT, `caps-adapters-bad-${process.pid}-${Math.random().toString(36).slice(2)}.json`);
@@ -314,12 +421,15 @@ t.test('the capabilities file: defaults, overrides, and refusals that stop the s
     } catch (err) {
       t.type(err, ConfigError, what);
       t.match((err as Error).message, message, what);
-      t.notOk((err as Error).message.includes(TAVILY_KEY.slice(5)) || (err as Error).message.includes(OPENAI_KEY.slice(5)), `${what}: never a key`);
+      t.notOk(
+        (err as Error).message.includes(TAVILY_KEY.slice(5)) || (err as Error).message.includes(OPENAI_KEY.slice(5)),
+        `${what}: never a key`,
+      );
     }
   }
 });
 
-t.test('image sizes follow the model family', async (t) => {
+t.test('image sizes follow the model family', (t) => {
   t.equal(imageSizeProblem('gpt-image-2', '2048x2048'), undefined);
   t.equal(imageSizeProblem('gpt-image-2', 'auto'), undefined);
   t.match(imageSizeProblem('gpt-image-2', '1000x1000'), /multiples of 16/);
@@ -330,4 +440,5 @@ t.test('image sizes follow the model family', async (t) => {
   t.match(imageSizeProblem('gpt-image-1-mini', '2048x2048'), /takes the sizes/);
   t.equal(imageSizeProblem('dall-e-3', '1792x1024'), undefined, 'another model: any WIDTHxHEIGHT, the vendor decides');
   t.match(imageSizeProblem('dall-e-3', 'large'), /WIDTHxHEIGHT/);
+  t.end();
 });

@@ -12,7 +12,12 @@ import { build, CANARY, DATA_ROOT, recordIssuedToken } from './helpers/build.js'
 const KEY = 'arr_credential_CANARYconfig0key0value0for0tests00';
 recordIssuedToken(KEY);
 
-const schema = { type: 'object', properties: { query: { type: 'string', maxLength: 100 } }, required: ['query'], additionalProperties: false };
+const schema = {
+  type: 'object',
+  properties: { query: { type: 'string', maxLength: 100 } },
+  required: ['query'],
+  additionalProperties: false,
+};
 const entry = (extra: Record<string, unknown> = {}) => ({
   endpoint: 'http://127.0.0.1:9/search',
   credential: { header: 'Authorization', scheme: 'Bearer', env: 'SEARCH_KEY' },
@@ -31,7 +36,7 @@ async function fileWith(text: string): Promise<string> {
   return file;
 }
 
-t.test('a valid file: capabilities, credential header value, policy version from the bytes', async (t) => {
+t.test('a valid file: capabilities, credential header value, policy version from the bytes', (t) => {
   const text = doc({ 'web-search': entry() });
   const caps = parseHostedCapabilities(text, { SEARCH_KEY: KEY });
   t.same(caps.ids, ['web-search']);
@@ -41,10 +46,15 @@ t.test('a valid file: capabilities, credential header value, policy version from
   t.match(caps.get('web-search')!.checkInput({ query: 'x', more: 1 }), [{ field: 'body/input' }]);
   const again = parseHostedCapabilities(text, { SEARCH_KEY: 'another-value-entirely-here' });
   t.equal(again.policyVersion, caps.policyVersion, 'the version is the file, not the credential');
-  t.not(parseHostedCapabilities(doc({ 'web-search': entry({ timeoutMs: 999 }) }), { SEARCH_KEY: KEY }).policyVersion, caps.policyVersion, 'any change bumps it');
+  t.not(
+    parseHostedCapabilities(doc({ 'web-search': entry({ timeoutMs: 999 }) }), { SEARCH_KEY: KEY }).policyVersion,
+    caps.policyVersion,
+    'any change bumps it',
+  );
   for (const shown of [JSON.stringify(caps), inspect(caps, { depth: 10, showHidden: true })]) {
     t.notOk(shown.includes(KEY.slice(16)), 'no serialized form shows the credential value');
   }
+  t.end();
 });
 
 t.test('a bad file stops the start with an error naming the problem, never a value', async (t) => {
@@ -55,13 +65,21 @@ t.test('a bad file stops the start with an error naming the problem, never a val
     ['bad id', doc({ Web_Search: entry() }), /invalid|pattern|additional/i],
     ['endpoint scheme', doc({ 'web-search': entry({ endpoint: 'ftp://x/y' }) }), /endpoint/],
     ['endpoint credentials', doc({ 'web-search': entry({ endpoint: 'http://user:pw@x/y' }) }), /must not carry credentials/],
-    ['unbounded string', doc({ 'web-search': entry({ inputSchema: { type: 'object', properties: { q: { type: 'string' } }, additionalProperties: false } }) }), /properties\/q: a string needs `maxLength`/],
+    [
+      'unbounded string',
+      doc({ 'web-search': entry({ inputSchema: { type: 'object', properties: { q: { type: 'string' } }, additionalProperties: false } }) }),
+      /properties\/q: a string needs `maxLength`/,
+    ],
     ['open object', doc({ 'web-search': entry({ inputSchema: { type: 'object', properties: {} } }) }), /additionalProperties: false/],
     ['unbounded array', doc({ 'web-search': entry({ inputSchema: { type: 'array', items: { type: 'integer' } } }) }), /maxItems/],
     ['ref', doc({ 'web-search': entry({ inputSchema: { $ref: 'http://evil.example/schema' } }) }), /\$ref/],
     ['reserved header', doc({ 'web-search': entry({ credential: { header: 'Host', env: 'SEARCH_KEY' } }) }), /reserved/],
     ['timeout bound', doc({ 'web-search': entry({ timeoutMs: 10_000_000 }) }), /timeoutMs/],
-    ['unset variable', doc({ 'web-search': entry({ credential: { header: 'X-Key', env: 'NOT_SET_ANYWHERE' } }) }), /names NOT_SET_ANYWHERE, which is not set/],
+    [
+      'unset variable',
+      doc({ 'web-search': entry({ credential: { header: 'X-Key', env: 'NOT_SET_ANYWHERE' } }) }),
+      /names NOT_SET_ANYWHERE, which is not set/,
+    ],
   ];
   for (const [what, text, message] of cases) {
     const file = await fileWith(text);
@@ -79,19 +97,43 @@ t.test('a bad file stops the start with an error naming the problem, never a val
   t.equal(loadConfig({}).hostedCapabilities.policyVersion, 'none', 'no file: no capabilities');
 });
 
-t.test('one grant in flight across its capabilities: 4 by default, the largest per-capability concurrency when larger, or the file\'s', async (t) => {
-  const with_ = (extra: Record<string, unknown>, capabilities: Record<string, unknown>) => JSON.stringify({ schemaVersion: 1, ...extra, capabilities });
-  t.equal(parseHostedCapabilities(doc({ 'web-search': entry() }), { SEARCH_KEY: KEY }).maxInFlightPerGrant, 4);
-  t.equal(parseHostedCapabilities(doc({ 'web-search': entry({ perGrant: { concurrency: 8, perMinute: 10 } }) }), { SEARCH_KEY: KEY }).maxInFlightPerGrant, 8);
-  t.equal(parseHostedCapabilities(with_({ maxInFlightPerGrant: 2 }, { 'web-search': entry() }), { SEARCH_KEY: KEY }).maxInFlightPerGrant, 2);
-  t.throws(() => parseHostedCapabilities(with_({ maxInFlightPerGrant: 2 }, { 'web-search': entry({ perGrant: { concurrency: 3, perMinute: 10 } }) }), { SEARCH_KEY: KEY }), /maxInFlightPerGrant 2 is below the perGrant.concurrency of web-search/);
-  t.throws(() => parseHostedCapabilities(with_({ maxInFlightPerGrant: 0 }, { 'web-search': entry() }), { SEARCH_KEY: KEY }), /maxInFlightPerGrant/);
-  t.equal(HostedCapabilities.none().maxInFlightPerGrant, 4);
-});
+t.test(
+  "one grant in flight across its capabilities: 4 by default, the largest per-capability concurrency when larger, or the file's",
+  (t) => {
+    const with_ = (extra: Record<string, unknown>, capabilities: Record<string, unknown>) =>
+      JSON.stringify({ schemaVersion: 1, ...extra, capabilities });
+    t.equal(parseHostedCapabilities(doc({ 'web-search': entry() }), { SEARCH_KEY: KEY }).maxInFlightPerGrant, 4);
+    t.equal(
+      parseHostedCapabilities(doc({ 'web-search': entry({ perGrant: { concurrency: 8, perMinute: 10 } }) }), { SEARCH_KEY: KEY })
+        .maxInFlightPerGrant,
+      8,
+    );
+    t.equal(
+      parseHostedCapabilities(with_({ maxInFlightPerGrant: 2 }, { 'web-search': entry() }), { SEARCH_KEY: KEY }).maxInFlightPerGrant,
+      2,
+    );
+    t.throws(
+      () =>
+        parseHostedCapabilities(
+          with_({ maxInFlightPerGrant: 2 }, { 'web-search': entry({ perGrant: { concurrency: 3, perMinute: 10 } }) }),
+          { SEARCH_KEY: KEY },
+        ),
+      /maxInFlightPerGrant 2 is below the perGrant.concurrency of web-search/,
+    );
+    t.throws(
+      () => parseHostedCapabilities(with_({ maxInFlightPerGrant: 0 }, { 'web-search': entry() }), { SEARCH_KEY: KEY }),
+      /maxInFlightPerGrant/,
+    );
+    t.equal(HostedCapabilities.none().maxInFlightPerGrant, 4);
+    t.end();
+  },
+);
 
-t.test("an answer carrying a capability's own credential, in its usual spellings", async (t) => {
+t.test("an answer carrying a capability's own credential, in its usual spellings", (t) => {
   const value = 'tvly-Ab+/"cd\\efGHIJ0123456789';
-  const caps = parseHostedCapabilities(doc({ 'web-search': entry(), 'other-search': entry({ credential: undefined }) }), { SEARCH_KEY: value });
+  const caps = parseHostedCapabilities(doc({ 'web-search': entry(), 'other-search': entry({ credential: undefined }) }), {
+    SEARCH_KEY: value,
+  });
   const bytes = Buffer.from(value);
   const carried = [
     JSON.stringify({ echoed: value }),
@@ -107,14 +149,23 @@ t.test("an answer carrying a capability's own credential, in its usual spellings
   for (const answer of carried) t.ok(caps.answerCarriesCredential('web-search', answer), answer);
   t.notOk(caps.answerCarriesCredential('web-search', JSON.stringify({ results: ['tvly-', value.slice(0, 10)] })), 'a part of it is not it');
   t.notOk(caps.answerCarriesCredential('other-search', carried[0]!), 'a capability without a credential has nothing to leak');
+  t.end();
 });
 
-t.test('bounded schemas: what counts', async (t) => {
+t.test('bounded schemas: what counts', (t) => {
   t.same(unboundedSchemaProblems(schema), []);
-  t.same(unboundedSchemaProblems({ type: 'object', properties: { n: { type: 'integer' }, e: { enum: ['a', 'b'] } }, additionalProperties: false }), []);
+  t.same(
+    unboundedSchemaProblems({
+      type: 'object',
+      properties: { n: { type: 'integer' }, e: { enum: ['a', 'b'] } },
+      additionalProperties: false,
+    }),
+    [],
+  );
   let deep: Record<string, unknown> = { type: 'boolean' };
   for (let i = 0; i < 10; i++) deep = { type: 'object', properties: { d: deep }, additionalProperties: false };
   t.match(unboundedSchemaProblems(deep).join('\n'), /nests deeper than 8 levels/);
+  t.end();
 });
 
 t.test('no provider can write a hosted credential into a record', async (t) => {
@@ -142,6 +193,10 @@ t.test('src/invocation is framework-free: no Fastify, no HTTP adapters', async (
   for (const name of await fs.readdir(dir)) {
     const text = await fs.readFile(path.join(dir, name), 'utf8');
     const imports = [...text.matchAll(/from '([^']+)'/g)].map((m) => m[1]!);
-    t.same(imports.filter((i) => /fastify|\/routes\/|\/http\//.test(i)), [], `${name} imports no HTTP adapter`);
+    t.same(
+      imports.filter((i) => /fastify|\/routes\/|\/http\//.test(i)),
+      [],
+      `${name} imports no HTTP adapter`,
+    );
   }
 });

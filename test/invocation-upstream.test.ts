@@ -22,9 +22,17 @@ t.test('correlationId: echoed in the answer and the audit line, trimmed as upstr
   const w = await world(t);
   const res = await w.invoke('web-search', { body: { schemaVersion: 1, correlationId: '  search-1\t', input: INPUT } });
   t.equal(res.status, 200, res.text);
-  t.same(Object.keys(res.body), ['schemaVersion', 'resourceId', 'result', 'correlationId'], "upstream's answer (optional fields last, as the OpenAPI document lists them)");
+  t.same(
+    Object.keys(res.body),
+    ['schemaVersion', 'resourceId', 'result', 'correlationId'],
+    "upstream's answer (optional fields last, as the OpenAPI document lists them)",
+  );
   t.equal(res.body.correlationId, 'search-1', 'trimmed');
-  t.same(res.body.result, { results: [{ title: 'A result', url: 'https://example.org/' }], echoed: INPUT }, "the endpoint's answer is `result`");
+  t.same(
+    res.body.result,
+    { results: [{ title: 'A result', url: 'https://example.org/' }], echoed: INPUT },
+    "the endpoint's answer is `result`",
+  );
   t.notOk('output' in res.body, 'no `output` any more');
 
   const plain = await w.invoke('web-search', { input: INPUT });
@@ -45,7 +53,11 @@ t.test('correlationId bounds: 1..200 once trimmed, no control characters, a stri
   };
   t.equal(await outcome('x'), '200 1', 'one character');
   t.equal(await outcome('x'.repeat(200)), '200 200', '200 characters');
-  t.equal(await outcome(`${' '.repeat(300)}${'x'.repeat(200)}\n`), '200 200', 'longer only by the space around it (upstream trims, then bounds)');
+  t.equal(
+    await outcome(`${' '.repeat(300)}${'x'.repeat(200)}\n`),
+    '200 200',
+    'longer only by the space around it (upstream trims, then bounds)',
+  );
   t.equal(await outcome('x'.repeat(201)), '400 invalid_input validation_failed', '201 characters');
   t.equal(await outcome(''), '400 invalid_input validation_failed', 'empty');
   t.equal(await outcome(' \t\n '), '400 invalid_input validation_failed', 'nothing but space');
@@ -54,11 +66,17 @@ t.test('correlationId bounds: 1..200 once trimmed, no control characters, a stri
   t.equal(await outcome('a\nb'), '400 invalid_input validation_failed', 'a line break inside');
   t.equal(await outcome(42), '400 invalid_input validation_failed', 'a number');
   const refused = await w.invoke('web-search', { body: { schemaVersion: 1, correlationId: 'x'.repeat(201), input: INPUT } });
-  t.same(refused.body.details.issues, [{ field: 'body/correlationId', message: 'must be 1 to 200 characters once trimmed' }], 'the issue names the field');
+  t.same(
+    refused.body.details.issues,
+    [{ field: 'body/correlationId', message: 'must be 1 to 200 characters once trimmed' }],
+    'the issue names the field',
+  );
   t.equal(w.endpoint.received.length, 3, 'no refused call reached the endpoint');
   const lines = await invokeLines(w);
   t.same(
-    lines.map((l) => (l.outcome === 'ok' ? 'ok' : `${l.outcome} ${l.details?.reason} ${'correlationId' in l.details! ? 'with id' : 'no id'}`)),
+    lines.map((l) =>
+      l.outcome === 'ok' ? 'ok' : `${l.outcome} ${l.details?.reason} ${'correlationId' in l.details! ? 'with id' : 'no id'}`,
+    ),
     ['ok', 'ok', 'ok', ...Array(8).fill('invalid_input validation_failed no id')],
     'every refusal audited, without the refused value',
   );
@@ -90,12 +108,20 @@ t.test('the envelope: schemaVersion other than 1 is 400 unsupported_version; any
   t.equal(await outcome({ schemaVersion: 2, input: INPUT }), '400 unsupported_version validation_failed', 'a newer version');
   t.equal(await outcome({ schemaVersion: '1', input: INPUT }), '400 unsupported_version validation_failed', 'the version as a string');
   t.equal(await outcome({ input: INPUT }), '400 invalid_input validation_failed', 'no version at all');
-  t.equal(await outcome({ schemaVersion: 1, input: INPUT, canvasId: 'canvas-2' }), '400 invalid_input validation_failed', 'strict: no other property');
-  t.equal(await outcome({ schemaVersion: 1, input: { query: 'x', extra: true } }), '400 invalid_input validation_failed', "the input against the capability's schema");
+  t.equal(
+    await outcome({ schemaVersion: 1, input: INPUT, canvasId: 'canvas-2' }),
+    '400 invalid_input validation_failed',
+    'strict: no other property',
+  );
+  t.equal(
+    await outcome({ schemaVersion: 1, input: { query: 'x', extra: true } }),
+    '400 invalid_input validation_failed',
+    "the input against the capability's schema",
+  );
   t.equal(w.endpoint.received.length, 0);
 });
 
-t.test('one table: every reason answers its upstream code and status, and carries itself in details.reason', async (t) => {
+t.test('one table: every reason answers its upstream code and status, and carries itself in details.reason', (t) => {
   const expected: Record<string, [string, number]> = {
     grant_invalid: ['forbidden', 403],
     grant_expired: ['forbidden', 403],
@@ -121,38 +147,68 @@ t.test('one table: every reason answers its upstream code and status, and carrie
     const err = invocationError(reason as keyof typeof INVOCATION_REASONS, 'm', { n: 1 });
     t.same([err.code, err.statusCode, err.details], [code, status, { reason, n: 1 }], reason);
   }
+  t.end();
 });
 
-t.test('the error handler answers anything else failing on the route in the same taxonomy', async (t) => {
+t.test('the error handler answers anything else failing on the route in the same taxonomy', (t) => {
   // What the handler sees on the invoke route (its config names the mapping) and on any other route.
   const invokeRoute = { routeOptions: { config: { errorAnswers: asInvocationAnswer } } } as unknown as Parameters<typeof renderError>[1];
   const otherRoute = { routeOptions: { config: {} } } as unknown as Parameters<typeof renderError>[1];
   const storage = new AppError('storage_unavailable', 'The store is unavailable.');
-  t.match(renderError(storage, invokeRoute), { statusCode: 503, code: 'unavailable', error: 'Service Unavailable', details: { reason: 'storage_unavailable' } });
+  t.match(renderError(storage, invokeRoute), {
+    statusCode: 503,
+    code: 'unavailable',
+    error: 'Service Unavailable',
+    details: { reason: 'storage_unavailable' },
+  });
   t.match(renderError(storage, otherRoute), { statusCode: 503, code: 'storage_unavailable' }, 'other routes keep their codes');
   const limited = new AppError('rate_limited', 'Too many write requests for this credential; retry in 7 s.', { retryAfterSeconds: 7 });
-  t.same(renderError(limited, invokeRoute).details, { reason: 'rate_limited', retryAfterSeconds: 7 }, 'the per-credential write limit is a quota too, Retry-After kept');
+  t.same(
+    renderError(limited, invokeRoute).details,
+    { reason: 'rate_limited', retryAfterSeconds: 7 },
+    'the per-credential write limit is a quota too, Retry-After kept',
+  );
   t.equal(renderError(limited, invokeRoute).code, 'quota_exceeded');
   const bug = renderError(new TypeError('secret internals'), invokeRoute);
-  t.same(bug, { statusCode: 500, code: 'internal_error', error: 'Internal Server Error', message: 'An internal error occurred; it has been logged.' }, 'a bug leaks nothing');
+  t.same(
+    bug,
+    { statusCode: 500, code: 'internal_error', error: 'Internal Server Error', message: 'An internal error occurred; it has been logged.' },
+    'a bug leaks nothing',
+  );
   const tooLarge = Object.assign(new Error('Request body is too large'), { code: 'FST_ERR_CTP_BODY_TOO_LARGE', statusCode: 413 });
   t.match(renderError(tooLarge, invokeRoute), { statusCode: 400, code: 'invalid_input', details: { reason: 'payload_too_large' } });
-  t.match(renderError(new AppError('unauthorized', 'The canvas token is not valid.'), invokeRoute), { statusCode: 401, code: 'unauthorized' }, 'a refused canvas token stays 401');
+  t.match(
+    renderError(new AppError('unauthorized', 'The canvas token is not valid.'), invokeRoute),
+    { statusCode: 401, code: 'unauthorized' },
+    'a refused canvas token stays 401',
+  );
   t.notOk(renderError(new AppError('unauthorized', 'x'), invokeRoute).details, 'with no reason added');
   const cancelled = renderError(invocationError('client_disconnected', 'The agent hung up.'), invokeRoute);
   t.same([cancelled.statusCode, cancelled.error], [499, 'Client Closed Request'], "499, the status nginx and Google's API errors use");
-  t.same(asInvocationAnswer({ code: 'invalid_profile_kind', message: 'm', details: { reason: 'r' } }).details, { reason: 'invalid_profile_kind', cause: 'r' }, 'a finer reason an error had stays, as its cause');
+  t.same(
+    asInvocationAnswer({ code: 'invalid_profile_kind', message: 'm', details: { reason: 'r' } }).details,
+    { reason: 'invalid_profile_kind', cause: 'r' },
+    'a finer reason an error had stays, as its cause',
+  );
   t.equal(ERROR_CODES.quota_exceeded, 429);
+  t.end();
 });
 
 t.test("the OpenAPI document lists the route's real codes and shapes", async (t) => {
   const w = await world(t);
   const doc = (await w.h.app.inject({ method: 'GET', url: '/openapi.json' })).json();
   const op = doc.paths['/api/rfs/{canvasId}/resources/{id}/invoke'].post;
-  const responses = op.responses as Record<string, { description: string; content: { 'application/json': { schema: Record<string, any> } } }>;
+  const responses = op.responses as Record<
+    string,
+    { description: string; content: { 'application/json': { schema: { properties: Record<string, unknown>; required?: string[] } } } }
+  >;
   t.same(Object.keys(responses).sort(), ['200', '400', '401', '403', '404', '422', '429', '499', '500', '502', '503', '504']);
   t.same(
-    Object.fromEntries(Object.entries(responses).filter(([s]) => s !== '200').map(([s, r]) => [s, r.description])),
+    Object.fromEntries(
+      Object.entries(responses)
+        .filter(([s]) => s !== '200')
+        .map(([s, r]) => [s, r.description]),
+    ),
     {
       400: '`invalid_input`, `unsupported_version`',
       401: '`unauthorized`',

@@ -32,7 +32,15 @@ t.test('an agent with a canvas token and a grant invokes a hosted capability end
     actor: 'canvas:canvas-1@mac-1',
     id: 'web-search',
     outcome: 'ok',
-    details: { machine: 'mac-1', canvas: 'canvas-1', thread: 'thread-1', resource: 'web-search', inputBytes: Number, outputBytes: Number, durationMs: Number },
+    details: {
+      machine: 'mac-1',
+      canvas: 'canvas-1',
+      thread: 'thread-1',
+      resource: 'web-search',
+      inputBytes: Number,
+      outputBytes: Number,
+      durationMs: Number,
+    },
   });
   t.type(audit[0]!.details!.profile, 'string');
   const auditText = await readFile(path.join(w.h.dataDir, 'audit.jsonl'), 'utf8');
@@ -40,7 +48,12 @@ t.test('an agent with a canvas token and a grant invokes a hosted capability end
   t.notOk(auditText.includes('A result'), 'nor the output');
   const mints = (await auditLines(w.h)).filter((a) => a.action === 'grant.mint');
   t.equal(mints.length, 4, 'every grant mint is audited');
-  t.match(mints[0], { actor: 'owner', id: 'canvas-1/thread-1', outcome: 'minted', details: { machine: 'mac-1', thread: 'thread-1', canvas: 'canvas-1' } });
+  t.match(mints[0], {
+    actor: 'owner',
+    id: 'canvas-1/thread-1',
+    outcome: 'minted',
+    details: { machine: 'mac-1', thread: 'thread-1', canvas: 'canvas-1' },
+  });
 
   const metrics = await w.h.app.inject({ method: 'GET', url: '/metrics' });
   t.match(metrics.body, /registry_invocations_duration_seconds_count\{resource="web-search",outcome="ok"\} 1/);
@@ -48,25 +61,50 @@ t.test('an agent with a canvas token and a grant invokes a hosted capability end
 
 t.test('grants: minted for realized threads only, never stored, covering only hosted capabilities', async (t) => {
   const w = await world(t);
-  const res = await w.h.app.inject({ method: 'POST', url: '/api/acp/grants', headers: w.h.owner, payload: { canvasId: 'canvas-1', threadId: 'thread-1', ttlSeconds: 600 } });
+  const res = await w.h.app.inject({
+    method: 'POST',
+    url: '/api/acp/grants',
+    headers: w.h.owner,
+    payload: { canvasId: 'canvas-1', threadId: 'thread-1', ttlSeconds: 600 },
+  });
   t.equal(res.statusCode, 201);
   recordIssuedToken(res.json().grant);
   t.match(res.json(), { grant: /^arr_grant_/, expiresAt: '2026-11-30T12:10:00.000Z', policyVersion: /^[0-9a-f]{16}$/ });
-  t.same(res.json().allowedResourceIds, HOSTED.filter((id) => id !== 'hold-search'));
+  t.same(
+    res.json().allowedResourceIds,
+    HOSTED.filter((id) => id !== 'hold-search'),
+  );
   t.equal(res.headers['cache-control'], 'no-store');
-  const byHuabu = await w.h.app.inject({ method: 'POST', url: '/api/acp/grants', headers: w.h.huabu, payload: { canvasId: 'canvas-1', threadId: 'thread-2' } });
+  const byHuabu = await w.h.app.inject({
+    method: 'POST',
+    url: '/api/acp/grants',
+    headers: w.h.huabu,
+    payload: { canvasId: 'canvas-1', threadId: 'thread-2' },
+  });
   t.equal(byHuabu.statusCode, 201, 'the host may mint at spawn or resume');
   recordIssuedToken(byHuabu.json().grant);
   t.same(byHuabu.json().allowedResourceIds, ['web-search']);
-  const unlaunched = await w.h.app.inject({ method: 'POST', url: '/api/acp/grants', headers: w.h.owner, payload: { canvasId: 'canvas-1', threadId: 'thread-9' } });
+  const unlaunched = await w.h.app.inject({
+    method: 'POST',
+    url: '/api/acp/grants',
+    headers: w.h.owner,
+    payload: { canvasId: 'canvas-1', threadId: 'thread-9' },
+  });
   t.equal(unlaunched.statusCode, 404);
   t.equal(unlaunched.json().code, 'workload_not_found');
-  const machine = await w.h.app.inject({ method: 'POST', url: '/api/acp/grants', headers: w.h.bearer(w.tokens.c1m1), payload: { canvasId: 'canvas-1', threadId: 'thread-1' } });
+  const machine = await w.h.app.inject({
+    method: 'POST',
+    url: '/api/acp/grants',
+    headers: w.h.bearer(w.tokens.c1m1),
+    payload: { canvasId: 'canvas-1', threadId: 'thread-1' },
+  });
   t.equal(machine.statusCode, 403, 'a canvas token cannot mint grants');
   const workload = await w.h.app.inject({ method: 'GET', url: '/api/acp/workloads/canvas-1/thread-1', headers: w.h.owner });
   t.notMatch(workload.body, /arr_grant_/, 'the workload record holds no grant');
   t.notMatch(workload.body, /HUABU_RESOURCE_GRANT/, 'nor a grant variable in its env');
-  const leaked = await w.h.put('huabu', CANARY.huabu, 'leaky-note', { instructions: `Send X-Huabu-Resource-Grant: ${w.grants.t1} with every call.` });
+  const leaked = await w.h.put('huabu', CANARY.huabu, 'leaky-note', {
+    instructions: `Send X-Huabu-Resource-Grant: ${w.grants.t1} with every call.`,
+  });
   t.equal(leaked.statusCode, 422, 'a grant pasted into a record is a secret');
   t.equal(leaked.json().code, 'secret_detected');
 });
@@ -84,35 +122,80 @@ t.test("the refusal matrix answers upstream's codes with our reason, in order", 
   t.equal(await code(w.invoke('web-search', { grant: w.tokens.c1m1 })), '403 forbidden grant_invalid', 'a canvas token is no grant');
   t.equal(await code(w.invoke('web-search', { token: w.tokens.c2m1 })), '403 forbidden scope_mismatch', "another canvas's token");
   t.equal(await code(w.invoke('web-search', { grant: w.grants.t3 })), '403 forbidden scope_mismatch', "another canvas's grant");
-  t.equal(await code(w.invoke('web-search', { grant: w.grants.t2 })), '403 forbidden scope_mismatch', "another thread's grant (on another machine)");
-  t.equal(await code(w.invoke('web-search', { grant: w.grants.t4, thread: 'thread-1' })), '403 forbidden thread_mismatch', "another thread's grant (same machine, thread named)");
+  t.equal(
+    await code(w.invoke('web-search', { grant: w.grants.t2 })),
+    '403 forbidden scope_mismatch',
+    "another thread's grant (on another machine)",
+  );
+  t.equal(
+    await code(w.invoke('web-search', { grant: w.grants.t4, thread: 'thread-1' })),
+    '403 forbidden thread_mismatch',
+    "another thread's grant (same machine, thread named)",
+  );
   t.equal(await code(w.invoke('web-search', { grant: w.grants.t4, thread: 'thread-4' })), '200', 'its own thread');
   t.equal(await code(w.invoke('hold-search')), '403 forbidden resource_not_granted', 'a hosted capability the thread does not have');
   t.equal(await code(w.invoke('local-git')), '403 forbidden resource_not_granted', 'not a hosted capability at all');
   t.equal(await code(w.invoke('ghost-search')), '403 forbidden resource_not_granted', 'hosted, but never in any effective set');
   // Granted, then its record withdrawn: not hosted any more.
-  const withdrawn = await w.h.app.inject({ method: 'DELETE', url: '/api/acp/providers/huabu/resources/withdrawn-search', headers: w.h.huabu });
+  const withdrawn = await w.h.app.inject({
+    method: 'DELETE',
+    url: '/api/acp/providers/huabu/resources/withdrawn-search',
+    headers: w.h.huabu,
+  });
   t.equal(withdrawn.statusCode, 204);
   t.equal(await code(w.invoke('withdrawn-search')), '404 resource_not_found not_hosted', 'a capability whose record is absent');
   const snapshot = await w.h.app.inject({ method: 'GET', url: '/api/acp/capabilities', headers: w.h.owner });
-  const diags = (snapshot.json().diagnostics as { code: string; components: string[] }[]).filter((d) => d.code === 'unresolved_hosted_capability');
-  t.same(diags.map((d) => d.components), [['resource:ghost-search'], ['resource:withdrawn-search']], 'the projection names hosted capabilities without a record');
+  const diags = (snapshot.json().diagnostics as { code: string; components: string[] }[]).filter(
+    (d) => d.code === 'unresolved_hosted_capability',
+  );
+  t.same(
+    diags.map((d) => d.components),
+    [['resource:ghost-search'], ['resource:withdrawn-search']],
+    'the projection names hosted capabilities without a record',
+  );
   // Input and sizes, after every grant check.
   t.equal(await code(w.invoke('web-search', { input: { query: '' } })), '400 invalid_input validation_failed', 'input against the schema');
-  t.equal(await code(w.invoke('web-search', { input: { query: 'x', extra: 1 } })), '400 invalid_input validation_failed', 'no extra input fields');
-  t.equal(await code(w.invoke('web-search', { body: { schemaVersion: 2, input: { query: 'x' } } })), '400 unsupported_version validation_failed', 'the envelope version');
-  t.equal(await code(w.invoke('web-search', { body: { schemaVersion: 1 } })), '400 invalid_input validation_failed', 'the envelope needs input');
-  t.equal(await code(w.invoke('web-search', { input: { query: 'q'.repeat(300) } })), '400 invalid_input payload_too_large', 'input over maxInputBytes');
-  t.equal(await code(w.invoke('web-search', { input: { query: 'q'.repeat(50_000) } })), '400 invalid_input payload_too_large', 'body over every bound');
-  t.equal(await code(w.invoke('web-search', { grant: null, input: { query: 'q'.repeat(50_000) } })), '403 forbidden grant_invalid', 'the grant is checked before the body');
+  t.equal(
+    await code(w.invoke('web-search', { input: { query: 'x', extra: 1 } })),
+    '400 invalid_input validation_failed',
+    'no extra input fields',
+  );
+  t.equal(
+    await code(w.invoke('web-search', { body: { schemaVersion: 2, input: { query: 'x' } } })),
+    '400 unsupported_version validation_failed',
+    'the envelope version',
+  );
+  t.equal(
+    await code(w.invoke('web-search', { body: { schemaVersion: 1 } })),
+    '400 invalid_input validation_failed',
+    'the envelope needs input',
+  );
+  t.equal(
+    await code(w.invoke('web-search', { input: { query: 'q'.repeat(300) } })),
+    '400 invalid_input payload_too_large',
+    'input over maxInputBytes',
+  );
+  t.equal(
+    await code(w.invoke('web-search', { input: { query: 'q'.repeat(50_000) } })),
+    '400 invalid_input payload_too_large',
+    'body over every bound',
+  );
+  t.equal(
+    await code(w.invoke('web-search', { grant: null, input: { query: 'q'.repeat(50_000) } })),
+    '403 forbidden grant_invalid',
+    'the grant is checked before the body',
+  );
   // The endpoint never saw a refused call.
   t.equal(w.endpoint.received.length, 1, 'only the one allowed call reached the endpoint');
   const audit = (await auditLines(w.h)).filter((a) => a.action === 'resource.invoke');
   t.equal(audit.length, 19, 'every invocation with an accepted canvas token, refused ones included, is audited once');
-  t.same(
-    [...new Set(audit.map((a) => a.outcome))].sort(),
-    ['forbidden', 'invalid_input', 'ok', 'resource_not_found', 'unsupported_version'],
-  );
+  t.same([...new Set(audit.map((a) => a.outcome))].sort(), [
+    'forbidden',
+    'invalid_input',
+    'ok',
+    'resource_not_found',
+    'unsupported_version',
+  ]);
   t.same(
     [...new Set(audit.map((a) => a.details?.reason).filter((r) => r !== undefined))].sort(),
     ['grant_invalid', 'not_hosted', 'payload_too_large', 'resource_not_granted', 'scope_mismatch', 'thread_mismatch', 'validation_failed'],
@@ -122,7 +205,9 @@ t.test("the refusal matrix answers upstream's codes with our reason, in order", 
   // into the address's summary (test/hardening-audit-refusals.test.ts).
   const anonymous = (await auditLines(w.h)).filter((a) => a.actor === 'anonymous');
   t.equal(anonymous.length, 1, 'one line for the two while the window is open');
-  t.match(anonymous, [{ action: 'POST /api/rfs/:canvasId/resources/:id/invoke', outcome: 'unauthorized', details: { client: '127.0.0.1' } }]);
+  t.match(anonymous, [
+    { action: 'POST /api/rfs/:canvasId/resources/:id/invoke', outcome: 'unauthorized', details: { client: '127.0.0.1' } },
+  ]);
   const metrics = await w.h.app.inject({ method: 'GET', url: '/metrics' });
   t.match(metrics.body, /registry_invocations_duration_seconds_count\{resource="web-search",outcome="forbidden"\} 8/);
   t.match(metrics.body, /registry_invocations_duration_seconds_count\{resource="__not_hosted__",outcome="forbidden"\} 1/);
@@ -183,8 +268,14 @@ t.test('the endpoint: deadline 504 timeout, failure 502 provider_failure without
   const down = await w.invoke('down-search');
   t.equal(`${down.status} ${down.body.code} ${down.body.details.cause}`, '502 provider_failure unreachable');
   const lines = (await auditLines(w.h)).filter((a) => a.action === 'resource.invoke');
-  t.same(lines.map((a) => a.outcome), ['timeout', 'provider_failure', 'provider_failure', 'provider_failure', 'provider_failure']);
-  t.same(lines.map((a) => a.details?.reason), ['invocation_timeout', 'invocation_failed', 'invocation_failed', 'invocation_failed', 'invocation_failed']);
+  t.same(
+    lines.map((a) => a.outcome),
+    ['timeout', 'provider_failure', 'provider_failure', 'provider_failure', 'provider_failure'],
+  );
+  t.same(
+    lines.map((a) => a.details?.reason),
+    ['invocation_timeout', 'invocation_failed', 'invocation_failed', 'invocation_failed', 'invocation_failed'],
+  );
 });
 
 t.test('quotas: per-grant concurrency and per-minute rate answer 429 quota_exceeded with Retry-After', async (t) => {
@@ -231,7 +322,10 @@ t.test('cancellation: when the agent hangs up, the outbound request is aborted a
     await new Promise((r) => setTimeout(r, 20));
     lines = (await auditLines(w.h)).filter((a) => a.action === 'resource.invoke');
   }
-  t.same(lines.map((a) => `${a.outcome} ${a.details?.reason}`), ['cancelled client_disconnected']);
+  t.same(
+    lines.map((a) => `${a.outcome} ${a.details?.reason}`),
+    ['cancelled client_disconnected'],
+  );
   const next = w.endpoint.next();
   const again = w.invoke('hold-search', { grant: w.grants.t4 });
   await next;

@@ -30,10 +30,12 @@ const load = async (file: string): Promise<Items> => {
 };
 const open = async (file: string, compactAtBytes?: number) =>
   DurableDocument.openJournaled(file, await load(file), codec, undefined, undefined, undefined, compactAtBytes ? { compactAtBytes } : {});
-const set = (doc: DurableDocument<Items>, k: string, v: string) => doc.update((d) => (d.items.set(k, v), { result: undefined, changed: true }));
+const set = (doc: DurableDocument<Items>, k: string, v: string) =>
+  doc.update((d) => (d.items.set(k, v), { result: undefined, changed: true }));
 const del = (doc: DurableDocument<Items>, k: string) => doc.update((d) => ({ result: d.items.delete(k), changed: true }));
 const dir = () => mkdtemp(path.join(tmpdir(), 'arr-journal-'));
-const contents = (doc: DurableDocument<Items>) => Object.fromEntries([...doc.state.items.keys()].sort().map((k) => [k, doc.state.items.get(k)]));
+const contents = (doc: DurableDocument<Items>) =>
+  Object.fromEntries([...doc.state.items.keys()].sort().map((k) => [k, doc.state.items.get(k)]));
 
 t.test('a batch appends one journal line; the versioned file is untouched until compaction', async (t) => {
   const file = path.join(await dir(), 'd.json');
@@ -43,7 +45,11 @@ t.test('a batch appends one journal line; the versioned file is untouched until 
   await set(doc, 'c', '3');
   t.same(contents(doc), { b: '2', c: '3' });
   const journal = await readJournal(journalPathFor(file));
-  t.same(journal.batches, [[{ set: ['a', '1'] }], [{ set: ['b', '2'] }, { del: 'a' }], [{ set: ['c', '3'] }]], 'one line per batch (the first went alone; the two queued behind it shared one)');
+  t.same(
+    journal.batches,
+    [[{ set: ['a', '1'] }], [{ set: ['b', '2'] }, { del: 'a' }], [{ set: ['c', '3'] }]],
+    'one line per batch (the first went alone; the two queued behind it shared one)',
+  );
   t.equal(await readFile(file, 'utf8'), '{}');
 });
 
@@ -95,20 +101,38 @@ t.test('compaction folds the journal into the file once it is large enough; a cr
   // Crash after the compacted file was written but before the journal was emptied: replay changes nothing.
   const crashed = path.join(await dir(), 'd.json');
   await writeFile(crashed, JSON.stringify({ a: '2', c: '1' }));
-  await writeFile(journalPathFor(crashed), '{"changes":[{"set":["a","1"]},{"set":["b","1"]}]}\n{"changes":[{"set":["a","2"]},{"del":"b"},{"set":["c","1"]}]}\n');
+  await writeFile(
+    journalPathFor(crashed),
+    '{"changes":[{"set":["a","1"]},{"set":["b","1"]}]}\n{"changes":[{"set":["a","2"]},{"del":"b"},{"set":["c","1"]}]}\n',
+  );
   t.same(contents(await open(crashed)), { a: '2', c: '1' });
 });
 
 t.test('resources.json: a DATA_DIR with a journal restarts with it replayed; a bad journal stops the start untouched', async (t) => {
   const dataDir = await dir();
   const store = await JsonFileStore.open({ dataDir });
-  const record = (id: string, name: string) => ({ schemaVersion: 1 as const, id, name, provider: 'huabu', description: 'd', instructions: 'i' });
+  const record = (id: string, name: string) => ({
+    schemaVersion: 1 as const,
+    id,
+    name,
+    provider: 'huabu',
+    description: 'd',
+    instructions: 'i',
+  });
   await Promise.all([store.putResource(record('one', 'One')), store.putResource(record('two', 'Two'))]);
   await store.withdrawResource('huabu', 'one');
-  t.same((await readStoredResources(dataDir)).map((r) => r.id), ['two'], 'file + journal hold the acknowledged state');
+  t.same(
+    (await readStoredResources(dataDir)).map((r) => r.id),
+    ['two'],
+    'file + journal hold the acknowledged state',
+  );
   await store.close();
   const file = path.join(dataDir, 'agent-resources', 'resources.json');
-  t.same(JSON.parse(await readFile(file, 'utf8')).state.resources, [record('two', 'Two')], 'after close the versioned file alone is complete');
+  t.same(
+    JSON.parse(await readFile(file, 'utf8')).state.resources,
+    [record('two', 'Two')],
+    'after close the versioned file alone is complete',
+  );
 
   const bad = await dir();
   await mkdir(path.join(bad, 'agent-resources'));

@@ -18,7 +18,13 @@ async function world(t: Parameters<typeof build>[0], dataDir?: string) {
     method: 'POST',
     url: '/api/acp/profiles',
     headers: h.owner,
-    payload: { alias: 'Reviewer', agentletId: 'mac-a', workingDirPath: '/home/me/site', launch: { kind: 'acp-command', command: 'agent' }, resourceIds: ['web-search', 'local-git'] },
+    payload: {
+      alias: 'Reviewer',
+      agentletId: 'mac-a',
+      workingDirPath: '/home/me/site',
+      launch: { kind: 'acp-command', command: 'agent' },
+      resourceIds: ['web-search', 'local-git'],
+    },
   });
   return { h, macA, macB, profileId: profile.json().id as string };
 }
@@ -30,7 +36,8 @@ async function noWorkloadWritten(h: TestApp): Promise<boolean> {
   return names.every((n) => n === 'workloads.journal') && (await readJournal(path.join(dir, 'workloads.journal'))).bytes === 0;
 }
 
-const launch = (h: TestApp, payload: Record<string, unknown>) => h.app.inject({ method: 'POST', url: '/api/acp/launch', headers: h.owner, payload });
+const launch = (h: TestApp, payload: Record<string, unknown>) =>
+  h.app.inject({ method: 'POST', url: '/api/acp/launch', headers: h.owner, payload });
 
 t.test('the first launch realizes the thread with required defaults first, then the selection', async (t) => {
   const { h, profileId } = await world(t);
@@ -75,14 +82,24 @@ t.test('an override replaces the selection; [] gives only the defaults; defaults
   const cases: [string, string[], string[]][] = [
     ['override', ['image-gen'], [...REQUIRED, 'image-gen']],
     ['empty', [], REQUIRED],
-    ['dedupe-and-order', ['web-search', 'local-resource-management', 'local-git', 'huabu-access'], [...REQUIRED, 'web-search', 'local-git']],
+    [
+      'dedupe-and-order',
+      ['web-search', 'local-resource-management', 'local-git', 'huabu-access'],
+      [...REQUIRED, 'web-search', 'local-git'],
+    ],
   ];
   for (const [threadId, resourceIds, effective] of cases) {
     const res = await launch(h, { profileId, canvasId: 'canvas-1', threadId, resourceIds });
     t.equal(res.statusCode, 201, threadId);
     t.same(res.json().spec.resourceIds, effective, threadId);
   }
-  const withText = await launch(h, { profileId, canvasId: 'canvas-1', threadId: 'extra', workingDirPath: '/tmp/x', additionalInitialPreamble: 'Focus on tests.' });
+  const withText = await launch(h, {
+    profileId,
+    canvasId: 'canvas-1',
+    threadId: 'extra',
+    workingDirPath: '/tmp/x',
+    additionalInitialPreamble: 'Focus on tests.',
+  });
   t.same(withText.json().spec.initialPreamble[1], 'Focus on tests.');
   t.equal(withText.json().spec.cwd, '/tmp/x');
 });
@@ -134,7 +151,7 @@ t.test('a repeat asking for nothing different returns the stored record; anythin
     ['workingDirPath', { workingDirPath: '/elsewhere' }],
     ['resourceIds', { resourceIds: ['image-gen'] }],
   ] as const) {
-    const res = await launch(h, { ...{ profileId, canvasId: 'canvas-1', threadId: 'thread-1' }, ...change } as Record<string, unknown>);
+    const res = await launch(h, { ...{ profileId, canvasId: 'canvas-1', threadId: 'thread-1' }, ...change });
     t.equal(res.statusCode, 409, what);
     t.equal(res.json().code, 'workload_already_realized');
     t.match(res.json().details, { differs: [what], profileId, workingDirPath: '/home/me/site', resourceIds: [...REQUIRED, 'web-search'] });
@@ -144,17 +161,24 @@ t.test('a repeat asking for nothing different returns the stored record; anythin
 t.test('20 concurrent first launches of one thread produce exactly one record', async (t) => {
   const { h, profileId } = await world(t);
   const results = await Promise.all(
-    Array.from({ length: 20 }, (_, i) => launch(h, { profileId, canvasId: 'canvas-1', threadId: 'race', resourceIds: i % 2 ? ['web-search'] : ['image-gen'] })),
+    Array.from({ length: 20 }, (_, i) =>
+      launch(h, { profileId, canvasId: 'canvas-1', threadId: 'race', resourceIds: i % 2 ? ['web-search'] : ['image-gen'] }),
+    ),
   );
   const created = results.filter((r) => r.statusCode === 201);
   t.equal(created.length, 1, 'one winner');
   const winner = created[0]!.json();
   for (const r of results) {
     if (r.statusCode === 200) t.same(r.json(), winner, 'a loser asking for the same gets the stored record');
-    else if (r.statusCode === 409) t.same(r.json().details.resourceIds, winner.spec.resourceIds, 'a loser asking for another list gets 409');
+    else if (r.statusCode === 409)
+      t.same(r.json().details.resourceIds, winner.spec.resourceIds, 'a loser asking for another list gets 409');
     else t.equal(r.statusCode, 201);
   }
-  t.equal((await readJournal(path.join(h.dataDir, 'workloads', 'workloads.journal'))).batches.flat().length, 1, 'one record in the journal');
+  t.equal(
+    (await readJournal(path.join(h.dataDir, 'workloads', 'workloads.journal'))).batches.flat().length,
+    1,
+    'one record in the journal',
+  );
   await h.app.close();
   const file = JSON.parse(await readFile(path.join(h.dataDir, 'workloads', 'canvas-1.json'), 'utf8'));
   t.equal(file.state.workloads.length, 1, 'one record in the canvas file after close');
@@ -174,11 +198,18 @@ t.test('workloads survive a restart; a withdrawal never rewrites them but later 
   const withdraw = await h.app.inject({ method: 'DELETE', url: '/api/acp/providers/huabu/resources/web-search', headers: h.huabu });
   t.equal(withdraw.statusCode, 204);
   t.same(await readFile(path.join(dataDir, 'workloads', 'canvas-1.json')), before, 'the stored workload is untouched');
-  t.same((await h.app.inject({ url: '/api/acp/workloads/canvas-1/thread-1', headers: h.owner })).json().spec.resourceIds, realized.spec.resourceIds);
+  t.same(
+    (await h.app.inject({ url: '/api/acp/workloads/canvas-1/thread-1', headers: h.owner })).json().spec.resourceIds,
+    realized.spec.resourceIds,
+  );
   const again = await launch(h, { profileId: first.profileId, canvasId: 'canvas-1', threadId: 'thread-2' });
   t.equal(again.statusCode, 422, 'a new launch selecting the withdrawn ID fails explicitly');
   t.same(again.json().details.ids, ['web-search']);
-  t.equal((await launch(h, { profileId: first.profileId, canvasId: 'canvas-1', threadId: 'thread-1' })).statusCode, 200, 'the realized thread still repeats');
+  t.equal(
+    (await launch(h, { profileId: first.profileId, canvasId: 'canvas-1', threadId: 'thread-1' })).statusCode,
+    200,
+    'the realized thread still repeats',
+  );
 });
 
 t.test('a legacy workload without resourceIds reads as [] and stays driver schema 1; manifest profiles do not launch', async (t) => {
@@ -223,9 +254,17 @@ t.test('a workload file that does not parse fails only its canvas (503, logged),
   }
   t.equal((await launch(h, { profileId, canvasId: 'canvas-2', threadId: 'thread-1' })).statusCode, 201, 'other canvases launch');
   t.equal(await readFile(file, 'utf8'), '{"schemaVersion": 1, "state": {', 'the file is left as it is');
-  t.equal((await readJournal(path.join(dataDir, 'workloads', 'workloads.journal'))).batches.flat().length, 1, 'only the other canvas was written');
+  t.equal(
+    (await readJournal(path.join(dataDir, 'workloads', 'workloads.journal'))).batches.flat().length,
+    1,
+    'only the other canvas was written',
+  );
   const log = await readFile(h.logFile, 'utf8');
-  t.match(log, /canvas-1\.json: does not parse as JSON.*requests for this canvas answer 503|requests for this canvas answer 503.*canvas-1\.json: does not parse as JSON/, 'one log line names the file and what it means');
+  t.match(
+    log,
+    /canvas-1\.json: does not parse as JSON.*requests for this canvas answer 503|requests for this canvas answer 503.*canvas-1\.json: does not parse as JSON/,
+    'one log line names the file and what it means',
+  );
   t.equal(log.split('\n').filter((l) => l.includes('a workload file does not load')).length, 1, 'reported once, not once per request');
 
   // Fixed by the operator: the next request reads it again, no restart needed.

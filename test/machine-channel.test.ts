@@ -35,10 +35,21 @@ interface HeldChannel {
 
 async function openChannel(s: Listening, machineId: string, token: string): Promise<HeldChannel> {
   const abort = new AbortController();
-  const res = await request(`${s.url}/api/acp/providers/${machineId}/channel`, { headers: { authorization: `Bearer ${token}` }, signal: abort.signal });
+  const res = await request(`${s.url}/api/acp/providers/${machineId}/channel`, {
+    headers: { authorization: `Bearer ${token}` },
+    signal: abort.signal,
+  });
   const events: ServerSentEvent[] = [];
   const waiters: (() => void)[] = [];
-  if (res.statusCode !== 200) return { status: res.statusCode, body: await res.body.text(), events, ended: Promise.resolve(), next: () => Promise.reject(new Error('no channel')), close: () => {} };
+  if (res.statusCode !== 200)
+    return {
+      status: res.statusCode,
+      body: await res.body.text(),
+      events,
+      ended: Promise.resolve(),
+      next: () => Promise.reject(new Error('no channel')),
+      close: () => {},
+    };
   const parser = new EventStreamParser();
   res.body.setEncoding('utf8');
   const ended = (async () => {
@@ -59,7 +70,10 @@ async function openChannel(s: Listening, machineId: string, token: string): Prom
         seen += found + 1;
         return events[seen - 1]!;
       }
-      await Promise.race([new Promise<void>((r) => waiters.push(r)), ended.then(() => Promise.reject(new Error(`the channel ended before ${event}`)))]);
+      await Promise.race([
+        new Promise<void>((r) => waiters.push(r)),
+        ended.then(() => Promise.reject(new Error(`the channel ended before ${event}`))),
+      ]);
     }
   };
   return { status: 200, body: '', events, ended, next, close: () => abort.abort() };
@@ -86,51 +100,63 @@ async function machineStatus(s: Listening, machineId: string) {
 
 const agentlet = async (s: Listening) => (await s.h.app.inject({ url: '/api/acp/profiles', headers: s.h.owner })).json().agentlet;
 
-t.test('a machine holds its channel: connected in GET /machines and the profile list, a job goes out and its answer comes back', async (t) => {
-  const s = await listening(t);
-  const token = await s.h.enroll('mac-a');
-  t.match(await machineStatus(s, 'mac-a'), { status: 'disconnected' }, 'enrolled, no channel yet');
-  t.notOk('statusSince' in (await machineStatus(s, 'mac-a'))!, 'no since before the first channel');
-  t.match(await agentlet(s), { id: 'mac-a', status: 'disconnected', online: false, lastError: /agentlet-resources serve/ }, 'the UI shows it offline');
+t.test(
+  'a machine holds its channel: connected in GET /machines and the profile list, a job goes out and its answer comes back',
+  async (t) => {
+    const s = await listening(t);
+    const token = await s.h.enroll('mac-a');
+    t.match(await machineStatus(s, 'mac-a'), { status: 'disconnected' }, 'enrolled, no channel yet');
+    t.notOk('statusSince' in (await machineStatus(s, 'mac-a'))!, 'no since before the first channel');
+    t.match(
+      await agentlet(s),
+      { id: 'mac-a', status: 'disconnected', online: false, lastError: /agentlet-resources serve/ },
+      'the UI shows it offline',
+    );
 
-  const channel = await openChannel(s, 'mac-a', token);
-  t.equal(channel.status, 200);
-  t.same(JSON.parse((await channel.next('ready')).data), { machineId: 'mac-a', heartbeatSeconds: 15 });
-  const connected = await machineStatus(s, 'mac-a');
-  t.equal(connected?.status, 'connected');
-  t.ok(connected?.statusSince && !Number.isNaN(Date.parse(connected.statusSince)), 'since when');
-  t.same(await agentlet(s), { id: 'mac-a', status: 'connected', online: true, connectedAt: connected!.statusSince }, 'online only now');
+    const channel = await openChannel(s, 'mac-a', token);
+    t.equal(channel.status, 200);
+    t.same(JSON.parse((await channel.next('ready')).data), { machineId: 'mac-a', heartbeatSeconds: 15 });
+    const connected = await machineStatus(s, 'mac-a');
+    t.equal(connected?.status, 'connected');
+    t.ok(connected?.statusSince && !Number.isNaN(Date.parse(connected.statusSince)), 'since when');
+    t.same(await agentlet(s), { id: 'mac-a', status: 'connected', online: true, connectedAt: connected!.statusSince }, 'online only now');
 
-  const pending = runJob(s, 'mac-a');
-  const jobEvent = await channel.next('job');
-  const job = JSON.parse(jobEvent.data) as Job;
-  t.match(job, { type: 'ping', payload: {} });
-  t.equal(jobEvent.id, job.jobId, 'the event id is the job id');
-  const delivered = await answer(s, 'mac-a', token, job.jobId, { ok: true, result: { pong: true } });
-  t.equal(delivered.statusCode, 204);
-  const done = await pending;
-  t.equal(done.statusCode, 200);
-  t.same(await done.body.json(), { machineId: 'mac-a', jobId: job.jobId, type: 'ping', result: { pong: true } });
-  const again = await answer(s, 'mac-a', token, job.jobId, { ok: true });
-  t.equal(again.statusCode, 404, 'a second answer to the same job is dropped');
-  t.equal(((await again.body.json()) as { code: string }).code, 'job_not_found');
+    const pending = runJob(s, 'mac-a');
+    const jobEvent = await channel.next('job');
+    const job = JSON.parse(jobEvent.data) as Job;
+    t.match(job, { type: 'ping', payload: {} });
+    t.equal(jobEvent.id, job.jobId, 'the event id is the job id');
+    const delivered = await answer(s, 'mac-a', token, job.jobId, { ok: true, result: { pong: true } });
+    t.equal(delivered.statusCode, 204);
+    const done = await pending;
+    t.equal(done.statusCode, 200);
+    t.same(await done.body.json(), { machineId: 'mac-a', jobId: job.jobId, type: 'ping', result: { pong: true } });
+    const again = await answer(s, 'mac-a', token, job.jobId, { ok: true });
+    t.equal(again.statusCode, 404, 'a second answer to the same job is dropped');
+    t.equal(((await again.body.json()) as { code: string }).code, 'job_not_found');
 
-  // A failure the machine reports reaches the owner as 502 with the machine's code.
-  const failing = runJob(s, 'mac-a', 'sync');
-  const syncJob = JSON.parse((await channel.next('job')).data) as Job;
-  await answer(s, 'mac-a', token, syncJob.jobId, { ok: false, error: { code: 'invalid_receipts', message: '1 invalid receipt' } });
-  const failed = await failing;
-  t.equal(failed.statusCode, 502);
-  t.match(await failed.body.json(), { code: 'agentlet_job_failed', message: /1 invalid receipt/, details: { agentletCode: 'invalid_receipts', jobId: syncJob.jobId } });
+    // A failure the machine reports reaches the owner as 502 with the machine's code.
+    const failing = runJob(s, 'mac-a', 'sync');
+    const syncJob = JSON.parse((await channel.next('job')).data) as Job;
+    await answer(s, 'mac-a', token, syncJob.jobId, { ok: false, error: { code: 'invalid_receipts', message: '1 invalid receipt' } });
+    const failed = await failing;
+    t.equal(failed.statusCode, 502);
+    t.match(await failed.body.json(), {
+      code: 'agentlet_job_failed',
+      message: /1 invalid receipt/,
+      details: { agentletCode: 'invalid_receipts', jobId: syncJob.jobId },
+    });
 
-  channel.close();
-  await channel.ended;
-  await t.resolves(async () => {
-    for (let i = 0; i < 50 && (await machineStatus(s, 'mac-a'))?.status !== 'disconnected'; i++) await new Promise((r) => setTimeout(r, 20));
-  });
-  t.equal((await machineStatus(s, 'mac-a'))?.status, 'disconnected', 'disconnected once it hangs up');
-  t.match(await agentlet(s), { status: 'disconnected', online: false });
-});
+    channel.close();
+    await channel.ended;
+    await t.resolves(async () => {
+      for (let i = 0; i < 50 && (await machineStatus(s, 'mac-a'))?.status !== 'disconnected'; i++)
+        await new Promise((r) => setTimeout(r, 20));
+    });
+    t.equal((await machineStatus(s, 'mac-a'))?.status, 'disconnected', 'disconnected once it hangs up');
+    t.match(await agentlet(s), { status: 'disconnected', online: false });
+  },
+);
 
 t.test("another machine's token can neither open nor answer this machine's channel (403); nor can the host's", async (t) => {
   const s = await listening(t);
@@ -154,7 +180,7 @@ t.test("another machine's token can neither open nor answer this machine's chann
   const forged = await answer(s, 'mac-a', other, job.jobId, { ok: true, result: { pong: 'forged' } });
   t.equal(forged.statusCode, 403);
   const viaOwnPath = await answer(s, 'mac-b', other, job.jobId, { ok: true, result: { pong: 'forged' } });
-  t.equal(viaOwnPath.statusCode, 404, "on its own path the job is not one of its jobs");
+  t.equal(viaOwnPath.statusCode, 404, 'on its own path the job is not one of its jobs');
   t.equal((await answer(s, 'mac-a', mine, job.jobId, { ok: true, result: { pong: true } })).statusCode, 204);
   t.same(((await (await pending).body.json()) as { result: unknown }).result, { pong: true }, 'the real answer, not the forged one');
   const bad = await answer(s, 'mac-a', mine, 'x', { ok: 'yes' });
@@ -236,13 +262,17 @@ t.test('a second connection replaces the first; the jobs sent over the first fai
 
 t.test('the channel service: status changes told once each, jobs in flight bounded, a closing service ends every channel', async (t) => {
   const told: string[] = [];
-  const channels = new MachineChannels({ maxJobsInFlight: 2, jobTimeoutMs: 5_000, onMachineStatus: (id, status) => told.push(`${id} ${status}`) });
+  const channels = new MachineChannels({
+    maxJobsInFlight: 2,
+    jobTimeoutMs: 5_000,
+    onMachineStatus: (id, status) => told.push(`${id} ${status}`),
+  });
   t.teardown(() => channels.closeAll());
   const written: Job[] = [];
   let ended = 0;
   const sink: ChannelSink = { job: (j) => written.push(j), comment: () => {}, end: () => void ended++ };
-  const close = channels.open('m', sink, async () => true);
-  channels.open('m', { ...sink }, async () => true); // a replacement is not a new connection
+  const close = channels.open('m', sink, () => Promise.resolve(true));
+  channels.open('m', { ...sink }, () => Promise.resolve(true)); // a replacement is not a new connection
   t.same(told, ['m connected']);
   const a = channels.run('m', 'ping');
   const b = channels.run('m', 'ping');
@@ -257,7 +287,7 @@ t.test('the channel service: status changes told once each, jobs in flight bound
   channels.closeAll();
   t.match(await b.catch((err: unknown) => err), { code: 'agentlet_unavailable' }, 'its waiter gets 503');
   t.same(told, ['m connected', 'm disconnected']);
-  t.throws(() => channels.open('m', sink, async () => true), { code: 'unavailable' }, 'a closing service takes no channel');
+  t.throws(() => channels.open('m', sink, () => Promise.resolve(true)), { code: 'unavailable' }, 'a closing service takes no channel');
 });
 
 t.test('the heartbeat writes a comment on every channel and closes one whose credential no longer holds', async (t) => {
@@ -266,7 +296,7 @@ t.test('the heartbeat writes a comment on every channel and closes one whose cre
   t.teardown(() => channels.closeAll());
   const comments: string[] = [];
   let valid = true;
-  channels.open('m', { job: () => {}, comment: (c) => comments.push(c), end: () => {} }, async () => valid);
+  channels.open('m', { job: () => {}, comment: (c) => comments.push(c), end: () => {} }, () => Promise.resolve(valid));
   await new Promise((r) => setTimeout(r, 70));
   t.ok(comments.length >= 2 && comments.every((c) => c === 'heartbeat'), `heartbeats written (${comments.length})`);
   t.equal(channels.status('m').status, 'connected');
@@ -281,7 +311,9 @@ t.test("a machine's channel and its jobs are change events: connected, each job'
   const token = await s.h.enroll('mac-a');
   const changes = async () => {
     const res = await s.h.app.inject({ url: '/api/acp/changes?limit=1000', headers: s.h.owner });
-    return (res.json().changes as { type: string; subject: { kind: string; id: string; provider?: string } }[]).map((c) => `${c.type} ${c.subject.kind}:${c.subject.id}${c.subject.provider ? `@${c.subject.provider}` : ''}`);
+    return (res.json().changes as { type: string; subject: { kind: string; id: string; provider?: string } }[]).map(
+      (c) => `${c.type} ${c.subject.kind}:${c.subject.id}${c.subject.provider ? `@${c.subject.provider}` : ''}`,
+    );
   };
   const eventually = async (want: (seen: string[]) => boolean) => {
     for (let i = 0; i < 100 && !want(await changes()); i++) await new Promise((r) => setTimeout(r, 20));
@@ -290,7 +322,10 @@ t.test("a machine's channel and its jobs are change events: connected, each job'
 
   const channel = await openChannel(s, 'mac-a', token);
   await channel.next('ready');
-  t.same(await eventually((c) => c.includes('machine.connected machine:mac-a')), ['machine.enrolled machine:mac-a', 'machine.connected machine:mac-a']);
+  t.same(await eventually((c) => c.includes('machine.connected machine:mac-a')), [
+    'machine.enrolled machine:mac-a',
+    'machine.connected machine:mac-a',
+  ]);
 
   const ok = runJob(s, 'mac-a');
   const okJob = JSON.parse((await channel.next('job')).data) as Job;
@@ -312,7 +347,13 @@ t.test("a machine's channel and its jobs are change events: connected, each job'
   const seen = await eventually((c) => c.includes('machine.disconnected machine:mac-a'));
   t.same(
     seen.slice(2),
-    [`job.succeeded job:${okJob.jobId}@mac-a`, `job.failed job:${failJob.jobId}@mac-a`, `job.failed job:${slowJob}@mac-a`, `job.failed job:${lostJob.jobId}@mac-a`, 'machine.disconnected machine:mac-a'],
+    [
+      `job.succeeded job:${okJob.jobId}@mac-a`,
+      `job.failed job:${failJob.jobId}@mac-a`,
+      `job.failed job:${slowJob}@mac-a`,
+      `job.failed job:${lostJob.jobId}@mac-a`,
+      'machine.disconnected machine:mac-a',
+    ],
     'answered ok, answered with an error, timed out, lost with the channel: one event each, then the disconnect',
   );
   const canvas = await s.h.app.inject({ url: '/api/acp/changes?limit=1000', headers: s.h.owner });

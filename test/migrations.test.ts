@@ -6,7 +6,12 @@ import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runMigrate } from '../src/migrations/migrate-command.js';
-import { migrateRegistryDocument, REGISTRY_FILE_STEPS, serializeRegistryDocument, upgradeProfiles } from '../src/migrations/registry-file.js';
+import {
+  migrateRegistryDocument,
+  REGISTRY_FILE_STEPS,
+  serializeRegistryDocument,
+  upgradeProfiles,
+} from '../src/migrations/registry-file.js';
 import { MigrationError } from '../src/migrations/profile-v1.js';
 import { StoreFileError } from '../src/storage/json-file-store.js';
 import { build, tempDataDir } from './helpers/build.js';
@@ -47,13 +52,25 @@ const VERSIONS: { name: string; from: number; expected: string; logs: Record<str
 ];
 
 t.test('the steps run in order and every upstream version migrates to its golden v4 file; v4 is current', async (t) => {
-  t.same(REGISTRY_FILE_STEPS.map((s) => [s.from, s.to]), [[1, 2], [2, 3], [3, 4]], 'ordered steps v1 → v4');
+  t.same(
+    REGISTRY_FILE_STEPS.map((s) => [s.from, s.to]),
+    [
+      [1, 2],
+      [2, 3],
+      [3, 4],
+    ],
+    'ordered steps v1 → v4',
+  );
   for (const v of VERSIONS) {
     const result = migrateRegistryDocument(await fixture(v.name));
     t.same(result.doc, await fixture(v.expected), `${v.name} → ${v.expected}`);
     t.equal(result.from, v.from);
     t.equal(result.steps.length, 4 - v.from, `${4 - v.from} steps from ${v.name}`);
-    t.same([...result.setupLogs.keys()].map((id) => `${id}.setup.jsonl`), Object.keys(v.logs), `${v.name}: the setup logs that leave the file`);
+    t.same(
+      [...result.setupLogs.keys()].map((id) => `${id}.setup.jsonl`),
+      Object.keys(v.logs),
+      `${v.name}: the setup logs that leave the file`,
+    );
   }
   t.same(migrateRegistryDocument(await fixture('v3')).upgradedIds, ['profile-1'], 'the Profile v1 record of v3 is reported');
   const current = migrateRegistryDocument(await fixture('v4'));
@@ -64,23 +81,35 @@ t.test('the steps run in order and every upstream version migrates to its golden
 t.test('v1 deployments become manifest-backed profiles as upstream migrateDeployment makes them', async (t) => {
   const doc = migrateRegistryDocument(await fixture('v1')).doc as Doc;
   const [ready, disabled] = doc.state.profiles!;
-  t.same(ready, {
-    schemaVersion: 2,
-    id: 'legacy-deployment',
-    alias: 'Reviewer',
-    agentletId: 'machine-a',
-    workingDirPath: '/teams/reviewer/workspaces/copilot',
-    resourceIds: [],
-    launch: { kind: 'agent-team-manifest', manifestPath: '/teams/reviewer/agentlet.yaml', harness: 'copilot' },
-    preparation: { status: 'ready', completedAt: 100 },
-  }, 'machine → agentletId, setup → preparation; revision, enabled and the deployment schemaVersion are dropped');
+  t.same(
+    ready,
+    {
+      schemaVersion: 2,
+      id: 'legacy-deployment',
+      alias: 'Reviewer',
+      agentletId: 'machine-a',
+      workingDirPath: '/teams/reviewer/workspaces/copilot',
+      resourceIds: [],
+      launch: { kind: 'agent-team-manifest', manifestPath: '/teams/reviewer/agentlet.yaml', harness: 'copilot' },
+      preparation: { status: 'ready', completedAt: 100 },
+    },
+    'machine → agentletId, setup → preparation; revision, enabled and the deployment schemaVersion are dropped',
+  );
   t.same(disabled!.preparation, { status: 'not_prepared' }, 'a disabled deployment is not prepared');
   t.notOk('deployments' in doc.state, 'no deployments key remains');
   t.same(doc.state.configs, []);
 });
 
-t.test('every setup status of a v1 deployment becomes the preparation upstream parsePreparation makes of it', async (t) => {
-  const deployment = (id: string, setup: Record<string, unknown>) => ({ id, alias: id, machine: 'machine-a', manifestPath: '/m.yaml', harness: 'h', workingDirPath: '/w', setup });
+t.test('every setup status of a v1 deployment becomes the preparation upstream parsePreparation makes of it', (t) => {
+  const deployment = (id: string, setup: Record<string, unknown>) => ({
+    id,
+    alias: id,
+    machine: 'machine-a',
+    manifestPath: '/m.yaml',
+    harness: 'h',
+    workingDirPath: '/w',
+    setup,
+  });
   const doc = migrateRegistryDocument({
     schemaVersion: 1,
     state: {
@@ -94,71 +123,105 @@ t.test('every setup status of a v1 deployment becomes the preparation upstream p
       ],
     },
   }).doc as Doc;
-  t.strictSame(doc.state.profiles!.map((p) => [p.id, p.preparation]), [
-    ['not-prepared', { status: 'not_prepared' }],
-    ['setting-up', { status: 'setting_up', operationId: 'op-7', startedAt: 70 }],
-    ['ready', { status: 'ready', completedAt: 80 }],
-    ['failed', { status: 'error', failedAt: 90, error: { code: 'boom', message: 'It failed' } }],
-  ], 'each status kept, with only its own fields');
+  t.strictSame(
+    doc.state.profiles!.map((p) => [p.id, p.preparation]),
+    [
+      ['not-prepared', { status: 'not_prepared' }],
+      ['setting-up', { status: 'setting_up', operationId: 'op-7', startedAt: 70 }],
+      ['ready', { status: 'ready', completedAt: 80 }],
+      ['failed', { status: 'error', failedAt: 90, error: { code: 'boom', message: 'It failed' } }],
+    ],
+    'each status kept, with only its own fields',
+  );
   t.throws(() => upgradeProfiles({ p: {} }), new MigrationError('`state.profiles` is not a list'), 'a profile list keyed by ID is refused');
+  t.end();
 });
 
-t.test('a v4 file written before roots, members and configs were kept gets them as empty lists on its next write, one line feed at the end', async (t) => {
-  const v4 = (await fixture('v4')) as Doc;
-  const command = v4.state.profiles![1]!;
-  const { dataDir, file } = await dataDirWith(JSON.stringify({ schemaVersion: 4, state: { profiles: [command] } }));
-  const h = await build(t, { dataDir });
-  const renamed = await h.app.inject({ method: 'PATCH', url: `/api/acp/profiles/${String(command.id)}`, headers: h.owner, payload: { alias: 'Critic' } });
-  t.equal(renamed.statusCode, 200);
-  await h.app.close();
-  const bytes = await readFile(file, 'utf8');
-  const onDisk = JSON.parse(bytes) as Doc;
-  // The record had no revision (it read as 1); the change stores its next one.
-  t.strictSame(onDisk, { schemaVersion: 4, state: { roots: [], members: [], profiles: [{ ...command, alias: 'Critic', revision: 2 }], configs: [] } });
-  t.equal(bytes, JSON.stringify(onDisk, null, 2) + '\n', 'two-space JSON ending in one line feed, as upstream writes it');
-  t.same(parseAsUpstream(onDisk).profiles.map((p) => p.alias), ['Critic'], 'upstream reads it');
-});
+t.test(
+  'a v4 file written before roots, members and configs were kept gets them as empty lists on its next write, one line feed at the end',
+  async (t) => {
+    const v4 = (await fixture('v4')) as Doc;
+    const command = v4.state.profiles![1]!;
+    const { dataDir, file } = await dataDirWith(JSON.stringify({ schemaVersion: 4, state: { profiles: [command] } }));
+    const h = await build(t, { dataDir });
+    const renamed = await h.app.inject({
+      method: 'PATCH',
+      url: `/api/acp/profiles/${String(command.id)}`,
+      headers: h.owner,
+      payload: { alias: 'Critic' },
+    });
+    t.equal(renamed.statusCode, 200);
+    await h.app.close();
+    const bytes = await readFile(file, 'utf8');
+    const onDisk = JSON.parse(bytes) as Doc;
+    // The record had no revision (it read as 1); the change stores its next one.
+    t.strictSame(onDisk, {
+      schemaVersion: 4,
+      state: { roots: [], members: [], profiles: [{ ...command, alias: 'Critic', revision: 2 }], configs: [] },
+    });
+    t.equal(bytes, JSON.stringify(onDisk, null, 2) + '\n', 'two-space JSON ending in one line feed, as upstream writes it');
+    t.same(
+      parseAsUpstream(onDisk).profiles.map((p) => p.alias),
+      ['Critic'],
+      'upstream reads it',
+    );
+  },
+);
 
 for (const v of VERSIONS) {
-  t.test(`starting on an upstream ${v.name} file keeps the team state key for key, serves every profile, and moves setup logs`, async (t) => {
-    const original = await fixtureBytes(v.name);
-    const input = JSON.parse(original.toString('utf8')) as Doc;
-    const expected = (await fixture(v.expected)) as Doc;
-    const { dataDir, file } = await dataDirWith(original);
-    const h = await build(t, { dataDir });
+  t.test(
+    `starting on an upstream ${v.name} file keeps the team state key for key, serves every profile, and moves setup logs`,
+    async (t) => {
+      const original = await fixtureBytes(v.name);
+      const input = JSON.parse(original.toString('utf8')) as Doc;
+      const expected = (await fixture(v.expected)) as Doc;
+      const { dataDir, file } = await dataDirWith(original);
+      const h = await build(t, { dataDir });
 
-    const list = await h.app.inject({ url: '/api/acp/profiles', headers: h.owner });
-    t.equal(list.statusCode, 200);
-    // A migrated record carries no revision on disk; it reads as revision 1.
-    const shown = expected.state.profiles!.map((p) => ({ ...p, revision: 1 }) as Record<string, unknown>);
-    t.same(list.json().profiles, shown.sort((a, b) => String(a.id).localeCompare(String(b.id))), 'every profile, readable through the API, at revision 1');
-    for (const p of expected.state.profiles!) {
-      const one = await h.app.inject({ url: `/api/acp/profiles/${p.id}`, headers: h.owner });
-      t.equal(one.statusCode, 200, `GET /profiles/${p.id}`);
-    }
+      const list = await h.app.inject({ url: '/api/acp/profiles', headers: h.owner });
+      t.equal(list.statusCode, 200);
+      // A migrated record carries no revision on disk; it reads as revision 1.
+      const shown = expected.state.profiles!.map((p): Record<string, unknown> => ({ ...p, revision: 1 }));
+      t.same(
+        list.json().profiles,
+        shown.sort((a, b) => String(a.id).localeCompare(String(b.id))),
+        'every profile, readable through the API, at revision 1',
+      );
+      for (const p of expected.state.profiles!) {
+        const one = await h.app.inject({ url: `/api/acp/profiles/${p.id}`, headers: h.owner });
+        t.equal(one.statusCode, 200, `GET /profiles/${p.id}`);
+      }
 
-    const onDisk = JSON.parse(await readFile(file, 'utf8')) as Doc;
-    t.same(onDisk, expected, 'the file is now the golden v4 file');
-    for (const key of ['roots', 'members', 'configs']) {
-      if (input.state[key] !== undefined) t.same(onDisk.state[key], input.state[key], `state.${key} kept as it was`);
-    }
-    const backup = `${file}.v${v.from}.bak`;
-    t.ok((await readFile(backup)).equals(original), 'the backup holds the original bytes');
-    t.equal((await stat(backup)).mode & 0o777, 0o600);
-    for (const [name, content] of Object.entries(v.logs)) {
-      t.equal(await readFile(path.join(dataDir, 'agent-team', name), 'utf8'), content, `${name} holds the setup log as upstream writes it`);
-    }
-    const files = ['registry.json', `registry.json.v${v.from}.bak`, ...Object.keys(v.logs)].sort();
-    t.same(await agentTeamFiles(dataDir), files, 'nothing else is added');
-    const migratedBytes = await readFile(file);
-    await h.app.close();
+      const onDisk = JSON.parse(await readFile(file, 'utf8')) as Doc;
+      t.same(onDisk, expected, 'the file is now the golden v4 file');
+      for (const key of ['roots', 'members', 'configs']) {
+        if (input.state[key] !== undefined) t.same(onDisk.state[key], input.state[key], `state.${key} kept as it was`);
+      }
+      const backup = `${file}.v${v.from}.bak`;
+      t.ok((await readFile(backup)).equals(original), 'the backup holds the original bytes');
+      t.equal((await stat(backup)).mode & 0o777, 0o600);
+      for (const [name, content] of Object.entries(v.logs)) {
+        t.equal(
+          await readFile(path.join(dataDir, 'agent-team', name), 'utf8'),
+          content,
+          `${name} holds the setup log as upstream writes it`,
+        );
+      }
+      const files = ['registry.json', `registry.json.v${v.from}.bak`, ...Object.keys(v.logs)].sort();
+      t.same(await agentTeamFiles(dataDir), files, 'nothing else is added');
+      const migratedBytes = await readFile(file);
+      await h.app.close();
 
-    const again = await build(t, { dataDir });
-    t.equal((await again.app.inject({ url: '/api/acp/profiles', headers: again.owner })).json().profiles.length, expected.state.profiles!.length);
-    await again.app.close();
-    t.same(await agentTeamFiles(dataDir), files, 'no second backup');
-    t.ok((await readFile(file)).equals(migratedBytes), 're-running is a no-op: the file is not rewritten');
-  });
+      const again = await build(t, { dataDir });
+      t.equal(
+        (await again.app.inject({ url: '/api/acp/profiles', headers: again.owner })).json().profiles.length,
+        expected.state.profiles!.length,
+      );
+      await again.app.close();
+      t.same(await agentTeamFiles(dataDir), files, 'no second backup');
+      t.ok((await readFile(file)).equals(migratedBytes), 're-running is a no-op: the file is not rewritten');
+    },
+  );
 }
 
 t.test('a v2 setup log longer than upstream keeps is capped to its last 200 entries', async (t) => {
@@ -187,7 +250,7 @@ t.test('a v4 file is loaded as it is: no backup, no rewrite', async (t) => {
 t.test('moving back: every v4 file this service writes is one upstream store reads, with the same profiles', async (t) => {
   // The revision is compared apart: a record stored without one is served at revision 1.
   const upstreamView = (p: Record<string, unknown>) => {
-    const { preparation, revision, ...rest } = p;
+    const { preparation: _preparation, revision: _revision, ...rest } = p;
     const { revision: _, ...withPreparation } = p;
     return rest.launch && (rest.launch as { kind: string }).kind === 'agent-team-manifest' ? withPreparation : rest;
   };
@@ -200,7 +263,14 @@ t.test('moving back: every v4 file this service writes is one upstream store rea
       method: 'POST',
       url: '/api/acp/profiles',
       headers: h.owner,
-      payload: { alias: 'Writer', agentletId: 'machine-a', workingDirPath: '\\\\server\\share\\docs', launch: { kind: 'acp-command', command: 'claude --acp' }, metadata: { cliId: 'claude' }, customData: { icon: { shape: 'spark', color: 'blue' } } },
+      payload: {
+        alias: 'Writer',
+        agentletId: 'machine-a',
+        workingDirPath: '\\\\server\\share\\docs',
+        launch: { kind: 'acp-command', command: 'claude --acp' },
+        metadata: { cliId: 'claude' },
+        customData: { icon: { shape: 'spark', color: 'blue' } },
+      },
     });
     t.equal(created.statusCode, 201, `${name}: create`);
     const served = (await h.app.inject({ url: '/api/acp/profiles', headers: h.owner })).json().profiles as Record<string, unknown>[];
@@ -212,7 +282,11 @@ t.test('moving back: every v4 file this service writes is one upstream store rea
       `${name}: upstream's parser accepts the file and reads the profiles we serve`,
     );
     const stored = new Map(upstream.profiles.map((p) => [String(p.id), (p as { revision?: unknown }).revision ?? 1]));
-    t.same(new Map(served.map((p) => [String(p.id), p.revision])), stored, `${name}: the revision served is the stored one, 1 where none is stored`);
+    t.same(
+      new Map(served.map((p) => [String(p.id), p.revision])),
+      stored,
+      `${name}: the revision served is the stored one, 1 where none is stored`,
+    );
     t.equal(served.find((p) => p.alias === 'Writer')?.revision, 1, `${name}: the created profile is stored at revision 1`);
   }
 });
@@ -234,7 +308,12 @@ t.test('manifest-backed profiles are read-only here and carried unchanged throug
   t.equal(del.statusCode, 409);
 
   // Any write rewrites the file: every other profile and state key must survive it exactly.
-  const renamed = await h.app.inject({ method: 'PATCH', url: '/api/acp/profiles/profile-2', headers: h.owner, payload: { alias: 'Critic' } });
+  const renamed = await h.app.inject({
+    method: 'PATCH',
+    url: '/api/acp/profiles/profile-2',
+    headers: h.owner,
+    payload: { alias: 'Critic' },
+  });
   t.equal(renamed.statusCode, 200);
   const onDisk = JSON.parse(await readFile(file, 'utf8'));
   v4.state.profiles![1] = { ...v4.state.profiles![1], alias: 'Critic', revision: 2 };
@@ -255,7 +334,10 @@ t.test('a stored record upstream accepts never stops the start', async (t) => {
   const h = await build(t, { dataDir });
   const list = await h.app.inject({ url: '/api/acp/profiles', headers: h.owner });
   t.equal(list.statusCode, 200);
-  t.same((list.json().profiles as { id: string }[]).map((p) => p.id), ['long-alias', 'meta', 'multi-line', 'relative', 'unc']);
+  t.same(
+    (list.json().profiles as { id: string }[]).map((p) => p.id),
+    ['long-alias', 'meta', 'multi-line', 'relative', 'unc'],
+  );
 });
 
 const FLAT_V1 = { schemaVersion: 1, profiles: [], roots: [], members: [] };
@@ -264,28 +346,120 @@ const refusals: [string, string | Buffer, RegExp][] = [
   ['an unknown file version', JSON.stringify({ schemaVersion: 0, state: {} }), /unknown schemaVersion 0/],
   ['no file version', JSON.stringify({ state: { profiles: [] } }), /no integer schemaVersion/],
   ['an unparsable file', '{"schemaVersion": 3, "state": {', /does not parse as JSON/],
-  ['a flat v1 file without `state` (not upstream\'s shape)', JSON.stringify(FLAT_V1), /is not a registry file v1: expected \{schemaVersion: 1, state: \{roots: \[\.\.\.\], members: \[\.\.\.\], deployments\?.*but it has no `state` object/],
-  ['a v1 file without members', JSON.stringify({ schemaVersion: 1, state: { roots: [], deployments: [] } }), /not a registry file v1: expected .*but state\.members is missing/],
-  ['a v2 file keyed by id (not upstream\'s shape)', JSON.stringify({ schemaVersion: 2, state: { roots: [], members: [], profiles: { a: {} } } }), /not a registry file v2: expected \{schemaVersion: 2, state: \{roots: .*but state\.profiles is not a list/],
-  ['a v3 file holding deployments', JSON.stringify({ schemaVersion: 3, state: { roots: [], members: [], deployments: [] } }), /not a registry file v3: .*v1 key/],
-  ['a v4 file with members that are not a list', JSON.stringify({ schemaVersion: 4, state: { roots: [], members: {}, profiles: [] } }), /not a registry file v4: .*state\.members is not a list/],
-  ['a deployment without its machine', JSON.stringify({ schemaVersion: 1, state: { roots: [], members: [], deployments: [{ id: 'd', alias: 'D', manifestPath: '/m', harness: 'h', workingDirPath: '/w', setup: { status: 'ready', completedAt: 1 } }] } }), /state\.deployments\[0\]\.machine must be a non-empty string/],
-  ['a deployment with an unknown setup status', JSON.stringify({ schemaVersion: 1, state: { roots: [], members: [], deployments: [{ id: 'd', alias: 'D', machine: 'm', manifestPath: '/m', harness: 'h', workingDirPath: '/w', setup: { status: 'paused' } }] } }), /setup\.status must be/],
-  ['an embedded setup log with an unknown phase', JSON.stringify({ schemaVersion: 2, state: { roots: [], members: [], profiles: [{ id: 'p', setupLog: [{ ...ENTRY, phase: 'dancing' }] }] } }), /state\.profiles\[0\]\.setupLog\[0\]\.phase must be one of/],
+  [
+    "a flat v1 file without `state` (not upstream's shape)",
+    JSON.stringify(FLAT_V1),
+    /is not a registry file v1: expected \{schemaVersion: 1, state: \{roots: \[\.\.\.\], members: \[\.\.\.\], deployments\?.*but it has no `state` object/,
+  ],
+  [
+    'a v1 file without members',
+    JSON.stringify({ schemaVersion: 1, state: { roots: [], deployments: [] } }),
+    /not a registry file v1: expected .*but state\.members is missing/,
+  ],
+  [
+    "a v2 file keyed by id (not upstream's shape)",
+    JSON.stringify({ schemaVersion: 2, state: { roots: [], members: [], profiles: { a: {} } } }),
+    /not a registry file v2: expected \{schemaVersion: 2, state: \{roots: .*but state\.profiles is not a list/,
+  ],
+  [
+    'a v3 file holding deployments',
+    JSON.stringify({ schemaVersion: 3, state: { roots: [], members: [], deployments: [] } }),
+    /not a registry file v3: .*v1 key/,
+  ],
+  [
+    'a v4 file with members that are not a list',
+    JSON.stringify({ schemaVersion: 4, state: { roots: [], members: {}, profiles: [] } }),
+    /not a registry file v4: .*state\.members is not a list/,
+  ],
+  [
+    'a deployment without its machine',
+    JSON.stringify({
+      schemaVersion: 1,
+      state: {
+        roots: [],
+        members: [],
+        deployments: [
+          { id: 'd', alias: 'D', manifestPath: '/m', harness: 'h', workingDirPath: '/w', setup: { status: 'ready', completedAt: 1 } },
+        ],
+      },
+    }),
+    /state\.deployments\[0\]\.machine must be a non-empty string/,
+  ],
+  [
+    'a deployment with an unknown setup status',
+    JSON.stringify({
+      schemaVersion: 1,
+      state: {
+        roots: [],
+        members: [],
+        deployments: [
+          { id: 'd', alias: 'D', machine: 'm', manifestPath: '/m', harness: 'h', workingDirPath: '/w', setup: { status: 'paused' } },
+        ],
+      },
+    }),
+    /setup\.status must be/,
+  ],
+  [
+    'an embedded setup log with an unknown phase',
+    JSON.stringify({
+      schemaVersion: 2,
+      state: { roots: [], members: [], profiles: [{ id: 'p', setupLog: [{ ...ENTRY, phase: 'dancing' }] }] },
+    }),
+    /state\.profiles\[0\]\.setupLog\[0\]\.phase must be one of/,
+  ],
 ];
 for (const version of [3, 4]) {
-  const list = [{ schemaVersion: 3, id: 'from-the-future', alias: 'X', agentletId: 'mac-a', workingDirPath: '/x', resourceIds: [], launch: { kind: 'acp-command', command: 'x' } }];
-  refusals.push([`an unknown profile schemaVersion in a v${version} file`, JSON.stringify({ schemaVersion: version, state: { roots: [], members: [], profiles: list } }), /from-the-future\) has unknown profile schemaVersion 3/]);
+  const list = [
+    {
+      schemaVersion: 3,
+      id: 'from-the-future',
+      alias: 'X',
+      agentletId: 'mac-a',
+      workingDirPath: '/x',
+      resourceIds: [],
+      launch: { kind: 'acp-command', command: 'x' },
+    },
+  ];
+  refusals.push([
+    `an unknown profile schemaVersion in a v${version} file`,
+    JSON.stringify({ schemaVersion: version, state: { roots: [], members: [], profiles: list } }),
+    /from-the-future\) has unknown profile schemaVersion 3/,
+  ]);
 }
 refusals.push([
   'a stored profile whose launch lacks its command',
-  JSON.stringify({ schemaVersion: 4, state: { roots: [], members: [], profiles: [{ schemaVersion: 2, id: 'no-command', alias: 'X', agentletId: 'mac-a', workingDirPath: '/x', resourceIds: [], launch: { kind: 'acp-command' } }], configs: [] } }),
+  JSON.stringify({
+    schemaVersion: 4,
+    state: {
+      roots: [],
+      members: [],
+      profiles: [
+        {
+          schemaVersion: 2,
+          id: 'no-command',
+          alias: 'X',
+          agentletId: 'mac-a',
+          workingDirPath: '/x',
+          resourceIds: [],
+          launch: { kind: 'acp-command' },
+        },
+      ],
+      configs: [],
+    },
+  }),
   // The first thing wrong inside the launch, not the union's own "must match a schema in anyOf".
   /profiles\[0\] \(no-command\) is not a valid AgentProfile v2: \/launch must have required properties command/,
 ]);
 refusals.push([
   'a legacy profile that is not valid once upgraded',
-  JSON.stringify({ schemaVersion: 3, state: { roots: [], members: [], profiles: [{ id: 'no-alias', agentletId: 'mac-a', workingDirPath: '/x', launch: { kind: 'acp-command', command: 'x' } }] } }),
+  JSON.stringify({
+    schemaVersion: 3,
+    state: {
+      roots: [],
+      members: [],
+      profiles: [{ id: 'no-alias', agentletId: 'mac-a', workingDirPath: '/x', launch: { kind: 'acp-command', command: 'x' } }],
+    },
+  }),
   /no-alias\) is not a valid AgentProfile v2/,
 ]);
 
@@ -304,7 +478,15 @@ for (const [what, bytes, reason] of refusals) {
     t.same(await agentTeamFiles(dataDir), ['registry.json'], 'no backup, no setup log, no temp file');
 
     const lines: string[] = [];
-    t.equal(await runMigrate(['--data-dir', dataDir], () => undefined, (l) => lines.push(l)), 1, 'the migrate command refuses too');
+    t.equal(
+      await runMigrate(
+        ['--data-dir', dataDir],
+        () => undefined,
+        (l) => lines.push(l),
+      ),
+      1,
+      'the migrate command refuses too',
+    );
     t.match(lines.join('\n'), reason);
     t.ok((await readFile(file)).equals(before));
   });
@@ -316,7 +498,11 @@ t.test('the migrate command reports, dry-runs, migrates once, and respects the D
   const run = async (...args: string[]) => {
     const out: string[] = [];
     const err: string[] = [];
-    const code = await runMigrate(args, (l) => out.push(l), (l) => err.push(l));
+    const code = await runMigrate(
+      args,
+      (l) => out.push(l),
+      (l) => err.push(l),
+    );
     return { code, out: out.join('\n'), err: err.join('\n') };
   };
   const logFile = path.join(dataDir, 'agent-team', 'profile-1.setup.jsonl');
@@ -368,9 +554,23 @@ t.test('the migrate command removes temp files an interrupted run left (a dry ru
   const leftovers = [`${file}.v1.bak.4242-0a0b0c0d0e0f.tmp`, `${file}.4242-0f0e0d0c0b0a.tmp`];
   for (const temp of leftovers) await writeFile(temp, 'half of a write');
   const out: string[] = [];
-  t.equal(await runMigrate(['--data-dir', dataDir, '--dry-run'], (l) => out.push(l), () => undefined), 0);
+  t.equal(
+    await runMigrate(
+      ['--data-dir', dataDir, '--dry-run'],
+      (l) => out.push(l),
+      () => undefined,
+    ),
+    0,
+  );
   t.same(await agentTeamFiles(dataDir), ['registry.json', ...leftovers.map((f) => path.basename(f))].sort(), 'a dry run removes nothing');
-  t.equal(await runMigrate(['--data-dir', dataDir], (l) => out.push(l), () => undefined), 0);
+  t.equal(
+    await runMigrate(
+      ['--data-dir', dataDir],
+      (l) => out.push(l),
+      () => undefined,
+    ),
+    0,
+  );
   t.match(out.join('\n'), 'removed 2 temp file(s) left by an interrupted write');
   t.same(await agentTeamFiles(dataDir), ['registry.json', 'registry.json.v1.bak']);
   t.same(JSON.parse(await readFile(file, 'utf8')), await fixture('v1-no-deployments.expected'));
@@ -380,10 +580,21 @@ t.test('the migrate command refuses a DATA_DIR that is an interrupted backup, as
   const original = await fixtureBytes('v2');
   const { dataDir, file } = await dataDirWith(original);
   await writeFile(path.join(dataDir, 'BACKUP-INCOMPLETE'), 'an interrupted backup: not a usable DATA_DIR\n');
-  for (const args of [['--data-dir', dataDir], ['--data-dir', dataDir, '--dry-run']]) {
+  for (const args of [
+    ['--data-dir', dataDir],
+    ['--data-dir', dataDir, '--dry-run'],
+  ]) {
     const out: string[] = [];
     const err: string[] = [];
-    t.equal(await runMigrate(args, (l) => out.push(l), (l) => err.push(l)), 1, args.join(' '));
+    t.equal(
+      await runMigrate(
+        args,
+        (l) => out.push(l),
+        (l) => err.push(l),
+      ),
+      1,
+      args.join(' '),
+    );
     t.match(err.join('\n'), /BACKUP-INCOMPLETE: it is a backup that was interrupted before it was complete; take the backup again/);
     t.same(out, [], 'nothing reported as done');
   }

@@ -66,7 +66,11 @@ abstract class Cmd implements fc.AsyncCommand<Model, Real> {
 }
 
 class Register extends Cmd {
-  constructor(readonly p: Provider, readonly id: string, readonly name: string) {
+  constructor(
+    readonly p: Provider,
+    readonly id: string,
+    readonly name: string,
+  ) {
     super();
   }
   async run(m: Model, r: Real) {
@@ -82,7 +86,10 @@ class Register extends Cmd {
 }
 
 class Withdraw extends Cmd {
-  constructor(readonly p: Provider, readonly id: string) {
+  constructor(
+    readonly p: Provider,
+    readonly id: string,
+  ) {
     super();
   }
   async run(m: Model, r: Real) {
@@ -102,7 +109,11 @@ class Withdraw extends Cmd {
 }
 
 class Reconcile extends Cmd {
-  constructor(readonly p: Provider, readonly ids: string[], readonly name: string) {
+  constructor(
+    readonly p: Provider,
+    readonly ids: string[],
+    readonly name: string,
+  ) {
     super();
   }
   async run(m: Model, r: Real) {
@@ -112,7 +123,13 @@ class Reconcile extends Cmd {
       url: `/api/acp/providers/${providerPath(r, this.p)}/resources`,
       headers: r.h.bearer(r.tokens[this.p]),
       payload: {
-        resources: this.ids.map((id) => ({ schemaVersion: 1, id: `${r.ns}-${id}`, name: this.name, description: `About ${id}.`, instructions: `Use ${id} via $HUABU_RFS_URL.` })),
+        resources: this.ids.map((id) => ({
+          schemaVersion: 1,
+          id: `${r.ns}-${id}`,
+          name: this.name,
+          description: `About ${id}.`,
+          instructions: `Use ${id} via $HUABU_RFS_URL.`,
+        })),
       },
     });
     const expected = conflict ? 409 : 200;
@@ -129,14 +146,20 @@ class Reconcile extends Cmd {
 }
 
 class CreateProfile extends Cmd {
-  constructor(readonly machine: 'mA' | 'mB', readonly selection: string[]) {
+  constructor(
+    readonly machine: 'mA' | 'mB',
+    readonly selection: string[],
+  ) {
     super();
   }
   override check(m: Readonly<Model>) {
     return m.profiles.length < 3;
   }
   async run(m: Model, r: Real) {
-    const expected = resolve(m, this.machine, this.selection) === 201 && selectionClash(m, this.selection) ? 422 : resolve(m, this.machine, this.selection);
+    const expected =
+      resolve(m, this.machine, this.selection) === 201 && selectionClash(m, this.selection)
+        ? 422
+        : resolve(m, this.machine, this.selection);
     const res = await r.h.app.inject({
       method: 'POST',
       url: '/api/acp/profiles',
@@ -158,7 +181,10 @@ class CreateProfile extends Cmd {
 }
 
 class PatchProfile extends Cmd {
-  constructor(readonly index: number, readonly selection: string[]) {
+  constructor(
+    readonly index: number,
+    readonly selection: string[],
+  ) {
     super();
   }
   override check(m: Readonly<Model>) {
@@ -182,7 +208,11 @@ class PatchProfile extends Cmd {
 }
 
 class Launch extends Cmd {
-  constructor(readonly index: number, readonly thread: string, readonly override: string[] | undefined) {
+  constructor(
+    readonly index: number,
+    readonly thread: string,
+    readonly override: string[] | undefined,
+  ) {
     super();
   }
   override check(m: Readonly<Model>) {
@@ -195,7 +225,8 @@ class Launch extends Cmd {
     const effective = this.override ?? profile.selection;
     let expected: number;
     if (stored) {
-      const same = stored.profile === pi && (this.override === undefined || JSON.stringify(this.override) === JSON.stringify(stored.resourceIds));
+      const same =
+        stored.profile === pi && (this.override === undefined || JSON.stringify(this.override) === JSON.stringify(stored.resourceIds));
       expected = same ? 200 : 409;
     } else {
       expected = resolve(m, profile.machine, effective) === 201 && !launchClash(m, profile.machine, effective) ? 201 : 422;
@@ -204,7 +235,12 @@ class Launch extends Cmd {
       method: 'POST',
       url: '/api/acp/launch',
       headers: r.h.owner,
-      payload: { profileId: profile.id, canvasId: r.ns, threadId: this.thread, ...(this.override ? { resourceIds: this.override.map((id) => `${r.ns}-${id}`) } : {}) },
+      payload: {
+        profileId: profile.id,
+        canvasId: r.ns,
+        threadId: this.thread,
+        ...(this.override ? { resourceIds: this.override.map((id) => `${r.ns}-${id}`) } : {}),
+      },
     });
     if (res.statusCode !== expected) throw new Error(`${this}: got ${res.statusCode}, model says ${expected}: ${res.body}`);
     if (expected === 201) {
@@ -253,18 +289,29 @@ t.test(`${RUNS} random command sequences agree with the model`, async (t) => {
       const model: Model = { resources: new Map(), profiles: [], threads: new Map() };
       await fc.asyncModelRun(() => ({ model, real }), cmds);
       executed += [...cmds].length;
-      const catalogue = (await h.app.inject({ url: '/api/acp/resources', headers: h.owner })).json().resources as { id: string; provider: string; name: string }[];
+      const catalogue = (await h.app.inject({ url: '/api/acp/resources', headers: h.owner })).json().resources as {
+        id: string;
+        provider: string;
+        name: string;
+      }[];
       const mine = catalogue.filter((rec) => rec.id.startsWith(`${ns}-`));
       const expected = [...model.resources]
         .map(([rid, rec]) => ({ id: `${ns}-${rid}`, provider: providerPath(real, rec.provider), name: rec.name }))
         .sort((a, b) => a.id.localeCompare(b.id));
       const actual = mine.map((rec) => ({ id: rec.id, provider: rec.provider, name: rec.name }));
-      if (JSON.stringify(actual) !== JSON.stringify(expected)) throw new Error(`catalogue ${JSON.stringify(actual)} != model ${JSON.stringify(expected)}`);
+      if (JSON.stringify(actual) !== JSON.stringify(expected))
+        throw new Error(`catalogue ${JSON.stringify(actual)} != model ${JSON.stringify(expected)}`);
       // Leave an empty registry to the next sequence, so every sequence costs the same.
       for (const p of ['huabu', 'mA', 'mB'] as const) {
-        await h.app.inject({ method: 'PUT', url: `/api/acp/providers/${providerPath(real, p)}/resources`, headers: h.bearer(tokens[p]), payload: { resources: [] } });
+        await h.app.inject({
+          method: 'PUT',
+          url: `/api/acp/providers/${providerPath(real, p)}/resources`,
+          headers: h.bearer(tokens[p]),
+          payload: { resources: [] },
+        });
       }
-      for (const profile of model.profiles) await h.app.inject({ method: 'DELETE', url: `/api/acp/profiles/${profile.id}`, headers: h.owner });
+      for (const profile of model.profiles)
+        await h.app.inject({ method: 'DELETE', url: `/api/acp/profiles/${profile.id}`, headers: h.owner });
     }),
     { numRuns: RUNS, seed: SEED },
   );

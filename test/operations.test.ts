@@ -18,7 +18,10 @@ t.test('metrics count requests by route pattern, store batches and catalogue reb
   const res = await h.app.inject({ url: '/metrics' });
   t.equal(res.statusCode, 200);
   t.match(res.headers['content-type'], /^text\/plain/);
-  t.match(res.body, /http_request_duration_seconds_count\{method="PUT",route="\/api\/acp\/providers\/:provider\/resources\/:id",status_code="201"\} 8/);
+  t.match(
+    res.body,
+    /http_request_duration_seconds_count\{method="PUT",route="\/api\/acp\/providers\/:provider\/resources\/:id",status_code="201"\} 8/,
+  );
   t.match(res.body, /registry_store_batch_operations_sum\{file="resources.json"\} 8/);
   t.match(res.body, /registry_store_write_duration_seconds_count\{file="resources.json",outcome="ok"\} \d+/);
   t.match(res.body, /registry_catalogue_cache_rebuilds_total\{view="all"\} 1/, 'two reads, one rebuild');
@@ -26,4 +29,3 @@ t.test('metrics count requests by route pattern, store batches and catalogue reb
   t.notMatch(res.body, 'tool-1');
   t.notMatch(res.body, CANARY.owner.slice(10, 22));
 });
-

@@ -7,7 +7,13 @@ import { build, type TestApp } from './helpers/build.js';
 import { DATABASE_URL, freshDatabase } from './helpers/postgres.js';
 
 function profileBody(fields: Record<string, unknown> = {}) {
-  return { alias: 'Reviewer', agentletId: 'mac-a', workingDirPath: '/home/me/site', launch: { kind: 'acp-command', command: 'claude-code-acp' }, ...fields };
+  return {
+    alias: 'Reviewer',
+    agentletId: 'mac-a',
+    workingDirPath: '/home/me/site',
+    launch: { kind: 'acp-command', command: 'claude-code-acp' },
+    ...fields,
+  };
 }
 
 const REFUSED: [string, Record<string, unknown>][] = [
@@ -22,7 +28,7 @@ const REFUSED: [string, Record<string, unknown>][] = [
   ['a newline in metadata.cliId', { metadata: { cliId: 'claude\ncode' } }],
 ];
 
-async function suite(t: Test, open: (t: Test) => Promise<TestApp>) {
+function suite(t: Test, open: (t: Test) => Promise<TestApp>): void {
   for (const [what, fields] of REFUSED) {
     t.test(`${what}: 400 on create and on PATCH, nothing stored`, async (t) => {
       const h = await open(t);
@@ -46,11 +52,17 @@ async function suite(t: Test, open: (t: Test) => Promise<TestApp>) {
   t.test('newline and tab inside customData strings are kept', async (t) => {
     const h = await open(t);
     const customData = { notes: 'first line\nsecond\tline', list: ['a\nb'] };
-    const created = await h.app.inject({ method: 'POST', url: '/api/acp/profiles', headers: h.owner, payload: profileBody({ customData, metadata: { cliId: 'claude-code' } }) });
+    const created = await h.app.inject({
+      method: 'POST',
+      url: '/api/acp/profiles',
+      headers: h.owner,
+      payload: profileBody({ customData, metadata: { cliId: 'claude-code' } }),
+    });
     t.equal(created.statusCode, 201, created.body);
     const read = await h.app.inject({ url: `/api/acp/profiles/${created.json().id}`, headers: h.owner });
     t.same(read.json().customData, customData);
   });
+  t.end();
 }
 
 /**
@@ -72,16 +84,65 @@ async function everyOtherField(t: Test, open: (t: Test) => Promise<TestApp>) {
     ['resource v1 instructions', put('r3', { schemaVersion: 1, name: 'n', description: 'd', instructions: nul })],
     ['resource v2 name', put('r4', { schemaVersion: 2, name: nul, sourceContent: 's' })],
     ['resource v2 sourceContent', put('r5', { schemaVersion: 2, name: 'n', sourceContent: nul })],
-    ['reconcile entry', h.app.inject({ method: 'PUT', url: '/api/acp/providers/huabu/resources', headers: h.huabu, payload: { resources: [{ schemaVersion: 2, id: 'r6', name: 'n', sourceContent: nul }] } })],
-    ['resource displayName', h.app.inject({ method: 'PATCH', url: '/api/acp/resources/held', headers: h.owner, payload: { displayName: nul } })],
-    ['resource userContent', h.app.inject({ method: 'PATCH', url: '/api/acp/resources/held', headers: h.owner, payload: { userContent: nul } })],
+    [
+      'reconcile entry',
+      h.app.inject({
+        method: 'PUT',
+        url: '/api/acp/providers/huabu/resources',
+        headers: h.huabu,
+        payload: { resources: [{ schemaVersion: 2, id: 'r6', name: 'n', sourceContent: nul }] },
+      }),
+    ],
+    [
+      'resource displayName',
+      h.app.inject({ method: 'PATCH', url: '/api/acp/resources/held', headers: h.owner, payload: { displayName: nul } }),
+    ],
+    [
+      'resource userContent',
+      h.app.inject({ method: 'PATCH', url: '/api/acp/resources/held', headers: h.owner, payload: { userContent: nul } }),
+    ],
     ['profile alias', h.app.inject({ method: 'POST', url: '/api/acp/profiles', headers: h.owner, payload: profileBody({ alias: nul }) })],
-    ['profile workingDirPath', h.app.inject({ method: 'POST', url: '/api/acp/profiles', headers: h.owner, payload: profileBody({ workingDirPath: `/${nul}` }) })],
-    ['profile launch command', h.app.inject({ method: 'POST', url: '/api/acp/profiles', headers: h.owner, payload: profileBody({ alias: 'Other', launch: { kind: 'acp-command', command: nul } }) })],
+    [
+      'profile workingDirPath',
+      h.app.inject({ method: 'POST', url: '/api/acp/profiles', headers: h.owner, payload: profileBody({ workingDirPath: `/${nul}` }) }),
+    ],
+    [
+      'profile launch command',
+      h.app.inject({
+        method: 'POST',
+        url: '/api/acp/profiles',
+        headers: h.owner,
+        payload: profileBody({ alias: 'Other', launch: { kind: 'acp-command', command: nul } }),
+      }),
+    ],
     ['machine ID', h.app.inject({ method: 'POST', url: '/api/acp/machines', headers: h.owner, payload: { machineId: nul } })],
-    ['launch additionalInitialPreamble', h.app.inject({ method: 'POST', url: '/api/acp/launch', headers: h.owner, payload: { profileId: profile.json().id, canvasId: 'c1', threadId: 't1', additionalInitialPreamble: nul } })],
-    ['launch workingDirPath', h.app.inject({ method: 'POST', url: '/api/acp/launch', headers: h.owner, payload: { profileId: profile.json().id, canvasId: 'c1', threadId: 't2', workingDirPath: `/${nul}` } })],
-    ['launch canvasId', h.app.inject({ method: 'POST', url: '/api/acp/launch', headers: h.owner, payload: { profileId: profile.json().id, canvasId: nul, threadId: 't3' } })],
+    [
+      'launch additionalInitialPreamble',
+      h.app.inject({
+        method: 'POST',
+        url: '/api/acp/launch',
+        headers: h.owner,
+        payload: { profileId: profile.json().id, canvasId: 'c1', threadId: 't1', additionalInitialPreamble: nul },
+      }),
+    ],
+    [
+      'launch workingDirPath',
+      h.app.inject({
+        method: 'POST',
+        url: '/api/acp/launch',
+        headers: h.owner,
+        payload: { profileId: profile.json().id, canvasId: 'c1', threadId: 't2', workingDirPath: `/${nul}` },
+      }),
+    ],
+    [
+      'launch canvasId',
+      h.app.inject({
+        method: 'POST',
+        url: '/api/acp/launch',
+        headers: h.owner,
+        payload: { profileId: profile.json().id, canvasId: nul, threadId: 't3' },
+      }),
+    ],
   ];
   for (const [what, pending] of cases) {
     const res = await pending;

@@ -16,7 +16,8 @@ const uiBody = (fields: Record<string, unknown> = {}) => ({
   customData: { icon: { shape: 'diamond', color: 'green' } },
   ...fields,
 });
-const post = (h: TestApp, payload: Record<string, unknown>) => h.app.inject({ method: 'POST', url: '/api/acp/profiles', headers: h.owner, payload });
+const post = (h: TestApp, payload: Record<string, unknown>) =>
+  h.app.inject({ method: 'POST', url: '/api/acp/profiles', headers: h.owner, payload });
 const patch = (h: TestApp, id: string, payload: Record<string, unknown>) =>
   h.app.inject({ method: 'PATCH', url: `/api/acp/profiles/${id}`, headers: h.owner, payload });
 
@@ -35,12 +36,13 @@ t.test('create without agentletId lands on DEFAULT_AGENTLET_ID; without one it i
   t.equal(refused.json().details.field, '/agentletId');
 });
 
-t.test('DEFAULT_AGENTLET_ID is checked once at start', async (t) => {
+t.test('DEFAULT_AGENTLET_ID is checked once at start', (t) => {
   for (const bad of ['huabu', 'has space', '-leading']) {
     t.throws(() => loadConfig(testEnv('/tmp/x', { DEFAULT_AGENTLET_ID: bad })), ConfigError, `${bad} is refused`);
   }
   t.equal(loadConfig(testEnv('/tmp/x', { DEFAULT_AGENTLET_ID: 'agentlet-7f3a' })).defaultAgentletId, 'agentlet-7f3a');
   t.equal(loadConfig(testEnv('/tmp/x')).defaultAgentletId, undefined);
+  t.end();
 });
 
 t.test('metadata {cliId} is stored, returned, patchable, and null clears it; customData null clears it', async (t) => {
@@ -85,7 +87,8 @@ t.test('aliases up to 255 characters on create and PATCH; UNC working directorie
   t.equal(created.json().alias, long);
   t.equal(created.json().workingDirPath, '\\\\fileserver\\share\\site');
   t.equal((await post(h, uiBody({ alias: 'S'.repeat(256) }))).statusCode, 400, '256 is too long');
-  for (const alias of [' Padded', 'Padded ']) t.equal((await post(h, uiBody({ alias }))).statusCode, 400, `${JSON.stringify(alias)}: surrounding whitespace is refused`);
+  for (const alias of [' Padded', 'Padded '])
+    t.equal((await post(h, uiBody({ alias }))).statusCode, 400, `${JSON.stringify(alias)}: surrounding whitespace is refused`);
   const renamed = await patch(h, created.json().id, { alias: 'Q'.repeat(255), workingDirPath: '\\\\other\\share' });
   t.equal(renamed.statusCode, 200, renamed.body);
   t.equal(renamed.json().alias.length, 255);
@@ -93,7 +96,9 @@ t.test('aliases up to 255 characters on create and PATCH; UNC working directorie
 });
 
 /** A DATA_DIR holding upstream's registry state (v4 fixture) with the member and profile-1 adjusted. */
-async function teamDataDir(adjust: (state: { members: Record<string, unknown>[]; profiles: Record<string, unknown>[]; configs: Record<string, unknown>[] }) => void) {
+async function teamDataDir(
+  adjust: (state: { members: Record<string, unknown>[]; profiles: Record<string, unknown>[]; configs: Record<string, unknown>[] }) => void,
+) {
   const doc = JSON.parse(await readFile(path.join('test', 'fixtures', 'registry', 'v4.json'), 'utf8'));
   adjust(doc.state);
   const dataDir = await tempDataDir();
@@ -102,38 +107,61 @@ async function teamDataDir(adjust: (state: { members: Record<string, unknown>[];
   return dataDir;
 }
 
-t.test("selectableProfileIds has upstream's meaning: command profiles, and manifest profiles ready on an active, configured member", async (t) => {
-  const cases: [string, Parameters<typeof teamDataDir>[0], string[]][] = [
-    ['not prepared', () => undefined, ['profile-2']],
-    ['ready', (s) => (s.profiles[0]!.preparation = { status: 'ready', completedAt: 100 }), ['profile-1', 'profile-2']],
-    ['ready, member missing', (s) => {
-      s.profiles[0]!.preparation = { status: 'ready', completedAt: 100 };
-      s.members[0] = { ...s.members[0], status: 'member_missing', discoveredBy: [] };
-    }, ['profile-2']],
-    ['ready, a required field without value', (s) => {
-      s.profiles[0]!.preparation = { status: 'ready', completedAt: 100 };
-      s.members[0]!.env = [{ name: 'MODEL', description: 'Model', required: true, secret: false }];
-    }, ['profile-2']],
-    ['ready, the required field configured', (s) => {
-      s.profiles[0]!.preparation = { status: 'ready', completedAt: 100 };
-      s.members[0]!.env = [{ name: 'MODEL', description: 'Model', required: true, secret: false }];
-      s.configs[0]!.values = { MODEL: 'gpt' };
-    }, ['profile-1', 'profile-2']],
-    ['ready, the required field has a default', (s) => {
-      s.profiles[0]!.preparation = { status: 'ready', completedAt: 100 };
-      s.members[0]!.env = [{ name: 'MODEL', description: 'Model', required: true, secret: false, default: 'gpt' }];
-    }, ['profile-1', 'profile-2']],
-    ['ready, a required secret (kept in Huabu, unseen here)', (s) => {
-      s.profiles[0]!.preparation = { status: 'ready', completedAt: 100 };
-      s.members[0]!.env = [{ name: 'API_KEY', description: 'Key', required: true, secret: true }];
-    }, ['profile-2']],
-  ];
-  for (const [what, adjust, selectable] of cases) {
-    const h = await build(t, { dataDir: await teamDataDir(adjust) });
-    const list = await h.app.inject({ url: '/api/acp/profiles', headers: h.owner });
-    t.equal(list.statusCode, 200);
-    t.same(list.json().selectableProfileIds, selectable, what);
-    t.equal(list.json().profiles.length, 2, `${what}: every profile is still listed`);
-    await h.app.close();
-  }
-});
+t.test(
+  "selectableProfileIds has upstream's meaning: command profiles, and manifest profiles ready on an active, configured member",
+  async (t) => {
+    const cases: [string, Parameters<typeof teamDataDir>[0], string[]][] = [
+      ['not prepared', () => undefined, ['profile-2']],
+      ['ready', (s) => (s.profiles[0]!.preparation = { status: 'ready', completedAt: 100 }), ['profile-1', 'profile-2']],
+      [
+        'ready, member missing',
+        (s) => {
+          s.profiles[0]!.preparation = { status: 'ready', completedAt: 100 };
+          s.members[0] = { ...s.members[0], status: 'member_missing', discoveredBy: [] };
+        },
+        ['profile-2'],
+      ],
+      [
+        'ready, a required field without value',
+        (s) => {
+          s.profiles[0]!.preparation = { status: 'ready', completedAt: 100 };
+          s.members[0]!.env = [{ name: 'MODEL', description: 'Model', required: true, secret: false }];
+        },
+        ['profile-2'],
+      ],
+      [
+        'ready, the required field configured',
+        (s) => {
+          s.profiles[0]!.preparation = { status: 'ready', completedAt: 100 };
+          s.members[0]!.env = [{ name: 'MODEL', description: 'Model', required: true, secret: false }];
+          s.configs[0]!.values = { MODEL: 'gpt' };
+        },
+        ['profile-1', 'profile-2'],
+      ],
+      [
+        'ready, the required field has a default',
+        (s) => {
+          s.profiles[0]!.preparation = { status: 'ready', completedAt: 100 };
+          s.members[0]!.env = [{ name: 'MODEL', description: 'Model', required: true, secret: false, default: 'gpt' }];
+        },
+        ['profile-1', 'profile-2'],
+      ],
+      [
+        'ready, a required secret (kept in Huabu, unseen here)',
+        (s) => {
+          s.profiles[0]!.preparation = { status: 'ready', completedAt: 100 };
+          s.members[0]!.env = [{ name: 'API_KEY', description: 'Key', required: true, secret: true }];
+        },
+        ['profile-2'],
+      ],
+    ];
+    for (const [what, adjust, selectable] of cases) {
+      const h = await build(t, { dataDir: await teamDataDir(adjust) });
+      const list = await h.app.inject({ url: '/api/acp/profiles', headers: h.owner });
+      t.equal(list.statusCode, 200);
+      t.same(list.json().selectableProfileIds, selectable, what);
+      t.equal(list.json().profiles.length, 2, `${what}: every profile is still listed`);
+      await h.app.close();
+    }
+  },
+);

@@ -32,9 +32,15 @@ const uiCommand = (fields: Record<string, unknown> = {}) => ({
 });
 /** A harness profile as upstream's create route stores one. */
 const uiHarness = (fields: Record<string, unknown> = {}) =>
-  uiCommand({ alias: 'Claude', launch: { kind: 'acp-harness', harnessId: 'claude-code', options: { autoApprove: true } }, metadata: { cliId: 'claude-code' }, ...fields });
+  uiCommand({
+    alias: 'Claude',
+    launch: { kind: 'acp-harness', harnessId: 'claude-code', options: { autoApprove: true } },
+    metadata: { cliId: 'claude-code' },
+    ...fields,
+  });
 
-const post = (h: TestApp, payload: Record<string, unknown>) => h.app.inject({ method: 'POST', url: '/api/acp/profiles', headers: h.owner, payload });
+const post = (h: TestApp, payload: Record<string, unknown>) =>
+  h.app.inject({ method: 'POST', url: '/api/acp/profiles', headers: h.owner, payload });
 const get = (h: TestApp, id: string) => h.app.inject({ url: `/api/acp/profiles/${id}`, headers: h.owner });
 const patch = (h: TestApp, id: string, payload: Record<string, unknown>, headers: Record<string, string> = {}) =>
   h.app.inject({ method: 'PATCH', url: `/api/acp/profiles/${id}`, headers: { ...h.owner, ...headers }, payload });
@@ -69,42 +75,49 @@ t.test('revision: 1 at create, +1 per change that changes something, the same af
   t.equal((await patch(again, id, { alias: 'Copilot 4', expectedRevision: 3 })).json().revision, 4, 'and counted on from there');
 });
 
-t.test('a stale expectedRevision is 409 profile_conflict and writes nothing; If-Match and expectedRevision refuse the same changes', async (t) => {
-  const h = await build(t, { env: { DEFAULT_AGENTLET_ID: 'mac-a' } });
-  const created = (await post(h, uiCommand())).json();
-  const etag1 = (await get(h, created.id)).headers.etag as string;
-  // Someone else changes the profile meanwhile.
-  const other = await patch(h, created.id, { alias: 'Changed elsewhere', expectedRevision: 1 });
-  t.equal(other.json().revision, 2);
-  const before = await readFile(registryFile(h));
+t.test(
+  'a stale expectedRevision is 409 profile_conflict and writes nothing; If-Match and expectedRevision refuse the same changes',
+  async (t) => {
+    const h = await build(t, { env: { DEFAULT_AGENTLET_ID: 'mac-a' } });
+    const created = (await post(h, uiCommand())).json();
+    const etag1 = (await get(h, created.id)).headers.etag as string;
+    // Someone else changes the profile meanwhile.
+    const other = await patch(h, created.id, { alias: 'Changed elsewhere', expectedRevision: 1 });
+    t.equal(other.json().revision, 2);
+    const before = await readFile(registryFile(h));
 
-  const stale = await patch(h, created.id, { alias: 'My edit', customData: { icon: { shape: 'spark', color: 'red' } }, expectedRevision: 1 });
-  t.equal(stale.statusCode, 409);
-  t.same(stale.json(), {
-    statusCode: 409,
-    code: 'profile_conflict',
-    error: 'Conflict',
-    message: `Profile ${created.id} is at revision 2, not 1: it changed meanwhile. Read it again and reapply your change.`,
-    details: { id: created.id, revision: 2, expectedRevision: 1 },
-  });
-  t.ok((await readFile(registryFile(h))).equals(before), 'the registry file is byte-identical');
-  const read = (await get(h, created.id)).json();
-  t.equal(read.alias, 'Changed elsewhere');
-  t.equal(read.revision, 2);
+    const stale = await patch(h, created.id, {
+      alias: 'My edit',
+      customData: { icon: { shape: 'spark', color: 'red' } },
+      expectedRevision: 1,
+    });
+    t.equal(stale.statusCode, 409);
+    t.same(stale.json(), {
+      statusCode: 409,
+      code: 'profile_conflict',
+      error: 'Conflict',
+      message: `Profile ${created.id} is at revision 2, not 1: it changed meanwhile. Read it again and reapply your change.`,
+      details: { id: created.id, revision: 2, expectedRevision: 1 },
+    });
+    t.ok((await readFile(registryFile(h))).equals(before), 'the registry file is byte-identical');
+    const read = (await get(h, created.id)).json();
+    t.equal(read.alias, 'Changed elsewhere');
+    t.equal(read.revision, 2);
 
-  // The ETag read at revision 1 is just as stale: both say the same thing changed meanwhile.
-  const staleEtag = await patch(h, created.id, { alias: 'My edit' }, { 'if-match': etag1 });
-  t.equal(staleEtag.statusCode, 412, 'If-Match keeps answering 412');
-  t.equal(staleEtag.json().code, 'precondition_failed');
-  const etag2 = (await get(h, created.id)).headers.etag as string;
-  const both = await patch(h, created.id, { alias: 'My edit', expectedRevision: 2 }, { 'if-match': etag2 });
-  t.equal(both.statusCode, 200, 'current ETag and current revision: the change goes through');
-  t.equal(both.json().revision, 3);
+    // The ETag read at revision 1 is just as stale: both say the same thing changed meanwhile.
+    const staleEtag = await patch(h, created.id, { alias: 'My edit' }, { 'if-match': etag1 });
+    t.equal(staleEtag.statusCode, 412, 'If-Match keeps answering 412');
+    t.equal(staleEtag.json().code, 'precondition_failed');
+    const etag2 = (await get(h, created.id)).headers.etag as string;
+    const both = await patch(h, created.id, { alias: 'My edit', expectedRevision: 2 }, { 'if-match': etag2 });
+    t.equal(both.statusCode, 200, 'current ETag and current revision: the change goes through');
+    t.equal(both.json().revision, 3);
 
-  t.equal((await patch(h, created.id, { expectedRevision: -1 })).statusCode, 400, 'a negative revision is not a revision');
-  t.equal((await patch(h, created.id, { expectedRevision: '3' })).statusCode, 400, 'a string is not a revision');
-  t.equal((await patch(h, created.id, { revision: 3 })).statusCode, 400, 'revision itself is not writable');
-});
+    t.equal((await patch(h, created.id, { expectedRevision: -1 })).statusCode, 400, 'a negative revision is not a revision');
+    t.equal((await patch(h, created.id, { expectedRevision: '3' })).statusCode, 400, 'a string is not a revision');
+    t.equal((await patch(h, created.id, { revision: 3 })).statusCode, 400, 'revision itself is not writable');
+  },
+);
 
 t.test('a profile stored without a revision reads as revision 1 and its first change stores 2', async (t) => {
   const first = await build(t, { env: { DEFAULT_AGENTLET_ID: 'mac-a' } });
@@ -119,7 +132,11 @@ t.test('a profile stored without a revision reads as revision 1 and its first ch
   const h = await build(t, { dataDir: first.dataDir, env: { DEFAULT_AGENTLET_ID: 'mac-a' } });
   t.equal((await get(h, id)).json().revision, 1);
   t.equal((await list(h)).json().profiles[0].revision, 1);
-  t.equal((await patch(h, id, { alias: 'Old one', expectedRevision: 0 })).statusCode, 409, "upstream's reading of a missing revision (0) is stale here");
+  t.equal(
+    (await patch(h, id, { alias: 'Old one', expectedRevision: 0 })).statusCode,
+    409,
+    "upstream's reading of a missing revision (0) is stale here",
+  );
   const changed = await patch(h, id, { alias: 'Old one', expectedRevision: 1 });
   t.equal(changed.json().revision, 2);
   t.equal(JSON.parse(await readFile(registryFile(h), 'utf8')).state.profiles[0].revision, 2);
@@ -152,7 +169,11 @@ t.test('acp-harness: created, read, listed, changed and launched like acp-comman
   const changed = await patch(h, profile.id, { alias: 'Claude Code', expectedRevision: 1 });
   t.equal(changed.statusCode, 200, changed.body);
   t.same(changed.json().launch, profile.launch, 'the launch stays');
-  t.equal((await patch(h, profile.id, { launch: { kind: 'acp-harness', harnessId: 'gemini' } })).statusCode, 400, 'the launch is not changed by PATCH');
+  t.equal(
+    (await patch(h, profile.id, { launch: { kind: 'acp-harness', harnessId: 'gemini' } })).statusCode,
+    400,
+    'the launch is not changed by PATCH',
+  );
 
   const launched = await h.app.inject({
     method: 'POST',
@@ -178,9 +199,14 @@ t.test('acp-harness: created, read, listed, changed and launched like acp-comman
   t.same(repeated.json(), launched.json(), 'the pinned record, harness included');
 
   const command = (await post(h, uiCommand())).json();
-  const plain = await h.app.inject({ method: 'POST', url: '/api/acp/launch', headers: h.owner, payload: { profileId: command.id, canvasId: 'canvas-1', threadId: 'thread-2' } });
+  const plain = await h.app.inject({
+    method: 'POST',
+    url: '/api/acp/launch',
+    headers: h.owner,
+    payload: { profileId: command.id, canvasId: 'canvas-1', threadId: 'thread-2' },
+  });
   t.equal(plain.statusCode, 201, plain.body);
-  t.notOk('launch' in plain.json().spec, 'a command profile\'s workload is as it always was');
+  t.notOk('launch' in plain.json().spec, "a command profile's workload is as it always was");
 
   const deleted = await h.app.inject({ method: 'DELETE', url: `/api/acp/profiles/${profile.id}`, headers: h.owner });
   t.equal(deleted.statusCode, 204, 'a harness profile is deleted like a command profile');
@@ -205,7 +231,11 @@ t.test("acp-harness: upstream's bounds for harnessId and options", async (t) => 
   const longest = await post(h, uiCommand({ alias: 'Longest', launch: { kind: 'acp-harness', harnessId: 'a'.repeat(64) } }));
   t.equal(longest.statusCode, 201, '64 characters are allowed');
   t.same(longest.json().launch, { kind: 'acp-harness', harnessId: 'a'.repeat(64) }, 'no options: none stored');
-  t.same(JSON.parse(await readFile(registryFile(h), 'utf8')).state.profiles.map((p: { alias: string }) => p.alias), ['Longest'], 'nothing refused was stored');
+  t.same(
+    JSON.parse(await readFile(registryFile(h), 'utf8')).state.profiles.map((p: { alias: string }) => p.alias),
+    ['Longest'],
+    'nothing refused was stored',
+  );
 });
 
 t.test('the harness ID is scanned for secrets like every field: 422 naming /launch/harnessId, nothing stored', async (t) => {
@@ -214,18 +244,29 @@ t.test('the harness ID is scanned for secrets like every field: 422 naming /laun
   const store = await JsonFileStore.open({ dataDir: await tempDataDir() });
   t.teardown(() => store.close());
   const profiles = new ProfileRegistry(store, new SecretScanner([known]), undefined, { defaultAgentletId: 'mac-a' });
-  const refused = await profiles.create(uiHarness({ launch: { kind: 'acp-harness', harnessId: known } }) as never, 'owner').catch((err: unknown) => err);
+  const refused = await profiles
+    .create(uiHarness({ launch: { kind: 'acp-harness', harnessId: known } }) as never, 'owner')
+    .catch((err: unknown) => err);
   t.ok(refused instanceof AppError);
   t.equal((refused as AppError).code, 'secret_detected');
   t.same((refused as AppError).details?.findings, [{ field: '/launch/harnessId', rule: 'configured-credential' }]);
-  t.notMatch(JSON.stringify({ message: (refused as AppError).message, details: (refused as AppError).details }), known, 'the value is not echoed');
+  t.notMatch(
+    JSON.stringify({ message: (refused as AppError).message, details: (refused as AppError).details }),
+    known,
+    'the value is not echoed',
+  );
   t.same(await store.listProfiles(), [], 'nothing stored');
   t.equal((await profiles.create(uiHarness() as never, 'owner')).profile.revision, 1, 'a clean harness ID is stored');
 });
 
 // An enrolled machine without its channel is `disconnected` and offline (it was `enrolled`, `online: true`
 // before the machine channel existed); test/machine-channel.test.ts covers `connected`.
-const offline = (id: string) => ({ id, status: 'disconnected', online: false, lastError: `Machine ${id} is enrolled but not connected: run \`agentlet-resources serve\` on it.` });
+const offline = (id: string) => ({
+  id,
+  status: 'disconnected',
+  online: false,
+  lastError: `Machine ${id} is enrolled but not connected: run \`agentlet-resources serve\` on it.`,
+});
 
 t.test("the list's agentlet: the default machine and what the registry knows of it", async (t) => {
   const none = await build(t);
@@ -273,7 +314,11 @@ t.test('create without agentletId: DEFAULT_AGENTLET_ID, else the one enrolled ma
   const two = await post(h, uiCommand({ alias: 'Second' }));
   t.equal(two.statusCode, 400, 'two machines: the service does not guess');
   t.match(two.json().message, 'DEFAULT_AGENTLET_ID');
-  t.equal((await post(h, uiCommand({ alias: 'Second', agentletId: 'desktop' }))).json().agentletId, 'desktop', 'a given agentletId still wins');
+  t.equal(
+    (await post(h, uiCommand({ alias: 'Second', agentletId: 'desktop' }))).json().agentletId,
+    'desktop',
+    'a given agentletId still wins',
+  );
 
   const revoke = await h.app.inject({ method: 'DELETE', url: '/api/acp/machines/desktop', headers: h.owner });
   t.equal(revoke.statusCode, 204);
@@ -304,7 +349,7 @@ t.test('HUABU_COMPAT=1: create answers 200 and delete 200 {deleted: true}; off: 
     t.equal(deleted.status, compat ? 200 : 204, `compat ${compat}: delete status`);
     const body = await deleted.text();
     if (compat) {
-      t.equal(body, '{"deleted":true}', 'upstream\'s answer, byte for byte');
+      t.equal(body, '{"deleted":true}', "upstream's answer, byte for byte");
       t.match(deleted.headers.get('content-type'), /^application\/json/);
     } else {
       t.equal(body, '', 'no body');

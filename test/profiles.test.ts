@@ -67,7 +67,11 @@ t.test('the owner creates, reads, lists and deletes a profile that selects resou
   // With upstream's empty Agent Team state around the profiles, so upstream's store reads the file too.
   t.same(onDisk, { schemaVersion: 4, state: { roots: [], members: [], profiles: [profile], configs: [] } });
 
-  const gone = await h.app.inject({ method: 'DELETE', url: `/api/acp/profiles/${profile.id}`, headers: { ...h.owner, 'if-match': read.headers.etag as string } });
+  const gone = await h.app.inject({
+    method: 'DELETE',
+    url: `/api/acp/profiles/${profile.id}`,
+    headers: { ...h.owner, 'if-match': read.headers.etag as string },
+  });
   t.equal(gone.statusCode, 204);
   const missing = await h.app.inject({ url: `/api/acp/profiles/${profile.id}`, headers: h.owner });
   t.equal(missing.statusCode, 404);
@@ -75,7 +79,10 @@ t.test('the owner creates, reads, lists and deletes a profile that selects resou
   const again = await h.app.inject({ method: 'DELETE', url: `/api/acp/profiles/${profile.id}`, headers: h.owner });
   t.equal(again.json().code, 'profile_not_found');
 
-  const audit = (await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+  const audit = (await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   t.same(
     audit.filter((a) => a.action.startsWith('profile.')).map((a) => [a.actor, a.action, a.id, a.outcome]),
     [
@@ -173,17 +180,34 @@ t.test('PATCH replaces the whole resource list and leaves other fields alone', a
     headers: h.owner,
     payload: { alias: 'Writer', workingDirPath: '/srv/work', customData: { b: 'two' } },
   });
-  t.same(renamed.json(), { ...created, revision: 5, alias: 'Writer', workingDirPath: '/srv/work', resourceIds: [], customData: { b: 'two' } });
+  t.same(renamed.json(), {
+    ...created,
+    revision: 5,
+    alias: 'Writer',
+    workingDirPath: '/srv/work',
+    resourceIds: [],
+    customData: { b: 'two' },
+  });
 
   const read = await h.app.inject({ url, headers: h.owner });
   t.same(read.json(), renamed.json());
   t.equal(read.headers.etag, renamed.headers.etag, 'the PATCH response carries the new ETag');
 
-  for (const payload of [{ agentletId: 'mac-b' }, { launch: { kind: 'acp-command', command: 'x' } }, { schemaVersion: 2 }, { id: 'prf-other' }]) {
+  for (const payload of [
+    { agentletId: 'mac-b' },
+    { launch: { kind: 'acp-command', command: 'x' } },
+    { schemaVersion: 2 },
+    { id: 'prf-other' },
+  ]) {
     const res = await h.app.inject({ method: 'PATCH', url, headers: h.owner, payload });
     t.equal(res.statusCode, 400, `PATCH of ${Object.keys(payload)[0]} is refused`);
   }
-  const missing = await h.app.inject({ method: 'PATCH', url: '/api/acp/profiles/prf-nosuchprofile00', headers: h.owner, payload: { alias: 'x' } });
+  const missing = await h.app.inject({
+    method: 'PATCH',
+    url: '/api/acp/profiles/prf-nosuchprofile00',
+    headers: h.owner,
+    payload: { alias: 'x' },
+  });
   t.equal(missing.statusCode, 404);
   t.equal(missing.json().code, 'profile_not_found');
 });
@@ -209,11 +233,21 @@ t.test('If-Match: two PATCHes with the same ETag, exactly one wins', async (t) =
   t.equal(stale.statusCode, 412, 'DELETE honours If-Match too');
   t.equal((await h.app.inject({ url, headers: h.owner })).statusCode, 200, 'and the profile is still there');
 
-  const fresh = await h.app.inject({ method: 'PATCH', url, headers: { ...h.owner, 'if-match': read.headers.etag as string }, payload: { alias: 'C' } });
+  const fresh = await h.app.inject({
+    method: 'PATCH',
+    url,
+    headers: { ...h.owner, 'if-match': read.headers.etag as string },
+    payload: { alias: 'C' },
+  });
   t.equal(fresh.statusCode, 200);
   const any = await h.app.inject({ method: 'PATCH', url, headers: { ...h.owner, 'if-match': '*' }, payload: { alias: 'D' } });
   t.equal(any.statusCode, 200, '`*` matches any existing profile');
-  const weak = await h.app.inject({ method: 'PATCH', url, headers: { ...h.owner, 'if-match': `W/${any.headers.etag}` }, payload: { alias: 'E' } });
+  const weak = await h.app.inject({
+    method: 'PATCH',
+    url,
+    headers: { ...h.owner, 'if-match': `W/${any.headers.etag}` },
+    payload: { alias: 'E' },
+  });
   t.equal(weak.statusCode, 412, 'weak ETags never match (strong comparison)');
   const unconditional = await h.app.inject({ method: 'PATCH', url, headers: h.owner, payload: { alias: 'F' } });
   t.equal(unconditional.statusCode, 200, 'without If-Match the change is unconditional');
@@ -229,10 +263,20 @@ t.test('aliases are unique ignoring case', async (t) => {
   t.equal(clash.json().details.id, first.json().id);
 
   const other = (await create(h, { alias: 'Writer' })).json();
-  const patchClash = await h.app.inject({ method: 'PATCH', url: `/api/acp/profiles/${other.id}`, headers: h.owner, payload: { alias: 'REVIEWER' } });
+  const patchClash = await h.app.inject({
+    method: 'PATCH',
+    url: `/api/acp/profiles/${other.id}`,
+    headers: h.owner,
+    payload: { alias: 'REVIEWER' },
+  });
   t.equal(patchClash.statusCode, 409);
   t.equal(patchClash.json().code, 'alias_conflict');
-  const ownCase = await h.app.inject({ method: 'PATCH', url: `/api/acp/profiles/${first.json().id}`, headers: h.owner, payload: { alias: 'REVIEWER' } });
+  const ownCase = await h.app.inject({
+    method: 'PATCH',
+    url: `/api/acp/profiles/${first.json().id}`,
+    headers: h.owner,
+    payload: { alias: 'REVIEWER' },
+  });
   t.equal(ownCase.statusCode, 200, 'a profile may change the case of its own alias');
 
   // 255 is upstream's bound (DESIGN §2; it was 64).
@@ -254,13 +298,26 @@ t.test('field rules: workingDirPath, customData, schemaVersion, launch kind', as
   t.equal(big.json().details.field, '/customData');
   t.equal((await create(h, { customData: [1, 2] })).statusCode, 400, 'customData must be an object');
 
-  const versioned = await h.app.inject({ method: 'POST', url: '/api/acp/profiles', headers: h.owner, payload: { ...profileBody(), schemaVersion: 2 } });
+  const versioned = await h.app.inject({
+    method: 'POST',
+    url: '/api/acp/profiles',
+    headers: h.owner,
+    payload: { ...profileBody(), schemaVersion: 2 },
+  });
   t.equal(versioned.statusCode, 400);
   t.equal(versioned.json().code, 'validation_failed');
-  const withId = await h.app.inject({ method: 'POST', url: '/api/acp/profiles', headers: h.owner, payload: { ...profileBody(), id: 'prf-mine' } });
+  const withId = await h.app.inject({
+    method: 'POST',
+    url: '/api/acp/profiles',
+    headers: h.owner,
+    payload: { ...profileBody(), id: 'prf-mine' },
+  });
   t.equal(withId.statusCode, 400);
 
-  const manifest = await create(h, { alias: 'team', launch: { kind: 'agent-team-manifest', manifestPath: '/teams/a.yaml', harness: 'claude' } });
+  const manifest = await create(h, {
+    alias: 'team',
+    launch: { kind: 'agent-team-manifest', manifestPath: '/teams/a.yaml', harness: 'claude' },
+  });
   t.equal(manifest.statusCode, 409);
   t.equal(manifest.json().code, 'invalid_profile_kind');
 });
@@ -285,7 +342,12 @@ t.test('a secret in customData is refused naming the field, never echoing the va
   t.equal(inPath.json().details.findings[0].field, '/workingDirPath');
 
   const ok = (await create(h)).json();
-  const patch = await h.app.inject({ method: 'PATCH', url: `/api/acp/profiles/${ok.id}`, headers: h.owner, payload: { customData: { k: secret } } });
+  const patch = await h.app.inject({
+    method: 'PATCH',
+    url: `/api/acp/profiles/${ok.id}`,
+    headers: h.owner,
+    payload: { customData: { k: secret } },
+  });
   t.equal(patch.statusCode, 422);
   t.equal(patch.json().details.findings[0].field, '/customData/k');
   t.notMatch(await readFile(path.join(h.dataDir, 'agent-team', 'registry.json'), 'utf8'), secret, 'nothing of it was stored');
@@ -303,9 +365,19 @@ t.test('withdrawing a selected resource does not touch the profile', async (t) =
   t.same(after.json().resourceIds, ['local-git', 'web-search'], 'the profile still lists the withdrawn ID');
   t.equal(after.headers.etag, before.headers.etag, 'the profile did not change at all');
 
-  const keep = await h.app.inject({ method: 'PATCH', url: `/api/acp/profiles/${created.id}`, headers: h.owner, payload: { alias: 'Renamed' } });
+  const keep = await h.app.inject({
+    method: 'PATCH',
+    url: `/api/acp/profiles/${created.id}`,
+    headers: h.owner,
+    payload: { alias: 'Renamed' },
+  });
   t.equal(keep.statusCode, 200, 'a PATCH that leaves resourceIds alone is not refused for the stale ID');
-  const reselect = await h.app.inject({ method: 'PATCH', url: `/api/acp/profiles/${created.id}`, headers: h.owner, payload: { resourceIds: ['local-git'] } });
+  const reselect = await h.app.inject({
+    method: 'PATCH',
+    url: `/api/acp/profiles/${created.id}`,
+    headers: h.owner,
+    payload: { resourceIds: ['local-git'] },
+  });
   t.equal(reselect.json().code, 'unresolved_resource_ids', 'selecting it again is refused');
 });
 

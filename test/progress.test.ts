@@ -51,6 +51,7 @@ t.test('the migrate command prints only its report when stdout and stderr are no
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
   t.equal(code, 0);
   t.equal(stderr, '', 'nothing on stderr');
+  // eslint-disable-next-line no-control-regex -- ESC starts the escape sequences a progress bar draws with
   t.notMatch(stdout, /[\r\u001b]|█|░|%/, 'no bar, no carriage return, no escape sequence');
   t.match(stdout, /registry file v1 → v4/, 'the report is there');
 });
@@ -59,7 +60,15 @@ t.test('on a terminal, a large file gets a bar per stage; a small file none', as
   const dataDir = await largeV1DataDir();
   const terminal = fakeTerminal();
   const out: string[] = [];
-  t.equal(await runMigrate(['--data-dir', dataDir], (l) => out.push(l), () => undefined, terminalProgress(terminal)), 0);
+  t.equal(
+    await runMigrate(
+      ['--data-dir', dataDir],
+      (l) => out.push(l),
+      () => undefined,
+      terminalProgress(terminal),
+    ),
+    0,
+  );
   const drawn = terminal.text();
   for (const stage of ['reading registry.json', 'migrating', 'writing']) t.match(drawn, stage, `the ${stage} stage is drawn`);
   t.match(drawn, /100% \d+\/\d+ bytes/, 'reading ends at 100% of the bytes');
@@ -69,11 +78,19 @@ t.test('on a terminal, a large file gets a bar per stage; a small file none', as
   await mkdir(path.join(small, 'agent-team'), { recursive: true });
   await writeFile(path.join(small, 'agent-team', 'registry.json'), await readFile(path.join('test', 'fixtures', 'registry', 'v2.json')));
   const quiet = fakeTerminal();
-  t.equal(await runMigrate(['--data-dir', small], () => undefined, () => undefined, terminalProgress(quiet)), 0);
+  t.equal(
+    await runMigrate(
+      ['--data-dir', small],
+      () => undefined,
+      () => undefined,
+      terminalProgress(quiet),
+    ),
+    0,
+  );
   t.equal(quiet.text(), '', 'a small file draws nothing');
 });
 
-t.test('terminalProgress draws nothing on a stream that is not a TTY', async (t) => {
+t.test('terminalProgress draws nothing on a stream that is not a TTY', (t) => {
   const stream = fakeTerminal();
   stream.isTTY = false;
   const progress = terminalProgress(stream);
@@ -81,4 +98,5 @@ t.test('terminalProgress draws nothing on a stream that is not a TTY', async (t)
   progress.advance(10);
   progress.done();
   t.equal(stream.text(), '');
+  t.end();
 });

@@ -76,14 +76,22 @@ t.test('the README quick start and Agentlet walk-through run top to bottom', asy
   const log = await readFile(path.join(dir, 'registry.log'), 'utf8').catch(() => '(no registry.log)');
   const steps = out.split(new RegExp(`^${MARK} `, 'm'));
   const lastStep = steps.at(-1)!.split('\n')[0];
-  t.equal(code, 0, `every block ran (stopped in block ${lastStep}):\n${err}\n--- registry.log tail:\n${log.split('\n').slice(-6).join('\n')}`);
+  t.equal(
+    code,
+    0,
+    `every block ran (stopped in block ${lastStep}):\n${err}\n--- registry.log tail:\n${log.split('\n').slice(-6).join('\n')}`,
+  );
   t.match(out, new RegExp(`${MARK} end`), 'reached the end');
 
   const step = (n: number) => steps.find((s) => s.startsWith(`${n}\n`)) ?? '';
   t.match(step(3), /"id":"web-search"/, 'huabu registered web-search');
   t.match(step(5), /"created":\["pdf-tools"\]/, 'the machine published pdf-tools (a real reconcile, not a dry run)');
   t.match(step(6), /"id":"pdf-tools"[\s\S]*"id":"web-search"|"id":"web-search"[\s\S]*"id":"pdf-tools"/);
-  t.match(step(8), /"resourceIds":\["huabu-access","local-resource-management","web-search","pdf-tools"\]/, 'the launch pinned the defaults and the selection');
+  t.match(
+    step(8),
+    /"resourceIds":\["huabu-access","local-resource-management","web-search","pdf-tools"\]/,
+    'the launch pinned the defaults and the selection',
+  );
   const agentView = step(10);
   t.match(agentView, /"id":"pdf-tools"/, "the agent sees its machine's record");
   t.match(agentView, /"id":"web-search"/, "and huabu's");

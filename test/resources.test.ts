@@ -41,7 +41,10 @@ t.test('a provider registers, replaces and withdraws its own record', async (t) 
   const onDisk = JSON.parse(await readFile(path.join(h.dataDir, 'agent-resources', 'resources.json'), 'utf8'));
   t.match(onDisk, { schemaVersion: 1, state: { resources: [] } });
   t.same(await readStoredResources(h.dataDir), [], 'the file with its journal replayed holds nothing');
-  const audit = (await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+  const audit = (await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   t.same(
     audit.map((a) => [a.actor, a.action, a.id, a.outcome]),
     [
@@ -72,7 +75,12 @@ t.test('bad input is rejected with a stable code and nothing is stored', async (
     ['provider mismatch', { ...base, provider: 'agentlet-a' }, 400, 'validation_failed'],
     ['GitHub token', { ...base, instructions: `Use token ghp_${'a1B2'.repeat(9)} to call it.` }, 422, 'secret_detected'],
     ['own token format', { ...base, description: `see ${HUABU_TOKEN}` }, 422, 'secret_detected'],
-    ['JWT', { ...base, instructions: 'Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U' }, 422, 'secret_detected'],
+    [
+      'JWT',
+      { ...base, instructions: 'Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U' },
+      422,
+      'secret_detected',
+    ],
     ['connection string', { ...base, instructions: 'Connect to postgres://app:s3cretpw@db.internal:5432/main' }, 422, 'secret_detected'],
   ];
   for (const [name, payload, status, code] of cases) {
@@ -117,13 +125,21 @@ t.test("another provider's ID is a conflict and the held record stays byte-for-b
   t.equal(put.statusCode, 409);
   t.equal(put.json().code, 'resource_conflict');
   t.same(put.json().details, { ids: ['web-search'], conflicts: [{ id: 'web-search', provider: 'huabu' }] });
-  const del = await h.app.inject({ method: 'DELETE', url: '/api/acp/providers/agentlet-a/resources/web-search', headers: h.bearer(machine) });
+  const del = await h.app.inject({
+    method: 'DELETE',
+    url: '/api/acp/providers/agentlet-a/resources/web-search',
+    headers: h.bearer(machine),
+  });
   t.equal(del.statusCode, 409);
   t.same(await storedBytes(h.dataDir), before, 'file unchanged');
   const read = await h.app.inject({ url: '/api/acp/resources/web-search', headers: h.owner });
   t.equal(read.json().provider, 'huabu');
   t.equal(read.json().name, 'Name of web-search');
-  const missing = await h.app.inject({ method: 'DELETE', url: '/api/acp/providers/agentlet-a/resources/nothing-here', headers: h.bearer(machine) });
+  const missing = await h.app.inject({
+    method: 'DELETE',
+    url: '/api/acp/providers/agentlet-a/resources/nothing-here',
+    headers: h.bearer(machine),
+  });
   t.equal(missing.statusCode, 404);
 });
 
@@ -138,7 +154,10 @@ t.test('50 concurrent conflicting registrations of one ID leave exactly one owne
   const owner = (await h.app.inject({ url: '/api/acp/resources/shared-tool', headers: h.owner })).json().provider as string;
   const winners = results.filter((r) => r.statusCode < 300);
   t.ok(winners.length >= 1);
-  t.ok(winners.every((r) => r.json().provider === owner), 'every acknowledged write belongs to the single owner');
+  t.ok(
+    winners.every((r) => r.json().provider === owner),
+    'every acknowledged write belongs to the single owner',
+  );
   const losers = results.filter((r) => r.statusCode === 409);
   t.equal(winners.length + losers.length, 50, 'every other attempt is a conflict');
   t.ok(losers.every((r) => r.json().details.conflicts[0].provider === owner));
@@ -176,19 +195,37 @@ t.test('reconcile replaces the whole set atomically; dry-run and conflicts chang
   t.same(conflict.json().details.conflicts, [{ id: 'web-search', provider: 'huabu' }]);
   t.same(await storedBytes(h.dataDir), before, 'a conflict changes nothing');
 
-  const dup = await h.app.inject({ method: 'PUT', url, headers: h.bearer(a), payload: { resources: [entry('tool-one'), entry('tool-one')] } });
+  const dup = await h.app.inject({
+    method: 'PUT',
+    url,
+    headers: h.bearer(a),
+    payload: { resources: [entry('tool-one'), entry('tool-one')] },
+  });
   t.equal(dup.statusCode, 400);
 
   const applied = await h.app.inject({ method: 'PUT', url, headers: h.bearer(a), payload: desired });
-  t.same(applied.json(), { dryRun: false, created: ['tool-four'], replaced: ['tool-two'], withdrawn: ['tool-three'], unchanged: ['tool-one'] });
+  t.same(applied.json(), {
+    dryRun: false,
+    created: ['tool-four'],
+    replaced: ['tool-two'],
+    withdrawn: ['tool-three'],
+    unchanged: ['tool-one'],
+  });
   const mine = await h.app.inject({ url, headers: h.bearer(a) });
-  t.same(mine.json().resources.map((r: { id: string; name: string }) => [r.id, r.name]), [
-    ['tool-four', 'Name of tool-four'],
-    ['tool-one', 'Name of tool-one'],
-    ['tool-two', 'Renamed'],
-  ]);
+  t.same(
+    mine.json().resources.map((r: { id: string; name: string }) => [r.id, r.name]),
+    [
+      ['tool-four', 'Name of tool-four'],
+      ['tool-one', 'Name of tool-one'],
+      ['tool-two', 'Renamed'],
+    ],
+  );
   const all = await h.app.inject({ url: '/api/acp/resources', headers: h.owner });
-  t.same(all.json().resources.map((r: { id: string }) => r.id), ['tool-four', 'tool-one', 'tool-two', 'web-search'], "other providers' records untouched");
+  t.same(
+    all.json().resources.map((r: { id: string }) => r.id),
+    ['tool-four', 'tool-one', 'tool-two', 'web-search'],
+    "other providers' records untouched",
+  );
 
   const empty = await h.app.inject({ method: 'PUT', url, headers: h.bearer(a), payload: { resources: [] } });
   t.same(empty.json().withdrawn, ['tool-four', 'tool-one', 'tool-two'], 'an empty set withdraws everything of this provider');
@@ -202,7 +239,10 @@ t.test('the catalogue: sorted, filtered by provider, ETag changes on write, 304 
   const first = await h.app.inject({ url: '/api/acp/resources', headers: h.owner });
   t.equal(first.statusCode, 200);
   t.match(first.headers['content-type'], /^application\/json/);
-  t.same(first.json().resources.map((r: { id: string }) => r.id), ['a-local-tool', 'web-search']);
+  t.same(
+    first.json().resources.map((r: { id: string }) => r.id),
+    ['a-local-tool', 'web-search'],
+  );
   const etag = first.headers.etag as string;
   t.match(etag, /^"[A-Za-z0-9_-]+"$/);
 
@@ -213,7 +253,10 @@ t.test('the catalogue: sorted, filtered by provider, ETag changes on write, 304 
   t.equal(weak.statusCode, 304, 'weak comparison over a list');
 
   const filtered = await h.app.inject({ url: '/api/acp/resources?provider=agentlet-a', headers: h.owner });
-  t.same(filtered.json().resources.map((r: { id: string }) => r.id), ['a-local-tool']);
+  t.same(
+    filtered.json().resources.map((r: { id: string }) => r.id),
+    ['a-local-tool'],
+  );
   t.not(filtered.headers.etag, etag, 'each view has its own ETag');
 
   await h.put('huabu', HUABU_TOKEN, 'web-search', { name: 'Changed' });
@@ -247,11 +290,21 @@ t.test('the dry-run validator reports every issue without storing anything', asy
   });
   t.equal(bad.statusCode, 200);
   t.equal(bad.json().valid, false);
-  const codes = bad.json().issues.map((i: { code: string; field: string }) => `${i.code} ${i.field}`).sort();
+  const codes = bad
+    .json()
+    .issues.map((i: { code: string; field: string }) => `${i.code} ${i.field}`)
+    .sort();
   t.same(codes, ['resource_conflict /id', 'secret_detected /instructions', 'validation_failed ', 'validation_failed /name']);
   t.notMatch(bad.body, 'ghp_');
 
-  const asOwner = await validate(h.owner, { schemaVersion: 1, id: 'web-search', provider: 'huabu', name: 'n', description: 'd', instructions: 'i' });
+  const asOwner = await validate(h.owner, {
+    schemaVersion: 1,
+    id: 'web-search',
+    provider: 'huabu',
+    name: 'n',
+    description: 'd',
+    instructions: 'i',
+  });
   t.same(asOwner.json(), { valid: true, issues: [] }, 'huabu may replace its own record');
   t.equal((await h.app.inject({ url: '/api/acp/resources/my-tool', headers: h.owner })).statusCode, 404, 'nothing stored');
 });
@@ -265,9 +318,15 @@ t.test('RFS shows huabu records and the token machine records only', async (t) =
   await h.put('agentlet-b', b, 'tool-b');
   const token = await h.canvasToken('canvas-x', 'agentlet-a');
   const list = await h.app.inject({ url: '/api/rfs/canvas-x/resources', headers: h.bearer(token) });
-  t.same(list.json().resources.map((r: { id: string }) => r.id), ['tool-a', 'web-search']);
+  t.same(
+    list.json().resources.map((r: { id: string }) => r.id),
+    ['tool-a', 'web-search'],
+  );
   const etag = list.headers.etag as string;
-  t.equal((await h.app.inject({ url: '/api/rfs/canvas-x/resources', headers: { ...h.bearer(token), 'if-none-match': etag } })).statusCode, 304);
+  t.equal(
+    (await h.app.inject({ url: '/api/rfs/canvas-x/resources', headers: { ...h.bearer(token), 'if-none-match': etag } })).statusCode,
+    304,
+  );
   const own = await h.app.inject({ url: '/api/rfs/canvas-x/resources/tool-a', headers: h.bearer(token) });
   t.equal(own.json().provider, 'agentlet-a');
   const other = await h.app.inject({ url: '/api/rfs/canvas-x/resources/tool-b', headers: h.bearer(token) });
@@ -291,9 +350,7 @@ t.test('JSON store: a registration stands when its audit line cannot be appended
   t.teardown(() => store.close());
   // The audit log failing (a full disk, say) after the resources document is durable.
   const log = Reflect.get(store, 'audit') as { append(entries: unknown[]): Promise<void> };
-  log.append = async () => {
-    throw new Error('ENOSPC: no space left on device');
-  };
+  log.append = () => Promise.reject(new Error('ENOSPC: no space left on device'));
   const reported: unknown[] = [];
   const audit = new AuditTrail(store, { now: () => new Date('2026-01-01T00:00:00.000Z') }, (err) => reported.push(err));
   const registry = new ResourceRegistry(store, new SecretScanner(), audit);

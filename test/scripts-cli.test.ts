@@ -11,9 +11,12 @@ t.setTimeout(300_000);
 
 const ROOT = process.cwd();
 
-t.test('--help on every script: exit 0 and a usage line', async (t) => {
+t.test('--help on every script: exit 0 and a usage line', (t) => {
   const scripts: [string, RegExp][] = [
-    ['dist/scripts/migrate.js', /usage: npm run migrate -- --data-dir DIR \[--dry-run\][\s\S]*DATABASE_URL=postgres:\/\/\.\.\. npm run migrate/],
+    [
+      'dist/scripts/migrate.js',
+      /usage: npm run migrate -- --data-dir DIR \[--dry-run\][\s\S]*DATABASE_URL=postgres:\/\/\.\.\. npm run migrate/,
+    ],
     ['dist/scripts/import-json.js', /usage: DATABASE_URL=postgres:\/\/\.\.\. npm run import -- --data-dir DIR/],
     ['dist/scripts/backup.js', /usage: npm run backup -- --to DIR \[--data-dir DIR\] \[--with-credentials\][\s\S]*pg_dump/],
     ['dist/src/agentlet/cli.js', /agentlet-resources/],
@@ -21,21 +24,30 @@ t.test('--help on every script: exit 0 and a usage line', async (t) => {
     ['scripts/build-if-changed.mjs', /usage: node scripts\/build-if-changed\.mjs/],
   ];
   for (const [script, usage] of scripts) {
-    const run = spawnSync(process.execPath, [script, '--help'], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' }, timeout: 60_000 });
+    const run = spawnSync(process.execPath, [script, '--help'], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '' },
+      timeout: 60_000,
+    });
     t.equal(run.status, 0, `${script} --help exits 0`);
     t.match(run.stdout, usage, `${script} prints its usage`);
     t.notMatch(run.stdout + run.stderr, /unknown argument/);
   }
+  t.end();
 });
 
 t.test('build-if-changed builds on the first run and after a source changes, not otherwise', async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'arr-build-'));
   t.teardown(() => execFileSync('rm', ['-rf', dir]));
   await mkdir(path.join(dir, 'src'));
-  await writeFile(path.join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { outDir: 'dist', rootDir: '.', module: 'nodenext', target: 'es2022' }, include: ['src'] }));
+  await writeFile(
+    path.join(dir, 'tsconfig.json'),
+    JSON.stringify({ compilerOptions: { outDir: 'dist', rootDir: '.', module: 'nodenext', target: 'es2022' }, include: ['src'] }),
+  );
   await writeFile(path.join(dir, 'src', 'a.ts'), 'export const a: number = 1;\n');
   await symlink(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
-  const run = () => spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'build-if-changed.mjs')], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
+  const run = () =>
+    spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'build-if-changed.mjs')], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
 
   const first = run();
   t.equal(first.status, 0, first.stderr);

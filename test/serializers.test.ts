@@ -38,9 +38,25 @@ t.test('nothing is compiled while the app boots; a response is compiled once, wh
   t.ok(w.asked.length > 40, `Fastify handed over the routes' response schemas (${w.asked.length})`);
   t.same(w.compiled, [], 'no serializer compiled at boot');
 
-  const put = await app.inject({ method: 'PUT', url: '/api/acp/providers/huabu/resources/web-search', headers: huabu, payload: { schemaVersion: 1, name: 'Web search', description: 'Searches the web.', instructions: 'Ask the host.' } });
+  const put = await app.inject({
+    method: 'PUT',
+    url: '/api/acp/providers/huabu/resources/web-search',
+    headers: huabu,
+    payload: { schemaVersion: 1, name: 'Web search', description: 'Searches the web.', instructions: 'Ask the host.' },
+  });
   t.equal(put.statusCode, 201);
-  t.same(put.json(), { schemaVersion: 1, id: 'web-search', name: 'Web search', provider: 'huabu', description: 'Searches the web.', instructions: 'Ask the host.' }, 'serialized by the schema, field for field');
+  t.same(
+    put.json(),
+    {
+      schemaVersion: 1,
+      id: 'web-search',
+      name: 'Web search',
+      provider: 'huabu',
+      description: 'Searches the web.',
+      instructions: 'Ask the host.',
+    },
+    'serialized by the schema, field for field',
+  );
   const one = '/api/acp/resources/web-search';
   for (let i = 0; i < 3; i++) {
     const res = await app.inject({ url: one, headers: owner });

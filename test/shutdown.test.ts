@@ -2,6 +2,7 @@
 // audit file closes (the HTTP side closes first, then the app drains its handlers, then the store closes).
 import t from 'tap';
 import { readFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import pino from 'pino';
 import { buildApp } from '../src/app.js';
@@ -9,7 +10,12 @@ import { loadConfig } from '../src/config.js';
 import { readStoredResources } from '../src/storage/json-file-store.js';
 import { CANARY, canaryLogFile, tempDataDir, testEnv } from './helpers/build.js';
 
-const body = (id: string) => ({ schemaVersion: 1, name: `Shutdown ${id}`, description: 'A record written while the app closes.', instructions: 'Nothing to read.' });
+const body = (id: string) => ({
+  schemaVersion: 1,
+  name: `Shutdown ${id}`,
+  description: 'A record written while the app closes.',
+  instructions: 'Nothing to read.',
+});
 
 t.test('writes in flight when close begins are audited before the audit file closes', async (t) => {
   let admitted = 0;
@@ -21,11 +27,16 @@ t.test('writes in flight when close begins are audited before the audit file clo
     const app = await buildApp({ config: loadConfig(testEnv(dataDir, { SEED_HUABU_RESOURCES: 'false' })), logger });
     const headers = { authorization: `Bearer ${CANARY.huabu}` };
     const ids = Array.from({ length: 5 }, (_, i) => `shut-${delayTicks}-${i}`);
-    const requests = ids.map((id) => app.inject({ method: 'PUT', url: `/api/acp/providers/huabu/resources/${id}`, headers, payload: body(id) }));
+    const requests = ids.map((id) =>
+      app.inject({ method: 'PUT', url: `/api/acp/providers/huabu/resources/${id}`, headers, payload: body(id) }),
+    );
     for (let i = 0; i < delayTicks; i++) await new Promise((r) => setImmediate(r));
     await app.close();
     const answers = await Promise.all(requests);
-    const audit = (await readFile(path.join(dataDir, 'audit.jsonl'), 'utf8').catch(() => '')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const audit = (await readFile(path.join(dataDir, 'audit.jsonl'), 'utf8').catch(() => ''))
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     const log = await readFile(logFile, 'utf8');
     t.notMatch(log, /audit log append failed/, `after ${delayTicks} ticks: no audit append failed`);
     const stored = new Set((await readStoredResources(dataDir)).map((r) => r.id));
@@ -57,19 +68,32 @@ t.test('profile writes in flight when close begins are stored and audited, and t
     const dataDir = await tempDataDir();
     const logFile = canaryLogFile();
     const logger = pino({ level: 'info' }, pino.destination({ dest: logFile, sync: true, mkdir: true }));
-    const app = await buildApp({ config: loadConfig(testEnv(dataDir, { SEED_HUABU_RESOURCES: 'false', REQUIRED_RESOURCE_IDS: '' })), logger });
+    const app = await buildApp({
+      config: loadConfig(testEnv(dataDir, { SEED_HUABU_RESOURCES: 'false', REQUIRED_RESOURCE_IDS: '' })),
+      logger,
+    });
     const headers = { authorization: `Bearer ${CANARY.owner}` };
     const aliases = Array.from({ length: 5 }, (_, i) => `Shutdown ${delayTicks}-${i}`);
     const requests = aliases.map((alias) =>
-      app.inject({ method: 'POST', url: '/api/acp/profiles', headers, payload: { alias, agentletId: 'mac-a', workingDirPath: '/work', launch: { kind: 'acp-command', command: 'agent' } } }),
+      app.inject({
+        method: 'POST',
+        url: '/api/acp/profiles',
+        headers,
+        payload: { alias, agentletId: 'mac-a', workingDirPath: '/work', launch: { kind: 'acp-command', command: 'agent' } },
+      }),
     );
     for (let i = 0; i < delayTicks; i++) await new Promise((r) => setImmediate(r));
     await app.close();
     const answers = await Promise.all(requests);
-    const audit = (await readFile(path.join(dataDir, 'audit.jsonl'), 'utf8').catch(() => '')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const audit = (await readFile(path.join(dataDir, 'audit.jsonl'), 'utf8').catch(() => ''))
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     const log = await readFile(logFile, 'utf8');
     t.notMatch(log, /audit log append failed/, `after ${delayTicks} ticks: no audit append failed`);
-    const registry = JSON.parse(await readFile(path.join(dataDir, 'agent-team', 'registry.json'), 'utf8').catch(() => '{"state":{"profiles":[]}}'));
+    const registry = JSON.parse(
+      await readFile(path.join(dataDir, 'agent-team', 'registry.json'), 'utf8').catch(() => '{"state":{"profiles":[]}}'),
+    );
     let created = 0;
     for (const res of answers) {
       if (res.statusCode === 503 && res.json().code === undefined) {
@@ -81,7 +105,10 @@ t.test('profile writes in flight when close begins are stored and audited, and t
       t.equal(res.statusCode, 201, `after ${delayTicks} ticks: created (${res.body.slice(0, 80)})`);
       const id = res.json().id;
       t.equal(audit.filter((a) => a.id === id).length, 1, `after ${delayTicks} ticks: ${id} has its audit line`);
-      t.ok(registry.state.profiles.some((p: { id: string }) => p.id === id), `after ${delayTicks} ticks: ${id} is on disk`);
+      t.ok(
+        registry.state.profiles.some((p: { id: string }) => p.id === id),
+        `after ${delayTicks} ticks: ${id} is on disk`,
+      );
     }
     // A refused request has no ID to look for: nothing beyond the created ones may be on disk or audited.
     t.equal(registry.state.profiles.length, created, `after ${delayTicks} ticks: only the created profiles are on disk`);
@@ -99,7 +126,7 @@ t.test('writes whose clients hung up (as a load generator does at its end) still
     const logger = pino({ level: 'info' }, pino.destination({ dest: logFile, sync: true, mkdir: true }));
     const app = await buildApp({ config: loadConfig(testEnv(dataDir, { SEED_HUABU_RESOURCES: 'false' })), logger });
     await app.listen({ host: '127.0.0.1', port: 0 });
-    const { port } = app.server.address() as import('node:net').AddressInfo;
+    const { port } = app.server.address() as AddressInfo;
     const ids = Array.from({ length: 16 }, (_, i) => `hup-${delayMs}-${i}`);
     const agent = new http.Agent({ keepAlive: false });
     await Promise.all(
@@ -113,7 +140,11 @@ t.test('writes whose clients hung up (as a load generator does at its end) still
               port,
               method: 'PUT',
               path: `/api/acp/providers/huabu/resources/${id}`,
-              headers: { authorization: `Bearer ${CANARY.huabu}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+              headers: {
+                authorization: `Bearer ${CANARY.huabu}`,
+                'content-type': 'application/json',
+                'content-length': Buffer.byteLength(payload),
+              },
             });
             req.on('error', () => resolve());
             req.on('response', (res) => res.resume().on('end', resolve));
@@ -124,8 +155,12 @@ t.test('writes whose clients hung up (as a load generator does at its end) still
     await app.close();
     const log = await readFile(logFile, 'utf8');
     t.notMatch(log, /audit log append failed/, `hung up after ${delayMs} ms: no audit append failed`);
-    const audit = (await readFile(path.join(dataDir, 'audit.jsonl'), 'utf8').catch(() => '')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const audit = (await readFile(path.join(dataDir, 'audit.jsonl'), 'utf8').catch(() => ''))
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     const stored = await readStoredResources(dataDir);
-    for (const r of stored) t.equal(audit.filter((a) => a.id === r.id).length, 1, `hung up after ${delayMs} ms: stored ${r.id} has its audit line`);
+    for (const r of stored)
+      t.equal(audit.filter((a) => a.id === r.id).length, 1, `hung up after ${delayMs} ms: stored ${r.id} has its audit line`);
   }
 });

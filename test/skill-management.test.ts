@@ -36,7 +36,7 @@ async function setup(t: Test, machine: Machine, defaultMachine: string | null = 
     registry,
     scanner,
     audit,
-    defaultMachineId: async () => defaultMachine ?? undefined,
+    defaultMachineId: () => Promise.resolve(defaultMachine ?? undefined),
   });
   return { store, registry, skills, jobs };
 }
@@ -47,7 +47,7 @@ const failure = async (p: Promise<unknown>) => {
     (e: unknown) => e,
   );
   if (!(err instanceof AppError)) throw new Error(`expected an AppError, got ${String(err)}`);
-  return { code: err.code, details: err.details as Record<string, unknown> | undefined, message: err.message };
+  return { code: err.code, details: err.details, message: err.message };
 };
 
 t.test('no machine named and no default: 503 agentlet_unavailable, nothing sent', async (t) => {
@@ -85,10 +85,24 @@ t.test('a scan answer is checked; a candidate whose text holds a secret becomes 
   const { skills } = await setup(t, () => ({ ok: true, result }));
   t.equal((await failure(skills.scan(MACHINE, '/skills', 'owner'))).code, 'agentlet_job_failed', 'an answer not shaped as a scan');
 
-  const candidate = (id: string, sourceContent: string) => ({ id, name: id, sourcePath: `/skills/${id}`, sourceContent, sourceRevision: 'a'.repeat(64) });
-  result = { rootPath: '/skills', candidates: [candidate('clean', SKILL.sourceContent.trim()), candidate('leaky', `Use token ${GITHUB_TOKEN} to push.`)], diagnostics: [] };
+  const candidate = (id: string, sourceContent: string) => ({
+    id,
+    name: id,
+    sourcePath: `/skills/${id}`,
+    sourceContent,
+    sourceRevision: 'a'.repeat(64),
+  });
+  result = {
+    rootPath: '/skills',
+    candidates: [candidate('clean', SKILL.sourceContent.trim()), candidate('leaky', `Use token ${GITHUB_TOKEN} to push.`)],
+    diagnostics: [],
+  };
   const scan = await skills.scan(MACHINE, '  /skills  ', 'owner');
-  t.same(scan.candidates.map((c) => c.id), ['clean'], 'only the clean candidate is offered');
+  t.same(
+    scan.candidates.map((c) => c.id),
+    ['clean'],
+    'only the clean candidate is offered',
+  );
   t.match(scan.diagnostics, [{ path: '/skills/leaky', code: 'skill_invalid', message: /secret/ }]);
   t.notOk(JSON.stringify(scan).includes(GITHUB_TOKEN), 'the secret is not echoed');
 });
@@ -98,29 +112,45 @@ t.test('import: an ID already held is refused before the machine copies anything
   await registry.register('huabu', 'pdf-split', SKILL, 'provider:huabu');
   const body = { id: 'pdf-split', sourcePath: '/skills/pdf-split', expectedRevision: 'a'.repeat(64) };
   t.match(await failure(skills.import(MACHINE, body, 'owner')), { code: 'resource_conflict', details: { ids: ['pdf-split'] } });
-  t.equal((await failure(skills.import(MACHINE, { ...body, id: 'other', userContent: `token ${GITHUB_TOKEN}` }, 'owner'))).code, 'secret_detected');
+  t.equal(
+    (await failure(skills.import(MACHINE, { ...body, id: 'other', userContent: `token ${GITHUB_TOKEN}` }, 'owner'))).code,
+    'secret_detected',
+  );
   t.same(jobs, [], 'no job was sent');
 });
 
-t.test('import: the record the machine publishes is marked with the owner fields; if another provider took the ID meanwhile, the copy is removed again', async (t) => {
-  let publishAs = MACHINE;
-  const { registry, skills, jobs } = await setup(t, async (type, payload) => {
-    if (type === 'skill.import') await registry.register(publishAs, payload.id as string, SKILL, `provider:${publishAs}`);
-    return { ok: true, result: { removed: true } };
-  });
-  const record = await skills.import(MACHINE, { id: 'pdf-split', sourcePath: ' /skills/pdf-split ', expectedRevision: 'a'.repeat(64), displayName: 'PDF tools' }, 'owner');
-  t.match(record, { schemaVersion: 2, id: 'pdf-split', provider: MACHINE, displayName: 'PDF tools', userContent: '' });
-  t.notOk('imported' in record, 'the mark is never shown');
-  t.ok(registry.isManageable(await registry.get('pdf-split')), 'manageable now');
-  t.same(jobs.at(-1), { type: 'skill.import', payload: { id: 'pdf-split', sourcePath: '/skills/pdf-split', expectedRevision: 'a'.repeat(64) } }, 'the path trimmed');
+t.test(
+  'import: the record the machine publishes is marked with the owner fields; if another provider took the ID meanwhile, the copy is removed again',
+  async (t) => {
+    let publishAs = MACHINE;
+    const { registry, skills, jobs } = await setup(t, async (type, payload) => {
+      if (type === 'skill.import') await registry.register(publishAs, payload.id as string, SKILL, `provider:${publishAs}`);
+      return { ok: true, result: { removed: true } };
+    });
+    const record = await skills.import(
+      MACHINE,
+      { id: 'pdf-split', sourcePath: ' /skills/pdf-split ', expectedRevision: 'a'.repeat(64), displayName: 'PDF tools' },
+      'owner',
+    );
+    t.match(record, { schemaVersion: 2, id: 'pdf-split', provider: MACHINE, displayName: 'PDF tools', userContent: '' });
+    t.notOk('imported' in record, 'the mark is never shown');
+    t.ok(registry.isManageable(await registry.get('pdf-split')), 'manageable now');
+    t.same(
+      jobs.at(-1),
+      { type: 'skill.import', payload: { id: 'pdf-split', sourcePath: '/skills/pdf-split', expectedRevision: 'a'.repeat(64) } },
+      'the path trimmed',
+    );
 
-  publishAs = 'mac-b';
-  const err = await failure(skills.import(MACHINE, { id: 'raced', sourcePath: '/skills/raced', expectedRevision: 'b'.repeat(64) }, 'owner'));
-  t.equal(err.code, 'resource_conflict');
-  t.match(err.message, /registered by mac-b meanwhile/);
-  t.same(jobs.at(-1), { type: 'skill.remove', payload: { id: 'raced' } }, "the machine's copy is removed again");
-  t.equal((await registry.get('raced')).provider, 'mac-b', "the other provider's record is untouched");
-});
+    publishAs = 'mac-b';
+    const err = await failure(
+      skills.import(MACHINE, { id: 'raced', sourcePath: '/skills/raced', expectedRevision: 'b'.repeat(64) }, 'owner'),
+    );
+    t.equal(err.code, 'resource_conflict');
+    t.match(err.message, /registered by mac-b meanwhile/);
+    t.same(jobs.at(-1), { type: 'skill.remove', payload: { id: 'raced' } }, "the machine's copy is removed again");
+    t.equal((await registry.get('raced')).provider, 'mac-b', "the other provider's record is untouched");
+  },
+);
 
 t.test('refresh and remove only for a skill the owner imported onto that machine', async (t) => {
   const { registry, skills, jobs } = await setup(t, () => ({ ok: true, result: { removed: false } }));

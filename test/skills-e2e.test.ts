@@ -29,7 +29,27 @@ async function call(origin: string, method: string, url: string, body?: unknown,
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const text = await res.text();
-  return { status: res.status, etag: res.headers.get('etag'), text, body: (text === '' ? undefined : JSON.parse(text)) as Record<string, any> };
+  return {
+    status: res.status,
+    etag: res.headers.get('etag'),
+    text,
+    body: (text === '' ? undefined : JSON.parse(text)) as Body,
+  };
+}
+
+/** The members of the answers this file reads (each answer has some of them). */
+interface Body {
+  token: string;
+  code: string;
+  message: string;
+  machines: unknown[];
+  rootPath: string;
+  candidates: { id: string; sourceRevision: string; [key: string]: unknown }[];
+  diagnostics: { path: string; code: string; message: string }[];
+  resource: Record<string, unknown>;
+  resources: Record<string, unknown>[];
+  manageableResourceIds: string[];
+  removed: boolean;
 }
 
 async function until<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> {
@@ -77,7 +97,9 @@ t.test('scan, import, refuse, refresh and delete a skill through a running Agent
   const sources = path.join(dir, 'sources');
   const outside = path.join(dir, 'outside.txt');
   await writeFile(outside, 'not part of any skill\n');
-  await writeSkill(path.join(sources, 'pdf-helper'), 'PDF helper', 'Split and merge PDFs.\n', { 'scripts/run.sh': '#!/bin/sh\necho pdf\n' });
+  await writeSkill(path.join(sources, 'pdf-helper'), 'PDF helper', 'Split and merge PDFs.\n', {
+    'scripts/run.sh': '#!/bin/sh\necho pdf\n',
+  });
   await writeSkill(path.join(sources, 'leaky'), 'Leaky', 'Harmless text.\n', { 'notes/env.txt': `GITHUB_TOKEN=${SECRET}\n` });
   await writeSkill(path.join(sources, 'escaping'), 'Escaping');
   await symlink(outside, path.join(sources, 'escaping', 'linked.txt'));
@@ -90,10 +112,14 @@ t.test('scan, import, refuse, refresh and delete a skill through a running Agent
   t.equal(away.status, 503, away.text);
   t.equal(away.body.code, 'agentlet_unavailable', 'a machine without its channel is 503 agentlet_unavailable');
 
-  const daemon = spawn(process.execPath, [CLI, 'serve', '--registry', server.origin, '--machine-id', MACHINE, '--token-file', tokenPath, '--reconnect-max-ms', '500'], {
-    env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), AGENT_RESOURCE_DIR: root },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const daemon = spawn(
+    process.execPath,
+    [CLI, 'serve', '--registry', server.origin, '--machine-id', MACHINE, '--token-file', tokenPath, '--reconnect-max-ms', '500'],
+    {
+      env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), AGENT_RESOURCE_DIR: root },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let log = '';
   daemon.stdout.on('data', (c: Buffer) => (log += c.toString()));
   daemon.stderr.on('data', (c: Buffer) => (log += c.toString()));
@@ -103,7 +129,9 @@ t.test('scan, import, refuse, refresh and delete a skill through a running Agent
     await exited;
   });
   await until('the machine connected', async () =>
-    ((await api('GET', '/api/acp/machines')).body.machines as { machineId: string; status: string }[]).some((m) => m.machineId === MACHINE && m.status === 'connected'),
+    ((await api('GET', '/api/acp/machines')).body.machines as { machineId: string; status: string }[]).some(
+      (m) => m.machineId === MACHINE && m.status === 'connected',
+    ),
   );
 
   const events = await SseClient.open(server.origin, '/api/acp/events', { authorization: `Bearer ${CANARY.owner}` });
@@ -115,28 +143,49 @@ t.test('scan, import, refuse, refresh and delete a skill through a running Agent
   const scan = await api('POST', `/api/acp/resources/import/scan?agentletId=${MACHINE}`, { rootPath: sources });
   t.equal(scan.status, 200, scan.text);
   t.same(scan.body.rootPath, sources);
-  t.same(scan.body.candidates.map((c: { id: string }) => c.id), ['leaky', 'pdf-helper'], 'each skill folder is a candidate');
-  const pdf = scan.body.candidates.find((c: { id: string }) => c.id === 'pdf-helper');
+  t.same(
+    scan.body.candidates.map((c: { id: string }) => c.id),
+    ['leaky', 'pdf-helper'],
+    'each skill folder is a candidate',
+  );
+  const pdf = scan.body.candidates.find((c: { id: string }) => c.id === 'pdf-helper')!;
   t.match(pdf, { name: 'PDF helper', sourcePath: path.join(sources, 'pdf-helper'), sourceRevision: /^[a-f0-9]{64}$/ });
   t.match(pdf.sourceContent, /^---\nname: PDF helper\n[\s\S]*Split and merge PDFs\.$/, 'sourceContent is SKILL.md');
-  const diagnostics = Object.fromEntries(scan.body.diagnostics.map((d: { path: string; code: string; message: string }) => [path.basename(d.path), d]));
+  const diagnostics = Object.fromEntries(
+    scan.body.diagnostics.map((d: { path: string; code: string; message: string }) => [path.basename(d.path), d]),
+  );
   t.same(Object.keys(diagnostics).sort(), ['broken', 'escaping']);
-  t.match(diagnostics.escaping, { code: 'skill_invalid', message: /linked\.txt is a symbolic link that leads outside the skill folder/ }, 'a symbolic link out of the folder is refused');
+  t.match(
+    diagnostics.escaping,
+    { code: 'skill_invalid', message: /linked\.txt is a symbolic link that leads outside the skill folder/ },
+    'a symbolic link out of the folder is refused',
+  );
   t.match(diagnostics.broken, { code: 'skill_invalid', message: /no YAML front matter/ });
 
   // The default machine (the only one enrolled) is used without ?agentletId=.
-  t.equal((await api('POST', '/api/acp/resources/import/scan', { rootPath: path.join(sources, 'pdf-helper') })).body.candidates[0].sourceRevision, pdf.sourceRevision, 'the default machine; a skill folder scans as itself');
+  t.equal(
+    (await api('POST', '/api/acp/resources/import/scan', { rootPath: path.join(sources, 'pdf-helper') })).body.candidates[0]!
+      .sourceRevision,
+    pdf.sourceRevision,
+    'the default machine; a skill folder scans as itself',
+  );
 
   // A source changed since the scan: 409, nothing copied.
   const before = await api('GET', '/api/acp/resources?schemaVersion=2');
   await appendFile(path.join(sources, 'pdf-helper', 'scripts', 'run.sh'), 'echo changed\n');
-  const stale = await api('POST', '/api/acp/resources/import', { id: 'pdf-helper', sourcePath: pdf.sourcePath, expectedRevision: pdf.sourceRevision });
+  const stale = await api('POST', '/api/acp/resources/import', {
+    id: 'pdf-helper',
+    sourcePath: pdf.sourcePath,
+    expectedRevision: pdf.sourceRevision,
+  });
   t.equal(stale.status, 409, stale.text);
   t.equal(stale.body.code, 'source_changed');
   t.notOk(existsSync(path.join(root, 'skills', 'pdf-helper')), 'nothing copied after a refused import');
 
   // Import with the current revision.
-  const fresh = (await api('POST', '/api/acp/resources/import/scan', { rootPath: sources })).body.candidates.find((c: { id: string }) => c.id === 'pdf-helper');
+  const fresh = (await api('POST', '/api/acp/resources/import/scan', { rootPath: sources })).body.candidates.find(
+    (c: { id: string }) => c.id === 'pdf-helper',
+  )!;
   t.not(fresh.sourceRevision, pdf.sourceRevision, 'a changed file changes the revision');
   const imported = await api('POST', '/api/acp/resources/import', {
     id: 'pdf-helper',
@@ -146,38 +195,69 @@ t.test('scan, import, refuse, refresh and delete a skill through a running Agent
     userContent: 'Prefer the split command.',
   });
   t.equal(imported.status, 200, imported.text);
-  t.same(imported.body, {
-    resource: {
-      schemaVersion: 2,
-      id: 'pdf-helper',
-      name: 'PDF helper',
-      displayName: 'PDF tools',
-      provider: MACHINE,
-      sourceContent: fresh.sourceContent,
-      userContent: 'Prefer the split command.',
+  t.same(
+    imported.body,
+    {
+      resource: {
+        schemaVersion: 2,
+        id: 'pdf-helper',
+        name: 'PDF helper',
+        displayName: 'PDF tools',
+        provider: MACHINE,
+        sourceContent: fresh.sourceContent,
+        userContent: 'Prefer the split command.',
+      },
     },
-  }, "{resource}: the machine's record v2 with the owner's fields, and nothing else");
-  t.equal(await readFile(path.join(root, 'skills', 'pdf-helper', 'scripts', 'run.sh'), 'utf8'), '#!/bin/sh\necho pdf\necho changed\n', 'the files are copied into the root');
+    "{resource}: the machine's record v2 with the owner's fields, and nothing else",
+  );
+  t.equal(
+    await readFile(path.join(root, 'skills', 'pdf-helper', 'scripts', 'run.sh'), 'utf8'),
+    '#!/bin/sh\necho pdf\necho changed\n',
+    'the files are copied into the root',
+  );
   const receipt = JSON.parse(await readFile(path.join(root, 'receipts', 'pdf-helper.json'), 'utf8'));
-  t.match(receipt, { schemaVersion: 2, id: 'pdf-helper', kind: 'skill', provider: MACHINE, entrypoint: 'skills/pdf-helper/SKILL.md', source: fresh.sourcePath, sourceRevision: fresh.sourceRevision });
+  t.match(receipt, {
+    schemaVersion: 2,
+    id: 'pdf-helper',
+    kind: 'skill',
+    provider: MACHINE,
+    entrypoint: 'skills/pdf-helper/SKILL.md',
+    source: fresh.sourcePath,
+    sourceRevision: fresh.sourceRevision,
+  });
   const after = await api('GET', '/api/acp/resources?schemaVersion=2');
   t.same(after.body.manageableResourceIds, ['pdf-helper'], 'the imported skill is manageable');
   t.same(after.body.resources, [imported.body.resource], 'the record is in the catalogue, without any internal mark');
   t.not(after.etag, before.etag, 'the catalogue ETag moved');
   await events.waitFor(() => seen('resource.created') && seen('resource.customized'));
-  t.match(events.events.find((e) => e.event === 'resource.created' && e.data.subject.id === 'pdf-helper')!.data.subject, { kind: 'resource', id: 'pdf-helper', provider: MACHINE }, 'the subscriber sees the import (the machine published the record)');
+  t.match(
+    events.events.find((e) => e.event === 'resource.created' && e.data.subject.id === 'pdf-helper')!.data.subject,
+    { kind: 'resource', id: 'pdf-helper', provider: MACHINE },
+    'the subscriber sees the import (the machine published the record)',
+  );
   t.notMatch(JSON.stringify(events.events), /Split and merge|imported/, 'events name the change, never the content or the mark');
-  const again = await api('POST', '/api/acp/resources/import', { id: 'pdf-helper', sourcePath: fresh.sourcePath, expectedRevision: fresh.sourceRevision });
+  const again = await api('POST', '/api/acp/resources/import', {
+    id: 'pdf-helper',
+    sourcePath: fresh.sourcePath,
+    expectedRevision: fresh.sourceRevision,
+  });
   t.equal(again.body.code, 'resource_conflict', 'an ID already registered is 409 resource_conflict');
 
   // A secret in any file: 422, nothing copied, the secret never echoed.
-  const leaky = scan.body.candidates.find((c: { id: string }) => c.id === 'leaky');
-  const refused = await api('POST', '/api/acp/resources/import', { id: 'leaky', sourcePath: leaky.sourcePath, expectedRevision: leaky.sourceRevision });
+  const leaky = scan.body.candidates.find((c: { id: string }) => c.id === 'leaky')!;
+  const refused = await api('POST', '/api/acp/resources/import', {
+    id: 'leaky',
+    sourcePath: leaky.sourcePath,
+    expectedRevision: leaky.sourceRevision,
+  });
   t.equal(refused.status, 422, refused.text);
   t.equal(refused.body.code, 'secret_detected');
   t.match(refused.body.message, /notes\/env\.txt/);
   t.notMatch(refused.text, /ghp_/, 'the secret is never echoed');
-  t.notOk(existsSync(path.join(root, 'skills', 'leaky')) || existsSync(path.join(root, 'receipts', 'leaky.json')), 'nothing copied, no receipt');
+  t.notOk(
+    existsSync(path.join(root, 'skills', 'leaky')) || existsSync(path.join(root, 'receipts', 'leaky.json')),
+    'nothing copied, no receipt',
+  );
 
   // Refresh: the source changed; the scan shows the new revision, the refresh keeps the owner's fields.
   await writeSkill(path.join(sources, 'pdf-helper'), 'PDF helper', 'Split, merge and rotate PDFs.\n');
@@ -186,16 +266,30 @@ t.test('scan, import, refuse, refresh and delete a skill through a running Agent
   const refreshScan = await api('POST', '/api/acp/resources/pdf-helper/refresh/scan');
   t.equal(refreshScan.status, 200, refreshScan.text);
   t.equal(refreshScan.body.candidates.length, 1);
-  const next = refreshScan.body.candidates[0];
+  const next = refreshScan.body.candidates[0]!;
   t.match(next, { id: 'pdf-helper', sourcePath: fresh.sourcePath, sourceContent: /rotate/ });
   const refreshed = await api('POST', '/api/acp/resources/pdf-helper/refresh', { expectedRevision: next.sourceRevision });
   t.equal(refreshed.status, 200, refreshed.text);
-  t.match(refreshed.body.resource, { displayName: 'PDF tools', userContent: 'Prefer the split command.', sourceContent: /rotate/ }, "the owner's fields are kept");
+  t.match(
+    refreshed.body.resource,
+    { displayName: 'PDF tools', userContent: 'Prefer the split command.', sourceContent: /rotate/ },
+    "the owner's fields are kept",
+  );
   t.match(await readFile(path.join(root, 'skills', 'pdf-helper', 'SKILL.md'), 'utf8'), /rotate/, 'the copy is refreshed');
-  t.same((await api('GET', '/api/acp/resources?schemaVersion=2')).body.manageableResourceIds, ['pdf-helper'], 'still manageable after the refresh');
+  t.same(
+    (await api('GET', '/api/acp/resources?schemaVersion=2')).body.manageableResourceIds,
+    ['pdf-helper'],
+    'still manageable after the refresh',
+  );
 
   // A record that is not an imported skill is not deleted here.
-  const host = await call(server.origin, 'PUT', '/api/acp/providers/huabu/resources/host-thing', { schemaVersion: 1, name: 'Host thing', description: 'A host record.', instructions: 'Use it.' }, CANARY.huabu);
+  const host = await call(
+    server.origin,
+    'PUT',
+    '/api/acp/providers/huabu/resources/host-thing',
+    { schemaVersion: 1, name: 'Host thing', description: 'A host record.', instructions: 'Use it.' },
+    CANARY.huabu,
+  );
   t.equal(host.status, 201, host.text);
   const notMine = await api('DELETE', '/api/acp/resources/host-thing');
   t.equal(notMine.status, 409, notMine.text);
@@ -217,7 +311,10 @@ t.test('scan, import, refuse, refresh and delete a skill through a running Agent
   // Every step audited, without file contents or the secret.
   const audit = await readFile(path.join(dataDir, 'audit.jsonl'), 'utf8');
   {
-    const actions = audit.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { action: string; outcome: string });
+    const actions = audit
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { action: string; outcome: string });
     for (const [action, outcome] of [
       ['resource.import.scan', 'scanned'],
       ['resource.import', 'source_changed'],
@@ -228,7 +325,10 @@ t.test('scan, import, refuse, refresh and delete a skill through a running Agent
       ['resource.remove', 'resource_not_manageable'],
       ['resource.remove', 'removed'],
     ]) {
-      t.ok(actions.some((a) => a.action === action && a.outcome === outcome), `audited: ${action} ${outcome}`);
+      t.ok(
+        actions.some((a) => a.action === action && a.outcome === outcome),
+        `audited: ${action} ${outcome}`,
+      );
     }
     t.notMatch(audit, /ghp_|Split and merge|echo pdf/, 'no file content or secret in the audit log');
   }

@@ -19,7 +19,10 @@ interface Exit {
 /** Runs the server to its exit (bounded) without any credential in the environment unless given. */
 function runToExit(env: Record<string, string>, timeoutMs = 90_000): Promise<Exit> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SERVER_ENTRY], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [SERVER_ENTRY], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -81,12 +84,14 @@ t.test('a wildcard HOST without PUBLIC_BASE_URL is refused; with it the server s
   t.equal(loadConfig({ HOST: '0.0.0.0', PUBLIC_BASE_URL: 'http://registry.example:8787' }).publicBaseUrl, 'http://registry.example:8787');
 });
 
-
 t.test('a PUBLIC_BASE_URL with a user name or password is refused, without echoing it', async (t) => {
   const password = 'S3cr3t-Passw0rd-in-url';
   const dataDir = await tempDataDir();
   // Bounded well below runToExit's default: a refusal comes before anything starts listening.
-  const run = await runToExit({ DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', PUBLIC_BASE_URL: `https://alice:${password}@registry.example:8787` }, 60_000);
+  const run = await runToExit(
+    { DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', PUBLIC_BASE_URL: `https://alice:${password}@registry.example:8787` },
+    60_000,
+  );
   t.equal(run.code, 2);
   t.match(run.err, /PUBLIC_BASE_URL must not carry a user name or password/);
   t.ok(noStack(run.err));
@@ -98,7 +103,11 @@ t.test('a PUBLIC_BASE_URL with a user name or password is refused, without echoi
   for (const url of ['http://alice@registry.example', 'http://:pw@registry.example/prefix', 'https://alice:pw@[::1]:8787']) {
     t.throws(() => loadConfig({ PUBLIC_BASE_URL: url }), ConfigError, url);
   }
-  t.equal(loadConfig({ PUBLIC_BASE_URL: 'https://registry.example/a@b' }).publicBaseUrl, 'https://registry.example/a@b', 'an @ in the path is no user name');
+  t.equal(
+    loadConfig({ PUBLIC_BASE_URL: 'https://registry.example/a@b' }).publicBaseUrl,
+    'https://registry.example/a@b',
+    'an @ in the path is no user name',
+  );
 });
 
 t.test('HUABU_COMPAT is off unless set to 1 or true; any other value stops the start, naming the variable', async (t) => {
@@ -107,5 +116,6 @@ t.test('HUABU_COMPAT is off unless set to 1 or true; any other value stops the s
   t.equal(loadConfig({ HUABU_COMPAT: '' }).huabuCompat, false, 'empty is unset');
   for (const on of ['1', 'true']) t.equal(loadConfig({ HUABU_COMPAT: on }).huabuCompat, true, on);
   for (const off of ['0', 'false']) t.equal(loadConfig({ HUABU_COMPAT: off }).huabuCompat, false, off);
-  for (const bad of ['yes', 'on', 'TRUE', '2']) t.throws(() => loadConfig({ HUABU_COMPAT: bad }), { name: 'ConfigError', message: /HUABU_COMPAT/ }, bad);
+  for (const bad of ['yes', 'on', 'TRUE', '2'])
+    t.throws(() => loadConfig({ HUABU_COMPAT: bad }), { name: 'ConfigError', message: /HUABU_COMPAT/ }, bad);
 });

@@ -50,7 +50,7 @@ t.test('a second process on the same DATA_DIR refuses to start; a restart after 
   // Up to 60 s: a start-up takes about 2 s of CPU, far longer on a busy CI machine.
   let ownerExit: number | null | undefined;
   owner.on('exit', (code) => (ownerExit = code));
-  for (const deadline = Date.now() + 60_000; !/Server listening/.test(await readFile(logFile, 'utf8')); ) {
+  for (const deadline = Date.now() + 60_000; !/Server listening/.test(await readFile(logFile, 'utf8'));) {
     if (ownerExit !== undefined) throw new Error(`the server exited (${ownerExit}) before listening`);
     if (Date.now() > deadline) throw new Error('the server never took the lock');
     await new Promise((r) => setTimeout(r, 50));
@@ -80,7 +80,10 @@ t.test('a file that does not parse, or has a future or unknown version, stops th
     const dataDir = await tempDataDir();
     await mkdir(path.dirname(resourcesFile(dataDir)), { recursive: true });
     await writeFile(resourcesFile(dataDir), content);
-    const err = await buildApp({ config: loadConfig(testEnv(dataDir, { SEED_HUABU_RESOURCES: 'true' })), logger: createLogger('silent') }).then(
+    const err = await buildApp({
+      config: loadConfig(testEnv(dataDir, { SEED_HUABU_RESOURCES: 'true' })),
+      logger: createLogger('silent'),
+    }).then(
       (app) => app.close().then(() => undefined),
       (e: unknown) => e,
     );
@@ -102,15 +105,24 @@ t.test('leftover temp files are swept at start', async (t) => {
   await writeFile(path.join(dataDir, 'machines.json.9-x.tmp'), '');
   const h = await build(t, { dataDir });
   t.ok(h);
-  t.same((await readdir(path.dirname(resourcesFile(dataDir)))).filter((n) => n.endsWith('.tmp')), []);
-  t.same((await readdir(dataDir)).filter((n) => n.endsWith('.tmp')), []);
+  t.same(
+    (await readdir(path.dirname(resourcesFile(dataDir)))).filter((n) => n.endsWith('.tmp')),
+    [],
+  );
+  t.same(
+    (await readdir(dataDir)).filter((n) => n.endsWith('.tmp')),
+    [],
+  );
 });
 
 t.test('generated credentials: file mode 0600, values never logged, reused on restart', async (t) => {
   const dataDir = await tempDataDir();
   const logFile = canaryLogFile();
   const config = loadConfig({ DATA_DIR: dataDir, SEED_HUABU_RESOURCES: 'false' });
-  const app = await buildApp({ config, logger: createLogger('info', (await import('pino')).default.destination({ dest: logFile, sync: true })) });
+  const app = await buildApp({
+    config,
+    logger: createLogger('info', (await import('pino')).default.destination({ dest: logFile, sync: true })),
+  });
   await app.close();
   const file = path.join(dataDir, 'credentials.json');
   t.equal((await stat(file)).mode & 0o777, 0o600);
@@ -118,7 +130,7 @@ t.test('generated credentials: file mode 0600, values never logged, reused on re
   t.match(creds, { ownerToken: /^arr_owner_/, huabuProviderToken: /^arr_huabu_/, canvasTokenSecret: /^arr_secret_/ });
   const log = await readFile(logFile, 'utf8');
   t.match(log, file, 'the log names the file');
-  for (const value of Object.values(creds) as string[]) t.notMatch(log, value.slice(0, 16), 'the log never holds a value');
+  for (const value of Object.values<string>(creds)) t.notMatch(log, value.slice(0, 16), 'the log never holds a value');
 
   const again = await buildApp({ config, logger: createLogger('silent') });
   const res = await again.inject({ url: '/api/acp/resources', headers: { authorization: `Bearer ${creds.ownerToken}` } });
@@ -161,7 +173,10 @@ t.test('a failed durable write answers 503, acknowledges nothing, leaves memory 
   };
   const h = await build(t, { fs: faulty });
   await h.put('huabu', CANARY.huabu, 'web-search');
-  const stored = async () => [await readFile(resourcesFile(h.dataDir), 'utf8'), await readFile(`${resourcesFile(h.dataDir)}.journal`, 'utf8')];
+  const stored = async () => [
+    await readFile(resourcesFile(h.dataDir), 'utf8'),
+    await readFile(`${resourcesFile(h.dataDir)}.journal`, 'utf8'),
+  ];
   const before = await stored();
   const committed = await readStoredResources(h.dataDir);
   for (const code of ['ENOSPC', 'EIO']) {
@@ -175,7 +190,11 @@ t.test('a failed durable write answers 503, acknowledges nothing, leaves memory 
     t.same(await stored(), before, 'disk unchanged (a partly written line was cut off)');
     const mem = await h.app.inject({ url: '/api/acp/resources', headers: h.owner });
     t.same(mem.json(), { resources: committed }, 'memory equals disk');
-    t.same((await readdir(path.dirname(resourcesFile(h.dataDir)))).filter((n) => n.endsWith('.tmp')), [], 'no temp file left');
+    t.same(
+      (await readdir(path.dirname(resourcesFile(h.dataDir)))).filter((n) => n.endsWith('.tmp')),
+      [],
+      'no temp file left',
+    );
   }
   fault = undefined;
   const ok = await h.put('huabu', CANARY.huabu, 'web-search', { name: 'after the fault' });

@@ -24,7 +24,24 @@ const schemas: [string, TSchema][] = [
 ];
 const keys = ['provider', 'dryRun', 'canvasId', 'kind', 'format', 'id', 'if-match', 'other'];
 const values = fc.oneof(
-  fc.constantFrom('true', 'false', '1', '0', '', 'json', 'dot', 'svg', 'resource', 'huabu', 'bm0', 'web-search', 'prf-1', '*', 'UPPER', 'a b'),
+  fc.constantFrom(
+    'true',
+    'false',
+    '1',
+    '0',
+    '',
+    'json',
+    'dot',
+    'svg',
+    'resource',
+    'huabu',
+    'bm0',
+    'web-search',
+    'prf-1',
+    '*',
+    'UPPER',
+    'a b',
+  ),
   fc.string({ maxLength: 12 }),
   fc.boolean(),
   fc.integer(),
@@ -33,9 +50,15 @@ const input = fc.dictionary(fc.constantFrom(...keys), values, { maxKeys: 4 });
 
 for (const [name, schema] of schemas) {
   for (const httpPart of ['querystring', 'params', 'headers', 'body'] as const) {
-    t.test(`${name} as ${httpPart}: same answers as TypeBoxValidatorCompiler`, async (t) => {
-      const ours = validatorCompiler({ schema, httpPart, method: 'GET', url: '/' }) as (v: unknown) => { value?: unknown; error?: unknown[] };
-      const theirs = TypeBoxValidatorCompiler({ schema, httpPart, method: 'GET', url: '/' }) as (v: unknown) => { value?: unknown; error?: unknown[] };
+    t.test(`${name} as ${httpPart}: same answers as TypeBoxValidatorCompiler`, (t) => {
+      const ours = validatorCompiler({ schema, httpPart, method: 'GET', url: '/' }) as (v: unknown) => {
+        value?: unknown;
+        error?: unknown[];
+      };
+      const theirs = TypeBoxValidatorCompiler({ schema, httpPart, method: 'GET', url: '/' }) as (v: unknown) => {
+        value?: unknown;
+        error?: unknown[];
+      };
       fc.assert(
         fc.property(input, (raw) => {
           const a = ours(structuredClone(raw));
@@ -46,6 +69,7 @@ for (const [name, schema] of schemas) {
         }),
         { numRuns: 150 },
       );
+      t.end();
     });
   }
 }
@@ -57,13 +81,25 @@ t.test('through the app: ?dryRun=true is converted and a bad query is a 400 enve
       method: 'PUT',
       url: `/api/acp/providers/huabu/resources${query}`,
       headers: { authorization: `Bearer ${CANARY.huabu}` },
-      payload: { resources: [{ id: 'web-search', schemaVersion: 1, name: 'Web search', description: 'Search the web.', instructions: 'Use it.' }] },
+      payload: {
+        resources: [{ id: 'web-search', schemaVersion: 1, name: 'Web search', description: 'Search the web.', instructions: 'Use it.' }],
+      },
     });
   const dry = await put('?dryRun=true');
   t.equal(dry.statusCode, 200);
   t.equal(dry.json().dryRun, true, 'dry run: nothing stored');
-  const list = await app.inject({ method: 'GET', url: '/api/acp/resources?provider=huabu', headers: { authorization: `Bearer ${CANARY.owner}` } });
-  t.same(list.json().resources.map((r: { id: string }) => r.id).includes('web-search'), false);
+  const list = await app.inject({
+    method: 'GET',
+    url: '/api/acp/resources?provider=huabu',
+    headers: { authorization: `Bearer ${CANARY.owner}` },
+  });
+  t.same(
+    list
+      .json()
+      .resources.map((r: { id: string }) => r.id)
+      .includes('web-search'),
+    false,
+  );
   const bad = await put('?dryRun=maybe');
   t.equal(bad.statusCode, 400);
   t.equal(bad.json().code, 'validation_failed');

@@ -17,7 +17,8 @@ const dataDir = () => mkdtemp(path.join(tmpdir(), 'arr-wlcompact-'));
 const journalOf = (dir: string) => path.join(dir, 'workloads', 'workloads.journal');
 const canvasFile = async (dir: string, canvasId: string) =>
   JSON.parse(await readFile(path.join(dir, 'workloads', `${canvasId}.json`), 'utf8')) as { state: { workloads: WorkloadRecord[] } };
-const onDisk = async (dir: string, canvasId: string) => (await canvasFile(dir, canvasId).catch(() => ({ state: { workloads: [] } }))).state.workloads;
+const onDisk = async (dir: string, canvasId: string) =>
+  (await canvasFile(dir, canvasId).catch(() => ({ state: { workloads: [] } }))).state.workloads;
 const tick = (ms: number) => new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), ms));
 /** Small enough that a handful of launches (~400 bytes of journal each) starts a compaction. */
 const COMPACT_AT = 2048;
@@ -25,7 +26,7 @@ const COMPACT_AT = 2048;
 const record = workloadRecord;
 
 async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
-  for (const deadline = Date.now() + 20_000; !(await check()); ) {
+  for (const deadline = Date.now() + 20_000; !(await check());) {
     if (Date.now() > deadline) throw new Error(`timed out waiting: ${what}`);
     await new Promise((r) => setTimeout(r, 5));
   }
@@ -89,20 +90,42 @@ t.test('a launch is answered while a compaction is held writing a canvas file', 
   const during = [record('c-0', 'during-0'), record('c-new', 'during-1')];
   const answers = await Promise.race([Promise.all(during.map((r) => files.realize(r))), tick(3_000)]);
   t.not(answers, 'timeout', 'launches are answered while the compaction is held');
-  if (answers !== 'timeout') t.same(answers.map((a) => a.created), [true, true]);
+  if (answers !== 'timeout')
+    t.same(
+      answers.map((a) => a.created),
+      [true, true],
+    );
   const journaled = (await readJournal(journalOf(dir))).batches.flat() as WorkloadRecord[];
-  for (const r of [...launched, ...during]) t.ok(journaled.some((w) => w.threadId === r.threadId), `${r.threadId} is durable in the journal`);
-  t.same((await files.list('c-new')).map((w) => w.threadId), ['during-1'], 'and served');
+  for (const r of [...launched, ...during])
+    t.ok(
+      journaled.some((w) => w.threadId === r.threadId),
+      `${r.threadId} is durable in the journal`,
+    );
+  t.same(
+    (await files.list('c-new')).map((w) => w.threadId),
+    ['during-1'],
+    'and served',
+  );
 
   gate.release();
   await eventually(async () => (await readJournal(journalOf(dir))).bytes < COMPACT_AT, 'the journal swapped for its tail');
   const tail = (await readJournal(journalOf(dir))).batches.flat() as WorkloadRecord[];
-  t.same(tail.map((w) => w.threadId).sort(), during.map((r) => r.threadId).sort(), 'the kept tail holds exactly the launches made during the compaction');
+  t.same(
+    tail.map((w) => w.threadId).sort(),
+    during.map((r) => r.threadId).sort(),
+    'the kept tail holds exactly the launches made during the compaction',
+  );
   t.same((await onDisk(dir, 'c-0')).map((w) => w.threadId).includes('during-0'), false, 'which the canvas file does not hold yet');
   t.notOk((await readdir(path.join(dir, 'workloads'))).includes('c-new.json'), 'nor a file for the new canvas');
   await files.close();
-  t.ok((await onDisk(dir, 'c-0')).some((w) => w.threadId === 'during-0'), 'close folds the tail in');
-  t.same((await onDisk(dir, 'c-new')).map((w) => w.threadId), ['during-1']);
+  t.ok(
+    (await onDisk(dir, 'c-0')).some((w) => w.threadId === 'during-0'),
+    'close folds the tail in',
+  );
+  t.same(
+    (await onDisk(dir, 'c-new')).map((w) => w.threadId),
+    ['during-1'],
+  );
   t.equal((await readJournal(journalOf(dir))).bytes, 0);
 });
 
@@ -128,7 +151,8 @@ t.test('a canvas touched during a compaction stays due: the next compaction writ
   }
   await eventually(async () => (await onDisk(dir, 'c-1')).some((w) => w.threadId === 'late'), 'c-1 written by the next compaction');
   // Its swap drops `late` from the journal (it came before the second fold point): only the file holds it then.
-  const journalHasLate = async () => ((await readJournal(journalOf(dir))).batches.flat() as WorkloadRecord[]).some((w) => w.threadId === 'late');
+  const journalHasLate = async () =>
+    ((await readJournal(journalOf(dir))).batches.flat() as WorkloadRecord[]).some((w) => w.threadId === 'late');
   await eventually(async () => !(await journalHasLate()), 'second compaction swapped the journal');
   // Every acknowledged launch is in its canvas file or in the journal at this moment: a kill here loses none.
   const journaled = (await readJournal(journalOf(dir))).batches.flat() as WorkloadRecord[];
@@ -156,9 +180,17 @@ t.test('close waits for a running compaction, then folds everything in', async (
   t.equal(closed, false, 'close has not returned while the compaction is held');
   gate.release();
   await closing;
-  for (const r of all) t.ok((await onDisk(dir, r.canvasId)).some((w) => w.threadId === r.threadId), `${r.threadId} in its canvas file`);
+  for (const r of all)
+    t.ok(
+      (await onDisk(dir, r.canvasId)).some((w) => w.threadId === r.threadId),
+      `${r.threadId} in its canvas file`,
+    );
   t.equal((await readJournal(journalOf(dir))).bytes, 0, 'journal empty after close');
-  t.same((await readdir(path.join(dir, 'workloads'))).filter((n) => n.endsWith('.tmp')), [], 'no temp file left');
+  t.same(
+    (await readdir(path.join(dir, 'workloads'))).filter((n) => n.endsWith('.tmp')),
+    [],
+    'no temp file left',
+  );
 });
 
 t.test('a failed compaction keeps the journal whole and its canvases due; a later one succeeds', async (t) => {
@@ -181,7 +213,8 @@ t.test('a failed compaction keeps the journal whole and its canvases due; a late
     fail = false;
     // Launch on until a compaction has folded the first twelve in (the retry waits for the journal to double).
     const more: WorkloadRecord[] = [];
-    const firstInJournal = async () => ((await readJournal(journalOf(dir))).batches.flat() as WorkloadRecord[]).some((w) => w.threadId === 't-0');
+    const firstInJournal = async () =>
+      ((await readJournal(journalOf(dir))).batches.flat() as WorkloadRecord[]).some((w) => w.threadId === 't-0');
     for (let i = 12; i < 200 && (await firstInJournal()); i++) {
       more.push(...(await launchSeries(files, i, 1)));
       await tick(2);
@@ -192,9 +225,17 @@ t.test('a failed compaction keeps the journal whole and its canvases due; a late
       const inFile = (await onDisk(dir, r.canvasId)).some((w) => w.threadId === r.threadId);
       t.ok(inFile || tail.some((w) => w.threadId === r.threadId), `${failing}: ${r.threadId} on disk`);
     }
-    t.same((await readdir(path.join(dir, 'workloads'))).filter((n) => n.endsWith('.tmp')), [], `${failing}: no temp file left`);
+    t.same(
+      (await readdir(path.join(dir, 'workloads'))).filter((n) => n.endsWith('.tmp')),
+      [],
+      `${failing}: no temp file left`,
+    );
     await files.close();
-    for (const r of [...all, ...more]) t.ok((await onDisk(dir, r.canvasId)).some((w) => w.threadId === r.threadId), `${failing}: ${r.threadId} in its file after close`);
+    for (const r of [...all, ...more])
+      t.ok(
+        (await onDisk(dir, r.canvasId)).some((w) => w.threadId === r.threadId),
+        `${failing}: ${r.threadId} in its file after close`,
+      );
   }
 });
 
@@ -277,7 +318,7 @@ t.test('a kill at any step of a compaction loses no acknowledged launch', async 
   t.ok(checked > 40, `${checked} kill points checked`);
 });
 
-t.test('an online backup\'s pause waits for a compaction under way; nothing on disk changes while paused', async (t) => {
+t.test("an online backup's pause waits for a compaction under way; nothing on disk changes while paused", async (t) => {
   const dir = await dataDir();
   const { files, gate, started } = await heldCompaction(dir);
   t.ok(started, 'a compaction is held writing a canvas file');
@@ -294,7 +335,10 @@ t.test('an online backup\'s pause waits for a compaction under way; nothing on d
     return Promise.all(names.map(async (n) => [n, await readFile(path.join(dir, 'workloads', n), 'utf8')]));
   };
   const before = await snapshot();
-  t.notOk(before.some(([n]) => n!.endsWith('.tmp')), 'no temp file: the journal swap is done too');
+  t.notOk(
+    before.some(([n]) => n!.endsWith('.tmp')),
+    'no temp file: the journal swap is done too',
+  );
   // A launch during the pause waits; the files do not change until the pause ends.
   let answered = false;
   const during = files.realize(record('c-0', 'during-pause')).then((r) => ((answered = true), r));
@@ -303,7 +347,10 @@ t.test('an online backup\'s pause waits for a compaction under way; nothing on d
   t.same(await snapshot(), before, 'the files are as they were when the pause was granted');
   files.resume();
   t.equal((await during).created, true, 'and is written once the pause ends');
-  t.ok(((await readJournal(journalOf(dir))).batches.flat() as WorkloadRecord[]).some((w) => w.threadId === 'during-pause'), 'durably');
+  t.ok(
+    ((await readJournal(journalOf(dir))).batches.flat() as WorkloadRecord[]).some((w) => w.threadId === 'during-pause'),
+    'durably',
+  );
   await files.close();
 });
 
@@ -312,7 +359,14 @@ function recordingSeam(dir: string) {
   const log: string[] = [];
   let inFlight = 0;
   let maxInFlight = 0;
-  const name = (file: string) => (file === path.join(dir, 'workloads') ? 'dir' : /\/c-[^/]*\.json($|\.)/.test(file) ? 'canvas' : /journal/.test(file) ? 'journal' : 'other');
+  const name = (file: string) =>
+    file === path.join(dir, 'workloads')
+      ? 'dir'
+      : /\/c-[^/]*\.json($|\.)/.test(file)
+        ? 'canvas'
+        : /journal/.test(file)
+          ? 'journal'
+          : 'other';
   const fs: FileSystemSeam = {
     async open(file, flags, mode) {
       const kind = name(file);
@@ -384,17 +438,28 @@ t.test('a directory fsync that fails fails the compaction: the journal is kept a
   const launched = await launchSeries(files, 0, 8, 4);
   await tick(300);
   const journaled = (await readJournal(journalOf(dir))).batches.flat() as WorkloadRecord[];
-  t.same(launched.filter((r) => !journaled.some((w) => w.threadId === r.threadId)), [], 'every launch is still in the journal');
+  t.same(
+    launched.filter((r) => !journaled.some((w) => w.threadId === r.threadId)),
+    [],
+    'every launch is still in the journal',
+  );
   failDirSync = false;
   // The next compaction (the journal doubled) writes every canvas again, the ones written before the failure too.
   const more = await launchSeries(files, 100, 16, 1);
   await eventually(async () => (await readJournal(journalOf(dir))).bytes < COMPACT_AT, 'a later compaction');
   for (const r of [...launched, ...more]) {
     const tail = (await readJournal(journalOf(dir))).batches.flat() as WorkloadRecord[];
-    t.ok((await onDisk(dir, r.canvasId)).some((w) => w.threadId === r.threadId) || tail.some((w) => w.threadId === r.threadId), `${r.threadId} kept`);
+    t.ok(
+      (await onDisk(dir, r.canvasId)).some((w) => w.threadId === r.threadId) || tail.some((w) => w.threadId === r.threadId),
+      `${r.threadId} kept`,
+    );
   }
   await files.close();
-  for (const r of [...launched, ...more]) t.ok((await onDisk(dir, r.canvasId)).some((w) => w.threadId === r.threadId), `${r.threadId} in its file after close`);
+  for (const r of [...launched, ...more])
+    t.ok(
+      (await onDisk(dir, r.canvasId)).some((w) => w.threadId === r.threadId),
+      `${r.threadId} in its file after close`,
+    );
 });
 
 t.test('a journal filled again while a compaction ran is compacted when it ends, without waiting for another launch', async (t) => {
@@ -406,7 +471,14 @@ t.test('a journal filled again while a compaction ran is compacted when it ends,
   t.ok((await readJournal(journalOf(dir))).bytes > 2 * COMPACT_AT, 'the journal is full again');
   gate.release();
   // No launch from here on: only the end of the first compaction can start the second.
-  await eventually(async () => (await readJournal(journalOf(dir))).bytes < COMPACT_AT, 'the second compaction, started by the end of the first');
-  for (const r of ['t-200', 't-211']) t.ok((await onDisk(dir, `c-${Number(r.slice(2)) % 3}`)).some((w) => w.threadId === r), `${r} in its canvas file`);
+  await eventually(
+    async () => (await readJournal(journalOf(dir))).bytes < COMPACT_AT,
+    'the second compaction, started by the end of the first',
+  );
+  for (const r of ['t-200', 't-211'])
+    t.ok(
+      (await onDisk(dir, `c-${Number(r.slice(2)) % 3}`)).some((w) => w.threadId === r),
+      `${r} in its canvas file`,
+    );
   await files.close();
 });

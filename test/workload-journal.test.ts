@@ -16,11 +16,14 @@ const dataDir = () => mkdtemp(path.join(tmpdir(), 'arr-wljournal-'));
 const journalOf = (dir: string) => path.join(dir, 'workloads', 'workloads.journal');
 const open = (dir: string, compactAtBytes?: number) => JsonWorkloadFiles.open(dir, nodeFileSystem, undefined, compactAtBytes);
 const canvasFile = async (dir: string, canvasId: string) =>
-  JSON.parse(await readFile(path.join(dir, 'workloads', `${canvasId}.json`), 'utf8')) as { schemaVersion: number; state: { workloads: WorkloadRecord[] } };
+  JSON.parse(await readFile(path.join(dir, 'workloads', `${canvasId}.json`), 'utf8')) as {
+    schemaVersion: number;
+    state: { workloads: WorkloadRecord[] };
+  };
 
 /** Polls `check` until it holds (a background compaction settling), failing after 20 s. */
 async function eventually(check: () => Promise<boolean>): Promise<void> {
-  for (const deadline = Date.now() + 20_000; !(await check()); ) {
+  for (const deadline = Date.now() + 20_000; !(await check());) {
     if (Date.now() > deadline) throw new Error('timed out waiting for the background compaction');
     await new Promise((r) => setTimeout(r, 5));
   }
@@ -35,12 +38,24 @@ t.test('launches of several canvases share journal lines; canvas files are writt
   t.equal(first.created, true);
   await Promise.all([files.realize(record('c-1', 't-2')), files.realize(record('c-2', 't-1')), files.realize(record('c-3', 't-1'))]);
   const journal = await readJournal(journalOf(dir));
-  t.same(journal.batches.map((b) => b.length), [1, 3], 'the first went alone; the three queued behind it shared one line');
+  t.same(
+    journal.batches.map((b) => b.length),
+    [1, 3],
+    'the first went alone; the three queued behind it shared one line',
+  );
   t.same((await readdir(path.join(dir, 'workloads'))).sort(), ['workloads.journal'], 'no canvas file before compaction');
-  t.same((await files.list('c-1')).map((w) => w.threadId), ['t-1', 't-2'], 'reads are served from memory');
+  t.same(
+    (await files.list('c-1')).map((w) => w.threadId),
+    ['t-1', 't-2'],
+    'reads are served from memory',
+  );
   t.same(files.canvasIds(), ['c-1', 'c-2', 'c-3']);
   await files.close();
-  t.same((await canvasFile(dir, 'c-1')).state.workloads, [record('c-1', 't-1'), record('c-1', 't-2')], 'sorted by thread, the format as before');
+  t.same(
+    (await canvasFile(dir, 'c-1')).state.workloads,
+    [record('c-1', 't-1'), record('c-1', 't-2')],
+    'sorted by thread, the format as before',
+  );
   t.same((await canvasFile(dir, 'c-2')).state.workloads, [record('c-2', 't-1')]);
   t.equal((await readJournal(journalOf(dir))).bytes, 0, 'journal emptied at close');
   await t.rejects(files.realize(record('c-1', 't-9')), { code: 'storage_unavailable' }, 'refused after close');
@@ -52,8 +67,15 @@ t.test('a crash leaves the records in the journal: start replays them into the c
   for (let i = 0; i < 5; i++) await files.realize(record(`c-${i % 2}`, `t-${i}`));
   // No close, as after a kill. The journal is not locked: a second open reads it as a restart would.
   const again = await open(dir);
-  t.same((await again.list('c-0')).map((w) => w.threadId), ['t-0', 't-2', 't-4']);
-  t.same((await canvasFile(dir, 'c-1')).state.workloads.map((w) => w.threadId), ['t-1', 't-3'], 'compacted at start');
+  t.same(
+    (await again.list('c-0')).map((w) => w.threadId),
+    ['t-0', 't-2', 't-4'],
+  );
+  t.same(
+    (await canvasFile(dir, 'c-1')).state.workloads.map((w) => w.threadId),
+    ['t-1', 't-3'],
+    'compacted at start',
+  );
   t.equal((await readJournal(journalOf(dir))).bytes, 0);
   t.equal((await again.realize(record('c-0', 't-0', '/elsewhere'))).created, false, 'a replayed thread is realized already');
   await again.close();
@@ -69,7 +91,11 @@ t.test('a torn last journal line is dropped; any other bad line stops the start,
   await appendFile(journalOf(dir), '{"changes":[{"driverSchemaVe');
   const again = await open(dir);
   t.same(again.canvasIds(), ['c-1']);
-  t.same((await again.list('c-1')).map((w) => w.threadId), ['t-1'], 'the torn line was never acknowledged');
+  t.same(
+    (await again.list('c-1')).map((w) => w.threadId),
+    ['t-1'],
+    'the torn line was never acknowledged',
+  );
   await again.close();
 
   const bad = await dataDir();
@@ -96,7 +122,9 @@ t.test('the journal is compacted into the touched canvas files once it passes th
   await eventually(async () => (await readJournal(journalOf(dir))).bytes < 4096);
   const journal = await readJournal(journalOf(dir));
   t.ok(journal.bytes < 4096, `the journal was emptied on the way (${journal.bytes} bytes now)`);
-  const onDisk = (await Promise.all(['c-0', 'c-1', 'c-2'].map((c) => canvasFile(dir, c).catch(() => ({ state: { workloads: [] } }))))).flatMap((d) => d.state.workloads);
+  const onDisk = (
+    await Promise.all(['c-0', 'c-1', 'c-2'].map((c) => canvasFile(dir, c).catch(() => ({ state: { workloads: [] } }))))
+  ).flatMap((d) => d.state.workloads);
   t.equal(onDisk.length + journal.batches.flat().length, 12, 'every record is in a canvas file or in the journal');
   t.ok(onDisk.length > 0, 'compaction wrote canvas files');
   await files.close();
@@ -116,7 +144,11 @@ t.test('concurrent first launches of one thread (and others across canvases) kee
   const winner = race.find((r) => r.created)!.workload;
   for (const r of race) t.equal(r.workload, winner, 'every loser gets the winner');
   t.equal(results.filter((r) => r.created).length, 21, 'the other canvases each realized their thread');
-  t.equal((await readJournal(journalOf(dir))).batches.flat().filter((w) => (w as WorkloadRecord).canvasId === 'c-race').length, 1, 'one journaled record');
+  t.equal(
+    (await readJournal(journalOf(dir))).batches.flat().filter((w) => (w as WorkloadRecord).canvasId === 'c-race').length,
+    1,
+    'one journaled record',
+  );
   await files.close();
   t.same((await canvasFile(dir, 'c-race')).state.workloads, [winner]);
 });
@@ -124,7 +156,11 @@ t.test('concurrent first launches of one thread (and others across canvases) kee
 t.test('a failed compaction keeps every record in the journal; the next start folds them in', async (t) => {
   const dir = await dataDir();
   let failRenames = true;
-  const failing = { ...nodeFileSystem, rename: (from: string, to: string) => (failRenames ? Promise.reject(Object.assign(new Error('EIO'), { code: 'EIO' })) : nodeFileSystem.rename(from, to)) };
+  const failing = {
+    ...nodeFileSystem,
+    rename: (from: string, to: string) =>
+      failRenames ? Promise.reject(Object.assign(new Error('EIO'), { code: 'EIO' })) : nodeFileSystem.rename(from, to),
+  };
   const files = await JsonWorkloadFiles.open(dir, failing);
   for (let i = 0; i < 40; i++) await files.realize(record(`c-${i % 20}`, `t-${i}`));
   await files.close();

@@ -67,7 +67,9 @@ process.on('message', (message: { type?: string; gc?: boolean }) => {
       gc();
     }
     const { rss, heapUsed, external } = process.memoryUsage();
-    app.server.getConnections((_err, connections) => process.send?.({ type: 'probe', rss, heapUsed, external, connections, cpuMs: (user + system) / 1000 }));
+    app.server.getConnections((_err, connections) =>
+      process.send?.({ type: 'probe', rss, heapUsed, external, connections, cpuMs: (user + system) / 1000 }),
+    );
   }
   if (message?.type === 'stop') {
     printTimings();

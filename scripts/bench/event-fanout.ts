@@ -10,7 +10,16 @@
 // a backlog of events already in its log (BENCH_EVENT_BACKLOG, 30,000 events, about 5 MiB as SSE text).
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { copyDataDir, forkEventWorker, median, removeDir, startServer, writersFor, type Credentials, type RunningServer } from './harness.js';
+import {
+  copyDataDir,
+  forkEventWorker,
+  median,
+  removeDir,
+  startServer,
+  writersFor,
+  type Credentials,
+  type RunningServer,
+} from './harness.js';
 import type { LoadResult, ServerProbe } from './protocol.js';
 import { quantile, type Collected, type Written } from './event-worker.js';
 
@@ -78,7 +87,13 @@ async function writeBacklog(dir: string, count: number): Promise<void> {
   const at = new Date().toISOString();
   const lines = [JSON.stringify({ floor: 0, last: count })];
   for (let i = 1; i <= count; i++) {
-    lines.push(JSON.stringify({ batch: [{ id: String(i), type: 'resource.replaced', at, subject: { kind: 'resource', id: `r-huabu-${i % 10}`, provider: 'huabu' } }] }));
+    lines.push(
+      JSON.stringify({
+        batch: [
+          { id: String(i), type: 'resource.replaced', at, subject: { kind: 'resource', id: `r-huabu-${i % 10}`, provider: 'huabu' } },
+        ],
+      }),
+    );
   }
   await writeFile(path.join(dir, 'events.jsonl'), lines.join('\n') + '\n', { mode: 0o600 });
 }
@@ -118,7 +133,9 @@ async function runOnce(o: FanoutOptions, order: 'without-first' | 'with-first'):
           if (o.warmupSec > 0) await paced(server, o.warmupSec);
           const idle = await server.probe();
           const share = (i: number) => Math.floor(o.subscribers / PROCESSES) + (i < o.subscribers % PROCESSES ? 1 : 0);
-          await Promise.all(subs.map((s, i) => s.ask({ kind: 'subscribe', url: server.url, token: o.creds.owner, count: share(i), concurrency: 16 })));
+          await Promise.all(
+            subs.map((s, i) => s.ask({ kind: 'subscribe', url: server.url, token: o.creds.owner, count: share(i), concurrency: 16 })),
+          );
           await pause(500);
           const subscribed = await server.probe();
           const collect = (acks: Record<string, number>) => Promise.all(subs.map((s) => s.ask<Collected>({ kind: 'collect', acks })));
@@ -165,11 +182,21 @@ async function runOnce(o: FanoutOptions, order: 'without-first' | 'with-first'):
     if (order === 'without-first') {
       const a = await without();
       const b = await withSubscribers();
-      return { ...b, paced: { without: a.paced, with: b.paced }, full: { without: a.full, with: b.full }, cpuPerWrite: { without: a.cpuPerWrite, with: b.cpuPerWrite } };
+      return {
+        ...b,
+        paced: { without: a.paced, with: b.paced },
+        full: { without: a.full, with: b.full },
+        cpuPerWrite: { without: a.cpuPerWrite, with: b.cpuPerWrite },
+      };
     }
     const b = await withSubscribers();
     const a = await without();
-    return { ...b, paced: { without: a.paced, with: b.paced }, full: { without: a.full, with: b.full }, cpuPerWrite: { without: a.cpuPerWrite, with: b.cpuPerWrite } };
+    return {
+      ...b,
+      paced: { without: a.paced, with: b.paced },
+      full: { without: a.full, with: b.full },
+      cpuPerWrite: { without: a.cpuPerWrite, with: b.cpuPerWrite },
+    };
   } finally {
     writer.stop();
   }

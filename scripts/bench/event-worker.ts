@@ -78,25 +78,29 @@ async function subscribeOne(url: string, token: string): Promise<void> {
 
 function openStream(url: string, token: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = http.get(`${url}/api/acp/events`, { agent: false, headers: { accept: 'text/event-stream', authorization: `Bearer ${token}` } }, (res) => {
-      if (res.statusCode !== 200) {
-        resolve(res.statusCode ?? 0);
-        res.resume();
-        return;
-      }
-      openReaders++;
-      const state = { rest: '' };
-      res.setEncoding('utf8');
-      let first = true;
-      res.on('data', (chunk: string) => {
-        if (first) {
-          first = false;
-          resolve(200); // the stream's opening lines: subscribed from here on
+    const req = http.get(
+      `${url}/api/acp/events`,
+      { agent: false, headers: { accept: 'text/event-stream', authorization: `Bearer ${token}` } },
+      (res) => {
+        if (res.statusCode !== 200) {
+          resolve(res.statusCode ?? 0);
+          res.resume();
+          return;
         }
-        onChunk(state, chunk);
-      });
-      res.on('close', () => openReaders--);
-    });
+        openReaders++;
+        const state = { rest: '' };
+        res.setEncoding('utf8');
+        let first = true;
+        res.on('data', (chunk: string) => {
+          if (first) {
+            first = false;
+            resolve(200); // the stream's opening lines: subscribed from here on
+          }
+          onChunk(state, chunk);
+        });
+        res.on('close', () => openReaders--);
+      },
+    );
     req.on('error', reject);
     readers.push(req);
   });
@@ -122,7 +126,9 @@ async function stall(c: Extract<EventWorkerCommand, { kind: 'stall' }>): Promise
     await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
     socket.on('error', () => undefined);
     socket.pause();
-    socket.write(`GET /api/acp/events?since=${c.since} HTTP/1.1\r\nhost: ${hostname}\r\naccept: text/event-stream\r\nauthorization: Bearer ${c.token}\r\n\r\n`);
+    socket.write(
+      `GET /api/acp/events?since=${c.since} HTTP/1.1\r\nhost: ${hostname}\r\naccept: text/event-stream\r\nauthorization: Bearer ${c.token}\r\n\r\n`,
+    );
     stalled.push(socket);
   }
   return { opened: stalled.length };
@@ -185,7 +191,13 @@ async function write(c: Extract<EventWorkerCommand, { kind: 'write' }>): Promise
   const elapsed = (now() - start) / 1000;
   await pool.close();
   took.sort((a, b) => a - b);
-  return { acks, perSecond: took.length / elapsed, errors, p50: took.length ? quantile(took, 0.5) : NaN, p99: took.length ? quantile(took, 0.99) : NaN };
+  return {
+    acks,
+    perSecond: took.length / elapsed,
+    errors,
+    p50: took.length ? quantile(took, 0.5) : NaN,
+    p99: took.length ? quantile(took, 0.99) : NaN,
+  };
 }
 
 async function handle(c: EventWorkerCommand): Promise<unknown> {

@@ -54,7 +54,10 @@ export function newCredentials(): Credentials {
 const BENCH_ENROLLED_AT = '2026-01-01T00:00:00.000Z';
 
 export function canvasToken(creds: Credentials): string {
-  return mintCanvasToken({ canvasId: CANVAS_ID, agentletId: MACHINES[0]!, enrolledAt: BENCH_ENROLLED_AT, exp: Math.floor(Date.now() / 1000) + 24 * 3600 }, creds.secret);
+  return mintCanvasToken(
+    { canvasId: CANVAS_ID, agentletId: MACHINES[0]!, enrolledAt: BENCH_ENROLLED_AT, exp: Math.floor(Date.now() / 1000) + 24 * 3600 },
+    creds.secret,
+  );
 }
 
 /** Record i belongs to provider i mod 5 (huabu, bm0..bm3). */
@@ -98,15 +101,25 @@ export async function prepareDataDir(root: string, count: number, creds: Credent
   await mkdir(path.join(dir, 'agent-resources'), { recursive: true, mode: 0o700 });
   await mkdir(path.join(dir, 'agent-team'), { recursive: true, mode: 0o700 });
   const profiles = Array.from({ length: count }, (_, j) => benchProfile(j, count)).sort((a, b) => (a.id < b.id ? -1 : 1));
-  await writeFile(path.join(dir, 'agent-team', 'registry.json'), JSON.stringify({ schemaVersion: 4, state: { profiles } }, null, 2) + '\n', { mode: 0o600 });
+  await writeFile(
+    path.join(dir, 'agent-team', 'registry.json'),
+    JSON.stringify({ schemaVersion: 4, state: { profiles } }, null, 2) + '\n',
+    { mode: 0o600 },
+  );
   const resources = Array.from({ length: count }, (_, i) => {
     const provider = PROVIDERS[i % PROVIDERS.length]!;
     const id = seededId(provider, Math.floor(i / PROVIDERS.length));
     return { ...writeBody(id, 'seed'), id, provider };
   }).sort((a, b) => (a.id < b.id ? -1 : 1));
-  await writeFile(path.join(dir, 'agent-resources', 'resources.json'), JSON.stringify({ schemaVersion: 1, state: { resources } }), { mode: 0o600 });
+  await writeFile(path.join(dir, 'agent-resources', 'resources.json'), JSON.stringify({ schemaVersion: 1, state: { resources } }), {
+    mode: 0o600,
+  });
   const enrolledAt = BENCH_ENROLLED_AT;
-  const machines = MACHINES.map((machineId) => ({ machineId, tokenDigest: tokenDigest(creds.machines[machineId]!).toString('hex'), enrolledAt }));
+  const machines = MACHINES.map((machineId) => ({
+    machineId,
+    tokenDigest: tokenDigest(creds.machines[machineId]!).toString('hex'),
+    enrolledAt,
+  }));
   await writeFile(path.join(dir, 'machines.json'), JSON.stringify({ schemaVersion: 1, state: { machines } }), { mode: 0o600 });
   return dir;
 }
@@ -241,7 +254,10 @@ export async function measureStartup(dataDir: string, creds: Credentials, env: R
   let readyzMs: number | undefined;
   const url = `http://127.0.0.1:${port}/readyz`;
   for (;;) {
-    const ok = await fetch(url).then((r) => r.status === 200, () => false);
+    const ok = await fetch(url).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (ok) {
       readyzMs = performance.now() - forked;
       break;
@@ -292,30 +308,32 @@ async function launchServer(dataDir: string, creds: Credentials, allEnv: Record<
     child.once('message', (m: ServerReady) => resolve(m));
     child.once('exit', (code) => reject(new Error(`bench server exited with ${code} before it was ready`)));
   });
-  return { server: {
-    ready,
-    url: `http://127.0.0.1:${ready.port}`,
-    probe: (gc = true) =>
-      new Promise<ServerProbe>((resolve) => {
-        const onMessage = (m: ServerProbe) => {
-          if (m?.type !== 'probe') return;
-          child.off('message', onMessage);
-          resolve(m);
-        };
-        child.on('message', onMessage);
-        child.send({ type: 'probe', gc });
-      }),
-    async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise<void>((r) => child.once('exit', () => r()));
-        child.send({ type: 'stop' });
-        const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-        await exited;
-        clearTimeout(timer);
-      }
-      await database?.drop();
+  return {
+    server: {
+      ready,
+      url: `http://127.0.0.1:${ready.port}`,
+      probe: (gc = true) =>
+        new Promise<ServerProbe>((resolve) => {
+          const onMessage = (m: ServerProbe) => {
+            if (m?.type !== 'probe') return;
+            child.off('message', onMessage);
+            resolve(m);
+          };
+          child.on('message', onMessage);
+          child.send({ type: 'probe', gc });
+        }),
+      async stop() {
+        if (child.exitCode === null) {
+          const exited = new Promise<void>((r) => child.once('exit', () => r()));
+          child.send({ type: 'stop' });
+          const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+          await exited;
+          clearTimeout(timer);
+        }
+        await database?.drop();
+      },
     },
-  } };
+  };
 }
 
 /** One autocannon pass in its own process. */

@@ -38,7 +38,15 @@ export async function measureInvocationOverhead(dataDir: string, root: string, c
         'bench-search': {
           endpoint: endpointUrl,
           credential: { header: 'x-api-key', env: 'BENCH_SEARCH_KEY' },
-          inputSchema: { type: 'object', properties: { query: { type: 'string', minLength: 1, maxLength: 4000 }, maxResults: { type: 'integer', minimum: 1, maximum: 10 } }, required: ['query'], additionalProperties: false },
+          inputSchema: {
+            type: 'object',
+            properties: {
+              query: { type: 'string', minLength: 1, maxLength: 4000 },
+              maxResults: { type: 'integer', minimum: 1, maximum: 10 },
+            },
+            required: ['query'],
+            additionalProperties: false,
+          },
           timeoutMs: 10_000,
           maxInputBytes: 16_384,
           maxOutputBytes: 65_536,
@@ -47,20 +55,50 @@ export async function measureInvocationOverhead(dataDir: string, root: string, c
       },
     }),
   );
-  const server = await startServer(dataDir, creds, { HOSTED_CAPABILITIES_FILE: capsFile, BENCH_SEARCH_KEY: 'bench-search-key-not-a-secret', REQUIRED_RESOURCE_IDS: '', MAX_EVENT_LOOP_DELAY_MS: '0' });
+  const server = await startServer(dataDir, creds, {
+    HOSTED_CAPABILITIES_FILE: capsFile,
+    BENCH_SEARCH_KEY: 'bench-search-key-not-a-secret',
+    REQUIRED_RESOURCE_IDS: '',
+    MAX_EVENT_LOOP_DELAY_MS: '0',
+  });
   const agent = new Agent({ connections: 2 });
   try {
     const call = async (url: string, headers: Record<string, string>, body: unknown, expect = 200, method: 'POST' | 'PUT' = 'POST') => {
-      const res = await request(url, { method, dispatcher: agent, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+      const res = await request(url, {
+        method,
+        dispatcher: agent,
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
       const text = await res.body.text();
       if (res.statusCode !== expect) throw new Error(`${url}: ${res.statusCode} ${text}`);
       return text ? JSON.parse(text) : undefined;
     };
     const owner = { authorization: `Bearer ${creds.owner}` };
-    await call(`${server.url}/api/acp/providers/huabu/resources/bench-search`, { authorization: `Bearer ${creds.huabu}` }, { schemaVersion: 1, name: 'Bench search', description: 'Searches.', instructions: 'Invoke it.' }, 201, 'PUT');
-    await call(`${server.url}/api/acp/launch`, owner, { profileId: benchProfileId(0), canvasId: CANVAS_ID, threadId: 'bench-invoke', resourceIds: ['bench-search'] }, 201);
-    const { grant } = (await call(`${server.url}/api/acp/grants`, owner, { canvasId: CANVAS_ID, threadId: 'bench-invoke', ttlSeconds: 86_400 }, 201)) as { grant: string };
-    const viaService = { authorization: `Bearer ${canvasToken(creds)}`, 'x-huabu-resource-grant': grant, 'x-huabu-thread-id': 'bench-invoke' };
+    await call(
+      `${server.url}/api/acp/providers/huabu/resources/bench-search`,
+      { authorization: `Bearer ${creds.huabu}` },
+      { schemaVersion: 1, name: 'Bench search', description: 'Searches.', instructions: 'Invoke it.' },
+      201,
+      'PUT',
+    );
+    await call(
+      `${server.url}/api/acp/launch`,
+      owner,
+      { profileId: benchProfileId(0), canvasId: CANVAS_ID, threadId: 'bench-invoke', resourceIds: ['bench-search'] },
+      201,
+    );
+    const { grant } = (await call(
+      `${server.url}/api/acp/grants`,
+      owner,
+      { canvasId: CANVAS_ID, threadId: 'bench-invoke', ttlSeconds: 86_400 },
+      201,
+    )) as { grant: string };
+    const viaService = {
+      authorization: `Bearer ${canvasToken(creds)}`,
+      'x-huabu-resource-grant': grant,
+      'x-huabu-thread-id': 'bench-invoke',
+    };
     const invokeUrl = `${server.url}/api/rfs/${CANVAS_ID}/resources/bench-search/invoke`;
     const input = { query: 'lichen growth rates', maxResults: 5 };
     const direct: number[] = [];
@@ -80,7 +118,11 @@ export async function measureInvocationOverhead(dataDir: string, root: string, c
     }
     direct.sort((a, b) => a - b);
     service.sort((a, b) => a - b);
-    return { calls, direct: { p50: quantile(direct, 0.5), p99: quantile(direct, 0.99) }, service: { p50: quantile(service, 0.5), p99: quantile(service, 0.99) } };
+    return {
+      calls,
+      direct: { p50: quantile(direct, 0.5), p99: quantile(direct, 0.99) },
+      service: { p50: quantile(service, 0.5), p99: quantile(service, 0.99) },
+    };
   } finally {
     await agent.close();
     await server.stop();

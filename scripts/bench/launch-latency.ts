@@ -21,7 +21,13 @@ const profile = await app.inject({
   method: 'POST',
   url: '/api/acp/profiles',
   headers,
-  payload: { alias: 'Bench', agentletId: 'mac-bench', workingDirPath: '/work', launch: { kind: 'acp-command', command: 'agent' }, resourceIds: [] },
+  payload: {
+    alias: 'Bench',
+    agentletId: 'mac-bench',
+    workingDirPath: '/work',
+    launch: { kind: 'acp-command', command: 'agent' },
+    resourceIds: [],
+  },
 });
 if (profile.statusCode !== 201) throw new Error(`profile: ${profile.statusCode} ${profile.body}`);
 const profileId = profile.json().id;

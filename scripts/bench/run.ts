@@ -79,10 +79,30 @@ function options(argv: string[], env: NodeJS.ProcessEnv): Options {
   if (argv.includes('--smoke')) {
     // A short warm-up even here: a variant's first requests pay one-time costs (the secret scanner's rules
     // compile on the first write), and a 0.3 s run that spends them all on a loaded machine measures nothing.
-    return { scales: [100], runs: 1, durationSec: 0.3, warmupSec: 0.3, connections: 4, writers: 8, readRate: 50, launchRate: 50, threadsPerCanvas: 10, invokeCalls: 20, subscribers: 20, stalled: 3, eventRate: 50, stallSec: 1, backlog: 1000, only: undefined };
+    return {
+      scales: [100],
+      runs: 1,
+      durationSec: 0.3,
+      warmupSec: 0.3,
+      connections: 4,
+      writers: 8,
+      readRate: 50,
+      launchRate: 50,
+      threadsPerCanvas: 10,
+      invokeCalls: 20,
+      subscribers: 20,
+      stalled: 3,
+      eventRate: 50,
+      stallSec: 1,
+      backlog: 1000,
+      only: undefined,
+    };
   }
   return {
-    scales: (env.BENCH_SCALES ?? '100,1000,10000').split(',').map((s) => Number(s.trim())).filter((n) => n > 0),
+    scales: (env.BENCH_SCALES ?? '100,1000,10000')
+      .split(',')
+      .map((s) => Number(s.trim()))
+      .filter((n) => n > 0),
     runs: Math.max(1, Math.round(num('BENCH_RUNS', 5))),
     durationSec: num('BENCH_DURATION', 2),
     warmupSec: num('BENCH_WARMUP', 1),
@@ -139,16 +159,31 @@ interface Scenario {
 }
 
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
-const rate = (c: Compared[string], unit = 'req/s') => `${fmt(c.perSecond)} ${unit} (p99 ${fmt(c.p99, 1)} ms)${c.unexpected + c.errors ? ` ⚠ ${c.unexpected} unexpected, ${c.errors} errors` : ''}`;
+const rate = (c: Compared[string], unit = 'req/s') =>
+  `${fmt(c.perSecond)} ${unit} (p99 ${fmt(c.p99, 1)} ms)${c.unexpected + c.errors ? ` ⚠ ${c.unexpected} unexpected, ${c.errors} errors` : ''}`;
 const scaleName = (n: number) => (n >= 1000 && n % 1000 === 0 ? `${n / 1000}k` : String(n));
 
 function verdict(ratio: number, rule: string, holds: boolean): string {
   return `${rule} ${holds ? '✓' : '✗'}`;
 }
 
-function getSpec(server: RunningServer, path: string, headers: Record<string, string>, ctx: ScaleContext, expect = 200, extra: Partial<LoadSpec> = {}) {
+function getSpec(
+  server: RunningServer,
+  path: string,
+  headers: Record<string, string>,
+  ctx: ScaleContext,
+  expect = 200,
+  extra: Partial<LoadSpec> = {},
+) {
   return (durationSec: number): Promise<LoadResult> =>
-    runLoad({ url: server.url, connections: ctx.opts.connections, durationSec, expectStatus: [expect], request: { kind: 'get', path, headers }, ...extra });
+    runLoad({
+      url: server.url,
+      connections: ctx.opts.connections,
+      durationSec,
+      expectStatus: [expect],
+      request: { kind: 'get', path, headers },
+      ...extra,
+    });
 }
 
 function writesSpec(url: string, ctx: ScaleContext, mode: 'replace' | 'create', durationSec: number, tag: string): LoadSpec {
@@ -276,10 +311,22 @@ export const SCENARIOS: Scenario[] = [
         ctx.opts.warmupSec,
       );
       const ratio = r['304']!.perSecond / r.healthz!.perSecond;
-      const rows = [{ measured: rate(r['304']!), baseline: rate(r.healthz!), ratio: `${fmt(ratio, 2)}×`, target: verdict(ratio, '≥ 0.8×', ratio >= 0.8) }];
+      const rows = [
+        {
+          measured: rate(r['304']!),
+          baseline: rate(r.healthz!),
+          ratio: `${fmt(ratio, 2)}×`,
+          target: verdict(ratio, '≥ 0.8×', ratio >= 0.8),
+        },
+      ];
       if (b) {
         const before = r['304-baseline']!.perSecond / r['healthz-baseline']!.perSecond;
-        rows.push({ measured: `baseline build: ${rate(r['304-baseline']!)}`, baseline: `baseline build: ${rate(r['healthz-baseline']!)}`, ratio: `${fmt(before, 2)}×`, target: `(${ctx.opts.connections} connections)` });
+        rows.push({
+          measured: `baseline build: ${rate(r['304-baseline']!)}`,
+          baseline: `baseline build: ${rate(r['healthz-baseline']!)}`,
+          ratio: `${fmt(before, 2)}×`,
+          target: `(${ctx.opts.connections} connections)`,
+        });
       }
       return rows;
     },
@@ -287,10 +334,12 @@ export const SCENARIOS: Scenario[] = [
   {
     id: '3',
     title: 'RFS catalogue GET (canvas token) vs constant-bytes route',
-    async run(ctx) {
+    run(ctx) {
       const r = ctx.notes.get('reads');
-      if (!r) return [{ measured: 'n/a (measured together with scenario 1)', baseline: '', ratio: '', target: '' }];
-      return [{ measured: rate(r.rfs!), baseline: rate(r.constant!), ratio: `${fmt(r.rfs!.perSecond / r.constant!.perSecond, 2)}×`, target: '—' }];
+      if (!r) return Promise.resolve([{ measured: 'n/a (measured together with scenario 1)', baseline: '', ratio: '', target: '' }]);
+      return Promise.resolve([
+        { measured: rate(r.rfs!), baseline: rate(r.constant!), ratio: `${fmt(r.rfs!.perSecond / r.constant!.perSecond, 2)}×`, target: '—' },
+      ]);
     },
   },
   {
@@ -324,7 +373,14 @@ export const SCENARIOS: Scenario[] = [
       const small = scales[0]!;
       const large = scales[scales.length - 1]!;
       return (['replace', 'create'] as const).map((mode) => {
-        if (small === large) return { scale: `${scaleName(large)} vs ${scaleName(small)}`, measured: 'n/a (needs two scales)', baseline: '', ratio: '', target: '' };
+        if (small === large)
+          return {
+            scale: `${scaleName(large)} vs ${scaleName(small)}`,
+            measured: 'n/a (needs two scales)',
+            baseline: '',
+            ratio: '',
+            target: '',
+          };
         const a = byScale.get(large)!.notes.get('writes')![mode]!;
         const b = byScale.get(small)!.notes.get('writes')![mode]!;
         const ratio = a.perSecond / b.perSecond;
@@ -352,7 +408,13 @@ export const SCENARIOS: Scenario[] = [
           durationSec,
           ...(overallRate ? { overallRate } : {}),
           expectStatus: [201],
-          request: { kind: 'launches', token: ctx.creds.owner, profileIds, threadsPerCanvas: ctx.opts.threadsPerCanvas, tag: `L${++runCounter}` },
+          request: {
+            kind: 'launches',
+            token: ctx.creds.owner,
+            profileIds,
+            threadsPerCanvas: ctx.opts.threadsPerCanvas,
+            tag: `L${++runCounter}`,
+          },
         });
         const r = await compare(
           [
@@ -441,7 +503,10 @@ export const SCENARIOS: Scenario[] = [
       await addWorkloads(withWorkloads, ctx.count, canvases, threads);
       const variants: [string, string][] = [
         [ctx.template, `${n} resources, ${n} profiles`],
-        [withWorkloads, `${n} resources, ${n} profiles, ${scaleName(canvases * threads)} workloads (${scaleName(canvases)} canvases × ${threads} threads)`],
+        [
+          withWorkloads,
+          `${n} resources, ${n} profiles, ${scaleName(canvases * threads)} workloads (${scaleName(canvases)} canvases × ${threads} threads)`,
+        ],
       ];
       const rows: Omit<Row, 'scenario' | 'title' | 'scale'>[] = [];
       for (const [template, what] of variants) {
@@ -472,7 +537,9 @@ export const SCENARIOS: Scenario[] = [
   {
     id: '8',
     title: 'PostgreSQL registrations/s vs the JSON store, 32 writers',
-    ...(process.env.BENCH_DATABASE_URL ? {} : { unavailable: 'set BENCH_DATABASE_URL to a PostgreSQL server where databases may be created' }),
+    ...(process.env.BENCH_DATABASE_URL
+      ? {}
+      : { unavailable: 'set BENCH_DATABASE_URL to a PostgreSQL server where databases may be created' }),
     async run(ctx) {
       const r = await compare([...storeVariants(ctx, 'replace'), ...storeVariants(ctx, 'create')], ctx.opts.runs, ctx.opts.durationSec, 0);
       const pool = process.env.BENCH_PG_POOL ?? '10';
@@ -509,7 +576,9 @@ export const SCENARIOS: Scenario[] = [
     at: 'largest',
     async run(ctx) {
       const dir = await copyDataDir(ctx.template, ctx.root);
-      const load = loadavg().map((l) => l.toFixed(2)).join(' ');
+      const load = loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ');
       const r = await measureInvocationOverhead(dir, ctx.root, ctx.creds, ctx.opts.invokeCalls);
       await removeDir(dir);
       return [
@@ -529,7 +598,8 @@ export const SCENARIOS: Scenario[] = [
       const s = await ctx.shared();
       const path = '/api/acp/resources';
       const codings = ['identity', 'gzip', 'br'] as const;
-      const headers = (coding: (typeof codings)[number]) => (coding === 'identity' ? owner(ctx) : { ...owner(ctx), 'accept-encoding': coding });
+      const headers = (coding: (typeof codings)[number]) =>
+        coding === 'identity' ? owner(ctx) : { ...owner(ctx), 'accept-encoding': coding };
       const bytes = new Map<string, number>();
       for (const coding of codings) bytes.set(coding, await responseBytes(s, path, headers(coding), coding));
       const r = await compare(
@@ -578,7 +648,9 @@ export const SCENARIOS: Scenario[] = [
       });
       const m = (f: (r: (typeof runs)[number]) => number) => median(runs.map(f));
       const n = o.subscribers;
-      const load = loadavg().map((l) => l.toFixed(2)).join(' ');
+      const load = loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ');
       const kib = (bytes: number) => `${fmt(bytes / 1024, 1)} KiB`;
       const mib = (bytes: number) => `${fmt(bytes / 2 ** 20, 1)} MiB`;
       const p99 = m((r) => r.delivery.p99);
@@ -603,20 +675,53 @@ export const SCENARIOS: Scenario[] = [
       const stallRefused = refused(runs.reduce((s, r) => s + r.stall.writes.errors, 0));
       return [
         {
-          measured: `delivery after the 201: p99 ${fmt(p99, 1)} ms (p50 ${fmt(m((r) => r.delivery.p50), 1)}, max ${fmt(m((r) => r.delivery.max), 1)}, min ${fmt(m((r) => r.delivery.min), 1)}; p99 per run ${perRun})${missing ? ` ⚠ ${fmt(missing)} never received` : ''}`,
+          measured: `delivery after the 201: p99 ${fmt(p99, 1)} ms (p50 ${fmt(
+            m((r) => r.delivery.p50),
+            1,
+          )}, max ${fmt(
+            m((r) => r.delivery.max),
+            1,
+          )}, min ${fmt(
+            m((r) => r.delivery.min),
+            1,
+          )}; p99 per run ${perRun})${missing ? ` ⚠ ${fmt(missing)} never received` : ''}`,
           baseline: `${fmt(n)} subscribers × ${fmt(m((r) => r.delivery.samples / n))} events at ${writesDuring} (2 subscriber processes); load average ${load}`,
           ratio: '',
           target: verdict(0, '≤ 200 ms', p99 <= 200 && missing === 0),
         },
         {
-          measured: `with ${fmt(n)} subscribers: ${fmt(m((r) => r.paced.with.perSecond), 1)} writes/s (p99 ${fmt(m((r) => r.paced.with.p99), 1)} ms)${pacedRefused('with')}`,
-          baseline: `without: ${fmt(m((r) => r.paced.without.perSecond), 1)} writes/s (p99 ${fmt(m((r) => r.paced.without.p99), 1)} ms)${pacedRefused('without')}, paced at ${writesDuring}; server CPU per write ${fmt(m((r) => r.cpuPerWrite.with), 2)} ms with, ${fmt(m((r) => r.cpuPerWrite.without), 2)} ms without (${fmt(((m((r) => r.cpuPerWrite.with) - m((r) => r.cpuPerWrite.without)) * 1000) / n, 1)} µs per event per subscriber)`,
+          measured: `with ${fmt(n)} subscribers: ${fmt(
+            m((r) => r.paced.with.perSecond),
+            1,
+          )} writes/s (p99 ${fmt(
+            m((r) => r.paced.with.p99),
+            1,
+          )} ms)${pacedRefused('with')}`,
+          baseline: `without: ${fmt(
+            m((r) => r.paced.without.perSecond),
+            1,
+          )} writes/s (p99 ${fmt(
+            m((r) => r.paced.without.p99),
+            1,
+          )} ms)${pacedRefused('without')}, paced at ${writesDuring}; server CPU per write ${fmt(
+            m((r) => r.cpuPerWrite.with),
+            2,
+          )} ms with, ${fmt(
+            m((r) => r.cpuPerWrite.without),
+            2,
+          )} ms without (${fmt(((m((r) => r.cpuPerWrite.with) - m((r) => r.cpuPerWrite.without)) * 1000) / n, 1)} µs per event per subscriber)`,
           ratio: `${fmt(paced, 2)}×`,
           target: verdict(paced, '≥ 0.9×', paced >= 0.9),
         },
         {
-          measured: `with ${fmt(n)} subscribers, ${o.writers} writers: ${fmt(m((r) => r.full.with.perSecond))} writes/s (p99 ${fmt(m((r) => r.full.with.p99), 1)} ms)${fullRefused('with')}`,
-          baseline: `without: ${fmt(m((r) => r.full.without.perSecond))} writes/s (p99 ${fmt(m((r) => r.full.without.p99), 1)} ms)${fullRefused('without')}, full speed`,
+          measured: `with ${fmt(n)} subscribers, ${o.writers} writers: ${fmt(m((r) => r.full.with.perSecond))} writes/s (p99 ${fmt(
+            m((r) => r.full.with.p99),
+            1,
+          )} ms)${fullRefused('with')}`,
+          baseline: `without: ${fmt(m((r) => r.full.without.perSecond))} writes/s (p99 ${fmt(
+            m((r) => r.full.without.p99),
+            1,
+          )} ms)${fullRefused('without')}, full speed`,
           ratio: `${fmt(full, 2)}×`,
           target: '—',
         },
@@ -628,7 +733,10 @@ export const SCENARIOS: Scenario[] = [
         },
         {
           measured: `${o.stalled} streams that never read, ${fmt(o.stallSec)} s of ${writesDuring}: server RSS +${mib(growth)} at most (${kib(growth / o.stalled)} per stream, each owed the ${fmt(o.backlog)}-event backlog; bound ${mib(bound)}); closed by the stall rule: ${closed.join(', ')} of ${o.stalled} per run${stallRefused}`,
-          baseline: `the reading subscribers meanwhile: p99 ${fmt(stalledP99, 1)} ms (p50 ${fmt(m((r) => r.stall.delivery.p50), 1)})${stalledMissing ? ` ⚠ ${fmt(stalledMissing)} never received` : ''}, without them ${fmt(p99, 1)} ms`,
+          baseline: `the reading subscribers meanwhile: p99 ${fmt(stalledP99, 1)} ms (p50 ${fmt(
+            m((r) => r.stall.delivery.p50),
+            1,
+          )})${stalledMissing ? ` ⚠ ${fmt(stalledMissing)} never received` : ''}, without them ${fmt(p99, 1)} ms`,
           ratio: `${fmt(stalledP99 / p99, 2)}× p99`,
           target: verdict(0, 'bounded, p99 ≤ 200 ms', growth <= bound && stalledP99 <= 200 && stalledMissing === 0),
         },
@@ -643,7 +751,8 @@ async function responseBytes(server: RunningServer, path: string, headers: Recor
   const res = await request(`${server.url}${path}`, { headers });
   const body = Buffer.from(await res.body.arrayBuffer());
   const got = res.headers['content-encoding'] ?? 'identity';
-  if (res.statusCode !== 200 || got !== coding) throw new Error(`${path} with ${coding}: ${res.statusCode}, content-encoding ${String(got)}`);
+  if (res.statusCode !== 200 || got !== coding)
+    throw new Error(`${path} with ${coding}: ${res.statusCode}, content-encoding ${String(got)}`);
   return body.length;
 }
 

@@ -90,7 +90,8 @@ const FORMATS: Record<string, Maker[]> = {
     () => `AWS_SECRET_ACCESS_KEY=${str(B64, 40)}`,
   ],
   azure: [
-    () => `DefaultEndpointsProtocol=https;AccountName=${str(LOWER + DIGITS, 12)};AccountKey=${str(B64, 86)}==;EndpointSuffix=core.windows.net`,
+    () =>
+      `DefaultEndpointsProtocol=https;AccountName=${str(LOWER + DIGITS, 12)};AccountKey=${str(B64, 86)}==;EndpointSuffix=core.windows.net`,
     () => `AccountKey=${str(B64, 86)}==`,
   ],
   jwt: [
@@ -127,7 +128,14 @@ function pemBlock(kind: string): string {
   return `-----BEGIN ${kind}-----\n${lines.join('\n')}\n${str(B64, 20)}==\n-----END ${kind}-----`;
 }
 
-const SERVICES = ['the search API', 'the model gateway', 'the deploy hook', 'the package registry', 'the issue tracker', 'the vector store'];
+const SERVICES = [
+  'the search API',
+  'the model gateway',
+  'the deploy hook',
+  'the package registry',
+  'the issue tracker',
+  'the vector store',
+];
 const ENV = ['API_KEY', 'TOKEN', 'SERVICE_KEY', 'AUTH_TOKEN', 'CREDENTIAL'];
 /** Contexts an agent instruction puts a credential in; `K` is the secret. */
 const CONTEXTS: ((k: string) => string)[] = [
@@ -161,8 +169,13 @@ interface Positive {
 
 function positives(): Positive[] {
   const out: Positive[] = [];
-  const literals = JSON.parse(readFileSync(path.join(DIR, 'gitleaks-true-positives.json'), 'utf8')) as { family: string; rule: string; text: string }[];
-  for (const l of literals) out.push({ family: l.family, source: `gitleaks:cmd/generate/config/rules/${l.rule}.go`, text: `Notes for the agent:\n${l.text}` });
+  const literals = JSON.parse(readFileSync(path.join(DIR, 'gitleaks-true-positives.json'), 'utf8')) as {
+    family: string;
+    rule: string;
+    text: string;
+  }[];
+  for (const l of literals)
+    out.push({ family: l.family, source: `gitleaks:cmd/generate/config/rules/${l.rule}.go`, text: `Notes for the agent:\n${l.text}` });
   for (const [family, makers] of Object.entries(FORMATS)) {
     const perFamily = family === 'generic-assignment' || family === 'openai' || family === 'github' || family === 'gitlab' ? 40 : 28;
     for (let i = 0; i < perFamily; i++) {
@@ -170,7 +183,10 @@ function positives(): Positive[] {
       const key = maker();
       // The bare PEM header is a key on its own; it is not wrapped in prose that could break it.
       const contexts = SELF_NAMED.has(family) || key.includes('AWS_') ? FRAMED : CONTEXTS;
-      const source = i % makers.length === 0 && family in GITLEAKS_FORMAT ? `generated:gitleaks-format:${GITLEAKS_FORMAT[family]}` : 'generated:invented';
+      const source =
+        i % makers.length === 0 && family in GITLEAKS_FORMAT
+          ? `generated:gitleaks-format:${GITLEAKS_FORMAT[family]}`
+          : 'generated:invented';
       out.push({ family, source, text: contexts[i % contexts.length]!(key) });
     }
   }
@@ -222,7 +238,8 @@ function blocks(markdown: string): string[] {
   return out;
 }
 
-const git = (dir: string, ...args: string[]) => execFileSync('git', [`--git-dir=${dir}`, ...args], { encoding: 'utf8', maxBuffer: 64 << 20 });
+const git = (dir: string, ...args: string[]) =>
+  execFileSync('git', [`--git-dir=${dir}`, ...args], { encoding: 'utf8', maxBuffer: 64 << 20 });
 
 /** Skills whose folder carries the Apache-2.0 LICENSE.txt (the others are "all rights reserved"). */
 function skillFiles(dir: string): string[] {
@@ -276,7 +293,7 @@ const HARD_NEGATIVES: string[] = [
   'The function key=value pairs are separated by semicolons: mode=fast;retries=3;region=eu.',
   'Commit 9fceb02d0ae598e95dc970b74767f19372d61af8 reverted the change.',
   'md5: d41d8cd98f00b204e9800998ecf8427e',
-  'Content-Security-Policy: default-src \'self\'; script-src \'sha256-B2yPHKaXnvFWtRChIbabYmUBFZdVfKKXHbWtWidDVF8=\'',
+  "Content-Security-Policy: default-src 'self'; script-src 'sha256-B2yPHKaXnvFWtRChIbabYmUBFZdVfKKXHbWtWidDVF8='",
   'integrity="sha384-oqVuAfXRKap7fdgcCY5uykM6+R9GqQ8K/uxy9rx7HNQlGYl1kPzQho1wx4JwY8wC"',
   'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl agent@example',
   'The public key starts with -----BEGIN PUBLIC KEY----- and may be shared.',
@@ -293,9 +310,13 @@ const HARD_NEGATIVES: string[] = [
 
 function negatives(skills: string, servers: string): { source: string; text: string }[] {
   const out: { source: string; text: string }[] = [];
-  for (const f of skillFiles(skills)) for (const b of blocks(git(skills, 'show', `HEAD:${f}`))) out.push({ source: `anthropics/skills:${f}`, text: b });
-  const readmes = git(servers, 'ls-tree', '-r', '--name-only', 'HEAD').split('\n').filter((f) => f.endsWith('README.md'));
-  for (const f of readmes) for (const b of blocks(git(servers, 'show', `HEAD:${f}`))) out.push({ source: `modelcontextprotocol/servers:${f}`, text: b });
+  for (const f of skillFiles(skills))
+    for (const b of blocks(git(skills, 'show', `HEAD:${f}`))) out.push({ source: `anthropics/skills:${f}`, text: b });
+  const readmes = git(servers, 'ls-tree', '-r', '--name-only', 'HEAD')
+    .split('\n')
+    .filter((f) => f.endsWith('README.md'));
+  for (const f of readmes)
+    for (const b of blocks(git(servers, 'show', `HEAD:${f}`))) out.push({ source: `modelcontextprotocol/servers:${f}`, text: b });
   for (const text of HARD_NEGATIVES) out.push({ source: 'hard-negative', text });
   return out;
 }

@@ -33,7 +33,10 @@ function readJsonl<T>(file: string): T[] {
 }
 
 export function loadCorpus(dir = CORPUS_DIR): { positives: Positive[]; negatives: Negative[] } {
-  return { positives: readJsonl<Positive>(path.join(dir, 'positives.jsonl')), negatives: readJsonl<Negative>(path.join(dir, 'negatives.jsonl')) };
+  return {
+    positives: readJsonl<Positive>(path.join(dir, 'positives.jsonl')),
+    negatives: readJsonl<Negative>(path.join(dir, 'negatives.jsonl')),
+  };
 }
 
 export interface Rate {
@@ -82,7 +85,15 @@ export async function measure(scanner = new SecretScanner(), corpus = loadCorpus
     rate(g, sum(names, found), sum(names, total)),
   );
   const overall = rate('overall', sum([...total.keys()], found), corpus.positives.length);
-  return { families, groups, overall, missed, flagged, negatives: corpus.negatives.length, falsePositiveRate: flagged.length / Math.max(1, corpus.negatives.length) };
+  return {
+    families,
+    groups,
+    overall,
+    missed,
+    flagged,
+    negatives: corpus.negatives.length,
+    falsePositiveRate: flagged.length / Math.max(1, corpus.negatives.length),
+  };
 }
 
 const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
@@ -102,7 +113,10 @@ export function report(m: Measurement, options: { missed?: boolean } = {}): stri
   }
   if (options.missed) {
     lines.push('', `missed positives: ${m.missed.length}`);
-    for (const p of m.missed) lines.push(`  positive #${p.index} ${p.family} ${p.source}: ${JSON.stringify(p.text.length <= 160 ? p.text : `${p.text.slice(0, 160)}...`)}`);
+    for (const p of m.missed)
+      lines.push(
+        `  positive #${p.index} ${p.family} ${p.source}: ${JSON.stringify(p.text.length <= 160 ? p.text : `${p.text.slice(0, 160)}...`)}`,
+      );
   }
   return lines.join('\n');
 }
@@ -113,7 +127,7 @@ const fill = (unit: string) => unit.repeat(Math.ceil(MIB / unit.length)).slice(0
 /** Inputs that make a careless pattern backtrack or a tokenizer build huge candidates, and one of ordinary prose. */
 export function adversarialInputs(prose: string): Record<string, string> {
   let seed = 7;
-  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
   return {
     'prose (baseline)': fill(`${prose}\n\n`),

@@ -29,7 +29,11 @@ export class EventStreamParser {
       this.#buffer = this.#buffer.slice(newline + 1);
       if (line === '') {
         if (this.#event.data !== undefined) {
-          out.push({ event: this.#event.event ?? 'message', data: this.#event.data, ...(this.#event.id === undefined ? {} : { id: this.#event.id }) });
+          out.push({
+            event: this.#event.event ?? 'message',
+            data: this.#event.data,
+            ...(this.#event.id === undefined ? {} : { id: this.#event.id }),
+          });
         }
         this.#event = {};
         continue;
@@ -70,7 +74,11 @@ export class ChannelClient {
 
   constructor(options: ChannelClientOptions) {
     this.#o = options;
-    this.#agent = new Agent({ connect: { timeout: options.timeoutMs }, headersTimeout: options.timeoutMs, bodyTimeout: CHANNEL_SILENCE_MS });
+    this.#agent = new Agent({
+      connect: { timeout: options.timeoutMs },
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: CHANNEL_SILENCE_MS,
+    });
   }
 
   async close(): Promise<void> {

@@ -44,7 +44,7 @@ export async function validateCommand(root: string, io: Output, scanner = new Se
   const { reports, valid } = await validateResourceRoot(root, scanner, machineId);
   for (const r of reports) io.out(formatReport(r));
   if (machineId === undefined && reports.some((r) => r.receipt?.provider !== undefined)) {
-    io.err('note: receipt providers were not compared with this machine\'s ID; pass --machine-id ID to check them (sync always does)');
+    io.err("note: receipt providers were not compared with this machine's ID; pass --machine-id ID to check them (sync always does)");
   }
   if (reports.length === 0) io.err(`no receipts in ${path.join(root, RECEIPTS_DIR)}`);
   if (!valid) io.err(`${reports.filter((r) => !r.receipt).length} of ${reports.length} receipt(s) invalid`);
@@ -86,7 +86,7 @@ async function readInstructions(file: string): Promise<string> {
 }
 
 /** An absolute entrypoint inside the root is stored relative to it; receipts never hold absolute paths. */
-async function relativeEntrypoint(root: string, realRoot: string, entrypoint: string): Promise<string> {
+function relativeEntrypoint(root: string, realRoot: string, entrypoint: string): string {
   if (!path.isAbsolute(entrypoint)) return entrypoint;
   for (const base of [root, realRoot]) {
     const rel = path.relative(base, entrypoint);
@@ -95,10 +95,18 @@ async function relativeEntrypoint(root: string, realRoot: string, entrypoint: st
   return entrypoint; // validation reports it
 }
 
-export async function receiptAddCommand(root: string, input: ReceiptAddInput, io: Output, scanner = new SecretScanner()): Promise<ExitCode> {
+export async function receiptAddCommand(
+  root: string,
+  input: ReceiptAddInput,
+  io: Output,
+  scanner = new SecretScanner(),
+): Promise<ExitCode> {
   await assertInitialized(root);
   if (!new RegExp(RESOURCE_ID_PATTERN).test(input.id) || input.id.length > 128) {
-    throw new CliError(`invalid receipt ID "${input.id}": must be kebab-case (a-z, 0-9, single hyphens), at most 128 characters`, EXIT.rejected);
+    throw new CliError(
+      `invalid receipt ID "${input.id}": must be kebab-case (a-z, 0-9, single hyphens), at most 128 characters`,
+      EXIT.rejected,
+    );
   }
   const realRoot = await realpath(root);
   const receipt: ReceiptV1 = {
@@ -109,7 +117,7 @@ export async function receiptAddCommand(root: string, input: ReceiptAddInput, io
     ...(input.machineId === undefined ? {} : { provider: input.machineId }),
     description: input.description,
     instructions: await readInstructions(input.instructionsFile),
-    entrypoint: await relativeEntrypoint(root, realRoot, input.entrypoint),
+    entrypoint: relativeEntrypoint(root, realRoot, input.entrypoint),
     ...(input.source === undefined ? {} : { source: input.source }),
     installedAt: input.now.toISOString(),
   };
@@ -120,11 +128,14 @@ export async function receiptAddCommand(root: string, input: ReceiptAddInput, io
     () => true,
     () => false,
   );
-  if (exists && !input.force) throw new CliError(`${RECEIPTS_DIR}/${input.id}.json already exists; pass --force to replace it`, EXIT.rejected);
+  if (exists && !input.force)
+    throw new CliError(`${RECEIPTS_DIR}/${input.id}.json already exists; pass --force to replace it`, EXIT.rejected);
   await writeFileDurably(target, serializeReceipt(receipt));
   io.out(`${exists ? 'replaced' : 'wrote'} ${path.join(root, RECEIPTS_DIR, `${input.id}.json`)}`);
   if (input.machineId === undefined) {
-    io.err('warning: written without "provider" (pass --machine-id ID): upstream\'s Agentlet requires it to read the receipt; this CLI does not');
+    io.err(
+      'warning: written without "provider" (pass --machine-id ID): upstream\'s Agentlet requires it to read the receipt; this CLI does not',
+    );
   }
   io.out('next: `agentlet-resources validate`, then `agentlet-resources sync ...` to publish it');
   return EXIT.ok;

@@ -33,9 +33,17 @@ export class JobRegistry {
   }
 
   /** Runs the job; never throws: the answer is what the registry receives. */
-  async run(type: string, payload: unknown, context: JobContext): Promise<{ ok: true; result: unknown } | { ok: false; error: { code: string; message: string } }> {
+  async run(
+    type: string,
+    payload: unknown,
+    context: JobContext,
+  ): Promise<{ ok: true; result: unknown } | { ok: false; error: { code: string; message: string } }> {
     const handler = this.#handlers.get(type);
-    if (!handler) return { ok: false, error: { code: 'unknown_job_type', message: `This Agentlet does not run ${type} jobs (it runs: ${this.types().join(', ')}).` } };
+    if (!handler)
+      return {
+        ok: false,
+        error: { code: 'unknown_job_type', message: `This Agentlet does not run ${type} jobs (it runs: ${this.types().join(', ')}).` },
+      };
     try {
       return { ok: true, result: await handler(payload, context) };
     } catch (err) {
@@ -48,7 +56,7 @@ export class JobRegistry {
 
 /** The jobs this Agentlet runs. */
 export const JOBS = new JobRegistry()
-  .register('ping', async () => ({ pong: true }))
+  .register('ping', () => Promise.resolve({ pong: true }))
   .register('sync', async (_payload, context) => context.publish())
   .register('skill.scan', scanJob)
   .register('skill.import', importJob)

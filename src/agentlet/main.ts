@@ -120,7 +120,12 @@ function required(values: Record<string, unknown>, name: string, command: string
 }
 
 function timeoutMs(flag: string | undefined, env: Environment): number {
-  const [raw, origin] = flag !== undefined ? [flag, '--timeout-ms'] : env.AGENTLET_TIMEOUT_MS ? [env.AGENTLET_TIMEOUT_MS, 'AGENTLET_TIMEOUT_MS'] : [undefined, ''];
+  const [raw, origin] =
+    flag !== undefined
+      ? [flag, '--timeout-ms']
+      : env.AGENTLET_TIMEOUT_MS
+        ? [env.AGENTLET_TIMEOUT_MS, 'AGENTLET_TIMEOUT_MS']
+        : [undefined, ''];
   if (raw === undefined) return DEFAULT_TIMEOUT_MS;
   const ms = /^[0-9]+$/.test(raw) ? Number(raw) : NaN;
   if (!(ms >= 1 && ms <= MAX_TIMEOUT_MS)) throw usage(`${origin} must be a whole number of milliseconds between 1 and ${MAX_TIMEOUT_MS}`);
@@ -129,7 +134,9 @@ function timeoutMs(flag: string | undefined, env: Environment): number {
 
 function checkedMachineId(machineId: string): string {
   if (!new RegExp(SLUG_ID_PATTERN).test(machineId) || machineId === HOST_PROVIDER) {
-    throw usage(`--machine-id must be the exact machine ID this machine was enrolled with (letters, digits, . _ -; not "${HOST_PROVIDER}")`);
+    throw usage(
+      `--machine-id must be the exact machine ID this machine was enrolled with (letters, digits, . _ -; not "${HOST_PROVIDER}")`,
+    );
   }
   return machineId;
 }
@@ -145,7 +152,12 @@ function registryInput(values: Record<string, unknown>, env: Environment, comman
   const machineId = checkedMachineId(required(values, 'machine-id', command));
   const tokenFile = (values['token-file'] as string | undefined) || env.AGENTLET_TOKEN_FILE;
   if (!tokenFile) throw usage(`${command} needs the machine token: pass --token-file FILE or set AGENTLET_TOKEN_FILE`);
-  return { registryUrl, machineId, tokenFile: path.resolve(tokenFile), timeoutMs: timeoutMs(values['timeout-ms'] as string | undefined, env) };
+  return {
+    registryUrl,
+    machineId,
+    tokenFile: path.resolve(tokenFile),
+    timeoutMs: timeoutMs(values['timeout-ms'] as string | undefined, env),
+  };
 }
 
 /** What `serve` needs of the process: the stop signal (SIGTERM, SIGINT) and whether stdout is a terminal. */
@@ -157,13 +169,16 @@ export interface ProcessHooks {
 function reconnectMaxMs(flag: string | undefined): number {
   if (flag === undefined) return DEFAULT_RECONNECT_MAX_MS;
   const ms = /^[0-9]+$/.test(flag) ? Number(flag) : NaN;
-  if (!(ms >= RECONNECT_BASE_MS && ms <= MAX_TIMEOUT_MS)) throw usage(`--reconnect-max-ms must be a whole number of milliseconds between ${RECONNECT_BASE_MS} and ${MAX_TIMEOUT_MS}`);
+  if (!(ms >= RECONNECT_BASE_MS && ms <= MAX_TIMEOUT_MS))
+    throw usage(`--reconnect-max-ms must be a whole number of milliseconds between ${RECONNECT_BASE_MS} and ${MAX_TIMEOUT_MS}`);
   return ms;
 }
 
 async function dispatch(argv: string[], env: Environment, io: Output, now: () => Date, hooks: ProcessHooks): Promise<ExitCode> {
   if (argv.some((a) => /^--?token(=|$)/.test(a))) {
-    throw usage('the token is never taken from the command line: put it in a file readable only by you (chmod 600) and pass --token-file FILE or set AGENTLET_TOKEN_FILE');
+    throw usage(
+      'the token is never taken from the command line: put it in a file readable only by you (chmod 600) and pass --token-file FILE or set AGENTLET_TOKEN_FILE',
+    );
   }
   const [first, second] = argv;
   if (first === undefined) {
@@ -177,7 +192,12 @@ async function dispatch(argv: string[], env: Environment, io: Output, now: () =>
   let command: Command;
   let rest: string[];
   if (first === 'receipt') {
-    if (second !== 'add') throw usage(second === undefined || second.startsWith('-') ? 'receipt needs a subcommand: receipt add <id>' : `unknown receipt subcommand "${second}"`);
+    if (second !== 'add')
+      throw usage(
+        second === undefined || second.startsWith('-')
+          ? 'receipt needs a subcommand: receipt add <id>'
+          : `unknown receipt subcommand "${second}"`,
+      );
     command = 'receipt add';
     rest = argv.slice(2);
   } else if (Object.hasOwn(COMMAND_OPTIONS, first) && first !== 'receipt add') {
@@ -246,7 +266,13 @@ export interface Sink {
 }
 
 /** Runs one invocation and returns its exit code; never throws. */
-export async function main(argv: string[], env: Environment, sink: Sink, now: () => Date = () => new Date(), hooks: ProcessHooks = {}): Promise<ExitCode> {
+export async function main(
+  argv: string[],
+  env: Environment,
+  sink: Sink,
+  now: () => Date = () => new Date(),
+  hooks: ProcessHooks = {},
+): Promise<ExitCode> {
   const secrets: string[] = [];
   // The one output boundary: nothing reaches stdout or stderr without passing both.
   const printable = (line: string) => terminalSafe(secrets.reduce((acc, s) => acc.replaceAll(s, '[token]'), line)) + '\n';

@@ -130,7 +130,8 @@ const PATTERN_HINTS: Record<string, string> = {
 function schemaProblems(value: Record<string, unknown>): string[] {
   const problems = new Set<string>();
   // Without a known version the other fields cannot be judged: their shape depends on it.
-  if (!(RECEIPT_SCHEMA_VERSIONS as readonly unknown[]).includes(value.schemaVersion)) return [`/schemaVersion must be ${RECEIPT_SCHEMA_VERSIONS.join(' or ')}`];
+  if (!(RECEIPT_SCHEMA_VERSIONS as readonly unknown[]).includes(value.schemaVersion))
+    return [`/schemaVersion must be ${RECEIPT_SCHEMA_VERSIONS.join(' or ')}`];
   const check = value.schemaVersion === 2 ? checkReceiptV2 : checkReceiptV1;
   for (const e of check.Errors(value)) {
     const field = e.instancePath || 'receipt';
@@ -210,9 +211,12 @@ function textFields(value: Record<string, unknown>): [string, string][] {
 function providerProblems(provider: unknown, machineId: string | undefined): string[] {
   if (typeof provider !== 'string') return [];
   if (machineId !== undefined && provider !== machineId) {
-    return [`/provider is "${provider}" but this machine is "${machineId}"; a receipt publishes as the machine that holds it, so its provider must be this machine's ID`];
+    return [
+      `/provider is "${provider}" but this machine is "${machineId}"; a receipt publishes as the machine that holds it, so its provider must be this machine's ID`,
+    ];
   }
-  if (provider === HOST_PROVIDER) return [`/provider is "${HOST_PROVIDER}", the host's ID; a receipt on a machine must name this machine's ID`];
+  if (provider === HOST_PROVIDER)
+    return [`/provider is "${HOST_PROVIDER}", the host's ID; a receipt on a machine must name this machine's ID`];
   return [];
 }
 
@@ -233,7 +237,8 @@ export async function receiptProblems(
   const findings = await scanner.scan(textFields(v));
   const secretFields = new Set(findings.map((f) => f.field));
   const problems = schemaProblems(v);
-  if (!secretFields.has('/provider') && !problems.some((p) => p.startsWith('/provider'))) problems.push(...providerProblems(v.provider, machineId));
+  if (!secretFields.has('/provider') && !problems.some((p) => p.startsWith('/provider')))
+    problems.push(...providerProblems(v.provider, machineId));
   if (typeof v.id === 'string' && v.id !== expectedId) problems.push(`/id does not match the file name (expected "${expectedId}")`);
   const entrypointChecked =
     typeof v.entrypoint === 'string' &&
@@ -253,7 +258,12 @@ export async function receiptProblems(
 }
 
 /** Reads and validates `receipts/<file>`. */
-export async function validateReceiptFile(realRoot: string, fileName: string, scanner: SecretScanner, machineId?: string): Promise<ReceiptReport> {
+export async function validateReceiptFile(
+  realRoot: string,
+  fileName: string,
+  scanner: SecretScanner,
+  machineId?: string,
+): Promise<ReceiptReport> {
   const file = `${RECEIPTS_DIR}/${fileName}`;
   const fail = (...problems: string[]): ReceiptReport => ({ file, problems });
   if (!fileName.endsWith('.json')) return fail('not a receipt: receipt files are named <id>.json');
@@ -286,15 +296,16 @@ export interface RootReport {
  */
 export async function validateResourceRoot(root: string, scanner: SecretScanner, machineId?: string): Promise<RootReport> {
   const realRoot = await realpath(root);
-  const names = (await readdir(path.join(realRoot, RECEIPTS_DIR)))
-    .filter((n) => !n.startsWith('.') && !n.endsWith(TEMP_SUFFIX))
-    .sort();
+  const names = (await readdir(path.join(realRoot, RECEIPTS_DIR))).filter((n) => !n.startsWith('.') && !n.endsWith(TEMP_SUFFIX)).sort();
   const reports: ReceiptReport[] = [];
   for (const name of names) reports.push(await validateReceiptFile(realRoot, name, scanner, machineId));
   let valid = reports.every((r) => r.problems.length === 0);
   if (reports.length > MAX_RECONCILE_RESOURCES) {
     valid = false;
-    reports.push({ file: RECEIPTS_DIR, problems: [`${reports.length} receipts; the registry accepts at most ${MAX_RECONCILE_RESOURCES} per machine`] });
+    reports.push({
+      file: RECEIPTS_DIR,
+      problems: [`${reports.length} receipts; the registry accepts at most ${MAX_RECONCILE_RESOURCES} per machine`],
+    });
   }
   return { realRoot, reports, valid };
 }

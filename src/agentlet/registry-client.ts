@@ -56,8 +56,10 @@ export function parseRegistryUrl(value: string): string {
   } catch {
     throw new CliError(`--registry must be an http:// or https:// URL (got "${value}")`, EXIT.usage);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new CliError(`--registry must be an http:// or https:// URL (got ${url.protocol})`, EXIT.usage);
-  if (url.username || url.password) throw new CliError('--registry must not carry credentials; the machine token is read from the token file', EXIT.usage);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new CliError(`--registry must be an http:// or https:// URL (got ${url.protocol})`, EXIT.usage);
+  if (url.username || url.password)
+    throw new CliError('--registry must not carry credentials; the machine token is read from the token file', EXIT.usage);
   if (url.search || url.hash) throw new CliError('--registry must be the base URL, without query or fragment', EXIT.usage);
   return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
@@ -68,10 +70,20 @@ function errorCode(err: unknown, depth = 0): string | undefined {
   const e = err as { code?: unknown; name?: unknown; cause?: unknown; errors?: unknown[] };
   if (e.name === 'TimeoutError') return 'TIMEOUT';
   if (typeof e.code === 'string' && e.code !== 'UND_ERR') return e.code;
-  return errorCode(e.cause, depth + 1) ?? (Array.isArray(e.errors) ? e.errors.map((x) => errorCode(x, depth + 1)).find(Boolean) : undefined);
+  return (
+    errorCode(e.cause, depth + 1) ?? (Array.isArray(e.errors) ? e.errors.map((x) => errorCode(x, depth + 1)).find(Boolean) : undefined)
+  );
 }
 
-const TIMEOUT_CODES = new Set(['TIMEOUT', 'ABORT_ERR', 'UND_ERR_ABORTED', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
+const TIMEOUT_CODES = new Set([
+  'TIMEOUT',
+  'ABORT_ERR',
+  'UND_ERR_ABORTED',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'ETIMEDOUT',
+]);
 
 export class RegistryClient {
   readonly #o: RegistryClientOptions;
@@ -196,7 +208,9 @@ export class RegistryClient {
     }
     if (status === 409 && code === 'resource_conflict') {
       const conflicts = (body.details?.conflicts as { id?: unknown; provider?: unknown }[] | undefined) ?? [];
-      const lines = conflicts.map((c) => `  ${oneLine(String(c.id), QUOTED_CHARS)} is held by provider ${oneLine(String(c.provider), QUOTED_CHARS)}`);
+      const lines = conflicts.map(
+        (c) => `  ${oneLine(String(c.id), QUOTED_CHARS)} is held by provider ${oneLine(String(c.provider), QUOTED_CHARS)}`,
+      );
       return new CliError(
         [`conflict: ${conflicts.length} ID(s) are held by another provider; the registry changed nothing:`, ...lines].join('\n') +
           '\nRename these receipts (resource IDs are global) or ask the holder to withdraw them.',
@@ -204,7 +218,8 @@ export class RegistryClient {
       );
     }
     const detail = message ? `: ${message}` : '';
-    if (status >= 500) return new CliError(`the registry at ${registryUrl} failed (${status} ${code})${detail}; try again later`, EXIT.unavailable);
+    if (status >= 500)
+      return new CliError(`the registry at ${registryUrl} failed (${status} ${code})${detail}; try again later`, EXIT.unavailable);
     return new CliError(`the registry rejected the request (${status} ${code})${detail}`, EXIT.rejected);
   }
 }

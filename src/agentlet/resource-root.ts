@@ -76,10 +76,16 @@ export async function assertInitialized(root: string): Promise<void> {
     [receipts, await lstat(receipts).catch(() => undefined)],
   ] as const) {
     if (st?.isSymbolicLink()) {
-      throw new CliError(`${dir} is a symbolic link; ${RECEIPTS_DIR}/ must be a real directory inside the resource root. Remove the link and run \`agentlet-resources init\``, EXIT.usage);
+      throw new CliError(
+        `${dir} is a symbolic link; ${RECEIPTS_DIR}/ must be a real directory inside the resource root. Remove the link and run \`agentlet-resources init\``,
+        EXIT.usage,
+      );
     }
     if (!st?.isDirectory()) {
-      throw new CliError(`${dir} does not exist or is not a directory; run \`agentlet-resources init\` first (resource root: ${root})`, EXIT.usage);
+      throw new CliError(
+        `${dir} does not exist or is not a directory; run \`agentlet-resources init\` first (resource root: ${root})`,
+        EXIT.usage,
+      );
     }
     if ((st.mode & 0o022) !== 0) {
       throw new CliError(

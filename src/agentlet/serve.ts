@@ -53,7 +53,11 @@ function serveLogger(isTty: boolean, secrets: readonly string[], machineId: stri
     hooks: { streamWrite: (line: string) => secrets.reduce((text, secret) => text.replaceAll(secret, '[token]'), line) },
     serializers: { err: pino.stdSerializers.err },
   };
-  if (isTty) return pino(options, pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,machineId', sync: true, destination: 1 }));
+  if (isTty)
+    return pino(
+      options,
+      pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,machineId', sync: true, destination: 1 }),
+    );
   return pino(options, pino.destination({ dest: 1, sync: true }));
 }
 
@@ -75,7 +79,9 @@ function networkCode(err: unknown, depth = 0): string | undefined {
   if (depth > 4 || err === null || typeof err !== 'object') return undefined;
   const e = err as { code?: unknown; cause?: unknown; errors?: unknown[] };
   if (typeof e.code === 'string' && e.code !== 'UND_ERR') return e.code;
-  return networkCode(e.cause, depth + 1) ?? (Array.isArray(e.errors) ? e.errors.map((x) => networkCode(x, depth + 1)).find(Boolean) : undefined);
+  return (
+    networkCode(e.cause, depth + 1) ?? (Array.isArray(e.errors) ? e.errors.map((x) => networkCode(x, depth + 1)).find(Boolean) : undefined)
+  );
 }
 
 export async function serveCommand(root: string, input: ServeInput, io: Output, runtime: ServeRuntime): Promise<ExitCode> {
@@ -99,7 +105,10 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
       const { reports, valid } = await validateResourceRoot(root, new SecretScanner([token]), input.machineId);
       if (!valid) {
         const invalid = reports.filter((r) => !r.receipt).map(formatReport);
-        log.error({ invalid }, `not published: ${invalid.length} invalid receipt(s) in ${RECEIPTS_DIR}/; the registry keeps the last set published`);
+        log.error(
+          { invalid },
+          `not published: ${invalid.length} invalid receipt(s) in ${RECEIPTS_DIR}/; the registry keeps the last set published`,
+        );
         throw new JobError('invalid_receipts', `${invalid.length} invalid receipt(s); nothing was published: ${invalid.join('; ')}`);
       }
       const entries = reports.flatMap((r) => (r.receipt ? [toReconcileEntry(r.receipt)] : []));
@@ -163,7 +172,8 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
       const ms = Date.now() - started;
       try {
         const delivered = await channel.answer(token, jobId, answer);
-        if (!delivered) log.warn({ jobId, type, ms }, 'the registry no longer waits for this job (it timed out or the channel closed); answer dropped');
+        if (!delivered)
+          log.warn({ jobId, type, ms }, 'the registry no longer waits for this job (it timed out or the channel closed); answer dropped');
         else if (answer.ok) log.info({ jobId, type, ms }, `job ${type} done`);
         else log.warn({ jobId, type, ms, code: answer.error.code }, `job ${type} failed: ${answer.error.message}`);
       } catch (err) {
@@ -213,13 +223,20 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
       if (channelAbort.signal.aborted) break;
       if (err instanceof CliError) log.error(err.message);
       else if (err instanceof ChannelRefused && err.status === 401) {
-        log.error(`the registry rejected the token for machine ${input.machineId} (401): the token in ${input.tokenFile} is wrong, or the enrollment was revoked or rotated; put the current token in that file`);
+        log.error(
+          `the registry rejected the token for machine ${input.machineId} (401): the token in ${input.tokenFile} is wrong, or the enrollment was revoked or rotated; put the current token in that file`,
+        );
       } else if (err instanceof ChannelRefused && err.status === 403) {
-        log.error(`the registry refused the channel of machine ${input.machineId} (403): the token belongs to another machine; --machine-id must be the ID it was issued for`);
+        log.error(
+          `the registry refused the channel of machine ${input.machineId} (403): the token belongs to another machine; --machine-id must be the ID it was issued for`,
+        );
       } else if (err instanceof ChannelRefused) log.error(`${err.message}; is --registry the registry's base URL?`);
       else {
         const reason = networkCode(err) ?? (err as Error).message;
-        log.warn({ reason }, connected ? `lost the channel to ${input.registryUrl}` : `cannot reach the registry at ${input.registryUrl} (${reason})`);
+        log.warn(
+          { reason },
+          connected ? `lost the channel to ${input.registryUrl}` : `cannot reach the registry at ${input.registryUrl} (${reason})`,
+        );
       }
     }
     if (channelAbort.signal.aborted) break;

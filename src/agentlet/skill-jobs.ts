@@ -115,7 +115,8 @@ async function readFiles(realDir: string): Promise<SkillFile[]> {
   const files: SkillFile[] = [];
   let total = 0;
   const walk = async (dir: string, relDir: string, depth: number): Promise<void> => {
-    if (depth > SKILL_LIMITS.depth) throw new SkillProblem('skill_invalid', `${relDir} is nested deeper than ${SKILL_LIMITS.depth} folders`);
+    if (depth > SKILL_LIMITS.depth)
+      throw new SkillProblem('skill_invalid', `${relDir} is nested deeper than ${SKILL_LIMITS.depth} folders`);
     const entries = (await readdir(dir)).sort();
     for (const name of entries) {
       const rel = relDir === '' ? name : `${relDir}/${name}`;
@@ -125,7 +126,8 @@ async function readFiles(realDir: string): Promise<SkillFile[]> {
       if (st.isSymbolicLink()) {
         const real = await realpath(full).catch(() => undefined);
         if (real === undefined) throw new SkillProblem('skill_invalid', `${rel} is a symbolic link that leads nowhere`);
-        if (!inside(realDir, real)) throw new SkillProblem('skill_invalid', `${rel} is a symbolic link that leads outside the skill folder`);
+        if (!inside(realDir, real))
+          throw new SkillProblem('skill_invalid', `${rel} is a symbolic link that leads outside the skill folder`);
         const targetSt = await stat(real);
         if (!targetSt.isFile()) throw new SkillProblem('skill_invalid', `${rel} is a symbolic link to something other than a file`);
         target = real;
@@ -152,13 +154,20 @@ export function parseSkillFile(text: string): { name: string; description: strin
   const match = /^---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(body);
   if (!match) throw new SkillProblem('skill_invalid', `${SKILL_FILE} has no YAML front matter (a block between --- lines at its top)`);
   const doc = parseDocument(match[1]!, { uniqueKeys: true, prettyErrors: false });
-  if (doc.errors.length > 0) throw new SkillProblem('skill_invalid', `${SKILL_FILE}'s front matter is not valid YAML (line ${doc.errors[0]!.linePos?.[0]?.line ?? '?'})`);
+  if (doc.errors.length > 0)
+    throw new SkillProblem(
+      'skill_invalid',
+      `${SKILL_FILE}'s front matter is not valid YAML (line ${doc.errors[0]!.linePos?.[0]?.line ?? '?'})`,
+    );
   const value = doc.toJS({ maxAliasCount: 10 }) as unknown;
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new SkillProblem('skill_invalid', `${SKILL_FILE}'s front matter is not a mapping`);
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new SkillProblem('skill_invalid', `${SKILL_FILE}'s front matter is not a mapping`);
   const { name, description } = value as Record<string, unknown>;
   if (typeof name !== 'string' || name.trim() === '') throw new SkillProblem('skill_invalid', `${SKILL_FILE}'s front matter has no name`);
-  if (typeof description !== 'string' || description.trim() === '') throw new SkillProblem('skill_invalid', `${SKILL_FILE}'s front matter has no description`);
-  if (name.trim().length > V2_BOUNDS.name) throw new SkillProblem('skill_invalid', `${SKILL_FILE}'s name is longer than ${V2_BOUNDS.name} characters`);
+  if (typeof description !== 'string' || description.trim() === '')
+    throw new SkillProblem('skill_invalid', `${SKILL_FILE}'s front matter has no description`);
+  if (name.trim().length > V2_BOUNDS.name)
+    throw new SkillProblem('skill_invalid', `${SKILL_FILE}'s name is longer than ${V2_BOUNDS.name} characters`);
   return { name: name.trim(), description: description.trim() };
 }
 
@@ -188,7 +197,8 @@ export async function readSkill(sourcePath: string, scanner?: SecretScanner, id?
   const skillSt = await lstat(path.join(realDir, SKILL_FILE)).catch(() => undefined);
   if (!skillSt) throw new SkillProblem('skill_invalid', `no ${SKILL_FILE} in the folder`);
   if (!skillSt.isFile()) throw new SkillProblem('skill_invalid', `${SKILL_FILE} must be a regular file`);
-  if (skillSt.size > SKILL_LIMITS.skillFileBytes) throw new SkillProblem('skill_invalid', `${SKILL_FILE} is larger than ${SKILL_LIMITS.skillFileBytes} bytes`);
+  if (skillSt.size > SKILL_LIMITS.skillFileBytes)
+    throw new SkillProblem('skill_invalid', `${SKILL_FILE} is larger than ${SKILL_LIMITS.skillFileBytes} bytes`);
   let files: SkillFile[];
   try {
     files = await readFiles(realDir);
@@ -200,16 +210,27 @@ export async function readSkill(sourcePath: string, scanner?: SecretScanner, id?
   const { name } = parseSkillFile(text);
   const sourceContent = text.replace(/^\uFEFF/, '').trim();
   const candidateId = id ?? idFromFolderName(path.basename(dir));
-  if (!checkId.Check(candidateId)) throw new SkillProblem('skill_invalid', `the folder name gives no valid resource ID (lower-case letters and digits joined by hyphens): "${candidateId}"`);
+  if (!checkId.Check(candidateId))
+    throw new SkillProblem(
+      'skill_invalid',
+      `the folder name gives no valid resource ID (lower-case letters and digits joined by hyphens): "${candidateId}"`,
+    );
   if (!checkEntry.Check({ schemaVersion: 2, id: candidateId, name, sourceContent })) {
-    throw new SkillProblem('skill_invalid', `${SKILL_FILE} is longer than ${V2_BOUNDS.sourceContent} characters or holds control characters`);
+    throw new SkillProblem(
+      'skill_invalid',
+      `${SKILL_FILE} is longer than ${V2_BOUNDS.sourceContent} characters or holds control characters`,
+    );
   }
   if (scanner) {
     const findings = await scanner.scan([
       ['/name', name],
       ['/sourceContent', sourceContent],
     ]);
-    if (findings.length > 0) throw new SkillProblem('skill_invalid', `${SKILL_FILE} looks like it contains a secret (rule ${findings[0]!.rule}); remove it before importing`);
+    if (findings.length > 0)
+      throw new SkillProblem(
+        'skill_invalid',
+        `${SKILL_FILE} looks like it contains a secret (rule ${findings[0]!.rule}); remove it before importing`,
+      );
   }
   return { candidate: { id: candidateId, name, sourcePath: dir, sourceContent, sourceRevision: skillRevision(files) }, files };
 }
@@ -223,7 +244,10 @@ export async function scanSkills(rootPath: string, scanner?: SecretScanner): Pro
   const result: ScanResult = { rootPath: root, candidates: [], diagnostics: [] };
   const diagnose = (where: string, err: unknown) => {
     if (result.diagnostics.length >= SKILL_LIMITS.diagnostics) return;
-    const problem = err instanceof SkillProblem ? err : new SkillProblem('skill_unreadable', `cannot read it (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    const problem =
+      err instanceof SkillProblem
+        ? err
+        : new SkillProblem('skill_unreadable', `cannot read it (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
     result.diagnostics.push({ path: where, code: problem.code, message: problem.message });
   };
   const st = await stat(root).catch(() => undefined);
@@ -248,7 +272,8 @@ export async function scanSkills(rootPath: string, scanner?: SecretScanner): Pro
     const entry = await lstat(dir).catch(() => undefined);
     if (!entry) continue;
     if (entry.isSymbolicLink()) {
-      if (await stat(path.join(dir, SKILL_FILE)).catch(() => undefined)) diagnose(dir, new SkillProblem('skill_invalid', 'the skill folder is a symbolic link; name the real folder'));
+      if (await stat(path.join(dir, SKILL_FILE)).catch(() => undefined))
+        diagnose(dir, new SkillProblem('skill_invalid', 'the skill folder is a symbolic link; name the real folder'));
       continue;
     }
     if (!entry.isDirectory() || !(await lstat(path.join(dir, SKILL_FILE)).catch(() => undefined))) continue;
@@ -292,7 +317,8 @@ async function importedReceipt(root: string, id: string): Promise<ReceiptV2 | un
 }
 
 function payloadOf(payload: unknown): Record<string, unknown> {
-  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) throw new JobError('invalid_payload', 'the job payload must be an object');
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload))
+    throw new JobError('invalid_payload', 'the job payload must be an object');
   return payload as Record<string, unknown>;
 }
 
@@ -307,7 +333,8 @@ function asJobError(err: unknown): unknown {
 async function install(root: string, id: string, files: readonly SkillFile[]): Promise<void> {
   const skills = path.join(root, KIND_DIRS.skill);
   const skillsSt = await lstat(skills).catch(() => undefined);
-  if (skillsSt?.isSymbolicLink() || (skillsSt && !skillsSt.isDirectory())) throw new JobError('invalid_root', `${KIND_DIRS.skill}/ in the resource root must be a real folder`);
+  if (skillsSt?.isSymbolicLink() || (skillsSt && !skillsSt.isDirectory()))
+    throw new JobError('invalid_root', `${KIND_DIRS.skill}/ in the resource root must be a real folder`);
   if (!skillsSt) await mkdir(skills, { mode: DIR_MODE });
   const suffix = randomBytes(6).toString('hex');
   const temp = path.join(skills, `.${id}.import-${suffix}`);
@@ -356,7 +383,8 @@ export async function importJob(payload: unknown, context: JobContext): Promise<
   const { id, expectedRevision } = body;
   const refresh = body.refresh === true;
   if (typeof id !== 'string' || !checkId.Check(id)) throw new JobError('invalid_payload', 'id must be a resource ID');
-  if (typeof expectedRevision !== 'string' || !HEX64.test(expectedRevision)) throw new JobError('invalid_payload', 'expectedRevision must be 64 lower-case hex digits');
+  if (typeof expectedRevision !== 'string' || !HEX64.test(expectedRevision))
+    throw new JobError('invalid_payload', 'expectedRevision must be 64 lower-case hex digits');
   const existing = await importedReceipt(context.root, id);
   let sourcePath: string;
   if (refresh) {
@@ -387,7 +415,10 @@ export async function importJob(payload: unknown, context: JobContext): Promise<
   const findings = await context.scanner.scan(texts);
   if (findings.length > 0) {
     const where = [...new Set(findings.map((f) => `${f.field.slice('/files/'.length)} (rule ${f.rule})`))].slice(0, 10);
-    throw new JobError('secret_detected', `nothing was copied: ${where.join(', ')} look${where.length === 1 ? 's' : ''} like it holds a secret`);
+    throw new JobError(
+      'secret_detected',
+      `nothing was copied: ${where.join(', ')} look${where.length === 1 ? 's' : ''} like it holds a secret`,
+    );
   }
   await install(context.root, id, skill.files);
   const receipt: ReceiptV2 = {
@@ -419,4 +450,3 @@ export async function removeJob(payload: unknown, context: JobContext): Promise<
   await context.publish();
   return { removed: true };
 }
-

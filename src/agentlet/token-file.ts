@@ -37,7 +37,8 @@ export async function readTokenFile(file: string): Promise<string> {
     }
     const uid = process.getuid?.();
     if (uid !== undefined && st.uid !== uid) refuse(`token file ${file} belongs to another user (uid ${st.uid}); refusing to use it`);
-    if (st.size > MAX_TOKEN_FILE_BYTES) refuse(`token file ${file} is larger than ${MAX_TOKEN_FILE_BYTES} bytes; it should hold only the token`);
+    if (st.size > MAX_TOKEN_FILE_BYTES)
+      refuse(`token file ${file} is larger than ${MAX_TOKEN_FILE_BYTES} bytes; it should hold only the token`);
     const bytes = await readAtMost(handle, MAX_TOKEN_FILE_BYTES);
     if (bytes === undefined) refuse(`token file ${file} is larger than ${MAX_TOKEN_FILE_BYTES} bytes; it should hold only the token`);
     const token = bytes.toString('utf8').trim();

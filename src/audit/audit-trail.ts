@@ -15,7 +15,9 @@ export const AUDIT_FIELD_MAX_CHARS = 512;
 
 // C0 and C1 controls (NUL, ESC, CR, LF, ...), DEL, the line and paragraph separators, the bidi controls that
 // reorder what a terminal shows, and unpaired surrogates (not valid UTF-8, refused by PostgreSQL's jsonb).
-const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+const UNSAFE =
+  // eslint-disable-next-line no-control-regex -- control characters are what it replaces
+  /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 /** A string as an audit field holds it: cut, each unsafe character replaced by U+FFFD (visible, never silent). */
 export function auditText(value: string): string {
@@ -33,7 +35,10 @@ function cleanEntry(entry: AuditEntry): AuditEntry {
   const clean: AuditEntry = { at, actor: auditText(actor), action: auditText(action), id: auditText(id), outcome: auditText(outcome) };
   if (details !== undefined) {
     clean.details = Object.fromEntries(
-      Object.entries(details).map(([key, value]) => [key, typeof value === 'string' ? auditText(value) : Array.isArray(value) ? value.map(auditText) : value]),
+      Object.entries(details).map(([key, value]) => [
+        key,
+        typeof value === 'string' ? auditText(value) : Array.isArray(value) ? value.map(auditText) : value,
+      ]),
     );
   }
   return clean;

@@ -56,7 +56,10 @@ function diagnostic(code: DiagnosticCode, message: string, components: Iterable<
 /** Errors first, then code, components, message: a total order, so equal states list equal bytes. */
 export function sortDiagnostics(list: Diagnostic[]): Diagnostic[] {
   const key = (d: Diagnostic) => `${d.severity === 'error' ? 0 : 1}\u0000${d.code}\u0000${d.components.join('\u0001')}\u0000${d.message}`;
-  return list.map((d) => [key(d), d] as const).sort((a, b) => byCodeUnits(a[0], b[0])).map(([, d]) => d);
+  return list
+    .map((d) => [key(d), d] as const)
+    .sort((a, b) => byCodeUnits(a[0], b[0]))
+    .map(([, d]) => d);
 }
 
 /**
@@ -91,11 +94,10 @@ function crossMachineReference(profile: SelectionProfile, record: AgentResource)
 }
 
 function missingRequired(id: string): Diagnostic {
-  return diagnostic(
-    'missing_required_resource',
-    `Required default ${id} is not registered; every launch needs it.`,
-    [HOST_COMPONENT, resourceComponent(id)],
-  );
+  return diagnostic('missing_required_resource', `Required default ${id} is not registered; every launch needs it.`, [
+    HOST_COMPONENT,
+    resourceComponent(id),
+  ]);
 }
 
 function requiredOnMachine(record: AgentResource): Diagnostic {
@@ -205,8 +207,14 @@ function hostedCapabilityDiagnostics(resources: ReadonlyMap<string, AgentResourc
   return ids.flatMap((id) => {
     const record = resources.get(id);
     if (record?.provider === HOST_PROVIDER) return [];
-    const why = record ? `its record belongs to machine ${record.provider}, and only ${HOST_PROVIDER}'s records can be hosted` : 'no record of that ID is registered';
-    return [diagnostic('unresolved_hosted_capability', `The operator hosts capability ${id}, but ${why}; invoking it answers 404.`, [resourceComponent(id)])];
+    const why = record
+      ? `its record belongs to machine ${record.provider}, and only ${HOST_PROVIDER}'s records can be hosted`
+      : 'no record of that ID is registered';
+    return [
+      diagnostic('unresolved_hosted_capability', `The operator hosts capability ${id}, but ${why}; invoking it answers 404.`, [
+        resourceComponent(id),
+      ]),
+    ];
   });
 }
 
@@ -317,9 +325,8 @@ export function selectionConflicts(
 export function assertNoErrors(diagnostics: readonly Diagnostic[], what: string, details: Record<string, unknown> = {}): void {
   const errors = diagnostics.filter((d) => d.severity === 'error');
   if (errors.length === 0) return;
-  throw new AppError(
-    'capability_diagnostics_failed',
-    `${what}: ${errors.map((d) => d.message).join(' ')}`,
-    { ...details, diagnostics: errors },
-  );
+  throw new AppError('capability_diagnostics_failed', `${what}: ${errors.map((d) => d.message).join(' ')}`, {
+    ...details,
+    diagnostics: errors,
+  });
 }

@@ -105,12 +105,22 @@ export function snapshotToDot(view: CapabilitySnapshot, whole: CapabilitySnapsho
   for (const { kind, label: clusterLabel } of CLUSTERS) {
     const members = [...drawn.values()].filter((c) => c.kind === kind).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     if (members.length === 0) continue;
-    out.push(`  subgraph ${quote(`cluster_${kind}`)} {`, `    label = ${quote(clusterLabel)};`, '    style = "rounded";', '    color = "gray";');
+    out.push(
+      `  subgraph ${quote(`cluster_${kind}`)} {`,
+      `    label = ${quote(clusterLabel)};`,
+      '    style = "rounded";',
+      '    color = "gray";',
+    );
     for (const c of members) {
       const mark = severity.get(c.id);
       if (options.fitLabels) {
         const fitted = fittedNode(c);
-        out.push(`    ${quoteId(c.id)} [`, `      label = ${quote(fitted.label)};`, `      shape = ${quote(SHAPES[kind])};`, `      width = ${fitted.width};`);
+        out.push(
+          `    ${quoteId(c.id)} [`,
+          `      label = ${quote(fitted.label)};`,
+          `      shape = ${quote(SHAPES[kind])};`,
+          `      width = ${fitted.width};`,
+        );
         if (fitted.tooltip !== undefined) out.push(`      tooltip = ${quote(fitted.tooltip)};`);
       } else {
         out.push(`    ${quoteId(c.id)} [`, `      label = ${quote(label(c))};`, `      shape = ${quote(SHAPES[kind])};`);

@@ -52,10 +52,13 @@ export function buildSnapshot(input: SnapshotInput): CapabilitySnapshot {
     if (m.machineId === HOST_PROVIDER) continue;
     enrolled.add(m.machineId);
     components.push(
-      component(providerComponent(m.machineId), 'provider', m.machineId, m.revokedAt ? 'Agentlet machine (credential revoked).' : 'Agentlet machine.', [
-        'machine',
-        ...(m.revokedAt ? ['revoked'] : []),
-      ]),
+      component(
+        providerComponent(m.machineId),
+        'provider',
+        m.machineId,
+        m.revokedAt ? 'Agentlet machine (credential revoked).' : 'Agentlet machine.',
+        ['machine', ...(m.revokedAt ? ['revoked'] : [])],
+      ),
     );
   }
   // Providers named by records but not enrolled (withdrawn enrollment data, migrated profiles) still
@@ -68,16 +71,29 @@ export function buildSnapshot(input: SnapshotInput): CapabilitySnapshot {
 
   const edges: Edge[] = [];
   for (const r of resources) {
-    components.push(component(resourceComponent(r.id), 'resource', labelOf(r), summaryOf(r), [`provider:${r.provider}`, ...(required.has(r.id) ? ['required'] : [])]));
+    components.push(
+      component(resourceComponent(r.id), 'resource', labelOf(r), summaryOf(r), [
+        `provider:${r.provider}`,
+        ...(required.has(r.id) ? ['required'] : []),
+      ]),
+    );
     edges.push(edge('publishes', providerComponent(r.provider), resourceComponent(r.id)));
   }
-  for (const id of new Set(input.requiredResourceIds)) if (known.has(id)) edges.push(edge('requires', HOST_COMPONENT, resourceComponent(id)));
+  for (const id of new Set(input.requiredResourceIds))
+    if (known.has(id)) edges.push(edge('requires', HOST_COMPONENT, resourceComponent(id)));
 
   const aliases: AliasBinding[] = [];
   for (const p of profiles) {
     const id = agentComponent(p.id);
     components.push(
-      component(id, 'agent', p.alias, `${p.launch.kind} agent on ${p.agentletId}, in ${p.workingDirPath}.`, [`launch:${p.launch.kind}`, `machine:${p.agentletId}`], [p.alias]),
+      component(
+        id,
+        'agent',
+        p.alias,
+        `${p.launch.kind} agent on ${p.agentletId}, in ${p.workingDirPath}.`,
+        [`launch:${p.launch.kind}`, `machine:${p.agentletId}`],
+        [p.alias],
+      ),
     );
     aliases.push({ alias: p.alias, component: id });
     edges.push(edge('placed-on', id, providerComponent(p.agentletId)));
@@ -88,7 +104,10 @@ export function buildSnapshot(input: SnapshotInput): CapabilitySnapshot {
     components: sortedBy(components, (c) => c.id),
     edges: edges.sort(edgeOrder), // unique by construction
     // Reading order ignoring case (the look-alike key would file `manager` under `rn`).
-    aliases: aliases.sort((a, b) => byCodeUnits(a.alias.toLowerCase(), b.alias.toLowerCase()) || byCodeUnits(a.alias, b.alias) || byCodeUnits(a.component, b.component)),
+    aliases: aliases.sort(
+      (a, b) =>
+        byCodeUnits(a.alias.toLowerCase(), b.alias.toLowerCase()) || byCodeUnits(a.alias, b.alias) || byCodeUnits(a.component, b.component),
+    ),
     diagnostics: registryDiagnostics({ ...input, resources, profiles, machines }),
   };
   return { digest: snapshotDigest(parts), ...parts };

@@ -63,9 +63,13 @@ export class SvgRenderer {
       const timer = setTimeout(
         () =>
           finish(
-            new AppError('payload_too_large', `The graph took more than ${timeoutMs / 1000} s to lay out; narrow it with ?kind= or take ?format=dot.`, {
-              timeoutMs,
-            }),
+            new AppError(
+              'payload_too_large',
+              `The graph took more than ${timeoutMs / 1000} s to lay out; narrow it with ?kind= or take ?format=dot.`,
+              {
+                timeoutMs,
+              },
+            ),
           ),
         timeoutMs,
       );

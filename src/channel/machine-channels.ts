@@ -129,12 +129,20 @@ export class MachineChannels {
    * no channel (or loses it before answering), 503 `agentlet_busy` past the jobs in flight, 504
    * `agentlet_timeout` when no answer comes in time (a late answer is dropped).
    */
-  run(machineId: string, type: string, payload: unknown = {}, timeoutMs = this.#jobTimeoutMs): Promise<{ jobId: string; answer: JobAnswer }> {
+  run(
+    machineId: string,
+    type: string,
+    payload: unknown = {},
+    timeoutMs = this.#jobTimeoutMs,
+  ): Promise<{ jobId: string; answer: JobAnswer }> {
     const connection = this.#live.get(machineId);
     if (!connection) return Promise.reject(unavailable(machineId, ''));
     if (connection.pending.size >= this.#maxJobs) {
       return Promise.reject(
-        new AppError('agentlet_busy', `Agentlet ${machineId} already has ${this.#maxJobs} jobs in flight; retry when one has finished.`, { machineId, limit: this.#maxJobs }),
+        new AppError('agentlet_busy', `Agentlet ${machineId} already has ${this.#maxJobs} jobs in flight; retry when one has finished.`, {
+          machineId,
+          limit: this.#maxJobs,
+        }),
       );
     }
     const job: Job = { jobId: randomUUID(), type, payload };
@@ -142,7 +150,13 @@ export class MachineChannels {
       const timer = setTimeout(() => {
         connection.pending.delete(job.jobId);
         this.#settled(machineId, job, 'failed');
-        reject(new AppError('agentlet_timeout', `Agentlet ${machineId} did not answer the ${type} job within ${timeoutMs} ms.`, { machineId, jobId: job.jobId, timeoutMs }));
+        reject(
+          new AppError('agentlet_timeout', `Agentlet ${machineId} did not answer the ${type} job within ${timeoutMs} ms.`, {
+            machineId,
+            jobId: job.jobId,
+            timeoutMs,
+          }),
+        );
       }, timeoutMs);
       connection.pending.set(job.jobId, { job, resolve, reject, timer });
       try {

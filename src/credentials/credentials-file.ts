@@ -37,7 +37,10 @@ const generators: Record<keyof Credentials, () => string> = {
 };
 
 export class CredentialsFileError extends Error {
-  constructor(readonly file: string, reason: string) {
+  constructor(
+    readonly file: string,
+    reason: string,
+  ) {
     super(`${file}: ${reason}`);
     this.name = 'CredentialsFileError';
   }
@@ -67,7 +70,10 @@ async function readStored(file: string): Promise<Partial<Credentials>> {
     if (value === undefined) continue;
     // The same rule as the environment: a string of at least MIN_TOKEN_LENGTH visible characters.
     if (typeof value !== 'string' || value.length < MIN_TOKEN_LENGTH || !/^[\x21-\x7e]+$/.test(value)) {
-      throw new CredentialsFileError(file, `${key} must be a string of at least ${MIN_TOKEN_LENGTH} printable characters without spaces; fix or remove it`);
+      throw new CredentialsFileError(
+        file,
+        `${key} must be a string of at least ${MIN_TOKEN_LENGTH} printable characters without spaces; fix or remove it`,
+      );
     }
     stored[key] = value;
   }
@@ -83,7 +89,13 @@ export async function resolveCredentials(
   const keys = Object.keys(generators) as (keyof Credentials)[];
   const fromEnvironment = { ownerToken: 'environment', huabuProviderToken: 'environment', canvasTokenSecret: 'environment' } as const;
   if (keys.every((k) => fromEnv[k])) {
-    return { credentials: fromEnv as Credentials, file: undefined, generated: false, sources: fromEnvironment, persist: async () => undefined };
+    return {
+      credentials: fromEnv as Credentials,
+      file: undefined,
+      generated: false,
+      sources: fromEnvironment,
+      persist: () => Promise.resolve(),
+    };
   }
 
   const stored = await readStored(file);

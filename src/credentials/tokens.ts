@@ -47,9 +47,7 @@ export interface CanvasClaims {
   mintedAtMs?: number;
 }
 
-export type CanvasTokenCheck =
-  | { ok: true; claims: CanvasClaims }
-  | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
+export type CanvasTokenCheck = { ok: true; claims: CanvasClaims } | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
 
 function sign(payload: string, secret: string): Buffer {
   return createHmac('sha256', secret).update(payload).digest();
@@ -116,5 +114,14 @@ export function verifyCanvasToken(token: string, secret: string, nowSeconds: num
     return { ok: false, reason: 'malformed' };
   }
   if (claims.exp <= nowSeconds) return { ok: false, reason: 'expired' };
-  return { ok: true, claims: { canvasId: claims.c, agentletId: claims.m, enrolledAt: claims.e, exp: claims.exp, ...(claims.t === undefined ? {} : { mintedAtMs: claims.t }) } };
+  return {
+    ok: true,
+    claims: {
+      canvasId: claims.c,
+      agentletId: claims.m,
+      enrolledAt: claims.e,
+      exp: claims.exp,
+      ...(claims.t === undefined ? {} : { mintedAtMs: claims.t }),
+    },
+  };
 }

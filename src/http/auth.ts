@@ -83,7 +83,8 @@ export const authPlugin = fp<AuthOptions>(
           throw unauthorized('The canvas token is not valid.');
         }
         // ... and with a revocation of its canvas's tokens.
-        if (await machines.isCanvasTokenRevoked(check.claims.canvasId, check.claims.mintedAtMs ?? 0)) throw unauthorized('The canvas token has been revoked.');
+        if (await machines.isCanvasTokenRevoked(check.claims.canvasId, check.claims.mintedAtMs ?? 0))
+          throw unauthorized('The canvas token has been revoked.');
         return { kind: 'canvas', canvasId: check.claims.canvasId, agentletId: check.claims.agentletId, expiresAt: check.claims.exp };
       }
       const machineId = await machines.authenticate(token);

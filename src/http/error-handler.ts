@@ -54,7 +54,6 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_VALIDATION: 'validation_failed',
 };
 
-
 type ValidationIssue = NonNullable<FastifyError['validation']>[number];
 
 /**
@@ -69,7 +68,9 @@ function enumIssues(validation: readonly ValidationIssue[]): ValidationIssue[] {
       continue;
     }
     const branches = out.filter((o) => o.instancePath === v.instancePath && o.keyword === 'const');
-    const allowed = branches.map((o) => (o.params as { allowedValue?: unknown; const?: unknown })?.allowedValue ?? (o.params as { const?: unknown })?.const);
+    const allowed = branches.map(
+      (o) => (o.params as { allowedValue?: unknown; const?: unknown })?.allowedValue ?? (o.params as { const?: unknown })?.const,
+    );
     if (branches.length === 0 || allowed.some((a) => a === undefined)) {
       out.push(v);
       continue;
@@ -163,7 +164,13 @@ export function clientErrorHandler(err: NodeJS.ErrnoException & { rawPacket?: un
  * `constructor.prototype`) is refused as such, where Fastify's parser calls it "not valid JSON".
  */
 function installJsonParser(app: FastifyInstance): void {
-  const parse = app.getDefaultJsonParser('error', 'error');
+  // Fastify's default JSON parser is the callback form of a body parser: it answers through `done` and
+  // returns nothing (its type also admits the promise form, which it never takes).
+  const parse = app.getDefaultJsonParser('error', 'error') as (
+    request: FastifyRequest,
+    body: string,
+    done: (err: Error | null, body?: unknown) => void,
+  ) => void;
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) => {
     parse(request, text.toString(), (err, value) => {
@@ -195,7 +202,8 @@ export function installErrorHandling(app: FastifyInstance): void {
     else request.log.info({ code: out.code, statusCode: out.statusCode }, 'request rejected');
     if (out.statusCode === 401) reply.header('www-authenticate', 'Bearer');
     const retryAfter = out.details?.retryAfterSeconds;
-    if (out.statusCode === 429 && typeof retryAfter === 'number' && !reply.hasHeader('retry-after')) reply.header('retry-after', String(retryAfter));
+    if (out.statusCode === 429 && typeof retryAfter === 'number' && !reply.hasHeader('retry-after'))
+      reply.header('retry-after', String(retryAfter));
     void reply.code(out.statusCode).send(out);
   });
   const routes = new Map<string, { pattern: RegExp; methods: Set<string> }>();
@@ -211,7 +219,12 @@ export function installErrorHandling(app: FastifyInstance): void {
     for (const { pattern, methods } of routes.values()) if (pattern.test(urlPath)) for (const m of methods) allowed.add(m);
     if (allowed.size > 0 && !allowed.has(request.method)) {
       const allow = [...allowed].sort().join(', ');
-      void reply.code(405).header('allow', allow).send(body('method_not_allowed', `${request.method} is not served on this path; it serves ${allow}.`, { allow: [...allowed].sort() }));
+      void reply
+        .code(405)
+        .header('allow', allow)
+        .send(
+          body('method_not_allowed', `${request.method} is not served on this path; it serves ${allow}.`, { allow: [...allowed].sort() }),
+        );
       return;
     }
     void reply.code(404).send(body('not_found', `No route for ${request.method} on this path.`));

@@ -46,10 +46,14 @@ export class ExpensiveWork {
     const key = request.principal ? actorOf(request.principal) : `ip:${request.ip}`;
     const count = this.#inProgress.get(key) ?? 0;
     if (count >= this.limit) {
-      throw new AppError('rate_limited', `This credential already has ${count} expensive requests in progress; retry when one has finished.`, {
-        retryAfterSeconds: 1,
-        limit: this.limit,
-      });
+      throw new AppError(
+        'rate_limited',
+        `This credential already has ${count} expensive requests in progress; retry when one has finished.`,
+        {
+          retryAfterSeconds: 1,
+          limit: this.limit,
+        },
+      );
     }
     this.#inProgress.set(key, count + 1);
     try {

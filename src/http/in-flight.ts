@@ -58,7 +58,7 @@ export function trackRequests(app: FastifyInstance): InFlight {
       }
       // Moved from the hooks to the handler in one step, so a drain never sees the request in neither.
       if (token) leaveHooks(token);
-      return result as ReturnType<typeof handler>;
+      return result;
     };
   });
 

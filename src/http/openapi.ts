@@ -24,15 +24,32 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       tags: [
         { name: 'operations', description: 'Health, readiness and this document. No credential.' },
         { name: 'catalogue', description: 'The owner reads the whole catalogue.' },
-        { name: 'profiles', description: 'The owner manages Agent Profiles: which resources an agent placed on a machine should know about.' },
+        {
+          name: 'profiles',
+          description: 'The owner manages Agent Profiles: which resources an agent placed on a machine should know about.',
+        },
         { name: 'machines', description: 'The owner enrolls Agentlet machines and revokes their credentials.' },
-        { name: 'skills', description: "The owner scans folders on a connected machine for skills, imports them into its resource root, refreshes them from their source and removes them." },
-        { name: 'capabilities', description: 'The owner reads one snapshot of every component, link and diagnostic, as JSON, Graphviz DOT or SVG.' },
+        {
+          name: 'skills',
+          description:
+            'The owner scans folders on a connected machine for skills, imports them into its resource root, refreshes them from their source and removes them.',
+        },
+        {
+          name: 'capabilities',
+          description: 'The owner reads one snapshot of every component, link and diagnostic, as JSON, Graphviz DOT or SVG.',
+        },
         { name: 'canvas tokens', description: 'Short-lived tokens an agent uses to read the catalogue for one canvas.' },
         { name: 'providers', description: 'A provider registers, replaces and withdraws its own records.' },
         { name: 'workloads', description: 'The owner launches agent threads; each realized thread pins its resources durably.' },
-        { name: 'rfs', description: 'An agent reads the safe catalogue for its canvas and machine, and invokes the hosted capabilities its grant covers.' },
-        { name: 'grants', description: 'Runtime-only resource grants: which hosted capabilities one realized thread may invoke, until when.' },
+        {
+          name: 'rfs',
+          description:
+            'An agent reads the safe catalogue for its canvas and machine, and invokes the hosted capabilities its grant covers.',
+        },
+        {
+          name: 'grants',
+          description: 'Runtime-only resource grants: which hosted capabilities one realized thread may invoke, until when.',
+        },
       ],
       components: {
         securitySchemes: {
@@ -40,9 +57,14 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
           providerToken: {
             type: 'http',
             scheme: 'bearer',
-            description: 'A provider token: the Huabu provider token (HUABU_PROVIDER_TOKEN) or a machine token from `POST /api/acp/machines`.',
+            description:
+              'A provider token: the Huabu provider token (HUABU_PROVIDER_TOKEN) or a machine token from `POST /api/acp/machines`.',
           },
-          canvasToken: { type: 'http', scheme: 'bearer', description: 'A canvas token from `POST /api/acp/canvas-tokens` ($AGENTLET_TOKEN).' },
+          canvasToken: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'A canvas token from `POST /api/acp/canvas-tokens` ($AGENTLET_TOKEN).',
+          },
           resourceGrant: {
             type: 'apiKey',
             in: 'header',
@@ -63,7 +85,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       },
     },
   });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
 }
 
 /** Per-status error responses for a route schema, each described by the codes it can carry. */
@@ -76,7 +98,7 @@ export function errors(...codes: ErrorCode[]): Record<number, typeof ErrorBody> 
   const out: Record<number, typeof ErrorBody> = {};
   for (const [status, list] of byStatus) {
     const description = list.map((c) => `\`${c}\``).join(', ');
-    out[status] = Type.Object(ErrorBody.properties, { additionalProperties: false, description }) as typeof ErrorBody;
+    out[status] = Type.Object(ErrorBody.properties, { additionalProperties: false, description });
   }
   return out;
 }

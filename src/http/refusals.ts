@@ -31,7 +31,9 @@ function needsCredential(request: FastifyRequest): boolean {
 
 function limited(ttlInSeconds: number): AppError {
   const retryAfterSeconds = Math.max(1, ttlInSeconds);
-  return new AppError('rate_limited', `Too many failed authentications from this address; retry in ${retryAfterSeconds} s.`, { retryAfterSeconds });
+  return new AppError('rate_limited', `Too many failed authentications from this address; retry in ${retryAfterSeconds} s.`, {
+    retryAfterSeconds,
+  });
 }
 
 export interface Refusals {
@@ -52,7 +54,12 @@ export function registerRefusals(app: FastifyInstance, audit: AuditTrail, authFa
   const summaries = new AnonymousRefusals(audit, { now });
   const failures =
     authFailuresPerMinute > 0
-      ? app.createRateLimit({ max: authFailuresPerMinute, timeWindow: AUTH_FAILURE_WINDOW_MS, keyGenerator: clientAddress, allowList: () => false })
+      ? app.createRateLimit({
+          max: authFailuresPerMinute,
+          timeWindow: AUTH_FAILURE_WINDOW_MS,
+          keyGenerator: clientAddress,
+          allowList: () => false,
+        })
       : undefined;
 
   if (failures) {
@@ -72,7 +79,8 @@ export function registerRefusals(app: FastifyInstance, audit: AuditTrail, authFa
     const action = `${request.method} ${route}`;
     if (!request.principal) {
       // 429 here: refused before authentication (the write limit runs after it, with a principal).
-      if (status === 401 || status === 429) await summaries.note(clientAddress(request), action, status === 401 ? 'unauthorized' : 'rate_limited');
+      if (status === 401 || status === 429)
+        await summaries.note(clientAddress(request), action, status === 401 ? 'unauthorized' : 'rate_limited');
       return;
     }
     if (status === 429) return;

@@ -159,7 +159,8 @@ const openaiImages: BuiltInAdapter = {
     if (Array.isArray(input.referenceArtifactSrcs) && input.referenceArtifactSrcs.length > 0) {
       issues.push({
         field: 'body/input/referenceArtifactSrcs',
-        message: 'reference artifacts are not supported here: this service cannot read the canvas artifacts they name; generate from the prompt alone',
+        message:
+          'reference artifacts are not supported here: this service cannot read the canvas artifacts they name; generate from the prompt alone',
       });
     }
     if (typeof input.size === 'string') {
@@ -181,7 +182,8 @@ const openaiImages: BuiltInAdapter = {
     const first = isRecord(answer) && Array.isArray(answer.data) && isRecord(answer.data[0]) ? answer.data[0] : undefined;
     if (!first) return { ok: false };
     let src: string;
-    if (typeof first.b64_json === 'string' && /^[A-Za-z0-9+/]+={0,2}$/.test(first.b64_json)) src = `data:image/png;base64,${first.b64_json}`;
+    if (typeof first.b64_json === 'string' && /^[A-Za-z0-9+/]+={0,2}$/.test(first.b64_json))
+      src = `data:image/png;base64,${first.b64_json}`;
     else if (typeof first.url === 'string' && /^https:\/\//.test(first.url)) src = first.url;
     else return { ok: false };
     const size = (input.size as string | undefined)?.trim() ?? IMAGE_DEFAULTS.size;
@@ -198,4 +200,7 @@ const openaiImages: BuiltInAdapter = {
   },
 };
 
-export const BUILT_IN_ADAPTERS: Readonly<Record<AdapterName, BuiltInAdapter>> = { 'tavily-search': tavilySearch, 'openai-images': openaiImages };
+export const BUILT_IN_ADAPTERS: Readonly<Record<AdapterName, BuiltInAdapter>> = {
+  'tavily-search': tavilySearch,
+  'openai-images': openaiImages,
+};

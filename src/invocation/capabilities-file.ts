@@ -23,9 +23,21 @@ export class CapabilitiesFileError extends Error {
 }
 
 /** Bounds on an operator's input schema: it must describe a finite document. */
-export const INPUT_SCHEMA_LIMITS = { maxDepth: 8, maxSchemaBytes: 16 * 1024, maxProperties: 64, maxItems: 1024, maxStringLength: 1_000_000 };
+export const INPUT_SCHEMA_LIMITS = {
+  maxDepth: 8,
+  maxSchemaBytes: 16 * 1024,
+  maxProperties: 64,
+  maxItems: 1024,
+  maxStringLength: 1_000_000,
+};
 /** Hard ceilings on what one capability may configure. */
-export const CAPABILITY_LIMITS = { maxTimeoutMs: 300_000, maxInputBytes: 1024 * 1024, maxOutputBytes: 8 * 1024 * 1024, maxConcurrency: 64, maxPerMinute: 10_000 };
+export const CAPABILITY_LIMITS = {
+  maxTimeoutMs: 300_000,
+  maxInputBytes: 1024 * 1024,
+  maxOutputBytes: 8 * 1024 * 1024,
+  maxConcurrency: 64,
+  maxPerMinute: 10_000,
+};
 /**
  * One grant's calls in flight across all its capabilities when the file does not say: 4, or the largest
  * per-capability `perGrant.concurrency` when that is larger (a file written before the bound keeps what
@@ -33,10 +45,21 @@ export const CAPABILITY_LIMITS = { maxTimeoutMs: 300_000, maxInputBytes: 1024 * 
  */
 export const DEFAULT_MAX_IN_FLIGHT_PER_GRANT = 4;
 
-const HEADER_NAME = '^[A-Za-z0-9!#$%&\'*+.^_`|~-]{1,64}$';
+const HEADER_NAME = "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$";
 const ENV_NAME = '^[A-Za-z_][A-Za-z0-9_]{0,127}$';
 /** Headers the service sets itself or that would change how the request is framed. */
-const RESERVED_HEADERS = new Set(['host', 'content-type', 'content-length', 'transfer-encoding', 'connection', 'upgrade', 'te', 'trailer', 'keep-alive', 'expect']);
+const RESERVED_HEADERS = new Set([
+  'host',
+  'content-type',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'upgrade',
+  'te',
+  'trailer',
+  'keep-alive',
+  'expect',
+]);
 
 const CapabilityEntry = Type.Object(
   {
@@ -89,7 +112,11 @@ const CapabilitiesDocument = Type.Object(
     schemaVersion: Type.Literal(1),
     maxInFlightPerGrant: Type.Optional(Type.Integer({ minimum: 1, maximum: CAPABILITY_LIMITS.maxConcurrency })),
     // Each entry is checked on its own below, against the generic or the adapter shape.
-    capabilities: Type.Record(Type.String({ pattern: RESOURCE_ID_PATTERN, maxLength: 128 }), Type.Object({}, { additionalProperties: true }), { additionalProperties: false }),
+    capabilities: Type.Record(
+      Type.String({ pattern: RESOURCE_ID_PATTERN, maxLength: 128 }),
+      Type.Object({}, { additionalProperties: true }),
+      { additionalProperties: false },
+    ),
   },
   { additionalProperties: false },
 );
@@ -225,7 +252,18 @@ export function unboundedSchemaProblems(schema: unknown): string[] {
       return;
     }
     const s = node as Record<string, unknown>;
-    for (const key of ['$ref', '$dynamicRef', '$recursiveRef', 'patternProperties', 'dependentSchemas', 'unevaluatedProperties', 'if', 'then', 'else', 'not']) {
+    for (const key of [
+      '$ref',
+      '$dynamicRef',
+      '$recursiveRef',
+      'patternProperties',
+      'dependentSchemas',
+      'unevaluatedProperties',
+      'if',
+      'then',
+      'else',
+      'not',
+    ]) {
       if (key in s) problems.push(`${at}: \`${key}\` is not supported in a hosted input schema`);
     }
     for (const key of ['anyOf', 'oneOf', 'allOf']) {
@@ -243,7 +281,8 @@ export function unboundedSchemaProblems(schema: unknown): string[] {
       problems.push(`${at}: a string needs \`maxLength\` (at most ${INPUT_SCHEMA_LIMITS.maxStringLength})`);
     }
     if (types.includes('array')) {
-      if (!(typeof s.maxItems === 'number' && s.maxItems <= INPUT_SCHEMA_LIMITS.maxItems)) problems.push(`${at}: an array needs \`maxItems\` (at most ${INPUT_SCHEMA_LIMITS.maxItems})`);
+      if (!(typeof s.maxItems === 'number' && s.maxItems <= INPUT_SCHEMA_LIMITS.maxItems))
+        problems.push(`${at}: an array needs \`maxItems\` (at most ${INPUT_SCHEMA_LIMITS.maxItems})`);
       if (s.items === undefined) problems.push(`${at}: an array needs \`items\``);
       else visit(s.items, `${at}/items`, depth + 1);
     }
@@ -253,7 +292,8 @@ export function unboundedSchemaProblems(schema: unknown): string[] {
       if (typeof props !== 'object' || props === null || Array.isArray(props)) problems.push(`${at}/properties: must be an object`);
       else {
         const entries = Object.entries(props);
-        if (entries.length > INPUT_SCHEMA_LIMITS.maxProperties) problems.push(`${at}: at most ${INPUT_SCHEMA_LIMITS.maxProperties} properties`);
+        if (entries.length > INPUT_SCHEMA_LIMITS.maxProperties)
+          problems.push(`${at}: at most ${INPUT_SCHEMA_LIMITS.maxProperties} properties`);
         for (const [name, child] of entries) visit(child, `${at}/properties/${name}`, depth + 1);
       }
     }
@@ -285,7 +325,11 @@ function compileInput(id: string, schema: Record<string, unknown>): (input: unkn
  * Parses and validates the file's bytes. `env` supplies credential values by name; a capability whose
  * variable is unset or empty stops the start (naming the variable, never a value).
  */
-export function parseHostedCapabilities(text: string, env: Record<string, string | undefined>, source = 'HOSTED_CAPABILITIES_FILE'): HostedCapabilities {
+export function parseHostedCapabilities(
+  text: string,
+  env: Record<string, string | undefined>,
+  source = 'HOSTED_CAPABILITIES_FILE',
+): HostedCapabilities {
   let doc: unknown;
   try {
     doc = JSON.parse(text);
@@ -302,9 +346,10 @@ export function parseHostedCapabilities(text: string, env: Record<string, string
   const capabilities: HostedCapability[] = [];
   const values = new Map<string, string>();
   const credentials = new Map<string, string>();
-  for (const [id, raw] of Object.entries((doc as Static<typeof CapabilitiesDocument>).capabilities)) {
+  for (const [id, raw] of Object.entries(doc.capabilities)) {
     if ('adapter' in raw) {
-      if (!checkAdapterEntry.Check(raw)) throw new CapabilitiesFileError(`${source} is invalid: ${entryProblems(checkAdapterEntry, raw, id)}`);
+      if (!checkAdapterEntry.Check(raw))
+        throw new CapabilitiesFileError(`${source} is invalid: ${entryProblems(checkAdapterEntry, raw, id)}`);
       const built = adapterCapability(id, raw, env, source);
       capabilities.push(built.capability);
       values.set(id, `Bearer ${built.key}`);
@@ -312,10 +357,11 @@ export function parseHostedCapabilities(text: string, env: Record<string, string
       continue;
     }
     if (!checkEntry.Check(raw)) throw new CapabilitiesFileError(`${source} is invalid: ${entryProblems(checkEntry, raw, id)}`);
-    const entry = raw as CapabilityEntry;
+    const entry = raw;
     const endpoint = endpointOf(id, entry.endpoint, source);
     const problems = unboundedSchemaProblems(entry.inputSchema);
-    if (problems.length > 0) throw new CapabilitiesFileError(`${source}: capabilities.${id}.inputSchema is not bounded: ${problems.slice(0, 8).join('; ')}`);
+    if (problems.length > 0)
+      throw new CapabilitiesFileError(`${source}: capabilities.${id}.inputSchema is not bounded: ${problems.slice(0, 8).join('; ')}`);
     if (entry.credential) {
       if (RESERVED_HEADERS.has(entry.credential.header.toLowerCase())) {
         throw new CapabilitiesFileError(`${source}: capabilities.${id}.credential.header ${entry.credential.header} is reserved`);
@@ -335,11 +381,13 @@ export function parseHostedCapabilities(text: string, env: Record<string, string
       checkInput: compileInput(id, entry.inputSchema as Record<string, unknown>),
     });
   }
-  const document = doc as Static<typeof CapabilitiesDocument>;
+  const document = doc;
   const largest = Math.max(0, ...capabilities.map((c) => c.perGrant.concurrency));
   if (document.maxInFlightPerGrant !== undefined && document.maxInFlightPerGrant < largest) {
     const over = capabilities.filter((c) => c.perGrant.concurrency > document.maxInFlightPerGrant!).map((c) => c.id);
-    throw new CapabilitiesFileError(`${source}: maxInFlightPerGrant ${document.maxInFlightPerGrant} is below the perGrant.concurrency of ${over.join(', ')}`);
+    throw new CapabilitiesFileError(
+      `${source}: maxInFlightPerGrant ${document.maxInFlightPerGrant} is below the perGrant.concurrency of ${over.join(', ')}`,
+    );
   }
   const maxInFlight = document.maxInFlightPerGrant ?? Math.max(DEFAULT_MAX_IN_FLIGHT_PER_GRANT, largest);
   const policyVersion = createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 16);
@@ -378,7 +426,12 @@ function credentialValue(id: string, name: string, env: Record<string, string | 
 }
 
 /** A built-in adapter's capability, its defaults filled in, and the key from the named variable. */
-function adapterCapability(id: string, entry: AdapterEntry, env: Record<string, string | undefined>, source: string): { capability: HostedCapability; key: string } {
+function adapterCapability(
+  id: string,
+  entry: AdapterEntry,
+  env: Record<string, string | undefined>,
+  source: string,
+): { capability: HostedCapability; key: string } {
   const adapter = BUILT_IN_ADAPTERS[entry.adapter];
   if (entry.model !== undefined && adapter.defaultModel === undefined) {
     throw new CapabilitiesFileError(`${source}: capabilities.${id}.model: ${adapter.name} takes no model`);
@@ -417,7 +470,9 @@ export function loadHostedCapabilities(file: string | undefined, env: Record<str
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new CapabilitiesFileError(`HOSTED_CAPABILITIES_FILE ${file} cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new CapabilitiesFileError(
+      `HOSTED_CAPABILITIES_FILE ${file} cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
   return parseHostedCapabilities(text, env, `HOSTED_CAPABILITIES_FILE ${file}`);
 }

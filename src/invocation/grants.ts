@@ -96,7 +96,7 @@ export function verifyGrant(token: string, key: Buffer, nowSeconds: number): Gra
     profileId: p as string,
     canvasId: c as string,
     threadId: t as string,
-    allowedResourceIds: r as string[],
+    allowedResourceIds: r,
     exp,
     policyVersion: pv as string,
     ...(at === undefined ? {} : { mintedAtMs: at }),
@@ -109,6 +109,16 @@ export function verifyGrant(token: string, key: Buffer, nowSeconds: number): Gra
  * the grant says, never on how the header spelled it. Not secret (the claims are readable).
  */
 export function grantId(c: GrantClaims): string {
-  const fields = [c.machineId, c.enrolledAt, c.profileId, c.canvasId, c.threadId, c.allowedResourceIds, c.exp, c.policyVersion, c.mintedAtMs ?? null];
+  const fields = [
+    c.machineId,
+    c.enrolledAt,
+    c.profileId,
+    c.canvasId,
+    c.threadId,
+    c.allowedResourceIds,
+    c.exp,
+    c.policyVersion,
+    c.mintedAtMs ?? null,
+  ];
   return createHash('sha256').update(JSON.stringify(fields)).digest('hex');
 }

@@ -98,12 +98,22 @@ export class InvocationService {
     const id = `${canvasId}/${threadId}`;
     const workload = await store.getWorkload(canvasId, threadId);
     if (!workload) {
-      return audit.failure(actor, 'grant.mint', id, new AppError('workload_not_found', `Thread ${threadId} of canvas ${canvasId} has not been launched.`, { canvasId, threadId }));
+      return audit.failure(
+        actor,
+        'grant.mint',
+        id,
+        new AppError('workload_not_found', `Thread ${threadId} of canvas ${canvasId} has not been launched.`, { canvasId, threadId }),
+      );
     }
     const machineId = workload.spec.agentletId;
     const machine = await store.getMachine(machineId);
     if (!machine || machine.revokedAt) {
-      return audit.failure(actor, 'grant.mint', id, new AppError('machine_not_found', `The thread's machine ${machineId} is not enrolled.`, { machineId }));
+      return audit.failure(
+        actor,
+        'grant.mint',
+        id,
+        new AppError('machine_not_found', `The thread's machine ${machineId} is not enrolled.`, { machineId }),
+      );
     }
     const hosted = new Set(capabilities.ids);
     const allowedResourceIds = workload.spec.resourceIds.filter((rid) => hosted.has(rid));
@@ -128,7 +138,15 @@ export class InvocationService {
         action: 'grant.mint',
         id,
         outcome: 'minted',
-        details: { machine: machineId, profile: claims.profileId, canvas: canvasId, thread: threadId, resources: allowedResourceIds, expiresAt, policyVersion: claims.policyVersion },
+        details: {
+          machine: machineId,
+          profile: claims.profileId,
+          canvas: canvasId,
+          thread: threadId,
+          resources: allowedResourceIds,
+          expiresAt,
+          policyVersion: claims.policyVersion,
+        },
       },
     ]);
     return { grant, expiresAt, allowedResourceIds, policyVersion: claims.policyVersion };
@@ -136,7 +154,14 @@ export class InvocationService {
 
   /** A fresh context for an invocation of `resourceId` by a verified canvas token. */
   begin(resourceId: string, caller: Pick<InvocationCaller, 'tokenCanvasId' | 'tokenMachineId'>): InvocationContext {
-    return { resourceId, canvasId: caller.tokenCanvasId, machineId: caller.tokenMachineId, startedAt: performance.now(), inputBytes: 0, outputBytes: 0 };
+    return {
+      resourceId,
+      canvasId: caller.tokenCanvasId,
+      machineId: caller.tokenMachineId,
+      startedAt: performance.now(),
+      inputBytes: 0,
+      outputBytes: 0,
+    };
   }
 
   /**
@@ -146,7 +171,8 @@ export class InvocationService {
    */
   async authorize(ctx: InvocationContext, grant: string | undefined, caller: InvocationCaller): Promise<HostedCapability> {
     const { store, capabilities } = this.#o;
-    if (grant === undefined || grant === '') throw invocationError('grant_invalid', 'A resource grant is required in X-Huabu-Resource-Grant.', { cause: 'missing' });
+    if (grant === undefined || grant === '')
+      throw invocationError('grant_invalid', 'A resource grant is required in X-Huabu-Resource-Grant.', { cause: 'missing' });
     const check = verifyGrant(grant, this.#key, Math.floor(this.#o.now().getTime() / 1000));
     if (!check.ok) {
       if (check.reason === 'expired') throw invocationError('grant_expired', 'The resource grant has expired; ask the host for a new one.');
@@ -157,14 +183,20 @@ export class InvocationService {
     ctx.threadId = claims.threadId;
     ctx.grantKey = check.id;
     if (claims.policyVersion !== capabilities.policyVersion) {
-      throw invocationError('grant_invalid', 'The resource grant was minted under an earlier capabilities policy; ask the host for a new one.', { cause: 'policy_changed' });
+      throw invocationError(
+        'grant_invalid',
+        'The resource grant was minted under an earlier capabilities policy; ask the host for a new one.',
+        { cause: 'policy_changed' },
+      );
     }
     const machine = await store.getMachine(claims.machineId);
     if (!machine || machine.revokedAt || machine.enrolledAt !== claims.enrolledAt) {
       throw invocationError('grant_invalid', "The resource grant's machine enrollment has been revoked.", { cause: 'machine_revoked' });
     }
     if (await this.#o.isCanvasRevoked(claims.canvasId, claims.mintedAtMs ?? 0)) {
-      throw invocationError('grant_invalid', "The canvas's tokens and grants have been revoked; ask the host for a new grant.", { cause: 'canvas_revoked' });
+      throw invocationError('grant_invalid', "The canvas's tokens and grants have been revoked; ask the host for a new grant.", {
+        cause: 'canvas_revoked',
+      });
     }
     if (claims.canvasId !== caller.canvasId || caller.tokenCanvasId !== caller.canvasId || claims.machineId !== caller.tokenMachineId) {
       throw invocationError('scope_mismatch', 'The resource grant or token is not valid for this canvas and machine.');
@@ -196,7 +228,9 @@ export class InvocationService {
     const id = raw.trim();
     const field = 'body/correlationId';
     if (id.length === 0 || id.length > MAX_CORRELATION_ID_LENGTH || LINE_CONTROL_CHARACTER.test(id)) {
-      const message = LINE_CONTROL_CHARACTER.test(id) ? 'must not hold control characters' : `must be 1 to ${MAX_CORRELATION_ID_LENGTH} characters once trimmed`;
+      const message = LINE_CONTROL_CHARACTER.test(id)
+        ? 'must not hold control characters'
+        : `must be 1 to ${MAX_CORRELATION_ID_LENGTH} characters once trimmed`;
       throw invocationError('validation_failed', `${field} ${message}`, { issues: [{ field, message }] });
     }
     await this.#o.scanner.assertClean([['/correlationId', id]]);
@@ -209,16 +243,25 @@ export class InvocationService {
    * only a cause), or the endpoint's JSON answer. A hang-up (`signal`) aborts the outbound request; the
    * result is then `cancelled`.
    */
-  async invoke(ctx: InvocationContext, capability: HostedCapability, input: unknown, signal: AbortSignal): Promise<{ output: unknown } | { cancelled: true }> {
+  async invoke(
+    ctx: InvocationContext,
+    capability: HostedCapability,
+    input: unknown,
+    signal: AbortSignal,
+  ): Promise<{ output: unknown } | { cancelled: true }> {
     const issues = capability.checkInput(input);
     if (issues.length > 0) throw invocationError('validation_failed', `${issues[0]!.field} ${issues[0]!.message}`, { issues });
     const body = JSON.stringify(input);
     ctx.inputBytes = Buffer.byteLength(body);
     if (ctx.inputBytes > capability.maxInputBytes) {
-      throw invocationError('payload_too_large', `The input is ${ctx.inputBytes} bytes; ${capability.id} takes at most ${capability.maxInputBytes}.`, {
-        inputBytes: ctx.inputBytes,
-        maxInputBytes: capability.maxInputBytes,
-      });
+      throw invocationError(
+        'payload_too_large',
+        `The input is ${ctx.inputBytes} bytes; ${capability.id} takes at most ${capability.maxInputBytes}.`,
+        {
+          inputBytes: ctx.inputBytes,
+          maxInputBytes: capability.maxInputBytes,
+        },
+      );
     }
     const inFlightPerGrant = this.#o.capabilities.maxInFlightPerGrant;
     const slot = this.#quotas.acquire(ctx.grantKey!, capability.id, { ...capability.perGrant, inFlightPerGrant });
@@ -244,7 +287,8 @@ export class InvocationService {
         signal,
       });
       // An endpoint that echoes its request (headers included) would hand the agent the credential.
-      if (result.ok && this.#o.capabilities.answerCarriesCredential(capability.id, JSON.stringify(result.output))) result = { ok: false, reason: 'credential_echoed' };
+      if (result.ok && this.#o.capabilities.answerCarriesCredential(capability.id, JSON.stringify(result.output)))
+        result = { ok: false, reason: 'credential_echoed' };
       if (result.ok && capability.adapter) {
         const shaped = capability.adapter.result(result.output, input);
         result = shaped.ok ? { ...result, output: shaped.result } : { ok: false, reason: 'unexpected_answer' };
@@ -256,7 +300,9 @@ export class InvocationService {
       if (result.reason === 'cancelled') return { cancelled: true };
       this.#o.onCallFailed?.({ resourceId: capability.id, reason: result.reason, ...(result.status ? { status: result.status } : {}) });
       if (result.reason === 'timeout') {
-        throw invocationError('invocation_timeout', `${capability.id} did not answer within ${capability.timeoutMs} ms.`, { timeoutMs: capability.timeoutMs });
+        throw invocationError('invocation_timeout', `${capability.id} did not answer within ${capability.timeoutMs} ms.`, {
+          timeoutMs: capability.timeoutMs,
+        });
       }
       throw invocationError('invocation_failed', `${capability.id} failed; the host has the details in its logs.`, {
         cause: result.reason,

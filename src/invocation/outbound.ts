@@ -5,7 +5,7 @@
 // only a reason: the endpoint's body and headers never travel further. Framework-free.
 // undici is loaded on the first call: most deployments host no capability, and loading it costs about a
 // third of the server's start-up CPU (start-up).
-import type { Agent } from 'undici';
+import type { Agent, request as undiciRequest } from 'undici';
 
 /** JSON answers nested deeper than this are refused: serializing them would overflow the stack. */
 export const MAX_OUTPUT_DEPTH = 128;
@@ -18,7 +18,16 @@ export type OutboundResult =
        * `credential_echoed` and `unexpected_answer` (a built-in adapter's vendor answered JSON of another
        * shape) are the caller's own verdicts on an answer (see InvocationService).
        */
-      reason: 'timeout' | 'cancelled' | 'unreachable' | 'status' | 'not_json' | 'output_too_large' | 'output_too_deep' | 'credential_echoed' | 'unexpected_answer';
+      reason:
+        | 'timeout'
+        | 'cancelled'
+        | 'unreachable'
+        | 'status'
+        | 'not_json'
+        | 'output_too_large'
+        | 'output_too_deep'
+        | 'credential_echoed'
+        | 'unexpected_answer';
       status?: number;
     };
 
@@ -39,16 +48,20 @@ export function nestedDeeperThan(value: unknown, max: number): boolean {
     const [node, depth] = stack.pop()!;
     if (node === null || typeof node !== 'object') continue;
     if (depth > max) return true;
-    for (const child of Array.isArray(node) ? node : Object.values(node)) if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+    for (const child of Array.isArray(node) ? node : Object.values(node))
+      if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
   }
   return false;
 }
 
 export class OutboundClient {
-  #undici: Promise<{ agent: Agent; request: typeof import('undici').request }> | undefined;
+  #undici: Promise<{ agent: Agent; request: typeof undiciRequest }> | undefined;
 
   #client() {
-    this.#undici ??= import('undici').then(({ Agent, request }) => ({ agent: new Agent({ keepAliveTimeout: 10_000, connections: 128 }), request }));
+    this.#undici ??= import('undici').then(({ Agent, request }) => ({
+      agent: new Agent({ keepAliveTimeout: 10_000, connections: 128 }),
+      request,
+    }));
     return this.#undici;
   }
 
@@ -63,7 +76,11 @@ export class OutboundClient {
     if (call.signal.aborted) onCancel();
     else call.signal.addEventListener('abort', onCancel, { once: true });
     const failed = (reason: Exclude<OutboundResult, { ok: true }>['reason'], status?: number): OutboundResult =>
-      timedOut ? { ok: false, reason: 'timeout' } : call.signal.aborted ? { ok: false, reason: 'cancelled' } : { ok: false, reason, ...(status ? { status } : {}) };
+      timedOut
+        ? { ok: false, reason: 'timeout' }
+        : call.signal.aborted
+          ? { ok: false, reason: 'cancelled' }
+          : { ok: false, reason, ...(status ? { status } : {}) };
     try {
       const { agent, request } = await this.#client();
       const response = await request(call.endpoint, {

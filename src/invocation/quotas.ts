@@ -12,8 +12,7 @@ export interface QuotaLimits {
 }
 
 export type QuotaDecision =
-  | { ok: true; release: () => void }
-  | { ok: false; reason: 'concurrency' | 'in_flight' | 'rate'; retryAfterSeconds: number };
+  { ok: true; release: () => void } | { ok: false; reason: 'concurrency' | 'in_flight' | 'rate'; retryAfterSeconds: number };
 
 interface Slot {
   inFlight: number;
@@ -70,7 +69,8 @@ export class GrantQuotas {
 
   #sweep(now: number): void {
     for (const [key, slot] of this.#slots) {
-      if (slot.inFlight === 0 && (slot.starts.length === 0 || slot.starts[slot.starts.length - 1]! <= now - WINDOW_MS)) this.#slots.delete(key);
+      if (slot.inFlight === 0 && (slot.starts.length === 0 || slot.starts[slot.starts.length - 1]! <= now - WINDOW_MS))
+        this.#slots.delete(key);
     }
   }
 }

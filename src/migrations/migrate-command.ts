@@ -35,7 +35,9 @@ export function describeReport(report: RegistryMigrationReport, dryRun: boolean)
   }
   lines.push(`  ${dryRun ? 'would back up' : 'backed up'} the original bytes to ${report.backupFile}`);
   if (report.setupLogFiles.length > 0) {
-    lines.push(`  ${dryRun ? 'would move' : 'moved'} ${report.setupLogFiles.length} embedded setup log(s) to: ${report.setupLogFiles.join(', ')}`);
+    lines.push(
+      `  ${dryRun ? 'would move' : 'moved'} ${report.setupLogFiles.length} embedded setup log(s) to: ${report.setupLogFiles.join(', ')}`,
+    );
   }
   return lines;
 }
@@ -51,7 +53,12 @@ export async function runMigrate(
     err(`${args.error}\n${MIGRATE_USAGE}`);
     return 2;
   }
-  if (!(await stat(args.dataDir).then((s) => s.isDirectory(), () => false))) {
+  if (
+    !(await stat(args.dataDir).then(
+      (s) => s.isDirectory(),
+      () => false,
+    ))
+  ) {
     err(`${args.dataDir} is not a directory`);
     return 2;
   }

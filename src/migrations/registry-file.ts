@@ -53,7 +53,7 @@ export const EXPECTED_SHAPE: Readonly<Record<number, string>> = {
 function stateOf(doc: JsonObject, version: number): JsonObject {
   const refuse = (found: string) =>
     new MigrationError(`is not a registry file v${version}: expected ${EXPECTED_SHAPE[version]}, but ${found}`);
-  if (!isJsonObject(doc.state)) throw refuse("it has no `state` object");
+  if (!isJsonObject(doc.state)) throw refuse('it has no `state` object');
   const state = doc.state;
   const listKey = version === 1 ? 'deployments' : 'profiles';
   for (const key of ['roots', 'members']) {
@@ -100,7 +100,10 @@ function preparationOf(value: unknown, where: string): JsonObject {
     case 'error': {
       if (!finite(value.failedAt)) throw new MigrationError(`${where}.failedAt must be a number`);
       if (!isJsonObject(value.error)) throw new MigrationError(`${where}.error must be an object`);
-      const error = { code: requireText(value.error, 'code', `${where}.error`), message: requireText(value.error, 'message', `${where}.error`) };
+      const error = {
+        code: requireText(value.error, 'code', `${where}.error`),
+        message: requireText(value.error, 'message', `${where}.error`),
+      };
       return { status: 'error', failedAt: value.failedAt, error };
     }
     default:

@@ -52,10 +52,13 @@ async function backupPathFor(file: string, version: number, original: Buffer): P
 
 /** The file's bytes, read in chunks that advance `progress` when the file is large; undefined when absent. */
 async function readWithProgress(file: string, progress: Progress): Promise<{ bytes: Buffer; large: boolean } | undefined> {
-  const size = await stat(file).then((s) => s.size, (err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return undefined;
-    throw err;
-  });
+  const size = await stat(file).then(
+    (s) => s.size,
+    (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return undefined;
+      throw err;
+    },
+  );
   if (size === undefined) return undefined;
   if (size < LARGE_FILE_BYTES) {
     const bytes = await readIfExists(file);

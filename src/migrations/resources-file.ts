@@ -66,7 +66,14 @@ function storedOfV2Entry(entry: unknown): StoredResource | undefined {
     };
     // Kept only while it is still the origin of what the entry says (a hand edit of the v2 fields wins).
     if (
-      checkV1.Check({ schemaVersion: 1, id: candidate.id, name: candidate.name, provider: candidate.provider, description: candidate.description, instructions: candidate.instructions }) &&
+      checkV1.Check({
+        schemaVersion: 1,
+        id: candidate.id,
+        name: candidate.name,
+        provider: candidate.provider,
+        description: candidate.description,
+        instructions: candidate.instructions,
+      }) &&
       candidate.name.trim() === record.name &&
       sourceContentOfV1(candidate.description, candidate.instructions) === record.sourceContent
     ) {
@@ -93,9 +100,13 @@ export function parseResourcesFile(file: string, text: string): ParsedResourcesF
   const { schemaVersion, state } = doc as { schemaVersion?: unknown; state?: unknown };
   if (typeof schemaVersion !== 'number') throw new StoreFileError(file, 'has no numeric schemaVersion');
   if (schemaVersion > RESOURCES_FILE_VERSION) {
-    throw new StoreFileError(file, `has schemaVersion ${schemaVersion}, newer than this version of the service understands (${RESOURCES_FILE_VERSION})`);
+    throw new StoreFileError(
+      file,
+      `has schemaVersion ${schemaVersion}, newer than this version of the service understands (${RESOURCES_FILE_VERSION})`,
+    );
   }
-  if (schemaVersion !== 1 && schemaVersion !== 2) throw new StoreFileError(file, `has unknown schemaVersion ${schemaVersion} (expected 1 or 2)`);
+  if (schemaVersion !== 1 && schemaVersion !== 2)
+    throw new StoreFileError(file, `has unknown schemaVersion ${schemaVersion} (expected 1 or 2)`);
   if (state === null || typeof state !== 'object' || Array.isArray(state)) throw new StoreFileError(file, 'has no state object');
   const list = (state as { resources?: unknown }).resources;
   if (list === undefined) return { version: schemaVersion, records: [] };

@@ -67,14 +67,15 @@ function launchOf(launch: ProfileCreateBody['launch']): AgentProfile['launch'] {
  */
 export function parseIfMatch(header: string | undefined): string[] | undefined {
   if (header === undefined || header.trim() === '*') return undefined;
-  const tags = header.split(',').map((t) => t.trim()).filter((t) => t !== '');
+  const tags = header
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t !== '');
   // An If-Match that names nothing is a client bug (an empty variable), not "no condition": 400.
   if (tags.length === 0) {
     throw new AppError('validation_failed', 'If-Match is empty; send an ETag, `*`, or no If-Match header.', { field: 'headers/if-match' });
   }
-  return tags
-    .filter((t) => !t.startsWith('W/'))
-    .map((t) => (t.length >= 2 && t.startsWith('"') && t.endsWith('"') ? t.slice(1, -1) : t));
+  return tags.filter((t) => !t.startsWith('W/')).map((t) => (t.length >= 2 && t.startsWith('"') && t.endsWith('"') ? t.slice(1, -1) : t));
 }
 
 function read(entry: ProfileEntry): ProfileRead {
@@ -107,9 +108,13 @@ function assertCustomDataDepth(customData: Record<string, unknown>): void {
 function assertNoControlCharacters(customData: Record<string, unknown>): void {
   const where = findControlCharacter(customData);
   if (where !== undefined) {
-    throw new AppError('validation_failed', `customData holds a control character in a ${where} (keys may hold none; strings only newline and tab).`, {
-      field: '/customData',
-    });
+    throw new AppError(
+      'validation_failed',
+      `customData holds a control character in a ${where} (keys may hold none; strings only newline and tab).`,
+      {
+        field: '/customData',
+      },
+    );
   }
 }
 
@@ -152,7 +157,6 @@ function textFields(fields: {
   if (fields.customData) out.push(...stringLeaves(fields.customData, '/customData'));
   return out;
 }
-
 
 export class ProfileRegistry {
   constructor(
@@ -202,7 +206,8 @@ export class ProfileRegistry {
     const machine = await this.store.getMachine(id);
     if (machine && !machine.revokedAt) {
       const live = this.options.channelStatus?.(id) ?? { status: 'disconnected' };
-      if (live.status === 'connected') return { id, status: 'connected', online: true, ...(live.since === undefined ? {} : { connectedAt: live.since }) };
+      if (live.status === 'connected')
+        return { id, status: 'connected', online: true, ...(live.since === undefined ? {} : { connectedAt: live.since }) };
       return {
         id,
         status: 'disconnected',
@@ -210,7 +215,8 @@ export class ProfileRegistry {
         lastError: `Machine ${id} is enrolled but not connected: run \`agentlet-resources serve\` on it.`,
       };
     }
-    if (machine) return { id, status: 'revoked', online: false, lastError: `The enrollment of machine ${id} was revoked; enroll it again to use it.` };
+    if (machine)
+      return { id, status: 'revoked', online: false, lastError: `The enrollment of machine ${id} was revoked; enroll it again to use it.` };
     return { id, status: 'unknown', online: false, lastError: `Machine ${id} is not enrolled in this registry.` };
   }
 
@@ -262,7 +268,9 @@ export class ProfileRegistry {
       ...(body.metadata !== undefined ? { metadata: body.metadata } : {}),
       launch,
     };
-    const entry = await this.store.createProfile(profile).catch((err: unknown) => this.audit.failure(actor, 'profile.create', profile.id, err));
+    const entry = await this.store
+      .createProfile(profile)
+      .catch((err: unknown) => this.audit.failure(actor, 'profile.create', profile.id, err));
     await this.audit.record([{ actor, action: 'profile.create', id: profile.id, outcome: 'created' }]);
     return read(entry);
   }
@@ -294,7 +302,9 @@ export class ProfileRegistry {
     if (body.resourceIds !== undefined) changes.resourceIds = body.resourceIds;
     if (body.customData !== undefined) changes.customData = body.customData;
     if (body.metadata !== undefined) changes.metadata = body.metadata;
-    const entry = await this.store.updateProfile(id, changes, expected, body.expectedRevision).catch((err: unknown) => this.audit.failure(actor, 'profile.update', id, err));
+    const entry = await this.store
+      .updateProfile(id, changes, expected, body.expectedRevision)
+      .catch((err: unknown) => this.audit.failure(actor, 'profile.update', id, err));
     await this.audit.record([{ actor, action: 'profile.update', id, outcome: entry.changed ? 'updated' : 'unchanged' }]);
     return read(entry);
   }
@@ -303,7 +313,6 @@ export class ProfileRegistry {
     await this.store.deleteProfile(id, parseIfMatch(ifMatch)).catch((err: unknown) => this.audit.failure(actor, 'profile.delete', id, err));
     await this.audit.record([{ actor, action: 'profile.delete', id, outcome: 'deleted' }]);
   }
-
 
   async #assertPlacement(resourceIds: readonly string[], agentletId: string): Promise<void> {
     if (resourceIds.length === 0) return;

@@ -32,7 +32,8 @@ function configReady(member: JsonObject, config: JsonObject | undefined): boolea
 export function selectableProfileIds(profiles: readonly AgentProfile[], team: TeamState): string[] {
   const members = list(team.members);
   const configs = list(team.configs);
-  const sameMember = (entry: JsonObject, machine: string, manifestPath: string) => entry.machine === machine && entry.manifestPath === manifestPath;
+  const sameMember = (entry: JsonObject, machine: string, manifestPath: string) =>
+    entry.machine === machine && entry.manifestPath === manifestPath;
   return profiles
     .filter((profile) => {
       if (!isManifestBacked(profile)) return true;
@@ -40,7 +41,10 @@ export function selectableProfileIds(profiles: readonly AgentProfile[], team: Te
       const { manifestPath } = profile.launch as { manifestPath: string };
       const member = members.find((m) => sameMember(m, profile.agentletId, manifestPath));
       if (!member || member.status !== 'active') return false;
-      return configReady(member, configs.find((c) => sameMember(c, profile.agentletId, manifestPath)));
+      return configReady(
+        member,
+        configs.find((c) => sameMember(c, profile.agentletId, manifestPath)),
+      );
     })
     .map((profile) => profile.id);
 }

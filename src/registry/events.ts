@@ -89,7 +89,8 @@ const CURSOR = new RegExp(CURSOR_PATTERN);
 /** The sequence number of a cursor; 400 `validation_failed` for anything that is not one. */
 export function parseCursor(cursor: string): number {
   const n = CURSOR.test(cursor) ? Number(cursor) : NaN;
-  if (!Number.isSafeInteger(n)) throw new AppError('validation_failed', 'The cursor is not one this registry issued.', { cursor: cursor.slice(0, 32) });
+  if (!Number.isSafeInteger(n))
+    throw new AppError('validation_failed', 'The cursor is not one this registry issued.', { cursor: cursor.slice(0, 32) });
   return n;
 }
 

@@ -28,7 +28,12 @@ export class LocalReceipts {
   async #assertNotHost(id: string, actor: string, action: string): Promise<void> {
     const held = await this.registry.get(id).catch(() => undefined);
     if (this.#hostIds.has(id) || held?.provider === HOST_PROVIDER) {
-      await this.audit.failure(actor, action, id, new AppError('forbidden', `${id} is an ID of the host; an agent cannot record or remove it.`, { id }));
+      await this.audit.failure(
+        actor,
+        action,
+        id,
+        new AppError('forbidden', `${id} is an ID of the host; an agent cannot record or remove it.`, { id }),
+      );
     }
   }
 

@@ -28,7 +28,6 @@ import { unknownPropertiesMessage } from '../schemas/unknown-properties.js';
 import { carryOwnerFields } from './ownership.js';
 import { IMPORT_MARK, isManageable, manageableResourceIds, type InstallationLookup } from './manageable.js';
 
-
 /** A candidate as `POST /resources/validate` takes it: a reconcile entry (v1 or v2) whose provider may be omitted. */
 const checkCandidate = Compile(AnyReconcileEntry);
 const checkProvider = Compile(ProviderId);
@@ -37,7 +36,9 @@ const checkV2 = Compile(AgentResourceV2);
 
 /** The longest a candidate's text field may be: its bound in the version the candidate names, else in either. */
 function candidateBound(schemaVersion: unknown, key: 'name' | 'description' | 'instructions' | 'sourceContent'): number {
-  const bounds = [ReconcileEntry, ReconcileEntryV2].map((branch) => (branch.properties as Record<string, { maxLength?: number } | undefined>)[key]?.maxLength);
+  const bounds = [ReconcileEntry, ReconcileEntryV2].map(
+    (branch) => (branch.properties as Record<string, { maxLength?: number } | undefined>)[key]?.maxLength,
+  );
   const named = schemaVersion === 2 ? bounds[1] : schemaVersion === 1 ? bounds[0] : undefined;
   return named ?? Math.max(...bounds.map((b) => b ?? 0));
 }
@@ -71,15 +72,23 @@ export class ResourceRegistry {
     if (provider === HOST_PROVIDER) return;
     const required = ids.filter((id) => this.requiredResourceIds.includes(id));
     if (required.length > 0) {
-      throw new AppError('forbidden', `${required.join(', ')} ${required.length === 1 ? 'is a required default ID; it belongs' : 'are required default IDs; they belong'} to the host alone.`, {
-        ids: required,
-      });
+      throw new AppError(
+        'forbidden',
+        `${required.join(', ')} ${required.length === 1 ? 'is a required default ID; it belongs' : 'are required default IDs; they belong'} to the host alone.`,
+        {
+          ids: required,
+        },
+      );
     }
     const hosted = ids.filter((id) => this.hostedCapabilityIds.includes(id));
     if (hosted.length > 0) {
-      throw new AppError('forbidden', `${hosted.join(', ')} ${hosted.length === 1 ? 'is a hosted capability ID; it belongs' : 'are hosted capability IDs; they belong'} to the host alone.`, {
-        ids: hosted,
-      });
+      throw new AppError(
+        'forbidden',
+        `${hosted.join(', ')} ${hosted.length === 1 ? 'is a hosted capability ID; it belongs' : 'are hosted capability IDs; they belong'} to the host alone.`,
+        {
+          ids: hosted,
+        },
+      );
     }
   }
 
@@ -107,7 +116,9 @@ export class ResourceRegistry {
       imported: true,
     };
     if (patch.displayName !== undefined && hasInvisible(patch.displayName)) {
-      throw new AppError('validation_failed', 'The display name holds an invisible or bidirectional-control character.', { field: '/displayName' });
+      throw new AppError('validation_failed', 'The display name holds an invisible or bidirectional-control character.', {
+        field: '/displayName',
+      });
     }
     return this.store.customizeResource(id, patch);
   }
@@ -160,7 +171,9 @@ export class ResourceRegistry {
       throw new AppError('validation_failed', `Body id ${body.id} does not match the path ID ${id}.`, { field: '/id' });
     }
     const record = this.#toRecord(provider, { ...body, id }, '');
-    await this.scanner.assertClean([...textFieldsOf(record), ...(options.extraTexts ?? [])]).catch((err: unknown) => this.audit.failure(actor, action, id, err));
+    await this.scanner
+      .assertClean([...textFieldsOf(record), ...(options.extraTexts ?? [])])
+      .catch((err: unknown) => this.audit.failure(actor, action, id, err));
     this.#assertNotReserved(provider, [id]);
     // The registration and its audit entry in one store call (one transaction on PostgreSQL); a refusal is
     // audited here, as every refused change is.
@@ -182,13 +195,17 @@ export class ResourceRegistry {
     const texts: [string, string][] = [];
     if (typeof patch.displayName === 'string') {
       if (hasInvisible(patch.displayName)) {
-        throw new AppError('validation_failed', 'The display name holds an invisible or bidirectional-control character.', { field: '/displayName' });
+        throw new AppError('validation_failed', 'The display name holds an invisible or bidirectional-control character.', {
+          field: '/displayName',
+        });
       }
       texts.push(['/displayName', patch.displayName]);
     }
     if (patch.userContent) texts.push(['/userContent', patch.userContent]);
     await this.scanner.assertClean(texts);
-    const record = await this.store.customizeResource(id, patch).catch((err: unknown) => this.audit.failure(actor, 'resource.customize', id, err));
+    const record = await this.store
+      .customizeResource(id, patch)
+      .catch((err: unknown) => this.audit.failure(actor, 'resource.customize', id, err));
     await this.audit.record([{ actor, action: 'resource.customize', id, outcome: 'customized' }]);
     return record;
   }
@@ -204,16 +221,25 @@ export class ResourceRegistry {
     const duplicates = new Set<string>();
     for (const entry of entries) (seen.has(entry.id) ? duplicates : seen).add(entry.id);
     if (duplicates.size > 0) {
-      throw new AppError('validation_failed', `The set lists ${[...duplicates].join(', ')} more than once.`, { ids: [...duplicates].sort() });
+      throw new AppError('validation_failed', `The set lists ${[...duplicates].join(', ')} more than once.`, {
+        ids: [...duplicates].sort(),
+      });
     }
     const records = entries.map((entry, i) => this.#toRecord(provider, entry, `/resources/${i}`));
     const fields = records.flatMap((r, i) => textFieldsOf(r, `/resources/${i}`));
-    await this.scanner.assertClean(fields).catch((err: unknown) => this.audit.failure(actor, 'resource.reconcile', `provider:${provider}`, err));
-    this.#assertNotReserved(provider, records.map((r) => r.id));
+    await this.scanner
+      .assertClean(fields)
+      .catch((err: unknown) => this.audit.failure(actor, 'resource.reconcile', `provider:${provider}`, err));
+    this.#assertNotReserved(
+      provider,
+      records.map((r) => r.id),
+    );
     const refused = (err: unknown) => this.audit.failure(actor, 'resource.reconcile', `provider:${provider}`, err);
     if (dryRun) return this.store.reconcileResources(provider, records, true).catch(refused);
     // The change and its entries in one store call (one transaction on PostgreSQL), as for a registration.
-    const done = await this.store.reconcileResourcesAudited(provider, records, this.audit.intent(actor, 'resource.reconcile')).catch(refused);
+    const done = await this.store
+      .reconcileResourcesAudited(provider, records, this.audit.intent(actor, 'resource.reconcile'))
+      .catch(refused);
     if ('auditError' in done) this.audit.appendFailed(done.auditError);
     return done.result;
   }
@@ -227,32 +253,48 @@ export class ResourceRegistry {
     const body = (candidate ?? {}) as Record<string, unknown>;
     for (const e of discriminatedErrors(AnyReconcileEntry, candidate, [...checkCandidate.Errors(candidate)])) {
       if (e.keyword === 'boolean') continue; // repeated by the `additionalProperties` entry
-      const extra = e.keyword === 'additionalProperties' ? (e.params as { additionalProperties?: string[] }).additionalProperties : undefined;
+      const extra =
+        e.keyword === 'additionalProperties' ? (e.params as { additionalProperties?: string[] }).additionalProperties : undefined;
       // Only names of our own record fields are echoed (an unknown one could be a pasted token).
       const message = extra ? unknownPropertiesMessage(extra) : e.message;
       issues.push({ code: 'validation_failed', field: e.instancePath, severity: 'error', message });
     }
     const provider = callerProvider ?? (typeof body.provider === 'string' ? body.provider : undefined);
     if (callerProvider !== undefined && body.provider !== undefined && body.provider !== callerProvider) {
-      issues.push({ code: 'validation_failed', field: '/provider', severity: 'error', message: `provider must be ${callerProvider} (the caller)` });
+      issues.push({
+        code: 'validation_failed',
+        field: '/provider',
+        severity: 'error',
+        message: `provider must be ${callerProvider} (the caller)`,
+      });
     }
     // The body is any JSON, so a field may be far longer than the schema allows (that is reported above):
     // each is scanned up to its schema bound, as a stored one would be, and no further.
     const texts = (['name', 'description', 'instructions', 'sourceContent'] as const).flatMap((k): [string, string][] =>
-      typeof body[k] === 'string' ? [[`/${k}`, (body[k] as string).slice(0, candidateBound(body.schemaVersion, k))]] : [],
+      typeof body[k] === 'string' ? [[`/${k}`, body[k].slice(0, candidateBound(body.schemaVersion, k))]] : [],
     );
     for (const finding of await this.scanner.scan(texts)) {
-      issues.push({ code: 'secret_detected', field: finding.field, severity: 'error', message: `looks like a secret (rule ${finding.rule})` });
+      issues.push({
+        code: 'secret_detected',
+        field: finding.field,
+        severity: 'error',
+        message: `looks like a secret (rule ${finding.rule})`,
+      });
     }
     if (typeof body.id === 'string') {
       const held = await this.store.getResource(body.id);
       if (held && provider !== undefined && held.provider !== provider) {
-        issues.push({ code: 'resource_conflict', field: '/id', severity: 'error', message: `ID ${body.id} is held by provider ${held.provider}` });
+        issues.push({
+          code: 'resource_conflict',
+          field: '/id',
+          severity: 'error',
+          message: `ID ${body.id} is held by provider ${held.provider}`,
+        });
       }
     }
     for (const key of ['instructions', 'sourceContent'] as const) {
       if (typeof body[key] !== 'string') continue;
-      for (const name of unknownVariables(body[key] as string)) {
+      for (const name of unknownVariables(body[key])) {
         issues.push({
           code: 'unknown_variable',
           field: `/${key}`,
@@ -265,7 +307,10 @@ export class ResourceRegistry {
       // With no provider known (the owner did not name one), only the host's records clash for sure.
       const key = nameKey(body.name);
       const clashes = (await this.store.listResources()).filter(
-        (r) => r.id !== body.id && nameKey(labelOf(r)) === key && (provider === undefined ? r.provider === HOST_PROVIDER : canSeeTogether(provider, r.provider)),
+        (r) =>
+          r.id !== body.id &&
+          nameKey(labelOf(r)) === key &&
+          (provider === undefined ? r.provider === HOST_PROVIDER : canSeeTogether(provider, r.provider)),
       );
       if (clashes.length > 0) {
         issues.push({
@@ -281,14 +326,23 @@ export class ResourceRegistry {
 
   #toRecord(provider: string, body: (ResourcePutBody | ReconcileEntry) & { id: string }, at: string): StoredResource {
     if (body.provider !== undefined && body.provider !== provider) {
-      throw new AppError('validation_failed', `Body provider ${body.provider} does not match the caller's provider ${provider}.`, { field: `${at}/provider` });
+      throw new AppError('validation_failed', `Body provider ${body.provider} does not match the caller's provider ${provider}.`, {
+        field: `${at}/provider`,
+      });
     }
     if (hasInvisible(body.name)) {
       throw new AppError('validation_failed', 'The name holds an invisible or bidirectional-control character.', { field: `${at}/name` });
     }
     if (body.schemaVersion === 2) {
       // Upstream trims the provider's text; whitespace-only never reaches here (the body schema wants a visible character).
-      const record = { schemaVersion: 2 as const, id: body.id, name: body.name.trim(), provider, sourceContent: body.sourceContent.trim(), userContent: '' };
+      const record = {
+        schemaVersion: 2 as const,
+        id: body.id,
+        name: body.name.trim(),
+        provider,
+        sourceContent: body.sourceContent.trim(),
+        userContent: '',
+      };
       if (!checkProvider.Check(provider) || !checkV2.Check(record)) {
         throw new AppError('validation_failed', 'The record does not satisfy the AgentResource v2 schema.', { field: at || '/' });
       }

@@ -104,7 +104,9 @@ function cut(text: string, max: number): string {
 
 /** The whole guidance an agent gets from a v2 record: the provider's content, then the owner's, clearly delimited. */
 export function guidanceOfV2(record: AgentResourceV2): string {
-  return record.userContent === '' ? record.sourceContent : `${record.sourceContent}\n\n## Instructions from the owner\n\n${record.userContent}`;
+  return record.userContent === ''
+    ? record.sourceContent
+    : `${record.sourceContent}\n\n## Instructions from the owner\n\n${record.userContent}`;
 }
 
 /**
@@ -114,7 +116,10 @@ export function guidanceOfV2(record: AgentResourceV2): string {
  * the whole record (`?schemaVersion=2`), so nothing of the guidance is out of its reach.
  */
 export function v2ToV1(record: AgentResourceV2): AgentResource {
-  const firstLine = record.sourceContent.split('\n').find((line) => line.trim() !== '')!.trim();
+  const firstLine = record.sourceContent
+    .split('\n')
+    .find((line) => line.trim() !== '')!
+    .trim();
   const description = firstLine.length <= V1_DESCRIPTION_MAX ? firstLine : `${cut(firstLine, V1_DESCRIPTION_MAX - 1)}…`;
   const whole = guidanceOfV2(record);
   let instructions = whole;
@@ -189,6 +194,10 @@ export function applyCustomization(record: StoredResource, patch: CustomizationP
   const displayName = patch.displayName === undefined ? current.displayName : (patch.displayName ?? undefined);
   const userContent = patch.userContent ?? current.userContent;
   const imported = patch.imported ?? current.imported === true;
-  const next = withOwnerFields(record, { ...(displayName !== undefined ? { displayName } : {}), userContent, ...(imported ? { imported: true as const } : {}) });
+  const next = withOwnerFields(record, {
+    ...(displayName !== undefined ? { displayName } : {}),
+    userContent,
+    ...(imported ? { imported: true as const } : {}),
+  });
   return { record: next, changed: !sameStored(record, next) };
 }

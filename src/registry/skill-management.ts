@@ -66,7 +66,8 @@ export class SkillManagement {
 
   /** A scan answer, checked, with any candidate whose text looks like a secret turned into a diagnostic. */
   async #scanResult(machineId: string, result: unknown): Promise<ScanSkillsResult> {
-    if (!checkScan.Check(result)) throw new AppError('agentlet_job_failed', `Agentlet ${machineId} answered the scan with an unexpected result.`, { machineId });
+    if (!checkScan.Check(result))
+      throw new AppError('agentlet_job_failed', `Agentlet ${machineId} answered the scan with an unexpected result.`, { machineId });
     const candidates = [];
     const diagnostics = [...result.diagnostics];
     for (const candidate of result.candidates) {
@@ -76,7 +77,11 @@ export class SkillManagement {
       ]);
       if (findings.length === 0) candidates.push(candidate);
       else if (diagnostics.length < 256) {
-        diagnostics.push({ path: candidate.sourcePath, code: 'skill_invalid', message: `SKILL.md looks like it contains a secret (rule ${findings[0]!.rule}); remove it before importing` });
+        diagnostics.push({
+          path: candidate.sourcePath,
+          code: 'skill_invalid',
+          message: `SKILL.md looks like it contains a secret (rule ${findings[0]!.rule}); remove it before importing`,
+        });
       }
     }
     return { rootPath: result.rootPath, candidates, diagnostics };
@@ -102,7 +107,15 @@ export class SkillManagement {
     try {
       const machineId = await this.#machine(agentletId);
       const result = await this.#scanResult(machineId, await this.#run(machineId, 'skill.scan', { rootPath: rootPath.trim() }));
-      await this.deps.audit.record([{ actor, action, id: machineId, outcome: 'scanned', details: { candidates: result.candidates.length, diagnostics: result.diagnostics.length } }]);
+      await this.deps.audit.record([
+        {
+          actor,
+          action,
+          id: machineId,
+          outcome: 'scanned',
+          details: { candidates: result.candidates.length, diagnostics: result.diagnostics.length },
+        },
+      ]);
       return result;
     } catch (err) {
       return this.deps.audit.failure(actor, action, agentletId ?? '(default machine)', err);
@@ -122,13 +135,18 @@ export class SkillManagement {
       const machineId = await this.#machine(agentletId);
       const held = await this.deps.registry.get(id).catch(() => undefined);
       if (held) {
-        throw new AppError('resource_conflict', `Resource ${id} is already registered (provider ${held.provider}); import it under another ID, or refresh it.`, { ids: [id] });
+        throw new AppError(
+          'resource_conflict',
+          `Resource ${id} is already registered (provider ${held.provider}); import it under another ID, or refresh it.`,
+          { ids: [id] },
+        );
       }
       await this.#run(machineId, 'skill.import', { id, sourcePath: body.sourcePath.trim(), expectedRevision: body.expectedRevision });
       let record;
       try {
         const published = await this.deps.registry.get(id);
-        if (published.provider !== machineId) throw new AppError('resource_conflict', `Resource ${id} was registered by ${published.provider} meanwhile.`, { ids: [id] });
+        if (published.provider !== machineId)
+          throw new AppError('resource_conflict', `Resource ${id} was registered by ${published.provider} meanwhile.`, { ids: [id] });
         record = await this.deps.registry.markImported(id, owner);
       } catch (err) {
         // The copy on the machine is not left behind without its record.
@@ -148,7 +166,15 @@ export class SkillManagement {
       const machineId = await this.#machine(agentletId);
       await this.#imported(machineId, id);
       const result = await this.#scanResult(machineId, await this.#run(machineId, 'skill.scan', { id }));
-      await this.deps.audit.record([{ actor, action, id, outcome: 'scanned', details: { machineId, candidates: result.candidates.length, diagnostics: result.diagnostics.length } }]);
+      await this.deps.audit.record([
+        {
+          actor,
+          action,
+          id,
+          outcome: 'scanned',
+          details: { machineId, candidates: result.candidates.length, diagnostics: result.diagnostics.length },
+        },
+      ]);
       return result;
     } catch (err) {
       return this.deps.audit.failure(actor, action, id, err);
@@ -179,7 +205,9 @@ export class SkillManagement {
       // The machine published its set without the skill; a record still there (its copy was already gone) is withdrawn here.
       const still = await this.deps.registry.get(id).catch(() => undefined);
       if (still && still.provider === machineId) await this.deps.registry.withdraw(machineId, id, actor, action);
-      await this.deps.audit.record([{ actor, action, id, outcome: 'removed', details: { machineId, onMachine: result?.removed === true ? 'removed' : 'absent' } }]);
+      await this.deps.audit.record([
+        { actor, action, id, outcome: 'removed', details: { machineId, onMachine: result?.removed === true ? 'removed' : 'absent' } },
+      ]);
       return true;
     } catch (err) {
       return this.deps.audit.failure(actor, action, id, err);

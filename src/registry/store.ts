@@ -95,7 +95,11 @@ export interface RegistryStore {
    * `registerResource` writes its entry: in the reconcile's transaction on a database store, appended after
    * the durable change by the JSON store (`auditError` when that fails).
    */
-  reconcileResourcesAudited(provider: string, records: readonly StoredResource[], audit: AuditIntent): Promise<{ result: ReconcileResult; auditError?: unknown }>;
+  reconcileResourcesAudited(
+    provider: string,
+    records: readonly StoredResource[],
+    audit: AuditIntent,
+  ): Promise<{ result: ReconcileResult; auditError?: unknown }>;
   withdrawResource(provider: string, id: string): Promise<void>;
   reconcileResources(provider: string, records: readonly StoredResource[], dryRun: boolean): Promise<ReconcileResult>;
   /** The owner's customization, applied atomically; 404 `resource_not_found` when there is no such record. */

@@ -1,18 +1,28 @@
 // Owner or Huabu: mint a canvas token for an agent (its $AGENTLET_TOKEN) and tell it its $HUABU_RFS_URL.
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import { mintCanvasToken } from '../credentials/tokens.js';
 import { actorOf } from '../credentials/principal.js';
 import { AppError } from '../errors.js';
 import { protect } from '../http/auth.js';
 import { errors } from '../http/openapi.js';
-import { CanvasRevokeBody, CanvasRevokeResult, CanvasTokenBody, CanvasTokenResult, DEFAULT_CANVAS_TTL_SECONDS } from '../schemas/canvas-token.js';
+import {
+  CanvasRevokeBody,
+  CanvasRevokeResult,
+  CanvasTokenBody,
+  CanvasTokenResult,
+  DEFAULT_CANVAS_TTL_SECONDS,
+} from '../schemas/canvas-token.js';
 import type { RouteDeps } from './deps.js';
 
 export function rfsUrl(publicBaseUrl: string, canvasId: string): string {
   return `${publicBaseUrl}/api/rfs/${encodeURIComponent(canvasId)}`;
 }
 
-export const canvasTokenRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { machines, credentials, config, scanner, audit, now }) => {
+export const canvasTokenRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
+  app,
+  { machines, credentials, config, scanner, audit, now },
+  done,
+) => {
   protect(app, [app.requireOwner, app.requireHuabu], ['ownerToken', 'providerToken']);
 
   app.post(
@@ -23,9 +33,12 @@ export const canvasTokenRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
         operationId: 'mintCanvasToken',
         summary: 'Mint a canvas token',
         description:
-          'A token bound to one canvas and one enrolled Agentlet machine, expiring after `ttlSeconds`. It reads `$HUABU_RFS_URL/resources`: the host records and that machine\'s. Owner token or the Huabu provider token.',
+          "A token bound to one canvas and one enrolled Agentlet machine, expiring after `ttlSeconds`. It reads `$HUABU_RFS_URL/resources`: the host records and that machine's. Owner token or the Huabu provider token.",
         body: CanvasTokenBody,
-        response: { 201: { ...CanvasTokenResult, description: 'Minted.' }, ...errors('validation_failed', 'machine_not_found', 'secret_detected') },
+        response: {
+          201: { ...CanvasTokenResult, description: 'Minted.' },
+          ...errors('validation_failed', 'machine_not_found', 'secret_detected'),
+        },
       },
     },
     async (request, reply) => {
@@ -38,7 +51,9 @@ export const canvasTokenRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
       const mintedAtMs = now().getTime();
       const exp = Math.floor(mintedAtMs / 1000) + ttlSeconds;
       const token = mintCanvasToken({ canvasId, agentletId, enrolledAt, exp, mintedAtMs }, credentials.canvasTokenSecret);
-      await audit.record([{ actor: actorOf(request.principal!), action: 'canvas-token.mint', id: `${canvasId}@${agentletId}`, outcome: 'minted' }]);
+      await audit.record([
+        { actor: actorOf(request.principal!), action: 'canvas-token.mint', id: `${canvasId}@${agentletId}`, outcome: 'minted' },
+      ]);
       reply.header('cache-control', 'no-store');
       return reply.code(201).send({ token, expiresAt: new Date(exp * 1000).toISOString(), rfsUrl: rfsUrl(config.publicBaseUrl, canvasId) });
     },
@@ -59,4 +74,5 @@ export const canvasTokenRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (ap
     },
     async (request) => machines.revokeCanvasTokens(request.body.canvasId, actorOf(request.principal!)),
   );
+  done();
 };

@@ -1,6 +1,6 @@
 // Owner: the capability snapshot as JSON, Graphviz DOT or SVG, narrowed by `?kind=`, with the snapshot
 // digest as ETag (304 on If-None-Match).
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { protect } from '../http/auth.js';
 import { clientGone } from '../http/expensive-work.js';
@@ -16,7 +16,7 @@ export const CONTENT_TYPES = {
   svg: 'image/svg+xml; charset=utf-8',
 } as const;
 
-export const capabilityRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { capabilities, expensive }) => {
+export const capabilityRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { capabilities, expensive }, done) => {
   protect(app, [app.requireOwner], ['ownerToken']);
 
   app.get(
@@ -56,4 +56,5 @@ export const capabilityRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app
       return reply.type(CONTENT_TYPES[format]).send(body);
     },
   );
+  done();
 };

@@ -73,7 +73,7 @@ export const CATALOGUE_HEADERS = {
     description:
       'The body\'s content ETag, one per representation and per coding: `"<digest>"` as it is, `"<digest>-br"` and `"<digest>-gz"` compressed. `If-None-Match` answers 304 only with the ETag of the coding this request would get.',
   }),
-  vary: Type.Literal('Accept-Encoding', { description: 'Always sent: the body\'s coding follows `Accept-Encoding`.' }),
+  vary: Type.Literal('Accept-Encoding', { description: "Always sent: the body's coding follows `Accept-Encoding`." }),
   'content-encoding': Type.Union([Type.Literal('br'), Type.Literal('gzip')], {
     description:
       'Present when the body is compressed: `br` or `gzip` as `Accept-Encoding` ranks them (br on a tie); absent without `Accept-Encoding` and for bodies under 1 KiB.',
@@ -84,7 +84,7 @@ export const NotModified = Type.Null({ description: 'Not modified: the `If-None-
 
 export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { registry, catalogue, expensive, config }) => {
   const byDefault = defaultRepresentation(config);
-  await app.register(async (scope) => {
+  await app.register((scope, _options, done) => {
     const owner = scope.withTypeProvider<TypeBoxTypeProvider>();
     protect(owner, [owner.requireOwner], ['ownerToken']);
 
@@ -94,11 +94,18 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
         schema: {
           tags: ['catalogue'],
           operationId: 'listResources',
-        summary: 'Read the whole catalogue',
+          summary: 'Read the whole catalogue',
           description:
             'All records sorted by id, optionally of one provider, in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`). As record v2, the whole catalogue (no `provider`) also carries `manageableResourceIds`: the IDs the owner may import again, refresh or delete (`[]` when none); a v1 body, and a list of one provider, is `{resources}` alone. Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding.',
-          querystring: Type.Object({ provider: Type.Optional(ProviderId), schemaVersion: CompatSchemaVersionQuery }, { additionalProperties: false }),
-          response: { 200: { ...AnyOwnerResourceList, description: 'The catalogue.', headers: CATALOGUE_HEADERS }, 304: NotModified, ...errors('validation_failed') },
+          querystring: Type.Object(
+            { provider: Type.Optional(ProviderId), schemaVersion: CompatSchemaVersionQuery },
+            { additionalProperties: false },
+          ),
+          response: {
+            200: { ...AnyOwnerResourceList, description: 'The catalogue.', headers: CATALOGUE_HEADERS },
+            304: NotModified,
+            ...errors('validation_failed'),
+          },
         },
       },
       (request, reply) => {
@@ -109,7 +116,9 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
           request.headers,
           { catalogue, revision: registry.revision(), key, representation: schemaVersion },
           () => (provider === undefined ? registry.list() : registry.listByProvider(provider)),
-          schemaVersion === 2 && provider === undefined ? (records) => ({ manageableResourceIds: registry.manageableIds(records) }) : undefined,
+          schemaVersion === 2 && provider === undefined
+            ? (records) => ({ manageableResourceIds: registry.manageableIds(records) })
+            : undefined,
         );
       },
     );
@@ -120,7 +129,7 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
         schema: {
           tags: ['catalogue'],
           operationId: 'getResource',
-        summary: 'Read one record',
+          summary: 'Read one record',
           description: 'One record in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`).',
           params: Type.Object({ id: ResourceId }),
           querystring: Type.Object({ schemaVersion: CompatSchemaVersionQuery }, { additionalProperties: false }),
@@ -149,9 +158,10 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
       },
       async (request) => ({ resource: toV2(await registry.customize(request.params.id, request.body, actorOf(request.principal!))) }),
     );
+    done();
   });
 
-  await app.register(async (scope) => {
+  await app.register((scope, _options, done) => {
     const checker = scope.withTypeProvider<TypeBoxTypeProvider>();
     protect(checker, [checker.requireOwner, checker.requireProvider], ['ownerToken', 'providerToken']);
     checker.post(
@@ -160,19 +170,26 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
         schema: {
           tags: ['catalogue'],
           operationId: 'validateResource',
-        summary: 'Check a candidate record without storing it',
+          summary: 'Check a candidate record without storing it',
           description:
-            'Reports every problem of a candidate record: schema rules, secrets, ownership (when the ID is taken), a name an agent could see twice (`duplicate_resource_name`: another ID with the same name ignoring case and surrounding space, of the host, or of the same machine, or any provider when the candidate is the host\'s) and `$VARIABLE`s outside the runtime set (`unknown_variable`, a warning). A provider checks a record as its own; the owner may name the `provider`. Nothing is stored.',
+            "Reports every problem of a candidate record: schema rules, secrets, ownership (when the ID is taken), a name an agent could see twice (`duplicate_resource_name`: another ID with the same name ignoring case and surrounding space, of the host, or of the same machine, or any provider when the candidate is the host's) and `$VARIABLE`s outside the runtime set (`unknown_variable`, a warning). A provider checks a record as its own; the owner may name the `provider`. Nothing is stored.",
           body: Type.Unknown({
-            description: 'A candidate AgentResource: `{schemaVersion: 1, id, name, description, instructions, provider?}` or `{schemaVersion: 2, id, name, sourceContent, provider?}`.',
+            description:
+              'A candidate AgentResource: `{schemaVersion: 1, id, name, description, instructions, provider?}` or `{schemaVersion: 2, id, name, sourceContent, provider?}`.',
           }),
-          response: { 200: { ...ValidateResult, description: 'The issues found (empty when valid).' }, ...errors('validation_failed', 'rate_limited') },
+          response: {
+            200: { ...ValidateResult, description: 'The issues found (empty when valid).' },
+            ...errors('validation_failed', 'rate_limited'),
+          },
         },
       },
       async (request) => {
         const principal = request.principal!;
-        return expensive.scanning(request, () => registry.validate(request.body, principal.kind === 'provider' ? principal.provider : undefined));
+        return expensive.scanning(request, () =>
+          registry.validate(request.body, principal.kind === 'provider' ? principal.provider : undefined),
+        );
       },
     );
+    done();
   });
 };

@@ -2,9 +2,9 @@
 // Events carrying its jobs) and posts each answer to `/providers/:machineId/jobs/:jobId`; the owner runs a
 // job on a connected machine with `POST /machines/:machineId/jobs`. The channel itself is
 // src/channel/machine-channels.ts; this file only speaks HTTP.
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
-import { HEARTBEAT_MS, type ChannelSink, type JobAnswer, type MachineChannels } from '../channel/machine-channels.js';
+import { HEARTBEAT_MS, type ChannelSink, type MachineChannels } from '../channel/machine-channels.js';
 import { AppError } from '../errors.js';
 import { protect } from '../http/auth.js';
 import { errors } from '../http/openapi.js';
@@ -22,14 +22,15 @@ export interface ChannelRouteDeps {
 const MachineParams = Type.Object({ machineId: MachineId });
 
 /** The machine's side, prefix `/providers`: its own channel and its own jobs only. */
-export const machineChannelRoutes: FastifyPluginAsyncTypebox<ChannelRouteDeps> = async (app, { channels, machines, scanner }) => {
+export const machineChannelRoutes: FastifyPluginCallbackTypebox<ChannelRouteDeps> = (app, { channels, machines, scanner }, done) => {
   protect(app, [app.requireProvider], ['providerToken']);
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     const principal = request.principal;
     const { machineId } = request.params as { machineId?: string };
     if (principal?.kind !== 'provider' || principal.provider === HOST_PROVIDER || principal.provider !== machineId) {
-      throw new AppError('forbidden', "A machine may open only its own channel and answer only its own jobs.");
+      throw new AppError('forbidden', 'A machine may open only its own channel and answer only its own jobs.');
     }
+    done();
   });
 
   app.get(
@@ -42,7 +43,10 @@ export const machineChannelRoutes: FastifyPluginAsyncTypebox<ChannelRouteDeps> =
         description: `Server-Sent Events (\`text/event-stream\`) for \`agentlet-resources serve\`. First \`event: ready\` (\`data: {machineId, heartbeatSeconds}\`), then one \`event: job\` per job (\`id:\` and \`data:\` \`{jobId, type, payload}\`); a comment line every ${HEARTBEAT_MS / 1000} s. A machine holds one channel: a newer connection replaces this one. Revoking or rotating the machine's token closes it at once.`,
         params: MachineParams,
         response: {
-          200: { description: 'The stream of jobs.', content: { 'text/event-stream': { schema: Type.String({ description: 'Server-Sent Events.' }) } } },
+          200: {
+            description: 'The stream of jobs.',
+            content: { 'text/event-stream': { schema: Type.String({ description: 'Server-Sent Events.' }) } },
+          },
           ...errors('validation_failed', 'unavailable'),
         },
       },
@@ -104,21 +108,31 @@ export const machineChannelRoutes: FastifyPluginAsyncTypebox<ChannelRouteDeps> =
     },
     async (request, reply) => {
       const { machineId, jobId } = request.params;
-      let answer = request.body as JobAnswer;
+      let answer = request.body;
       // The machine's own words reach the owner: a secret in them is withheld, never passed on.
       if (!answer.ok && (await scanner.scan([['/error/message', answer.error.message]])).length > 0) {
-        answer = { ok: false, error: { code: answer.error.code, message: 'The machine described the failure with what looks like a secret; the message was withheld.' } };
+        answer = {
+          ok: false,
+          error: {
+            code: answer.error.code,
+            message: 'The machine described the failure with what looks like a secret; the message was withheld.',
+          },
+        };
       }
       if (!channels.answer(machineId, jobId, answer)) {
-        throw new AppError('job_not_found', `No job ${jobId} of machine ${machineId} is waiting for an answer; it was dropped.`, { machineId, jobId });
+        throw new AppError('job_not_found', `No job ${jobId} of machine ${machineId} is waiting for an answer; it was dropped.`, {
+          machineId,
+          jobId,
+        });
       }
       return reply.code(204).send(null);
     },
   );
+  done();
 };
 
 /** The owner's side, prefix `/machines`: run one job on a connected machine and wait for its answer. */
-export const machineJobRoutes: FastifyPluginAsyncTypebox<ChannelRouteDeps> = async (app, { channels }) => {
+export const machineJobRoutes: FastifyPluginCallbackTypebox<ChannelRouteDeps> = (app, { channels }, done) => {
   protect(app, [app.requireOwner], ['ownerToken']);
 
   app.post(
@@ -152,4 +166,5 @@ export const machineJobRoutes: FastifyPluginAsyncTypebox<ChannelRouteDeps> = asy
       return { machineId, jobId, type, result: answer.result ?? null };
     },
   );
+  done();
 };

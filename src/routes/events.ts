@@ -8,7 +8,7 @@
 // events of a busy stretch share writes), each event's SSE text is built once for every stream, and a stream
 // catching up on a backlog yields to the event loop between pages.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { AppError } from '../errors.js';
 import { protect } from '../http/auth.js';
@@ -37,13 +37,18 @@ export interface EventRouteOptions {
   coalesceMs?: number;
 }
 
-const LAST_EVENT_ID = Type.Object({ 'last-event-id': Type.Optional(Type.String({ maxLength: 64, description: 'The cursor to resume after (the SSE reconnect header); wins over `?since=`.' })) });
+const LAST_EVENT_ID = Type.Object({
+  'last-event-id': Type.Optional(
+    Type.String({ maxLength: 64, description: 'The cursor to resume after (the SSE reconnect header); wins over `?since=`.' }),
+  ),
+});
 
 /** Streams open on this app, ended when it closes (an SSE response never ends on its own). */
 function openStreams(app: FastifyInstance): Set<() => void> {
   const streams = new Set<() => void>();
-  app.addHook('preClose', async () => {
+  app.addHook('preClose', (done) => {
     for (const end of streams) end();
+    done();
   });
   return streams;
 }
@@ -141,7 +146,10 @@ async function stream(
           const shown = page.events.filter(show);
           cursor = page.next;
           // A filtered stream moves its client's cursor past what it does not show (an `id:` alone dispatches nothing).
-          const text = shown.length > 0 ? shown.map(sse).join('') + (shown[shown.length - 1]!.id === cursor ? '' : `id: ${cursor}\n\n`) : `id: ${cursor}\n\n`;
+          const text =
+            shown.length > 0
+              ? shown.map(sse).join('') + (shown[shown.length - 1]!.id === cursor ? '' : `id: ${cursor}\n\n`)
+              : `id: ${cursor}\n\n`;
           raw.write(text);
           wroteAt = performance.now();
           if (raw.writableLength > options.maxUnsentBytes && !(await drained())) return cutOff();
@@ -186,7 +194,7 @@ const tuningOf = (options: EventRouteOptions): Required<Omit<EventRouteOptions, 
 });
 
 /** Owner: `GET /events` (SSE) and `GET /changes` (JSON pages), under /api/acp. */
-export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (app, options) => {
+export const eventRoutes: FastifyPluginCallbackTypebox<EventRouteOptions> = (app, options, done) => {
   const { events } = options;
   const tuning = tuningOf(options);
   const streams = openStreams(app);
@@ -229,18 +237,21 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (
       return { changes: [...page.events], next: page.next };
     },
   );
+  done();
 };
 
 /** Canvas token: `GET /events` under /api/rfs/:canvasId, the resource events of the host and the token's machine. */
-export const rfsEventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = async (app, options) => {
+export const rfsEventRoutes: FastifyPluginCallbackTypebox<EventRouteOptions> = (app, options, done) => {
   const { events } = options;
   const tuning = tuningOf(options);
   const streams = openStreams(app);
   protect(app, [app.requireCanvas], ['canvasToken']);
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     const principal = request.principal;
     const { canvasId } = request.params as { canvasId?: string };
-    if (principal?.kind !== 'canvas' || principal.canvasId !== canvasId) throw new AppError('forbidden', 'This token is not valid for this canvas.');
+    if (principal?.kind !== 'canvas' || principal.canvasId !== canvasId)
+      throw new AppError('forbidden', 'This token is not valid for this canvas.');
+    done();
   });
 
   app.get(
@@ -260,7 +271,16 @@ export const rfsEventRoutes: FastifyPluginAsyncTypebox<EventRouteOptions> = asyn
     },
     async (request, reply) => {
       const machineId = (request.principal as { agentletId: string }).agentletId;
-      await stream(request, reply, events, request.headers['last-event-id'] ?? request.query.since, (e) => visibleToMachine(e, machineId), streams, tuning);
+      await stream(
+        request,
+        reply,
+        events,
+        request.headers['last-event-id'] ?? request.query.since,
+        (e) => visibleToMachine(e, machineId),
+        streams,
+        tuning,
+      );
     },
   );
+  done();
 };

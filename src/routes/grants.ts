@@ -1,13 +1,13 @@
 // Owner or Huabu: mint a resource grant for a realized thread (the agent's $HUABU_RESOURCE_GRANT), at
 // spawn or resume. The grant is returned once and never stored.
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import { actorOf } from '../credentials/principal.js';
 import { protect } from '../http/auth.js';
 import { errors } from '../http/openapi.js';
 import { DEFAULT_GRANT_TTL_SECONDS, type InvocationService } from '../invocation/invocation-service.js';
 import { GrantBody, GrantResult } from '../schemas/invocation.js';
 
-export const grantRoutes: FastifyPluginAsyncTypebox<{ invocations: InvocationService }> = async (app, { invocations }) => {
+export const grantRoutes: FastifyPluginCallbackTypebox<{ invocations: InvocationService }> = (app, { invocations }, done) => {
   protect(app, [app.requireOwner, app.requireHuabu], ['ownerToken', 'providerToken']);
 
   app.post(
@@ -20,7 +20,10 @@ export const grantRoutes: FastifyPluginAsyncTypebox<{ invocations: InvocationSer
         description:
           "An opaque token binding the thread's machine (and its enrollment), profile, canvas, thread, the hosted capabilities among its effective resources, an expiry and the capabilities policy version. The agent sends it as `X-Huabu-Resource-Grant` with its canvas token to `POST $HUABU_RFS_URL/resources/<id>/invoke`. Owner token or the Huabu provider token; never written into the workload.",
         body: GrantBody,
-        response: { 201: { ...GrantResult, description: 'Minted.' }, ...errors('validation_failed', 'workload_not_found', 'machine_not_found') },
+        response: {
+          201: { ...GrantResult, description: 'Minted.' },
+          ...errors('validation_failed', 'workload_not_found', 'machine_not_found'),
+        },
       },
     },
     async (request, reply) => {
@@ -30,4 +33,5 @@ export const grantRoutes: FastifyPluginAsyncTypebox<{ invocations: InvocationSer
       return reply.code(201).send(minted);
     },
   );
+  done();
 };

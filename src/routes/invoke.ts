@@ -6,7 +6,7 @@
 // 403, hosted 404), then the body's shape, the correlation ID and the input (400), quota (429), and the
 // call (504, 502). A hang-up aborts the outbound request. Every invocation, refused or not, is audited once,
 // with the code the agent gets and its reason: a success only once its answer has been serialized.
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import { actorOf } from '../credentials/principal.js';
@@ -41,7 +41,7 @@ function header(request: FastifyRequest, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-export const invokeRoutes: FastifyPluginAsyncTypebox<{ invocations: InvocationService }> = async (app, { invocations }) => {
+export const invokeRoutes: FastifyPluginCallbackTypebox<{ invocations: InvocationService }> = (app, { invocations }, done) => {
   protect(app, [app.requireCanvas], ['canvasToken']);
   // Both credentials are required together: one security requirement naming both schemes.
   app.addHook('onRoute', (route) => {
@@ -84,7 +84,7 @@ export const invokeRoutes: FastifyPluginAsyncTypebox<{ invocations: InvocationSe
       onRequest: async (request) => {
         const principal = request.principal;
         if (principal?.kind !== 'canvas') return;
-        const { canvasId, id } = request.params as { canvasId: string; id: string };
+        const { canvasId, id } = request.params;
         const ctx = invocations.begin(id, { tokenCanvasId: principal.canvasId, tokenMachineId: principal.agentletId });
         const state: InvocationState = { ctx, finished: false };
         (request as WithState)[STATE] = state;
@@ -104,7 +104,9 @@ export const invokeRoutes: FastifyPluginAsyncTypebox<{ invocations: InvocationSe
         params: Type.Object({ canvasId: CanvasId, id: ResourceId }),
         headers: Type.Object({
           'x-huabu-resource-grant': Type.Optional(Type.String({ description: 'The resource grant (`$HUABU_RESOURCE_GRANT`).' })),
-          'x-huabu-thread-id': Type.String({ description: "The calling thread (`$HUABU_THREAD_ID`); it must be the grant's thread (403 otherwise, checked with the grant)." }),
+          'x-huabu-thread-id': Type.String({
+            description: "The calling thread (`$HUABU_THREAD_ID`); it must be the grant's thread (403 otherwise, checked with the grant).",
+          }),
         }),
         body: InvokeBody,
         response: {
@@ -127,10 +129,17 @@ export const invokeRoutes: FastifyPluginAsyncTypebox<{ invocations: InvocationSe
         if ('cancelled' in outcome) throw invocationError('client_disconnected', 'The agent hung up; the call was aborted.');
         state.answered = true;
         const { resourceId, correlationId } = state.ctx;
-        return reply.code(200).send({ schemaVersion: 1 as const, resourceId, result: outcome.output, ...(correlationId === undefined ? {} : { correlationId }) });
+        reply.code(200);
+        return {
+          schemaVersion: 1 as const,
+          resourceId,
+          result: outcome.output,
+          ...(correlationId === undefined ? {} : { correlationId }),
+        };
       } finally {
         reply.raw.removeListener('close', onClose);
       }
     },
   );
+  done();
 };

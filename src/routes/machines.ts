@@ -1,5 +1,5 @@
 // Owner: enroll Agentlet machines (the token is shown once), list them, revoke their credentials.
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { actorOf } from '../credentials/principal.js';
 import { protect } from '../http/auth.js';
@@ -8,7 +8,7 @@ import { MachineId } from '../schemas/common.js';
 import { EnrollBody, EnrollResult, MachineList } from '../schemas/machine.js';
 import type { RouteDeps } from './deps.js';
 
-export const machineRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { machines }) => {
+export const machineRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { machines }, done) => {
   protect(app, [app.requireOwner], ['ownerToken']);
 
   app.post(
@@ -80,4 +80,5 @@ export const machineRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
       return machines.rotate(request.params.machineId, actorOf(request.principal!));
     },
   );
+  done();
 };

@@ -1,11 +1,15 @@
 // Operations routes (no credential): liveness and readiness.
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { AppError } from '../errors.js';
 import { errors } from '../http/openapi.js';
 import type { Metrics } from '../metrics.js';
 
-export const operationsRoutes: FastifyPluginAsyncTypebox<{ isReady: () => boolean | Promise<boolean>; metrics: Metrics }> = async (app, { isReady, metrics }) => {
+export const operationsRoutes: FastifyPluginCallbackTypebox<{ isReady: () => boolean | Promise<boolean>; metrics: Metrics }> = (
+  app,
+  { isReady, metrics },
+  done,
+) => {
   app.get(
     '/healthz',
     {
@@ -18,7 +22,7 @@ export const operationsRoutes: FastifyPluginAsyncTypebox<{ isReady: () => boolea
         response: { 200: Type.Object({ status: Type.Literal('ok') }, { description: 'The process is running.' }) },
       },
     },
-    async () => ({ status: 'ok' as const }),
+    () => ({ status: 'ok' as const }),
   );
   app.get(
     '/readyz',
@@ -28,7 +32,8 @@ export const operationsRoutes: FastifyPluginAsyncTypebox<{ isReady: () => boolea
         security: [],
         operationId: 'getReadiness',
         summary: 'Readiness',
-        description: 'Answers 200 once the store is loaded and migrated, and 503 `not_ready` before that, while shutting down, or (PostgreSQL store) while the database does not answer.',
+        description:
+          'Answers 200 once the store is loaded and migrated, and 503 `not_ready` before that, while shutting down, or (PostgreSQL store) while the database does not answer.',
         response: { 200: Type.Object({ status: Type.Literal('ready') }, { description: 'Ready for traffic.' }), ...errors('not_ready') },
       },
     },
@@ -54,4 +59,5 @@ export const operationsRoutes: FastifyPluginAsyncTypebox<{ isReady: () => boolea
     },
     async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
   );
+  done();
 };

@@ -1,7 +1,7 @@
 // Owner: Agent Profiles. List, create (acp-command and acp-harness), read, change (If-Match or
 // expectedRevision) and delete profiles; the profile registry checks placement and secrets, the store
 // enforces alias uniqueness and revisions. With HUABU_COMPAT, create and delete answer as upstream does.
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { actorOf } from '../credentials/principal.js';
 import { protect } from '../http/auth.js';
@@ -23,7 +23,7 @@ const ETAG_HEADER = {
   headers: { etag: Type.String({ description: "The profile's current revision (a strong ETag); send it back in `If-Match`." }) },
 };
 
-export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { profiles, config }) => {
+export const profileRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { profiles, config }, done) => {
   const compat = config.huabuCompat;
   protect(app, [app.requireOwner], ['ownerToken']);
 
@@ -53,7 +53,11 @@ export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
         body: ProfileCreateBody,
         response: {
           201: { ...AgentProfile, description: 'Created. The `ETag` header carries its current version.', ...ETAG_HEADER },
-          200: { ...AgentProfile, description: 'Created, with `HUABU_COMPAT=1` (upstream answers 200). The `ETag` header carries its current version.', ...ETAG_HEADER },
+          200: {
+            ...AgentProfile,
+            description: 'Created, with `HUABU_COMPAT=1` (upstream answers 200). The `ETag` header carries its current version.',
+            ...ETAG_HEADER,
+          },
           ...errors(
             'validation_failed',
             'alias_conflict',
@@ -70,7 +74,11 @@ export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
     },
     async (request, reply) => {
       const { profile, etag } = await profiles.create(request.body, actorOf(request.principal!));
-      return reply.code(compat ? 200 : 201).header('etag', etag).header('location', `${request.url.split('?')[0]}/${profile.id}`).send(profile);
+      return reply
+        .code(compat ? 200 : 201)
+        .header('etag', etag)
+        .header('location', `${request.url.split('?')[0]}/${profile.id}`)
+        .send(profile);
     },
   );
 
@@ -127,7 +135,12 @@ export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
       },
     },
     async (request, reply) => {
-      const { profile, etag } = await profiles.update(request.params.id, request.body, request.headers['if-match'], actorOf(request.principal!));
+      const { profile, etag } = await profiles.update(
+        request.params.id,
+        request.body,
+        request.headers['if-match'],
+        actorOf(request.principal!),
+      );
       return reply.header('etag', etag).send(profile);
     },
   );
@@ -145,7 +158,7 @@ export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
         headers: IfMatchHeaders,
         response: {
           204: Type.Null({ description: 'Deleted.' }),
-          200: { ...ProfileDeleted, description: 'Deleted, with `HUABU_COMPAT=1` (upstream\'s answer).' },
+          200: { ...ProfileDeleted, description: "Deleted, with `HUABU_COMPAT=1` (upstream's answer)." },
           ...errors('validation_failed', 'profile_not_found', 'invalid_profile_kind', 'precondition_failed', 'storage_unavailable'),
         },
       },
@@ -155,4 +168,5 @@ export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
       return compat ? reply.code(200).send({ deleted: true as const }) : reply.code(204).send(null);
     },
   );
+  done();
 };

@@ -1,6 +1,6 @@
 // Provider routes: a provider (the host `huabu` or one Agentlet machine) lists, registers, replaces,
 // withdraws and reconciles its own records. `:provider` must be the caller's own provider ID.
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { actorOf } from '../credentials/principal.js';
 import { AppError } from '../errors.js';
@@ -9,7 +9,15 @@ import { errors } from '../http/openapi.js';
 import { EXPENSIVE_RECONCILE_RECORDS } from '../http/expensive-work.js';
 import { ProviderId, ResourceId } from '../schemas/common.js';
 import { represent } from '../registry/resource-versions.js';
-import { AnyAgentResource, AnyResourceList, AnyResourcePutBody, MAX_RECONCILE_RESOURCES, ReconcileBody, ReconcileResult, SchemaVersionQuery } from '../schemas/resource.js';
+import {
+  AnyAgentResource,
+  AnyResourceList,
+  AnyResourcePutBody,
+  MAX_RECONCILE_RESOURCES,
+  ReconcileBody,
+  ReconcileResult,
+  SchemaVersionQuery,
+} from '../schemas/resource.js';
 import type { RouteDeps } from './deps.js';
 
 /** Reconcile bodies carry a whole set, so they may be larger than other bodies. */
@@ -18,14 +26,15 @@ export const RECONCILE_BODY_LIMIT = 8 * 1024 * 1024;
 const ProviderParams = Type.Object({ provider: ProviderId });
 const ResourceParams = Type.Object({ provider: ProviderId, id: ResourceId });
 
-export const providerRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { registry, expensive }) => {
+export const providerRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { registry, expensive }, done) => {
   protect(app, [app.requireProvider], ['providerToken']);
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     const principal = request.principal;
     const { provider } = request.params as { provider?: string };
     if (principal?.kind !== 'provider' || principal.provider !== provider) {
       throw new AppError('forbidden', 'A provider may act only on its own provider path.');
     }
+    done();
   });
 
   app.get(
@@ -65,7 +74,9 @@ export const providerRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
     },
     async (request, reply) => {
       const { provider, id } = request.params;
-      const { outcome, record } = await expensive.scanning(request, () => registry.register(provider, id, request.body, actorOf(request.principal!)));
+      const { outcome, record } = await expensive.scanning(request, () =>
+        registry.register(provider, id, request.body, actorOf(request.principal!)),
+      );
       return reply.code(outcome === 'created' ? 201 : 200).send(represent(record, request.body.schemaVersion));
     },
   );
@@ -77,7 +88,8 @@ export const providerRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
         tags: ['providers'],
         operationId: 'withdrawProviderResource',
         summary: 'Withdraw one record',
-        description: "Removes the provider's own record. Profiles and workloads that name the ID keep it; resolving it later fails explicitly.",
+        description:
+          "Removes the provider's own record. Profiles and workloads that name the ID keep it; resolving it later fails explicitly.",
         params: ResourceParams,
         response: {
           204: Type.Null({ description: 'Withdrawn.' }),
@@ -106,13 +118,24 @@ export const providerRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
         body: ReconcileBody,
         response: {
           200: { ...ReconcileResult, description: 'What changed (or would change, with dryRun).' },
-          ...errors('validation_failed', 'resource_conflict', 'secret_detected', 'payload_too_large', 'rate_limited', 'storage_unavailable'),
+          ...errors(
+            'validation_failed',
+            'resource_conflict',
+            'secret_detected',
+            'payload_too_large',
+            'rate_limited',
+            'storage_unavailable',
+          ),
         },
       },
     },
     async (request) => {
-      const work = () => registry.reconcile(request.params.provider, request.body.resources, request.query.dryRun === true, actorOf(request.principal!));
-      return request.body.resources.length >= EXPENSIVE_RECONCILE_RECORDS ? expensive.run(request, work) : expensive.scanning(request, work);
+      const work = () =>
+        registry.reconcile(request.params.provider, request.body.resources, request.query.dryRun === true, actorOf(request.principal!));
+      return request.body.resources.length >= EXPENSIVE_RECONCILE_RECORDS
+        ? expensive.run(request, work)
+        : expensive.scanning(request, work);
     },
   );
+  done();
 };

@@ -1,7 +1,7 @@
 // RFS: what an agent reads and records with its canvas token. The safe catalogue for its canvas (the host's
 // records and those of the token's machine), the host skills' guides, the agent profiles of its machine,
 // and the local receipts of what it installed there. A token for another canvas is 403 and reveals nothing.
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { actorOf } from '../credentials/principal.js';
 import { AppError } from '../errors.js';
@@ -20,7 +20,7 @@ import type { RouteDeps } from './deps.js';
 
 const MARKDOWN = 'text/markdown; charset=utf-8';
 
-export const rfsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { registry, catalogue, config, audit, profiles }) => {
+export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { registry, catalogue, config, audit, profiles }, done) => {
   const byDefault = defaultRepresentation(config);
   // The host's IDs whether or not a record holds them yet: required defaults, the seeded records, hosted capabilities.
   const receipts = new LocalReceipts(registry, audit, [
@@ -31,12 +31,13 @@ export const rfsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { reg
   ]);
   const machineOf = (principal: unknown) => (principal as { agentletId: string }).agentletId;
   protect(app, [app.requireCanvas], ['canvasToken']);
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     const principal = request.principal;
     const { canvasId } = request.params as { canvasId?: string };
     if (principal?.kind !== 'canvas' || principal.canvasId !== canvasId) {
       throw new AppError('forbidden', 'This token is not valid for this canvas.');
     }
+    done();
   });
 
   app.get(
@@ -50,14 +51,21 @@ export const rfsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { reg
           "The host's records and those of the token's machine, sorted by id, in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`). Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding.",
         params: Type.Object({ canvasId: CanvasId }),
         querystring: Type.Object({ schemaVersion: CompatSchemaVersionQuery }, { additionalProperties: false }),
-        response: { 200: { ...AnyResourceList, description: 'The records this agent may read about.', headers: CATALOGUE_HEADERS }, 304: NotModified, ...errors('validation_failed') },
+        response: {
+          200: { ...AnyResourceList, description: 'The records this agent may read about.', headers: CATALOGUE_HEADERS },
+          304: NotModified,
+          ...errors('validation_failed'),
+        },
       },
     },
     (request, reply) => {
       const machineId = (request.principal as { agentletId: string }).agentletId;
       const representation = request.query.schemaVersion ?? byDefault;
-      return sendView(reply, request.headers, { catalogue, revision: registry.revision(), key: `machine:${machineId}`, representation }, () =>
-        registry.listVisibleOnMachine(machineId),
+      return sendView(
+        reply,
+        request.headers,
+        { catalogue, revision: registry.revision(), key: `machine:${machineId}`, representation },
+        () => registry.listVisibleOnMachine(machineId),
       );
     },
   );
@@ -114,14 +122,18 @@ export const rfsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { reg
         tags: ['rfs'],
         operationId: 'getRfsSkill',
         summary: 'Read one host guide',
-        description: 'Markdown (`text/markdown; charset=utf-8`): the guide the host record of the same ID points to. An unknown name is 404 `skill_not_found`.',
+        description:
+          'Markdown (`text/markdown; charset=utf-8`): the guide the host record of the same ID points to. An unknown name is 404 `skill_not_found`.',
         params: Type.Object({ canvasId: CanvasId, name: SkillName }),
         response: { 200: markdownResponse('The guide.'), ...errors('validation_failed', 'skill_not_found') },
       },
     },
     async (request, reply) => {
       const skill = hostSkill(request.params.name);
-      if (!skill) throw new AppError('skill_not_found', `No host guide named ${request.params.name}; GET /skill lists them.`, { name: request.params.name });
+      if (!skill)
+        throw new AppError('skill_not_found', `No host guide named ${request.params.name}; GET /skill lists them.`, {
+          name: request.params.name,
+        });
       return reply.type(MARKDOWN).send(skill.markdown);
     },
   );
@@ -186,4 +198,5 @@ export const rfsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { reg
     },
     async (request) => ({ removed: await receipts.remove(machineOf(request.principal), request.params.id, actorOf(request.principal!)) }),
   );
+  done();
 };

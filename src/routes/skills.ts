@@ -1,7 +1,7 @@
 // Skill management over HTTP (owner): scan a folder on a machine, import a skill from it, refresh it from
 // its source, remove it, with upstream's paths and strict bodies. The work is src/registry/skill-management.ts;
 // this file only speaks HTTP.
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import type { MachineChannels } from '../channel/machine-channels.js';
 import { actorOf } from '../credentials/principal.js';
@@ -10,7 +10,14 @@ import { errors } from '../http/openapi.js';
 import { SkillManagement } from '../registry/skill-management.js';
 import { ResourceId } from '../schemas/common.js';
 import { ResourceMutationResult } from '../schemas/resource.js';
-import { ImportSkillBody, RefreshSkillBody, ScanSkillsBody, ScanSkillsResult, SkillMachineQuery, SkillRemovalResult } from '../schemas/skill.js';
+import {
+  ImportSkillBody,
+  RefreshSkillBody,
+  ScanSkillsBody,
+  ScanSkillsResult,
+  SkillMachineQuery,
+  SkillRemovalResult,
+} from '../schemas/skill.js';
 import type { RouteDeps } from './deps.js';
 
 const MACHINE_ERRORS = ['agentlet_unavailable', 'agentlet_busy', 'agentlet_timeout', 'agentlet_job_failed'] as const;
@@ -18,7 +25,7 @@ const MACHINE_NOTE =
   'The machine is `?agentletId=`, else `DEFAULT_AGENTLET_ID`, else the only enrolled machine; it must hold its channel (`agentlet-resources serve`): else 503 `agentlet_unavailable`, 504 `agentlet_timeout` when it does not answer in time.';
 const IdParams = Type.Object({ id: ResourceId });
 
-export const skillRoutes: FastifyPluginAsyncTypebox<RouteDeps & { channels: MachineChannels }> = async (app, deps) => {
+export const skillRoutes: FastifyPluginCallbackTypebox<RouteDeps & { channels: MachineChannels }> = (app, deps, done) => {
   protect(app, [app.requireOwner], ['ownerToken']);
   const skills = new SkillManagement({
     channels: deps.channels,
@@ -38,7 +45,10 @@ export const skillRoutes: FastifyPluginAsyncTypebox<RouteDeps & { channels: Mach
         description: `Lists the skills in \`rootPath\` on the machine: the folder itself when it holds \`SKILL.md\`, else each direct sub-folder that does. A candidate's \`sourceRevision\` is what \`POST /resources/import\` expects back; a folder that cannot be imported (no front matter \`name\`/\`description\`, a symbolic link leading out of it, too large, a secret in \`SKILL.md\`) is a diagnostic. Nothing is written. ${MACHINE_NOTE} Audited as \`resource.import.scan\`.`,
         querystring: SkillMachineQuery,
         body: ScanSkillsBody,
-        response: { 200: { ...ScanSkillsResult, description: 'The candidates and diagnostics.' }, ...errors('validation_failed', 'invalid_input', ...MACHINE_ERRORS) },
+        response: {
+          200: { ...ScanSkillsResult, description: 'The candidates and diagnostics.' },
+          ...errors('validation_failed', 'invalid_input', ...MACHINE_ERRORS),
+        },
       },
     },
     async (request) => skills.scan(request.query.agentletId, request.body.rootPath, actorOf(request.principal!)),
@@ -56,7 +66,15 @@ export const skillRoutes: FastifyPluginAsyncTypebox<RouteDeps & { channels: Mach
         body: ImportSkillBody,
         response: {
           200: { ...ResourceMutationResult, description: 'The imported record, as record v2, in `resource`.' },
-          ...errors('validation_failed', 'invalid_input', 'resource_conflict', 'source_changed', 'secret_detected', 'storage_unavailable', ...MACHINE_ERRORS),
+          ...errors(
+            'validation_failed',
+            'invalid_input',
+            'resource_conflict',
+            'source_changed',
+            'secret_detected',
+            'storage_unavailable',
+            ...MACHINE_ERRORS,
+          ),
         },
       },
     },
@@ -75,7 +93,14 @@ export const skillRoutes: FastifyPluginAsyncTypebox<RouteDeps & { channels: Mach
         querystring: SkillMachineQuery,
         response: {
           200: { ...ScanSkillsResult, description: 'The scan of the source.' },
-          ...errors('validation_failed', 'resource_not_found', 'resource_not_manageable', 'skill_not_found', 'invalid_input', ...MACHINE_ERRORS),
+          ...errors(
+            'validation_failed',
+            'resource_not_found',
+            'resource_not_manageable',
+            'skill_not_found',
+            'invalid_input',
+            ...MACHINE_ERRORS,
+          ),
         },
       },
     },
@@ -95,11 +120,28 @@ export const skillRoutes: FastifyPluginAsyncTypebox<RouteDeps & { channels: Mach
         body: RefreshSkillBody,
         response: {
           200: { ...ResourceMutationResult, description: 'The refreshed record, as record v2, in `resource`.' },
-          ...errors('validation_failed', 'resource_not_found', 'resource_not_manageable', 'skill_not_found', 'source_changed', 'secret_detected', 'invalid_input', 'storage_unavailable', ...MACHINE_ERRORS),
+          ...errors(
+            'validation_failed',
+            'resource_not_found',
+            'resource_not_manageable',
+            'skill_not_found',
+            'source_changed',
+            'secret_detected',
+            'invalid_input',
+            'storage_unavailable',
+            ...MACHINE_ERRORS,
+          ),
         },
       },
     },
-    async (request) => ({ resource: await skills.refresh(request.query.agentletId, request.params.id, request.body.expectedRevision, actorOf(request.principal!)) }),
+    async (request) => ({
+      resource: await skills.refresh(
+        request.query.agentletId,
+        request.params.id,
+        request.body.expectedRevision,
+        actorOf(request.principal!),
+      ),
+    }),
   );
 
   app.delete(
@@ -120,4 +162,5 @@ export const skillRoutes: FastifyPluginAsyncTypebox<RouteDeps & { channels: Mach
     },
     async (request) => ({ removed: await skills.remove(request.query.agentletId, request.params.id, actorOf(request.principal!)) }),
   );
+  done();
 };

@@ -1,5 +1,5 @@
 // Owner: launch an agent thread (realize it once, pinning its effective resources) and read workloads.
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { actorOf } from '../credentials/principal.js';
 import { isAppError } from '../errors.js';
@@ -18,9 +18,10 @@ const launchExample = {
   resourceIds: ['web-search'],
 };
 
-export const workloadRoutes: FastifyPluginAsyncTypebox<RouteDeps & { workloads: WorkloadService; metrics: Metrics }> = async (
+export const workloadRoutes: FastifyPluginCallbackTypebox<RouteDeps & { workloads: WorkloadService; metrics: Metrics }> = (
   app,
   { workloads, metrics },
+  done,
 ) => {
   protect(app, [app.requireOwner], ['ownerToken']);
 
@@ -55,7 +56,8 @@ export const workloadRoutes: FastifyPluginAsyncTypebox<RouteDeps & { workloads: 
       try {
         const { workload, realized } = await workloads.launch(request.body, actorOf(request.principal!));
         metrics.launchOutcomes.inc({ outcome: realized ? 'realized' : 'repeated' });
-        return reply.code(realized ? 201 : 200).send(workload);
+        reply.code(realized ? 201 : 200);
+        return workload;
       } catch (err) {
         metrics.launchOutcomes.inc({ outcome: isAppError(err) ? err.code : 'internal_error' });
         throw err;
@@ -90,4 +92,5 @@ export const workloadRoutes: FastifyPluginAsyncTypebox<RouteDeps & { workloads: 
     },
     async (request) => workloads.get(request.params.canvasId, request.params.threadId),
   );
+  done();
 };

@@ -37,7 +37,8 @@ export const CanvasRevokeResult = Type.Object(
     canvasId: CanvasId,
     revokedBefore: Type.String({
       format: 'date-time',
-      description: 'Canvas tokens of this canvas minted at or before this time are refused from now on; tokens minted later are not affected.',
+      description:
+        'Canvas tokens of this canvas minted at or before this time are refused from now on; tokens minted later are not affected.',
     }),
   },
   { additionalProperties: false },

@@ -14,7 +14,8 @@ export type DiagnosticCode = (typeof DIAGNOSTIC_CODES)['error' | 'warning'][numb
 const KindSchema = Type.Union([Type.Literal('resource'), Type.Literal('agent'), Type.Literal('provider')]);
 
 const ComponentId = Type.String({
-  description: 'Component ID, namespaced by kind: `resource:<resourceId>`, `agent:<profileId>`, `provider:huabu` (the host) or `provider:<machineId>`.',
+  description:
+    'Component ID, namespaced by kind: `resource:<resourceId>`, `agent:<profileId>`, `provider:huabu` (the host) or `provider:<machineId>`.',
   examples: ['resource:web-search'],
 });
 
@@ -37,7 +38,8 @@ export type Component = Static<typeof Component>;
 export const Edge = Type.Object(
   {
     kind: Type.Union([Type.Literal('publishes'), Type.Literal('selects'), Type.Literal('placed-on'), Type.Literal('requires')], {
-      description: '`publishes` provider→resource, `selects` agent→resource, `placed-on` agent→provider (machine), `requires` host→required default.',
+      description:
+        '`publishes` provider→resource, `selects` agent→resource, `placed-on` agent→provider (machine), `requires` host→required default.',
     }),
     from: ComponentId,
     to: ComponentId,
@@ -66,11 +68,15 @@ export const Diagnostic = Type.Object(
         Type.Literal('unknown_variable'),
         Type.Literal('unresolved_hosted_capability'),
       ],
-      { description: 'Errors: `duplicate_resource_name`, `unresolved_reference`, `cross_machine_reference`, `alias_collision`, `missing_required_resource`. Warnings: `alias_shadows_component`, `unknown_variable`, `unresolved_hosted_capability` (a hosted capability without a record of the host\'s).' },
+      {
+        description:
+          "Errors: `duplicate_resource_name`, `unresolved_reference`, `cross_machine_reference`, `alias_collision`, `missing_required_resource`. Warnings: `alias_shadows_component`, `unknown_variable`, `unresolved_hosted_capability` (a hosted capability without a record of the host's).",
+      },
     ),
     message: Type.String(),
     components: Type.Array(ComponentId, {
-      description: 'The components concerned, sorted. An unresolved or missing reference names the ID it expected (`resource:<id>`), which is not a component.',
+      description:
+        'The components concerned, sorted. An unresolved or missing reference names the ID it expected (`resource:<id>`), which is not a component.',
     }),
   },
   { additionalProperties: false, title: 'CapabilityDiagnostic' },
@@ -80,7 +86,8 @@ export type Diagnostic = Static<typeof Diagnostic>;
 export const CapabilitySnapshot = Type.Object(
   {
     digest: Type.String({
-      description: 'SHA-256 (hex) of the canonical serialization of the whole snapshot (components, edges, aliases, diagnostics); the ETag. A `?kind=` view carries the digest of the whole snapshot.',
+      description:
+        'SHA-256 (hex) of the canonical serialization of the whole snapshot (components, edges, aliases, diagnostics); the ETag. A `?kind=` view carries the digest of the whole snapshot.',
     }),
     components: Type.Array(Component, { description: 'Sorted by id.' }),
     edges: Type.Array(Edge, { description: 'Sorted by from, kind, to.' }),

@@ -2,7 +2,12 @@
 // owner's request to run a job on a machine.
 import Type, { type Static } from 'typebox';
 
-export const JobId = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9-]+$', description: 'The job, as the channel named it.' });
+export const JobId = Type.String({
+  minLength: 1,
+  maxLength: 64,
+  pattern: '^[A-Za-z0-9-]+$',
+  description: 'The job, as the channel named it.',
+});
 
 export const ChannelJob = Type.Object(
   {
@@ -24,7 +29,10 @@ export const JobErrorAnswer = Type.Object(
 
 export const JobAnswerBody = Type.Union(
   [
-    Type.Object({ ok: Type.Literal(true), result: Type.Optional(Type.Unknown({ description: "The job's result." })) }, { additionalProperties: false }),
+    Type.Object(
+      { ok: Type.Literal(true), result: Type.Optional(Type.Unknown({ description: "The job's result." })) },
+      { additionalProperties: false },
+    ),
     Type.Object({ ok: Type.Literal(false), error: JobErrorAnswer }, { additionalProperties: false }),
   ],
   { title: 'JobAnswer', description: 'The answer to one job: `{ok: true, result}` or `{ok: false, error: {code, message}}`.' },
@@ -32,7 +40,11 @@ export const JobAnswerBody = Type.Union(
 export type JobAnswerBody = Static<typeof JobAnswerBody>;
 
 export const RunJobBody = Type.Object(
-  { type: Type.Union([Type.Literal('ping'), Type.Literal('sync')], { description: '`ping`: the machine answers at once; `sync`: it publishes its resource root now.' }) },
+  {
+    type: Type.Union([Type.Literal('ping'), Type.Literal('sync')], {
+      description: '`ping`: the machine answers at once; `sync`: it publishes its resource root now.',
+    }),
+  },
   { additionalProperties: false },
 );
 
@@ -41,7 +53,10 @@ export const RunJobResult = Type.Object(
     machineId: Type.String(),
     jobId: JobId,
     type: Type.String(),
-    result: Type.Unknown({ description: "What the machine answered (`ping`: `{pong: true}`; `sync`: the reconcile's `{created, replaced, withdrawn, unchanged}`)." }),
+    result: Type.Unknown({
+      description:
+        "What the machine answered (`ping`: `{pong: true}`; `sync`: the reconcile's `{created, replaced, withdrawn, unchanged}`).",
+    }),
   },
   { additionalProperties: false, title: 'RunJobResult' },
 );

@@ -61,9 +61,7 @@ export const ErrorBody = Type.Object(
     code: Type.String({ description: 'Stable snake_case error code.', examples: ['resource_conflict'] }),
     error: Type.String({ description: 'HTTP reason phrase.' }),
     message: Type.String({ description: 'Human-readable explanation; never contains a secret.' }),
-    details: Type.Optional(
-      Type.Record(Type.String(), Type.Unknown(), { description: 'Structured facts (IDs, fields, diagnostics).' }),
-    ),
+    details: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Structured facts (IDs, fields, diagnostics).' })),
   },
   { $id: 'ErrorBody', title: 'Error', additionalProperties: false },
 );

@@ -40,7 +40,10 @@ interface Placement {
 
 /** Where an error sits relative to the outermost discriminated `oneOf` on its schema path, if any. */
 function placement(schema: TSchema, value: unknown, e: SchemaError): (Placement & { inBranch: number }) | undefined {
-  const segments = e.schemaPath.replace(/^#\/?/, '').split('/').filter((x) => x !== '');
+  const segments = e.schemaPath
+    .replace(/^#\/?/, '')
+    .split('/')
+    .filter((x) => x !== '');
   const instance = e.instancePath.split('/').slice(1);
   let node: unknown = schema;
   let at = '';
@@ -50,7 +53,8 @@ function placement(schema: TSchema, value: unknown, e: SchemaError): (Placement 
     if (seg === 'oneOf' && isDiscriminated(node)) {
       const holder = node;
       const target = pointer(value, at);
-      const tag = target !== null && typeof target === 'object' ? (target as Record<string, unknown>)[holder.discriminator.propertyName] : undefined;
+      const tag =
+        target !== null && typeof target === 'object' ? (target as Record<string, unknown>)[holder.discriminator.propertyName] : undefined;
       const branch = holder.oneOf.findIndex((b) => b.properties?.[holder.discriminator.propertyName]?.const === tag);
       const next = segments[i + 1];
       return { holder, at, branch, tag, inBranch: next === undefined ? -1 : Number(next) };
@@ -86,7 +90,13 @@ export function discriminatedErrors(schema: TSchema, value: unknown, errors: rea
       unnamed.add(p.at);
       const name = p.holder.discriminator.propertyName;
       const allowed = p.holder.oneOf.map((b) => JSON.stringify(b.properties?.[name]?.const)).join(' or ');
-      out.push({ keyword: 'discriminator', schemaPath: e.schemaPath, instancePath: `${p.at}/${name}`, params: { allowed }, message: `must be ${allowed}` });
+      out.push({
+        keyword: 'discriminator',
+        schemaPath: e.schemaPath,
+        instancePath: `${p.at}/${name}`,
+        params: { allowed },
+        message: `must be ${allowed}`,
+      });
       continue;
     }
     if (p.inBranch === p.branch) out.push(e);

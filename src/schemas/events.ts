@@ -12,13 +12,26 @@ export const Cursor = Type.String({
 export const ChangeEventSchema = Type.Object(
   {
     id: Type.String({ description: 'The cursor of this event: resume after it with `Last-Event-ID` or `?since=`.' }),
-    type: Type.Unsafe<ChangeEventType>(Type.String({ enum: [...CHANGE_EVENT_TYPES], description: 'What happened (also the SSE `event:` field).' })),
+    type: Type.Unsafe<ChangeEventType>(
+      Type.String({ enum: [...CHANGE_EVENT_TYPES], description: 'What happened (also the SSE `event:` field).' }),
+    ),
     at: Type.String({ format: 'date-time', description: 'When the change was committed.' }),
     subject: Type.Object(
       {
-        kind: Type.Union([Type.Literal('resource'), Type.Literal('profile'), Type.Literal('machine'), Type.Literal('workload'), Type.Literal('job')]),
-        id: Type.String({ description: "The object's ID; a workload's is `<canvasId>/<threadId>`, a job's its job ID. Read the object itself for its content." }),
-        provider: Type.Optional(Type.String({ description: 'Resources: the provider that owns the record; jobs: the machine that ran it.' })),
+        kind: Type.Union([
+          Type.Literal('resource'),
+          Type.Literal('profile'),
+          Type.Literal('machine'),
+          Type.Literal('workload'),
+          Type.Literal('job'),
+        ]),
+        id: Type.String({
+          description:
+            "The object's ID; a workload's is `<canvasId>/<threadId>`, a job's its job ID. Read the object itself for its content.",
+        }),
+        provider: Type.Optional(
+          Type.String({ description: 'Resources: the provider that owns the record; jobs: the machine that ran it.' }),
+        ),
       },
       { additionalProperties: false },
     ),
@@ -30,7 +43,9 @@ export type ChangeEventSchema = Static<typeof ChangeEventSchema>;
 export const ChangeList = Type.Object(
   {
     changes: Type.Array(ChangeEventSchema, { description: 'The events after the cursor asked with, oldest first.' }),
-    next: Type.String({ description: 'The cursor to ask with next (`?since=`): the last event of this page, or the one asked with when the page is empty.' }),
+    next: Type.String({
+      description: 'The cursor to ask with next (`?since=`): the last event of this page, or the one asked with when the page is empty.',
+    }),
   },
   { additionalProperties: false, title: 'ChangeList' },
 );
@@ -44,7 +59,13 @@ export const ChangesQuery = Type.Object(
 );
 
 export const EventsQuery = Type.Object(
-  { since: Type.Optional({ ...Cursor, description: 'Resume after this cursor (as `Last-Event-ID`, which wins when both are sent). Without either, the stream starts with the next change.' }) },
+  {
+    since: Type.Optional({
+      ...Cursor,
+      description:
+        'Resume after this cursor (as `Last-Event-ID`, which wins when both are sent). Without either, the stream starts with the next change.',
+    }),
+  },
   { additionalProperties: false },
 );
 

@@ -19,10 +19,14 @@ export const GrantBody = Type.Object(
 
 export const GrantResult = Type.Object(
   {
-    grant: Type.String({ description: "The opaque grant (`arr_grant_...`): the agent's `$HUABU_RESOURCE_GRANT`. Shown only in this response; never stored." }),
+    grant: Type.String({
+      description: "The opaque grant (`arr_grant_...`): the agent's `$HUABU_RESOURCE_GRANT`. Shown only in this response; never stored.",
+    }),
     expiresAt: Type.String({ format: 'date-time' }),
     allowedResourceIds: Type.Array(ResourceId, { description: "The hosted capabilities among the thread's effective resources." }),
-    policyVersion: Type.String({ description: 'Digest of the capabilities file the grant was minted under; a changed file invalidates the grant.' }),
+    policyVersion: Type.String({
+      description: 'Digest of the capabilities file the grant was minted under; a changed file invalidates the grant.',
+    }),
   },
   { additionalProperties: false },
 );
@@ -43,7 +47,10 @@ export const InvokeBody = Type.Object(
     correlationId: Type.Optional(CorrelationId),
     input: Type.Unknown({ description: "The capability's input, checked against the operator's input schema." }),
   },
-  { additionalProperties: false, examples: [{ schemaVersion: 1, correlationId: 'search-1', input: { query: 'lichen growth rates', maxResults: 3 } }] },
+  {
+    additionalProperties: false,
+    examples: [{ schemaVersion: 1, correlationId: 'search-1', input: { query: 'lichen growth rates', maxResults: 3 } }],
+  },
 );
 
 export const InvokeResult = Type.Object(
@@ -55,6 +62,13 @@ export const InvokeResult = Type.Object(
   },
   {
     additionalProperties: false,
-    examples: [{ schemaVersion: 1, resourceId: 'web-search', result: { results: [{ title: 'A result', url: 'https://example.org/' }] }, correlationId: 'search-1' }],
+    examples: [
+      {
+        schemaVersion: 1,
+        resourceId: 'web-search',
+        result: { results: [{ title: 'A result', url: 'https://example.org/' }] },
+        correlationId: 'search-1',
+      },
+    ],
   },
 );

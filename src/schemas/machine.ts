@@ -8,10 +8,14 @@ export const Machine = Type.Object(
     enrolledAt: Type.String({ format: 'date-time', description: 'When the current credential was issued.' }),
     revokedAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the credential was revoked.' })),
     status: Type.Union([Type.Literal('connected'), Type.Literal('disconnected')], {
-      description: '`connected` while the machine holds its channel (`agentlet-resources serve` runs) on this replica; `disconnected` otherwise.',
+      description:
+        '`connected` while the machine holds its channel (`agentlet-resources serve` runs) on this replica; `disconnected` otherwise.',
     }),
     statusSince: Type.Optional(
-      Type.String({ format: 'date-time', description: 'When `status` last changed; absent when the machine has not held a channel since this replica started.' }),
+      Type.String({
+        format: 'date-time',
+        description: 'When `status` last changed; absent when the machine has not held a channel since this replica started.',
+      }),
     ),
   },
   { additionalProperties: false, title: 'Machine' },

@@ -46,7 +46,8 @@ export const WorkingDirPath = Type.String({
   minLength: 1,
   maxLength: 4096,
   pattern: WORKING_DIR_PATTERN,
-  description: 'Absolute working directory of the agent on its machine: POSIX, Windows drive or UNC path (at most 4096 characters, no control characters).',
+  description:
+    'Absolute working directory of the agent on its machine: POSIX, Windows drive or UNC path (at most 4096 characters, no control characters).',
   examples: ['/home/me/projects/site'],
 });
 
@@ -84,9 +85,15 @@ export const HARNESS_ID_PATTERN = '^[a-z0-9][a-z0-9-]{0,63}$';
 
 export const HarnessLaunchOptions = Type.Object(
   {
-    autoApprove: Type.Optional(Type.Boolean({ description: 'Start the harness with its own auto-approval of tool calls, when the harness supports it.' })),
+    autoApprove: Type.Optional(
+      Type.Boolean({ description: 'Start the harness with its own auto-approval of tool calls, when the harness supports it.' }),
+    ),
   },
-  { additionalProperties: false, title: 'HarnessLaunchOptions', description: 'The launch options a harness catalogue defines; no free command line or environment.' },
+  {
+    additionalProperties: false,
+    title: 'HarnessLaunchOptions',
+    description: 'The launch options a harness catalogue defines; no free command line or environment.',
+  },
 );
 
 export const AcpHarnessLaunch = Type.Object(
@@ -96,12 +103,17 @@ export const AcpHarnessLaunch = Type.Object(
       minLength: 1,
       maxLength: 64,
       pattern: HARNESS_ID_PATTERN,
-      description: "The harness in the Agentlet's catalogue (1..64 lowercase letters, digits and `-`, starting with a letter or digit; scanned for secrets).",
+      description:
+        "The harness in the Agentlet's catalogue (1..64 lowercase letters, digits and `-`, starting with a letter or digit; scanned for secrets).",
       examples: ['claude-code'],
     }),
     options: Type.Optional(HarnessLaunchOptions),
   },
-  { additionalProperties: false, title: 'AcpHarnessLaunch', description: "A profile launched through a harness the Agentlet knows (upstream's structured launch)." },
+  {
+    additionalProperties: false,
+    title: 'AcpHarnessLaunch',
+    description: "A profile launched through a harness the Agentlet knows (upstream's structured launch).",
+  },
 );
 export type AcpHarnessLaunch = Static<typeof AcpHarnessLaunch>;
 
@@ -149,12 +161,17 @@ export const ProfileMetadata = Type.Object(
         minLength: 1,
         maxLength: 255,
         pattern: '^(?=\\S)(?=[\\s\\S]*\\S$)[^\\u0000-\\u001F\\u007F]*$',
-        description: 'The Huabu UI\'s ID of the agent CLI this profile runs (1..255 characters, single line, no control characters, no surrounding whitespace).',
+        description:
+          "The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, single line, no control characters, no surrounding whitespace).",
         examples: ['claude-code'],
       }),
     ),
   },
-  { additionalProperties: false, title: 'ProfileMetadata', description: 'Host UI metadata of an `acp-command` profile, stored and returned as sent.' },
+  {
+    additionalProperties: false,
+    title: 'ProfileMetadata',
+    description: 'Host UI metadata of an `acp-command` profile, stored and returned as sent.',
+  },
 );
 export type ProfileMetadata = Static<typeof ProfileMetadata>;
 
@@ -221,7 +238,11 @@ export const StoredAgentProfile = Type.Object(
       Type.Object({ kind: Type.Literal('acp-command'), command: Type.String({ pattern: NON_BLANK }) }, { additionalProperties: true }),
       Type.Object({ kind: Type.Literal('acp-harness'), harnessId: Type.String({ pattern: NON_BLANK }) }, { additionalProperties: true }),
       Type.Object(
-        { kind: Type.Literal('agent-team-manifest'), manifestPath: Type.String({ pattern: NON_BLANK }), harness: Type.String({ pattern: NON_BLANK }) },
+        {
+          kind: Type.Literal('agent-team-manifest'),
+          manifestPath: Type.String({ pattern: NON_BLANK }),
+          harness: Type.String({ pattern: NON_BLANK }),
+        },
         { additionalProperties: true },
       ),
     ]),
@@ -288,18 +309,19 @@ export type AgentletStatus = (typeof AGENTLET_STATUSES)[number];
 export const ProfileListAgentlet = Type.Object(
   {
     id: { ...MachineId, description: 'The default machine: `DEFAULT_AGENTLET_ID`, else the one enrolled machine.' },
-    status: Type.Union(
-      [Type.Literal('connected'), Type.Literal('disconnected'), Type.Literal('revoked'), Type.Literal('unknown')],
-      {
-        description:
-          '`connected`: the machine holds its channel (`agentlet-resources serve` runs on it); `disconnected`: it is enrolled but holds no channel; `revoked`: its enrollment was revoked; `unknown`: it was never enrolled here.',
-      },
-    ),
+    status: Type.Union([Type.Literal('connected'), Type.Literal('disconnected'), Type.Literal('revoked'), Type.Literal('unknown')], {
+      description:
+        '`connected`: the machine holds its channel (`agentlet-resources serve` runs on it); `disconnected`: it is enrolled but holds no channel; `revoked`: its enrollment was revoked; `unknown`: it was never enrolled here.',
+    }),
     online: Type.Boolean({
       description: "Upstream's flag, which the Huabu UI reads to show its offline banner: true only while the machine is `connected`.",
     }),
-    connectedAt: Type.Optional(Type.String({ format: 'date-time', description: "When the machine's channel opened (upstream's field), while it is `connected`." })),
-    lastError: Type.Optional(Type.String({ description: 'Why the machine cannot be used, when `online` is false (the Huabu UI shows it).' })),
+    connectedAt: Type.Optional(
+      Type.String({ format: 'date-time', description: "When the machine's channel opened (upstream's field), while it is `connected`." }),
+    ),
+    lastError: Type.Optional(
+      Type.String({ description: 'Why the machine cannot be used, when `online` is false (the Huabu UI shows it).' }),
+    ),
   },
   {
     additionalProperties: false,
@@ -331,6 +353,9 @@ export const ProfileDeleted = Type.Object(
 
 export const IfMatchHeaders = Type.Object({
   'if-match': Type.Optional(
-    Type.String({ description: 'The `ETag` from GET (or `*`). When it is no longer current the change is refused with 412; without it the change is unconditional.' }),
+    Type.String({
+      description:
+        'The `ETag` from GET (or `*`). When it is no longer current the change is refused with 412; without it the change is unconditional.',
+    }),
   ),
 });

@@ -7,7 +7,10 @@ import { ProviderId, ResourceId, SafeText, TrimmedText } from './common.js';
  * `oneOf` the given object schemas, told apart by their `schemaVersion` constant (OpenAPI `discriminator`).
  * The validator (src/http/validator.ts) reports only the errors of the branch the body's `schemaVersion` names.
  */
-export function BySchemaVersion<T extends TSchema[]>(branches: [...T], options: { title?: string; description?: string; 'x-examples'?: Record<string, { summary: string; value: unknown }> } = {}) {
+export function BySchemaVersion<T extends TSchema[]>(
+  branches: [...T],
+  options: { title?: string; description?: string; 'x-examples'?: Record<string, { summary: string; value: unknown }> } = {},
+) {
   return Type.Unsafe<Static<T[number]>>({ ...options, oneOf: branches, discriminator: { propertyName: 'schemaVersion' } });
 }
 
@@ -39,13 +42,21 @@ export const V2_BOUNDS = { name: 128, displayName: 128, sourceContent: 100_000, 
 
 const v2Fields = {
   name: TrimmedText(1, V2_BOUNDS.name, 'Source-owned canonical name (the provider writes it).'),
-  displayName: TrimmedText(1, V2_BOUNDS.displayName, 'Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`.'),
+  displayName: TrimmedText(
+    1,
+    V2_BOUNDS.displayName,
+    'Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`.',
+  ),
   sourceContent: TrimmedText(
     1,
     V2_BOUNDS.sourceContent,
     'Source-owned agent-readable guidance (the provider writes it; trimmed). May reference the runtime variables; never a secret value.',
   ),
-  userContent: TrimmedText(0, V2_BOUNDS.userContent, "Owner-owned instructions for every agent that selects the resource; `''` means none."),
+  userContent: TrimmedText(
+    0,
+    V2_BOUNDS.userContent,
+    "Owner-owned instructions for every agent that selects the resource; `''` means none.",
+  ),
 };
 
 /** Record v2: the record Huabu uses today. `name` and `sourceContent` are the provider's; `displayName` and `userContent` the owner's. */
@@ -95,7 +106,8 @@ export type Representation = 1 | 2;
 export const SchemaVersionQuery = Type.Optional(
   Type.Union([Type.Literal(1), Type.Literal(2)], {
     default: 1,
-    description: 'Representation: `1` (the default; v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does).',
+    description:
+      'Representation: `1` (the default; v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does).',
   }),
 );
 /** The owner's and the agents' reads: their default follows `HUABU_COMPAT`, so the schema names none. */
@@ -136,7 +148,11 @@ export const ResourcePutBodyV2 = Type.Object(
     name: v2BodyFields.name,
     sourceContent: v2BodyFields.sourceContent,
   },
-  { additionalProperties: false, title: 'ResourcePutV2', examples: [{ schemaVersion: 2, name: 'Web search', sourceContent: 'Search the public web.\n\nAsk the host through $HUABU_RFS_URL.' }] },
+  {
+    additionalProperties: false,
+    title: 'ResourcePutV2',
+    examples: [{ schemaVersion: 2, name: 'Web search', sourceContent: 'Search the public web.\n\nAsk the host through $HUABU_RFS_URL.' }],
+  },
 );
 export type ResourcePutBodyV2 = Static<typeof ResourcePutBodyV2>;
 export const AnyResourcePutBody = BySchemaVersion([ResourcePutBody, ResourcePutBodyV2], {
@@ -146,7 +162,12 @@ export const AnyResourcePutBody = BySchemaVersion([ResourcePutBody, ResourcePutB
   'x-examples': {
     'record-v1': {
       summary: 'Record v1',
-      value: { schemaVersion: 1, name: 'PDF grep', description: 'Searches text in PDF files.', instructions: 'Run $AGENT_RESOURCE_DIR/tools/pdf-grep.sh PATTERN FILE.' },
+      value: {
+        schemaVersion: 1,
+        name: 'PDF grep',
+        description: 'Searches text in PDF files.',
+        instructions: 'Run $AGENT_RESOURCE_DIR/tools/pdf-grep.sh PATTERN FILE.',
+      },
     },
     'record-v2': {
       summary: 'Record v2',
@@ -190,7 +211,8 @@ export const ReconcileBody = Type.Object(
   {
     resources: Type.Array(AnyReconcileEntry, {
       maxItems: MAX_RECONCILE_RESOURCES,
-      description: "The provider's complete set; records left out are withdrawn. Each `id` may appear only once (listing one twice is 400 `validation_failed`).",
+      description:
+        "The provider's complete set; records left out are withdrawn. Each `id` may appear only once (listing one twice is 400 `validation_failed`).",
     }),
   },
   { additionalProperties: false },
@@ -220,7 +242,10 @@ export const ResourceListV2 = Type.Object(
   { additionalProperties: false, title: 'ResourceListV2' },
 );
 /** A catalogue body in the representation asked for (`?schemaVersion=1|2`). */
-export const AnyResourceList = Type.Unsafe({ anyOf: [ResourceList, ResourceListV2], description: 'Records sorted by id, all in the representation asked for (anyOf: an empty list is both).' });
+export const AnyResourceList = Type.Unsafe({
+  anyOf: [ResourceList, ResourceListV2],
+  description: 'Records sorted by id, all in the representation asked for (anyOf: an empty list is both).',
+});
 
 /** The owner's catalogue as record v2: the records, and the IDs of those the owner may manage (upstream's settings page reads both). */
 export const OwnerResourceListV2 = Type.Object(
@@ -240,13 +265,19 @@ export const AnyOwnerResourceList = Type.Unsafe({
 });
 
 /** The owner's `PATCH /resources/:id` answer: upstream's mutation envelope. */
-export const ResourceMutationResult = Type.Object({ resource: AgentResourceV2 }, { additionalProperties: false, title: 'ResourceMutationResult' });
+export const ResourceMutationResult = Type.Object(
+  { resource: AgentResourceV2 },
+  { additionalProperties: false, title: 'ResourceMutationResult' },
+);
 
 /** Body of the owner's `PATCH /resources/:id`: only the owner's fields. */
 export const ResourceCustomization = Type.Object(
   {
     displayName: Type.Optional(
-      Type.Union([SafeText(1, V2_BOUNDS.displayName, 'Presentation name (trimmed when stored).'), Type.Null({ description: 'Clears it.' })]),
+      Type.Union([
+        SafeText(1, V2_BOUNDS.displayName, 'Presentation name (trimmed when stored).'),
+        Type.Null({ description: 'Clears it.' }),
+      ]),
     ),
     userContent: Type.Optional(
       Type.String({

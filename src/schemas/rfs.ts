@@ -22,7 +22,14 @@ export const LocalReceiptBody = Type.Object(
       pattern: ENTRYPOINT_PATTERN,
       description: 'The entrypoint, relative to `$AGENT_RESOURCE_DIR` (no leading `/`, no `..`).',
     }),
-    source: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, pattern: SINGLE_LINE_PATTERN, description: 'Where it came from (a URL or a description).' })),
+    source: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 4096,
+        pattern: SINGLE_LINE_PATTERN,
+        description: 'Where it came from (a URL or a description).',
+      }),
+    ),
   },
   {
     additionalProperties: false,
@@ -42,7 +49,11 @@ export type LocalReceiptBody = Static<typeof LocalReceiptBody>;
 
 export const LocalReceiptResult = Type.Object({ resource: AgentResourceV2 }, { additionalProperties: false, title: 'LocalReceiptResult' });
 export const LocalReceiptRemoval = Type.Object(
-  { removed: Type.Boolean({ description: "True when the machine's record was withdrawn; false when the machine held no record with that ID." }) },
+  {
+    removed: Type.Boolean({
+      description: "True when the machine's record was withdrawn; false when the machine held no record with that ID.",
+    }),
+  },
   { additionalProperties: false, title: 'LocalReceiptRemoval' },
 );
 
@@ -50,11 +61,21 @@ export const RfsAgentProfile = Type.Object(
   {
     id: Type.String({ description: 'Profile ID.' }),
     alias: Type.String({ description: 'Profile alias.' }),
-    default: Type.Optional(Type.Literal(true, { description: 'Present on the one profile to start when none is named: the first one listed.' })),
+    default: Type.Optional(
+      Type.Literal(true, { description: 'Present on the one profile to start when none is named: the first one listed.' }),
+    ),
   },
   { additionalProperties: false, title: 'RfsAgentProfile' },
 );
-export const RfsAgentProfiles = Type.Object({ profiles: Type.Array(RfsAgentProfile) }, { additionalProperties: false, title: 'RfsAgentProfiles' });
+export const RfsAgentProfiles = Type.Object(
+  { profiles: Type.Array(RfsAgentProfile) },
+  { additionalProperties: false, title: 'RfsAgentProfiles' },
+);
 export type RfsAgentProfiles = Static<typeof RfsAgentProfiles>;
 
-export const SkillName = Type.String({ minLength: 1, maxLength: 128, pattern: '^[a-z0-9]+(-[a-z0-9]+)*$', description: 'A host skill: `huabu-access` or `local-resource-management`.' });
+export const SkillName = Type.String({
+  minLength: 1,
+  maxLength: 128,
+  pattern: '^[a-z0-9]+(-[a-z0-9]+)*$',
+  description: 'A host skill: `huabu-access` or `local-resource-management`.',
+});

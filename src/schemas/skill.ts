@@ -11,12 +11,18 @@ const NOT_BLANK_LINE = '^(?=[\\s\\S]*\\S)[^\\u0000-\\u001F\\u007F]*$';
 const Path = (description: string) => Type.String({ minLength: 1, maxLength: 4096, pattern: NOT_BLANK_LINE, description });
 export const SourceRevision = Type.String({
   pattern: REVISION_PATTERN,
-  description: "SHA-256 (hex) of the skill folder's files: each file's relative path, a NUL, its length, a NUL and its bytes, in path order.",
+  description:
+    "SHA-256 (hex) of the skill folder's files: each file's relative path, a NUL, its length, a NUL and its bytes, in path order.",
 });
 
 /** `?agentletId=`: the machine; without it the default machine (`DEFAULT_AGENTLET_ID`, else the one enrolled). */
 export const SkillMachineQuery = Type.Object(
-  { agentletId: Type.Optional({ ...MachineId, description: 'The machine to act on; without it `DEFAULT_AGENTLET_ID`, else the only enrolled machine.' }) },
+  {
+    agentletId: Type.Optional({
+      ...MachineId,
+      description: 'The machine to act on; without it `DEFAULT_AGENTLET_ID`, else the only enrolled machine.',
+    }),
+  },
   { additionalProperties: false },
 );
 
@@ -29,7 +35,12 @@ export const SkillCandidate = Type.Object(
   {
     id: ResourceId,
     name: TrimmedText(1, V2_BOUNDS.name, "The skill's name (`SKILL.md` front matter)."),
-    sourcePath: Type.String({ minLength: 1, maxLength: 4096, pattern: SINGLE_LINE_PATTERN, description: 'The skill folder on the machine.' }),
+    sourcePath: Type.String({
+      minLength: 1,
+      maxLength: 4096,
+      pattern: SINGLE_LINE_PATTERN,
+      description: 'The skill folder on the machine.',
+    }),
     sourceContent: TrimmedText(1, V2_BOUNDS.sourceContent, '`SKILL.md` as the record would carry it.'),
     sourceRevision: SourceRevision,
   },
@@ -58,8 +69,11 @@ export type ScanSkillsResult = Static<typeof ScanSkillsResult>;
 export const ImportSkillBody = Type.Object(
   {
     id: ResourceId,
-    sourcePath: Path('The candidate\'s `sourcePath`.'),
-    expectedRevision: { ...SourceRevision, description: "The candidate's `sourceRevision`: the import fails with 409 `source_changed` when the folder no longer has it." },
+    sourcePath: Path("The candidate's `sourcePath`."),
+    expectedRevision: {
+      ...SourceRevision,
+      description: "The candidate's `sourceRevision`: the import fails with 409 `source_changed` when the folder no longer has it.",
+    },
     displayName: Type.Optional(TrimmedText(1, V2_BOUNDS.displayName, "The owner's presentation name.")),
     userContent: Type.Optional(
       Type.String({

@@ -41,7 +41,8 @@ export const WorkloadRecord = Type.Object(
         ),
         launch: Type.Optional({
           ...AcpHarnessLaunch,
-          description: 'Present when the profile is an `acp-harness` one: the harness (and its options) the Agentlet starts, pinned at realization.',
+          description:
+            'Present when the profile is an `acp-harness` one: the harness (and its options) the Agentlet starts, pinned at realization.',
         }),
       },
       { additionalProperties: false },

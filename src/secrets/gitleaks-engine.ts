@@ -55,7 +55,7 @@ export function* windows(text: string): Generator<string> {
     yield text;
     return;
   }
-  for (let start = 0; start < text.length; ) {
+  for (let start = 0; start < text.length;) {
     const end = boundaryAfter(text, start + WINDOW);
     yield text.slice(start, end);
     if (end >= text.length) return;
@@ -115,7 +115,8 @@ export function shannonEntropy(text: string): number {
 /** `lineTest` answers a line-target regex test, cached per line (a long line may hold many matches). */
 function allowed(lists: readonly CompiledAllowlist[], secret: string, match: string, lineTest: (a: CompiledAllowlist) => boolean): boolean {
   for (const a of lists) {
-    const regexAllowed = a.regex !== undefined && secret !== '' && (a.target === 'line' ? lineTest(a) : a.regex.test(a.target === 'match' ? match : secret));
+    const regexAllowed =
+      a.regex !== undefined && secret !== '' && (a.target === 'line' ? lineTest(a) : a.regex.test(a.target === 'match' ? match : secret));
     const lower = secret.toLowerCase();
     const stopword = a.stopwords.some((w) => lower.includes(w));
     if (a.and) {

@@ -64,10 +64,11 @@ export function messageReader(socket: net.Socket): () => Promise<Record<string, 
     deliver();
   });
   socket.on('error', () => undefined);
-  return () => new Promise((resolve) => {
-    waiters.push(resolve);
-    deliver();
-  });
+  return () =>
+    new Promise((resolve) => {
+      waiters.push(resolve);
+      deliver();
+    });
 }
 
 export function send(socket: net.Socket, message: Record<string, unknown>): void {
@@ -80,29 +81,36 @@ export function backupControl(store: Pausable, events: BackupControlEvents = {})
   return (socket) => {
     const next = messageReader(socket);
     const timer = setTimeout(() => socket.destroy(), REQUEST_TIMEOUT_MS);
-    void next().then(async (ask) => {
-      clearTimeout(timer);
-      // A connection that asks nothing (the lock's liveness probe) never holds the one-backup slot.
-      if (ask === undefined) return;
-      if (ask.op !== 'pause') {
-        send(socket, { error: 'expected {"op":"pause"}' });
-        return;
-      }
-      if (busy) {
-        send(socket, { error: 'another backup of this DATA_DIR is in progress; try again when it has finished' });
-        return;
-      }
-      busy = true;
-      try {
-        await serveOne(store, events, socket, next);
-      } finally {
-        busy = false;
-      }
-    }).finally(() => socket.end(() => socket.destroy()));
+    void next()
+      .then(async (ask) => {
+        clearTimeout(timer);
+        // A connection that asks nothing (the lock's liveness probe) never holds the one-backup slot.
+        if (ask === undefined) return;
+        if (ask.op !== 'pause') {
+          send(socket, { error: 'expected {"op":"pause"}' });
+          return;
+        }
+        if (busy) {
+          send(socket, { error: 'another backup of this DATA_DIR is in progress; try again when it has finished' });
+          return;
+        }
+        busy = true;
+        try {
+          await serveOne(store, events, socket, next);
+        } finally {
+          busy = false;
+        }
+      })
+      .finally(() => socket.end(() => socket.destroy()));
   };
 }
 
-async function serveOne(store: Pausable, events: BackupControlEvents, socket: net.Socket, next: () => Promise<Record<string, unknown> | undefined>): Promise<void> {
+async function serveOne(
+  store: Pausable,
+  events: BackupControlEvents,
+  socket: net.Socket,
+  next: () => Promise<Record<string, unknown> | undefined>,
+): Promise<void> {
   const maxPauseMs = events.maxPauseMs ?? MAX_BACKUP_PAUSE_MS;
   let resume: (() => void) | undefined;
   let timer: NodeJS.Timeout | undefined;

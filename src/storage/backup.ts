@@ -53,7 +53,11 @@ export interface BackupReport {
 }
 
 export function parseBackupArgs(argv: readonly string[], env: Record<string, string | undefined>): BackupOptions | { error: string } {
-  const parsed = parseCommandArgs(argv, { to: { type: 'string' }, 'data-dir': { type: 'string' }, 'with-credentials': { type: 'boolean' } });
+  const parsed = parseCommandArgs(argv, {
+    to: { type: 'string' },
+    'data-dir': { type: 'string' },
+    'with-credentials': { type: 'boolean' },
+  });
   if ('error' in parsed) return parsed;
   const { to, 'data-dir': dataDir = env.DATA_DIR || './data' } = parsed.values;
   if (!to) return { error: '--to DIR is required' };
@@ -139,9 +143,16 @@ async function copyTree(dataDir: string, temp: string, withCredentials: boolean)
   return copied;
 }
 
-async function expect(next: () => Promise<Record<string, unknown> | undefined>, key: string, what: string): Promise<Record<string, unknown>> {
+async function expect(
+  next: () => Promise<Record<string, unknown> | undefined>,
+  key: string,
+  what: string,
+): Promise<Record<string, unknown>> {
   const message = await next();
-  if (message === undefined) throw new BackupError(`the service closed the backup connection ${what} (it stopped, or it is a release without online backups); nothing was written to the target`);
+  if (message === undefined)
+    throw new BackupError(
+      `the service closed the backup connection ${what} (it stopped, or it is a release without online backups); nothing was written to the target`,
+    );
   if (typeof message.error === 'string') throw new BackupError(`the service refused: ${message.error}`);
   if (message[key] === undefined) throw new BackupError(`unexpected answer from the service ${what}`);
   return message;
@@ -165,20 +176,28 @@ async function sweepAbandoned(parent: string, prefix: string): Promise<void> {
 export async function runBackup(options: BackupOptions): Promise<BackupReport> {
   const step = async (name: string) => options.onStep?.(name);
   const { dataDir, to } = options;
-  if (!(await fsp.stat(dataDir).then((s) => s.isDirectory(), () => false))) throw new BackupError(`DATA_DIR ${dataDir} is not a directory`);
+  if (
+    !(await fsp.stat(dataDir).then(
+      (s) => s.isDirectory(),
+      () => false,
+    ))
+  )
+    throw new BackupError(`DATA_DIR ${dataDir} is not a directory`);
   const realDataDir = await fsp.realpath(dataDir);
   const existing = await fsp.readdir(to).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT') return undefined;
     if (err.code === 'ENOTDIR') throw new BackupError(`${to} is a file; the target must be a new or empty directory`);
     throw err;
   });
-  if (existing && existing.length > 0) throw new BackupError(`${to} is not empty; the target must be a new or empty directory (a backup never overwrites)`);
+  if (existing && existing.length > 0)
+    throw new BackupError(`${to} is not empty; the target must be a new or empty directory (a backup never overwrites)`);
   const parent = path.dirname(to);
   const realParent = await fsp.realpath(parent).catch(() => {
     throw new BackupError(`${parent} does not exist; create it first`);
   });
   const realTarget = path.join(realParent, path.basename(to));
-  if (realTarget === realDataDir || realTarget.startsWith(realDataDir + path.sep)) throw new BackupError(`${to} is inside DATA_DIR; put the backup elsewhere`);
+  if (realTarget === realDataDir || realTarget.startsWith(realDataDir + path.sep))
+    throw new BackupError(`${to} is inside DATA_DIR; put the backup elsewhere`);
   const prefix = `.${path.basename(to)}.partial-`;
   await sweepAbandoned(parent, prefix);
   const temp = path.join(parent, `${prefix}${process.pid}-${randomBytes(4).toString('hex')}`);
@@ -235,12 +254,20 @@ export async function runBackup(options: BackupOptions): Promise<BackupReport> {
       await fsp.rename(temp, to);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOTEMPTY' || code === 'EEXIST') throw new BackupError(`${to} was filled by someone else meanwhile; nothing was written to it`);
+      if (code === 'ENOTEMPTY' || code === 'EEXIST')
+        throw new BackupError(`${to} was filled by someone else meanwhile; nothing was written to it`);
       throw err;
     }
     await fsyncDirectory(parent);
     await step('renamed');
-    return { to, mode: pausedMs === undefined ? 'offline' : 'online', files: copied.files, bytes: copied.bytes, ...(pausedMs === undefined ? {} : { pausedMs }), credentials: copied.credentials };
+    return {
+      to,
+      mode: pausedMs === undefined ? 'offline' : 'online',
+      files: copied.files,
+      bytes: copied.bytes,
+      ...(pausedMs === undefined ? {} : { pausedMs }),
+      credentials: copied.credentials,
+    };
   } catch (err) {
     await fsp.rm(temp, { recursive: true, force: true }).catch(() => undefined);
     throw err;

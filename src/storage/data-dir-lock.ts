@@ -43,7 +43,8 @@ const modeOf = (mode: number) => (mode & 0o777).toString(8);
 /** DATA_DIR must not be writable by group or others: they could replace any file in it, .control included. */
 async function assertNotWritableByOthers(dataDir: string): Promise<void> {
   const info = await stat(dataDir);
-  if ((info.mode & 0o022) !== 0) throw new DataDirError(dataDir, `is writable by group or others (mode ${modeOf(info.mode)}); run chmod 700 on it`);
+  if ((info.mode & 0o022) !== 0)
+    throw new DataDirError(dataDir, `is writable by group or others (mode ${modeOf(info.mode)}); run chmod 700 on it`);
 }
 
 /**
@@ -52,23 +53,31 @@ async function assertNotWritableByOthers(dataDir: string): Promise<void> {
  */
 async function openControlDir(dataDir: string, create: boolean): Promise<FileHandle | undefined> {
   const dir = path.join(dataDir, CONTROL_DIR);
-  if (create) await mkdir(dir, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
-    if (err.code !== 'EEXIST') throw err;
-  });
+  if (create)
+    await mkdir(dir, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EEXIST') throw err;
+    });
   let handle: FileHandle;
   try {
     handle = await open(dir, fsConstants.O_RDONLY | fsConstants.O_DIRECTORY | fsConstants.O_NOFOLLOW);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' && !create) return undefined;
-    if (code === 'ELOOP' || code === 'ENOTDIR') throw new DataDirError(dataDir, `${CONTROL_DIR} is not private to this user (not a directory); remove it while no service runs on this DATA_DIR`);
+    if (code === 'ELOOP' || code === 'ENOTDIR')
+      throw new DataDirError(
+        dataDir,
+        `${CONTROL_DIR} is not private to this user (not a directory); remove it while no service runs on this DATA_DIR`,
+      );
     throw err;
   }
   const info = await handle.stat();
   const uid = process.geteuid?.();
   if ((uid !== undefined && info.uid !== uid) || (info.mode & 0o077) !== 0) {
     await handle.close();
-    throw new DataDirError(dataDir, `${CONTROL_DIR} is not private to this user (owner uid ${info.uid}, mode ${modeOf(info.mode)}); remove it while no service runs on this DATA_DIR`);
+    throw new DataDirError(
+      dataDir,
+      `${CONTROL_DIR} is not private to this user (owner uid ${info.uid}, mode ${modeOf(info.mode)}); remove it while no service runs on this DATA_DIR`,
+    );
   }
   return handle;
 }
@@ -95,7 +104,9 @@ function answers(name: string): Promise<boolean> {
       socket.destroy();
       resolve(true);
     });
-    socket.once('error', (err: NodeJS.ErrnoException) => (err.code === 'ECONNREFUSED' || err.code === 'ENOENT' ? resolve(false) : reject(err)));
+    socket.once('error', (err: NodeJS.ErrnoException) =>
+      err.code === 'ECONNREFUSED' || err.code === 'ENOENT' ? resolve(false) : reject(err),
+    );
   });
 }
 
@@ -181,7 +192,9 @@ export async function connectToHolder(dataDir: string): Promise<net.Socket | und
     return await new Promise<net.Socket | undefined>((resolve, reject) => {
       const socket = net.connect(socketVia(dir));
       socket.once('connect', () => resolve(socket));
-      socket.once('error', (err: NodeJS.ErrnoException) => (err.code === 'ECONNREFUSED' || err.code === 'ENOENT' ? resolve(undefined) : reject(err)));
+      socket.once('error', (err: NodeJS.ErrnoException) =>
+        err.code === 'ECONNREFUSED' || err.code === 'ENOENT' ? resolve(undefined) : reject(err),
+      );
     });
   } finally {
     await dir.close();

@@ -153,7 +153,13 @@ export class DurableDocument<S> {
       }
     } else if (codec.compact) {
       if (content.bytes > 0) doc.#fileBytes = await codec.compact(initial);
-    } else if (content.bytes > 0 || !(await access(file).then(() => true, () => false))) {
+    } else if (
+      content.bytes > 0 ||
+      !(await access(file).then(
+        () => true,
+        () => false,
+      ))
+    ) {
       const text = codec.serialize(initial);
       await writeFileDurably(file, text, fs);
       doc.#fileBytes = Buffer.byteLength(text);
@@ -174,7 +180,8 @@ export class DurableDocument<S> {
   }
 
   update<R>(mutate: Mutation<S, R>): Promise<R> {
-    if (this.#closed) return Promise.reject(new AppError('storage_unavailable', 'The registry is shutting down; nothing was changed. Retry later.'));
+    if (this.#closed)
+      return Promise.reject(new AppError('storage_unavailable', 'The registry is shutting down; nothing was changed. Retry later.'));
     return new Promise<R>((resolve, reject) => {
       this.#queue.push({ mutate, resolve: resolve as (v: unknown) => void, reject });
       if (!this.#flushing) this.#flushed = this.#flush();
@@ -260,7 +267,12 @@ export class DurableDocument<S> {
       } catch (err) {
         if (sink && ticket) sink.settle(ticket, false);
         this.observe?.({ label: this.label, operations: applied.length, durationMs: performance.now() - started, ok: false });
-        const failure = new AppError('storage_unavailable', 'The registry could not store the change durably; nothing was changed. Retry later.', undefined, { cause: err });
+        const failure = new AppError(
+          'storage_unavailable',
+          'The registry could not store the change durably; nothing was changed. Retry later.',
+          undefined,
+          { cause: err },
+        );
         for (const { pending } of [...applied, ...rejected]) pending.reject(failure);
         return;
       }

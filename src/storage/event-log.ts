@@ -22,7 +22,16 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type * as fsp from 'node:fs/promises';
 import path from 'node:path';
-import { cursorExpired, pageAfter, parseCursor, type ChangeEvent, type ChangeFeed, type ChangePage, type ChangeSubject, type EventDraft } from '../registry/events.js';
+import {
+  cursorExpired,
+  pageAfter,
+  parseCursor,
+  type ChangeEvent,
+  type ChangeFeed,
+  type ChangePage,
+  type ChangeSubject,
+  type EventDraft,
+} from '../registry/events.js';
 import { FILE_MODE, fsyncDirectory, nodeFileSystem, tempPathFor, type FileSystemSeam } from './durable-file.js';
 import { StoreFileError } from './store-file-error.js';
 
@@ -60,7 +69,9 @@ export function recordCheck(record: unknown): string | null {
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? 'null' : canonical(v))).join(',')}]`;
   if (value !== null && typeof value === 'object') {
-    const keys = Object.keys(value).filter((k) => (value as Record<string, unknown>)[k] !== undefined).sort();
+    const keys = Object.keys(value)
+      .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+      .sort();
     return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`).join(',')}}`;
   }
   return JSON.stringify(value);
@@ -78,10 +89,7 @@ interface Batch {
 }
 
 type Line =
-  | { floor: number; last: number }
-  | { batch: ChangeEvent[]; checks?: Record<string, string | null> }
-  | { ok: number }
-  | { undo: number };
+  { floor: number; last: number } | { batch: ChangeEvent[]; checks?: Record<string, string | null> } | { ok: number } | { undo: number };
 
 interface Write {
   bytes: Buffer;
@@ -123,7 +131,12 @@ export class JsonEventLog implements ChangeFeed, EventSink {
   ) {}
 
   /** Reads the log (a torn last line is ignored). Appends start only after `recover`. */
-  static async read(file: string, retention: RetentionOptions, now: () => Date = () => new Date(), fs: FileSystemSeam = nodeFileSystem): Promise<JsonEventLog> {
+  static async read(
+    file: string,
+    retention: RetentionOptions,
+    now: () => Date = () => new Date(),
+    fs: FileSystemSeam = nodeFileSystem,
+  ): Promise<JsonEventLog> {
     let text = '';
     try {
       text = await readFile(file, 'utf8');
@@ -191,10 +204,13 @@ export class JsonEventLog implements ChangeFeed, EventSink {
 
   // ---- ChangeFeed
 
-  async read(since: string | undefined, limit: number): Promise<ChangePage> {
-    const after = since === undefined ? this.#floor : parseCursor(since);
-    if (after < this.#floor || after > this.#last) throw cursorExpired(since ?? '', this.#floor);
-    return pageAfter(this.#events, after, limit);
+  read(since: string | undefined, limit: number): Promise<ChangePage> {
+    // A cursor refused here is a rejection, as on the PostgreSQL store: the executor turns the throw into one.
+    return new Promise((resolve) => {
+      const after = since === undefined ? this.#floor : parseCursor(since);
+      if (after < this.#floor || after > this.#last) throw cursorExpired(since ?? '', this.#floor);
+      resolve(pageAfter(this.#events, after, limit));
+    });
   }
 
   head(): string {
@@ -231,7 +247,10 @@ export class JsonEventLog implements ChangeFeed, EventSink {
       id: String(first + i),
       type: d.type,
       at,
-      subject: d.subject.provider === undefined ? { kind: d.subject.kind, id: d.subject.id } : { kind: d.subject.kind, id: d.subject.id, provider: d.subject.provider },
+      subject:
+        d.subject.provider === undefined
+          ? { kind: d.subject.kind, id: d.subject.id }
+          : { kind: d.subject.kind, id: d.subject.id, provider: d.subject.provider },
     }));
     this.#last += drafts.length;
     const batch: Batch = { first, events, checks };
@@ -308,7 +327,10 @@ export class JsonEventLog implements ChangeFeed, EventSink {
           } catch (err) {
             // Cut off whatever part reached the file, so later lines never follow a torn one.
             this.#dirty = true;
-            await handle.truncate(this.#size).then(() => (this.#dirty = false), () => undefined);
+            await handle.truncate(this.#size).then(
+              () => (this.#dirty = false),
+              () => undefined,
+            );
             throw err;
           }
           this.#size += bytes.length;

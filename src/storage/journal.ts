@@ -18,7 +18,10 @@ export function journalPathFor(file: string): string {
 }
 
 export class JournalCorruptError extends Error {
-  constructor(readonly file: string, reason: string) {
+  constructor(
+    readonly file: string,
+    reason: string,
+  ) {
     super(`${path.basename(file)} ${reason}`);
     this.name = 'JournalCorruptError';
   }
@@ -88,7 +91,10 @@ export class Journal {
   /** A rewrite's rename happened but its directory fsync failed: make the name durable before the next append. */
   #directoryUnsynced = false;
 
-  private constructor(readonly file: string, private readonly fs: FileSystemSeam) {}
+  private constructor(
+    readonly file: string,
+    private readonly fs: FileSystemSeam,
+  ) {}
 
   /**
    * Opens (creating) the journal for appends. It is emptied (replay and compact it first), or, with `keep`,
@@ -134,7 +140,10 @@ export class Journal {
     } catch (err) {
       // Cut off whatever part of the line reached the file; if even that fails, do it before the next append.
       this.#dirty = true;
-      await handle.truncate(this.#size).then(() => (this.#dirty = false), () => undefined);
+      await handle.truncate(this.#size).then(
+        () => (this.#dirty = false),
+        () => undefined,
+      );
       throw err;
     }
     this.#size += bytes.length;

@@ -36,15 +36,26 @@ export const MACHINES_FILE = 'machines.json';
 export const AUDIT_FILE = 'audit.jsonl';
 export { EVENTS_FILE };
 /** Default retention of the change log (EVENTS_RETAIN_COUNT, EVENTS_RETAIN_DAYS). */
-export const DEFAULT_EVENT_RETENTION: RetentionOptions = { retainCount: DEFAULT_EVENTS_RETAIN_COUNT, retainDays: DEFAULT_EVENTS_RETAIN_DAYS };
+export const DEFAULT_EVENT_RETENTION: RetentionOptions = {
+  retainCount: DEFAULT_EVENTS_RETAIN_COUNT,
+  retainDays: DEFAULT_EVENTS_RETAIN_DAYS,
+};
 export const REGISTRY_FILE = path.join('agent-team', 'registry.json');
 /** Present in a backup's temp directory until the backup is complete (src/storage/backup.ts). */
 export const INCOMPLETE_BACKUP_MARKER = 'BACKUP-INCOMPLETE';
 
 /** Refuses a DATA_DIR that is an interrupted backup (it holds INCOMPLETE_BACKUP_MARKER): DataDirError. */
 export async function assertNotIncompleteBackup(dataDir: string): Promise<void> {
-  if (await access(path.join(dataDir, INCOMPLETE_BACKUP_MARKER)).then(() => true, () => false)) {
-    throw new DataDirError(dataDir, `holds ${INCOMPLETE_BACKUP_MARKER}: it is a backup that was interrupted before it was complete; take the backup again`);
+  if (
+    await access(path.join(dataDir, INCOMPLETE_BACKUP_MARKER)).then(
+      () => true,
+      () => false,
+    )
+  ) {
+    throw new DataDirError(
+      dataDir,
+      `holds ${INCOMPLETE_BACKUP_MARKER}: it is a backup that was interrupted before it was complete; take the backup again`,
+    );
   }
 }
 const MACHINES_FILE_VERSION = 1;
@@ -69,8 +80,7 @@ interface RegistryState {
 
 const checkResource = Compile(StoredResource);
 
-const sortedValues = <T>(map: RecordMap<T>): T[] =>
-  [...map.keys()].sort().map((k) => map.get(k)!);
+const sortedValues = <T>(map: RecordMap<T>): T[] => [...map.keys()].sort().map((k) => map.get(k)!);
 
 /** One journaled change of resources.json: a record stored (created or replaced) or an ID withdrawn. */
 type ResourceChange = { put: StoredResource } | { withdraw: string };
@@ -91,7 +101,9 @@ const resourcesCodec = (file: string, fs: FileSystemSeam, onBackup: (backupFile:
     return Buffer.byteLength(text);
   },
   changes: (draft) =>
-    (draft.resources as OverlayMap<StoredResource>).changes().map(([id, record]): ResourceChange => (record ? { put: record } : { withdraw: id })),
+    (draft.resources as OverlayMap<StoredResource>)
+      .changes()
+      .map(([id, record]): ResourceChange => (record ? { put: record } : { withdraw: id })),
   apply(state, changes) {
     for (const change of changes as ResourceChange[]) {
       if (change !== null && typeof change === 'object' && 'put' in change && checkResource.Check(change.put)) {
@@ -115,7 +127,11 @@ const machinesCodec: DocumentCodec<MachinesState> = {
           machines: sortedValues(s.machines),
           // Written only once used, so a DATA_DIR that never revoked a canvas keeps its exact v1 bytes.
           ...(s.canvasRevocations.size > 0
-            ? { canvasRevocations: [...s.canvasRevocations.keys()].sort().map((canvasId) => ({ canvasId, revokedBefore: s.canvasRevocations.get(canvasId)! })) }
+            ? {
+                canvasRevocations: [...s.canvasRevocations.keys()]
+                  .sort()
+                  .map((canvasId) => ({ canvasId, revokedBefore: s.canvasRevocations.get(canvasId)! })),
+              }
             : {}),
         },
       },
@@ -185,7 +201,8 @@ export async function openResources(
 export async function readStoredRecords(dataDir: string): Promise<StoredResource[]> {
   const file = path.join(dataDir, RESOURCES_FILE);
   const state = await loadResources(file);
-  for (const changes of (await readJournal(journalPathFor(file))).batches) resourcesCodec(file, nodeFileSystem, () => undefined).apply(state, changes);
+  for (const changes of (await readJournal(journalPathFor(file))).batches)
+    resourcesCodec(file, nodeFileSystem, () => undefined).apply(state, changes);
   return sortedValues(state.resources);
 }
 
@@ -197,9 +214,13 @@ export async function readStoredResources(dataDir: string): Promise<AgentResourc
 function isMachineRecord(v: unknown): v is MachineRecord {
   const m = v as MachineRecord;
   return (
-    typeof m === 'object' && m !== null &&
-    typeof m.machineId === 'string' && typeof m.tokenDigest === 'string' && /^[0-9a-f]{64}$/.test(m.tokenDigest) &&
-    typeof m.enrolledAt === 'string' && (m.revokedAt === undefined || typeof m.revokedAt === 'string')
+    typeof m === 'object' &&
+    m !== null &&
+    typeof m.machineId === 'string' &&
+    typeof m.tokenDigest === 'string' &&
+    /^[0-9a-f]{64}$/.test(m.tokenDigest) &&
+    typeof m.enrolledAt === 'string' &&
+    (m.revokedAt === undefined || typeof m.revokedAt === 'string')
   );
 }
 
@@ -258,7 +279,11 @@ export interface JsonFileStoreOptions {
 }
 
 /** One event of a change, with the digest of its object as the change leaves it. */
-const ev = (type: ChangeEventType, subject: ChangeSubject, record: unknown): CheckedDraft => ({ type, subject, check: recordCheck(record) });
+const ev = (type: ChangeEventType, subject: ChangeSubject, record: unknown): CheckedDraft => ({
+  type,
+  subject,
+  check: recordCheck(record),
+});
 const resourceSubject = (id: string, provider: string): ChangeSubject => ({ kind: 'resource', id, provider });
 
 export class JsonFileStore implements RegistryStore {
@@ -288,8 +313,10 @@ export class JsonFileStore implements RegistryStore {
     const fs = options.fs ?? nodeFileSystem;
     await mkdir(dataDir, { recursive: true, mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
       // The operator's mistakes, said in one line (the server prints StoreFileError without a stack).
-      if (err.code === 'EEXIST' || err.code === 'ENOTDIR') throw new DataDirError(dataDir, 'is a file, not a directory (or a parent of it is a file); point DATA_DIR at a directory');
-      if (err.code === 'EACCES' || err.code === 'EPERM' || err.code === 'EROFS') throw new DataDirError(dataDir, `cannot be created or written (${err.code}); choose a directory this user may write`);
+      if (err.code === 'EEXIST' || err.code === 'ENOTDIR')
+        throw new DataDirError(dataDir, 'is a file, not a directory (or a parent of it is a file); point DATA_DIR at a directory');
+      if (err.code === 'EACCES' || err.code === 'EPERM' || err.code === 'EROFS')
+        throw new DataDirError(dataDir, `cannot be created or written (${err.code}); choose a directory this user may write`);
       throw err;
     });
     await access(dataDir, fsConstants.W_OK | fsConstants.X_OK).catch((err: NodeJS.ErrnoException) => {
@@ -308,13 +335,41 @@ export class JsonFileStore implements RegistryStore {
       const migrated = await migrateRegistryFile(registryPath, { fs });
       if (migrated.changed) options.onRegistryMigrated?.(migrated);
       const machinesPath = path.join(dataDir, MACHINES_FILE);
-      const eventLog = await JsonEventLog.read(path.join(dataDir, EVENTS_FILE), options.eventRetention ?? DEFAULT_EVENT_RETENTION, options.now, fs);
+      const eventLog = await JsonEventLog.read(
+        path.join(dataDir, EVENTS_FILE),
+        options.eventRetention ?? DEFAULT_EVENT_RETENTION,
+        options.now,
+        fs,
+      );
       const tuning = { ...(options.maxBatch === undefined ? {} : { maxBatch: options.maxBatch }), events: eventLog };
       const resources = await openResources(resourcesPath, fs, options.observeBatch, tuning, options.onResourcesBackedUp);
       opened.push(resources);
-      const machines = new DurableDocument(machinesPath, await loadMachines(machinesPath), machinesCodec, fs, options.observeBatch, undefined, tuning);
-      const registry = new DurableDocument(registryPath, loadRegistry(migrated), registryCodec, fs, options.observeBatch, undefined, tuning);
-      const workloads = await JsonWorkloadFiles.open(dataDir, fs, options.observeBatch, options.workloadsCompactAtBytes, options.onWorkloadFileUnreadable, eventLog);
+      const machines = new DurableDocument(
+        machinesPath,
+        await loadMachines(machinesPath),
+        machinesCodec,
+        fs,
+        options.observeBatch,
+        undefined,
+        tuning,
+      );
+      const registry = new DurableDocument(
+        registryPath,
+        loadRegistry(migrated),
+        registryCodec,
+        fs,
+        options.observeBatch,
+        undefined,
+        tuning,
+      );
+      const workloads = await JsonWorkloadFiles.open(
+        dataDir,
+        fs,
+        options.observeBatch,
+        options.workloadsCompactAtBytes,
+        options.onWorkloadFileUnreadable,
+        eventLog,
+      );
       opened.push(workloads);
       // The batches a crash left undecided are decided against the state just loaded, before any write.
       await eventLog.recover(async (subject) => {
@@ -335,7 +390,16 @@ export class JsonFileStore implements RegistryStore {
       });
       opened.push(eventLog);
       const audit = await AppendLog.open(path.join(dataDir, AUDIT_FILE), options.auditRotation);
-      const store = new JsonFileStore(lock, resources, machines, registry, workloads, audit, indexByDigest(machines.state.machines), eventLog);
+      const store = new JsonFileStore(
+        lock,
+        resources,
+        machines,
+        registry,
+        workloads,
+        audit,
+        indexByDigest(machines.state.machines),
+        eventLog,
+      );
       lock.serve(
         backupControl(store, {
           ...(options.onBackup ? { onBackup: options.onBackup } : {}),
@@ -361,12 +425,12 @@ export class JsonFileStore implements RegistryStore {
     return list;
   }
 
-  async listResources(): Promise<readonly StoredResource[]> {
-    return this.#listOf(this.resources, () => sortedValues(this.resources.state.resources));
+  listResources(): Promise<readonly StoredResource[]> {
+    return Promise.resolve(this.#listOf(this.resources, () => sortedValues(this.resources.state.resources)));
   }
 
-  async getResource(id: string): Promise<StoredResource | undefined> {
-    return this.resources.state.resources.get(id);
+  getResource(id: string): Promise<StoredResource | undefined> {
+    return Promise.resolve(this.resources.state.resources.get(id));
   }
 
   resourcesRevision(): string {
@@ -451,23 +515,25 @@ export class JsonFileStore implements RegistryStore {
     });
   }
 
-  async listMachines(): Promise<readonly MachineRecord[]> {
-    return this.#listOf(this.machines, () => sortedValues(this.machines.state.machines));
+  listMachines(): Promise<readonly MachineRecord[]> {
+    return Promise.resolve(this.#listOf(this.machines, () => sortedValues(this.machines.state.machines)));
   }
 
-  async getMachine(machineId: string): Promise<MachineRecord | undefined> {
-    return this.machines.state.machines.get(machineId);
+  getMachine(machineId: string): Promise<MachineRecord | undefined> {
+    return Promise.resolve(this.machines.state.machines.get(machineId));
   }
 
-  async findMachineByTokenDigest(digest: string): Promise<MachineRecord | undefined> {
-    return this.machinesByDigest.get(digest);
+  findMachineByTokenDigest(digest: string): Promise<MachineRecord | undefined> {
+    return Promise.resolve(this.machinesByDigest.get(digest));
   }
 
   async enrollMachine(record: MachineRecord): Promise<void> {
     await this.machines.update((draft) => {
       const existing = draft.machines.get(record.machineId);
       if (existing && !existing.revokedAt) {
-        throw new AppError('machine_exists', `Machine ${record.machineId} is already enrolled; revoke it first to issue a new token.`, { machineId: record.machineId });
+        throw new AppError('machine_exists', `Machine ${record.machineId} is already enrolled; revoke it first to issue a new token.`, {
+          machineId: record.machineId,
+        });
       }
       const stored = Object.freeze({ ...record });
       draft.machines.set(record.machineId, stored);
@@ -507,17 +573,17 @@ export class JsonFileStore implements RegistryStore {
     });
   }
 
-  async canvasTokensRevokedBefore(canvasId: string): Promise<string | undefined> {
-    return this.machines.state.canvasRevocations.get(canvasId);
+  canvasTokensRevokedBefore(canvasId: string): Promise<string | undefined> {
+    return Promise.resolve(this.machines.state.canvasRevocations.get(canvasId));
   }
 
-  async listProfiles(): Promise<readonly ProfileEntry[]> {
-    return this.#listOf(this.registry, () => sortedValues(this.registry.state.profiles).map(entryOf));
+  listProfiles(): Promise<readonly ProfileEntry[]> {
+    return Promise.resolve(this.#listOf(this.registry, () => sortedValues(this.registry.state.profiles).map(entryOf)));
   }
 
-  async getProfile(id: string): Promise<ProfileEntry | undefined> {
+  getProfile(id: string): Promise<ProfileEntry | undefined> {
     const profile = this.registry.state.profiles.get(id);
-    return profile && entryOf(profile);
+    return Promise.resolve(profile && entryOf(profile));
   }
 
   async createProfile(profile: AgentProfile): Promise<ProfileEntry> {
@@ -532,7 +598,14 @@ export class JsonFileStore implements RegistryStore {
 
   updateProfile(id: string, changes: ProfileChanges, expectedRevisions?: readonly string[], expectedRevision?: number) {
     return this.registry.update<ProfileEntry & { changed: boolean }>((draft) => {
-      const { next, changed } = planUpdate(draft.profiles.values(), draft.profiles.get(id), id, changes, expectedRevisions, expectedRevision);
+      const { next, changed } = planUpdate(
+        draft.profiles.values(),
+        draft.profiles.get(id),
+        id,
+        changes,
+        expectedRevisions,
+        expectedRevision,
+      );
       const frozen = changed ? Object.freeze(next) : next;
       if (!changed) return { result: { ...entryOf(frozen), changed }, changed };
       draft.profiles.set(id, frozen);
@@ -548,9 +621,9 @@ export class JsonFileStore implements RegistryStore {
     });
   }
 
-  async getTeamState(): Promise<{ members: unknown; configs: unknown }> {
+  getTeamState(): Promise<{ members: unknown; configs: unknown }> {
     const state = this.registry.state.doc.state as JsonObject | undefined;
-    return { members: state?.members, configs: state?.configs };
+    return Promise.resolve({ members: state?.members, configs: state?.configs });
   }
 
   listWorkloads(canvasId: string): Promise<readonly WorkloadRecord[]> {
@@ -569,8 +642,8 @@ export class JsonFileStore implements RegistryStore {
     return this.audit.append(entries);
   }
 
-  async isAvailable(): Promise<boolean> {
-    return true;
+  isAvailable(): Promise<boolean> {
+    return Promise.resolve(true);
   }
 
   /** Everything this store holds besides the audit log, for `npm run import` into PostgreSQL. */

@@ -58,13 +58,7 @@ const threadKey = (canvasId: string, threadId: string) => `${canvasId}/${threadI
 
 function serializeCanvas(workloads: readonly WorkloadRecord[]): string {
   const sorted = [...workloads].sort((a, b) => (a.threadId < b.threadId ? -1 : a.threadId > b.threadId ? 1 : 0));
-  return (
-    JSON.stringify(
-      { schemaVersion: WORKLOADS_FILE_VERSION, state: { workloads: sorted } },
-      null,
-      2,
-    ) + '\n'
-  );
+  return JSON.stringify({ schemaVersion: WORKLOADS_FILE_VERSION, state: { workloads: sorted } }, null, 2) + '\n';
 }
 
 /** Reads a canvas's file into its records by thread; throws StoreFileError when it does not load. */
@@ -112,7 +106,10 @@ class CanvasLoader {
     try {
       fromFile = await readCanvasFile(file, canvasId);
     } catch (err) {
-      const failure = err instanceof StoreFileError ? err : new StoreFileError(file, `cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+      const failure =
+        err instanceof StoreFileError
+          ? err
+          : new StoreFileError(file, `cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
       this.onUnreadable(failure, canvasId);
       throw failure;
     }
@@ -204,7 +201,8 @@ function workloadsCodec(dir: string, fs: FileSystemSeam, loader: CanvasLoader): 
 /** A stored v1 record written before resources were pinned has no `resourceIds`: it reads as `[]`. */
 export function readWorkload(file: string, entry: unknown): WorkloadRecord {
   const spec = (entry as { spec?: Record<string, unknown> } | null)?.spec;
-  const upgraded = spec && typeof spec === 'object' && !('resourceIds' in spec) ? { ...(entry as object), spec: { ...spec, resourceIds: [] } } : entry;
+  const upgraded =
+    spec && typeof spec === 'object' && !('resourceIds' in spec) ? { ...(entry as object), spec: { ...spec, resourceIds: [] } } : entry;
   if (!checkWorkload.Check(upgraded)) throw new StoreFileError(file, 'holds an invalid workload record');
   return Object.freeze(upgraded);
 }
@@ -247,11 +245,19 @@ export class JsonWorkloadFiles {
       onUnreadable(err, canvasId);
     });
     try {
-      const doc = await DurableDocument.openJournaled(path.join(dir, JOURNAL_BASE), state, workloadsCodec(dir, fs, loader), fs, observe, 'workloads', {
-        compactAtBytes,
-        keepJournalIfStartCompactionFails: true,
-        ...(events ? { events } : {}),
-      });
+      const doc = await DurableDocument.openJournaled(
+        path.join(dir, JOURNAL_BASE),
+        state,
+        workloadsCodec(dir, fs, loader),
+        fs,
+        observe,
+        'workloads',
+        {
+          compactAtBytes,
+          keepJournalIfStartCompactionFails: true,
+          ...(events ? { events } : {}),
+        },
+      );
       return new JsonWorkloadFiles(doc, loader);
     } catch (err) {
       if (err instanceof JournalCorruptError) throw new StoreFileError(err.file, err.message.slice(path.basename(err.file).length + 1));
@@ -277,7 +283,8 @@ export class JsonWorkloadFiles {
   }
 
   realize(record: WorkloadRecord): Promise<{ workload: WorkloadRecord; created: boolean }> {
-    if (this.#closed) return Promise.reject(new AppError('storage_unavailable', 'The registry is shutting down; nothing was changed. Retry later.'));
+    if (this.#closed)
+      return Promise.reject(new AppError('storage_unavailable', 'The registry is shutting down; nothing was changed. Retry later.'));
     // The canvas is in memory before the launch enters the group commit (its first-realization check reads
     // it). A canvas already in memory enters at once, without a turn of the event loop, so launches made
     // together share a batch.

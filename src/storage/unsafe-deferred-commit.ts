@@ -24,20 +24,21 @@ export function deferredCommitFileSystem(delayMs: number, onError: (err: unknown
       // `x.journal`, and the temp file `x.journal.<pid>-<hex>.tmp` that replaces it after a compaction.
       if (path.basename(file).includes('.journal')) {
         const write = handle.write.bind(handle) as (data: Uint8Array | string) => Promise<unknown>;
-        (handle as { write: unknown }).write = async (data: Uint8Array | string) => {
+        (handle as { write: unknown }).write = (data: Uint8Array | string) => {
           later(Date.now() + delayMs, () => write(data));
-          return { bytesWritten: typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength, buffer: data };
+          return Promise.resolve({ bytesWritten: typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength, buffer: data });
         };
-        handle.datasync = async () => undefined;
+        handle.datasync = () => Promise.resolve();
       }
       return handle;
     },
-    async rename(from, to) {
+    rename(from, to) {
       const due = Date.now() + delayMs;
       chain = chain.then(async () => {
         await sleep(Math.max(0, due - Date.now()));
         await nodeFileSystem.rename(from, to).catch(onError);
       });
+      return Promise.resolve();
     },
   };
 }

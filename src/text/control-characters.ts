@@ -2,8 +2,10 @@
 // tab, which are text) and what a key or single-line string refuses (all of them). Leaf module, no app imports.
 
 /** A control character a text field refuses. */
+// eslint-disable-next-line no-control-regex -- control characters are what it finds
 export const TEXT_CONTROL_CHARACTER = /[\u0000-\u0008\u000B-\u001F\u007F]/;
 /** A control character a key or single-line string refuses. */
+// eslint-disable-next-line no-control-regex -- control characters are what it finds
 export const LINE_CONTROL_CHARACTER = /[\u0000-\u001F\u007F]/;
 
 /**
@@ -27,6 +29,7 @@ export function findControlCharacter(value: unknown): 'key' | 'string' | undefin
   return undefined;
 }
 
+// eslint-disable-next-line no-control-regex -- control characters are what it escapes
 const ANY_CONTROL_CHARACTER = /[\u0000-\u001F\u007F]/g;
 
 /** `text` with every control character written out as its JSON escape (`\u0000`), visible and NUL-free. */

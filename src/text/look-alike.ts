@@ -54,7 +54,7 @@ function fullKey(text: string): string {
 // common case, at a fraction of the cost, for stores that key every alias on each write.
 const ASCII_KEYS: ReadonlyArray<string | undefined> = Array.from({ length: 128 }, (_, code) => {
   const key = fullKey(String.fromCharCode(code));
-  return /^[\x00-\x7F]*$/.test(key) ? key : undefined;
+  return /^\p{ASCII}*$/u.test(key) ? key : undefined;
 });
 
 function asciiKey(text: string): string | undefined {

@@ -45,7 +45,11 @@ export function effectiveResourceIds(required: readonly string[], selected: read
 /** The harness launch as pinned in a workload: kind, harness and options, nothing else a store carried. */
 function harnessLaunch(launch: AcpHarnessLaunch): AcpHarnessLaunch {
   const autoApprove = launch.options?.autoApprove;
-  return { kind: ACP_HARNESS, harnessId: launch.harnessId, ...(launch.options === undefined ? {} : { options: autoApprove === undefined ? {} : { autoApprove } }) };
+  return {
+    kind: ACP_HARNESS,
+    harnessId: launch.harnessId,
+    ...(launch.options === undefined ? {} : { options: autoApprove === undefined ? {} : { autoApprove } }),
+  };
 }
 
 const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((v, i) => v === b[i]);
@@ -64,7 +68,13 @@ export class WorkloadService {
     const id = `${request.canvasId}/${request.threadId}`;
     const action = 'workload.launch';
     const audit = this.#o.audit;
-    const result = await this.#launch(request).catch((err: unknown) => (audit ? audit.failure(actor, action, id, err) : Promise.reject(err)));
+    let result: LaunchResult;
+    try {
+      result = await this.#launch(request);
+    } catch (err) {
+      if (audit) await audit.failure(actor, action, id, err);
+      throw err;
+    }
     await audit?.record([{ actor, action, id, outcome: result.realized ? 'realized' : 'repeated' }]);
     return result;
   }
@@ -108,7 +118,10 @@ export class WorkloadService {
         cwd: request.workingDirPath ?? profile.workingDirPath,
         resourceIds: effective,
         resourceScope: { canvasId: request.canvasId, threadId: request.threadId },
-        initialPreamble: [bootstrapPreamble(effective), ...(request.additionalInitialPreamble === undefined ? [] : [request.additionalInitialPreamble])],
+        initialPreamble: [
+          bootstrapPreamble(effective),
+          ...(request.additionalInitialPreamble === undefined ? [] : [request.additionalInitialPreamble]),
+        ],
         env: { HUABU_RFS_URL: this.#o.rfsUrl(request.canvasId), HUABU_THREAD_ID: request.threadId },
         // A harness profile's driver needs to know which harness to start; a command profile's record
         // stays as it always was.
@@ -117,7 +130,9 @@ export class WorkloadService {
     };
     const outcome = await store.realizeWorkload(record);
     // Another launch of the same thread may have realized it first: then this one is a repeat.
-    return outcome.created ? { workload: outcome.workload, realized: true } : { workload: this.#repeat(outcome.workload, request), realized: false };
+    return outcome.created
+      ? { workload: outcome.workload, realized: true }
+      : { workload: this.#repeat(outcome.workload, request), realized: false };
   }
 
   /** The stored record when the request asks for nothing different; 409 otherwise. */
@@ -125,7 +140,10 @@ export class WorkloadService {
     const differs: string[] = [];
     if (request.profileId !== stored.spec.binding.profileId) differs.push('profileId');
     if (request.workingDirPath !== undefined && request.workingDirPath !== stored.spec.cwd) differs.push('workingDirPath');
-    if (request.resourceIds !== undefined && !sameList(effectiveResourceIds(this.#o.requiredResourceIds, request.resourceIds), stored.spec.resourceIds)) {
+    if (
+      request.resourceIds !== undefined &&
+      !sameList(effectiveResourceIds(this.#o.requiredResourceIds, request.resourceIds), stored.spec.resourceIds)
+    ) {
       differs.push('resourceIds');
     }
     if (request.additionalInitialPreamble !== undefined && request.additionalInitialPreamble !== stored.spec.initialPreamble[1]) {
@@ -149,7 +167,8 @@ export class WorkloadService {
 
   async get(canvasId: string, threadId: string): Promise<WorkloadRecord> {
     const record = await this.#o.store.getWorkload(canvasId, threadId);
-    if (!record) throw new AppError('workload_not_found', `No workload for thread ${threadId} of canvas ${canvasId}.`, { canvasId, threadId });
+    if (!record)
+      throw new AppError('workload_not_found', `No workload for thread ${threadId} of canvas ${canvasId}.`, { canvasId, threadId });
     return record;
   }
 

@@ -20,7 +20,11 @@ t.test('a revoked machine token gets a clear 401 message', async (t) => {
     t.match(run.stderr, /wrong, or the machine's enrollment was revoked/);
     t.match(run.stderr, new RegExp(`the token in ${m.tokenPath.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
   }
-  t.same((await catalogue(m)).resources.map((r) => r.id), [], 'its records are withdrawn with the revocation (issue 14)');
+  t.same(
+    (await catalogue(m)).resources.map((r) => r.id),
+    [],
+    'its records are withdrawn with the revocation (issue 14)',
+  );
 });
 
 t.test('a token of another machine is refused with a 403 message', async (t) => {

@@ -19,7 +19,10 @@ t.test('an unreachable registry is named with a hint', async (t) => {
   for (const command of ['sync', 'list']) {
     const run = await m.cli([command, '--registry', url, '--machine-id', 'agentlet-7f3a', '--token-file', m.tokenPath]);
     t.equal(run.code, 3, command);
-    t.match(run.stderr, `cannot reach the registry at ${url} (connection refused); check that the registry is running and that --registry is its base URL`);
+    t.match(
+      run.stderr,
+      `cannot reach the registry at ${url} (connection refused); check that the registry is running and that --registry is its base URL`,
+    );
   }
 });
 
@@ -27,7 +30,10 @@ t.test('a URL that is not the registry base URL is named as such', async (t) => 
   const m = await machine(t);
   const run = await m.cli(['list', '--registry', `${m.reg.url}/some/prefix`, '--machine-id', 'agentlet-7f3a', '--token-file', m.tokenPath]);
   t.equal(run.code, 3);
-  t.match(run.stderr, `unexpected answer from ${m.reg.url}/some/prefix: 404 not_found for /api/acp/providers/{provider}/resources; is --registry the registry's base URL`);
+  t.match(
+    run.stderr,
+    `unexpected answer from ${m.reg.url}/some/prefix: 404 not_found for /api/acp/providers/{provider}/resources; is --registry the registry's base URL`,
+  );
 });
 
 t.test('a registry that does not answer times out within --timeout-ms', async (t) => {
@@ -45,7 +51,9 @@ t.test('a registry that does not answer times out within --timeout-ms', async (t
   t.equal(run.code, 3);
   t.match(run.stderr, `the registry at ${url} did not answer within 300 ms`);
   t.ok(Date.now() - started < 10_000, 'bounded');
-  const env = await m.cli(['list', '--registry', url, '--machine-id', 'agentlet-7f3a', '--token-file', m.tokenPath], { AGENTLET_TIMEOUT_MS: '200' });
+  const env = await m.cli(['list', '--registry', url, '--machine-id', 'agentlet-7f3a', '--token-file', m.tokenPath], {
+    AGENTLET_TIMEOUT_MS: '200',
+  });
   t.match(env.stderr, /did not answer within 200 ms/, 'AGENTLET_TIMEOUT_MS sets it too');
 });
 
@@ -55,14 +63,22 @@ t.test('usage errors exit 2 and say what to do', async (t) => {
   const cases: [string[], Record<string, string>, RegExp][] = [
     [['validate', '--resource-dir', 'relative/dir'], {}, /--resource-dir must be an absolute path/],
     [['validate'], { AGENT_RESOURCE_DIR: 'relative' }, /AGENT_RESOURCE_DIR must be an absolute path/],
-    [['validate', '--resource-dir', path.join(dir, 'missing')], {}, /does not exist or is not a directory; run `agentlet-resources init` first/],
+    [
+      ['validate', '--resource-dir', path.join(dir, 'missing')],
+      {},
+      /does not exist or is not a directory; run `agentlet-resources init` first/,
+    ],
     [['frobnicate'], {}, /unknown command "frobnicate"/],
     [['toString'], {}, /unknown command "toString"/],
     [['sync', '--bogus'], {}, /sync: Unknown option '--bogus'/],
     [['receipt', 'add', 'x', '--kind', 'plugin'], { AGENT_RESOURCE_DIR: dir }, /--kind must be one of skill, tool, connector/],
     [['list', '--registry', 'ftp://x', '--machine-id', 'm', '--token-file', 'f'], {}, /--registry must be an http/],
     [['list', '--registry', 'http://x', '--machine-id', 'huabu', '--token-file', 'f'], {}, /--machine-id must be the exact machine ID/],
-    [['list', '--registry', 'http://x', '--machine-id', 'm', '--token-file', 'f', '--timeout-ms', '0'], {}, /--timeout-ms must be a whole number/],
+    [
+      ['list', '--registry', 'http://x', '--machine-id', 'm', '--token-file', 'f', '--timeout-ms', '0'],
+      {},
+      /--timeout-ms must be a whole number/,
+    ],
     [[], {}, /Usage: agentlet-resources/],
   ];
   for (const [args, env, message] of cases) {

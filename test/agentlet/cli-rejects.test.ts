@@ -4,7 +4,16 @@
 import t from 'tap';
 import { rm, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { addSkill, assertBuilt, catalogue, FAKE_GITHUB_TOKEN, installFile, machine, receiptJson, writeReceipt } from '../helpers/agentlet.js';
+import {
+  addSkill,
+  assertBuilt,
+  catalogue,
+  FAKE_GITHUB_TOKEN,
+  installFile,
+  machine,
+  receiptJson,
+  writeReceipt,
+} from '../helpers/agentlet.js';
 
 assertBuilt();
 
@@ -32,15 +41,29 @@ t.test('a receipt whose entrypoint escapes the root is rejected and nothing is s
     await writeReceipt(m.root, receiptJson('symlink-escape', { entrypoint: 'skills/linked/run.sh' }));
     const validate = await m.cli(['validate']);
     t.equal(validate.code, 1);
-    t.match(validate.stdout, /^invalid receipts\/symlink-escape\.json: \/entrypoint skills\/linked\/run\.sh resolves outside the resource root/m);
+    t.match(
+      validate.stdout,
+      /^invalid receipts\/symlink-escape\.json: \/entrypoint skills\/linked\/run\.sh resolves outside the resource root/m,
+    );
     const sync = await m.cli(['sync', ...m.remote]);
     t.equal(sync.code, 1);
     t.same(m.reg.providerRequests, [], 'no request reached the registry');
 
     await writeFile(path.join(m.dir, 'i.md'), 'Run it.');
     const add = await m.cli([
-      'receipt', 'add', 'linked-tool', '--kind', 'skill', '--entrypoint', 'skills/linked/run.sh',
-      '--name', 'Linked', '--description', 'Escapes.', '--instructions-file', path.join(m.dir, 'i.md'),
+      'receipt',
+      'add',
+      'linked-tool',
+      '--kind',
+      'skill',
+      '--entrypoint',
+      'skills/linked/run.sh',
+      '--name',
+      'Linked',
+      '--description',
+      'Escapes.',
+      '--instructions-file',
+      path.join(m.dir, 'i.md'),
     ]);
     t.equal(add.code, 1, 'receipt add refuses it too');
     t.match(add.stderr, /resolves outside the resource root[\s\S]*nothing was written/);
@@ -56,8 +79,19 @@ t.test('a receipt holding a secret is rejected without echoing it, and nothing i
   const instructions = path.join(m.dir, 'gh.md');
   await writeFile(instructions, `Call the API with token ${FAKE_GITHUB_TOKEN}.`);
   const add = await m.cli([
-    'receipt', 'add', 'github-connector', '--kind', 'connector', '--entrypoint', 'connectors/gh/connector.json',
-    '--name', 'GitHub', '--description', 'GitHub API.', '--instructions-file', instructions,
+    'receipt',
+    'add',
+    'github-connector',
+    '--kind',
+    'connector',
+    '--entrypoint',
+    'connectors/gh/connector.json',
+    '--name',
+    'GitHub',
+    '--description',
+    'GitHub API.',
+    '--instructions-file',
+    instructions,
   ]);
   t.equal(add.code, 1);
   t.match(add.stderr, /\/instructions looks like it contains a secret \(rule github-pat\)/);
@@ -65,7 +99,11 @@ t.test('a receipt holding a secret is rejected without echoing it, and nothing i
 
   await writeReceipt(
     m.root,
-    receiptJson('github-connector', { kind: 'connector', entrypoint: 'connectors/gh/connector.json', description: `Uses ${FAKE_GITHUB_TOKEN}` }),
+    receiptJson('github-connector', {
+      kind: 'connector',
+      entrypoint: 'connectors/gh/connector.json',
+      description: `Uses ${FAKE_GITHUB_TOKEN}`,
+    }),
   );
   const validate = await m.cli(['validate']);
   t.equal(validate.code, 1);

@@ -37,11 +37,26 @@ t.test('a machine goes from an empty directory to its records in the catalogue, 
   await installFile(m.root, 'tools/grep/grep.sh');
   await writeFile(path.join(m.dir, 'grep.md'), 'Run $AGENT_RESOURCE_DIR/tools/grep/grep.sh PATTERN.');
   const tool = await m.cli([
-    'receipt', 'add', 'local-grep', '--kind', 'tool', '--entrypoint', path.join(m.root, 'tools/grep/grep.sh'),
-    '--name', 'Local grep', '--description', 'Searches files.', '--instructions-file', path.join(m.dir, 'grep.md'),
+    'receipt',
+    'add',
+    'local-grep',
+    '--kind',
+    'tool',
+    '--entrypoint',
+    path.join(m.root, 'tools/grep/grep.sh'),
+    '--name',
+    'Local grep',
+    '--description',
+    'Searches files.',
+    '--instructions-file',
+    path.join(m.dir, 'grep.md'),
   ]);
   t.equal(tool.code, 0, tool.stderr);
-  t.equal(JSON.parse(await readFile(path.join(m.root, 'receipts', 'local-grep.json'), 'utf8')).entrypoint, 'tools/grep/grep.sh', 'absolute entrypoint inside the root is stored relative');
+  t.equal(
+    JSON.parse(await readFile(path.join(m.root, 'receipts', 'local-grep.json'), 'utf8')).entrypoint,
+    'tools/grep/grep.sh',
+    'absolute entrypoint inside the root is stored relative',
+  );
 
   const again = await addSkill(m, 'summarize-pdf');
   t.equal(again.code, 1, 'an existing receipt is not overwritten without --force');
@@ -55,7 +70,11 @@ t.test('a machine goes from an empty directory to its records in the catalogue, 
   t.equal(sync.code, 0, sync.stderr);
   t.match(sync.stdout, /^created:\s+local-grep, summarize-pdf$/m);
   t.match(sync.stdout, /^withdrawn:\s+-$/m);
-  t.same(m.reg.providerRequests.filter((r) => !r.includes('/huabu/')), ['PUT /api/acp/providers/agentlet-7f3a/resources'], 'one reconcile request');
+  t.same(
+    m.reg.providerRequests.filter((r) => !r.includes('/huabu/')),
+    ['PUT /api/acp/providers/agentlet-7f3a/resources'],
+    'one reconcile request',
+  );
 
   const { resources } = await catalogue(m);
   t.same(resources, [
@@ -89,7 +108,12 @@ t.test('a machine goes from an empty directory to its records in the catalogue, 
   t.equal(list.code, 0, list.stderr);
   t.equal(
     list.stdout,
-    ['ID             NAME                 DESCRIPTION', 'local-grep     Local grep           Searches files.', 'summarize-pdf  Skill summarize-pdf  What summarize-pdf does.', ''].join('\n'),
+    [
+      'ID             NAME                 DESCRIPTION',
+      'local-grep     Local grep           Searches files.',
+      'summarize-pdf  Skill summarize-pdf  What summarize-pdf does.',
+      '',
+    ].join('\n'),
   );
 
   const unchanged = await m.cli(['sync', ...m.remote]);

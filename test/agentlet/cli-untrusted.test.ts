@@ -8,13 +8,24 @@ import { once } from 'node:events';
 import { chmod, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import type http from 'node:http';
 import path from 'node:path';
-import { assertBuilt, cliRunner, fakeRegistry, receiptJson, tempDir, tokenFile, writeReceipt, type TestContext } from '../helpers/agentlet.js';
+import {
+  assertBuilt,
+  cliRunner,
+  fakeRegistry,
+  receiptJson,
+  tempDir,
+  tokenFile,
+  writeReceipt,
+  type TestContext,
+} from '../helpers/agentlet.js';
 
 assertBuilt();
 // About thirty CLI runs, each loading the secret scanner; on a loaded machine one takes seconds.
 t.setTimeout(900_000);
 
 /** Every control character a terminal could act on; newline and tab are the only ones the CLI may print. */
+// Every C0 and C1 control but tab and newline.
+// eslint-disable-next-line no-control-regex -- control characters are what it finds
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
 const MACHINE = 'agentlet-7f3a';
 const MiB = 1024 * 1024;
@@ -44,11 +55,26 @@ t.test('nothing the registry, a file name or a record says reaches the terminal 
     if (machine === 'm-400') return json(400, { statusCode: 400, code: 'validation_failed', error: 'Bad Request', message: EVIL });
     if (machine === 'm-500') return json(500, { statusCode: 500, code: `internal${EVIL}`, error: 'Internal Server Error', message: EVIL });
     if (machine === 'm-409') {
-      return json(409, { statusCode: 409, code: 'resource_conflict', error: 'Conflict', message: EVIL, details: { conflicts: [{ id: EVIL, provider: EVIL }] } });
+      return json(409, {
+        statusCode: 409,
+        code: 'resource_conflict',
+        error: 'Conflict',
+        message: EVIL,
+        details: { conflicts: [{ id: EVIL, provider: EVIL }] },
+      });
     }
     // C1 controls pass the record schemas (they exclude C0 and DEL only), so a record can carry them.
     return json(200, {
-      resources: [{ schemaVersion: 1, id: 'odd-record', name: 'Name \u009b2J\u009d0;title\u009c', provider: machine, description: 'About \u009b31mred', instructions: 'Use it.' }],
+      resources: [
+        {
+          schemaVersion: 1,
+          id: 'odd-record',
+          name: 'Name \u009b2J\u009d0;title\u009c',
+          provider: machine,
+          description: 'About \u009b31mred',
+          instructions: 'Use it.',
+        },
+      ],
     });
   });
   const remote = (machine: string) => ['--registry', reg.url, '--machine-id', machine, '--token-file', tokenPath];
@@ -61,7 +87,11 @@ t.test('nothing the registry, a file name or a record says reaches the terminal 
   await rm(path.join(root, 'receipts'), { recursive: true });
   t.equal((await cli(['init'])).code, 0);
 
-  for (const [machine, code] of [['m-400', 1], ['m-409', 1], ['m-500', 3]] as const) {
+  for (const [machine, code] of [
+    ['m-400', 1],
+    ['m-409', 1],
+    ['m-500', 3],
+  ] as const) {
     const run = await cli(['sync', ...remote(machine)]);
     t.equal(run.code, code, `sync against ${machine}`);
     t.notMatch(run.stdout + run.stderr, CONTROL, `sync against ${machine}: no control character printed`);
@@ -94,7 +124,10 @@ function endless(status: number, budget: number, sent: { bytes: number }) {
 t.test('an answer larger than the cap is cut off: a clear error, exit 3, and the CLI stops reading', async (t) => {
   const { cli, tokenPath } = await local(t);
   const budget = 96 * MiB;
-  for (const [command, status] of [['list', 200], ['sync', 502]] as const) {
+  for (const [command, status] of [
+    ['list', 200],
+    ['sync', 502],
+  ] as const) {
     const sent = { bytes: 0 };
     const reg = await fakeRegistry(t, endless(status, budget, sent));
     const run = await cli([command, '--registry', reg.url, '--machine-id', MACHINE, '--token-file', tokenPath, '--timeout-ms', '120000']);
@@ -117,8 +150,19 @@ t.test('a token file or instructions file that is a FIFO is refused at once', as
   t.same(reg.requests, [], 'nothing sent');
 
   const add = await cli([
-    'receipt', 'add', 'fifo-skill', '--kind', 'skill', '--entrypoint', 'skills/fifo-skill',
-    '--name', 'F', '--description', 'D', '--instructions-file', fifo,
+    'receipt',
+    'add',
+    'fifo-skill',
+    '--kind',
+    'skill',
+    '--entrypoint',
+    'skills/fifo-skill',
+    '--name',
+    'F',
+    '--description',
+    'D',
+    '--instructions-file',
+    fifo,
   ]);
   t.equal(add.code, 2, 'exit 2');
   t.match(add.stderr, `--instructions-file ${fifo} is not a regular file`);
@@ -126,13 +170,32 @@ t.test('a token file or instructions file that is a FIFO is refused at once', as
 
 t.test('an unsafe receipts/ or root is refused, not warned about', async (t) => {
   const { dir, root, cli, tokenPath } = await local(t);
-  const reg = await fakeRegistry(t, (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"created":[],"replaced":[],"withdrawn":[],"unchanged":[]}'));
+  const reg = await fakeRegistry(t, (_req, res) =>
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"created":[],"replaced":[],"withdrawn":[],"unchanged":[]}'),
+  );
   const instructions = path.join(dir, 'instructions.md');
   await writeFile(instructions, 'Use it.\n');
   const commands: [string, string[]][] = [
     ['validate', ['validate']],
     ['sync', ['sync', '--registry', reg.url, '--machine-id', MACHINE, '--token-file', tokenPath]],
-    ['receipt add', ['receipt', 'add', 'some-skill', '--kind', 'skill', '--entrypoint', 'skills/some-skill', '--name', 'S', '--description', 'D', '--instructions-file', instructions]],
+    [
+      'receipt add',
+      [
+        'receipt',
+        'add',
+        'some-skill',
+        '--kind',
+        'skill',
+        '--entrypoint',
+        'skills/some-skill',
+        '--name',
+        'S',
+        '--description',
+        'D',
+        '--instructions-file',
+        instructions,
+      ],
+    ],
   ];
   const receipts = path.join(root, 'receipts');
 
@@ -153,14 +216,22 @@ t.test('an unsafe receipts/ or root is refused, not warned about', async (t) => 
   });
 
   // Every command on the world-writable receipts/; the other cases through validate (they share one check).
-  for (const [which, mode, all] of [['receipts/', 0o777, true], ['receipts/', 0o770, false], ['the root', 0o757, false]] as const) {
+  for (const [which, mode, all] of [
+    ['receipts/', 0o777, true],
+    ['receipts/', 0o770, false],
+    ['the root', 0o757, false],
+  ] as const) {
     await t.test(`${which} with mode ${mode.toString(8)}`, async (t) => {
       const target = which === 'the root' ? root : receipts;
       await chmod(target, mode);
       for (const [name, args] of all ? commands : commands.slice(0, 1)) {
         const run = await cli(args);
         t.equal(run.code, 2, `${name}: exit 2`);
-        t.match(run.stderr, `${target} is writable by group or others (mode 0${mode.toString(8)}); refusing to use it. Run \`agentlet-resources init\` to tighten it`, name);
+        t.match(
+          run.stderr,
+          `${target} is writable by group or others (mode 0${mode.toString(8)}); refusing to use it. Run \`agentlet-resources init\` to tighten it`,
+          name,
+        );
       }
       t.same(reg.requests, [], 'nothing sent');
       t.equal((await cli(['init'])).code, 0, 'init tightens it');

@@ -27,14 +27,23 @@ function walk(entry: string): { local: string[]; packages: Set<string> } {
 }
 
 // `serve` is loaded by the CLI on demand; it may log with pino, and reaches nothing of the server either.
-t.test('src/agentlet/serve.ts reaches no Fastify module, HTTP adapter or store', async (t) => {
+t.test('src/agentlet/serve.ts reaches no Fastify module, HTTP adapter or store', (t) => {
   const { local, packages } = walk('src/agentlet/serve.ts');
   t.ok(local.includes('src/agentlet/channel-client.ts') && local.includes('src/agentlet/jobs.ts'), 'the walk follows imports');
-  t.same(local.filter((f) => /^src\/(http|routes|app|server|registry|channel|storage\/(?!durable-file))/.test(f)), [], 'no HTTP adapter, route, app, channel service or store module');
-  t.same([...packages].filter((p) => /fastify/.test(p)), [], `packages: ${[...packages].sort().join(', ')}`);
+  t.same(
+    local.filter((f) => /^src\/(http|routes|app|server|registry|channel|storage\/(?!durable-file))/.test(f)),
+    [],
+    'no HTTP adapter, route, app, channel service or store module',
+  );
+  t.same(
+    [...packages].filter((p) => /fastify/.test(p)),
+    [],
+    `packages: ${[...packages].sort().join(', ')}`,
+  );
+  t.end();
 });
 
-t.test('src/agentlet/cli.ts reaches no Fastify module', async (t) => {
+t.test('src/agentlet/cli.ts reaches no Fastify module', (t) => {
   const seen = new Set<string>();
   const packages = new Set<string>();
   const queue = [path.resolve('src/agentlet/cli.ts')];
@@ -54,5 +63,10 @@ t.test('src/agentlet/cli.ts reaches no Fastify module', async (t) => {
     [],
     'no HTTP adapter, route, app or store module',
   );
-  t.same([...packages].filter((p) => /fastify|pino/.test(p)), [], `packages: ${[...packages].sort().join(', ')}`);
+  t.same(
+    [...packages].filter((p) => /fastify|pino/.test(p)),
+    [],
+    `packages: ${[...packages].sort().join(', ')}`,
+  );
+  t.end();
 });

@@ -4,7 +4,15 @@ import t from 'tap';
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { initResourceRoot, resolveResourceRoot } from '../../src/agentlet/resource-root.js';
-import { formatReport, MAX_RECEIPT_BYTES, receiptProblems, serializeReceipt, toReconcileEntry, validateResourceRoot, type Receipt } from '../../src/agentlet/receipt.js';
+import {
+  formatReport,
+  MAX_RECEIPT_BYTES,
+  receiptProblems,
+  serializeReceipt,
+  toReconcileEntry,
+  validateResourceRoot,
+  type Receipt,
+} from '../../src/agentlet/receipt.js';
 import { SecretScanner } from '../../src/secrets/secret-scanner.js';
 import { FAKE_GITHUB_TOKEN, installFile, receiptJson, tempDir, writeReceipt } from '../helpers/agentlet.js';
 
@@ -32,7 +40,17 @@ t.test('a valid receipt has no problems and publishes only the record fields', a
     description: 'About good.',
     instructions: 'Read $AGENT_RESOURCE_DIR/skills/good/SKILL.md before using good.',
   });
-  t.same(Object.keys(JSON.parse(serializeReceipt(receipt))), ['schemaVersion', 'id', 'kind', 'name', 'description', 'instructions', 'entrypoint', 'source', 'installedAt']);
+  t.same(Object.keys(JSON.parse(serializeReceipt(receipt))), [
+    'schemaVersion',
+    'id',
+    'kind',
+    'name',
+    'description',
+    'instructions',
+    'entrypoint',
+    'source',
+    'installedAt',
+  ]);
 });
 
 t.test('record fields follow the server rules', async (t) => {
@@ -48,15 +66,32 @@ t.test('record fields follow the server rules', async (t) => {
     ['unknown kind', { kind: 'plugin' }, '/kind must be one of skill, tool, connector'],
     ['wrong version', { schemaVersion: 3 }, '/schemaVersion must be 1 or 2'],
     ['extra field', { availability: 'now' }, 'unknown field(s): availability'],
-    ['provider of another machine', { provider: 'agentlet-other' }, '/provider is "agentlet-other" but this machine is "agentlet-7f3a"; a receipt publishes as the machine that holds it, so its provider must be this machine\'s ID'],
+    [
+      'provider of another machine',
+      { provider: 'agentlet-other' },
+      '/provider is "agentlet-other" but this machine is "agentlet-7f3a"; a receipt publishes as the machine that holds it, so its provider must be this machine\'s ID',
+    ],
     ['bad date', { installedAt: 'yesterday' }, /\/installedAt must be an RFC 3339 date-time/],
     ['multi-line entrypoint', { entrypoint: 'skills/good\nSKILL.md' }, '/entrypoint must be one line without control characters'],
   ];
   for (const [name, override, problem] of cases) {
-    const problems = await receiptProblems(root, typeof override.id === 'string' ? override.id : 'good', { ...base, ...override }, scanner, 'agentlet-7f3a');
-    t.ok(problems.some((p) => (typeof problem === 'string' ? p === problem : problem.test(p))), `${name}: ${problems.join(' | ')}`);
+    const problems = await receiptProblems(
+      root,
+      typeof override.id === 'string' ? override.id : 'good',
+      { ...base, ...override },
+      scanner,
+      'agentlet-7f3a',
+    );
+    t.ok(
+      problems.some((p) => (typeof problem === 'string' ? p === problem : problem.test(p))),
+      `${name}: ${problems.join(' | ')}`,
+    );
   }
-  t.same(await receiptProblems(root, 'good', { ...base, provider: 'agentlet-7f3a' }, scanner, 'agentlet-7f3a'), [], "provider equal to the machine ID (upstream's receipts carry it)");
+  t.same(
+    await receiptProblems(root, 'good', { ...base, provider: 'agentlet-7f3a' }, scanner, 'agentlet-7f3a'),
+    [],
+    "provider equal to the machine ID (upstream's receipts carry it)",
+  );
   const { name: _n, instructions: _i, ...missing } = base;
   t.same(await receiptProblems(root, 'good', missing, scanner), ['missing field(s): name, instructions']);
   t.same(await receiptProblems(root, 'good', [base], scanner), ['a receipt must be a JSON object']);
@@ -73,17 +108,28 @@ t.test('the entrypoint stays inside its kind directory of the real root', async 
   const check = (entrypoint: string, kind = 'skill') => receiptProblems(root, 'good', receiptJson('good', { kind, entrypoint }), scanner);
 
   t.same(await check('skills/../../outside/evil.sh'), ['/entrypoint must not contain ".." segments']);
-  t.same(await check('skills/good/../good/SKILL.md'), ['/entrypoint must not contain ".." segments'], '.. is refused even when it stays inside');
+  t.same(
+    await check('skills/good/../good/SKILL.md'),
+    ['/entrypoint must not contain ".." segments'],
+    '.. is refused even when it stays inside',
+  );
   t.same(await check(path.join(root, 'skills/good/SKILL.md')), ['/entrypoint must be relative to the resource root, not absolute']);
-  t.match((await check('skills/escape/evil.sh'))[0], /^\/entrypoint skills\/escape\/evil\.sh resolves outside the resource root \(to .*outside\/evil\.sh\)/);
-  t.same(await check('skills/to-tools/run.sh'), ['/entrypoint skills/to-tools/run.sh resolves to tools/t/run.sh, which is not under skills/']);
+  t.match(
+    (await check('skills/escape/evil.sh'))[0],
+    /^\/entrypoint skills\/escape\/evil\.sh resolves outside the resource root \(to .*outside\/evil\.sh\)/,
+  );
+  t.same(await check('skills/to-tools/run.sh'), [
+    '/entrypoint skills/to-tools/run.sh resolves to tools/t/run.sh, which is not under skills/',
+  ]);
   t.same(await check('skills/inside/SKILL.md'), [], 'a symbolic link that stays inside is fine');
   t.same(await check('skills/missing.md'), ['/entrypoint skills/missing.md does not exist']);
   t.same(await check('skills/loop'), ['/entrypoint skills/loop is a symbolic link loop']);
   t.same(await check('tools/t/run.sh'), ['/entrypoint of a skill must lie under skills/ (got tools/t/run.sh)']);
   t.same(await check('tools/t/run.sh', 'tool'), []);
   t.same(await check('skills', 'skill'), ['/entrypoint of a skill must lie under skills/ (got skills)'], 'not the kind directory itself');
-  t.same(await check('receipts/good.json', 'connector'), ['/entrypoint of a connector must lie under connectors/ (got receipts/good.json)']);
+  t.same(await check('receipts/good.json', 'connector'), [
+    '/entrypoint of a connector must lie under connectors/ (got receipts/good.json)',
+  ]);
 
   // The root itself reached through a symbolic link: containment is judged on real paths.
   const linkedRoot = path.join(dir, 'linked-root');
@@ -95,16 +141,35 @@ t.test('the entrypoint stays inside its kind directory of the real root', async 
 t.test('secrets are found in every text field and never quoted', async (t) => {
   const { root } = await makeRoot(t);
   for (const field of ['name', 'description', 'instructions', 'source']) {
-    const problems = await receiptProblems(root, 'good', receiptJson('good', { entrypoint: 'skills/good/SKILL.md', [field]: `x ${FAKE_GITHUB_TOKEN} y` }), scanner);
+    const problems = await receiptProblems(
+      root,
+      'good',
+      receiptJson('good', { entrypoint: 'skills/good/SKILL.md', [field]: `x ${FAKE_GITHUB_TOKEN} y` }),
+      scanner,
+    );
     t.same(problems, [`/${field} looks like it contains a secret (rule github-pat); secrets never belong in a receipt`], field);
   }
-  const own = await receiptProblems(root, 'good', receiptJson('good', { entrypoint: 'skills/good/SKILL.md', instructions: 'Bearer arr_machine_0123456789abcdefXYZ' }), scanner);
+  const own = await receiptProblems(
+    root,
+    'good',
+    receiptJson('good', { entrypoint: 'skills/good/SKILL.md', instructions: 'Bearer arr_machine_0123456789abcdefXYZ' }),
+    scanner,
+  );
   t.same(own, ['/instructions looks like it contains a secret (rule registry-token); secrets never belong in a receipt']);
   const configured = new SecretScanner(['exact-machine-token-value-123']);
-  const known = await receiptProblems(root, 'good', receiptJson('good', { entrypoint: 'skills/good/SKILL.md', description: 'has exact-machine-token-value-123' }), configured);
+  const known = await receiptProblems(
+    root,
+    'good',
+    receiptJson('good', { entrypoint: 'skills/good/SKILL.md', description: 'has exact-machine-token-value-123' }),
+    configured,
+  );
   t.same(known, ['/description looks like it contains a secret (rule configured-credential); secrets never belong in a receipt']);
   const inPath = await receiptProblems(root, 'good', receiptJson('good', { entrypoint: `skills/${FAKE_GITHUB_TOKEN}` }), scanner);
-  t.same(inPath, ['/entrypoint looks like it contains a secret (rule github-pat); secrets never belong in a receipt'], 'the path is not quoted');
+  t.same(
+    inPath,
+    ['/entrypoint looks like it contains a secret (rule github-pat); secrets never belong in a receipt'],
+    'the path is not quoted',
+  );
 });
 
 t.test('receipts/ holds only <id>.json regular files', async (t) => {
@@ -133,10 +198,11 @@ t.test('receipts/ holds only <id>.json regular files', async (t) => {
   ]);
 });
 
-t.test('the resource root override must be absolute', async (t) => {
+t.test('the resource root override must be absolute', (t) => {
   t.equal(resolveResourceRoot(undefined, undefined, '/home/u'), '/home/u/.agentlet/resources');
   t.equal(resolveResourceRoot(undefined, '/srv/res/', '/home/u'), '/srv/res/');
   t.equal(resolveResourceRoot('/opt/r', '/srv/res', '/home/u'), '/opt/r', 'the flag wins');
   t.throws(() => resolveResourceRoot('rel', undefined), { message: /--resource-dir must be an absolute path/, exitCode: 2 });
   t.throws(() => resolveResourceRoot(undefined, './rel'), { message: /AGENT_RESOURCE_DIR must be an absolute path/, exitCode: 2 });
+  t.end();
 });

@@ -11,7 +11,17 @@ import os from 'node:os';
 import { backoffMs } from '../../src/agentlet/serve.js';
 import { RECONNECT_BASE_MS } from '../../src/agentlet/serve-constants.js';
 import { build, canaryLogFile, type TestApp } from '../helpers/build.js';
-import { addSkill, assertBuilt, CLI, installFile, machine, receiptJson, tokenFile, writeReceipt, type Machine } from '../helpers/agentlet.js';
+import {
+  addSkill,
+  assertBuilt,
+  CLI,
+  installFile,
+  machine,
+  receiptJson,
+  tokenFile,
+  writeReceipt,
+  type Machine,
+} from '../helpers/agentlet.js';
 
 assertBuilt();
 
@@ -97,8 +107,22 @@ const catalogueIds = async (h: TestApp) =>
 /** Every line is a JSON object (not a terminal), and none holds a token issued in the test. */
 function assertLogs(t: Test, d: Daemon, tokens: string[]): void {
   t.ok(d.lines.length > 0, 'the daemon logged');
-  t.same(d.lines.filter((l) => { try { return typeof JSON.parse(l) !== 'object'; } catch { return true; } }), [], 'every line is a JSON object');
-  t.same(tokens.filter((tok) => d.lines.some((l) => l.includes(tok))), [], 'no token in any log line');
+  t.same(
+    d.lines.filter((l) => {
+      try {
+        return typeof JSON.parse(l) !== 'object';
+      } catch {
+        return true;
+      }
+    }),
+    [],
+    'every line is a JSON object',
+  );
+  t.same(
+    tokens.filter((tok) => d.lines.some((l) => l.includes(tok))),
+    [],
+    'no token in any log line',
+  );
 }
 
 t.test('serve: connects, runs jobs, publishes a dropped receipt within a second, exits 0 on SIGTERM', async (t) => {
@@ -110,12 +134,26 @@ t.test('serve: connects, runs jobs, publishes a dropped receipt within a second,
   await until('the first publish', async () => (await catalogueIds(m.reg.h)).includes('first-skill'));
   t.pass('the receipts present at start are published without sync');
 
-  const ping = await m.reg.h.app.inject({ method: 'POST', url: '/api/acp/machines/agentlet-7f3a/jobs', headers: m.reg.h.owner, payload: { type: 'ping' } });
+  const ping = await m.reg.h.app.inject({
+    method: 'POST',
+    url: '/api/acp/machines/agentlet-7f3a/jobs',
+    headers: m.reg.h.owner,
+    payload: { type: 'ping' },
+  });
   t.equal(ping.statusCode, 200, ping.body);
   t.same(ping.json().result, { pong: true }, 'a ping job round trip');
-  const sync = await m.reg.h.app.inject({ method: 'POST', url: '/api/acp/machines/agentlet-7f3a/jobs', headers: m.reg.h.owner, payload: { type: 'sync' } });
+  const sync = await m.reg.h.app.inject({
+    method: 'POST',
+    url: '/api/acp/machines/agentlet-7f3a/jobs',
+    headers: m.reg.h.owner,
+    payload: { type: 'sync' },
+  });
   t.equal(sync.statusCode, 200, sync.body);
-  t.same(sync.json().result, { dryRun: false, created: [], replaced: [], withdrawn: [], unchanged: ['first-skill'] }, 'a sync job reconciles the root');
+  t.same(
+    sync.json().result,
+    { dryRun: false, created: [], replaced: [], withdrawn: [], unchanged: ['first-skill'] },
+    'a sync job reconciles the root',
+  );
   await d.waitFor(/^job sync done$/);
 
   await installFile(m.root, 'skills/dropped-skill/SKILL.md', '# dropped\n');
@@ -135,7 +173,12 @@ t.test('serve: connects, runs jobs, publishes a dropped receipt within a second,
   await writeReceipt(m.root, '{"schemaVersion": 1, "id": "half-writ', 'half-written.json');
   await d.waitFor(/^not published: 1 invalid receipt/, 5_000, before);
   t.same(await catalogueIds(m.reg.h), ['dropped-skill'], 'the last set published stays');
-  const refused = await m.reg.h.app.inject({ method: 'POST', url: '/api/acp/machines/agentlet-7f3a/jobs', headers: m.reg.h.owner, payload: { type: 'sync' } });
+  const refused = await m.reg.h.app.inject({
+    method: 'POST',
+    url: '/api/acp/machines/agentlet-7f3a/jobs',
+    headers: m.reg.h.owner,
+    payload: { type: 'sync' },
+  });
   t.equal(refused.statusCode, 502);
   t.match(refused.json(), { code: 'agentlet_job_failed', details: { agentletCode: 'invalid_receipts' }, message: /half-written\.json/ });
   await rm(`${m.root}/receipts/half-written.json`);
@@ -160,13 +203,18 @@ t.test('serve reconnects after the registry restarts', async (t) => {
   await again.app.listen({ port, host: '127.0.0.1' });
   await d.waitFor(/^connected to /, 20_000, before);
   t.equal(await statusOf(again, 'agentlet-7f3a'), 'connected', 'connected to the restarted registry');
-  const ping = await again.app.inject({ method: 'POST', url: '/api/acp/machines/agentlet-7f3a/jobs', headers: again.owner, payload: { type: 'ping' } });
+  const ping = await again.app.inject({
+    method: 'POST',
+    url: '/api/acp/machines/agentlet-7f3a/jobs',
+    headers: again.owner,
+    payload: { type: 'ping' },
+  });
   t.equal(ping.statusCode, 200, 'and runs its jobs');
   t.equal(await d.stop(), 0);
   assertLogs(t, d, m.cli.tokens.concat(m.token));
 });
 
-t.test("revoking the machine closes its channel; the daemon says why, without the token, and stays stoppable", async (t) => {
+t.test('revoking the machine closes its channel; the daemon says why, without the token, and stays stoppable', async (t) => {
   const m = await machine(t);
   const d = startDaemon(t, m);
   await d.waitFor(/^connected to /);
@@ -175,27 +223,52 @@ t.test("revoking the machine closes its channel; the daemon says why, without th
   t.equal(await statusOf(m.reg.h, 'agentlet-7f3a'), 'disconnected', 'the channel closed at once');
   const refused = await d.waitFor(/rejected the token for machine agentlet-7f3a \(401\)/);
   t.match(refused.msg, m.tokenPath, 'names the token file to fix');
-  const job = await m.reg.h.app.inject({ method: 'POST', url: '/api/acp/machines/agentlet-7f3a/jobs', headers: m.reg.h.owner, payload: { type: 'ping' } });
+  const job = await m.reg.h.app.inject({
+    method: 'POST',
+    url: '/api/acp/machines/agentlet-7f3a/jobs',
+    headers: m.reg.h.owner,
+    payload: { type: 'ping' },
+  });
   t.equal(job.statusCode, 503, 'no job reaches a revoked machine');
   t.equal(await d.stop(), 0);
   assertLogs(t, d, m.cli.tokens.concat(m.token));
 });
 
-t.test("serve with another machine's token: the registry refuses the channel (403), the daemon says so and still stops cleanly", async (t) => {
-  const m = await machine(t);
-  const other = await m.reg.h.enroll('agentlet-other');
-  const otherFile = await tokenFile(m.dir, other, 0o600, 'other.token');
-  const d = startDaemon(t, { ...m, remote: ['--registry', m.reg.url, '--machine-id', 'agentlet-7f3a', '--token-file', otherFile] });
-  await d.waitFor(/refused the channel of machine agentlet-7f3a \(403\): the token belongs to another machine/);
-  t.equal(await statusOf(m.reg.h, 'agentlet-7f3a'), 'disconnected');
-  t.equal(await statusOf(m.reg.h, 'agentlet-other'), 'disconnected');
-  t.equal(await d.stop(), 0);
-  assertLogs(t, d, m.cli.tokens.concat(m.token, other));
-});
+t.test(
+  "serve with another machine's token: the registry refuses the channel (403), the daemon says so and still stops cleanly",
+  async (t) => {
+    const m = await machine(t);
+    const other = await m.reg.h.enroll('agentlet-other');
+    const otherFile = await tokenFile(m.dir, other, 0o600, 'other.token');
+    const d = startDaemon(t, { ...m, remote: ['--registry', m.reg.url, '--machine-id', 'agentlet-7f3a', '--token-file', otherFile] });
+    await d.waitFor(/refused the channel of machine agentlet-7f3a \(403\): the token belongs to another machine/);
+    t.equal(await statusOf(m.reg.h, 'agentlet-7f3a'), 'disconnected');
+    t.equal(await statusOf(m.reg.h, 'agentlet-other'), 'disconnected');
+    t.equal(await d.stop(), 0);
+    assertLogs(t, d, m.cli.tokens.concat(m.token, other));
+  },
+);
 
-t.test('reconnect delays: full jitter under a doubling bound, capped', async (t) => {
-  t.equal(backoffMs(0, 30_000, () => 0.999999), RECONNECT_BASE_MS - 1, 'the first attempt waits under the base');
-  t.equal(backoffMs(3, 30_000, () => 0.5), (RECONNECT_BASE_MS * 8) / 2, 'the bound doubles per attempt');
-  t.equal(backoffMs(40, 30_000, () => 0.999999), 29_999, 'never past the cap');
-  t.equal(backoffMs(5, 30_000, () => 0), 0, 'full jitter: down to zero');
+t.test('reconnect delays: full jitter under a doubling bound, capped', (t) => {
+  t.equal(
+    backoffMs(0, 30_000, () => 0.999999),
+    RECONNECT_BASE_MS - 1,
+    'the first attempt waits under the base',
+  );
+  t.equal(
+    backoffMs(3, 30_000, () => 0.5),
+    (RECONNECT_BASE_MS * 8) / 2,
+    'the bound doubles per attempt',
+  );
+  t.equal(
+    backoffMs(40, 30_000, () => 0.999999),
+    29_999,
+    'never past the cap',
+  );
+  t.equal(
+    backoffMs(5, 30_000, () => 0),
+    0,
+    'full jitter: down to zero',
+  );
+  t.end();
 });

@@ -7,7 +7,16 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { importJob, parseSkillFile, readSkill, removeJob, scanJob, scanSkills, skillRevision, SKILL_LIMITS } from '../../src/agentlet/skill-jobs.js';
+import {
+  importJob,
+  parseSkillFile,
+  readSkill,
+  removeJob,
+  scanJob,
+  scanSkills,
+  skillRevision,
+  SKILL_LIMITS,
+} from '../../src/agentlet/skill-jobs.js';
 import type { JobContext } from '../../src/agentlet/jobs.js';
 import { SecretScanner } from '../../src/secrets/secret-scanner.js';
 import { tempDir } from '../helpers/agentlet.js';
@@ -26,7 +35,7 @@ async function skill(dir: string, files: Record<string, string>): Promise<string
 const code = (err: unknown) => (err as { code?: string }).code;
 const message = (err: unknown) => (err as Error).message;
 
-t.test('the source revision: SHA-256 over the files sorted by path, each as path NUL length NUL bytes', async (t) => {
+t.test('the source revision: SHA-256 over the files sorted by path, each as path NUL length NUL bytes', (t) => {
   const files = [
     { rel: 'b/run.sh', bytes: Buffer.from('echo\n') },
     { rel: 'SKILL.md', bytes: Buffer.from('hi') },
@@ -36,18 +45,28 @@ t.test('the source revision: SHA-256 over the files sorted by path, each as path
   t.equal(skillRevision([...files].reverse()), expected, 'independent of the order files are read in');
   t.not(skillRevision([files[0]!, { rel: 'SKILL.md', bytes: Buffer.from('hI') }]), expected, 'a byte changes it');
   t.not(skillRevision([files[0]!, { rel: 'skill.md', bytes: Buffer.from('hi') }]), expected, 'a name changes it');
-  t.not(skillRevision([{ rel: 'a', bytes: Buffer.from('bc') }]), skillRevision([{ rel: 'ab', bytes: Buffer.from('c') }]), 'path and bytes cannot run into each other');
+  t.not(
+    skillRevision([{ rel: 'a', bytes: Buffer.from('bc') }]),
+    skillRevision([{ rel: 'ab', bytes: Buffer.from('c') }]),
+    'path and bytes cannot run into each other',
+  );
+  t.end();
 });
 
-t.test('SKILL.md front matter is YAML with name and description', async (t) => {
+t.test('SKILL.md front matter is YAML with name and description', (t) => {
   t.same(parseSkillFile(SKILL('PDF helper')), { name: 'PDF helper', description: 'What PDF helper does.' });
-  t.same(parseSkillFile('---\nname: "Quoted: yes"\ndescription: >\n  Folded\n  text\n---\n'), { name: 'Quoted: yes', description: 'Folded text' }, 'a real YAML parser');
+  t.same(
+    parseSkillFile('---\nname: "Quoted: yes"\ndescription: >\n  Folded\n  text\n---\n'),
+    { name: 'Quoted: yes', description: 'Folded text' },
+    'a real YAML parser',
+  );
   t.throws(() => parseSkillFile('# no front matter\n'), /no YAML front matter/);
   t.throws(() => parseSkillFile('---\nname: [unclosed\n---\n'), /not valid YAML/);
   t.throws(() => parseSkillFile('---\nname: A\nname: B\ndescription: d\n---\n'), /not valid YAML/, 'duplicate keys are refused');
   t.throws(() => parseSkillFile('---\nname: A\n---\n'), /no description/);
   t.throws(() => parseSkillFile('---\n- a\n---\n'), /not a mapping/);
   t.throws(() => parseSkillFile(`---\nname: ${'x'.repeat(129)}\ndescription: d\n---\n`), /longer than 128/);
+  t.end();
 });
 
 t.test('a skill folder: candidate fields, and every way out of the folder refused', async (t) => {
@@ -55,20 +74,41 @@ t.test('a skill folder: candidate fields, and every way out of the folder refuse
   const src = await skill(path.join(dir, 'My Skill'), { 'SKILL.md': SKILL('Mine'), 'ref/a.md': 'A\n' });
   await symlink(path.join(src, 'ref', 'a.md'), path.join(src, 'inner-link.md'));
   const read = await readSkill(src);
-  t.match(read.candidate, { id: 'my-skill', name: 'Mine', sourcePath: src, sourceContent: SKILL('Mine').trim(), sourceRevision: /^[a-f0-9]{64}$/ });
-  t.same(read.files.map((f) => f.rel).sort(), ['SKILL.md', 'inner-link.md', 'ref/a.md'], 'a link to a file inside the folder is read as that file');
+  t.match(read.candidate, {
+    id: 'my-skill',
+    name: 'Mine',
+    sourcePath: src,
+    sourceContent: SKILL('Mine').trim(),
+    sourceRevision: /^[a-f0-9]{64}$/,
+  });
+  t.same(
+    read.files.map((f) => f.rel).sort(),
+    ['SKILL.md', 'inner-link.md', 'ref/a.md'],
+    'a link to a file inside the folder is read as that file',
+  );
   t.equal((await readSkill(src + '/')).candidate.sourcePath, src, 'a trailing slash names the same folder');
 
   await writeFile(path.join(dir, 'secret.txt'), 'outside\n');
   const escaping = await skill(path.join(dir, 'escaping'), { 'SKILL.md': SKILL('Esc') });
   await symlink(path.join(dir, 'secret.txt'), path.join(escaping, 'leak.txt'));
-  await t.rejects(readSkill(escaping), { code: 'skill_invalid', message: /leak\.txt is a symbolic link that leads outside the skill folder/ });
+  await t.rejects(readSkill(escaping), {
+    code: 'skill_invalid',
+    message: /leak\.txt is a symbolic link that leads outside the skill folder/,
+  });
   const viaDots = await skill(path.join(dir, 'dots'), { 'SKILL.md': SKILL('Dots') });
   await symlink('../secret.txt', path.join(viaDots, 'up.txt'));
-  await t.rejects(readSkill(viaDots), { code: 'skill_invalid', message: /up\.txt .*outside/ }, 'a relative link climbing out is refused too');
+  await t.rejects(
+    readSkill(viaDots),
+    { code: 'skill_invalid', message: /up\.txt .*outside/ },
+    'a relative link climbing out is refused too',
+  );
   const dirLink = await skill(path.join(dir, 'dirlink'), { 'SKILL.md': SKILL('DirLink'), 'sub/x': 'x' });
   await symlink(path.join(dirLink, 'sub'), path.join(dirLink, 'again'));
-  await t.rejects(readSkill(dirLink), { message: /again is a symbolic link to something other than a file/ }, 'a link to a folder is refused (no loops)');
+  await t.rejects(
+    readSkill(dirLink),
+    { message: /again is a symbolic link to something other than a file/ },
+    'a link to a folder is refused (no loops)',
+  );
   const dangling = await skill(path.join(dir, 'dangling'), { 'SKILL.md': SKILL('Dangling') });
   await symlink(path.join(dir, 'nowhere'), path.join(dangling, 'gone'));
   await t.rejects(readSkill(dangling), { message: /gone is a symbolic link that leads nowhere/ });
@@ -79,10 +119,16 @@ t.test('a skill folder: candidate fields, and every way out of the folder refuse
   await t.rejects(readSkill('relative/path'), { message: /must be absolute/ });
   await t.rejects(readSkill(path.join(dir, 'missing')), { code: 'skill_unreadable' });
   await t.rejects(readSkill(await skill(path.join(dir, 'empty'), { 'x.txt': 'x' })), { message: /no SKILL\.md/ });
-  await t.rejects(readSkill(await skill(path.join(dir, 'Bad_ID!'), { 'SKILL.md': SKILL('x') }), undefined, 'UPPER'), { message: /no valid resource ID/ });
-  await t.rejects(readSkill(await skill(path.join(dir, 'leaky-md'), { 'SKILL.md': SKILL('Leaky', `token ${SECRET}`) }), new SecretScanner([])), {
-    message: /SKILL\.md looks like it contains a secret/,
-  }, 'with a scanner, a secret in SKILL.md (what the owner sees) is refused');
+  await t.rejects(readSkill(await skill(path.join(dir, 'Bad_ID!'), { 'SKILL.md': SKILL('x') }), undefined, 'UPPER'), {
+    message: /no valid resource ID/,
+  });
+  await t.rejects(
+    readSkill(await skill(path.join(dir, 'leaky-md'), { 'SKILL.md': SKILL('Leaky', `token ${SECRET}`) }), new SecretScanner([])),
+    {
+      message: /SKILL\.md looks like it contains a secret/,
+    },
+    'with a scanner, a secret in SKILL.md (what the owner sees) is refused',
+  );
 });
 
 t.test('limits: too many files is a clear refusal', async (t) => {
@@ -90,7 +136,9 @@ t.test('limits: too many files is a clear refusal', async (t) => {
   const big = await skill(path.join(dir, 'big'), { 'SKILL.md': SKILL('Big') });
   await Promise.all(Array.from({ length: SKILL_LIMITS.files }, (_, i) => writeFile(path.join(big, `f${i}`), '')));
   await t.rejects(readSkill(big), { code: 'skill_invalid', message: `more than ${SKILL_LIMITS.files} files` });
-  const huge = await skill(path.join(dir, 'huge'), { 'SKILL.md': '---\nname: H\ndescription: d\n---\n' + 'x'.repeat(SKILL_LIMITS.skillFileBytes) });
+  const huge = await skill(path.join(dir, 'huge'), {
+    'SKILL.md': '---\nname: H\ndescription: d\n---\n' + 'x'.repeat(SKILL_LIMITS.skillFileBytes),
+  });
   await t.rejects(readSkill(huge), { message: /SKILL\.md is larger than/ });
 });
 
@@ -104,9 +152,23 @@ t.test('a scan: the folder itself when it is a skill, else its direct sub-folder
   await symlink(path.join(dir, 'one'), path.join(dir, 'one-again'));
   const result = await scanSkills(dir);
   t.equal(result.rootPath, dir);
-  t.same(result.candidates.map((c) => c.id), ['one', 'two'], 'direct sub-folders with SKILL.md; a nested SKILL.md belongs to its skill');
-  t.same(result.diagnostics.map((d) => [path.basename(d.path), d.code]), [['broken', 'skill_invalid'], ['one-again', 'skill_invalid']]);
-  t.same((await scanSkills(path.join(dir, 'two'))).candidates.map((c) => c.name), ['Two'], 'a skill folder scans as itself');
+  t.same(
+    result.candidates.map((c) => c.id),
+    ['one', 'two'],
+    'direct sub-folders with SKILL.md; a nested SKILL.md belongs to its skill',
+  );
+  t.same(
+    result.diagnostics.map((d) => [path.basename(d.path), d.code]),
+    [
+      ['broken', 'skill_invalid'],
+      ['one-again', 'skill_invalid'],
+    ],
+  );
+  t.same(
+    (await scanSkills(path.join(dir, 'two'))).candidates.map((c) => c.name),
+    ['Two'],
+    'a skill folder scans as itself',
+  );
   await t.rejects(scanSkills('not/absolute'), { code: 'invalid_path' });
   await t.rejects(scanSkills(path.join(dir, 'none')), { code: 'skill_unreadable' });
 });
@@ -120,9 +182,9 @@ async function rootWithContext(t: Parameters<typeof tempDir>[0]) {
   const context: JobContext = {
     machineId: 'agentlet-x',
     root,
-    publish: async () => {
+    publish: () => {
       published++;
-      return { dryRun: false, created: [], replaced: [], withdrawn: [], unchanged: [] };
+      return Promise.resolve({ dryRun: false, created: [], replaced: [], withdrawn: [], unchanged: [] });
     },
     scanner: new SecretScanner(['arr_machine_token_of_this_machine_0123456789']),
   };
@@ -137,7 +199,12 @@ t.test('import: revision checked, secrets scanned before any write, atomic insta
   await t.rejects(importJob({ id: 'pdf', sourcePath: src, expectedRevision: 'f'.repeat(64) }, context), { code: 'source_changed' });
   t.same(await readdir(path.join(root, 'skills')), [], 'nothing written on a revision mismatch');
 
-  const leaky = await skill(path.join(dir, 'src', 'leaky'), { 'SKILL.md': SKILL('Leaky'), 'a.txt': 'fine\n', 'z/env': `TOKEN=${SECRET}\n`, 'bin.dat': `\u0000${SECRET}` });
+  const leaky = await skill(path.join(dir, 'src', 'leaky'), {
+    'SKILL.md': SKILL('Leaky'),
+    'a.txt': 'fine\n',
+    'z/env': `TOKEN=${SECRET}\n`,
+    'bin.dat': `\u0000${SECRET}`,
+  });
   const leakyRev = (await readSkill(leaky)).candidate.sourceRevision;
   const refused = await importJob({ id: 'leaky', sourcePath: leaky, expectedRevision: leakyRev }, context).catch((e: unknown) => e);
   t.equal(code(refused), 'secret_detected');
@@ -147,19 +214,41 @@ t.test('import: revision checked, secrets scanned before any write, atomic insta
   t.same(await readdir(path.join(root, 'receipts')), [], 'no receipt either');
   t.equal(published(), 0);
 
-  t.same(await importJob({ id: 'pdf-tools', sourcePath: src, expectedRevision: candidate.sourceRevision }, context), { id: 'pdf-tools', sourceRevision: candidate.sourceRevision, created: true });
+  t.same(await importJob({ id: 'pdf-tools', sourcePath: src, expectedRevision: candidate.sourceRevision }, context), {
+    id: 'pdf-tools',
+    sourceRevision: candidate.sourceRevision,
+    created: true,
+  });
   t.equal(await readFile(path.join(root, 'skills', 'pdf-tools', 'bin', 'run'), 'utf8'), 'run\n');
   t.same((await readdir(path.join(root, 'skills'))).sort(), ['pdf-tools'], 'no temp folder left behind');
   const receipt = JSON.parse(await readFile(path.join(root, 'receipts', 'pdf-tools.json'), 'utf8'));
-  t.match(receipt, { schemaVersion: 2, id: 'pdf-tools', kind: 'skill', name: 'PDF', provider: 'agentlet-x', sourceContent: candidate.sourceContent, entrypoint: 'skills/pdf-tools/SKILL.md', source: src, sourceRevision: candidate.sourceRevision });
+  t.match(receipt, {
+    schemaVersion: 2,
+    id: 'pdf-tools',
+    kind: 'skill',
+    name: 'PDF',
+    provider: 'agentlet-x',
+    sourceContent: candidate.sourceContent,
+    entrypoint: 'skills/pdf-tools/SKILL.md',
+    source: src,
+    sourceRevision: candidate.sourceRevision,
+  });
   t.equal(published(), 1, 'published once');
-  await t.rejects(importJob({ id: 'pdf-tools', sourcePath: src, expectedRevision: candidate.sourceRevision }, context), { code: 'resource_conflict' }, 'imported twice: refresh instead');
+  await t.rejects(
+    importJob({ id: 'pdf-tools', sourcePath: src, expectedRevision: candidate.sourceRevision }, context),
+    { code: 'resource_conflict' },
+    'imported twice: refresh instead',
+  );
 
   // Refresh: the receipt's source, read again; the old copy replaced whole (a removed file is gone).
   await skill(src, { 'SKILL.md': SKILL('PDF', 'New body.') });
   await import('node:fs/promises').then((fs) => fs.rm(path.join(src, 'bin'), { recursive: true }));
   const scanned = await scanJob({ id: 'pdf-tools' }, context);
-  t.same(scanned.candidates.map((c) => [c.id, c.sourcePath]), [['pdf-tools', src]], 'a refresh scan reads the receipt source');
+  t.same(
+    scanned.candidates.map((c) => [c.id, c.sourcePath]),
+    [['pdf-tools', src]],
+    'a refresh scan reads the receipt source',
+  );
   await importJob({ id: 'pdf-tools', expectedRevision: scanned.candidates[0]!.sourceRevision, refresh: true }, context);
   t.match(await readFile(path.join(root, 'skills', 'pdf-tools', 'SKILL.md'), 'utf8'), /New body/);
   t.notOk(existsSync(path.join(root, 'skills', 'pdf-tools', 'bin')), 'the refreshed copy is the source as it is now');
@@ -167,7 +256,11 @@ t.test('import: revision checked, secrets scanned before any write, atomic insta
 
   // Remove: only an imported skill.
   await writeFile(path.join(root, 'receipts', 'hand-made.json'), JSON.stringify({ schemaVersion: 1, id: 'hand-made', kind: 'skill' }));
-  await t.rejects(removeJob({ id: 'hand-made' }, context), { code: 'resource_conflict' }, "a receipt the owner did not import is left alone");
+  await t.rejects(
+    removeJob({ id: 'hand-made' }, context),
+    { code: 'resource_conflict' },
+    'a receipt the owner did not import is left alone',
+  );
   t.ok(existsSync(path.join(root, 'receipts', 'hand-made.json')));
   t.same(await removeJob({ id: 'nothing-here' }, context), { removed: false });
   t.same(await removeJob({ id: 'pdf-tools' }, context), { removed: true });

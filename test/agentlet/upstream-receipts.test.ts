@@ -58,19 +58,27 @@ t.test('upstream receipts v1 and v2 validate as they are, and publish in their o
   t.same(report.reports.map(formatReport), ['ok pdf-summary', 'ok repo-grep', 'ok web-fetch']);
   t.equal(report.valid, true);
   const byId = Object.fromEntries(report.reports.map((r) => [r.receipt!.id, r.receipt!]));
-  t.same(toReconcileEntry(byId['web-fetch']!), {
-    schemaVersion: 2,
-    id: 'web-fetch',
-    name: 'Web fetch',
-    sourceContent: (await fixtureReceipt('web-fetch')).sourceContent,
-  }, 'v2 receipt → record v2: name and sourceContent only');
-  t.same(toReconcileEntry(byId['pdf-summary']!), {
-    schemaVersion: 1,
-    id: 'pdf-summary',
-    name: 'PDF summary',
-    description: 'Summarizes PDF files page by page.',
-    instructions: 'Read $AGENT_RESOURCE_DIR/skills/pdf-summary/SKILL.md before summarizing a PDF.',
-  }, 'v1 receipt → record v1 exactly as before (no provider, no provenance)');
+  t.same(
+    toReconcileEntry(byId['web-fetch']!),
+    {
+      schemaVersion: 2,
+      id: 'web-fetch',
+      name: 'Web fetch',
+      sourceContent: (await fixtureReceipt('web-fetch')).sourceContent,
+    },
+    'v2 receipt → record v2: name and sourceContent only',
+  );
+  t.same(
+    toReconcileEntry(byId['pdf-summary']!),
+    {
+      schemaVersion: 1,
+      id: 'pdf-summary',
+      name: 'PDF summary',
+      description: 'Summarizes PDF files page by page.',
+      instructions: 'Read $AGENT_RESOURCE_DIR/skills/pdf-summary/SKILL.md before summarizing a PDF.',
+    },
+    'v1 receipt → record v1 exactly as before (no provider, no provenance)',
+  );
   for (const id of ['pdf-summary', 'web-fetch', 'repo-grep']) {
     const bytes = await readFile(path.join(FIXTURE, 'receipts', `${id}.json`), 'utf8');
     t.equal(serializeReceipt(byId[id]!), bytes, `${id}: our layout is upstream's, byte for byte`);
@@ -81,18 +89,28 @@ t.test("provider, when present, must be this machine's ID", async (t) => {
   const root = await upstreamRoot(t);
   const other = await validateResourceRoot(root, scanner, 'agentlet-other');
   t.equal(other.valid, false);
-  t.same(other.reports.map(formatReport), ['pdf-summary', 'repo-grep', 'web-fetch'].map(
-    (id) => `invalid receipts/${id}.json: /provider is "${MACHINE}" but this machine is "agentlet-other"; a receipt publishes as the machine that holds it, so its provider must be this machine's ID`,
-  ));
+  t.same(
+    other.reports.map(formatReport),
+    ['pdf-summary', 'repo-grep', 'web-fetch'].map(
+      (id) =>
+        `invalid receipts/${id}.json: /provider is "${MACHINE}" but this machine is "agentlet-other"; a receipt publishes as the machine that holds it, so its provider must be this machine's ID`,
+    ),
+  );
   const v2 = await fixtureReceipt('web-fetch');
-  t.same(await receiptProblems(root, 'web-fetch', { ...v2, provider: 'huabu' }, scanner), [
-    '/provider is "huabu", the host\'s ID; a receipt on a machine must name this machine\'s ID',
-  ], 'the host ID is refused even without a machine ID');
+  t.same(
+    await receiptProblems(root, 'web-fetch', { ...v2, provider: 'huabu' }, scanner),
+    ['/provider is "huabu", the host\'s ID; a receipt on a machine must name this machine\'s ID'],
+    'the host ID is refused even without a machine ID',
+  );
   t.same(await receiptProblems(root, 'web-fetch', { ...v2, provider: 'huabu' }, scanner, MACHINE), [
     `/provider is "huabu" but this machine is "${MACHINE}"; a receipt publishes as the machine that holds it, so its provider must be this machine's ID`,
   ]);
   const { provider: _p, ...withoutProvider } = v2;
-  t.same(await receiptProblems(root, 'web-fetch', withoutProvider, scanner, MACHINE), [], 'absent provider: accepted (receipts this CLI wrote before)');
+  t.same(
+    await receiptProblems(root, 'web-fetch', withoutProvider, scanner, MACHINE),
+    [],
+    'absent provider: accepted (receipts this CLI wrote before)',
+  );
   t.same(await receiptProblems(root, 'web-fetch', { ...v2, provider: 'has space' }, scanner, MACHINE), [
     '/provider must be a provider ID: a letter or digit, then letters, digits, . _ - (at most 128 characters)',
   ]);
@@ -105,7 +123,9 @@ t.test('v2 fields follow the registry rules and every security check', async (t)
   t.same(await check({ sourceContent: 's'.repeat(100_000) }), [], 'sourceContent up to 100,000 characters');
   t.same(await check({ sourceContent: 's'.repeat(100_001) }), ['/sourceContent must not have more than 100000 characters']);
   t.same(await check({ sourceContent: ' \n' }), ['/sourceContent must not be blank or hold control characters other than newline and tab']);
-  t.same(await check({ sourceContent: 'bell\u0007' }), ['/sourceContent must not be blank or hold control characters other than newline and tab']);
+  t.same(await check({ sourceContent: 'bell\u0007' }), [
+    '/sourceContent must not be blank or hold control characters other than newline and tab',
+  ]);
   t.same(await check({ name: 'n'.repeat(129) }), ['/name must not have more than 128 characters']);
   t.same(await check({ sourceRevision: 'a\nb' }), ['/sourceRevision must be one line without control characters']);
   t.same(await check({ description: 'v1 field' }), ['unknown field(s): description']);
@@ -114,9 +134,11 @@ t.test('v2 fields follow the registry rules and every security check', async (t)
   t.same(await receiptProblems(root, 'web-fetch', missing, scanner, MACHINE), ['missing field(s): sourceContent']);
 
   for (const field of ['sourceContent', 'sourceRevision', 'provider', 'source']) {
-    t.same(await check({ [field]: `x ${FAKE_GITHUB_TOKEN} y` }).then((p) => p.filter((l) => l.includes('secret'))), [
-      `/${field} looks like it contains a secret (rule github-pat); secrets never belong in a receipt`,
-    ], `${field}: secret found`);
+    t.same(
+      await check({ [field]: `x ${FAKE_GITHUB_TOKEN} y` }).then((p) => p.filter((l) => l.includes('secret'))),
+      [`/${field} looks like it contains a secret (rule github-pat); secrets never belong in a receipt`],
+      `${field}: secret found`,
+    );
     t.notOk((await check({ [field]: `x ${FAKE_GITHUB_TOKEN} y` })).join(' ').includes(FAKE_GITHUB_TOKEN), `${field}: secret never quoted`);
   }
 
@@ -124,9 +146,14 @@ t.test('v2 fields follow the registry rules and every security check', async (t)
   const dir = path.dirname(root);
   await installFile(dir, 'outside/evil.sh');
   await symlink(path.join(dir, 'outside'), path.join(root, 'skills', 'escape'));
-  t.match((await check({ entrypoint: 'skills/escape/evil.sh' }))[0], /^\/entrypoint skills\/escape\/evil\.sh resolves outside the resource root/);
+  t.match(
+    (await check({ entrypoint: 'skills/escape/evil.sh' }))[0],
+    /^\/entrypoint skills\/escape\/evil\.sh resolves outside the resource root/,
+  );
   t.same(await check({ entrypoint: 'skills/../../outside/evil.sh' }), ['/entrypoint must not contain ".." segments']);
-  t.same(await check({ entrypoint: path.join(root, 'skills/web-fetch') }), ['/entrypoint must be relative to the resource root, not absolute']);
+  t.same(await check({ entrypoint: path.join(root, 'skills/web-fetch') }), [
+    '/entrypoint must be relative to the resource root, not absolute',
+  ]);
 });
 
 async function upstreamMachine(t: Parameters<typeof machine>[0]): Promise<Machine> {
@@ -156,7 +183,14 @@ t.test('validate and sync accept a resource root holding upstream receipts v1 an
   const records = (await readFile(storeFile, 'utf8')) + (await readFile(`${storeFile}.journal`, 'utf8'));
   const webFetch = await fixtureReceipt('web-fetch');
   const v2 = await m.reg.h.app.inject({ url: '/api/acp/resources/web-fetch?schemaVersion=2', headers: m.reg.h.owner });
-  t.same(v2.json(), { schemaVersion: 2, id: 'web-fetch', name: 'Web fetch', provider: MACHINE, sourceContent: webFetch.sourceContent, userContent: '' });
+  t.same(v2.json(), {
+    schemaVersion: 2,
+    id: 'web-fetch',
+    name: 'Web fetch',
+    provider: MACHINE,
+    sourceContent: webFetch.sourceContent,
+    userContent: '',
+  });
   const v1 = await m.reg.h.app.inject({ url: '/api/acp/resources/pdf-summary', headers: m.reg.h.owner });
   t.same(v1.json(), {
     schemaVersion: 1,
@@ -166,7 +200,10 @@ t.test('validate and sync accept a resource root holding upstream receipts v1 an
     description: 'Summarizes PDF files page by page.',
     instructions: 'Read $AGENT_RESOURCE_DIR/skills/pdf-summary/SKILL.md before summarizing a PDF.',
   });
-  t.notOk(records.includes('sourceRevision') || records.includes('installedAt') || records.includes('example.org'), 'no receipt bookkeeping reached the registry');
+  t.notOk(
+    records.includes('sourceRevision') || records.includes('installedAt') || records.includes('example.org'),
+    'no receipt bookkeeping reached the registry',
+  );
   t.match(records, /"schemaVersion":2,"id":"web-fetch"/, 'web-fetch is stored as record v2');
   t.match(records, /"schemaVersion":1,"id":"pdf-summary"/, 'pdf-summary is stored as record v1');
 
@@ -175,7 +212,7 @@ t.test('validate and sync accept a resource root holding upstream receipts v1 an
   t.match(again.stdout, /^unchanged:\s+pdf-summary, repo-grep, web-fetch$/m, 'a second sync changes nothing');
 });
 
-t.test("sync refuses a receipt whose provider is another machine, naming the field; nothing is sent", async (t) => {
+t.test('sync refuses a receipt whose provider is another machine, naming the field; nothing is sent', async (t) => {
   const m = await upstreamMachine(t);
   const foreign = { ...(await fixtureReceipt('web-fetch')), provider: 'agentlet-other' };
   await writeFile(path.join(m.root, 'receipts', 'web-fetch.json'), JSON.stringify(foreign, null, 2) + '\n', { mode: 0o600 });
@@ -183,7 +220,11 @@ t.test("sync refuses a receipt whose provider is another machine, naming the fie
   t.equal(sync.code, 1);
   t.match(sync.stdout, `invalid receipts/web-fetch.json: /provider is "agentlet-other" but this machine is "${MACHINE}"`);
   t.match(sync.stderr, /sync aborted: 1 invalid receipt\(s\); nothing was sent to the registry/);
-  t.same(m.reg.providerRequests.filter((r) => r.startsWith('PUT')), [], 'no reconcile request');
+  t.same(
+    m.reg.providerRequests.filter((r) => r.startsWith('PUT')),
+    [],
+    'no reconcile request',
+  );
   const validate = await m.cli(['validate', '--machine-id', MACHINE]);
   t.equal(validate.code, 1);
   t.match(validate.stdout, /invalid receipts\/web-fetch\.json: \/provider is "agentlet-other"/);
@@ -196,7 +237,11 @@ t.test('receipt add writes a receipt upstream reads: provider is the machine ID'
   t.equal(added.stderr, '');
   const written = JSON.parse(await readFile(path.join(m.root, 'receipts', 'summarize-pdf.json'), 'utf8'));
   t.equal(written.provider, MACHINE);
-  t.same(Object.keys(written), ['schemaVersion', 'id', 'kind', 'name', 'provider', 'description', 'instructions', 'entrypoint', 'installedAt'], "upstream's key order");
+  t.same(
+    Object.keys(written),
+    ['schemaVersion', 'id', 'kind', 'name', 'provider', 'description', 'instructions', 'entrypoint', 'installedAt'],
+    "upstream's key order",
+  );
   t.same(upstreamReads(written), [], "upstream's parser reads it");
   t.equal((await m.cli(['validate', '--machine-id', MACHINE])).code, 0);
 

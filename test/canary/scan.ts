@@ -33,10 +33,22 @@ const haystacks = [
 ];
 
 t.ok(issued.length > 0, `the suite issued tokens to look for (${issued.length})`);
-t.ok(issued.some((token) => token.startsWith('arr_grant_')), 'resource grants are among them');
-t.ok(issued.some((token) => token.startsWith('arr_credential_')), "and the hosted capabilities' credential values");
-t.ok(haystacks.some((f) => f.includes(`${path.sep}logs${path.sep}`)), 'there are log files to scan');
-t.ok(haystacks.some((f) => f.includes(`${path.sep}data${path.sep}`)), 'there are data files to scan');
+t.ok(
+  issued.some((token) => token.startsWith('arr_grant_')),
+  'resource grants are among them',
+);
+t.ok(
+  issued.some((token) => token.startsWith('arr_credential_')),
+  "and the hosted capabilities' credential values",
+);
+t.ok(
+  haystacks.some((f) => f.includes(`${path.sep}logs${path.sep}`)),
+  'there are log files to scan',
+);
+t.ok(
+  haystacks.some((f) => f.includes(`${path.sep}data${path.sep}`)),
+  'there are data files to scan',
+);
 // Issue 14: audit entries for launches, canvas-token mints, revocations and refused writes are scanned too.
 const audits = haystacks.filter((f) => f.endsWith('audit.jsonl'));
 const auditText = (await Promise.all(audits.map((f) => readFile(f, 'utf8')))).join('');

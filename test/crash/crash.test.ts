@@ -66,7 +66,12 @@ const coversEveryKind = (r: CrashResult) => {
 t.test('kill -9 at random moments loses no acknowledged write', async (t) => {
   // On a busy machine few writes are answered before each kill; up to twice the rounds run until every kind
   // of write has been acknowledged at least once.
-  const result = await runCrashRounds({ ...base, seed, rounds, ...(rounds >= 10 ? { extendUntil: { done: coversEveryKind, maxRounds: 2 * rounds } } : {}) });
+  const result = await runCrashRounds({
+    ...base,
+    seed,
+    rounds,
+    ...(rounds >= 10 ? { extendUntil: { done: coversEveryKind, maxRounds: 2 * rounds } } : {}),
+  });
   t.comment(summary('crash', result));
   t.comment(`by kind (acknowledged/unknown/rejected): ${byKind(result)}`);
   t.ok(result.roundsRun >= rounds, 'every round ran');
@@ -80,10 +85,11 @@ t.test('kill -9 at random moments loses no acknowledged write', async (t) => {
   );
 });
 
-t.test('the unsafe test mode is refused unless explicitly allowed', async (t) => {
+t.test('the unsafe test mode is refused unless explicitly allowed', (t) => {
   t.throws(() => loadConfig({ ARR_UNSAFE_ACK_BEFORE_WRITE_MS: '400' }), ConfigError);
   t.equal(loadConfig({ ARR_UNSAFE_ACK_BEFORE_WRITE_MS: '400', ARR_ALLOW_UNSAFE_TEST_MODES: '1' }).unsafeAckBeforeWriteMs, 400);
   t.equal(loadConfig({}).unsafeAckBeforeWriteMs, undefined);
+  t.end();
 });
 
 t.test('negative check: a server that acknowledges before committing is caught', async (t) => {
@@ -104,6 +110,8 @@ t.test('negative check: a server that acknowledges before committing is caught',
   const lost = result.violations.filter((v) => v.kind === 'lost-acknowledged-write');
   t.ok(lost.length > 0, `the checker reports lost acknowledged writes (${lost.length} in ${result.roundsRun} round(s))`);
   const part = (v: { id?: string }) => (v.id?.includes('/') ? 'workloads' : v.id?.startsWith('prf-') ? 'profiles' : 'resources');
-  t.comment(`lost acknowledged writes by part: ${['resources', 'profiles', 'workloads'].map((p) => `${p} ${lost.filter((v) => part(v) === p).length}`).join(', ')}`);
+  t.comment(
+    `lost acknowledged writes by part: ${['resources', 'profiles', 'workloads'].map((p) => `${p} ${lost.filter((v) => part(v) === p).length}`).join(', ')}`,
+  );
   if (lost[0]) t.comment(`e.g. ${lost[0].message}`);
 });

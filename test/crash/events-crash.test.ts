@@ -20,7 +20,9 @@ const seed = Number(process.env.CRASH_SEED ?? randomInt(2 ** 31));
 const pgRounds = Math.min(rounds, 4);
 t.setTimeout(Math.max(240_000, (rounds + pgRounds) * 25_000));
 t.teardown(killAllServers);
-t.comment(`events crash test seed ${seed} (reproduce: CRASH_SEED=${seed} EVENTS_CRASH_ROUNDS=${rounds} npx tap test/crash/events-crash.test.ts)`);
+t.comment(
+  `events crash test seed ${seed} (reproduce: CRASH_SEED=${seed} EVENTS_CRASH_ROUNDS=${rounds} npx tap test/crash/events-crash.test.ts)`,
+);
 
 const owner = { authorization: `Bearer ${CANARY.owner}`, 'content-type': 'application/json' };
 const huabu = { authorization: `Bearer ${CANARY.huabu}`, 'content-type': 'application/json' };
@@ -31,8 +33,20 @@ interface Event {
   subject: { kind: string; id: string; provider?: string };
 }
 
-async function call(origin: string, method: string, path: string, headers: Record<string, string>, body?: unknown): Promise<{ status: number; json: unknown }> {
-  const res = await request(`${origin}${path}`, { method: method as 'GET', headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }), headersTimeout: 10_000, bodyTimeout: 10_000 });
+async function call(
+  origin: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: unknown,
+): Promise<{ status: number; json: unknown }> {
+  const res = await request(`${origin}${path}`, {
+    method: method as 'GET',
+    headers,
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    headersTimeout: 10_000,
+    bodyTimeout: 10_000,
+  });
   const text = await res.body.text();
   return { status: res.statusCode, json: text === '' ? undefined : JSON.parse(text) };
 }
@@ -52,7 +66,11 @@ async function allEvents(origin: string): Promise<Event[]> {
 
 async function killDuringWrites(t: Test, database: string | undefined, rounds: number): Promise<void> {
   const dataDir = await tempDataDir();
-  const env = testEnv(dataDir, { SEED_HUABU_RESOURCES: 'false', RATE_LIMIT_WRITES_PER_MINUTE: '0', ...(database === undefined ? {} : { DATABASE_URL: database }) });
+  const env = testEnv(dataDir, {
+    SEED_HUABU_RESOURCES: 'false',
+    RATE_LIMIT_WRITES_PER_MINUTE: '0',
+    ...(database === undefined ? {} : { DATABASE_URL: database }),
+  });
   /** Changes acknowledged (2xx), by the kind of event each must have: `type id`. */
   const acknowledged: string[] = [];
   let unknown = 0;
@@ -72,21 +90,53 @@ async function killDuringWrites(t: Test, database: string | undefined, rounds: n
         const id = `c-${round}-${w}-${k}`;
         let op: { method: string; path: string; headers: Record<string, string>; body?: unknown; event: string; ok: number };
         if (pick < 4 || mine.length === 0) {
-          op = { method: 'PUT', path: `/api/acp/providers/huabu/resources/${id}`, headers: huabu, body: { schemaVersion: 1, name: id, description: 'D.', instructions: 'I.' }, event: `resource.created ${id}`, ok: 201 };
+          op = {
+            method: 'PUT',
+            path: `/api/acp/providers/huabu/resources/${id}`,
+            headers: huabu,
+            body: { schemaVersion: 1, name: id, description: 'D.', instructions: 'I.' },
+            event: `resource.created ${id}`,
+            ok: 201,
+          };
         } else if (pick < 6) {
           const victim = mine.splice(pickOf(mine.length), 1)[0]!;
-          op = { method: 'DELETE', path: `/api/acp/providers/huabu/resources/${victim}`, headers: huabu, event: `resource.withdrawn ${victim}`, ok: 204 };
+          op = {
+            method: 'DELETE',
+            path: `/api/acp/providers/huabu/resources/${victim}`,
+            headers: huabu,
+            event: `resource.withdrawn ${victim}`,
+            ok: 204,
+          };
         } else if (pick < 7) {
           const target = mine[pickOf(mine.length)]!;
-          op = { method: 'PATCH', path: `/api/acp/resources/${target}`, headers: owner, body: { userContent: `Note ${k}.` }, event: `resource.customized ${target}`, ok: 200 };
+          op = {
+            method: 'PATCH',
+            path: `/api/acp/resources/${target}`,
+            headers: owner,
+            body: { userContent: `Note ${k}.` },
+            event: `resource.customized ${target}`,
+            ok: 200,
+          };
         } else if (pick < 9) {
-          op = { method: 'POST', path: '/api/acp/machines', headers: owner, body: { machineId: `m-${round}-${w}-${k}` }, event: `machine.enrolled m-${round}-${w}-${k}`, ok: 201 };
+          op = {
+            method: 'POST',
+            path: '/api/acp/machines',
+            headers: owner,
+            body: { machineId: `m-${round}-${w}-${k}` },
+            event: `machine.enrolled m-${round}-${w}-${k}`,
+            ok: 201,
+          };
         } else {
           op = {
             method: 'POST',
             path: '/api/acp/profiles',
             headers: owner,
-            body: { alias: `Agent ${round} ${w} ${k}`, agentletId: 'crash-host', workingDirPath: '/w', launch: { kind: 'acp-command', command: 'claude-code-acp' } },
+            body: {
+              alias: `Agent ${round} ${w} ${k}`,
+              agentletId: 'crash-host',
+              workingDirPath: '/w',
+              launch: { kind: 'acp-command', command: 'claude-code-acp' },
+            },
             event: 'profile.created',
             ok: 201,
           };
@@ -115,7 +165,11 @@ async function killDuringWrites(t: Test, database: string | undefined, rounds: n
   const origin = server.origin;
   const events = await allEvents(origin);
   const cursors = events.map((e) => Number(e.id));
-  t.same(cursors, [...new Set(cursors)].sort((a, b) => a - b), 'cursors increase and none repeats');
+  t.same(
+    cursors,
+    [...new Set(cursors)].sort((a, b) => a - b),
+    'cursors increase and none repeats',
+  );
 
   // Replaying the log gives exactly the stored state.
   const resources = new Set<string>();
@@ -131,7 +185,11 @@ async function killDuringWrites(t: Test, database: string | undefined, rounds: n
   const storedMachines = (await call(origin, 'GET', '/api/acp/machines', owner)).json as { machines: { machineId: string }[] };
   const storedProfiles = (await call(origin, 'GET', '/api/acp/profiles', owner)).json as { profiles: { id: string }[] };
   t.same([...resources].sort(), stored.resources.map((r) => r.id).sort(), 'the resource events replay to exactly the stored records');
-  t.same([...machines].sort(), storedMachines.machines.map((m) => m.machineId).sort(), 'the machine events replay to exactly the enrolled machines');
+  t.same(
+    [...machines].sort(),
+    storedMachines.machines.map((m) => m.machineId).sort(),
+    'the machine events replay to exactly the enrolled machines',
+  );
   t.same([...profiles].sort(), storedProfiles.profiles.map((p) => p.id).sort(), 'the profile events replay to exactly the stored profiles');
 
   // Every acknowledged change has its event, exactly once.
@@ -146,7 +204,9 @@ async function killDuringWrites(t: Test, database: string | undefined, rounds: n
   await server.kill();
 }
 
-t.test('JSON store: kill -9 during writes: every durable change has exactly its event, and no event outlives a lost change', (t) => killDuringWrites(t, undefined, rounds));
+t.test('JSON store: kill -9 during writes: every durable change has exactly its event, and no event outlives a lost change', (t) =>
+  killDuringWrites(t, undefined, rounds),
+);
 
 // On PostgreSQL a change and its event share one transaction; the kill tests that the service's side (the
 // answer, the numbering at commit, the restart's reading of the table) keeps that promise too.

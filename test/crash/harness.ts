@@ -171,7 +171,14 @@ interface ObserveInput {
  * Reads the recovered state from disk (every file must parse; no temp file may be left), and checks that
  * the restarted server serves exactly that and that every provider's token still works.
  */
-async function observe({ server, dataDir, tokens, round, ackedThreads, torn }: ObserveInput): Promise<{ snapshot: Snapshot; violations: Violation[] }> {
+async function observe({
+  server,
+  dataDir,
+  tokens,
+  round,
+  ackedThreads,
+  torn,
+}: ObserveInput): Promise<{ snapshot: Snapshot; violations: Violation[] }> {
   const inv = now();
   const violations: Violation[] = [];
   const states = new Map<string, IdState>();
@@ -189,10 +196,13 @@ async function observe({ server, dataDir, tokens, round, ackedThreads, torn }: O
       if (rel.endsWith('.jsonl')) {
         checkJsonLines(rel, bytes, torn);
       } else if (rel.endsWith('.json')) {
-        const doc = JSON.parse(bytes.toString('utf8')) as { state?: { profiles?: unknown[]; workloads?: { canvasId: string; threadId: string }[] } };
+        const doc = JSON.parse(bytes.toString('utf8')) as {
+          state?: { profiles?: unknown[]; workloads?: { canvasId: string; threadId: string }[] };
+        };
         if (rel === path.join('agent-team', 'registry.json')) {
           for (const p of doc.state?.profiles ?? []) {
-            if ((p as { launch?: { kind?: string } }).launch?.kind === 'acp-command') profiles.set((p as { id: string }).id, profileViewOf(p));
+            if ((p as { launch?: { kind?: string } }).launch?.kind === 'acp-command')
+              profiles.set((p as { id: string }).id, profileViewOf(p));
           }
         } else if (path.dirname(rel) === 'workloads') {
           canvases.add(path.basename(rel, '.json'));
@@ -211,16 +221,30 @@ async function observe({ server, dataDir, tokens, round, ackedThreads, torn }: O
     violations.push({ kind: 'file-does-not-parse', round, message: `agent-resources: ${(err as Error).message}` });
   }
   const served = await getJson(server.origin, '/api/acp/resources', CANARY.owner);
-  const servedStates = new Map(((served.body as { resources?: (Content & { id: string })[] })?.resources ?? []).map((r) => [r.id, contentOf(r)] as const));
+  const servedStates = new Map(
+    ((served.body as { resources?: (Content & { id: string })[] })?.resources ?? []).map((r) => [r.id, contentOf(r)] as const),
+  );
   if (served.status !== 200 || !sameStates(servedStates, states)) {
-    violations.push({ kind: 'served-differs-from-disk', round, message: `GET /api/acp/resources answered ${served.status} with ${servedStates.size} records; resources.json holds ${states.size}` });
+    violations.push({
+      kind: 'served-differs-from-disk',
+      round,
+      message: `GET /api/acp/resources answered ${served.status} with ${servedStates.size} records; resources.json holds ${states.size}`,
+    });
   }
   for (const [provider, token] of tokens) {
     const own = await getJson(server.origin, `/api/acp/providers/${provider}/resources`, token);
     const listed = ((own.body as { resources?: { id: string }[] })?.resources ?? []).map((r) => r.id).join(',');
-    const expected = [...states].filter(([, s]) => s?.provider === provider).map(([id]) => id).sort().join(',');
+    const expected = [...states]
+      .filter(([, s]) => s?.provider === provider)
+      .map(([id]) => id)
+      .sort()
+      .join(',');
     if (own.status !== 200 || listed !== expected) {
-      violations.push({ kind: 'machine-token-failed', round, message: `${provider}'s token after the restart: ${own.status}, listed [${listed}], expected [${expected}]` });
+      violations.push({
+        kind: 'machine-token-failed',
+        round,
+        message: `${provider}'s token after the restart: ${own.status}, listed [${listed}], expected [${expected}]`,
+      });
     }
   }
   const servedProfiles = await getJson(server.origin, '/api/acp/profiles', CANARY.owner);
@@ -229,19 +253,34 @@ async function observe({ server, dataDir, tokens, round, ackedThreads, torn }: O
     .map((p) => JSON.stringify(profileViewOf(p)));
   const diskViews = [...profiles.keys()].sort().map((id) => JSON.stringify(profiles.get(id)));
   if (servedProfiles.status !== 200 || JSON.stringify(servedViews) !== JSON.stringify(diskViews)) {
-    violations.push({ kind: 'served-differs-from-disk', round, message: `GET /api/acp/profiles answered ${servedProfiles.status} with ${servedViews.length} acp-command profiles; registry.json holds ${diskViews.length}` });
+    violations.push({
+      kind: 'served-differs-from-disk',
+      round,
+      message: `GET /api/acp/profiles answered ${servedProfiles.status} with ${servedViews.length} acp-command profiles; registry.json holds ${diskViews.length}`,
+    });
   }
   for (const canvasId of canvases) {
     const list = await getJson(server.origin, `/api/acp/workloads?canvasId=${canvasId}`, CANARY.owner);
-    const servedKeys = ((list.body as { workloads?: { canvasId: string; threadId: string }[] })?.workloads ?? []).map((w) => [threadKey(w.canvasId, w.threadId), canonicalJson(w)]);
+    const servedKeys = ((list.body as { workloads?: { canvasId: string; threadId: string }[] })?.workloads ?? []).map((w) => [
+      threadKey(w.canvasId, w.threadId),
+      canonicalJson(w),
+    ]);
     const diskKeys = [...workloads].filter(([key]) => key.startsWith(`${canvasId}/`)).sort(([a], [b]) => (a < b ? -1 : 1));
     if (list.status !== 200 || JSON.stringify(servedKeys) !== JSON.stringify(diskKeys)) {
-      violations.push({ kind: 'served-differs-from-disk', round, message: `GET /api/acp/workloads?canvasId=${canvasId} answered ${list.status} with ${servedKeys.length} records; workloads/${canvasId}.json holds ${diskKeys.length}` });
+      violations.push({
+        kind: 'served-differs-from-disk',
+        round,
+        message: `GET /api/acp/workloads?canvasId=${canvasId} answered ${list.status} with ${servedKeys.length} records; workloads/${canvasId}.json holds ${diskKeys.length}`,
+      });
     }
   }
   const servedWorkloads = new Map<string, string>();
   for (const { canvasId, threadId } of ackedThreads) {
-    const res = await request(`${server.origin}/api/acp/workloads/${canvasId}/${threadId}`, { headers: bearer(CANARY.owner), headersTimeout: 10_000, bodyTimeout: 10_000 });
+    const res = await request(`${server.origin}/api/acp/workloads/${canvasId}/${threadId}`, {
+      headers: bearer(CANARY.owner),
+      headersTimeout: 10_000,
+      bodyTimeout: 10_000,
+    });
     const text = await res.body.text();
     if (res.statusCode === 200) servedWorkloads.set(threadKey(canvasId, threadId), text);
   }
@@ -265,7 +304,8 @@ async function noteTornAudit(dataDir: string, tear: boolean): Promise<TornLine |
 /** What a rejection (4xx) proves: a conflict names the holder; "not found" proves absence. */
 function rejectionObservations(answer: unknown, label: string, inv: number, cmp: number): Observation[] {
   const a = answer as { code?: string; details?: { id?: string; conflicts?: { id: string; provider: string }[] } } | undefined;
-  if (a?.code === 'resource_conflict') return (a.details?.conflicts ?? []).map((c) => ({ id: c.id, owner: c.provider, inv, cmp, source: `409 to ${label}` }));
+  if (a?.code === 'resource_conflict')
+    return (a.details?.conflicts ?? []).map((c) => ({ id: c.id, owner: c.provider, inv, cmp, source: `409 to ${label}` }));
   if (a?.code === 'resource_not_found' && a.details?.id) return [{ id: a.details.id, owner: null, inv, cmp, source: `404 to ${label}` }];
   return [];
 }
@@ -328,12 +368,25 @@ export async function runCrashRounds(options: CrashOptions): Promise<CrashResult
   }
   // The host's fixed resources (launches and profiles can count on them) and one stable profile per machine.
   for (const id of FIXED_RESOURCE_IDS) {
-    const res = await send(server.origin, 'PUT', `/api/acp/providers/${HOST}/resources/${id}`, CANARY.huabu, toBody(id, fixedContent(HOST, id)));
+    const res = await send(
+      server.origin,
+      'PUT',
+      `/api/acp/providers/${HOST}/resources/${id}`,
+      CANARY.huabu,
+      toBody(id, fixedContent(HOST, id)),
+    );
     if (res.status !== 201 && res.status !== 200) throw new Error(`registering ${id}: ${res.status}`);
   }
   const profiles = new ProfilePool(machines);
   for (const [i, agentletId] of machines.entries()) {
-    const body = profileCreateBody({ alias: `Stable agent ${i}`, agentletId, workingDirPath: `/work/crash/stable-${i}`, command: 'crash-agent --acp', resourceIds: [FIXED_RESOURCE_IDS[1]], tag: `stable-${i}` });
+    const body = profileCreateBody({
+      alias: `Stable agent ${i}`,
+      agentletId,
+      workingDirPath: `/work/crash/stable-${i}`,
+      command: 'crash-agent --acp',
+      resourceIds: [FIXED_RESOURCE_IDS[1]],
+      tag: `stable-${i}`,
+    });
     const res = await send(server.origin, 'POST', '/api/acp/profiles', CANARY.owner, body);
     if (res.status !== 201) throw new Error(`creating a stable profile: ${res.status} ${JSON.stringify(res.body)}`);
     profiles.add({ id: (res.body as { id: string }).id, agentletId, stable: true });
@@ -350,7 +403,8 @@ export async function runCrashRounds(options: CrashOptions): Promise<CrashResult
 
   try {
     const more = (round: number) =>
-      round <= options.rounds || (options.extendUntil !== undefined && round <= options.extendUntil.maxRounds && !options.extendUntil.done(result));
+      round <= options.rounds ||
+      (options.extendUntil !== undefined && round <= options.extendUntil.maxRounds && !options.extendUntil.done(result));
     for (let round = 1; more(round); round++) {
       const roundRng = rngFor(seed, round, 0);
       const [min, max] = options.killAfterMs;
@@ -384,7 +438,18 @@ export async function runCrashRounds(options: CrashOptions): Promise<CrashResult
           }
           if (stopping) break;
           const { method, path: url, body, asOwner, headers } = planned.request;
-          const op: OpRecord = { seq: ops.length, kind: planned.kind ?? kind.name, writer: w, provider, label: `${method} ${url}`, inv: now(), cmp: undefined, outcome: 'unknown', effects: [], observations: [] };
+          const op: OpRecord = {
+            seq: ops.length,
+            kind: planned.kind ?? kind.name,
+            writer: w,
+            provider,
+            label: `${method} ${url}`,
+            inv: now(),
+            cmp: undefined,
+            outcome: 'unknown',
+            effects: [],
+            observations: [],
+          };
           ops.push(op);
           const record = (effects: ReturnType<typeof planned.possible>) => {
             op.effects = effects.resources ?? [];
@@ -412,7 +477,13 @@ export async function runCrashRounds(options: CrashOptions): Promise<CrashResult
               try {
                 record(planned.acknowledged(res.statusCode, answer, text));
                 op.outcome = 'acknowledged';
-                op.observations = op.effects.map((e) => ({ id: e.id, owner: provider, inv: op.inv, cmp: op.cmp!, source: `${res.statusCode} to ${op.label}` }));
+                op.observations = op.effects.map((e) => ({
+                  id: e.id,
+                  owner: provider,
+                  inv: op.inv,
+                  cmp: op.cmp!,
+                  source: `${res.statusCode} to ${op.label}`,
+                }));
               } catch (err) {
                 violations.push({ kind: 'bad-response', round, message: `${op.label}: ${(err as Error).message}` });
                 record(planned.possible());
@@ -465,7 +536,9 @@ export async function runCrashRounds(options: CrashOptions): Promise<CrashResult
       result.violations.push(...violations);
       result.roundsRun = round;
       if (violations.length > 0) {
-        log(`round ${round}: kill after ${killAfter.toFixed(0)} ms, ${ops.length} ops (${counts.acknowledged} acknowledged, ${counts.unknown} unknown); ${violations.length} violation(s):`);
+        log(
+          `round ${round}: kill after ${killAfter.toFixed(0)} ms, ${ops.length} ops (${counts.acknowledged} acknowledged, ${counts.unknown} unknown); ${violations.length} violation(s):`,
+        );
         for (const v of violations.slice(0, 5)) log(`  ${v.kind}: ${v.message}`);
       }
       if (options.stopWhen?.(result.violations)) break;

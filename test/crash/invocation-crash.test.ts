@@ -31,26 +31,77 @@ async function call(origin: string, method: string, url: string, token: string, 
 t.test('SIGKILL during an invocation loses no acknowledged write', async (t) => {
   const endpoint = await startHostedEndpoint();
   t.teardown(() => endpoint.close());
-  const base = { inputSchema: { type: 'object', properties: { query: { type: 'string', maxLength: 100 } }, additionalProperties: false }, timeoutMs: 30_000, maxInputBytes: 1000, maxOutputBytes: 10_000, perGrant: { concurrency: 4, perMinute: 1000 } };
+  const base = {
+    inputSchema: { type: 'object', properties: { query: { type: 'string', maxLength: 100 } }, additionalProperties: false },
+    timeoutMs: 30_000,
+    maxInputBytes: 1000,
+    maxOutputBytes: 10_000,
+    perGrant: { concurrency: 4, perMinute: 1000 },
+  };
   const capsFile = path.join(DATA_ROOT, `caps-crash-${process.pid}.json`);
-  await writeFile(capsFile, JSON.stringify({ schemaVersion: 1, capabilities: { 'web-search': { ...base, endpoint: `${endpoint.origin}/ok`, credential: { header: 'x-api-key', env: 'ARR_TEST_SEARCH_KEY' } }, 'hold-search': { ...base, endpoint: `${endpoint.origin}/hold` } } }));
+  await writeFile(
+    capsFile,
+    JSON.stringify({
+      schemaVersion: 1,
+      capabilities: {
+        'web-search': { ...base, endpoint: `${endpoint.origin}/ok`, credential: { header: 'x-api-key', env: 'ARR_TEST_SEARCH_KEY' } },
+        'hold-search': { ...base, endpoint: `${endpoint.origin}/hold` },
+      },
+    }),
+  );
   const dataDir = await tempDataDir();
-  const env = testEnv(dataDir, { HOSTED_CAPABILITIES_FILE: capsFile, ARR_TEST_SEARCH_KEY: KEY, REQUIRED_RESOURCE_IDS: '', SEED_HUABU_RESOURCES: 'false', RATE_LIMIT_WRITES_PER_MINUTE: '0' });
+  const env = testEnv(dataDir, {
+    HOSTED_CAPABILITIES_FILE: capsFile,
+    ARR_TEST_SEARCH_KEY: KEY,
+    REQUIRED_RESOURCE_IDS: '',
+    SEED_HUABU_RESOURCES: 'false',
+    RATE_LIMIT_WRITES_PER_MINUTE: '0',
+  });
 
   const first = await startServer(env);
   const o = first.origin;
   const machine = (await call(o, 'POST', '/api/acp/machines', CANARY.owner, { machineId: 'mac-1' })).json.token as string;
   recordIssuedToken(machine);
   for (const id of ['web-search', 'hold-search']) {
-    t.equal((await call(o, 'PUT', `/api/acp/providers/huabu/resources/${id}`, CANARY.huabu, { schemaVersion: 1, name: id, description: `About ${id}.`, instructions: 'Invoke it.' })).status, 201);
+    t.equal(
+      (
+        await call(o, 'PUT', `/api/acp/providers/huabu/resources/${id}`, CANARY.huabu, {
+          schemaVersion: 1,
+          name: id,
+          description: `About ${id}.`,
+          instructions: 'Invoke it.',
+        })
+      ).status,
+      201,
+    );
   }
-  const profile = await call(o, 'POST', '/api/acp/profiles', CANARY.owner, { alias: 'Searcher', agentletId: 'mac-1', workingDirPath: '/w', launch: { kind: 'acp-command', command: 'agent' }, resourceIds: ['web-search', 'hold-search'] });
-  t.equal((await call(o, 'POST', '/api/acp/launch', CANARY.owner, { profileId: profile.json.id, canvasId: 'canvas-1', threadId: 'thread-1' })).status, 201);
-  const token = (await call(o, 'POST', '/api/acp/canvas-tokens', CANARY.owner, { canvasId: 'canvas-1', agentletId: 'mac-1' })).json.token as string;
-  const grant = (await call(o, 'POST', '/api/acp/grants', CANARY.owner, { canvasId: 'canvas-1', threadId: 'thread-1' })).json.grant as string;
+  const profile = await call(o, 'POST', '/api/acp/profiles', CANARY.owner, {
+    alias: 'Searcher',
+    agentletId: 'mac-1',
+    workingDirPath: '/w',
+    launch: { kind: 'acp-command', command: 'agent' },
+    resourceIds: ['web-search', 'hold-search'],
+  });
+  t.equal(
+    (await call(o, 'POST', '/api/acp/launch', CANARY.owner, { profileId: profile.json.id, canvasId: 'canvas-1', threadId: 'thread-1' }))
+      .status,
+    201,
+  );
+  const token = (await call(o, 'POST', '/api/acp/canvas-tokens', CANARY.owner, { canvasId: 'canvas-1', agentletId: 'mac-1' })).json
+    .token as string;
+  const grant = (await call(o, 'POST', '/api/acp/grants', CANARY.owner, { canvasId: 'canvas-1', threadId: 'thread-1' })).json
+    .grant as string;
   recordIssuedToken(token);
   recordIssuedToken(grant);
-  const invoke = (id: string) => call(o, 'POST', `/api/rfs/canvas-1/resources/${id}/invoke`, token, { schemaVersion: 1, input: { query: 'q' } }, { 'x-huabu-resource-grant': grant, 'x-huabu-thread-id': 'thread-1' });
+  const invoke = (id: string) =>
+    call(
+      o,
+      'POST',
+      `/api/rfs/canvas-1/resources/${id}/invoke`,
+      token,
+      { schemaVersion: 1, input: { query: 'q' } },
+      { 'x-huabu-resource-grant': grant, 'x-huabu-thread-id': 'thread-1' },
+    );
 
   t.equal((await invoke('web-search')).status, 200, 'an answered invocation before the crash');
   const seen = endpoint.next();
@@ -60,7 +111,12 @@ t.test('SIGKILL during an invocation loses no acknowledged write', async (t) => 
   // Writes acknowledged while the call is in flight, then the kill in the middle of more of them.
   const acknowledged: string[] = [];
   const put = (id: string) =>
-    call(o, 'PUT', `/api/acp/providers/huabu/resources/${id}`, CANARY.huabu, { schemaVersion: 1, name: id, description: 'A note.', instructions: 'Read it.' })
+    call(o, 'PUT', `/api/acp/providers/huabu/resources/${id}`, CANARY.huabu, {
+      schemaVersion: 1,
+      name: id,
+      description: 'A note.',
+      instructions: 'Read it.',
+    })
       .then((r) => r.status === 201 && acknowledged.push(id))
       .catch(() => undefined);
   await Promise.all(Array.from({ length: 10 }, (_, i) => put(`note-${i}`)));
@@ -75,11 +131,28 @@ t.test('SIGKILL during an invocation loses no acknowledged write', async (t) => 
   const second = await startServer(env);
   const listed = await call(second.origin, 'GET', '/api/acp/resources', CANARY.owner);
   const ids = new Set((listed.json.resources as { id: string }[]).map((r) => r.id));
-  t.same(acknowledged.filter((id) => !ids.has(id)), [], 'every acknowledged record survived');
+  t.same(
+    acknowledged.filter((id) => !ids.has(id)),
+    [],
+    'every acknowledged record survived',
+  );
   t.equal((await call(second.origin, 'GET', '/api/acp/workloads/canvas-1/thread-1', CANARY.owner)).status, 200, 'the thread survived');
-  const audit = (await readFile(path.join(dataDir, 'audit.jsonl'), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l));
-  t.ok(audit.some((a) => a.action === 'resource.invoke' && a.outcome === 'ok'), 'the answered invocation is audited');
-  const after = await call(second.origin, 'POST', '/api/rfs/canvas-1/resources/web-search/invoke', token, { schemaVersion: 1, input: { query: 'q' } }, { 'x-huabu-resource-grant': grant, 'x-huabu-thread-id': 'thread-1' });
+  const audit = (await readFile(path.join(dataDir, 'audit.jsonl'), 'utf8'))
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
+  t.ok(
+    audit.some((a) => a.action === 'resource.invoke' && a.outcome === 'ok'),
+    'the answered invocation is audited',
+  );
+  const after = await call(
+    second.origin,
+    'POST',
+    '/api/rfs/canvas-1/resources/web-search/invoke',
+    token,
+    { schemaVersion: 1, input: { query: 'q' } },
+    { 'x-huabu-resource-grant': grant, 'x-huabu-thread-id': 'thread-1' },
+  );
   t.equal(after.status, 200, 'the grant from before the crash still works');
   await second.kill();
 });

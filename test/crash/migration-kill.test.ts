@@ -32,16 +32,25 @@ const seed = process.env.MIGRATION_KILL_SEED ? Number(process.env.MIGRATION_KILL
 // The timeout only guards against a hang (tap's per-file timeout, 480 s, is the outer bound).
 t.setTimeout(Math.max(240_000, KILLS * 30_000));
 t.teardown(killAllServers);
-t.comment(`migration kill seed ${seed} (reproduce: MIGRATION_KILL_SEED=${seed} MIGRATION_KILLS=${KILLS} npx tap test/crash/migration-kill.test.ts)`);
+t.comment(
+  `migration kill seed ${seed} (reproduce: MIGRATION_KILL_SEED=${seed} MIGRATION_KILLS=${KILLS} npx tap test/crash/migration-kill.test.ts)`,
+);
 
 /**
  * The (upstream-shaped) v1 fixture with its first deployment repeated `n` times (unique ids and aliases), as
  * bytes. Without their setup logs, so the migration writes no JSONL file beside the registry file.
  */
 async function largeV1(n: number): Promise<Buffer> {
-  const doc = JSON.parse(await readFile(path.join('test', 'fixtures', 'registry', 'v1.json'), 'utf8')) as { state: { deployments: Record<string, unknown>[] } };
+  const doc = JSON.parse(await readFile(path.join('test', 'fixtures', 'registry', 'v1.json'), 'utf8')) as {
+    state: { deployments: Record<string, unknown>[] };
+  };
   const [first, second] = doc.state.deployments.map(({ setupLog: _log, ...d }) => d);
-  const deployments = Array.from({ length: n }, (_, i) => ({ ...first, id: `reviewer-${i}`, alias: `Reviewer ${i}`, workingDirPath: `/teams/reviewer/workspaces/w${i}` }));
+  const deployments = Array.from({ length: n }, (_, i) => ({
+    ...first,
+    id: `reviewer-${i}`,
+    alias: `Reviewer ${i}`,
+    workingDirPath: `/teams/reviewer/workspaces/w${i}`,
+  }));
   return Buffer.from(JSON.stringify({ ...doc, state: { ...doc.state, deployments: [...deployments, second] } }, null, 2) + '\n');
 }
 
@@ -68,8 +77,8 @@ function spawnMigrator(kind: Migrator, dataDir: string) {
           stdio: ['ignore', 'pipe', 'pipe'],
         });
   let output = '';
-  child.stdout!.on('data', (c: Buffer) => (output = (output + c.toString('utf8')).slice(-4000)));
-  child.stderr!.on('data', (c: Buffer) => (output = (output + c.toString('utf8')).slice(-4000)));
+  child.stdout.on('data', (c: Buffer) => (output = (output + c.toString('utf8')).slice(-4000)));
+  child.stderr.on('data', (c: Buffer) => (output = (output + c.toString('utf8')).slice(-4000)));
   const exited = new Promise<{ code: number | null; signal: string | null; output: string }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal, output })),
   );
@@ -113,10 +122,13 @@ async function serverToReady(dataDir: string): Promise<number> {
 
 const tempFiles = async (dataDir: string) => (await readdir(path.dirname(registryOf(dataDir)))).filter((n) => n.endsWith('.tmp'));
 const otherFiles = async (dataDir: string) =>
-  (await readdir(path.dirname(registryOf(dataDir)))).filter((n) => !n.endsWith('.tmp') && n !== 'registry.json' && n !== 'registry.json.v1.bak');
+  (await readdir(path.dirname(registryOf(dataDir)))).filter(
+    (n) => !n.endsWith('.tmp') && n !== 'registry.json' && n !== 'registry.json.v1.bak',
+  );
 
 t.test('a registry migration killed at any moment leaves the original or the migrated file, with the backup intact', async (t) => {
-  for (const entry of [MIGRATE_ENTRY, SERVER_ENTRY]) if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first`);
+  for (const entry of [MIGRATE_ENTRY, SERVER_ENTRY])
+    if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first`);
   const original = await largeV1(PROFILES);
 
   // The reference: a migration nobody kills.
@@ -174,14 +186,24 @@ t.test('a registry migration killed at any moment leaves the original or the mig
     } else {
       t.equal(await serverToReady(dataDir), PROFILES + 1, `${label}: the server starts and serves every profile`);
     }
-    t.ok((await read(registryOf(dataDir)))?.equals(migrated), `${label}: after the ${restarter} ran, registry.json equals the unkilled migration`);
+    t.ok(
+      (await read(registryOf(dataDir)))?.equals(migrated),
+      `${label}: after the ${restarter} ran, registry.json equals the unkilled migration`,
+    );
     t.ok((await read(backupOf(dataDir)))?.equals(original), `${label}: the backup still holds the original bytes`);
     t.same(await tempFiles(dataDir), [], `${label}: no temp file remains after the ${restarter} ran`);
     // 12 MB a directory: do not leave them for the canary scan.
     await rm(dataDir, { recursive: true, force: true });
   }
   await rm(referenceDir, { recursive: true, force: true });
-  t.comment(`after the kills: ${Object.entries(phases).map(([k, v]) => `${k} ${v}`).join(', ')}`);
-  t.ok(phases.untouched + phases['backed up'] > 0 && phases.migrated > 0, 'kills landed both before and after the migrated file was in place');
+  t.comment(
+    `after the kills: ${Object.entries(phases)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
+  );
+  t.ok(
+    phases.untouched + phases['backed up'] > 0 && phases.migrated > 0,
+    'kills landed both before and after the migrated file was in place',
+  );
   if (phases['backed up'] === 0) t.comment('no kill landed between the backup and the migrated file this time');
 });

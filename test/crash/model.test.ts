@@ -21,7 +21,14 @@ const rec = (provider: string, name: string): Content => ({ provider, name, desc
 let seq = 0;
 
 /** An operation of provider `by` over [inv, cmp]; acknowledged and rejected ones observe their owner. */
-function op(outcome: Outcome, inv: number, cmp: number | undefined, by: string, effects: [string, IdState][], observed: [string, string | null][] = []): OpRecord {
+function op(
+  outcome: Outcome,
+  inv: number,
+  cmp: number | undefined,
+  by: string,
+  effects: [string, IdState][],
+  observed: [string, string | null][] = [],
+): OpRecord {
   const list: Effect[] = effects.map(([id, after]) => ({ id, after, by }));
   return {
     seq: seq++,
@@ -49,38 +56,43 @@ const a1 = rec('m1', 'a1');
 const a2 = rec('m1', 'a2');
 const b1 = rec('m2', 'b1');
 
-t.test('an acknowledged write must survive; an older state is a lost write', async (t) => {
+t.test('an acknowledged write must survive; an older state is a lost write', (t) => {
   const ops = [op('acknowledged', 10, 20, 'm1', [['x', a1]]), op('acknowledged', 30, 40, 'm1', [['x', a2]])];
   t.same(kinds(history([], ops, [['x', a2]])), []);
   t.same(kinds(history([], ops, [['x', a1]])), ['lost-acknowledged-write'], 'a1 was certainly overwritten by a2');
   t.same(kinds(history([], ops, [])), ['lost-acknowledged-write', 'owner-changed-without-withdrawal']);
+  t.end();
 });
 
-t.test('overlapping acknowledged writes may land in either order', async (t) => {
+t.test('overlapping acknowledged writes may land in either order', (t) => {
   const ops = [op('acknowledged', 10, 40, 'm1', [['x', a1]]), op('acknowledged', 20, 30, 'm1', [['x', a2]])];
   t.same(kinds(history([], ops, [['x', a1]])), []);
   t.same(kinds(history([], ops, [['x', a2]])), []);
+  t.end();
 });
 
-t.test('an unknown-outcome write may or may not have happened', async (t) => {
+t.test('an unknown-outcome write may or may not have happened', (t) => {
   const ops = [op('acknowledged', 10, 20, 'm1', [['x', a1]]), op('unknown', 30, undefined, 'm1', [['x', a2]])];
   t.same(kinds(history([], ops, [['x', a1]])), []);
   t.same(kinds(history([], ops, [['x', a2]])), []);
   t.same(kinds(history([], [op('unknown', 30, undefined, 'm1', [['x', a2]])], [])), [], 'nothing acknowledged: the start state is fine');
+  t.end();
 });
 
-t.test('an acknowledged withdrawal stays withdrawn unless a later write could have re-registered', async (t) => {
+t.test('an acknowledged withdrawal stays withdrawn unless a later write could have re-registered', (t) => {
   const withdraw = op('acknowledged', 10, 20, 'm1', [['x', null]]);
   t.same(kinds(history([['x', a1]], [withdraw], [])), []);
   t.same(kinds(history([['x', a1]], [withdraw], [['x', a1]])), ['lost-acknowledged-write']);
   t.same(kinds(history([['x', a1]], [withdraw, op('unknown', 30, undefined, 'm1', [['x', a2]])], [['x', a2]])), []);
+  t.end();
 });
 
-t.test('a change nobody asked for is reported', async (t) => {
+t.test('a change nobody asked for is reported', (t) => {
   t.same(kinds(history([['x', a1]], [], [['x', a2]])), ['unexpected-change']);
+  t.end();
 });
 
-t.test("a record leaves its owner only through the owner's withdrawal", async (t) => {
+t.test("a record leaves its owner only through the owner's withdrawal", (t) => {
   // m2 was told "held by m1" (409), yet after the restart x is free, and m1 never withdrew it.
   const refused = op('rejected', 10, 20, 'm2', [['x', b1]], [['x', 'm1']]);
   const unknownCreate = op('unknown', 5, undefined, 'm1', [['x', a1]]);
@@ -88,7 +100,12 @@ t.test("a record leaves its owner only through the owner's withdrawal", async (t
   const unknownWithdraw = op('unknown', 25, undefined, 'm1', [['x', null]]);
   t.same(kinds(history([], [unknownCreate, refused, unknownWithdraw], [])), [], 'a withdrawal that may have happened explains it');
   const earlierWithdraw = op('acknowledged', 1, 4, 'm1', [['x', null]]);
-  t.same(kinds(history([], [unknownCreate, refused, earlierWithdraw], [])), ['owner-changed-without-withdrawal'], 'a withdrawal certainly before the 409 does not');
+  t.same(
+    kinds(history([], [unknownCreate, refused, earlierWithdraw], [])),
+    ['owner-changed-without-withdrawal'],
+    'a withdrawal certainly before the 409 does not',
+  );
+  t.end();
 });
 
 const profile = (id: string, alias: string, tag = `tag-${id}`): ProfileView => ({
@@ -102,7 +119,13 @@ const profile = (id: string, alias: string, tag = `tag-${id}`): ProfileView => (
 });
 
 /** A profile operation over [inv, cmp]. */
-function pop(outcome: Outcome, inv: number, cmp: number | undefined, profileEffects: ProfileEffect[], extra: Partial<OpRecord> = {}): OpRecord {
+function pop(
+  outcome: Outcome,
+  inv: number,
+  cmp: number | undefined,
+  profileEffects: ProfileEffect[],
+  extra: Partial<OpRecord> = {},
+): OpRecord {
   return { ...op(outcome, inv, cmp, 'owner', []), profileEffects: outcome === 'rejected' ? [] : profileEffects, ...extra };
 }
 const alias = (id: string, value: string): ProfileEffect => ({ id, field: 'alias', value: JSON.stringify(value) });
@@ -116,7 +139,7 @@ function profileHistory(start: ProfileView[], ops: OpRecord[], end: ProfileView[
 }
 const profileKinds = (h: RoundHistory) => checkProfiles(h).map((v) => v.kind);
 
-t.test('profiles: acknowledged creates, patches and deletes are reflected field by field', async (t) => {
+t.test('profiles: acknowledged creates, patches and deletes are reflected field by field', (t) => {
   const created = profile('prf-a', 'A');
   const create = pop('acknowledged', 10, 20, createEffects(created));
   const patch = pop('acknowledged', 30, 40, [alias('prf-a', 'B')]);
@@ -124,12 +147,21 @@ t.test('profiles: acknowledged creates, patches and deletes are reflected field 
   t.same(profileKinds(profileHistory([], [create, patch], [created])), ['lost-acknowledged-write'], 'the patch was lost');
   t.same(profileKinds(profileHistory([], [create, patch], [])), ['lost-acknowledged-write'], 'the create was lost');
   const unknownPatch = pop('unknown', 50, undefined, [alias('prf-a', 'C')]);
-  t.same(profileKinds(profileHistory([], [create, patch, unknownPatch], [{ ...created, alias: 'C' }])), [], 'an unknown patch may have landed');
+  t.same(
+    profileKinds(profileHistory([], [create, patch, unknownPatch], [{ ...created, alias: 'C' }])),
+    [],
+    'an unknown patch may have landed',
+  );
   t.same(profileKinds(profileHistory([], [create, patch, unknownPatch], [{ ...created, alias: 'B' }])), [], 'or not');
-  t.same(profileKinds(profileHistory([created], [], [{ ...created, workingDirPath: '/x' }])), ['unexpected-change'], 'fields nobody wrote stay');
+  t.same(
+    profileKinds(profileHistory([created], [], [{ ...created, workingDirPath: '/x' }])),
+    ['unexpected-change'],
+    'fields nobody wrote stay',
+  );
+  t.end();
 });
 
-t.test('profiles: an acknowledged delete stays deleted; an unknown create may appear, as sent', async (t) => {
+t.test('profiles: an acknowledged delete stays deleted; an unknown create may appear, as sent', (t) => {
   const a = profile('prf-a', 'A');
   const del = pop('acknowledged', 10, 20, [gone('prf-a')]);
   t.same(profileKinds(profileHistory([a], [del], [])), []);
@@ -140,14 +172,22 @@ t.test('profiles: an acknowledged delete stays deleted; an unknown create may ap
   t.same(profileKinds(profileHistory([], [unknownCreate], [profile('prf-n', 'Other', 'tag-n')])), ['unexpected-change'], 'not as sent');
   t.same(profileKinds(profileHistory([], [], [profile('prf-x', 'X')])), ['unexpected-change'], 'nobody created it');
   t.same(profileKinds(profileHistory([a, profile('prf-b', 'a')], [], [a, profile('prf-b', 'a')])), ['alias-not-unique']);
+  t.end();
 });
 
-t.test('workloads: the first realization is the only record, across rounds', async (t) => {
+t.test('workloads: the first realization is the only record, across rounds', (t) => {
   const record = { canvasId: 'c', threadId: 't', realizedAt: '1', spec: { binding: { profileId: 'p' } } };
   const answer = JSON.stringify(record);
   const launch = (outcome: Outcome, text?: string) =>
-    ({ ...op(outcome, 10, 20, 'owner', []), launch: { canvasId: 'c', threadId: 't', profileId: 'p', ...(text ? { answer: text } : {}) } }) as OpRecord;
-  const round = (ops: OpRecord[], end: Record<string, unknown> | undefined, served = end ? JSON.stringify(end) : undefined): RoundHistory => {
+    ({
+      ...op(outcome, 10, 20, 'owner', []),
+      launch: { canvasId: 'c', threadId: 't', profileId: 'p', ...(text ? { answer: text } : {}) },
+    }) as OpRecord;
+  const round = (
+    ops: OpRecord[],
+    end: Record<string, unknown> | undefined,
+    served = end ? JSON.stringify(end) : undefined,
+  ): RoundHistory => {
     const h = history([], ops, []);
     h.end.workloads = new Map(end ? [['c/t', canonicalJson(end)]] : []);
     h.end.servedWorkloads = new Map(served ? [['c/t', served]] : []);
@@ -156,11 +196,23 @@ t.test('workloads: the first realization is the only record, across rounds', asy
   const kindsOf = (h: RoundHistory, ledger = new WorkloadLedger()) => checkWorkloads(h, ledger).map((v) => v.kind);
   t.same(kindsOf(round([launch('acknowledged', answer)], record)), []);
   t.same(kindsOf(round([launch('acknowledged', answer)], undefined)), ['lost-acknowledged-write', 'lost-acknowledged-write']);
-  t.same(kindsOf(round([launch('acknowledged', answer)], { ...record, realizedAt: '2' })), ['workload-differs-from-answer', 'workload-changed']);
+  t.same(kindsOf(round([launch('acknowledged', answer)], { ...record, realizedAt: '2' })), [
+    'workload-differs-from-answer',
+    'workload-changed',
+  ]);
   t.same(kindsOf(round([launch('unknown')], record)), [], 'an unknown launch may have realized it');
   t.same(kindsOf(round([], record)), ['unexpected-change'], 'nobody launched it');
   const ledger = new WorkloadLedger();
   t.same(kindsOf(round([launch('acknowledged', answer)], record), ledger), []);
-  t.same(kindsOf(round([launch('unknown')], { ...record, realizedAt: '2' }), ledger), ['workload-changed'], 'a later round cannot realize it again');
-  t.same(kindsOf(round([launch('acknowledged', JSON.stringify({ ...record, realizedAt: '3' }))], record), ledger), ['workload-changed'], 'nor answer another record');
+  t.same(
+    kindsOf(round([launch('unknown')], { ...record, realizedAt: '2' }), ledger),
+    ['workload-changed'],
+    'a later round cannot realize it again',
+  );
+  t.same(
+    kindsOf(round([launch('acknowledged', JSON.stringify({ ...record, realizedAt: '3' }))], record), ledger),
+    ['workload-changed'],
+    'nor answer another record',
+  );
+  t.end();
 });

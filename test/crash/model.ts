@@ -80,7 +80,7 @@ export interface ProfileEffect {
 
 export function profileFieldValue(p: ProfileView | undefined, field: ProfileField): string {
   if (field === 'exists') return p ? 'present' : 'absent';
-  return p ? JSON.stringify(p[field]) ?? 'undefined' : 'absent';
+  return p ? (JSON.stringify(p[field]) ?? 'undefined') : 'absent';
 }
 
 /** Every field of a created profile (a create writes them all). */
@@ -203,7 +203,9 @@ export function checkRound(h: RoundHistory): Violation[] {
         message:
           `${id}: recovered ${describeState(end)}, but the history allows only ` +
           `[${candidates.map(describeState).join(', ')}]` +
-          (latest.length > 0 ? `; last acknowledged: ${latest.map((w) => `${describeOp(w.op)} → ${describeState(w.effect.after)}`).join('; ')}` : ''),
+          (latest.length > 0
+            ? `; last acknowledged: ${latest.map((w) => `${describeOp(w.op)} → ${describeState(w.effect.after)}`).join('; ')}`
+            : ''),
       });
     }
   }
@@ -221,7 +223,13 @@ function checkOwnership(h: RoundHistory): Violation[] {
   const violations: Violation[] = [];
   const byId = new Map<string, Observation[]>();
   const add = (o: Observation) => (byId.get(o.id) ?? byId.set(o.id, []).get(o.id)!).push(o);
-  const snapshotObs = (s: Snapshot, source: string, id: string): Observation => ({ id, owner: s.states.get(id)?.provider ?? null, inv: s.inv, cmp: s.cmp, source });
+  const snapshotObs = (s: Snapshot, source: string, id: string): Observation => ({
+    id,
+    owner: s.states.get(id)?.provider ?? null,
+    inv: s.inv,
+    cmp: s.cmp,
+    source,
+  });
   for (const op of h.ops) for (const o of op.observations) add(o);
   for (const id of new Set([...byId.keys(), ...h.start.states.keys(), ...h.end.states.keys()])) {
     add(snapshotObs(h.start, 'state at round start', id));
@@ -233,9 +241,14 @@ function checkOwnership(h: RoundHistory): Violation[] {
   for (const [id, observations] of byId) {
     const broken = observations
       .filter((first) => first.owner !== null)
-      .flatMap((first) => observations.filter((later) => later.owner !== first.owner && first.cmp < later.inv).map((later) => ({ first, later })))
-      .find(({ first, later }) =>
-        !withdrawals.some((w) => w.id === id && w.by === first.owner && w.op.inv < later.cmp && (w.op.outcome === 'unknown' || w.op.cmp! > first.inv)),
+      .flatMap((first) =>
+        observations.filter((later) => later.owner !== first.owner && first.cmp < later.inv).map((later) => ({ first, later })),
+      )
+      .find(
+        ({ first, later }) =>
+          !withdrawals.some(
+            (w) => w.id === id && w.by === first.owner && w.op.inv < later.cmp && (w.op.outcome === 'unknown' || w.op.cmp! > first.inv),
+          ),
       );
     if (broken) {
       const { first, later } = broken;
@@ -278,7 +291,9 @@ export function checkProfiles(h: RoundHistory): Violation[] {
   const unknown = h.ops.filter((op) => op.outcome === 'unknown');
   const effectsOf = (op: OpRecord, id: string, field: ProfileField) =>
     (op.profileEffects ?? []).filter((e) => e.id === id && e.field === field).map((e) => ({ op, value: e.value }));
-  const ackedCreates = new Set(acked.flatMap((op) => (op.profileEffects ?? []).filter((e) => e.field === 'exists' && e.value === 'present').map((e) => e.id)));
+  const ackedCreates = new Set(
+    acked.flatMap((op) => (op.profileEffects ?? []).filter((e) => e.field === 'exists' && e.value === 'present').map((e) => e.id)),
+  );
   const ids = new Set([...start.keys(), ...end.keys(), ...h.ops.flatMap((op) => (op.profileEffects ?? []).map((e) => e.id))]);
 
   for (const id of [...ids].sort()) {
@@ -300,7 +315,11 @@ export function checkProfiles(h: RoundHistory): Violation[] {
     for (const field of PROFILE_FIELDS) {
       if (field !== 'exists' && !after) continue;
       const ackedWrites = acked.flatMap((op) => effectsOf(op, id, field));
-      const candidates = allowedValues(profileFieldValue(start.get(id), field), ackedWrites, unknown.flatMap((op) => effectsOf(op, id, field)));
+      const candidates = allowedValues(
+        profileFieldValue(start.get(id), field),
+        ackedWrites,
+        unknown.flatMap((op) => effectsOf(op, id, field)),
+      );
       const value = profileFieldValue(after, field);
       if (!candidates.includes(value)) {
         const latest = ackedWrites.filter((w) => !ackedWrites.some((o) => o.op !== w.op && o.op.inv > w.op.cmp!));
@@ -320,7 +339,13 @@ export function checkProfiles(h: RoundHistory): Violation[] {
   for (const p of end.values()) {
     const key = p.alias.toLowerCase();
     const other = byAlias.get(key);
-    if (other) violations.push({ kind: 'alias-not-unique', round: h.round, id: p.id, message: `profiles ${other} and ${p.id} share the alias ${JSON.stringify(p.alias)} (ignoring case)` });
+    if (other)
+      violations.push({
+        kind: 'alias-not-unique',
+        round: h.round,
+        id: p.id,
+        message: `profiles ${other} and ${p.id} share the alias ${JSON.stringify(p.alias)} (ignoring case)`,
+      });
     byAlias.set(key, p.id);
   }
   return violations;
@@ -348,7 +373,12 @@ export function checkWorkloads(h: RoundHistory, ledger: WorkloadLedger): Violati
     const json = canonicalJson(JSON.parse(answer!));
     const known = ledger.records.get(key);
     if (known && known.json !== json) {
-      violations.push({ kind: 'workload-changed', round: h.round, id: key, message: `${key}: ${describeOp(op)} answered ${json}, but ${known.source} had ${known.json}` });
+      violations.push({
+        kind: 'workload-changed',
+        round: h.round,
+        id: key,
+        message: `${key}: ${describeOp(op)} answered ${json}, but ${known.source} had ${known.json}`,
+      });
       continue;
     }
     if (!known) ledger.records.set(key, { json, source: `round ${h.round} ${describeOp(op)}` });
@@ -375,9 +405,16 @@ export function checkWorkloads(h: RoundHistory, ledger: WorkloadLedger): Violati
   for (const [key, json] of end) {
     if (ledger.records.has(key)) continue;
     const record = JSON.parse(json) as { spec?: { binding?: { profileId?: string } } };
-    const asked = launches.some((op) => threadKey(op.launch!.canvasId, op.launch!.threadId) === key && op.launch!.profileId === record.spec?.binding?.profileId);
+    const asked = launches.some(
+      (op) => threadKey(op.launch!.canvasId, op.launch!.threadId) === key && op.launch!.profileId === record.spec?.binding?.profileId,
+    );
     if (!asked && !(h.start.workloads?.get(key) === json)) {
-      violations.push({ kind: 'unexpected-change', round: h.round, id: key, message: `${key}: a record appeared that no launch of the round asked for: ${json}` });
+      violations.push({
+        kind: 'unexpected-change',
+        round: h.round,
+        id: key,
+        message: `${key}: a record appeared that no launch of the round asked for: ${json}`,
+      });
     }
     ledger.records.set(key, { json, source: `the state after round ${h.round}` });
   }

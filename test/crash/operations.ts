@@ -67,8 +67,17 @@ export const REQUIRED_RESOURCE_ID = FIXED_RESOURCE_IDS[0];
 export class IdPool {
   readonly own = new Map<string, string[]>();
   readonly shared: string[];
-  constructor(readonly providers: readonly string[], ownPerProvider = 3, sharedCount = 6) {
-    providers.forEach((p, i) => this.own.set(p, Array.from({ length: ownPerProvider }, (_, k) => `p${i}-tool-${k}`)));
+  constructor(
+    readonly providers: readonly string[],
+    ownPerProvider = 3,
+    sharedCount = 6,
+  ) {
+    providers.forEach((p, i) =>
+      this.own.set(
+        p,
+        Array.from({ length: ownPerProvider }, (_, k) => `p${i}-tool-${k}`),
+      ),
+    );
     this.shared = Array.from({ length: sharedCount }, (_, k) => `shared-${k}`);
   }
 
@@ -114,7 +123,12 @@ export class IdPool {
 const resourcePath = (provider: string, id?: string) => `/api/acp/providers/${provider}/resources${id ? `/${id}` : ''}`;
 
 export function contentFor(provider: string, id: string, tag: string): Content {
-  return { provider, name: `${id} ${tag}`, description: `Crash-test record ${tag}.`, instructions: `Use ${id} via $HUABU_RFS_URL (${tag}).` };
+  return {
+    provider,
+    name: `${id} ${tag}`,
+    description: `Crash-test record ${tag}.`,
+    instructions: `Use ${id} via $HUABU_RFS_URL (${tag}).`,
+  };
 }
 
 export const fixedContent = (provider: string, id: string) => contentFor(provider, id, 'fixed');
@@ -136,7 +150,10 @@ function putOne(provider: string, id: string, tag: string): PlannedOp {
       expect(status === 200 || status === 201, `status ${status}`);
       const a = answer as Record<string, unknown>;
       const sent: Record<string, unknown> = { schemaVersion: 1, id, ...content };
-      expect(Object.keys(sent).every((k) => a[k] === sent[k]) && Object.keys(a).length === Object.keys(sent).length, `answer ${JSON.stringify(answer)} is not the record sent`);
+      expect(
+        Object.keys(sent).every((k) => a[k] === sent[k]) && Object.keys(a).length === Object.keys(sent).length,
+        `answer ${JSON.stringify(answer)} is not the record sent`,
+      );
       return { resources: effects() };
     },
     possible: () => ({ resources: effects() }),
@@ -154,7 +171,10 @@ export interface KnownProfile {
 /** The acp-command profiles the writers target: IDs are the server's, so this pool follows the history. */
 export class ProfilePool {
   readonly known = new Map<string, KnownProfile>();
-  constructor(readonly machines: readonly string[], readonly maxDeletable = 24) {}
+  constructor(
+    readonly machines: readonly string[],
+    readonly maxDeletable = 24,
+  ) {}
 
   add(p: KnownProfile): void {
     this.known.set(p.id, p);
@@ -209,7 +229,15 @@ const PROFILE_COMMAND = 'crash-agent --acp';
 
 /** The model's view of a profile as the API or registry.json shows it. */
 export function profileViewOf(p: unknown): ProfileView {
-  const r = p as { id: string; alias: string; agentletId: string; workingDirPath: string; launch?: { command?: string }; resourceIds: string[]; customData?: { crashTag?: unknown } };
+  const r = p as {
+    id: string;
+    alias: string;
+    agentletId: string;
+    workingDirPath: string;
+    launch?: { command?: string };
+    resourceIds: string[];
+    customData?: { crashTag?: unknown };
+  };
   return {
     id: r.id,
     alias: r.alias,
@@ -240,7 +268,15 @@ export function profileCreateBody(view: Omit<ProfileView, 'id'>) {
 
 function profileCreate({ rng, tag, pool, profiles }: PlanContext): PlannedOp {
   const agentletId = pick(rng, profiles.machines);
-  const view: ProfileView = { id: '', alias: aliasFor(rng, tag), agentletId, workingDirPath: `/work/crash/${tag}`, command: PROFILE_COMMAND, resourceIds: pool.selection(rng, agentletId), tag };
+  const view: ProfileView = {
+    id: '',
+    alias: aliasFor(rng, tag),
+    agentletId,
+    workingDirPath: `/work/crash/${tag}`,
+    command: PROFILE_COMMAND,
+    resourceIds: pool.selection(rng, agentletId),
+    tag,
+  };
   return {
     kind: 'profile-create',
     request: { method: 'POST', path: profilePath(), body: profileCreateBody(view), asOwner: true },
@@ -304,7 +340,10 @@ async function profilePatch(ctx: PlanContext): Promise<PlannedOp> {
       const got = profileViewOf(answer);
       expect(got.id === id, `answered profile ${got.id}`);
       expect(body.alias === undefined || got.alias === body.alias, `answered alias ${got.alias}`);
-      expect(body.resourceIds === undefined || sameJson(got.resourceIds, body.resourceIds), `answered resourceIds ${JSON.stringify(got.resourceIds)}`);
+      expect(
+        body.resourceIds === undefined || sameJson(got.resourceIds, body.resourceIds),
+        `answered resourceIds ${JSON.stringify(got.resourceIds)}`,
+      );
       return { profiles: effects() };
     },
     possible: () => ({ profiles: effects() }),
@@ -346,7 +385,10 @@ function launch({ rng, tag, pool, profiles, threads }: PlanContext): PlannedOp {
       expect(a.spec?.binding?.profileId === body.profileId, `answered profile ${a.spec?.binding?.profileId}`);
       if (body.resourceIds) {
         const effective = [...new Set([REQUIRED_RESOURCE_ID, ...body.resourceIds])];
-        expect(sameJson(a.spec?.resourceIds, effective), `answered resourceIds ${JSON.stringify(a.spec?.resourceIds)}, expected ${JSON.stringify(effective)}`);
+        expect(
+          sameJson(a.spec?.resourceIds, effective),
+          `answered resourceIds ${JSON.stringify(a.spec?.resourceIds)}, expected ${JSON.stringify(effective)}`,
+        );
       }
       return { launch: { ...effect, answer: text } };
     },
@@ -403,11 +445,16 @@ export const OPERATION_KINDS: readonly OperationKind[] = [
           expect(r.dryRun === false, 'dryRun is not false');
           const kept = [...r.created, ...r.replaced, ...r.unchanged].sort();
           expect(JSON.stringify(kept) === JSON.stringify([...entries.keys()].sort()), `kept ${kept.join(',')} is not the listed set`);
-          expect(r.withdrawn.every((id) => !entries.has(id)), 'withdrew a listed ID');
+          expect(
+            r.withdrawn.every((id) => !entries.has(id)),
+            'withdrew a listed ID',
+          );
           return { resources: [...sets(), ...r.withdrawn.map((id): Effect => ({ id, after: null, by: provider }))] };
         },
         // Any ID of the pool left out might have been the provider's and so withdrawn.
-        possible: () => ({ resources: [...sets(), ...pool.all.filter((id) => !entries.has(id)).map((id): Effect => ({ id, after: null, by: provider }))] }),
+        possible: () => ({
+          resources: [...sets(), ...pool.all.filter((id) => !entries.has(id)).map((id): Effect => ({ id, after: null, by: provider }))],
+        }),
       };
     },
   },

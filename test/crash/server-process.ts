@@ -111,9 +111,12 @@ export async function startServer(env: Record<string, string>, timeoutMs = 60_00
 
 /** Teardown: SIGKILLs every server this process started that is still running. */
 export async function killAllServers(): Promise<void> {
-  const waits = [...live].map((child) => new Promise<void>((resolve) => {
-    child.once('exit', () => resolve());
-    child.kill('SIGKILL');
-  }));
+  const waits = [...live].map(
+    (child) =>
+      new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGKILL');
+      }),
+  );
   await Promise.race([Promise.all(waits), sleep(10_000, undefined, { ref: false })]);
 }

@@ -27,9 +27,12 @@ function ensureBuilt(): void {
     }, 0);
   if (existsSync(SERVER) && statSync(SERVER).mtimeMs >= newestSource(path.join(ROOT, 'src'))) return;
   try {
-    execFileSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: ROOT, encoding: 'utf8' });
+    execFileSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    });
   } catch (err) {
-    throw new Error(`npm run build failed:\n${(err as { stdout?: string }).stdout ?? err}`);
+    throw new Error(`npm run build failed:\n${(err as { stdout?: string }).stdout ?? err}`, { cause: err });
   }
 }
 
@@ -74,7 +77,8 @@ async function startServer(t: { teardown(fn: () => unknown): void }): Promise<Ru
 
   const deadline = Date.now() + READY_WITHIN_MS;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode} before it was ready; log:\n${readFileSync(logFile, 'utf8')}`);
+    if (child.exitCode !== null)
+      throw new Error(`server exited with ${child.exitCode} before it was ready; log:\n${readFileSync(logFile, 'utf8')}`);
     try {
       const res = await fetch(`${baseUrl}/readyz`, { signal: AbortSignal.timeout(1_000) });
       await res.arrayBuffer();
@@ -119,103 +123,146 @@ const missing = !existsSync(CHROMIUM);
 if (missing && process.env.CI) {
   t.fail(`${CHROMIUM} is missing: CI must install Debian's chromium (.ci/run does)`);
 } else {
-  t.test('Swagger UI in a real browser', { skip: missing ? `${CHROMIUM} is missing (apt-get install chromium); skipping the browser test` : false }, async (t) => {
-    const started = Date.now();
-    const server = await startServer(t);
+  t.test(
+    'Swagger UI in a real browser',
+    { skip: missing ? `${CHROMIUM} is missing (apt-get install chromium); skipping the browser test` : false },
+    async (t) => {
+      const started = Date.now();
+      const server = await startServer(t);
 
-    const browser: Browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic'],
-    });
-    t.teardown(() => browser.close());
-    const page = await browser.newPage({ viewport: { width: 1280, height: 1600 } });
-    page.setDefaultTimeout(10_000);
+      const browser: Browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: [
+          '--headless',
+          '--no-sandbox',
+          '--disable-gpu',
+          '--no-first-run',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+          '--disable-quic',
+        ],
+      });
+      t.teardown(() => browser.close());
+      const page = await browser.newPage({ viewport: { width: 1280, height: 1600 } });
+      page.setDefaultTimeout(10_000);
 
-    // Everything JSON the browser receives goes where the canary scan looks.
-    const bodiesFile = canaryLogFile();
-    const pending: Promise<void>[] = [];
-    page.on('response', (res) => {
-      if (!(res.headers()['content-type'] ?? '').includes('json')) return;
-      pending.push(res.text().then((body) => appendFileSync(bodiesFile, `${res.url()} ${res.status()}\n${body}\n`), () => {}));
-    });
-
-    await page.goto(`${server.baseUrl}/docs`);
-    await page.locator('.opblock-tag-section').first().waitFor();
-
-    await t.test('lists the tag sections and the operations', async (t) => {
-      const tags = await page.locator('h3.opblock-tag').evaluateAll((els) => els.map((e) => e.getAttribute('data-tag')));
-      for (const tag of ['operations', 'catalogue', 'machines', 'canvas tokens', 'providers', 'rfs']) t.ok(tags.includes(tag), `tag section ${tag}`);
-      const ops = await page
-        .locator('.opblock-summary')
-        .evaluateAll((els) =>
-          els.map((e) => `${e.querySelector('.opblock-summary-method')?.textContent} ${e.querySelector('[data-path]')?.getAttribute('data-path')}`),
+      // Everything JSON the browser receives goes where the canary scan looks.
+      const bodiesFile = canaryLogFile();
+      const pending: Promise<void>[] = [];
+      page.on('response', (res) => {
+        if (!(res.headers()['content-type'] ?? '').includes('json')) return;
+        pending.push(
+          res.text().then(
+            (body) => appendFileSync(bodiesFile, `${res.url()} ${res.status()}\n${body}\n`),
+            () => {},
+          ),
         );
-      t.ok(ops.includes('GET /healthz'), 'GET /healthz is listed');
-      t.ok(ops.includes('GET /readyz'), 'GET /readyz is listed');
-      t.ok(ops.includes('PUT /api/acp/providers/{provider}/resources/{id}'), 'PUT /api/acp/providers/{provider}/resources/{id} is listed');
-      t.ok(ops.includes('GET /api/acp/resources'), 'GET /api/acp/resources is listed');
-    });
+      });
 
-    await t.test('"Try it out" on GET /healthz renders 200 {"status": "ok"}', async (t) => {
-      await tryItOut(page, 'operations-operations-getHealth');
-      const res = liveResponse(page, 'operations-operations-getHealth');
-      await res.status.waitFor();
-      t.equal((await res.status.textContent())?.trim(), '200');
-      t.match(await res.body.textContent(), /"status":\s*"ok"/);
-    });
+      await page.goto(`${server.baseUrl}/docs`);
+      await page.locator('.opblock-tag-section').first().waitFor();
 
-    await t.test('authorized with the owner token, GET /api/acp/resources renders 200', async (t) => {
-      await authorize(page, 'ownerToken', CANARY.owner);
+      await t.test('lists the tag sections and the operations', async (t) => {
+        const tags = await page.locator('h3.opblock-tag').evaluateAll((els) => els.map((e) => e.getAttribute('data-tag')));
+        for (const tag of ['operations', 'catalogue', 'machines', 'canvas tokens', 'providers', 'rfs'])
+          t.ok(tags.includes(tag), `tag section ${tag}`);
+        const ops = await page
+          .locator('.opblock-summary')
+          .evaluateAll((els) =>
+            els.map(
+              (e) =>
+                `${e.querySelector('.opblock-summary-method')?.textContent} ${e.querySelector('[data-path]')?.getAttribute('data-path')}`,
+            ),
+          );
+        t.ok(ops.includes('GET /healthz'), 'GET /healthz is listed');
+        t.ok(ops.includes('GET /readyz'), 'GET /readyz is listed');
+        t.ok(
+          ops.includes('PUT /api/acp/providers/{provider}/resources/{id}'),
+          'PUT /api/acp/providers/{provider}/resources/{id} is listed',
+        );
+        t.ok(ops.includes('GET /api/acp/resources'), 'GET /api/acp/resources is listed');
+      });
 
-      const block = page.locator('.opblock').filter({ has: page.locator('.opblock-summary-method', { hasText: /^GET$/ }) }).filter({ has: page.locator('[data-path="/api/acp/resources"]') });
-      const id = await block.getAttribute('id');
-      t.ok(id, 'GET /api/acp/resources has an operation block');
-      await tryItOut(page, id!);
-      const res = liveResponse(page, id!);
-      await res.status.waitFor();
-      t.equal((await res.status.textContent())?.trim(), '200');
-      t.match(await res.body.textContent(), /"resources":\s*\[/);
-    });
+      await t.test('"Try it out" on GET /healthz renders 200 {"status": "ok"}', async (t) => {
+        await tryItOut(page, 'operations-operations-getHealth');
+        const res = liveResponse(page, 'operations-operations-getHealth');
+        await res.status.waitFor();
+        t.equal((await res.status.textContent())?.trim(), '200');
+        t.match(await res.body.textContent(), /"status":\s*"ok"/);
+      });
 
-    await t.test('the provider PUT offers a v1 and a v2 example, and each is sent and stored in its version', async (t) => {
-      await authorize(page, 'providerToken', CANARY.huabu);
+      await t.test('authorized with the owner token, GET /api/acp/resources renders 200', async (t) => {
+        await authorize(page, 'ownerToken', CANARY.owner);
 
-      const block = page.locator('.opblock').filter({ has: page.locator('.opblock-summary-method', { hasText: /^PUT$/ }) }).filter({ has: page.locator('[data-path="/api/acp/providers/{provider}/resources/{id}"]') });
-      const id = await block.getAttribute('id');
-      t.ok(id, 'the provider PUT has an operation block');
-      await block.locator('.opblock-summary-control').click();
-      await block.locator('button.try-out__btn').click();
-      const examples = block.locator('.opblock-section-request-body .examples-select select');
-      const labels = await examples.locator('option').allTextContents();
-      t.same(labels.map((l) => l.trim()), ['Record v1', 'Record v2'], 'one named example per record version');
-
-      for (const [label, resourceId, version] of [['Record v1', 'swagger-ui-v1', 1], ['Record v2', 'swagger-ui-v2', 2]] as const) {
-        await examples.selectOption({ label });
-        await block.locator('tr[data-param-name="provider"] input').fill('huabu');
-        await block.locator('tr[data-param-name="id"] input').fill(resourceId);
-        const body = await block.locator('textarea.body-param__text').inputValue();
-        t.equal(JSON.parse(body).schemaVersion, version, `${label}: the body Swagger UI will send is v${version}`);
-        await block.locator('button.execute').click();
+        const block = page
+          .locator('.opblock')
+          .filter({ has: page.locator('.opblock-summary-method', { hasText: /^GET$/ }) })
+          .filter({ has: page.locator('[data-path="/api/acp/resources"]') });
+        const id = await block.getAttribute('id');
+        t.ok(id, 'GET /api/acp/resources has an operation block');
+        await tryItOut(page, id!);
         const res = liveResponse(page, id!);
-        await res.status.filter({ hasText: '201' }).waitFor();
-        t.equal((await res.status.textContent())?.trim(), '201', `${label}: created`);
-        t.match(await res.body.textContent(), new RegExp(`"schemaVersion":\\s*${version}`), `${label}: answered in v${version}`);
-        // Read back as its own version: the record is stored as the example's version, field for field.
-        const stored = await fetch(`${server.baseUrl}/api/acp/resources/${resourceId}?schemaVersion=${version}`, { headers: { authorization: `Bearer ${CANARY.owner}` } });
-        t.equal(stored.status, 200);
-        const record = (await stored.json()) as Record<string, unknown>;
-        const sent = JSON.parse(body) as Record<string, unknown>;
-        for (const [k, v] of Object.entries(sent)) t.equal(record[k], v, `${label}: stored ${k}`);
-        // Clear the previous response so the next wait sees the next execution.
-        await block.locator('button.btn-clear').click().catch(() => undefined);
-      }
-    });
+        await res.status.waitFor();
+        t.equal((await res.status.textContent())?.trim(), '200');
+        t.match(await res.body.textContent(), /"resources":\s*\[/);
+      });
 
-    const shots = await mkdtemp(path.join(os.tmpdir(), 'arr-swagger-ui-'));
-    const shot = path.join(shots, 'docs.png');
-    // The curl box shows the Authorization header: keep the token out of the picture.
-    await page.screenshot({ path: shot, fullPage: true, mask: [page.locator('.curl-command')] });
-    await Promise.all(pending);
-    t.comment(`screenshot: ${shot}; browser test took ${Date.now() - started} ms`);
-  });
+      await t.test('the provider PUT offers a v1 and a v2 example, and each is sent and stored in its version', async (t) => {
+        await authorize(page, 'providerToken', CANARY.huabu);
+
+        const block = page
+          .locator('.opblock')
+          .filter({ has: page.locator('.opblock-summary-method', { hasText: /^PUT$/ }) })
+          .filter({ has: page.locator('[data-path="/api/acp/providers/{provider}/resources/{id}"]') });
+        const id = await block.getAttribute('id');
+        t.ok(id, 'the provider PUT has an operation block');
+        await block.locator('.opblock-summary-control').click();
+        await block.locator('button.try-out__btn').click();
+        const examples = block.locator('.opblock-section-request-body .examples-select select');
+        const labels = await examples.locator('option').allTextContents();
+        t.same(
+          labels.map((l) => l.trim()),
+          ['Record v1', 'Record v2'],
+          'one named example per record version',
+        );
+
+        for (const [label, resourceId, version] of [
+          ['Record v1', 'swagger-ui-v1', 1],
+          ['Record v2', 'swagger-ui-v2', 2],
+        ] as const) {
+          await examples.selectOption({ label });
+          await block.locator('tr[data-param-name="provider"] input').fill('huabu');
+          await block.locator('tr[data-param-name="id"] input').fill(resourceId);
+          const body = await block.locator('textarea.body-param__text').inputValue();
+          t.equal(JSON.parse(body).schemaVersion, version, `${label}: the body Swagger UI will send is v${version}`);
+          await block.locator('button.execute').click();
+          const res = liveResponse(page, id!);
+          await res.status.filter({ hasText: '201' }).waitFor();
+          t.equal((await res.status.textContent())?.trim(), '201', `${label}: created`);
+          t.match(await res.body.textContent(), new RegExp(`"schemaVersion":\\s*${version}`), `${label}: answered in v${version}`);
+          // Read back as its own version: the record is stored as the example's version, field for field.
+          const stored = await fetch(`${server.baseUrl}/api/acp/resources/${resourceId}?schemaVersion=${version}`, {
+            headers: { authorization: `Bearer ${CANARY.owner}` },
+          });
+          t.equal(stored.status, 200);
+          const record = (await stored.json()) as Record<string, unknown>;
+          const sent = JSON.parse(body) as Record<string, unknown>;
+          for (const [k, v] of Object.entries(sent)) t.equal(record[k], v, `${label}: stored ${k}`);
+          // Clear the previous response so the next wait sees the next execution.
+          await block
+            .locator('button.btn-clear')
+            .click()
+            .catch(() => undefined);
+        }
+      });
+
+      const shots = await mkdtemp(path.join(os.tmpdir(), 'arr-swagger-ui-'));
+      const shot = path.join(shots, 'docs.png');
+      // The curl box shows the Authorization header: keep the token out of the picture.
+      await page.screenshot({ path: shot, fullPage: true, mask: [page.locator('.curl-command')] });
+      await Promise.all(pending);
+      t.comment(`screenshot: ${shot}; browser test took ${Date.now() - started} ms`);
+    },
+  );
 }

@@ -46,8 +46,9 @@ export interface Registry {
 export async function startRegistry(t: TestContext): Promise<Registry> {
   const h = await build(t);
   const providerRequests: string[] = [];
-  h.app.addHook('onRequest', async (request) => {
+  h.app.addHook('onRequest', (request, _reply, done) => {
     if (request.url.startsWith('/api/acp/providers/')) providerRequests.push(`${request.method} ${request.url}`);
+    done();
   });
   await h.app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = h.app.server.address() as AddressInfo;
@@ -64,7 +65,10 @@ export interface FakeRegistry {
  * A hostile stand-in for the registry on a loopback socket: `handler` answers every request however it likes
  * (escape sequences, endless bodies). Its connections are cut at teardown.
  */
-export async function fakeRegistry(t: TestContext, handler: (req: http.IncomingMessage, res: http.ServerResponse) => void): Promise<FakeRegistry> {
+export async function fakeRegistry(
+  t: TestContext,
+  handler: (req: http.IncomingMessage, res: http.ServerResponse) => void,
+): Promise<FakeRegistry> {
   const requests: string[] = [];
   const server = http.createServer((req, res) => {
     requests.push(`${req.method} ${req.url}`);
@@ -109,7 +113,9 @@ export function cliRunner(t: TestContext, baseEnv: Record<string, string> = {}):
     });
     // The command line is the test's own (some tests pass a token in argv on purpose to see it refused):
     // record it with tokens masked, and the CLI's output as it is, for the end-of-suite leak scan.
-    const shown = args.map((a) => tokens.reduce((text, tok) => text.replaceAll(tok, '<token>'), a.replace(/arr_[a-z]+_[A-Za-z0-9_.-]+/g, '<token>')));
+    const shown = args.map((a) =>
+      tokens.reduce((text, tok) => text.replaceAll(tok, '<token>'), a.replace(/arr_[a-z]+_[A-Za-z0-9_.-]+/g, '<token>')),
+    );
     appendFileSync(logFile, `$ agentlet-resources ${shown.join(' ')}\n${result.stdout}${result.stderr}`);
     const leaked = tokens.filter((tok) => result.stdout.includes(tok) || result.stderr.includes(tok));
     t.same(leaked, [], `no token in the output of: ${args.slice(0, 2).join(' ')}`);
@@ -179,7 +185,10 @@ export interface Machine {
 }
 
 /** A registry, an enrolled machine with its token file, and an initialized resource root. */
-export async function machine(t: TestContext & { equal(found: unknown, wanted: unknown, message: string): boolean }, machineId = 'agentlet-7f3a'): Promise<Machine> {
+export async function machine(
+  t: TestContext & { equal(found: unknown, wanted: unknown, message: string): boolean },
+  machineId = 'agentlet-7f3a',
+): Promise<Machine> {
   const reg = await startRegistry(t);
   const dir = await tempDir(t);
   const root = path.join(dir, 'resources');
@@ -203,12 +212,19 @@ export async function addSkill(m: Machine, id: string, extra: string[] = []) {
   const instructions = path.join(m.dir, `${id}.md`);
   await writeFile(instructions, `Read $AGENT_RESOURCE_DIR/skills/${id}/SKILL.md before using ${id}.\n`);
   return m.cli([
-    'receipt', 'add', id,
-    '--kind', 'skill',
-    '--entrypoint', `skills/${id}`,
-    '--name', `Skill ${id}`,
-    '--description', `What ${id} does.`,
-    '--instructions-file', instructions,
+    'receipt',
+    'add',
+    id,
+    '--kind',
+    'skill',
+    '--entrypoint',
+    `skills/${id}`,
+    '--name',
+    `Skill ${id}`,
+    '--description',
+    `What ${id} does.`,
+    '--instructions-file',
+    instructions,
     ...extra,
   ]);
 }

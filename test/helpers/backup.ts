@@ -18,7 +18,12 @@ export interface Outcome {
 }
 
 /** Runs the compiled backup command; `onLine` sees each stderr line (the trace) as it comes. */
-export function backup(args: string[], env: Record<string, string>, onLine?: (line: string, kill: () => void) => void, killAfterMs?: number): Promise<Outcome> {
+export function backup(
+  args: string[],
+  env: Record<string, string>,
+  onLine?: (line: string, kill: () => void) => void,
+  killAfterMs?: number,
+): Promise<Outcome> {
   const child = spawn(process.execPath, [BACKUP_ENTRY, ...args], {
     env: { PATH: process.env.PATH ?? '', ...coverageEnv(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -29,7 +34,12 @@ export function backup(args: string[], env: Record<string, string>, onLine?: (li
   child.stderr.on('data', (c: Buffer) => {
     const before = stderr.length;
     stderr += c.toString();
-    if (onLine) for (const line of stderr.slice(stderr.lastIndexOf('\n', before) + 1).split('\n').slice(0, -1)) onLine(line, () => child.kill('SIGKILL'));
+    if (onLine)
+      for (const line of stderr
+        .slice(stderr.lastIndexOf('\n', before) + 1)
+        .split('\n')
+        .slice(0, -1))
+        onLine(line, () => child.kill('SIGKILL'));
   });
   const killer = setTimeout(() => child.kill('SIGKILL'), killAfterMs ?? 60_000);
   return new Promise((resolve) =>
@@ -70,7 +80,14 @@ export async function assertParses(t: Test, dir: string): Promise<void> {
     if (rel.endsWith('.json')) t.doesNotThrow(() => JSON.parse(text), `${rel} parses`);
     else if (rel.endsWith('.jsonl') || rel.endsWith('.journal')) {
       t.ok(text === '' || text.endsWith('\n'), `${rel} ends with a whole line`);
-      t.doesNotThrow(() => text.split('\n').filter(Boolean).forEach((l) => JSON.parse(l)), `${rel}: every line parses`);
+      t.doesNotThrow(
+        () =>
+          text
+            .split('\n')
+            .filter(Boolean)
+            .forEach((l) => JSON.parse(l)),
+        `${rel}: every line parses`,
+      );
     }
   }
 }
@@ -85,9 +102,10 @@ export const generatingEnv = (dataDir: string, extra: Record<string, string> = {
   ...extra,
 });
 
-export async function credentialsOf(dataDir: string): Promise<{ ownerToken: string; huabuProviderToken: string; canvasTokenSecret: string }> {
+export async function credentialsOf(
+  dataDir: string,
+): Promise<{ ownerToken: string; huabuProviderToken: string; canvasTokenSecret: string }> {
   const creds = JSON.parse(await readFile(path.join(dataDir, 'credentials.json'), 'utf8'));
   for (const v of Object.values(creds)) if (typeof v === 'string' && v.startsWith('arr_')) recordIssuedToken(v);
   return creds;
 }
-

@@ -30,7 +30,12 @@ export function recordIssuedToken(token: string): void {
 }
 
 /** Routes whose response is the one place a token may appear. */
-const ISSUING_ROUTES = new Set(['POST /api/acp/machines', 'POST /api/acp/machines/:machineId/rotate', 'POST /api/acp/canvas-tokens', 'POST /api/acp/grants']);
+const ISSUING_ROUTES = new Set([
+  'POST /api/acp/machines',
+  'POST /api/acp/machines/:machineId/rotate',
+  'POST /api/acp/canvas-tokens',
+  'POST /api/acp/grants',
+]);
 
 let counter = 0;
 
@@ -68,7 +73,12 @@ export interface TestApp {
   enroll(machineId: string): Promise<string>;
   /** Mints a canvas token for canvasId on machineId. */
   canvasToken(canvasId: string, agentletId: string, ttlSeconds?: number): Promise<string>;
-  put(provider: string, token: string, id: string, fields?: Partial<Record<'name' | 'description' | 'instructions', string>>): Promise<LightMyRequestResponse>;
+  put(
+    provider: string,
+    token: string,
+    id: string,
+    fields?: Partial<Record<'name' | 'description' | 'instructions', string>>,
+  ): Promise<LightMyRequestResponse>;
 }
 
 interface Closable {
@@ -124,7 +134,13 @@ export async function build(
         method: 'PUT',
         url: `/api/acp/providers/${provider}/resources/${id}`,
         headers: bearer(token),
-        payload: { schemaVersion: 1, name: `Name of ${id}`, description: `About ${id}.`, instructions: `Use ${id} via $HUABU_RFS_URL.`, ...fields },
+        payload: {
+          schemaVersion: 1,
+          name: `Name of ${id}`,
+          description: `About ${id}.`,
+          instructions: `Use ${id} via $HUABU_RFS_URL.`,
+          ...fields,
+        },
       });
     },
   };

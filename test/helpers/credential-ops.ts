@@ -33,7 +33,9 @@ export function credentialOperationSuite(t: Test, make: BuildFn): void {
     const oldToken = await h.enroll('agentlet-rot');
     t.equal((await call(base, 'PUT', '/api/acp/providers/agentlet-rot/resources/rot-tool', oldToken, record('rot-tool'))).status, 201);
     const canvasToken = await h.canvasToken('canvas-rot', 'agentlet-rot');
-    const before = (await call(base, 'GET', '/api/acp/machines', h.owner.authorization!.slice(7))).json.machines.find((m: { machineId: string }) => m.machineId === 'agentlet-rot');
+    const before = (await call(base, 'GET', '/api/acp/machines', h.owner.authorization!.slice(7))).json.machines.find(
+      (m: { machineId: string }) => m.machineId === 'agentlet-rot',
+    );
 
     const rotated = await call(base, 'POST', '/api/acp/machines/agentlet-rot/rotate', h.owner.authorization!.slice(7));
     t.equal(rotated.status, 200);
@@ -45,9 +47,14 @@ export function credentialOperationSuite(t: Test, make: BuildFn): void {
 
     const stale = await call(base, 'PUT', '/api/acp/providers/agentlet-rot/resources/rot-tool-2', oldToken, record('rot-tool-2'));
     t.equal(stale.status, 401, 'the old token is dead at once');
-    t.equal((await call(base, 'PUT', '/api/acp/providers/agentlet-rot/resources/rot-tool-2', rotated.json.token, record('rot-tool-2'))).status, 201);
+    t.equal(
+      (await call(base, 'PUT', '/api/acp/providers/agentlet-rot/resources/rot-tool-2', rotated.json.token, record('rot-tool-2'))).status,
+      201,
+    );
 
-    const after = (await call(base, 'GET', '/api/acp/machines', h.owner.authorization!.slice(7))).json.machines.find((m: { machineId: string }) => m.machineId === 'agentlet-rot');
+    const after = (await call(base, 'GET', '/api/acp/machines', h.owner.authorization!.slice(7))).json.machines.find(
+      (m: { machineId: string }) => m.machineId === 'agentlet-rot',
+    );
     t.same(after, before, 'enrolledAt unchanged, not revoked');
     const rfs = await call(base, 'GET', '/api/rfs/canvas-rot/resources', canvasToken);
     t.equal(rfs.status, 200, 'canvas tokens minted before the rotation keep working');
@@ -59,11 +66,23 @@ export function credentialOperationSuite(t: Test, make: BuildFn): void {
 
     const again = await restart();
     const base2 = await listen(again);
-    t.equal((await call(base2, 'GET', '/api/acp/providers/agentlet-rot/resources', oldToken)).status, 401, 'the old token stays dead after a restart');
-    t.equal((await call(base2, 'GET', '/api/acp/providers/agentlet-rot/resources', rotated.json.token)).status, 200, 'the new one survives it');
+    t.equal(
+      (await call(base2, 'GET', '/api/acp/providers/agentlet-rot/resources', oldToken)).status,
+      401,
+      'the old token stays dead after a restart',
+    );
+    t.equal(
+      (await call(base2, 'GET', '/api/acp/providers/agentlet-rot/resources', rotated.json.token)).status,
+      200,
+      'the new one survives it',
+    );
 
     t.equal((await call(base2, 'DELETE', '/api/acp/machines/agentlet-rot', again.owner.authorization!.slice(7))).status, 204);
-    t.equal((await call(base2, 'POST', '/api/acp/machines/agentlet-rot/rotate', again.owner.authorization!.slice(7))).json.code, 'machine_not_found', 'a revoked machine cannot be rotated back to life');
+    t.equal(
+      (await call(base2, 'POST', '/api/acp/machines/agentlet-rot/rotate', again.owner.authorization!.slice(7))).json.code,
+      'machine_not_found',
+      'a revoked machine cannot be rotated back to life',
+    );
   });
 
   t.test("revoking one canvas's tokens: tokens minted before die, other canvases and later tokens work", async (t) => {
@@ -87,8 +106,15 @@ export function credentialOperationSuite(t: Test, make: BuildFn): void {
     const fresh = await h.canvasToken('canvas-a', 'agentlet-cv');
     t.equal((await call(base, 'GET', '/api/rfs/canvas-a/resources', fresh)).status, 200, 'a token minted after the revocation works');
 
-    t.equal((await call(base, 'POST', '/api/acp/canvas-tokens/revoke', fresh, { canvasId: 'canvas-a' })).status, 403, 'a canvas token cannot revoke');
-    t.equal((await call(base, 'POST', '/api/acp/canvas-tokens/revoke', h.owner.authorization!.slice(7), { canvasId: '' })).json.code, 'validation_failed');
+    t.equal(
+      (await call(base, 'POST', '/api/acp/canvas-tokens/revoke', fresh, { canvasId: 'canvas-a' })).status,
+      403,
+      'a canvas token cannot revoke',
+    );
+    t.equal(
+      (await call(base, 'POST', '/api/acp/canvas-tokens/revoke', h.owner.authorization!.slice(7), { canvasId: '' })).json.code,
+      'validation_failed',
+    );
 
     const again = await restart();
     const base2 = await listen(again);
@@ -96,4 +122,3 @@ export function credentialOperationSuite(t: Test, make: BuildFn): void {
     t.equal((await call(base2, 'GET', '/api/rfs/canvas-a/resources', fresh)).status, 200);
   });
 }
-

@@ -26,7 +26,13 @@ const WEB_SEARCH_SCHEMA = {
 };
 
 export function capabilitiesFile(origin: string) {
-  const base = { inputSchema: WEB_SEARCH_SCHEMA, timeoutMs: 5000, maxInputBytes: 200, maxOutputBytes: 1000, perGrant: { concurrency: 4, perMinute: 1000 } };
+  const base = {
+    inputSchema: WEB_SEARCH_SCHEMA,
+    timeoutMs: 5000,
+    maxInputBytes: 200,
+    maxOutputBytes: 1000,
+    perGrant: { concurrency: 4, perMinute: 1000 },
+  };
   return {
     schemaVersion: 1,
     capabilities: {
@@ -66,7 +72,9 @@ export const HOSTED = [
 /** The thread a grant names (its claims are readable), or undefined for anything that is not a grant. */
 export function threadOf(grant: string): string | undefined {
   try {
-    const claims = JSON.parse(Buffer.from(grant.slice('arr_grant_'.length).split('.')[0]!, 'base64url').toString('utf8')) as { t?: unknown };
+    const claims = JSON.parse(Buffer.from(grant.slice('arr_grant_'.length).split('.')[0]!, 'base64url').toString('utf8')) as {
+      t?: unknown;
+    };
     return typeof claims.t === 'string' ? claims.t : undefined;
   } catch {
     return undefined;
@@ -84,10 +92,39 @@ export interface World {
   machines: { m1: string; m2: string };
   grants: { t1: string; t2: string; t3: string; t4: string };
   mint(canvasId: string, threadId: string, ttlSeconds?: number): Promise<string>;
-  invoke(id: string, opts?: { canvas?: string; token?: string | null; grant?: string | null; input?: unknown; body?: unknown; thread?: string | null; signal?: AbortSignal }): Promise<{ status: number; headers: Record<string, unknown>; body: any; text: string }>;
+  invoke(
+    id: string,
+    opts?: {
+      canvas?: string;
+      token?: string | null;
+      grant?: string | null;
+      input?: unknown;
+      body?: unknown;
+      thread?: string | null;
+      signal?: AbortSignal;
+    },
+  ): Promise<{ status: number; headers: Record<string, unknown>; body: InvokeAnswer; text: string }>;
 }
 
-export async function world(t: Parameters<typeof build>[0], options: { dataDir?: string; capsFile?: string; endpoint?: HostedEndpoint } = {}): Promise<World> {
+/**
+ * The invoke route's answer as the tests read it: the members of a result and of the error envelope (an
+ * answer holds one set; a test reads the members of the answer it expects). Undefined when not JSON.
+ */
+export interface InvokeAnswer {
+  schemaVersion: number;
+  resourceId: string;
+  correlationId: string;
+  result: Record<string, unknown>;
+  code: string;
+  error: string;
+  message: string;
+  details: { reason: string; cause?: string; issues?: unknown; findings?: unknown; [key: string]: unknown };
+}
+
+export async function world(
+  t: Parameters<typeof build>[0],
+  options: { dataDir?: string; capsFile?: string; endpoint?: HostedEndpoint } = {},
+): Promise<World> {
   const endpoint = options.endpoint ?? (await startHostedEndpoint());
   if (!options.endpoint) t.teardown(() => endpoint.close());
   const clock = { ms: Date.parse('2026-11-30T12:00:00.000Z') };
@@ -102,7 +139,12 @@ export async function world(t: Parameters<typeof build>[0], options: { dataDir?:
   const origin = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
 
   const mint = async (canvasId: string, threadId: string, ttlSeconds?: number) => {
-    const res = await h.app.inject({ method: 'POST', url: '/api/acp/grants', headers: h.owner, payload: { canvasId, threadId, ...(ttlSeconds ? { ttlSeconds } : {}) } });
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/api/acp/grants',
+      headers: h.owner,
+      payload: { canvasId, threadId, ...(ttlSeconds ? { ttlSeconds } : {}) },
+    });
     if (res.statusCode !== 201) throw new Error(`grant: ${res.statusCode} ${res.body}`);
     const grant = res.json().grant as string;
     recordIssuedToken(grant);
@@ -140,7 +182,7 @@ export async function world(t: Parameters<typeof build>[0], options: { dataDir?:
       } catch {
         body = undefined;
       }
-      return { status: res.statusCode, headers: res.headers as Record<string, unknown>, body, text };
+      return { status: res.statusCode, headers: res.headers, body: body as InvokeAnswer, text };
     },
   };
   if (options.dataDir) return w;
@@ -156,16 +198,30 @@ export async function world(t: Parameters<typeof build>[0], options: { dataDir?:
       method: 'POST',
       url: '/api/acp/profiles',
       headers: h.owner,
-      payload: { alias: `Agent ${agentletId} ${resourceIds.length}`, agentletId, workingDirPath: '/work', launch: { kind: 'acp-command', command: 'agent' }, resourceIds },
+      payload: {
+        alias: `Agent ${agentletId} ${resourceIds.length}`,
+        agentletId,
+        workingDirPath: '/work',
+        launch: { kind: 'acp-command', command: 'agent' },
+        resourceIds,
+      },
     });
     if (res.statusCode !== 201) throw new Error(`profile: ${res.body}`);
     return res.json().id as string;
   };
-  const p1 = await profile('mac-1', HOSTED.filter((id) => id !== 'hold-search'));
+  const p1 = await profile(
+    'mac-1',
+    HOSTED.filter((id) => id !== 'hold-search'),
+  );
   const p1b = await profile('mac-1', ['web-search', 'hold-search', 'hold2-search']);
   const p2 = await profile('mac-2', ['web-search']);
   const launch = async (profileId: string, canvasId: string, threadId: string) => {
-    const res = await h.app.inject({ method: 'POST', url: '/api/acp/launch', headers: h.owner, payload: { profileId, canvasId, threadId } });
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/api/acp/launch',
+      headers: h.owner,
+      payload: { profileId, canvasId, threadId },
+    });
     if (res.statusCode !== 201) throw new Error(`launch: ${res.body}`);
   };
   await launch(p1, 'canvas-1', 'thread-1');
@@ -173,14 +229,25 @@ export async function world(t: Parameters<typeof build>[0], options: { dataDir?:
   await launch(p1, 'canvas-2', 'thread-3');
   await launch(p1b, 'canvas-1', 'thread-4');
   w.machines = { m1, m2 };
-  w.tokens = { c1m1: await h.canvasToken('canvas-1', 'mac-1'), c2m1: await h.canvasToken('canvas-2', 'mac-1'), c1m2: await h.canvasToken('canvas-1', 'mac-2') };
-  w.grants = { t1: await mint('canvas-1', 'thread-1'), t2: await mint('canvas-1', 'thread-2'), t3: await mint('canvas-2', 'thread-3'), t4: await mint('canvas-1', 'thread-4') };
+  w.tokens = {
+    c1m1: await h.canvasToken('canvas-1', 'mac-1'),
+    c2m1: await h.canvasToken('canvas-2', 'mac-1'),
+    c1m2: await h.canvasToken('canvas-1', 'mac-2'),
+  };
+  w.grants = {
+    t1: await mint('canvas-1', 'thread-1'),
+    t2: await mint('canvas-1', 'thread-2'),
+    t3: await mint('canvas-2', 'thread-3'),
+    t4: await mint('canvas-1', 'thread-4'),
+  };
   return w;
 }
 
 export type AuditLine = { at: string; actor: string; action: string; id: string; outcome: string; details?: Record<string, unknown> };
 export async function auditLines(h: TestApp): Promise<AuditLine[]> {
   const text = await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8').catch(() => '');
-  return text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as AuditLine);
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as AuditLine);
 }
-

@@ -97,7 +97,9 @@ export async function privateCluster(t: Pick<Tap, 'teardown'>): Promise<PrivateC
   const run = (cmd: string, args: string[]) =>
     new Promise<void>((resolve, reject) => {
       const [file, argv] = root ? ['runuser', ['-u', 'postgres', '--', path.join(bindir, cmd), ...args]] : [path.join(bindir, cmd), args];
-      execFile(file, argv, { timeout: 120_000 }, (err, _stdout, stderr) => (err ? reject(new Error(`${cmd} failed: ${stderr}`)) : resolve()));
+      execFile(file, argv, { timeout: 120_000 }, (err, _stdout, stderr) =>
+        err ? reject(new Error(`${cmd} failed: ${stderr}`)) : resolve(),
+      );
     });
   const dir = await mkdtemp(path.join(os.tmpdir(), 'arr-pg-own-'));
   await chmod(dir, 0o755);
@@ -119,7 +121,18 @@ export async function privateCluster(t: Pick<Tap, 'teardown'>): Promise<PrivateC
   const data = path.join(dir, 'data');
   await run('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8']);
   const start = () =>
-    run('pg_ctl', ['-D', data, '-l', path.join(dir, 'server.log'), '-w', '-t', '60', '-o', `-k ${dir} -p ${port} -c listen_addresses=127.0.0.1 -c fsync=on`, 'start']);
+    run('pg_ctl', [
+      '-D',
+      data,
+      '-l',
+      path.join(dir, 'server.log'),
+      '-w',
+      '-t',
+      '60',
+      '-o',
+      `-k ${dir} -p ${port} -c listen_addresses=127.0.0.1 -c fsync=on`,
+      'start',
+    ]);
   const stop = (mode: 'immediate' | 'fast') => run('pg_ctl', ['-D', data, '-m', mode, '-w', 'stop']);
   await start();
   t.teardown(async () => {

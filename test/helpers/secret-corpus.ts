@@ -17,13 +17,13 @@ export const ORDINARY = fill(readFileSync('README.md', 'utf8') + readFileSync('d
 
 /** Repeated prefixes of credential rules and the characters their patterns repeat over. */
 export const ADVERSARIAL: Record<string, string> = {
-  'eyJ': fill('eyJ', MIB),
+  eyJ: fill('eyJ', MIB),
   'eyJ segments': fill('eyJabcdefgh.', MIB),
   'eyJ two segments': fill('eyJabcdefghij.eyJabcdefghij', MIB),
-  'ghp_': fill('ghp_', MIB),
-  'github_pat_': fill('github_pat_', MIB),
+  ghp_: fill('ghp_', MIB),
+  github_pat_: fill('github_pat_', MIB),
   'xoxb-': fill('xoxb-', MIB),
-  'AKIA': fill('AKIA', MIB),
+  AKIA: fill('AKIA', MIB),
   '-----BEGIN': fill('-----BEGIN ', MIB),
   'PEM header': fill('-----BEGIN PRIVATE KEY-----', MIB),
   'postgres://': fill('postgres://', MIB),
@@ -35,18 +35,17 @@ export const ADVERSARIAL: Record<string, string> = {
   'key= run': fill('api_key=', MIB),
   'password: run': fill('password: ', MIB),
   'SG.': fill('SG.', MIB),
-  'npm_': fill('npm_', MIB),
+  npm_: fill('npm_', MIB),
   'AccountKey=': fill('AccountKey=', MIB),
-  'AIza': fill('AIza', MIB),
-  'hf_': fill('hf_', MIB),
+  AIza: fill('AIza', MIB),
+  hf_: fill('hf_', MIB),
   'tvly-': fill('tvly-', MIB),
   'glpat-': fill('glpat-', MIB),
-  'arr_machine_': fill('arr_machine_', MIB),
+  arr_machine_: fill('arr_machine_', MIB),
   'word characters': fill('a', MIB),
-  'spaces': fill(' ', MIB),
+  spaces: fill(' ', MIB),
   'keywords mixed': fill('token key secret=x password:y api auth access creds "AKIA ghp_ sk- eyJ. xoxb- -----BEGIN ', MIB),
 };
-
 
 interface Sample {
   family?: string;

@@ -8,7 +8,8 @@ const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null &
 const fail = (what: string): never => {
   throw new Error(`upstream would refuse: ${what}`);
 };
-const text = (v: unknown, label: string): string => (typeof v === 'string' && v.trim() !== '' ? v : fail(`${label} must be a non-empty string`));
+const text = (v: unknown, label: string): string =>
+  typeof v === 'string' && v.trim() !== '' ? v : fail(`${label} must be a non-empty string`);
 const num = (v: unknown, label: string): number => (typeof v === 'number' && Number.isFinite(v) ? v : fail(`${label} must be a number`));
 const RESOURCE_ID = /^[a-z0-9]+(-[a-z0-9]+)*$/;
 
@@ -51,14 +52,20 @@ function member(v: unknown, i: number) {
   }
   if (!Array.isArray(o.discoveredBy)) fail(`${label}.discoveredBy`);
   if (o.status !== 'active' && o.status !== 'member_missing') fail(`${label}.status`);
-  return { machine: o.machine as string, manifestPath: o.manifestPath as string, status: o.status, discoveredBy: (o.discoveredBy as unknown[]).map((r) => rootRef(r, `${label}.discoveredBy[]`)) };
+  return {
+    machine: o.machine as string,
+    manifestPath: o.manifestPath as string,
+    status: o.status,
+    discoveredBy: (o.discoveredBy as unknown[]).map((r) => rootRef(r, `${label}.discoveredBy[]`)),
+  };
 }
 
 function preparation(v: unknown, label: string): Obj {
   if (!isObject(v)) return fail(`${label} must be an object`);
-  const o = v as Obj;
+  const o = v;
   if (o.status === 'not_prepared' || o.status === 'disabled') return { status: 'not_prepared' };
-  if (o.status === 'setting_up') return { status: 'setting_up', operationId: text(o.operationId, label), startedAt: num(o.startedAt, label) };
+  if (o.status === 'setting_up')
+    return { status: 'setting_up', operationId: text(o.operationId, label), startedAt: num(o.startedAt, label) };
   if (o.status === 'ready') return { status: 'ready', completedAt: num(o.completedAt, label) };
   if (o.status === 'error') {
     if (!isObject(o.error)) fail(`${label}.error`);
@@ -71,13 +78,18 @@ function preparation(v: unknown, label: string): Obj {
 function profile(v: unknown, i: number): Obj {
   const label = `profiles[${i}]`;
   if (!isObject(v)) return fail(`${label} must be an object`);
-  const o = v as Obj;
+  const o = v;
   const alias = text(o.alias, `${label}.alias`);
   if (alias.trim() !== alias) fail(`${label}.alias cannot have surrounding whitespace`);
   const legacy = o.schemaVersion === undefined;
   if (!legacy && o.schemaVersion !== 2) fail(`${label}.schemaVersion is unsupported`);
   const ids = legacy ? [] : o.resourceIds;
-  if (!Array.isArray(ids) || ids.length > 64 || new Set(ids).size !== ids.length || !ids.every((id) => typeof id === 'string' && id.length <= 128 && RESOURCE_ID.test(id))) {
+  if (
+    !Array.isArray(ids) ||
+    ids.length > 64 ||
+    new Set(ids).size !== ids.length ||
+    !ids.every((id) => typeof id === 'string' && id.length <= 128 && RESOURCE_ID.test(id))
+  ) {
     fail(`${label}.resourceIds`);
   }
   if (!isObject(o.launch)) fail(`${label}.launch must be an object`);
@@ -107,17 +119,22 @@ function profile(v: unknown, i: number): Obj {
     if (cliId !== undefined && typeof cliId !== 'string') fail(`${label}.metadata.cliId`);
     metadata = cliId === undefined ? {} : { cliId };
   }
-  return { ...base, launch: { kind: 'acp-command', command: text(launch.command, label) }, ...(metadata === undefined ? {} : { metadata }) };
+  return {
+    ...base,
+    launch: { kind: 'acp-command', command: text(launch.command, label) },
+    ...(metadata === undefined ? {} : { metadata }),
+  };
 }
 
 export function parseAsUpstream(file: unknown): { roots: unknown[]; members: unknown[]; profiles: Obj[]; configs: unknown[] } {
   if (!isObject(file) || !isObject(file.state)) return fail('Unsupported or invalid Agent Team registry schema');
   if (![1, 2, 3, 4].includes(file.schemaVersion as number)) fail('Unsupported or invalid Agent Team registry schema');
-  const state = file.state as Obj;
+  const state = file.state;
   const v1 = file.schemaVersion === 1;
   const listKey = v1 ? 'deployments' : 'profiles';
   if (!Array.isArray(state.roots) || !Array.isArray(state.members)) fail('Invalid Agent Team registry state (roots/members)');
-  for (const k of [listKey, 'configs']) if (state[k] !== undefined && !Array.isArray(state[k])) fail(`Invalid Agent Team registry state (${k})`);
+  for (const k of [listKey, 'configs'])
+    if (state[k] !== undefined && !Array.isArray(state[k])) fail(`Invalid Agent Team registry state (${k})`);
   if (v1) fail('this helper checks files this service writes (v4), not v1');
   const roots = (state.roots as unknown[]).map((r, i) => {
     const ref = rootRef(r, `roots[${i}]`);
@@ -127,26 +144,42 @@ export function parseAsUpstream(file: unknown): { roots: unknown[]; members: unk
   const members = (state.members as unknown[]).map(member);
   const profiles = ((state.profiles ?? []) as unknown[]).map(profile);
   const configs = ((state.configs ?? []) as unknown[]).map((c, i) => {
-    if (!isObject(c) || !isObject((c as Obj).values)) return fail(`configs[${i}]`);
-    const o = c as Obj;
+    if (!isObject(c) || !isObject(c.values)) return fail(`configs[${i}]`);
+    const o = c;
     for (const value of Object.values(o.values as Obj)) if (typeof value !== 'string') fail(`configs[${i}].values`);
     return { machine: text(o.machine, `configs[${i}]`), manifestPath: text(o.manifestPath, `configs[${i}]`) };
   });
   const key = (a: string, b: string) => JSON.stringify([a, b]);
   const unique = (keys: string[], what: string) => new Set(keys).size === keys.length || fail(`duplicate ${what}`);
   const rootKeys = new Set(roots.map((r) => key(r.machine, r.path)));
-  unique(roots.map((r) => key(r.machine, r.path)), 'root identity');
+  unique(
+    roots.map((r) => key(r.machine, r.path)),
+    'root identity',
+  );
   const memberKeys = new Set(members.map((m) => key(m.machine, m.manifestPath)));
-  unique(members.map((m) => key(m.machine, m.manifestPath)), 'member identity');
-  unique(profiles.map((p) => p.id as string), 'profile id');
+  unique(
+    members.map((m) => key(m.machine, m.manifestPath)),
+    'member identity',
+  );
+  unique(
+    profiles.map((p) => p.id as string),
+    'profile id',
+  );
   for (const p of profiles) {
     const l = p.launch as Obj;
-    if (l.kind === 'agent-team-manifest' && !memberKeys.has(key(p.agentletId as string, l.manifestPath as string))) fail('profile references an unknown member');
+    if (l.kind === 'agent-team-manifest' && !memberKeys.has(key(p.agentletId as string, l.manifestPath as string)))
+      fail('profile references an unknown member');
   }
-  unique(configs.map((c) => key(c.machine, c.manifestPath)), 'member config identity');
+  unique(
+    configs.map((c) => key(c.machine, c.manifestPath)),
+    'member config identity',
+  );
   for (const c of configs) if (!memberKeys.has(key(c.machine, c.manifestPath))) fail('config references an unknown member');
   for (const m of members) {
-    unique(m.discoveredBy.map((r) => key(r.machine, r.path)), 'discovery provenance');
+    unique(
+      m.discoveredBy.map((r) => key(r.machine, r.path)),
+      'discovery provenance',
+    );
     if (m.discoveredBy.some((r) => !rootKeys.has(key(r.machine, r.path)))) fail('member references an unknown root');
     if ((m.discoveredBy.length === 0) !== (m.status === 'member_missing')) fail('member status does not match discovery provenance');
   }

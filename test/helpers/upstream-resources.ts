@@ -41,7 +41,8 @@ function parseResource(value: unknown): UpstreamResourceV2 {
 
 function migrateLegacyResource(value: unknown): UpstreamResourceV2 {
   const r = value as Record<string, unknown>;
-  for (const k of ['id', 'name', 'provider', 'description', 'instructions']) if (typeof r?.[k] !== 'string') throw new Error('not a valid AgentResource');
+  for (const k of ['id', 'name', 'provider', 'description', 'instructions'])
+    if (typeof r?.[k] !== 'string') throw new Error('not a valid AgentResource');
   if (r.schemaVersion !== 1) throw new Error('not a valid AgentResource');
   return parseResource({
     schemaVersion: 2,

@@ -42,7 +42,12 @@ export async function startVendorEndpoints(): Promise<VendorEndpoints> {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const record: VendorRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+      const record: VendorRequest = {
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+      };
       received.push(record);
       const json = (status: number, value: unknown) => {
         res.writeHead(status, { 'content-type': 'application/json' });
@@ -63,15 +68,21 @@ export async function startVendorEndpoints(): Promise<VendorEndpoints> {
           response_time: 1.2,
         });
       }
-      if (url === '/v1/images/generations') return json(200, { created: 1764547200, data: [{ b64_json: PNG_B64, revised_prompt: 'A fox, in watercolour.' }] });
+      if (url === '/v1/images/generations')
+        return json(200, { created: 1764547200, data: [{ b64_json: PNG_B64, revised_prompt: 'A fox, in watercolour.' }] });
       if (url === '/url-image') return json(200, { created: 1764547200, data: [{ url: 'https://images.example.org/fox.png' }] });
       if (url === '/other-shape') return json(200, { hello: VENDOR_LEAK });
-      if (url === '/echo-auth') return json(200, { query: 'x', results: [{ title: 'echo', url: 'https://example.org/', content: String(req.headers.authorization) }] });
+      if (url === '/echo-auth')
+        return json(200, {
+          query: 'x',
+          results: [{ title: 'echo', url: 'https://example.org/', content: String(req.headers.authorization) }],
+        });
       if (url === '/not-json') {
         res.writeHead(200, { 'content-type': 'text/html' });
         return res.end(`<html>${VENDOR_LEAK}</html>`);
       }
-      if (url.startsWith('/status/')) return json(Number(url.slice('/status/'.length)), { error: { message: VENDOR_LEAK, type: 'invalid_request_error' } });
+      if (url.startsWith('/status/'))
+        return json(Number(url.slice('/status/'.length)), { error: { message: VENDOR_LEAK, type: 'invalid_request_error' } });
       if (url === '/hold') {
         const release = () => {
           held.delete(release);

@@ -9,7 +9,15 @@ import { freshDatabase, postgresOrSkip, queryOnce } from '../helpers/postgres.js
 const base = postgresOrSkip(t);
 
 function profile(id: string, alias: string): AgentProfile {
-  return { schemaVersion: 2, id, alias, agentletId: 'mac-a', workingDirPath: '/w', resourceIds: [], launch: { kind: 'acp-command', command: 'agent' } };
+  return {
+    schemaVersion: 2,
+    id,
+    alias,
+    agentletId: 'mac-a',
+    workingDirPath: '/w',
+    resourceIds: [],
+    launch: { kind: 'acp-command', command: 'agent' },
+  };
 }
 
 if (base) {
@@ -20,12 +28,19 @@ if (base) {
     // As the previous version wrote them: alias_key = alias.toLowerCase().
     const rows = [profile('prf-a', 'Ｗriter'), profile('prf-b', 'Reviewer'), profile('prf-c', 'Rеviewer' /* Cyrillic е */)];
     for (const p of rows) {
-      await queryOnce(url, 'INSERT INTO profiles (id, alias_key, revision, record) VALUES ($1, $2, $3, $4)', [p.id, p.alias.toLowerCase(), profileRevision(p), JSON.stringify(p)]);
+      await queryOnce(url, 'INSERT INTO profiles (id, alias_key, revision, record) VALUES ($1, $2, $3, $4)', [
+        p.id,
+        p.alias.toLowerCase(),
+        profileRevision(p),
+        JSON.stringify(p),
+      ]);
     }
     const messages: string[] = [];
     const store = await PostgresStore.open({ databaseUrl: url, log: (_level, message) => messages.push(message) });
     t.teardown(() => store.close());
-    const keys = Object.fromEntries((await queryOnce<{ id: string; alias_key: string }>(url, 'SELECT id, alias_key FROM profiles')).map((r) => [r.id, r.alias_key]));
+    const keys = Object.fromEntries(
+      (await queryOnce<{ id: string; alias_key: string }>(url, 'SELECT id, alias_key FROM profiles')).map((r) => [r.id, r.alias_key]),
+    );
     t.equal(keys['prf-a'], aliasKey('Writer'), 'the full-width alias is re-keyed');
     t.equal(keys['prf-b'], aliasKey('Reviewer'));
     t.equal(keys['prf-c'], 'rеviewer', 'the clashing look-alike keeps its old key (the service still starts)');
@@ -51,16 +66,29 @@ if (base) {
       [profile('prf-5', 'Café'), 'cafe'],
     ];
     for (const [p, key] of rows) {
-      await queryOnce(url, 'INSERT INTO profiles (id, alias_key, revision, record) VALUES ($1, $2, $3, $4)', [p.id, key, profileRevision(p), JSON.stringify(p)]);
+      await queryOnce(url, 'INSERT INTO profiles (id, alias_key, revision, record) VALUES ($1, $2, $3, $4)', [
+        p.id,
+        key,
+        profileRevision(p),
+        JSON.stringify(p),
+      ]);
     }
     const messages: string[] = [];
     const store = await PostgresStore.open({ databaseUrl: url, log: (_level, message) => messages.push(message) });
     t.teardown(() => store.close());
-    t.same((await store.listProfiles()).map((e) => e.profile.id), ['prf-1', 'prf-2', 'prf-3', 'prf-4', 'prf-5'], 'every row kept');
+    t.same(
+      (await store.listProfiles()).map((e) => e.profile.id),
+      ['prf-1', 'prf-2', 'prf-3', 'prf-4', 'prf-5'],
+      'every row kept',
+    );
     const log = messages.join('\n');
     t.match(log, /prf-1[^\n]*prf-2|prf-2[^\n]*prf-1/, 'the Ivan pair is named in the log');
     t.match(log, /prf-3[^\n]*prf-4|prf-4[^\n]*prf-3/, 'the Modern/Modem pair is named in the log');
-    const refused = async (p: AgentProfile) => store.createProfile(p).then(() => 'stored', (e: { code?: string }) => e.code);
+    const refused = async (p: AgentProfile) =>
+      store.createProfile(p).then(
+        () => 'stored',
+        (e: { code?: string }) => e.code,
+      );
     t.equal(await refused(profile('prf-6', 'IVAN')), 'alias_conflict', 'a new look-alike of either is refused');
     t.equal(await refused(profile('prf-7', 'MODEM')), 'alias_conflict');
     t.equal(await refused(profile('prf-8', 'Cafe')), 'stored', 'Cafe, merged with Café by the earlier rule, is free now');

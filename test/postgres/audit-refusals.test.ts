@@ -12,14 +12,28 @@ if (base) {
     await h.enroll('mac-a');
     const canvas = await h.canvasToken('canvas-1', 'mac-a');
     const raw = 'web%00search%1b%5b2J' + 'y'.repeat(1000);
-    const res = await h.app.inject({ method: 'POST', url: `/api/rfs/canvas-1/resources/${raw}/invoke`, headers: h.bearer(canvas), payload: { schemaVersion: 1, input: {} } });
+    const res = await h.app.inject({
+      method: 'POST',
+      url: `/api/rfs/canvas-1/resources/${raw}/invoke`,
+      headers: h.bearer(canvas),
+      payload: { schemaVersion: 1, input: {} },
+    });
     t.equal(res.statusCode, 403, 'refused for its missing grant');
     for (let i = 0; i < 200; i++) {
-      const r = await h.app.inject({ method: 'PUT', url: '/api/acp/providers/mac-a/resources/x', remoteAddress: '203.0.113.9', headers: h.bearer('arr_machine_' + 'Q'.repeat(43)), payload: {} });
+      const r = await h.app.inject({
+        method: 'PUT',
+        url: '/api/acp/providers/mac-a/resources/x',
+        remoteAddress: '203.0.113.9',
+        headers: h.bearer('arr_machine_' + 'Q'.repeat(43)),
+        payload: {},
+      });
       t.equal(r.statusCode, 401);
     }
     await h.app.close();
-    const rows = await queryOnce<{ actor: string; action: string; object_id: string; details: Record<string, unknown> | null }>(url, 'SELECT actor, action, object_id, details FROM audit_log ORDER BY seq');
+    const rows = await queryOnce<{ actor: string; action: string; object_id: string; details: Record<string, unknown> | null }>(
+      url,
+      'SELECT actor, action, object_id, details FROM audit_log ORDER BY seq',
+    );
     const invoke = rows.find((r) => r.action === 'resource.invoke');
     t.ok(invoke, 'the invocation row was written');
     t.match(invoke!.object_id, /^web\ufffdsearch\ufffd\[2Jy+…\[\+\d+\]$/, 'cleaned and cut');

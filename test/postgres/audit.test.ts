@@ -39,17 +39,29 @@ if (base) {
         details: { 'k\u0000ey': 'v\u0000alue', list: ['x\u0000'], bell: '\u0007ring' },
       },
     ]);
-    const registered = await store.registerResource(resource('nul-audit', 'huabu'), { at: '2026-12-01T00:00:01.000Z', actor: 'huabu\u0000', action: 'resource.register' });
+    const registered = await store.registerResource(resource('nul-audit', 'huabu'), {
+      at: '2026-12-01T00:00:01.000Z',
+      actor: 'huabu\u0000',
+      action: 'resource.register',
+    });
     t.equal(registered.outcome, 'created', 'a registration whose audit entry holds a NUL is stored');
     const rows = await queryOnce<AuditRow>(url, 'SELECT seq, actor, action, object_id, outcome, details FROM audit_log ORDER BY seq');
     t.equal(rows.length, 2, 'both entries are stored');
     const strings: string[] = [];
     const collect = (v: unknown): void => {
       if (typeof v === 'string') strings.push(v);
-      else if (v !== null && typeof v === 'object') for (const [k, c] of Object.entries(v)) (strings.push(k), collect(c));
+      else if (v !== null && typeof v === 'object')
+        for (const [k, c] of Object.entries(v)) {
+          strings.push(k);
+          collect(c);
+        }
     };
     collect(rows);
-    t.notOk(strings.some((s) => /[\u0000-\u001f\u007f]/.test(s)), 'no control character reaches a stored field');
+    t.notOk(
+      // eslint-disable-next-line no-control-regex -- control characters are what it finds
+      strings.some((s) => /[\u0000-\u001f\u007f]/.test(s)),
+      'no control character reaches a stored field',
+    );
     t.equal(rows[0]!.actor, 'anony\\u0000mous', 'a control character is kept visible, escaped');
     t.equal(rows[0]!.object_id, 'a\\u0000b\\u001b[31m');
     t.same(rows[0]!.details, { 'k\\u0000ey': 'v\\u0000alue', list: ['x\\u0000'], bell: '\\u0007ring' });
@@ -60,15 +72,25 @@ if (base) {
     const url = await freshDatabase(t, base);
     const h = await build(t, { env: { DATABASE_URL: url } });
     const before = Number((await queryOnce<{ n: string }>(url, 'SELECT count(*) AS n FROM audit_log'))[0]!.n);
-    const res = await h.app.inject({ method: 'POST', url: '/api/rfs/canvas-1/resources/a%00b/invoke', payload: { schemaVersion: 1, input: {} } });
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/api/rfs/canvas-1/resources/a%00b/invoke',
+      payload: { schemaVersion: 1, input: {} },
+    });
     t.equal(res.statusCode, 401);
     let rows: AuditRow[] = [];
     for (let i = 0; i < 100 && rows.length === 0; i++) {
-      rows = await queryOnce<AuditRow>(url, 'SELECT seq, actor, action, object_id, outcome, details FROM audit_log WHERE seq > $1', [before]);
+      rows = await queryOnce<AuditRow>(url, 'SELECT seq, actor, action, object_id, outcome, details FROM audit_log WHERE seq > $1', [
+        before,
+      ]);
       if (rows.length === 0) await sleep(20);
     }
     t.ok(rows.length > 0, 'the refusal is audited');
-    t.notMatch(await import('node:fs/promises').then((fs) => fs.readFile(h.logFile, 'utf8')), /audit log append failed/, 'no append failed');
+    t.notMatch(
+      await import('node:fs/promises').then((fs) => fs.readFile(h.logFile, 'utf8')),
+      /audit log append failed/,
+      'no append failed',
+    );
   });
 
   t.test('the audit table keeps at most auditMaxRows entries, the newest', async (t) => {
@@ -76,7 +98,15 @@ if (base) {
     const store = await PostgresStore.open({ databaseUrl: url, auditMaxRows: 50 });
     t.teardown(() => store.close());
     for (let i = 0; i < 300; i += 10) {
-      await store.appendAudit(Array.from({ length: 10 }, (_, k) => ({ at: '2026-12-01T00:00:00.000Z', actor: 'owner', action: 'test', id: `e-${i + k}`, outcome: 'ok' })));
+      await store.appendAudit(
+        Array.from({ length: 10 }, (_, k) => ({
+          at: '2026-12-01T00:00:00.000Z',
+          actor: 'owner',
+          action: 'test',
+          id: `e-${i + k}`,
+          outcome: 'ok',
+        })),
+      );
     }
     let ids: string[] = [];
     for (let i = 0; i < 200; i++) {
@@ -87,13 +117,25 @@ if (base) {
     t.ok(ids.length <= 50 && ids.length >= 40, `at most 50 entries kept (${ids.length})`);
     t.equal(ids.at(-1), 'e-299', 'the newest is kept');
     t.notOk(ids.includes('e-0'), 'the oldest is gone');
-    t.same(ids, ids.slice().sort((a, b) => Number(a.slice(2)) - Number(b.slice(2))), 'what is kept is the newest, in order');
+    t.same(
+      ids,
+      ids.slice().sort((a, b) => Number(a.slice(2)) - Number(b.slice(2))),
+      'what is kept is the newest, in order',
+    );
   });
 
   t.test('an audit table grown past the bound by an older version is trimmed after the start', async (t) => {
     const url = await freshDatabase(t, base);
     const first = await PostgresStore.open({ databaseUrl: url });
-    await first.appendAudit(Array.from({ length: 120 }, (_, k) => ({ at: '2026-12-01T00:00:00.000Z', actor: 'owner', action: 'test', id: `o-${k}`, outcome: 'ok' })));
+    await first.appendAudit(
+      Array.from({ length: 120 }, (_, k) => ({
+        at: '2026-12-01T00:00:00.000Z',
+        actor: 'owner',
+        action: 'test',
+        id: `o-${k}`,
+        outcome: 'ok',
+      })),
+    );
     await first.close();
     const store = await PostgresStore.open({ databaseUrl: url, auditMaxRows: 20 });
     t.teardown(() => store.close());
@@ -130,16 +172,40 @@ if (base) {
   t.test('npm run import copies audit entries holding a NUL (escaped), and a re-import copies nothing twice', async (t) => {
     const dataDir = await tempDataDir();
     const entries = [
-      { at: '2026-12-01T00:00:00.000Z', actor: 'anonymous', action: 'POST /api/rfs/c/resources/a\u0000b/invoke', id: 'a\u0000b', outcome: 'unauthorized' },
+      {
+        at: '2026-12-01T00:00:00.000Z',
+        actor: 'anonymous',
+        action: 'POST /api/rfs/c/resources/a\u0000b/invoke',
+        id: 'a\u0000b',
+        outcome: 'unauthorized',
+      },
       { at: '2026-12-01T00:00:01.000Z', actor: 'owner', action: 'machine.enroll', id: 'mac-a', outcome: 'enrolled' },
     ];
     await writeFile(path.join(dataDir, 'audit.jsonl'), entries.map((e) => JSON.stringify(e) + '\n').join(''));
     const url = await freshDatabase(t, base);
     const err: string[] = [];
-    t.equal(await runImport(['--data-dir', dataDir], url, () => undefined, (l) => err.push(l)), 0, err.join('\n'));
+    t.equal(
+      await runImport(
+        ['--data-dir', dataDir],
+        url,
+        () => undefined,
+        (l) => err.push(l),
+      ),
+      0,
+      err.join('\n'),
+    );
     const rows = async () => queryOnce<{ object_id: string }>(url, "SELECT object_id FROM audit_log WHERE source = 'import' ORDER BY seq");
     t.same(await rows(), [{ object_id: 'a\\u0000b' }, { object_id: 'mac-a' }]);
-    t.equal(await runImport(['--data-dir', dataDir], url, () => undefined, (l) => err.push(l)), 0, err.join('\n'));
+    t.equal(
+      await runImport(
+        ['--data-dir', dataDir],
+        url,
+        () => undefined,
+        (l) => err.push(l),
+      ),
+      0,
+      err.join('\n'),
+    );
     t.equal((await rows()).length, 2, 'nothing copied twice');
   });
 }

@@ -12,7 +12,16 @@ import type { AgentProfile } from '../../src/schemas/profile.js';
 const base = postgresOrSkip(t);
 
 function profile(id: string, alias: string, extra: Partial<AgentProfile> = {}): AgentProfile {
-  return { schemaVersion: 2, id, alias, agentletId: 'mac-a', workingDirPath: '/w', resourceIds: [], launch: { kind: 'acp-command', command: 'agent' }, ...extra };
+  return {
+    schemaVersion: 2,
+    id,
+    alias,
+    agentletId: 'mac-a',
+    workingDirPath: '/w',
+    resourceIds: [],
+    launch: { kind: 'acp-command', command: 'agent' },
+    ...extra,
+  };
 }
 
 if (base) {
@@ -27,7 +36,12 @@ if (base) {
     ];
     // As an older version wrote them: the record as JSON text, a NUL escaped inside it.
     for (const p of rows) {
-      await queryOnce(url, 'INSERT INTO profiles (id, alias_key, revision, record) VALUES ($1, $2, $3, $4::json)', [p.id, aliasKey(p.alias), profileRevision(p), JSON.stringify(p)]);
+      await queryOnce(url, 'INSERT INTO profiles (id, alias_key, revision, record) VALUES ($1, $2, $3, $4::json)', [
+        p.id,
+        aliasKey(p.alias),
+        profileRevision(p),
+        JSON.stringify(p),
+      ]);
     }
     const h = await build(t, { env: { DATABASE_URL: url } });
     const list = await h.app.inject({ url: '/api/acp/profiles', headers: h.owner });
@@ -47,17 +61,31 @@ if (base) {
     const log = await readFile(h.logFile, 'utf8');
     const lines = log.split('\n').filter((l) => l.includes('prf-nul-'));
     t.match(lines.join('\n'), /profiles/, 'the log names the table');
-    t.ok(lines.some((l) => l.includes('prf-nul-data')), 'and the row with customData');
-    t.ok(lines.some((l) => l.includes('prf-nul-cli')), 'and the row with metadata.cliId');
+    t.ok(
+      lines.some((l) => l.includes('prf-nul-data')),
+      'and the row with customData',
+    );
+    t.ok(
+      lines.some((l) => l.includes('prf-nul-cli')),
+      'and the row with metadata.cliId',
+    );
     t.notMatch(log, /SECRETISH|claude\\u0000code/, 'never the values');
-    t.notOk(log.split('\n').some((l) => l.includes('prf-good') && /control|unreadable/i.test(l)), 'a good row is not named');
+    t.notOk(
+      log.split('\n').some((l) => l.includes('prf-good') && /control|unreadable/i.test(l)),
+      'a good row is not named',
+    );
   });
 
   t.test('a profile row without a readable alias keeps its key and is named; the start goes on', async (t) => {
     const url = await freshDatabase(t, base);
     const first = await PostgresStore.open({ databaseUrl: url });
     await first.close();
-    await queryOnce(url, 'INSERT INTO profiles (id, alias_key, revision, record) VALUES ($1, $2, $3, $4::json)', ['prf-no-alias', 'old-key', 'r1', JSON.stringify({ schemaVersion: 2, id: 'prf-no-alias' })]);
+    await queryOnce(url, 'INSERT INTO profiles (id, alias_key, revision, record) VALUES ($1, $2, $3, $4::json)', [
+      'prf-no-alias',
+      'old-key',
+      'r1',
+      JSON.stringify({ schemaVersion: 2, id: 'prf-no-alias' }),
+    ]);
     const messages: string[] = [];
     const store = await PostgresStore.open({ databaseUrl: url, log: (_level, message) => messages.push(message) });
     t.teardown(() => store.close());

@@ -41,7 +41,7 @@ if (base) {
       if (m.payload === 'resources') notifications++;
     });
     await listener.query(`LISTEN ${CHANGES_CHANNEL}`);
-    const before = await store.resourcesRevision();
+    const before = store.resourcesRevision();
 
     const news = Array.from({ length: 40 }, (_, i) => store.putResource(resource('huabu', `new-${i}`)));
     const conflict = store.putResource(resource('bm0', 'held-by-huabu')).then(
@@ -54,16 +54,22 @@ if (base) {
     t.equal(await conflict, 'resource_conflict', "another provider's ID: 409, alone");
     t.equal(await same, 'unchanged');
     t.equal(await replaced, 'replaced');
-    t.not(await store.resourcesRevision(), before, 'the revision moved with the commits');
+    t.not(store.resourcesRevision(), before, 'the revision moved with the commits');
 
     const ops = batches.reduce((n, b) => n + b.operations, 0);
     t.equal(ops, 43, 'every operation went through a batch');
     t.ok(batches.every((b) => b.ok && b.label === 'postgres'));
     t.ok(batches.length < 43 && batches.some((b) => b.operations > 1), `batched: ${batches.map((b) => b.operations).join(', ')}`);
     await sleep(200);
-    t.ok(notifications >= 1 && notifications <= batches.length, `${notifications} notifications for 43 registrations in ${batches.length} batches`);
+    t.ok(
+      notifications >= 1 && notifications <= batches.length,
+      `${notifications} notifications for 43 registrations in ${batches.length} batches`,
+    );
 
-    const rows = await queryOnce<{ id: string; provider: string; name: string }>(url, 'SELECT id, provider, name FROM resources ORDER BY id');
+    const rows = await queryOnce<{ id: string; provider: string; name: string }>(
+      url,
+      'SELECT id, provider, name FROM resources ORDER BY id',
+    );
     t.equal(rows.length, 43, '40 new + 3 seeded');
     t.equal(rows.find((r) => r.id === 'held-by-huabu')?.provider, 'huabu', 'the held record is untouched');
     t.equal(rows.find((r) => r.id === 'to-replace')?.name, 'A new name');
@@ -82,13 +88,19 @@ if (base) {
     );
     const results = await Promise.all(puts);
     t.same(results[7], { ok: false, outcome: 'database error' }, 'the bad one fails');
-    t.ok(results.every((r, i) => i === 7 || (r.ok && r.outcome === 'created')), 'the others are created');
-    t.ok(batches.some((b) => !b.ok && b.operations > 1), 'they shared the batch that rolled back');
+    t.ok(
+      results.every((r, i) => i === 7 || (r.ok && r.outcome === 'created')),
+      'the others are created',
+    );
+    t.ok(
+      batches.some((b) => !b.ok && b.operations > 1),
+      'they shared the batch that rolled back',
+    );
     const rows = await queryOnce<{ id: string }>(url, `SELECT id FROM resources WHERE id LIKE 'ok-%'`);
     t.equal(rows.length, 19, 'all 19 stored');
-    const before = await store.resourcesRevision();
+    const before = store.resourcesRevision();
     t.equal(await store.putResource(resource('huabu', 'after')), 'created', 'the store keeps working');
-    t.not(await store.resourcesRevision(), before);
+    t.not(store.resourcesRevision(), before);
   });
 
   t.test('audit entries are batched with registrations and every one is stored', async (t) => {
@@ -99,7 +111,9 @@ if (base) {
       Array.from({ length: 30 }, (_, i) =>
         Promise.all([
           store.putResource(resource('huabu', `a-${i}`)),
-          store.appendAudit([{ at: new Date(0).toISOString(), actor: 'provider:huabu', action: 'resource.register', id: `a-${i}`, outcome: 'created' }]),
+          store.appendAudit([
+            { at: new Date(0).toISOString(), actor: 'provider:huabu', action: 'resource.register', id: `a-${i}`, outcome: 'created' },
+          ]),
         ]),
       ),
     );
@@ -129,7 +143,8 @@ if (base) {
     await store.putResource(resource('huabu', 'same'));
     batches.length = 0;
     const sent = countStatements(t);
-    const audit = (id: string) => store.appendAudit([{ at: new Date(0).toISOString(), actor: 'provider:huabu', action: 'resource.register', id, outcome: 'created' }]);
+    const audit = (id: string) =>
+      store.appendAudit([{ at: new Date(0).toISOString(), actor: 'provider:huabu', action: 'resource.register', id, outcome: 'created' }]);
     // A first registration opens a batch; the 60 operations behind it queue for the next ones.
     const first = store.putResource(resource('huabu', 'first'));
     const ops = [
@@ -157,7 +172,12 @@ if (base) {
     const url = await freshDatabase(t, base);
     const h = await build(t, { env: { DATABASE_URL: url, RATE_LIMIT_WRITES_PER_MINUTE: '0' } });
     t.equal((await h.put('huabu', CANARY.huabu, 'web')).statusCode, 201);
-    const custom = await h.app.inject({ method: 'PATCH', url: '/api/acp/resources/web', headers: h.owner, payload: { displayName: 'Web (mine)', userContent: 'Prefer the docs.' } });
+    const custom = await h.app.inject({
+      method: 'PATCH',
+      url: '/api/acp/resources/web',
+      headers: h.owner,
+      payload: { displayName: 'Web (mine)', userContent: 'Prefer the docs.' },
+    });
     t.equal(custom.statusCode, 200);
     const sent = countStatements(t);
     const cases: [string, Record<string, string>, number, string][] = [
@@ -173,7 +193,10 @@ if (base) {
       t.equal(statements.filter((s) => s === 'COMMIT').length, 1, `${id} ${outcome}: one COMMIT (${statements.length} statements)`);
       t.equal(statements.filter((s) => s === 'BEGIN').length, 1, `${id} ${outcome}: one transaction`);
       t.equal(statements.filter((s) => /INSERT INTO audit_log/.test(s)).length, 1, `${id} ${outcome}: the audit row is written inside it`);
-      t.notOk(statements.some((s) => /WHERE id = \$1\b/.test(s)), `${id} ${outcome}: no read-back of the record`);
+      t.notOk(
+        statements.some((s) => /WHERE id = \$1\b/.test(s)),
+        `${id} ${outcome}: no read-back of the record`,
+      );
       const stored = await h.app.inject({ url: `/api/acp/resources/${id}`, headers: h.owner });
       t.equal(res.body, stored.body, `${id} ${outcome}: the answer is the record as stored, byte for byte`);
     }
@@ -184,18 +207,42 @@ if (base) {
       payload: { schemaVersion: 2, name: 'Web v2', sourceContent: '# Web\nSearch the web.' },
     });
     t.equal(v2.statusCode, 200);
-    t.match(v2.json(), { schemaVersion: 2, name: 'Web v2', displayName: 'Web (mine)', userContent: 'Prefer the docs.' }, "the owner's fields are in the answer");
-    t.equal(v2.body, (await h.app.inject({ url: '/api/acp/resources/web?schemaVersion=2', headers: h.owner })).body, 'as stored, byte for byte');
-    const audit = await queryOnce<{ object_id: string; outcome: string }>(url, `SELECT object_id, outcome FROM audit_log WHERE action = 'resource.register' ORDER BY at, object_id`);
-    t.same(audit.map((a) => [a.object_id, a.outcome]).filter(([id]) => id === 'fresh'), [['fresh', 'created']]);
-    t.same(audit.filter((a) => a.object_id === 'web').map((a) => a.outcome), ['created', 'replaced', 'unchanged', 'replaced']);
+    t.match(
+      v2.json(),
+      { schemaVersion: 2, name: 'Web v2', displayName: 'Web (mine)', userContent: 'Prefer the docs.' },
+      "the owner's fields are in the answer",
+    );
+    t.equal(
+      v2.body,
+      (await h.app.inject({ url: '/api/acp/resources/web?schemaVersion=2', headers: h.owner })).body,
+      'as stored, byte for byte',
+    );
+    const audit = await queryOnce<{ object_id: string; outcome: string }>(
+      url,
+      `SELECT object_id, outcome FROM audit_log WHERE action = 'resource.register' ORDER BY at, object_id`,
+    );
+    t.same(
+      audit.map((a) => [a.object_id, a.outcome]).filter(([id]) => id === 'fresh'),
+      [['fresh', 'created']],
+    );
+    t.same(
+      audit.filter((a) => a.object_id === 'web').map((a) => a.outcome),
+      ['created', 'replaced', 'unchanged', 'replaced'],
+    );
   });
 
   t.test('a reconcile costs one transaction, its audit rows inside it', async (t) => {
     const url = await freshDatabase(t, base);
     const h = await build(t, { env: { DATABASE_URL: url, RATE_LIMIT_WRITES_PER_MINUTE: '0' } });
-    const rec = (id: string, name = `Name ${id}`) => ({ schemaVersion: 1, id, name, description: `About ${id}.`, instructions: `Use ${id}.` });
-    const reconcile = (resources: unknown[]) => h.app.inject({ method: 'PUT', url: '/api/acp/providers/huabu/resources', headers: h.huabu, payload: { resources } });
+    const rec = (id: string, name = `Name ${id}`) => ({
+      schemaVersion: 1,
+      id,
+      name,
+      description: `About ${id}.`,
+      instructions: `Use ${id}.`,
+    });
+    const reconcile = (resources: unknown[]) =>
+      h.app.inject({ method: 'PUT', url: '/api/acp/providers/huabu/resources', headers: h.huabu, payload: { resources } });
     t.equal((await reconcile([rec('a'), rec('b'), rec('c')])).statusCode, 200);
     const sent = countStatements(t);
     const res = await reconcile([rec('a', 'Renamed'), rec('b'), rec('d')]);
@@ -203,37 +250,65 @@ if (base) {
     t.match(res.json(), { created: ['d'], replaced: ['a'], unchanged: ['b'], withdrawn: ['c'] });
     t.equal(statements.filter((s) => s === 'COMMIT').length, 1, `one COMMIT (${statements.length} statements)`);
     t.equal(statements.filter((s) => s === 'BEGIN').length, 1, 'one transaction');
-    const audit = await queryOnce<{ object_id: string; outcome: string }>(url, `SELECT object_id, outcome FROM audit_log WHERE action = 'resource.reconcile' ORDER BY seq`);
-    t.same(audit.map((a) => `${a.object_id} ${a.outcome}`), ['a created', 'b created', 'c created', 'd created', 'a replaced', 'c withdrawn']);
+    const audit = await queryOnce<{ object_id: string; outcome: string }>(
+      url,
+      `SELECT object_id, outcome FROM audit_log WHERE action = 'resource.reconcile' ORDER BY seq`,
+    );
+    t.same(
+      audit.map((a) => `${a.object_id} ${a.outcome}`),
+      ['a created', 'b created', 'c created', 'd created', 'a replaced', 'c withdrawn'],
+    );
   });
 
-  t.test('a registration (or reconcile) whose audit row cannot be written is not stored; the others beside it are, each with its row', async (t) => {
-    const url = await freshDatabase(t, base);
-    const h = await build(t, { env: { DATABASE_URL: url, RATE_LIMIT_WRITES_PER_MINUTE: '0' } });
-    t.equal((await h.put('huabu', CANARY.huabu, 'warm-up')).statusCode, 201);
-    // The database refuses the audit row of one ID (a stand-in for any failure of the audit insert).
-    await queryOnce(url, `CREATE FUNCTION refuse_doomed() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN IF NEW.object_id = 'doomed' THEN RAISE EXCEPTION 'audit row refused'; END IF; RETURN NEW; END $$`);
-    await queryOnce(url, 'CREATE TRIGGER refuse_doomed BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION refuse_doomed()');
-    const ids = Array.from({ length: 12 }, (_, i) => (i === 5 ? 'doomed' : `ok-${i}`));
-    const answers = await Promise.all(ids.map((id) => h.put('huabu', CANARY.huabu, id)));
-    t.equal(answers[5]!.statusCode, 500, 'the registration whose audit row failed is not acknowledged');
-    t.ok(answers.every((a, i) => i === 5 || a.statusCode === 201), 'the others are created');
-    const stored = (await queryOnce<{ id: string }>(url, `SELECT id FROM resources WHERE id <> 'warm-up' ORDER BY id`)).map((r) => r.id);
-    const audited = (await queryOnce<{ object_id: string }>(url, `SELECT object_id FROM audit_log WHERE action = 'resource.register' AND outcome = 'created' AND object_id <> 'warm-up' ORDER BY object_id`)).map((r) => r.object_id);
-    t.notOk(stored.includes('doomed'), 'it is not stored');
-    t.same(stored, audited, 'a resource row exists exactly where its audit row does');
-    t.equal(stored.length, 11);
-    const reconcile = await h.app.inject({
-      method: 'PUT',
-      url: '/api/acp/providers/huabu/resources',
-      headers: h.huabu,
-      payload: { resources: ['ok-0', 'doomed'].map((id) => ({ schemaVersion: 1, id, name: id, description: `About ${id}.`, instructions: `Use ${id}.` })) },
-    });
-    t.equal(reconcile.statusCode, 500, 'a reconcile whose audit rows fail is not acknowledged');
-    const after = (await queryOnce<{ id: string }>(url, `SELECT id FROM resources WHERE id <> 'warm-up' ORDER BY id`)).map((r) => r.id);
-    t.same(after, stored, 'and changed nothing (no withdrawal, no doomed row)');
-  });
+  t.test(
+    'a registration (or reconcile) whose audit row cannot be written is not stored; the others beside it are, each with its row',
+    async (t) => {
+      const url = await freshDatabase(t, base);
+      const h = await build(t, { env: { DATABASE_URL: url, RATE_LIMIT_WRITES_PER_MINUTE: '0' } });
+      t.equal((await h.put('huabu', CANARY.huabu, 'warm-up')).statusCode, 201);
+      // The database refuses the audit row of one ID (a stand-in for any failure of the audit insert).
+      await queryOnce(
+        url,
+        `CREATE FUNCTION refuse_doomed() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.object_id = 'doomed' THEN RAISE EXCEPTION 'audit row refused'; END IF; RETURN NEW; END $$`,
+      );
+      await queryOnce(url, 'CREATE TRIGGER refuse_doomed BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION refuse_doomed()');
+      const ids = Array.from({ length: 12 }, (_, i) => (i === 5 ? 'doomed' : `ok-${i}`));
+      const answers = await Promise.all(ids.map((id) => h.put('huabu', CANARY.huabu, id)));
+      t.equal(answers[5]!.statusCode, 500, 'the registration whose audit row failed is not acknowledged');
+      t.ok(
+        answers.every((a, i) => i === 5 || a.statusCode === 201),
+        'the others are created',
+      );
+      const stored = (await queryOnce<{ id: string }>(url, `SELECT id FROM resources WHERE id <> 'warm-up' ORDER BY id`)).map((r) => r.id);
+      const audited = (
+        await queryOnce<{ object_id: string }>(
+          url,
+          `SELECT object_id FROM audit_log WHERE action = 'resource.register' AND outcome = 'created' AND object_id <> 'warm-up' ORDER BY object_id`,
+        )
+      ).map((r) => r.object_id);
+      t.notOk(stored.includes('doomed'), 'it is not stored');
+      t.same(stored, audited, 'a resource row exists exactly where its audit row does');
+      t.equal(stored.length, 11);
+      const reconcile = await h.app.inject({
+        method: 'PUT',
+        url: '/api/acp/providers/huabu/resources',
+        headers: h.huabu,
+        payload: {
+          resources: ['ok-0', 'doomed'].map((id) => ({
+            schemaVersion: 1,
+            id,
+            name: id,
+            description: `About ${id}.`,
+            instructions: `Use ${id}.`,
+          })),
+        },
+      });
+      t.equal(reconcile.statusCode, 500, 'a reconcile whose audit rows fail is not acknowledged');
+      const after = (await queryOnce<{ id: string }>(url, `SELECT id FROM resources WHERE id <> 'warm-up' ORDER BY id`)).map((r) => r.id);
+      t.same(after, stored, 'and changed nothing (no withdrawal, no doomed row)');
+    },
+  );
 
   t.test('when a batch rolls back, each registration runs again alone with its own audit row', async (t) => {
     const url = await freshDatabase(t, base);
@@ -248,12 +323,27 @@ if (base) {
       { ...resource('huabu', 'bad'), description: 'bad \u0000 byte' },
       resource('huabu', 'same'),
       resource('bm0', 'same'),
-    ].map((r) => store.registerResource(r, { ...by, actor: `provider:${r.provider}` }).then((x) => x.outcome, (err: unknown) => (err instanceof AppError ? err.code : 'database error')));
+    ].map((r) =>
+      store.registerResource(r, { ...by, actor: `provider:${r.provider}` }).then(
+        (x) => x.outcome,
+        (err: unknown) => (err instanceof AppError ? err.code : 'database error'),
+      ),
+    );
     await first;
     t.same(await Promise.all(regs), [...Array(8).fill('created'), 'database error', 'unchanged', 'resource_conflict']);
-    t.ok(batches.some((b) => !b.ok && b.operations > 1), `they shared a batch that rolled back: ${batches.map((b) => `${b.operations}${b.ok ? '' : '!'}`).join(', ')}`);
-    const audit = await queryOnce<{ object_id: string; outcome: string }>(url, `SELECT object_id, outcome FROM audit_log WHERE object_id <> 'opens-a-batch' ORDER BY object_id`);
-    t.same(audit.map((a) => `${a.object_id} ${a.outcome}`), [...Array.from({ length: 8 }, (_, i) => `r-${i} created`), 'same unchanged'], 'one row per registration stored, none for a failure or a refusal');
+    t.ok(
+      batches.some((b) => !b.ok && b.operations > 1),
+      `they shared a batch that rolled back: ${batches.map((b) => `${b.operations}${b.ok ? '' : '!'}`).join(', ')}`,
+    );
+    const audit = await queryOnce<{ object_id: string; outcome: string }>(
+      url,
+      `SELECT object_id, outcome FROM audit_log WHERE object_id <> 'opens-a-batch' ORDER BY object_id`,
+    );
+    t.same(
+      audit.map((a) => `${a.object_id} ${a.outcome}`),
+      [...Array.from({ length: 8 }, (_, i) => `r-${i} created`), 'same unchanged'],
+      'one row per registration stored, none for a failure or a refusal',
+    );
     const rows = await queryOnce<{ id: string }>(url, `SELECT id FROM resources WHERE id LIKE 'r-%' OR id = 'bad'`);
     t.equal(rows.length, 8);
   });
@@ -276,14 +366,36 @@ if (base) {
       store.putResource(resource('bm0', 'other', 'Renamed')),
     ];
     await first;
-    t.same(await Promise.all(ops), ['created', 'replaced', 'unchanged', 'resource_conflict', 'replaced', 'created', 'resource_conflict', 'replaced']);
-    t.ok(batches.some((b) => b.operations >= ops.length), `one batch held them all: ${batches.map((b) => b.operations).join(', ')}`);
-    t.ok(batches.every((b) => b.ok), 'and committed as one (no fallback to one transaction per operation)');
-    const rows = await queryOnce<{ id: string; provider: string; name: string }>(url, `SELECT id, provider, name FROM resources WHERE id IN ('dup', 'other') ORDER BY id`);
-    t.same(rows, [
-      { id: 'dup', provider: 'huabu', name: 'Third' },
-      { id: 'other', provider: 'bm0', name: 'Renamed' },
-    ], 'the last write of each ID is the one stored');
+    t.same(await Promise.all(ops), [
+      'created',
+      'replaced',
+      'unchanged',
+      'resource_conflict',
+      'replaced',
+      'created',
+      'resource_conflict',
+      'replaced',
+    ]);
+    t.ok(
+      batches.some((b) => b.operations >= ops.length),
+      `one batch held them all: ${batches.map((b) => b.operations).join(', ')}`,
+    );
+    t.ok(
+      batches.every((b) => b.ok),
+      'and committed as one (no fallback to one transaction per operation)',
+    );
+    const rows = await queryOnce<{ id: string; provider: string; name: string }>(
+      url,
+      `SELECT id, provider, name FROM resources WHERE id IN ('dup', 'other') ORDER BY id`,
+    );
+    t.same(
+      rows,
+      [
+        { id: 'dup', provider: 'huabu', name: 'Third' },
+        { id: 'other', provider: 'bm0', name: 'Renamed' },
+      ],
+      'the last write of each ID is the one stored',
+    );
   });
 
   t.test('a later batch never overtakes an earlier one still running its statements: writes of one ID keep arrival order', async (t) => {
@@ -353,7 +465,9 @@ if (base) {
       const sum = Number(/registry_store_batch_operations_sum\{file="postgres"\} (\d+)/.exec(metrics)?.[1]);
       const count = Number(/registry_store_batch_operations_count\{file="postgres"\} (\d+)/.exec(metrics)?.[1]);
       t.ok(count > 0 && sum / count > 1, `round ${round}: batches of ${(sum / count).toFixed(1)} operations on average before the kill`);
-      const stored = new Set((await queryOnce<{ id: string }>(url, `SELECT id FROM resources WHERE id LIKE $1`, [`k${round}-%`])).map((r) => r.id));
+      const stored = new Set(
+        (await queryOnce<{ id: string }>(url, `SELECT id FROM resources WHERE id LIKE $1`, [`k${round}-%`])).map((r) => r.id),
+      );
       const lost = acknowledged.filter((id) => !stored.has(id));
       t.same(lost, [], `round ${round}: all ${acknowledged.length} acknowledged registrations are stored (${stored.size} in all)`);
     }

@@ -22,13 +22,30 @@ if (base) {
       ...ids.map((id) => a.h.put('huabu', CANARY.huabu, id)),
       ...ids.slice(0, 10).map((id) => b.h.put('huabu', CANARY.huabu, `${id}-via-b`)),
     ]);
-    t.ok(answers.every((r) => r.statusCode === 201), 'every write acknowledged');
+    t.ok(
+      answers.every((r) => r.statusCode === 201),
+      'every write acknowledged',
+    );
     await sub.waitFor(() => sub.events.length >= 40);
     const seq = sub.events.map((e) => Number(e.id));
-    t.same(seq, [...new Set(seq)].sort((x, y) => x - y), 'increasing, none twice');
-    t.same(sub.events.map((e) => e.data.subject.id).sort(), [...ids, ...ids.slice(0, 10).map((id) => `${id}-via-b`)].sort(), 'every change once, from both replicas');
-    const page = (await a.h.app.inject({ url: `/api/acp/changes?since=${Number(sub.events[0]!.id) - 1}&limit=1000`, headers: a.h.owner })).json() as { changes: { id: string }[] };
-    t.same(page.changes.map((c) => c.id), sub.events.map((e) => e.id), "A's pages hold the same events in the same order");
+    t.same(
+      seq,
+      [...new Set(seq)].sort((x, y) => x - y),
+      'increasing, none twice',
+    );
+    t.same(
+      sub.events.map((e) => e.data.subject.id).sort(),
+      [...ids, ...ids.slice(0, 10).map((id) => `${id}-via-b`)].sort(),
+      'every change once, from both replicas',
+    );
+    const page = (
+      await a.h.app.inject({ url: `/api/acp/changes?since=${Number(sub.events[0]!.id) - 1}&limit=1000`, headers: a.h.owner })
+    ).json<{ changes: { id: string }[] }>();
+    t.same(
+      page.changes.map((c) => c.id),
+      sub.events.map((e) => e.id),
+      "A's pages hold the same events in the same order",
+    );
 
     sub.close();
     const last = sub.events.at(-1)!.id;
@@ -36,7 +53,15 @@ if (base) {
     const resumed = await SseClient.open(b.origin, '/api/acp/events', { ...b.h.owner, 'last-event-id': last });
     t.teardown(() => resumed.close());
     await resumed.waitFor(() => resumed.events.length >= 1);
-    t.same(resumed.events.map((e) => e.data.subject.id), ['pg-after'], 'B resumes with what A wrote meanwhile');
-    t.equal((await a.h.app.inject({ url: '/api/acp/changes?since=999999999', headers: a.h.owner })).statusCode, 410, 'a cursor never issued');
+    t.same(
+      resumed.events.map((e) => e.data.subject.id),
+      ['pg-after'],
+      'B resumes with what A wrote meanwhile',
+    );
+    t.equal(
+      (await a.h.app.inject({ url: '/api/acp/changes?since=999999999', headers: a.h.owner })).statusCode,
+      410,
+      'a cursor never issued',
+    );
   });
 }

@@ -10,7 +10,7 @@ import { freshDatabase, postgresOrSkip } from '../helpers/postgres.js';
 
 const base = postgresOrSkip(t);
 if (base) {
-  t.test("a channel held by replica A: B answers 503 for its jobs, and a revoke through B ends it on A", async (t) => {
+  t.test('a channel held by replica A: B answers 503 for its jobs, and a revoke through B ends it on A', async (t) => {
     const url = await freshDatabase(t, base);
     const replica = async () => {
       const h = await build(t, { env: { DATABASE_URL: url }, channelHeartbeatMs: 100 });
@@ -22,7 +22,8 @@ if (base) {
     const token = await a.h.enroll('mac-a');
     recordIssuedToken(token);
     const status = async (h: TestApp) =>
-      ((await h.app.inject({ url: '/api/acp/machines', headers: h.owner })).json().machines as { machineId: string; status: string }[])[0]?.status;
+      ((await h.app.inject({ url: '/api/acp/machines', headers: h.owner })).json().machines as { machineId: string; status: string }[])[0]
+        ?.status;
 
     const channel = await request(`${a.origin}/api/acp/providers/mac-a/channel`, { headers: { authorization: `Bearer ${token}` } });
     t.equal(channel.statusCode, 200);
@@ -35,7 +36,12 @@ if (base) {
     for (let i = 0; i < 100 && (await status(a.h)) !== 'connected'; i++) await new Promise((r) => setTimeout(r, 10));
     t.equal(await status(a.h), 'connected', 'connected on the replica holding the channel');
     t.equal(await status(b.h), 'disconnected', 'disconnected on the other one');
-    const viaB = await b.h.app.inject({ method: 'POST', url: '/api/acp/machines/mac-a/jobs', headers: b.h.owner, payload: { type: 'ping' } });
+    const viaB = await b.h.app.inject({
+      method: 'POST',
+      url: '/api/acp/machines/mac-a/jobs',
+      headers: b.h.owner,
+      payload: { type: 'ping' },
+    });
     t.equal(viaB.statusCode, 503);
     t.equal(viaB.json().code, 'agentlet_unavailable', 'a job asked of the other replica does not reach the machine');
 

@@ -18,41 +18,100 @@ if (base) {
     const stores = await Promise.all(Array.from({ length: 5 }, () => PostgresStore.open({ databaseUrl: url, poolSize: 2 })));
     for (const s of stores) t.teardown(() => s.close());
     const rows = await queryOnce<{ version: number }>(url, 'SELECT version FROM schema_migrations ORDER BY version');
-    t.same(rows.map((r) => r.version), MIGRATIONS.map((m) => m.version), 'each migration recorded exactly once');
-    t.equal(await stores[0]!.putResource({ schemaVersion: 1, id: 'x', name: 'X', provider: 'huabu', description: 'X.', instructions: 'X.' }), 'created');
+    t.same(
+      rows.map((r) => r.version),
+      MIGRATIONS.map((m) => m.version),
+      'each migration recorded exactly once',
+    );
+    t.equal(
+      await stores[0]!.putResource({ schemaVersion: 1, id: 'x', name: 'X', provider: 'huabu', description: 'X.', instructions: 'X.' }),
+      'created',
+    );
   });
 
-  t.test('npm run migrate with DATABASE_URL: dry run lists the pending migrations, then applies them, then has nothing to do', async (t) => {
-    const url = await freshDatabase(t, base);
-    const out: string[] = [];
-    const err: string[] = [];
-    t.equal(await runDatabaseMigrate(['--dry-run'], url, (l) => out.push(l), (l) => err.push(l)), 0);
-    t.match(out.pop(), /0 → 6 \(dry run: nothing applied\): 001-initial, 002-resource-record-v2, 003-canvas token revocations, 004-audit-details, 005-change-events, 006-imported-skills/);
-    t.same(await queryOnce(url, 'SELECT * FROM schema_migrations'), [], 'the dry run applied nothing');
-    t.equal(await runDatabaseMigrate([], url, (l) => out.push(l), (l) => err.push(l)), 0);
-    t.match(out.pop(), /0 → 6: 001-initial, 002-resource-record-v2, 003-canvas token revocations, 004-audit-details, 005-change-events, 006-imported-skills/);
-    t.equal(await runDatabaseMigrate([], url, (l) => out.push(l), (l) => err.push(l)), 0);
-    t.match(out.pop(), /already at version 6; nothing to do/);
-    t.equal(await runDatabaseMigrate(['--bogus'], url, (l) => out.push(l), (l) => err.push(l)), 2);
-    t.notMatch(err.join('\n'), url, 'the URL is never printed');
-  });
+  t.test(
+    'npm run migrate with DATABASE_URL: dry run lists the pending migrations, then applies them, then has nothing to do',
+    async (t) => {
+      const url = await freshDatabase(t, base);
+      const out: string[] = [];
+      const err: string[] = [];
+      t.equal(
+        await runDatabaseMigrate(
+          ['--dry-run'],
+          url,
+          (l) => out.push(l),
+          (l) => err.push(l),
+        ),
+        0,
+      );
+      t.match(
+        out.pop(),
+        /0 → 6 \(dry run: nothing applied\): 001-initial, 002-resource-record-v2, 003-canvas token revocations, 004-audit-details, 005-change-events, 006-imported-skills/,
+      );
+      t.same(await queryOnce(url, 'SELECT * FROM schema_migrations'), [], 'the dry run applied nothing');
+      t.equal(
+        await runDatabaseMigrate(
+          [],
+          url,
+          (l) => out.push(l),
+          (l) => err.push(l),
+        ),
+        0,
+      );
+      t.match(
+        out.pop(),
+        /0 → 6: 001-initial, 002-resource-record-v2, 003-canvas token revocations, 004-audit-details, 005-change-events, 006-imported-skills/,
+      );
+      t.equal(
+        await runDatabaseMigrate(
+          [],
+          url,
+          (l) => out.push(l),
+          (l) => err.push(l),
+        ),
+        0,
+      );
+      t.match(out.pop(), /already at version 6; nothing to do/);
+      t.equal(
+        await runDatabaseMigrate(
+          ['--bogus'],
+          url,
+          (l) => out.push(l),
+          (l) => err.push(l),
+        ),
+        2,
+      );
+      t.notMatch(err.join('\n'), url, 'the URL is never printed');
+    },
+  );
 
   t.test('a database at a newer schema version stops the start with a clear error', async (t) => {
     const url = await freshDatabase(t, base);
     await (await PostgresStore.open({ databaseUrl: url })).close();
     await queryOnce(url, `INSERT INTO schema_migrations (version, name) VALUES ($1, 'from-the-future')`, [SCHEMA_VERSION + 1]);
     await t.rejects(PostgresStore.open({ databaseUrl: url }), DatabaseSchemaError);
-    await t.rejects(PostgresStore.open({ databaseUrl: url }), { message: new RegExp(`version ${SCHEMA_VERSION + 1}, newer than .* knows \\(${SCHEMA_VERSION}\\)`) });
+    await t.rejects(PostgresStore.open({ databaseUrl: url }), {
+      message: new RegExp(`version ${SCHEMA_VERSION + 1}, newer than .* knows \\(${SCHEMA_VERSION}\\)`),
+    });
     const config = loadConfig(testEnv(await tempDataDir(), { DATABASE_URL: url, SEED_HUABU_RESOURCES: 'false' }));
     await t.rejects(buildApp({ config, logger: createLogger('silent') }), DatabaseSchemaError, 'the app does not start');
     const err: string[] = [];
-    t.equal(await runDatabaseMigrate([], url, () => undefined, (l) => err.push(l)), 1);
+    t.equal(
+      await runDatabaseMigrate(
+        [],
+        url,
+        () => undefined,
+        (l) => err.push(l),
+      ),
+      1,
+    );
     t.match(err.join('\n'), /newer than/);
   });
 
-  t.test('DATABASE_URL without the credentials in the environment is refused', async (t) => {
+  t.test('DATABASE_URL without the credentials in the environment is refused', (t) => {
     t.throws(() => loadConfig({ DATABASE_URL: base }), /OWNER_TOKEN, HUABU_PROVIDER_TOKEN, CANVAS_TOKEN_SECRET must be set too/);
     t.throws(() => loadConfig({ DATABASE_URL: 'mysql://x', OWNER_TOKEN: CANARY.owner }), /DATABASE_URL/);
+    t.end();
   });
 
   t.test('a database that goes away answers 503 storage_unavailable, never a 500 with internals', async (t) => {

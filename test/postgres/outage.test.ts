@@ -25,10 +25,13 @@ if (base) {
     t.teardown(killAllServers);
     const cluster = await privateCluster(t);
     if (!cluster) {
-      t.comment('no PostgreSQL binaries to start a cluster of this test\'s own: skipped');
+      t.comment("no PostgreSQL binaries to start a cluster of this test's own: skipped");
       return;
     }
-    const server = await startServer(testEnv('/nonexistent-data-dir', { DATABASE_URL: cluster.url, RATE_LIMIT_WRITES_PER_MINUTE: '0' }), 60_000);
+    const server = await startServer(
+      testEnv('/nonexistent-data-dir', { DATABASE_URL: cluster.url, RATE_LIMIT_WRITES_PER_MINUTE: '0' }),
+      60_000,
+    );
     const acknowledged: string[] = [];
     const statuses = new Map<string, number>();
     const unexpected: string[] = [];
@@ -75,7 +78,10 @@ if (base) {
       await cluster.stop('immediate');
       phase = 'down';
       const refusedBefore = statuses.get('503 storage_unavailable') ?? 0;
-      await waitFor('writes refused while the database is down', () => (statuses.get('503 storage_unavailable') ?? 0) >= refusedBefore + 8 || !alive(server.pid));
+      await waitFor(
+        'writes refused while the database is down',
+        () => (statuses.get('503 storage_unavailable') ?? 0) >= refusedBefore + 8 || !alive(server.pid),
+      );
       await sleep(500);
       t.ok(alive(server.pid), 'the server process survives the database crash');
       await cluster.start();

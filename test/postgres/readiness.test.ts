@@ -20,7 +20,9 @@ if (base) {
 
     const dbName = new URL(url).pathname.slice(1);
     await queryOnce(base, `ALTER DATABASE ${dbName} ALLOW_CONNECTIONS false`);
-    await queryOnce(base, 'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [dbName]);
+    await queryOnce(base, 'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [
+      dbName,
+    ]);
     const down = await readyz();
     t.equal(down.status, 503);
     t.equal(down.body.code, 'not_ready');

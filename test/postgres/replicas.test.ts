@@ -24,7 +24,12 @@ if (base) {
     const text = await res.body.text();
     return { status: res.statusCode, etag: res.headers.etag as string | undefined, json: text ? JSON.parse(text) : undefined };
   };
-  const resourceBody = (id: string, name = `Name of ${id}`) => ({ schemaVersion: 1, name, description: `About ${id}.`, instructions: `Use ${id}.` });
+  const resourceBody = (id: string, name = `Name of ${id}`) => ({
+    schemaVersion: 1,
+    name,
+    description: `About ${id}.`,
+    instructions: `Use ${id}.`,
+  });
   const enroll = async (server: RunningServer, machineId: string) => {
     const res = await call(server, 'POST', '/api/acp/machines', CANARY.owner, { machineId });
     if (res.status !== 201) throw new Error(`enroll: ${res.status}`);
@@ -35,7 +40,11 @@ if (base) {
   t.test('a registration through A is visible through B within one second (the catalogue ETag changes)', async (t) => {
     const before = await call(b, 'GET', '/api/acp/resources', CANARY.owner);
     t.equal(before.status, 200);
-    t.same(before.json.resources.map((r: { id: string }) => r.id), ['huabu-access', 'local-resource-management'], 'seeded once by two replicas');
+    t.same(
+      before.json.resources.map((r: { id: string }) => r.id),
+      ['huabu-access', 'local-resource-management'],
+      'seeded once by two replicas',
+    );
     t.equal((await call(a, 'PUT', '/api/acp/providers/huabu/resources/web-search', CANARY.huabu, resourceBody('web-search'))).status, 201);
     const started = performance.now();
     let after = before;
@@ -54,9 +63,13 @@ if (base) {
     const attempts = Array.from({ length: 50 }, (_, i) => {
       const byHuabu = i % 2 === 0;
       const server = i % 4 < 2 ? a : b;
-      return call(server, 'PUT', `/api/acp/providers/${byHuabu ? 'huabu' : 'mac-a'}/resources/contested`, byHuabu ? CANARY.huabu : mac, resourceBody('contested', `Write ${i}`)).then(
-        (res) => ({ provider: byHuabu ? 'huabu' : 'mac-a', status: res.status, code: res.json?.code as string | undefined }),
-      );
+      return call(
+        server,
+        'PUT',
+        `/api/acp/providers/${byHuabu ? 'huabu' : 'mac-a'}/resources/contested`,
+        byHuabu ? CANARY.huabu : mac,
+        resourceBody('contested', `Write ${i}`),
+      ).then((res) => ({ provider: byHuabu ? 'huabu' : 'mac-a', status: res.status, code: res.json?.code as string | undefined }));
     });
     const results = await Promise.all(attempts);
     const stored = await call(b, 'GET', '/api/acp/resources/contested', CANARY.owner);
@@ -64,7 +77,10 @@ if (base) {
     const wins = results.filter((r) => r.status === 200 || r.status === 201);
     t.ok(wins.length > 0 && wins.every((r) => r.provider === owner), `every success is by the owner (${owner})`);
     t.equal(results.filter((r) => r.status === 201).length, 1, 'created once');
-    t.ok(results.filter((r) => r.provider !== owner).every((r) => r.status === 409 && r.code === 'resource_conflict'), 'the other provider always got 409');
+    t.ok(
+      results.filter((r) => r.provider !== owner).every((r) => r.status === 409 && r.code === 'resource_conflict'),
+      'the other provider always got 409',
+    );
   });
 
   t.test('20 concurrent first launches of one thread over both replicas give one record', async (t) => {
@@ -77,13 +93,20 @@ if (base) {
     t.equal(profile.status, 201);
     const launches = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        call(i % 2 ? a : b, 'POST', '/api/acp/launch', CANARY.owner, { profileId: profile.json.id, canvasId: 'canvas-1', threadId: 'thread-1' }),
+        call(i % 2 ? a : b, 'POST', '/api/acp/launch', CANARY.owner, {
+          profileId: profile.json.id,
+          canvasId: 'canvas-1',
+          threadId: 'thread-1',
+        }),
       ),
     );
     t.equal(launches.filter((l) => l.status === 201).length, 1, 'one 201');
     t.equal(launches.filter((l) => l.status === 200).length, 19, 'the rest 200 with the stored record');
     const first = JSON.stringify(launches[0]!.json);
-    t.ok(launches.every((l) => JSON.stringify(l.json) === first), 'one record for everyone');
+    t.ok(
+      launches.every((l) => JSON.stringify(l.json) === first),
+      'one record for everyone',
+    );
     const list = await call(b, 'GET', '/api/acp/workloads?canvasId=canvas-1', CANARY.owner);
     t.equal(list.json.workloads.length, 1);
   });
@@ -111,6 +134,9 @@ if (base) {
     t.same(lost, [], `all ${acknowledged.length} acknowledged writes are there`);
     const restarted = await startServer(env);
     const again = await call(restarted, 'GET', '/api/acp/resources?provider=huabu', CANARY.owner);
-    t.ok(acknowledged.every((id) => again.json.resources.some((r: { id: string }) => r.id === id)), 'and through a restarted replica');
+    t.ok(
+      acknowledged.every((id) => again.json.resources.some((r: { id: string }) => r.id === id)),
+      'and through a restarted replica',
+    );
   });
 }

@@ -19,12 +19,28 @@ if (base) {
     const body = { id: 'deck', kind: 'skill', name: 'Deck', sourceContent: 'Builds decks.', entrypoint: 'skills/deck/SKILL.md' };
 
     t.equal((await post(body)).statusCode, 200);
-    await h.app.inject({ method: 'PATCH', url: '/api/acp/resources/deck', headers: h.owner, payload: { userContent: 'Company template.' } });
+    await h.app.inject({
+      method: 'PATCH',
+      url: '/api/acp/resources/deck',
+      headers: h.owner,
+      payload: { userContent: 'Company template.' },
+    });
     const again = await post({ ...body, sourceContent: 'Builds decks, v2.' });
-    t.same(again.json(), { resource: { schemaVersion: 2, id: 'deck', name: 'Deck', provider: 'agentlet-a', sourceContent: 'Builds decks, v2.', userContent: 'Company template.' } });
+    t.same(again.json(), {
+      resource: {
+        schemaVersion: 2,
+        id: 'deck',
+        name: 'Deck',
+        provider: 'agentlet-a',
+        sourceContent: 'Builds decks, v2.',
+        userContent: 'Company template.',
+      },
+    });
     t.equal((await post({ ...body, id: 'b-tool' })).statusCode, 409);
     t.equal((await post({ ...body, id: 'huabu-access' })).statusCode, 403);
-    t.same((await h.app.inject({ method: 'DELETE', url: '/api/rfs/canvas-x/resources/local/receipts/deck', headers })).json(), { removed: true });
+    t.same((await h.app.inject({ method: 'DELETE', url: '/api/rfs/canvas-x/resources/local/receipts/deck', headers })).json(), {
+      removed: true,
+    });
     t.equal((await h.app.inject({ url: '/api/acp/resources/deck', headers: h.owner })).statusCode, 404);
 
     const rows = await queryOnce<{ actor: string; action: string; object_id: string; outcome: string }>(
@@ -51,9 +67,19 @@ if (base) {
       method: 'PUT',
       url: '/api/acp/providers/huabu/resources/local-resource-management',
       headers: first.huabu,
-      payload: { schemaVersion: 1, name: 'Local resource management', description: 'Installed resources.', instructions: 'Look in $AGENT_RESOURCE_DIR.' },
+      payload: {
+        schemaVersion: 1,
+        name: 'Local resource management',
+        description: 'Installed resources.',
+        instructions: 'Look in $AGENT_RESOURCE_DIR.',
+      },
     });
-    await first.app.inject({ method: 'PATCH', url: '/api/acp/resources/local-resource-management', headers: first.owner, payload: { displayName: 'Local', userContent: 'Ask first.' } });
+    await first.app.inject({
+      method: 'PATCH',
+      url: '/api/acp/resources/local-resource-management',
+      headers: first.owner,
+      payload: { displayName: 'Local', userContent: 'Ask first.' },
+    });
     await first.app.close();
 
     const h = await build(t, { env: { DATABASE_URL: url, SEED_HUABU_RESOURCES: 'true' } });

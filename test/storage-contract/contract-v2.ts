@@ -17,7 +17,11 @@ export const resourceV2 = (provider: string, id: string, sourceContent = `Use ${
   userContent: '',
 });
 
-export function runV2Contract(t: Test, name: string, target: Pick<ContractTarget, 'fresh'> & { reopen?(t: Test): Promise<RegistryStore> }): void {
+export function runV2Contract(
+  t: Test,
+  name: string,
+  target: Pick<ContractTarget, 'fresh'> & { reopen?(t: Test): Promise<RegistryStore> },
+): void {
   const open = async (t: Test) => {
     const store = await target.fresh(t);
     t.teardown(() => store.close());
@@ -38,7 +42,11 @@ export function runV2Contract(t: Test, name: string, target: Pick<ContractTarget
     t.same(old, { ...resource('huabu', 'old'), displayName: 'Old one' });
     t.same(toV1(old), resource('huabu', 'old'));
 
-    t.equal(await store.putResource(resourceV2('huabu', 'web')), 'unchanged', "the provider's same record with the owner's fields is unchanged");
+    t.equal(
+      await store.putResource(resourceV2('huabu', 'web')),
+      'unchanged',
+      "the provider's same record with the owner's fields is unchanged",
+    );
     t.equal(await store.putResource(resource('huabu', 'web')), 'replaced', 'v2 → v1 by its provider');
     t.same(await store.getResource('web'), { ...resource('huabu', 'web'), displayName: 'Search', userContent: 'Be brief.' });
 
@@ -72,14 +80,29 @@ export function runV2Contract(t: Test, name: string, target: Pick<ContractTarget
     const marked = await store.customizeResource('skill', { displayName: 'Skill', userContent: 'Mine.', imported: true });
     t.same(marked, { ...resourceV2('mac-a', 'skill'), displayName: 'Skill', userContent: 'Mine.', imported: true });
     t.not(store.resourcesRevision(), before, 'marking moves the revision (and so the catalogue ETags)');
-    t.same(await store.customizeResource('old-skill', { imported: true }), { ...resource('mac-a', 'old-skill'), imported: true }, 'a v1 record is marked too');
+    t.same(
+      await store.customizeResource('old-skill', { imported: true }),
+      { ...resource('mac-a', 'old-skill'), imported: true },
+      'a v1 record is marked too',
+    );
     t.same(await store.customizeResource('skill', { imported: true }), marked, 'marking a marked record changes nothing');
 
     t.equal(await store.putResource(resourceV2('mac-a', 'skill', 'Refreshed.')), 'replaced');
-    t.same(await store.getResource('skill'), { ...resourceV2('mac-a', 'skill', 'Refreshed.'), displayName: 'Skill', userContent: 'Mine.', imported: true }, "the provider's replace keeps the mark");
+    t.same(
+      await store.getResource('skill'),
+      { ...resourceV2('mac-a', 'skill', 'Refreshed.'), displayName: 'Skill', userContent: 'Mine.', imported: true },
+      "the provider's replace keeps the mark",
+    );
     const plan = await store.reconcileResources('mac-a', [resourceV2('mac-a', 'skill', 'Again.'), resource('mac-a', 'old-skill')], false);
     t.same(plan.replaced, ['skill']);
-    t.same((await store.listResources()).map((r) => [r.id, r.imported ?? false]), [['old-skill', true], ['skill', true]], 'a reconcile keeps the marks');
+    t.same(
+      (await store.listResources()).map((r) => [r.id, r.imported ?? false]),
+      [
+        ['old-skill', true],
+        ['skill', true],
+      ],
+      'a reconcile keeps the marks',
+    );
 
     await store.customizeResource('old-skill', { imported: false });
     t.equal((await store.getResource('old-skill'))!.imported, undefined, 'the mark can be cleared');
@@ -101,10 +124,14 @@ export function runV2Contract(t: Test, name: string, target: Pick<ContractTarget
         { ...resource('mac-a', 'f-imported-v1'), imported: true },
       ];
       for (const r of records) {
-        const { displayName, userContent, imported, ...source } = r as StoredResource & { displayName?: string; userContent?: string };
+        const { displayName, userContent, imported, ...source } = r;
         await store.putResource(r.schemaVersion === 2 ? { ...(source as AgentResourceV2), userContent: '' } : (source as StoredResource));
         if (displayName !== undefined || userContent || imported) {
-          await store.customizeResource(r.id, { ...(displayName !== undefined ? { displayName } : {}), ...(userContent ? { userContent } : {}), ...(imported ? { imported } : {}) });
+          await store.customizeResource(r.id, {
+            ...(displayName !== undefined ? { displayName } : {}),
+            ...(userContent ? { userContent } : {}),
+            ...(imported ? { imported } : {}),
+          });
         }
       }
       await store.close();

@@ -30,7 +30,11 @@ export class ChangeListener {
   }
 
   async #connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.databaseUrl, application_name: 'agent-resource-registry-listener', connectionTimeoutMillis: 5_000 });
+    const client = new pg.Client({
+      connectionString: this.databaseUrl,
+      application_name: 'agent-resource-registry-listener',
+      connectionTimeoutMillis: 5_000,
+    });
     this.#client = client;
     // Until LISTEN is established, failures are the caller's (start throws; a reconnect retries).
     let established = false;

@@ -33,7 +33,8 @@ export async function runDatabaseMigrate(argv: readonly string[], databaseUrl: s
   try {
     const report = await migrate(client, { dryRun });
     if (report.applied.length === 0) out(`database schema already at version ${report.from}; nothing to do`);
-    else out(`database schema ${report.from} → ${SCHEMA_VERSION}${dryRun ? ' (dry run: nothing applied)' : ''}: ${report.applied.join(', ')}`);
+    else
+      out(`database schema ${report.from} → ${SCHEMA_VERSION}${dryRun ? ' (dry run: nothing applied)' : ''}: ${report.applied.join(', ')}`);
     return 0;
   } catch (e) {
     if (e instanceof DatabaseSchemaError) {
@@ -68,10 +69,19 @@ export async function runImport(
     const line = (c: typeof found) =>
       `${c.resources} resources, ${c.machines} machines, ${c.profiles} profiles, ${c.registryStateKeys} other registry keys, ${c.workloads} workloads, ${c.auditEntries} audit entries`;
     out(`${path.resolve(dataDir)} holds ${line(found)}`);
-    out(Object.values(written).every((n) => n === 0) ? 'the database already held all of it; nothing written' : `written: ${line(written)}`);
+    out(
+      Object.values(written).every((n) => n === 0) ? 'the database already held all of it; nothing written' : `written: ${line(written)}`,
+    );
     return 0;
   } catch (e) {
-    if (e instanceof ImportRefusedError || e instanceof DataDirLockedError || e instanceof DataDirError || e instanceof StoreFileError || e instanceof DatabaseSchemaError || e instanceof DatabaseUnavailableError) {
+    if (
+      e instanceof ImportRefusedError ||
+      e instanceof DataDirLockedError ||
+      e instanceof DataDirError ||
+      e instanceof StoreFileError ||
+      e instanceof DatabaseSchemaError ||
+      e instanceof DatabaseUnavailableError
+    ) {
       err(e.message);
       return 1;
     }

@@ -3,7 +3,15 @@
 // in memory, refreshed once per notification (its own commits and other replicas' alike), so a thousand
 // subscribers cost one query per change, not a thousand; older cursors are read from the table.
 import type pg from 'pg';
-import { cursorExpired, pageAfter, parseCursor, type ChangeEvent, type ChangeFeed, type ChangePage, type ReadOptions } from '../../registry/events.js';
+import {
+  cursorExpired,
+  pageAfter,
+  parseCursor,
+  type ChangeEvent,
+  type ChangeFeed,
+  type ChangePage,
+  type ReadOptions,
+} from '../../registry/events.js';
 
 /** Events kept in memory per replica. */
 const TAIL = 4_096;
@@ -47,7 +55,10 @@ export class PgEventFeed implements ChangeFeed {
 
   /** Reads the newest cursor and floor (at open). */
   async load(): Promise<void> {
-    const { rows } = await this.query<{ head: string | null; floor: string }>('SELECT (SELECT max(seq) FROM events)::text AS head, (SELECT floor FROM events_floor)::text AS floor', []);
+    const { rows } = await this.query<{ head: string | null; floor: string }>(
+      'SELECT (SELECT max(seq) FROM events)::text AS head, (SELECT floor FROM events_floor)::text AS floor',
+      [],
+    );
     this.#floor = Number(rows[0]?.floor ?? 0);
     this.#head = Math.max(this.#floor, Number(rows[0]?.head ?? 0));
     this.#base = this.#head;
@@ -111,7 +122,10 @@ export class PgEventFeed implements ChangeFeed {
       const after = parseCursor(since);
       if (after >= this.#base && after <= this.#head && after >= this.#floor) return pageAfter(this.#tail, after, limit);
     }
-    const { rows } = await this.query<{ floor: string; head: string | null }>('SELECT floor::text, (SELECT max(seq) FROM events)::text AS head FROM events_floor', []);
+    const { rows } = await this.query<{ floor: string; head: string | null }>(
+      'SELECT floor::text, (SELECT max(seq) FROM events)::text AS head FROM events_floor',
+      [],
+    );
     const floor = Number(rows[0]?.floor ?? 0);
     const head = Math.max(floor, Number(rows[0]?.head ?? 0));
     this.#floor = Math.max(this.#floor, floor);

@@ -62,8 +62,17 @@ async function readAudit(dataDir: string): Promise<AuditEntry[]> {
     });
 }
 
-const sameEntry = (row: { at: string; actor: string; action: string; object_id: string; outcome: string } | undefined, e: AuditEntry | undefined) =>
-  row !== undefined && e !== undefined && row.at === e.at && row.actor === e.actor && row.action === e.action && row.object_id === e.id && row.outcome === e.outcome;
+const sameEntry = (
+  row: { at: string; actor: string; action: string; object_id: string; outcome: string } | undefined,
+  e: AuditEntry | undefined,
+) =>
+  row !== undefined &&
+  e !== undefined &&
+  row.at === e.at &&
+  row.actor === e.actor &&
+  row.action === e.action &&
+  row.object_id === e.id &&
+  row.outcome === e.outcome;
 
 /**
  * How many of `audit` (oldest first) an earlier import copied. The log only grows at its end, but rotation
@@ -105,7 +114,8 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string, re
   }
 
   const byKey = new Map<string, string[]>();
-  for (const { profile } of snapshot.profiles) byKey.set(aliasKey(profile.alias), [...(byKey.get(aliasKey(profile.alias)) ?? []), profile.id]);
+  for (const { profile } of snapshot.profiles)
+    byKey.set(aliasKey(profile.alias), [...(byKey.get(aliasKey(profile.alias)) ?? []), profile.id]);
   const duplicates = [...byKey.values()].filter((ids) => ids.length > 1);
   if (duplicates.length > 0) {
     throw new ImportRefusedError(
@@ -116,7 +126,10 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string, re
   const { state, ...top } = snapshot.registryDocument as { state?: Record<string, unknown> } & Record<string, unknown>;
   const { profiles: _profiles, ...otherState } = state ?? {};
   delete top.schemaVersion;
-  const stateRows: [string, unknown][] = [...Object.entries(otherState), ...(Object.keys(top).length > 0 ? [['$document', top] as [string, unknown]] : [])];
+  const stateRows: [string, unknown][] = [
+    ...Object.entries(otherState),
+    ...(Object.keys(top).length > 0 ? [['$document', top] as [string, unknown]] : []),
+  ];
 
   // Migrates the database (under the advisory lock) exactly as a service start would.
   await (await PostgresStore.open({ databaseUrl, poolSize: 1 })).close();
@@ -124,7 +137,13 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string, re
   const client = new pg.Client({ connectionString: databaseUrl, application_name: 'agent-resource-registry-import' });
   await client.connect();
   try {
-    const rows = snapshot.resources.length + snapshot.machines.length + snapshot.profiles.length + stateRows.length + snapshot.workloads.length + audit.length;
+    const rows =
+      snapshot.resources.length +
+      snapshot.machines.length +
+      snapshot.profiles.length +
+      stateRows.length +
+      snapshot.workloads.length +
+      audit.length;
     // A bar (on a terminal) only when there is enough to wait for.
     const progress = rows >= LARGE_ROW_COUNT ? reporter : silentProgress;
     progress.stage('importing into PostgreSQL', rows, 'rows');
@@ -138,15 +157,18 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string, re
               + (SELECT count(*) FROM workloads) + (SELECT count(*) FROM registry_state) AS n`,
       );
       if (Number(rows[0]!.n) > 0) {
-        throw new ImportRefusedError('The database already holds registry data that did not come from an import; import only into an empty database.');
+        throw new ImportRefusedError(
+          'The database already holds registry data that did not come from an import; import only into an empty database.',
+        );
       }
     }
 
     const written: ImportCounts = { resources: 0, machines: 0, profiles: 0, registryStateKeys: 0, workloads: 0, auditEntries: 0 };
     const r = snapshot.resources;
-    written.resources = (
-      await client.query(
-        `INSERT INTO resources AS t (id, provider, schema_version, name, description, instructions, source_content, display_name, user_content, imported)
+    written.resources =
+      (
+        await client.query(
+          `INSERT INTO resources AS t (id, provider, schema_version, name, description, instructions, source_content, display_name, user_content, imported)
          SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::boolean[])
          ON CONFLICT (id) DO UPDATE SET provider = EXCLUDED.provider, schema_version = EXCLUDED.schema_version, name = EXCLUDED.name,
            description = EXCLUDED.description, instructions = EXCLUDED.instructions, source_content = EXCLUDED.source_content,
@@ -154,67 +176,77 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string, re
          WHERE (t.provider, t.schema_version, t.name, t.description, t.instructions, t.source_content, t.display_name, t.user_content, t.imported)
            IS DISTINCT FROM (EXCLUDED.provider, EXCLUDED.schema_version, EXCLUDED.name, EXCLUDED.description, EXCLUDED.instructions,
              EXCLUDED.source_content, EXCLUDED.display_name, EXCLUDED.user_content, EXCLUDED.imported)`,
-        [
-          r.map((x) => x.id),
-          r.map((x) => x.provider),
-          r.map((x) => x.schemaVersion),
-          r.map((x) => x.name),
-          r.map((x) => (x.schemaVersion === 1 ? x.description : null)),
-          r.map((x) => (x.schemaVersion === 1 ? x.instructions : null)),
-          r.map((x) => (x.schemaVersion === 2 ? x.sourceContent : null)),
-          r.map((x) => x.displayName ?? null),
-          r.map((x) => x.userContent ?? ''),
-          r.map((x) => x.imported === true),
-        ],
-      )
-    ).rowCount ?? 0;
+          [
+            r.map((x) => x.id),
+            r.map((x) => x.provider),
+            r.map((x) => x.schemaVersion),
+            r.map((x) => x.name),
+            r.map((x) => (x.schemaVersion === 1 ? x.description : null)),
+            r.map((x) => (x.schemaVersion === 1 ? x.instructions : null)),
+            r.map((x) => (x.schemaVersion === 2 ? x.sourceContent : null)),
+            r.map((x) => x.displayName ?? null),
+            r.map((x) => x.userContent ?? ''),
+            r.map((x) => x.imported === true),
+          ],
+        )
+      ).rowCount ?? 0;
     progress.advance(r.length);
     const m = snapshot.machines;
-    written.machines = (
-      await client.query(
-        `INSERT INTO machines AS t (machine_id, token_digest, enrolled_at, revoked_at)
+    written.machines =
+      (
+        await client.query(
+          `INSERT INTO machines AS t (machine_id, token_digest, enrolled_at, revoked_at)
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
          ON CONFLICT (machine_id) DO UPDATE SET token_digest = EXCLUDED.token_digest, enrolled_at = EXCLUDED.enrolled_at, revoked_at = EXCLUDED.revoked_at
          WHERE (t.token_digest, t.enrolled_at, t.revoked_at) IS DISTINCT FROM (EXCLUDED.token_digest, EXCLUDED.enrolled_at, EXCLUDED.revoked_at)`,
-        [m.map((x) => x.machineId), m.map((x) => x.tokenDigest), m.map((x) => x.enrolledAt), m.map((x) => x.revokedAt ?? null)],
-      )
-    ).rowCount ?? 0;
+          [m.map((x) => x.machineId), m.map((x) => x.tokenDigest), m.map((x) => x.enrolledAt), m.map((x) => x.revokedAt ?? null)],
+        )
+      ).rowCount ?? 0;
     progress.advance(m.length);
     const p = snapshot.profiles.map((e) => e.profile);
-    written.profiles = (
-      await client.query(
-        `INSERT INTO profiles AS t (id, alias_key, revision, record)
+    written.profiles =
+      (
+        await client.query(
+          `INSERT INTO profiles AS t (id, alias_key, revision, record)
          SELECT id, alias_key, revision, record::json FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(id, alias_key, revision, record)
          ON CONFLICT (id) DO UPDATE SET alias_key = EXCLUDED.alias_key, revision = EXCLUDED.revision, record = EXCLUDED.record
          WHERE t.revision IS DISTINCT FROM EXCLUDED.revision`,
-        [p.map((x) => x.id), p.map((x) => aliasKey(x.alias)), p.map((x) => profileRevision(x)), p.map((x) => JSON.stringify(x))],
-      )
-    ).rowCount ?? 0;
+          [p.map((x) => x.id), p.map((x) => aliasKey(x.alias)), p.map((x) => profileRevision(x)), p.map((x) => JSON.stringify(x))],
+        )
+      ).rowCount ?? 0;
     progress.advance(p.length);
-    written.registryStateKeys = (
-      await client.query(
-        `INSERT INTO registry_state AS t (key, value) SELECT key, value::jsonb FROM unnest($1::text[], $2::text[]) AS u(key, value)
+    written.registryStateKeys =
+      (
+        await client.query(
+          `INSERT INTO registry_state AS t (key, value) SELECT key, value::jsonb FROM unnest($1::text[], $2::text[]) AS u(key, value)
          ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value WHERE t.value IS DISTINCT FROM EXCLUDED.value`,
-        [stateRows.map(([k]) => k), stateRows.map(([, v]) => JSON.stringify(v))],
-      )
-    ).rowCount ?? 0;
+          [stateRows.map(([k]) => k), stateRows.map(([, v]) => JSON.stringify(v))],
+        )
+      ).rowCount ?? 0;
     progress.advance(stateRows.length);
     const w = snapshot.workloads;
-    written.workloads = (
-      await client.query(
-        `INSERT INTO workloads (canvas_id, thread_id, record)
+    written.workloads =
+      (
+        await client.query(
+          `INSERT INTO workloads (canvas_id, thread_id, record)
          SELECT canvas_id, thread_id, record::json FROM unnest($1::text[], $2::text[], $3::text[]) AS u(canvas_id, thread_id, record)
          ON CONFLICT DO NOTHING`,
-        [w.map((x) => x.canvasId), w.map((x) => x.threadId), w.map((x) => JSON.stringify(x))],
-      )
-    ).rowCount ?? 0;
+          [w.map((x) => x.canvasId), w.map((x) => x.threadId), w.map((x) => JSON.stringify(x))],
+        )
+      ).rowCount ?? 0;
     progress.advance(w.length);
     const fresh = audit.slice(await alreadyImported(client, audit));
     if (fresh.length > 0) {
       await client.query(
         `INSERT INTO audit_log (at, actor, action, object_id, outcome, source)
          SELECT at, actor, action, object_id, outcome, 'import' FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(at, actor, action, object_id, outcome)`,
-        [fresh.map((e) => e.at), fresh.map((e) => e.actor), fresh.map((e) => e.action), fresh.map((e) => e.id), fresh.map((e) => e.outcome)],
+        [
+          fresh.map((e) => e.at),
+          fresh.map((e) => e.actor),
+          fresh.map((e) => e.action),
+          fresh.map((e) => e.id),
+          fresh.map((e) => e.outcome),
+        ],
       );
     }
     written.auditEntries = fresh.length;
@@ -230,7 +262,10 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string, re
     };
     // Recorded when it wrote anything (or is the first): a re-run on the same DATA_DIR leaves no trace.
     if (previous.length === 0 || Object.values(written).some((n) => n > 0)) {
-      await client.query('INSERT INTO json_imports (data_dir, counts) VALUES ($1, $2)', [path.resolve(dataDir), JSON.stringify({ found, written })]);
+      await client.query('INSERT INTO json_imports (data_dir, counts) VALUES ($1, $2)', [
+        path.resolve(dataDir),
+        JSON.stringify({ found, written }),
+      ]);
     }
     await client.query('COMMIT');
     return { found, written };

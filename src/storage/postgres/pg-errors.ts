@@ -4,7 +4,8 @@ import { AppError } from '../../errors.js';
 
 /** SQLSTATE classes that mean "the database is not there right now": connection, resources, operator, system. */
 const UNAVAILABLE_CLASSES = new Set(['08', '53', '57', '58']);
-const CLIENT_SIDE = /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|not queryable|Cannot use a pool after calling end/i;
+const CLIENT_SIDE =
+  /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|not queryable|Cannot use a pool after calling end/i;
 
 export function isUnavailable(err: unknown): boolean {
   if (err instanceof AppError || !(err instanceof Error)) return false;
@@ -27,7 +28,10 @@ export function storageUnavailable(cause: unknown): AppError {
 export class DatabaseUnavailableError extends Error {
   constructor(cause: unknown) {
     const code = (cause as { code?: unknown })?.code;
-    super(`Cannot connect to the database named by DATABASE_URL${typeof code === 'string' ? ` (${code})` : ''}; check that it is running and reachable.`, { cause });
+    super(
+      `Cannot connect to the database named by DATABASE_URL${typeof code === 'string' ? ` (${code})` : ''}; check that it is running and reachable.`,
+      { cause },
+    );
     this.name = 'DatabaseUnavailableError';
   }
 }

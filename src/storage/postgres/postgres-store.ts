@@ -46,7 +46,6 @@ export interface PostgresStoreOptions {
   eventRetention?: { retainCount: number; retainDays: number };
 }
 
-
 /** Audit rows written between two trims of the table: a tenth of the bound, at most this many. */
 const MAX_AUDIT_ROWS_BETWEEN_TRIMS = 1_000;
 
@@ -93,7 +92,8 @@ interface ResourceRow {
   imported: boolean;
 }
 
-const RESOURCE_COLUMNS = 'id, provider, schema_version, name, description, instructions, source_content, display_name, user_content, imported';
+const RESOURCE_COLUMNS =
+  'id, provider, schema_version, name, description, instructions, source_content, display_name, user_content, imported';
 /** The columns a provider writes (the owner's display_name and user_content are never among them). */
 const SOURCE_COLUMNS = 'id, provider, schema_version, name, description, instructions, source_content';
 
@@ -111,7 +111,14 @@ function resourceOf(row: ResourceRow): StoredResource {
     );
   }
   return withOwnerFields(
-    { schemaVersion: 1, id: row.id, name: row.name, provider: row.provider, description: row.description!, instructions: row.instructions! },
+    {
+      schemaVersion: 1,
+      id: row.id,
+      name: row.name,
+      provider: row.provider,
+      description: row.description!,
+      instructions: row.instructions!,
+    },
     owner,
   );
 }
@@ -197,7 +204,7 @@ export async function rekeyAliases(
     // Park the stale rows on keys no alias can have (a control character), so a row may move onto a key
     // another stale row is leaving.
     if (stale.length > 0) {
-      await client.query("UPDATE profiles SET alias_key = chr(1) || id WHERE id = ANY($1::text[])", [stale.map((r) => r.id)]);
+      await client.query('UPDATE profiles SET alias_key = chr(1) || id WHERE id = ANY($1::text[])', [stale.map((r) => r.id)]);
     }
     for (const row of stale) {
       const key = aliasKey(row.alias);
@@ -274,12 +281,15 @@ export class PostgresStore implements RegistryStore {
     if (drafts.length === 0) return Promise.resolve();
     // One statement, so one transaction: the events are numbered together at its commit (migration 5).
     return this.#guard(async () => {
-      await this.#query('SELECT arr_event(d.type, d.kind, d.id, d.provider) FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS d(type, kind, id, provider)', [
-        drafts.map((d) => d.type),
-        drafts.map((d) => d.subject.kind),
-        drafts.map((d) => d.subject.id),
-        drafts.map((d) => d.subject.provider ?? null),
-      ]);
+      await this.#query(
+        'SELECT arr_event(d.type, d.kind, d.id, d.provider) FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS d(type, kind, id, provider)',
+        [
+          drafts.map((d) => d.type),
+          drafts.map((d) => d.subject.kind),
+          drafts.map((d) => d.subject.id),
+          drafts.map((d) => d.subject.provider ?? null),
+        ],
+      );
     });
   }
 
@@ -355,11 +365,17 @@ export class PostgresStore implements RegistryStore {
         const rekeyed = await rekeyAliases(client);
         if (rekeyed.updated > 0 || rekeyed.clashing.length > 0) {
           const clashes = rekeyed.clashing.map((c) => `${c.id} (clashes with ${c.with})`).join(', ');
-          log('warn', `re-keyed ${rekeyed.updated} profile aliases under the current alias rule${clashes ? `; kept the old key of ${clashes}: both are kept, new look-alikes are refused (rename one)` : ''}`);
+          log(
+            'warn',
+            `re-keyed ${rekeyed.updated} profile aliases under the current alias rule${clashes ? `; kept the old key of ${clashes}: both are kept, new look-alikes are refused (rename one)` : ''}`,
+          );
         }
         // IDs only: the values may be anything an older version accepted, secrets included.
         for (const id of rekeyed.withControlCharacters) {
-          log('warn', `table profiles, row ${id}: holds a control character an older version accepted (customData or metadata); served as stored; replace its customData or metadata to clear it`);
+          log(
+            'warn',
+            `table profiles, row ${id}: holds a control character an older version accepted (customData or metadata); served as stored; replace its customData or metadata to clear it`,
+          );
         }
         for (const id of rekeyed.unreadable) {
           log('warn', `table profiles, row ${id}: its record has no readable alias; left as stored (its alias key is unchanged)`);
@@ -367,6 +383,7 @@ export class PostgresStore implements RegistryStore {
       } finally {
         client.release();
       }
+      // eslint-disable-next-line prefer-const -- the listener's callback reads it, and the store needs the listener first
       let store: PostgresStore | undefined;
       listener = new ChangeListener(options.databaseUrl, (table, pid) => store?.onChange(table, pid), log);
       store = new PostgresStore(pool, listener, ownBackends, options);
@@ -460,7 +477,7 @@ export class PostgresStore implements RegistryStore {
    */
   #batched<T>(op: BatchOp): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#queue.push({ op, resolve: resolve as (v: unknown) => void, reject });
+      this.#queue.push({ op, resolve, reject });
       this.#running ??= this.#drain();
     });
   }
@@ -499,7 +516,8 @@ export class PostgresStore implements RegistryStore {
   /** `statementsRan` is called once the batch only waits for its COMMIT (at the latest when it settles). */
   async #runBatch(jobs: BatchJob[], statementsRan: () => void): Promise<void> {
     const started = performance.now();
-    const observe = (ok: boolean) => this.#observe?.({ label: 'postgres', operations: jobs.length, durationMs: performance.now() - started, ok });
+    const observe = (ok: boolean) =>
+      this.#observe?.({ label: 'postgres', operations: jobs.length, durationMs: performance.now() - started, ok });
     let client: pg.PoolClient;
     try {
       client = await this.#connect();
@@ -514,7 +532,10 @@ export class PostgresStore implements RegistryStore {
     try {
       await client.query('BEGIN');
       try {
-        result = await runOps(client, jobs.map((j) => j.op));
+        result = await runOps(
+          client,
+          jobs.map((j) => j.op),
+        );
       } catch (err) {
         aborted = err; // a database error, not a refusal: nothing of the batch may commit
       }
@@ -618,7 +639,11 @@ export class PostgresStore implements RegistryStore {
   }
 
   /** The audit rows go into the reconcile's transaction: one COMMIT for the change and its entries. */
-  async reconcileResourcesAudited(provider: string, incoming: readonly StoredResource[], audit: AuditIntent): Promise<{ result: ReconcileResult }> {
+  async reconcileResourcesAudited(
+    provider: string,
+    incoming: readonly StoredResource[],
+    audit: AuditIntent,
+  ): Promise<{ result: ReconcileResult }> {
     return { result: await this.#reconcile(provider, incoming, false, audit) };
   }
 
@@ -724,14 +749,20 @@ export class PostgresStore implements RegistryStore {
 
   revokeMachine(machineId: string, revokedAt: string): Promise<void> {
     return this.#guard(async () => {
-      const { rowCount } = await this.#query('UPDATE machines SET revoked_at = $2 WHERE machine_id = $1 AND revoked_at IS NULL', [machineId, revokedAt]);
+      const { rowCount } = await this.#query('UPDATE machines SET revoked_at = $2 WHERE machine_id = $1 AND revoked_at IS NULL', [
+        machineId,
+        revokedAt,
+      ]);
       if (!rowCount) throw new AppError('machine_not_found', `No enrolled machine ${machineId}.`, { machineId });
     });
   }
 
   rotateMachineToken(machineId: string, tokenDigest: string): Promise<void> {
     return this.#guard(async () => {
-      const { rowCount } = await this.#query('UPDATE machines SET token_digest = $2 WHERE machine_id = $1 AND revoked_at IS NULL', [machineId, tokenDigest]);
+      const { rowCount } = await this.#query('UPDATE machines SET token_digest = $2 WHERE machine_id = $1 AND revoked_at IS NULL', [
+        machineId,
+        tokenDigest,
+      ]);
       if (!rowCount) throw new AppError('machine_not_found', `No enrolled machine ${machineId}.`, { machineId });
     });
   }
@@ -750,14 +781,19 @@ export class PostgresStore implements RegistryStore {
 
   canvasTokensRevokedBefore(canvasId: string): Promise<string | undefined> {
     return this.#guard(async () => {
-      const { rows } = await this.#query<{ revoked_before: string }>('SELECT revoked_before FROM canvas_token_revocations WHERE canvas_id = $1', [canvasId]);
+      const { rows } = await this.#query<{ revoked_before: string }>(
+        'SELECT revoked_before FROM canvas_token_revocations WHERE canvas_id = $1',
+        [canvasId],
+      );
       return rows[0]?.revoked_before;
     });
   }
 
   listProfiles(): Promise<readonly ProfileEntry[]> {
     return this.#guard(async () => {
-      const { rows } = await this.#query<{ record: AgentProfile; revision: string }>('SELECT record, revision FROM profiles ORDER BY id COLLATE "C"');
+      const { rows } = await this.#query<{ record: AgentProfile; revision: string }>(
+        'SELECT record, revision FROM profiles ORDER BY id COLLATE "C"',
+      );
       return rows.map((r) => ({ profile: r.record, revision: r.revision }));
     });
   }
@@ -768,7 +804,9 @@ export class PostgresStore implements RegistryStore {
 
   getTeamState(): Promise<{ members: unknown; configs: unknown }> {
     return this.#guard(async () => {
-      const { rows } = await this.#query<{ key: string; value: unknown }>("SELECT key, value FROM registry_state WHERE key IN ('members', 'configs')");
+      const { rows } = await this.#query<{ key: string; value: unknown }>(
+        "SELECT key, value FROM registry_state WHERE key IN ('members', 'configs')",
+      );
       const byKey = new Map(rows.map((r) => [r.key, r.value]));
       return { members: byKey.get('members'), configs: byKey.get('configs') };
     });
@@ -845,10 +883,14 @@ export class PostgresStore implements RegistryStore {
   async #throwAliasConflict(alias: string): Promise<void> {
     const { rows } = await this.#query<{ id: string }>('SELECT id FROM profiles WHERE alias_key = $1', [aliasKey(alias)]);
     if (rows[0]) {
-      throw new AppError('alias_conflict', `Alias ${JSON.stringify(alias)} is already used by profile ${rows[0].id} (aliases ignore case).`, {
-        field: '/alias',
-        id: rows[0].id,
-      });
+      throw new AppError(
+        'alias_conflict',
+        `Alias ${JSON.stringify(alias)} is already used by profile ${rows[0].id} (aliases ignore case).`,
+        {
+          field: '/alias',
+          id: rows[0].id,
+        },
+      );
     }
   }
 
@@ -864,10 +906,10 @@ export class PostgresStore implements RegistryStore {
 
   getWorkload(canvasId: string, threadId: string): Promise<WorkloadRecord | undefined> {
     return this.#guard(async () => {
-      const { rows } = await this.#query<{ record: WorkloadRecord }>('SELECT record FROM workloads WHERE canvas_id = $1 AND thread_id = $2', [
-        canvasId,
-        threadId,
-      ]);
+      const { rows } = await this.#query<{ record: WorkloadRecord }>(
+        'SELECT record FROM workloads WHERE canvas_id = $1 AND thread_id = $2',
+        [canvasId, threadId],
+      );
       return rows[0]?.record;
     });
   }
@@ -881,10 +923,10 @@ export class PostgresStore implements RegistryStore {
           [record.canvasId, record.threadId, JSON.stringify(record)],
         );
         if (inserted.rowCount) return { workload: record, created: true };
-        const existing = await this.#query<{ record: WorkloadRecord }>('SELECT record FROM workloads WHERE canvas_id = $1 AND thread_id = $2', [
-          record.canvasId,
-          record.threadId,
-        ]);
+        const existing = await this.#query<{ record: WorkloadRecord }>(
+          'SELECT record FROM workloads WHERE canvas_id = $1 AND thread_id = $2',
+          [record.canvasId, record.threadId],
+        );
         if (existing.rows[0]) return { workload: existing.rows[0].record, created: false };
       }
       throw new AppError('storage_unavailable', 'The workload could not be stored; retry later.');
@@ -970,22 +1012,35 @@ async function runOps(client: Queryable, ops: readonly BatchOp[]): Promise<Batch
     for (let attempt = 0; pending.length > 0; attempt++) {
       if (attempt === MAX_ATTEMPTS) {
         for (const p of pending) {
-          const err = new AppError('storage_unavailable', `Resource ${p.record.id} is changing too often to store this change; retry later.`);
+          const err = new AppError(
+            'storage_unavailable',
+            `Resource ${p.record.id} is changing too often to store this change; retry later.`,
+          );
           outcomes[p.index] = { ok: false, err };
         }
         break;
       }
-      const written = await upsertResources(client, pending.map((p) => p.record));
+      const written = await upsertResources(
+        client,
+        pending.map((p) => p.record),
+      );
       const missing = pending.filter((p) => !written.has(p.record.id));
       for (const p of pending) {
         const row = written.get(p.record.id);
-        if (row) outcomes[p.index] = { ok: true, value: { outcome: row.created ? 'created' : 'replaced', record: row.stored } satisfies Registered };
+        if (row)
+          outcomes[p.index] = {
+            ok: true,
+            value: { outcome: row.created ? 'created' : 'replaced', record: row.stored } satisfies Registered,
+          };
       }
       if (written.size > 0) resourcesChanged = true;
       pending = [];
       if (missing.length === 0) break;
       // No row back: held by another provider (409), or the caller's own identical record.
-      const holders = await readResources(client, missing.map((p) => p.record.id));
+      const holders = await readResources(
+        client,
+        missing.map((p) => p.record.id),
+      );
       for (const p of missing) {
         const held = holders.get(p.record.id);
         if (held && held.provider !== p.record.provider) {
@@ -1042,7 +1097,10 @@ async function insertAudit(client: Queryable, entries: readonly AuditEntry[]): P
  * free or already the record's provider's (and different); the owner's columns are left as they are.
  * Returns the IDs written, each with whether it was created and the record as stored.
  */
-async function upsertResources(client: Queryable, records: readonly StoredResource[]): Promise<Map<string, { created: boolean; stored: StoredResource }>> {
+async function upsertResources(
+  client: Queryable,
+  records: readonly StoredResource[],
+): Promise<Map<string, { created: boolean; stored: StoredResource }>> {
   const values = records.map(sourceValues);
   const { rows } = await client.query<ResourceRow & { created: boolean }>({
     name: 'arr_put_resources',
@@ -1061,12 +1119,20 @@ async function upsertResources(client: Queryable, records: readonly StoredResour
 }
 
 async function readResources(db: Queryable, ids: readonly string[]): Promise<Map<string, StoredResource>> {
-  const { rows } = await db.query<ResourceRow>({ name: 'arr_read_resources', text: `SELECT ${RESOURCE_COLUMNS} FROM resources WHERE id = ANY($1::text[])`, values: [ids] });
+  const { rows } = await db.query<ResourceRow>({
+    name: 'arr_read_resources',
+    text: `SELECT ${RESOURCE_COLUMNS} FROM resources WHERE id = ANY($1::text[])`,
+    values: [ids],
+  });
   return new Map(rows.map((row) => [row.id, resourceOf(row)]));
 }
 
 async function readResource(db: Queryable, id: string): Promise<StoredResource | undefined> {
-  const { rows } = await db.query<ResourceRow>({ name: 'arr_read_resource', text: `SELECT ${RESOURCE_COLUMNS} FROM resources WHERE id = $1`, values: [id] });
+  const { rows } = await db.query<ResourceRow>({
+    name: 'arr_read_resource',
+    text: `SELECT ${RESOURCE_COLUMNS} FROM resources WHERE id = $1`,
+    values: [id],
+  });
   return rows[0] && resourceOf(rows[0]);
 }
 
