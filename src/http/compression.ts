@@ -1,0 +1,73 @@
+// Response compression. Two paths, one rule for which coding a body gets (br, gzip, or as it is):
+// - @fastify/compress compresses every other answer per request: bodies of at least MIN_COMPRESSED_BYTES
+//   whose type compresses (JSON, text, SVG, JavaScript, CSS), when `Accept-Encoding` asks for it. Such
+//   answers carry no ETag of their own, or a weak one (Swagger UI's files) that a coding may share.
+// - Routes that tag their body with a strong ETag (the catalogue lists, the capability snapshot, a
+//   profile) or serve a body that never changes (/openapi.json) negotiate and compress it themselves with
+//   `sendEncoded`, so the ETag names the bytes sent (`"<tag>"`, `"<tag>-br"`, `"<tag>-gz"`) and a 304 is
+//   decided for the coding this request would get. They opt out of the plugin with `SELF_ENCODED`.
+// Hijacked answers (the Server-Sent Events streams) never reach either path: they go out unbuffered.
+import compress from '@fastify/compress';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { IncomingHttpHeaders } from 'node:http';
+import { Readable } from 'node:stream';
+import { constants as zlibConstants } from 'node:zlib';
+import { BROTLI_QUALITY, etagMatches, GZIP_LEVEL, MIN_COMPRESSED_BYTES, type CachedBody } from '../registry/catalogue-cache.js';
+import { negotiateCoding } from './content-coding.js';
+
+/** Route option of the routes that compress their own body (`sendEncoded`): the plugin leaves them alone. */
+export const SELF_ENCODED = { compress: false } as const;
+
+/**
+ * Registers @fastify/compress for every route added after it. Request bodies are not decompressed (no
+ * client sends compressed bodies, and a decompressed body would escape the body limit's meaning).
+ */
+export async function registerCompression(app: FastifyInstance): Promise<void> {
+  await app.register(compress, {
+    globalCompression: true,
+    globalDecompression: false,
+    encodings: ['br', 'gzip', 'identity'],
+    threshold: MIN_COMPRESSED_BYTES,
+    brotliOptions: {
+      params: { [zlibConstants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [zlibConstants.BROTLI_PARAM_MODE]: zlibConstants.BROTLI_MODE_TEXT },
+    },
+    zlibOptions: { level: GZIP_LEVEL },
+  });
+  // A file stream (Swagger UI's assets) is compressed whatever its size, as the plugin cannot see a
+  // stream's length; a file under the threshold is read into memory here so the threshold applies to it too.
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (!(payload instanceof Readable) || request.headers['accept-encoding'] === undefined) return done(null, payload);
+    const length = Number(reply.getHeader('content-length'));
+    if (!(length < MIN_COMPRESSED_BYTES)) return done(null, payload);
+    const chunks: Buffer[] = [];
+    payload.on('data', (chunk: Buffer) => chunks.push(chunk));
+    payload.once('error', (err) => done(err));
+    payload.once('end', () => done(null, Buffer.concat(chunks)));
+  });
+}
+
+/**
+ * Sends `cached` in the coding `Accept-Encoding` asks for (br, gzip, or as it is; bodies under
+ * MIN_COMPRESSED_BYTES always as they are), with `Vary: Accept-Encoding`. `etag`: `conditional` (the
+ * default) sends the ETag of the coding sent and answers `If-None-Match` with that ETag by 304 without a
+ * body; `sent` only sends it (the answer to a write); `none` sends none. A compressed copy comes from
+ * `cached`, built once per entry and shared by later reads of the same entry.
+ */
+export function sendEncoded(
+  reply: FastifyReply,
+  headers: IncomingHttpHeaders,
+  cached: CachedBody,
+  options: { type: string; etag?: 'conditional' | 'sent' | 'none' },
+): FastifyReply | Promise<FastifyReply> {
+  const coding = cached.compressible ? negotiateCoding(headers['accept-encoding']) : 'identity';
+  reply.header('vary', 'Accept-Encoding');
+  const tagging = options.etag ?? 'conditional';
+  if (tagging !== 'none') {
+    const etag = cached.etagFor(coding);
+    reply.header('etag', etag);
+    if (tagging === 'conditional' && etagMatches(headers['if-none-match'], etag)) return reply.code(304).send();
+  }
+  reply.type(options.type);
+  if (coding === 'identity') return reply.send(cached.body);
+  return cached.encoded(coding).then((bytes) => reply.header('content-encoding', coding).send(bytes));
+}
