@@ -5,7 +5,9 @@
 // - Routes that tag their body with a strong ETag (the catalogue lists, the capability snapshot, a
 //   profile) or serve a body that never changes (/openapi.json) negotiate and compress it themselves with
 //   `sendEncoded`, so the ETag names the bytes sent (`"<tag>"`, `"<tag>-br"`, `"<tag>-gz"`) and a 304 is
-//   decided for the coding this request would get. They opt out of the plugin with `SELF_ENCODED`.
+//   decided for the coding this request would get. The plugin leaves such a body alone (a compressed one
+//   names its Content-Encoding; one sent as it is is marked to stay so), and still compresses the errors
+//   these routes answer, like any other answer.
 // Hijacked answers (the Server-Sent Events streams) never reach either path: they go out unbuffered.
 import compress from '@fastify/compress';
 import type { FastifyInstance, FastifyReply } from 'fastify';
@@ -14,9 +16,6 @@ import { Readable } from 'node:stream';
 import { constants as zlibConstants } from 'node:zlib';
 import { BROTLI_QUALITY, etagMatches, GZIP_LEVEL, MIN_COMPRESSED_BYTES, type CachedBody } from '../registry/catalogue-cache.js';
 import { negotiateCoding } from './content-coding.js';
-
-/** Route option of the routes that compress their own body (`sendEncoded`): the plugin leaves them alone. */
-export const SELF_ENCODED = { compress: false } as const;
 
 /**
  * Registers @fastify/compress for every route added after it. Request bodies are not decompressed (no
@@ -68,6 +67,11 @@ export function sendEncoded(
     if (tagging === 'conditional' && etagMatches(headers['if-none-match'], etag)) return reply.code(304).send();
   }
   reply.type(options.type);
-  if (coding === 'identity') return reply.send(cached.body);
+  if (coding === 'identity') {
+    // The ETag names the identity bytes: @fastify/compress must not compress them. Its one switch per
+    // answer is this request header (it compresses nothing for a request that carries it).
+    reply.request.headers['x-no-compression'] = 'identity chosen';
+    return reply.send(cached.body);
+  }
   return cached.encoded(coding).then((bytes) => reply.header('content-encoding', coding).send(bytes));
 }

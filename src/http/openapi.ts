@@ -8,7 +8,7 @@ import Type from 'typebox';
 import { ErrorBody } from '../schemas/common.js';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
 import { CachedBody } from '../registry/catalogue-cache.js';
-import { SELF_ENCODED, sendEncoded } from './compression.js';
+import { sendEncoded } from './compression.js';
 import { DOCS_CSP } from './limits.js';
 
 export const API_VERSION = '0.1.0';
@@ -90,7 +90,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   });
   // The document never changes while the process runs: serialized once, and each compressed copy built once.
   let document: CachedBody | undefined;
-  app.get('/openapi.json', { ...SELF_ENCODED, schema: { hide: true } }, (request, reply) => {
+  app.get('/openapi.json', { schema: { hide: true } }, (request, reply) => {
     document ??= new CachedBody(JSON.stringify(app.swagger()), '"openapi"');
     return sendEncoded(reply, request.headers, document, { type: 'application/json; charset=utf-8', etag: 'none' });
   });

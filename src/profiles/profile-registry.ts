@@ -77,9 +77,11 @@ export function parseIfMatch(header: string | undefined): string[] | undefined {
   if (tags.length === 0) {
     throw new AppError('validation_failed', 'If-Match is empty; send an ETag, `*`, or no If-Match header.', { field: 'headers/if-match' });
   }
-  return tags
+  const opaque = tags
     .filter((t) => !t.startsWith('W/'))
-    .map((t) => uncodedTag(t.length >= 2 && t.startsWith('"') && t.endsWith('"') ? t.slice(1, -1) : t));
+    .map((t) => (t.length >= 2 && t.startsWith('"') && t.endsWith('"') ? t.slice(1, -1) : t));
+  // Each tag as sent and without a coding suffix: a revision that itself ends in `-br` still matches.
+  return [...new Set(opaque.flatMap((tag) => [tag, uncodedTag(tag)]))];
 }
 
 function read(entry: ProfileEntry): ProfileRead {

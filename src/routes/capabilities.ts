@@ -6,7 +6,7 @@ import Type from 'typebox';
 import { protect } from '../http/auth.js';
 import { clientGone } from '../http/expensive-work.js';
 import { errors } from '../http/openapi.js';
-import { SELF_ENCODED, sendEncoded } from '../http/compression.js';
+import { sendEncoded } from '../http/compression.js';
 import { CachedBody } from '../registry/catalogue-cache.js';
 import { CapabilityQuery, CapabilitySnapshot } from '../schemas/capability.js';
 import { NotModified } from './catalogue.js';
@@ -39,7 +39,6 @@ export const capabilityRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app
   app.get(
     '/capabilities',
     {
-      ...SELF_ENCODED,
       schema: {
         tags: ['capabilities'],
         operationId: 'getCapabilities',

@@ -5,7 +5,7 @@ import type { FastifyReply } from 'fastify';
 import type { IncomingHttpHeaders } from 'node:http';
 import Type from 'typebox';
 import { protect } from '../http/auth.js';
-import { SELF_ENCODED, sendEncoded } from '../http/compression.js';
+import { sendEncoded } from '../http/compression.js';
 import { errors } from '../http/openapi.js';
 import type { CachedBody, CatalogueCache } from '../registry/catalogue-cache.js';
 import { ProviderId, ResourceId } from '../schemas/common.js';
@@ -86,7 +86,6 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
     owner.get(
       '/resources',
       {
-        ...SELF_ENCODED,
         schema: {
           tags: ['catalogue'],
           operationId: 'listResources',

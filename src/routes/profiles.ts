@@ -6,7 +6,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import { actorOf } from '../credentials/principal.js';
 import { protect } from '../http/auth.js';
-import { SELF_ENCODED, sendEncoded } from '../http/compression.js';
+import { sendEncoded } from '../http/compression.js';
 import { CachedBody } from '../registry/catalogue-cache.js';
 import { errors } from '../http/openapi.js';
 import {
@@ -63,7 +63,6 @@ export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
   app.post(
     '/profiles',
     {
-      ...SELF_ENCODED,
       schema: {
         tags: ['profiles'],
         operationId: 'createProfile',
@@ -101,7 +100,6 @@ export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
   app.get(
     '/profiles/:id',
     {
-      ...SELF_ENCODED,
       schema: {
         tags: ['profiles'],
         operationId: 'getProfile',
@@ -124,7 +122,6 @@ export const profileRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, {
   app.patch(
     '/profiles/:id',
     {
-      ...SELF_ENCODED,
       schema: {
         tags: ['profiles'],
         operationId: 'updateProfile',

@@ -7,7 +7,6 @@ import { actorOf } from '../credentials/principal.js';
 import { AppError } from '../errors.js';
 import { HUABU_HOSTED_RESOURCES, HUABU_RESOURCES } from '../host/huabu.js';
 import { hostSkill, SKILL_INDEX } from '../host/skills.js';
-import { SELF_ENCODED } from '../http/compression.js';
 import { protect } from '../http/auth.js';
 import { errors } from '../http/openapi.js';
 import { LocalReceipts } from '../registry/local-receipts.js';
@@ -43,7 +42,6 @@ export const rfsRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { reg
   app.get(
     '/resources',
     {
-      ...SELF_ENCODED,
       schema: {
         tags: ['rfs'],
         operationId: 'listRfsResources',
