@@ -128,6 +128,27 @@ t.test('every large body comes back br or gzip when asked, and decompresses to t
   }
 });
 
+t.test('one rule picks the coding: the plugin path and the self-encoded path answer a header alike', async (t) => {
+  const { h, call } = await serve(t);
+  await seed(h);
+  const cases: Array<[string, Coding]> = [
+    ['*', 'br'],
+    ['gzip;q=0, *', 'br'],
+    ['br;q=0, *', 'gzip'],
+    ['GZIP', 'gzip'],
+    ['gzip, br;q=0.5', 'gzip'],
+    ['identity;q=0', 'identity'],
+    ['deflate', 'identity'],
+  ];
+  for (const [header, expected] of cases) {
+    for (const path of ['/api/acp/profiles', '/api/acp/capabilities', '/openapi.json']) {
+      const res = await call(path, { ...h.owner, 'accept-encoding': header });
+      t.equal(res.headers['content-encoding'], expected === 'identity' ? undefined : expected, `${path}, Accept-Encoding: ${header}`);
+      t.doesNotThrow(() => JSON.parse(decode(expected, res.bytes).toString()), 'and decodes as that coding');
+    }
+  }
+});
+
 t.test('a body under 1 KiB goes out as it is, whatever Accept-Encoding says', async (t) => {
   const { h, call } = await serve(t);
   await h.put('huabu', CANARY.huabu, 'web-search');

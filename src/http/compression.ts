@@ -8,6 +8,7 @@
 //   decided for the coding this request would get. The plugin leaves such a body alone (a compressed one
 //   names its Content-Encoding; one sent as it is is marked to stay so), and still compresses the errors
 //   these routes answer, like any other answer.
+// Both paths send the coding `negotiateCoding` chooses (src/http/content-coding.ts) for the same header.
 // Hijacked answers (the Server-Sent Events streams) never reach either path: they go out unbuffered.
 import compress from '@fastify/compress';
 import type { FastifyInstance, FastifyReply } from 'fastify';
@@ -32,10 +33,15 @@ export async function registerCompression(app: FastifyInstance): Promise<void> {
     },
     zlibOptions: { level: GZIP_LEVEL },
   });
-  // A file stream (Swagger UI's assets) is compressed whatever its size, as the plugin cannot see a
-  // stream's length; a file under the threshold is read into memory here so the threshold applies to it too.
   app.addHook('onSend', (request, reply, payload, done) => {
-    if (!(payload instanceof Readable) || request.headers['accept-encoding'] === undefined) return done(null, payload);
+    const acceptEncoding = request.headers['accept-encoding'];
+    if (acceptEncoding === undefined) return done(null, payload);
+    // One rule for the coding, on both paths: the plugin is handed the coding `negotiateCoding` chose (its
+    // own negotiation reads `*` as gzip even where gzip is refused: `gzip;q=0, *` would get gzip).
+    request.headers['accept-encoding'] = negotiateCoding(acceptEncoding);
+    // A file stream (Swagger UI's assets) would be compressed whatever its size, as the plugin cannot see a
+    // stream's length; a file under the threshold is read into memory here so the threshold applies to it too.
+    if (!(payload instanceof Readable)) return done(null, payload);
     const length = Number(reply.getHeader('content-length'));
     if (!(length < MIN_COMPRESSED_BYTES)) return done(null, payload);
     const chunks: Buffer[] = [];
