@@ -149,6 +149,29 @@ t.test('one rule picks the coding: the plugin path and the self-encoded path ans
   }
 });
 
+t.test("Swagger UI's files: compressed once per coding and kept, with their own weak ETag and 304", async (t) => {
+  const { call } = await serve(t);
+  const path = '/docs/static/swagger-ui-bundle.js';
+  const plain = await call(path, {});
+  const first = await call(path, { 'accept-encoding': 'br' });
+  const second = await call(`${path}?v=2`, { 'accept-encoding': 'br' });
+  t.equal(first.headers['content-encoding'], 'br');
+  t.equal(Number(first.headers['content-length']), first.bytes.length, 'a kept copy: its length is known');
+  t.ok(second.bytes.equals(first.bytes), 'the same copy for the next reader');
+  t.ok(decode('br', second.bytes).equals(plain.bytes));
+  t.equal(first.headers.vary, 'Accept-Encoding');
+  const etag = first.headers.etag as string;
+  t.match(etag, /^W\//, "@fastify/static's weak ETag, which a coding may share");
+  const notModified = await call(path, { 'accept-encoding': 'br', 'if-none-match': etag });
+  t.equal(notModified.status, 304);
+  t.equal(notModified.bytes.length, 0);
+  const head = await call(path, { 'accept-encoding': 'gzip' }, { method: 'HEAD' });
+  t.equal(head.status, 200);
+  t.equal(head.bytes.length, 0, 'HEAD: no body');
+  const png = await call('/docs/static/favicon-32x32.png', { 'accept-encoding': 'br' });
+  t.equal(png.headers['content-encoding'], undefined, 'an image is not text: sent as it is');
+});
+
 t.test('a body under 1 KiB goes out as it is, whatever Accept-Encoding says', async (t) => {
   const { h, call } = await serve(t);
   await h.put('huabu', CANARY.huabu, 'web-search');

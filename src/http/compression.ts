@@ -15,7 +15,15 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import { constants as zlibConstants } from 'node:zlib';
-import { BROTLI_QUALITY, etagMatches, GZIP_LEVEL, MIN_COMPRESSED_BYTES, type CachedBody } from '../registry/catalogue-cache.js';
+import {
+  BROTLI_QUALITY,
+  compressBytes,
+  etagMatches,
+  GZIP_LEVEL,
+  MIN_COMPRESSED_BYTES,
+  type CachedBody,
+  type ContentCoding,
+} from '../registry/catalogue-cache.js';
 import { negotiateCoding } from './content-coding.js';
 
 /**
@@ -38,16 +46,58 @@ export async function registerCompression(app: FastifyInstance): Promise<void> {
     if (acceptEncoding === undefined) return done(null, payload);
     // One rule for the coding, on both paths: the plugin is handed the coding `negotiateCoding` chose (its
     // own negotiation reads `*` as gzip even where gzip is refused: `gzip;q=0, *` would get gzip).
-    request.headers['accept-encoding'] = negotiateCoding(acceptEncoding);
-    // A file stream (Swagger UI's assets) would be compressed whatever its size, as the plugin cannot see a
-    // stream's length; a file under the threshold is read into memory here so the threshold applies to it too.
+    const coding = negotiateCoding(acceptEncoding);
+    request.headers['accept-encoding'] = coding;
     if (!(payload instanceof Readable)) return done(null, payload);
+    if (reply.statusCode === 200 && coding !== 'identity' && request.url.startsWith(DOCS_FILES)) {
+      return void sendDocsFile(request.url, reply, payload, coding).then((bytes) => done(null, bytes), done);
+    }
+    // Any other file stream would be compressed whatever its size, as the plugin cannot see a stream's
+    // length; a file under the threshold is read into memory here so the threshold applies to it too.
     const length = Number(reply.getHeader('content-length'));
     if (!(length < MIN_COMPRESSED_BYTES)) return done(null, payload);
+    readAll(payload).then((bytes) => done(null, bytes), done);
+  });
+}
+
+/** Swagger UI's files, served by @fastify/static under /docs. */
+const DOCS_FILES = '/docs/static/';
+const TEXT_TYPES = /^(?:text\/|application\/(?:javascript|json)|image\/svg\+xml)/;
+/** Their compressed copies by coding, path and ETag: a fixed set of files that never change while the process runs. */
+const docsCopies = new Map<string, Promise<Buffer>>();
+
+/**
+ * A Swagger UI file in `coding`, compressed once per process and coding and kept (the bundle is 1.7 MB:
+ * compressing it per page load would cost a core for a noticeable time); files under the threshold and
+ * files that are not text go out as they are (the stream read into memory when small).
+ */
+async function sendDocsFile(url: string, reply: FastifyReply, file: Readable, coding: ContentCoding): Promise<Buffer | Readable> {
+  const length = Number(reply.getHeader('content-length'));
+  const type = String(reply.getHeader('content-type') ?? '');
+  if (!(length >= MIN_COMPRESSED_BYTES) || !TEXT_TYPES.test(type)) {
+    return length < MIN_COMPRESSED_BYTES ? readAll(file) : file;
+  }
+  const key = `${coding} ${url.split('?')[0]} ${String(reply.getHeader('etag'))}`;
+  let copy = docsCopies.get(key);
+  if (copy === undefined) {
+    const built = readAll(file).then((bytes) => compressBytes(bytes, coding));
+    copy = built;
+    docsCopies.set(key, built);
+    built.catch(() => docsCopies.delete(key));
+  } else {
+    file.destroy();
+  }
+  const bytes = await copy;
+  reply.header('content-encoding', coding).header('content-length', bytes.length).header('vary', 'Accept-Encoding');
+  return bytes;
+}
+
+function readAll(stream: Readable): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    payload.on('data', (chunk: Buffer) => chunks.push(chunk));
-    payload.once('error', (err) => done(err));
-    payload.once('end', () => done(null, Buffer.concat(chunks)));
+    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+    stream.once('error', reject);
+    stream.once('end', () => resolve(Buffer.concat(chunks)));
   });
 }
 

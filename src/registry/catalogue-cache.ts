@@ -47,7 +47,11 @@ export function uncodedTag(opaque: string): string {
 
 /** Compresses on libuv's thread pool, off the event loop. */
 function compress(body: string, coding: ContentCoding): Promise<Buffer> {
-  const bytes = Buffer.from(body, 'utf8');
+  return compressBytes(Buffer.from(body, 'utf8'), coding);
+}
+
+/** Compresses text bytes with `coding` at the levels above, on libuv's thread pool. */
+export function compressBytes(bytes: Buffer, coding: ContentCoding): Promise<Buffer> {
   if (coding === 'gzip') return gzipAsync(bytes, { level: GZIP_LEVEL });
   return brotliAsync(bytes, {
     params: {
