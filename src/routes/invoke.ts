@@ -129,12 +129,14 @@ export const invokeRoutes: FastifyPluginAsyncTypebox<{ invocations: InvocationSe
         if ('cancelled' in outcome) throw invocationError('client_disconnected', 'The agent hung up; the call was aborted.');
         state.answered = true;
         const { resourceId, correlationId } = state.ctx;
-        return reply.code(200).send({
-          schemaVersion: 1 as const,
-          resourceId,
-          result: outcome.output,
-          ...(correlationId === undefined ? {} : { correlationId }),
-        });
+        return reply
+          .code(200)
+          .send({
+            schemaVersion: 1 as const,
+            resourceId,
+            result: outcome.output,
+            ...(correlationId === undefined ? {} : { correlationId }),
+          });
       } finally {
         reply.raw.removeListener('close', onClose);
       }
