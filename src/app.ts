@@ -10,6 +10,7 @@ import { assertNoErrors } from './capabilities/diagnostics.js';
 import { resolveCredentials } from './credentials/credentials-file.js';
 import { seedHuabuResources } from './host/huabu.js';
 import { authPlugin } from './http/auth.js';
+import { registerCompression } from './http/compression.js';
 import { clientErrorHandler, frameworkErrors, installErrorHandling, MAX_PARAM_LENGTH } from './http/error-handler.js';
 import { trackRequests } from './http/in-flight.js';
 import { ExpensiveWork } from './http/expensive-work.js';
@@ -296,6 +297,8 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       );
     });
 
+    // Before every route: the compression plugin attaches itself to the routes added after it.
+    await registerCompression(app);
     await registerLimits(app, config);
     // Refused writes leave an audit entry (anonymous ones summarized per client address; never the concrete
     // path, which could carry anything); refusals by the core are audited where they happen, with the ID.

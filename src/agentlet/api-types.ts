@@ -491,7 +491,7 @@ export interface paths {
         };
         /**
          * Read the capability snapshot
-         * @description One read-only snapshot over everything the registry knows: components (`resource:<id>`, `agent:<profileId>`, `provider:huabu`, `provider:<machineId>`), edges (`publishes`, `selects`, `placed-on`, `requires`), alias bindings and diagnostics, sorted so equal states give equal bytes. `?format=dot` answers the Graphviz source (one cluster per kind), `?format=svg` the graph rendered (at most 800 components: narrow a larger registry with `?kind=` or read the DOT; else 413 `payload_too_large`). `?kind=` narrows the view: components of that kind, edges with either end of that kind, aliases bound to a kept component, and diagnostics naming at least one ID of that kind. The `ETag` is the digest of the whole snapshot; `If-None-Match` with it answers 304.
+         * @description One read-only snapshot over everything the registry knows: components (`resource:<id>`, `agent:<profileId>`, `provider:huabu`, `provider:<machineId>`), edges (`publishes`, `selects`, `placed-on`, `requires`), alias bindings and diagnostics, sorted so equal states give equal bytes. `?format=dot` answers the Graphviz source (one cluster per kind), `?format=svg` the graph rendered (at most 800 components: narrow a larger registry with `?kind=` or read the DOT; else 413 `payload_too_large`). `?kind=` narrows the view: components of that kind, edges with either end of that kind, aliases bound to a kept component, and diagnostics naming at least one ID of that kind. The `ETag` is the digest of the whole snapshot, with `-br` or `-gz` when the body is sent compressed (`Accept-Encoding`, bodies of 1 KiB and more); `If-None-Match` with the ETag of the coding this request would get answers 304.
          */
         get: operations["getCapabilities"];
         put?: never;
@@ -4499,7 +4499,7 @@ export interface operations {
             /** @description Created, with `HUABU_COMPAT=1` (upstream answers 200). The `ETag` header carries its current version. */
             200: {
                 headers: {
-                    /** @description The profile's current revision (a strong ETag); send it back in `If-Match`. */
+                    /** @description The profile's current revision as a strong ETag, one per coding: `"<revision>"` as it is, `"<revision>-br"` and `"<revision>-gz"` when the body is sent compressed (`Accept-Encoding`, bodies of 1 KiB and more). Send it back in `If-Match`: each of the three names the revision. */
                     etag?: string;
                     [name: string]: unknown;
                 };
@@ -4599,7 +4599,7 @@ export interface operations {
             /** @description Created. The `ETag` header carries its current version. */
             201: {
                 headers: {
-                    /** @description The profile's current revision (a strong ETag); send it back in `If-Match`. */
+                    /** @description The profile's current revision as a strong ETag, one per coding: `"<revision>"` as it is, `"<revision>-br"` and `"<revision>-gz"` when the body is sent compressed (`Accept-Encoding`, bodies of 1 KiB and more). Send it back in `If-Match`: each of the three names the revision. */
                     etag?: string;
                     [name: string]: unknown;
                 };
@@ -4916,7 +4916,7 @@ export interface operations {
             /** @description The profile. */
             200: {
                 headers: {
-                    /** @description The profile's current revision (a strong ETag); send it back in `If-Match`. */
+                    /** @description The profile's current revision as a strong ETag, one per coding: `"<revision>"` as it is, `"<revision>-br"` and `"<revision>-gz"` when the body is sent compressed (`Accept-Encoding`, bodies of 1 KiB and more). Send it back in `If-Match`: each of the three names the revision. */
                     etag?: string;
                     [name: string]: unknown;
                 };
@@ -5144,7 +5144,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The `ETag` from GET (or `*`). When it is no longer current the change is refused with 412; without it the change is unconditional. */
+                /** @description The `ETag` from GET (or `*`), in whichever coding it was read (`"<revision>"`, `"<revision>-br"`, `"<revision>-gz"`). When it is no longer current the change is refused with 412; without it the change is unconditional. */
                 "if-match"?: string;
             };
             path: {
@@ -5386,7 +5386,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The `ETag` from GET (or `*`). When it is no longer current the change is refused with 412; without it the change is unconditional. */
+                /** @description The `ETag` from GET (or `*`), in whichever coding it was read (`"<revision>"`, `"<revision>-br"`, `"<revision>-gz"`). When it is no longer current the change is refused with 412; without it the change is unconditional. */
                 "if-match"?: string;
             };
             path: {
@@ -5443,7 +5443,7 @@ export interface operations {
             /** @description The profile as changed. The `ETag` header carries its new version. */
             200: {
                 headers: {
-                    /** @description The profile's current revision (a strong ETag); send it back in `If-Match`. */
+                    /** @description The profile's current revision as a strong ETag, one per coding: `"<revision>"` as it is, `"<revision>-br"` and `"<revision>-gz"` when the body is sent compressed (`Accept-Encoding`, bodies of 1 KiB and more). Send it back in `If-Match`: each of the three names the revision. */
                     etag?: string;
                     [name: string]: unknown;
                 };
@@ -7021,8 +7021,10 @@ export interface operations {
             /** @description The snapshot, in the format asked for. */
             200: {
                 headers: {
-                    /** @description The snapshot digest, quoted. */
+                    /** @description The snapshot digest, quoted, one per coding: `"<digest>"` as it is, `"<digest>-br"` and `"<digest>-gz"` compressed. `If-None-Match` answers 304 only with the ETag of the coding this request would get. */
                     etag?: string;
+                    /** @description Always sent: the body's coding follows `Accept-Encoding`. */
+                    vary?: "Accept-Encoding";
                     [name: string]: unknown;
                 };
                 content: {

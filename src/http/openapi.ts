@@ -1,11 +1,14 @@
 // OpenAPI: the document is generated from the route schemas (the same TypeBox objects that validate),
-// served at /openapi.json, explored through Swagger UI at /docs, and exported by scripts/export-openapi.ts.
+// served at /openapi.json (serialized once, compressed once per coding), explored through Swagger UI at /docs,
+// and exported by scripts/export-openapi.ts.
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import Type from 'typebox';
 import { ErrorBody } from '../schemas/common.js';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
+import { CachedBody } from '../registry/catalogue-cache.js';
+import { sendEncoded } from './compression.js';
 import { DOCS_CSP } from './limits.js';
 
 export const API_VERSION = '0.1.0';
@@ -85,7 +88,12 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       },
     },
   });
-  app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
+  // The document never changes while the process runs: serialized once, and each compressed copy built once.
+  let document: CachedBody | undefined;
+  app.get('/openapi.json', { schema: { hide: true } }, (request, reply) => {
+    document ??= new CachedBody(JSON.stringify(app.swagger()), '"openapi"');
+    return sendEncoded(reply, request.headers, document, { type: 'application/json; charset=utf-8', etag: 'none' });
+  });
 }
 
 /** Per-status error responses for a route schema, each described by the codes it can carry. */

@@ -17,6 +17,7 @@ import {
   type ProfileView,
 } from '../schemas/profile.js';
 import { stringLeaves, type SecretScanner } from '../secrets/secret-scanner.js';
+import { uncodedTag } from '../registry/catalogue-cache.js';
 import type { ProfileEntry, RegistryStore } from '../registry/store.js';
 import type { ChannelStatus } from '../channel/machine-channels.js';
 import { assertPlacement } from './placement.js';
@@ -63,7 +64,8 @@ function launchOf(launch: ProfileCreateBody['launch']): AgentProfile['launch'] {
 
 /**
  * The revisions an `If-Match` header accepts (RFC 9110 strong comparison): `undefined` when the change is
- * unconditional (no header, or `*`, which any existing profile matches). Weak tags never match.
+ * unconditional (no header, or `*`, which any existing profile matches). Weak tags never match. The ETag of
+ * a compressed read (`"<revision>-br"`, `"<revision>-gz"`) names its revision as `"<revision>"` does.
  */
 export function parseIfMatch(header: string | undefined): string[] | undefined {
   if (header === undefined || header.trim() === '*') return undefined;
@@ -75,7 +77,11 @@ export function parseIfMatch(header: string | undefined): string[] | undefined {
   if (tags.length === 0) {
     throw new AppError('validation_failed', 'If-Match is empty; send an ETag, `*`, or no If-Match header.', { field: 'headers/if-match' });
   }
-  return tags.filter((t) => !t.startsWith('W/')).map((t) => (t.length >= 2 && t.startsWith('"') && t.endsWith('"') ? t.slice(1, -1) : t));
+  const opaque = tags
+    .filter((t) => !t.startsWith('W/'))
+    .map((t) => (t.length >= 2 && t.startsWith('"') && t.endsWith('"') ? t.slice(1, -1) : t));
+  // Each tag as sent and without a coding suffix: a revision that itself ends in `-br` still matches.
+  return [...new Set(opaque.flatMap((tag) => [tag, uncodedTag(tag)]))];
 }
 
 function read(entry: ProfileEntry): ProfileRead {

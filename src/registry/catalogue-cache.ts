@@ -35,9 +35,23 @@ const gzipAsync = promisify(gzip);
 /** The ETag of a coding: the identity ETag with a suffix inside the quotes (`"<digest>-br"`, `"<digest>-gz"`). */
 const ETAG_SUFFIX: Record<ContentCoding, string> = { br: '-br', gzip: '-gz' };
 
+/**
+ * The opaque tag an ETag of any coding was made from: `<tag>` for `<tag>`, `<tag>-br` and `<tag>-gz`
+ * (without quotes). Where a client sends back an ETag to name a version (If-Match), it names the same
+ * version whichever coding it read the body in.
+ */
+export function uncodedTag(opaque: string): string {
+  for (const suffix of Object.values(ETAG_SUFFIX)) if (opaque.endsWith(suffix)) return opaque.slice(0, -suffix.length);
+  return opaque;
+}
+
 /** Compresses on libuv's thread pool, off the event loop. */
 function compress(body: string, coding: ContentCoding): Promise<Buffer> {
-  const bytes = Buffer.from(body, 'utf8');
+  return compressBytes(Buffer.from(body, 'utf8'), coding);
+}
+
+/** Compresses text bytes with `coding` at the levels above, on libuv's thread pool. */
+export function compressBytes(bytes: Buffer, coding: ContentCoding): Promise<Buffer> {
   if (coding === 'gzip') return gzipAsync(bytes, { level: GZIP_LEVEL });
   return brotliAsync(bytes, {
     params: {

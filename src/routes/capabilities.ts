@@ -1,11 +1,13 @@
 // Owner: the capability snapshot as JSON, Graphviz DOT or SVG, narrowed by `?kind=`, with the snapshot
-// digest as ETag (304 on If-None-Match).
+// digest as ETag (per coding: `"<digest>"`, `"<digest>-br"`, `"<digest>-gz"`; 304 on If-None-Match). A body's
+// compressed copies are built once per snapshot digest and shared by later reads.
 import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { protect } from '../http/auth.js';
 import { clientGone } from '../http/expensive-work.js';
 import { errors } from '../http/openapi.js';
-import { etagMatches } from '../registry/catalogue-cache.js';
+import { sendEncoded } from '../http/compression.js';
+import { CachedBody } from '../registry/catalogue-cache.js';
 import { CapabilityQuery, CapabilitySnapshot } from '../schemas/capability.js';
 import { NotModified } from './catalogue.js';
 import type { RouteDeps } from './deps.js';
@@ -18,6 +20,21 @@ export const CONTENT_TYPES = {
 
 export const capabilityRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { capabilities, expensive }, done) => {
   protect(app, [app.requireOwner], ['ownerToken']);
+  // The bodies sent at the current digest, per `?kind=` and format, with their compressed copies.
+  const sent = new Map<string, CachedBody>();
+  let sentDigest: string | undefined;
+  const cachedBody = (key: string, digest: string, body: string): CachedBody => {
+    if (digest !== sentDigest) {
+      sentDigest = digest;
+      sent.clear();
+    }
+    let cached = sent.get(key);
+    if (cached?.body !== body) {
+      cached = new CachedBody(body, `"${digest}"`);
+      sent.set(key, cached);
+    }
+    return cached;
+  };
 
   app.get(
     '/capabilities',
@@ -27,12 +44,18 @@ export const capabilityRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, {
         operationId: 'getCapabilities',
         summary: 'Read the capability snapshot',
         description:
-          'One read-only snapshot over everything the registry knows: components (`resource:<id>`, `agent:<profileId>`, `provider:huabu`, `provider:<machineId>`), edges (`publishes`, `selects`, `placed-on`, `requires`), alias bindings and diagnostics, sorted so equal states give equal bytes. `?format=dot` answers the Graphviz source (one cluster per kind), `?format=svg` the graph rendered (at most 800 components: narrow a larger registry with `?kind=` or read the DOT; else 413 `payload_too_large`). `?kind=` narrows the view: components of that kind, edges with either end of that kind, aliases bound to a kept component, and diagnostics naming at least one ID of that kind. The `ETag` is the digest of the whole snapshot; `If-None-Match` with it answers 304.',
+          'One read-only snapshot over everything the registry knows: components (`resource:<id>`, `agent:<profileId>`, `provider:huabu`, `provider:<machineId>`), edges (`publishes`, `selects`, `placed-on`, `requires`), alias bindings and diagnostics, sorted so equal states give equal bytes. `?format=dot` answers the Graphviz source (one cluster per kind), `?format=svg` the graph rendered (at most 800 components: narrow a larger registry with `?kind=` or read the DOT; else 413 `payload_too_large`). `?kind=` narrows the view: components of that kind, edges with either end of that kind, aliases bound to a kept component, and diagnostics naming at least one ID of that kind. The `ETag` is the digest of the whole snapshot, with `-br` or `-gz` when the body is sent compressed (`Accept-Encoding`, bodies of 1 KiB and more); `If-None-Match` with the ETag of the coding this request would get answers 304.',
         querystring: CapabilityQuery,
         response: {
           200: {
             description: 'The snapshot, in the format asked for.',
-            headers: { etag: Type.String({ description: 'The snapshot digest, quoted.' }) },
+            headers: {
+              etag: Type.String({
+                description:
+                  'The snapshot digest, quoted, one per coding: `"<digest>"` as it is, `"<digest>-br"` and `"<digest>-gz"` compressed. `If-None-Match` answers 304 only with the ETag of the coding this request would get.',
+              }),
+              vary: Type.Literal('Accept-Encoding', { description: "Always sent: the body's coding follows `Accept-Encoding`." }),
+            },
             content: {
               'application/json': { schema: CapabilitySnapshot },
               'text/vnd.graphviz': { schema: Type.String({ description: 'A Graphviz `digraph`.' }) },
@@ -50,10 +73,9 @@ export const capabilityRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, {
         format === 'svg'
           ? await expensive.run(request, () => capabilities.render(request.query.kind, format, clientGone(reply)))
           : await capabilities.render(request.query.kind, format);
-      const etag = `"${digest}"`;
-      reply.header('etag', etag).header('cache-control', 'private, no-cache');
-      if (etagMatches(request.headers['if-none-match'], etag)) return reply.code(304).send(null);
-      return reply.type(CONTENT_TYPES[format]).send(body);
+      reply.header('cache-control', 'private, no-cache');
+      const cached = cachedBody(`${request.query.kind ?? '*'}:${format}`, digest, body);
+      return sendEncoded(reply, request.headers, cached, { type: CONTENT_TYPES[format] });
     },
   );
   done();

@@ -5,9 +5,9 @@ import type { FastifyReply } from 'fastify';
 import type { IncomingHttpHeaders } from 'node:http';
 import Type from 'typebox';
 import { protect } from '../http/auth.js';
-import { negotiateCoding } from '../http/content-coding.js';
+import { sendEncoded } from '../http/compression.js';
 import { errors } from '../http/openapi.js';
-import { etagMatches, type CachedBody, type CatalogueCache } from '../registry/catalogue-cache.js';
+import type { CachedBody, CatalogueCache } from '../registry/catalogue-cache.js';
 import { ProviderId, ResourceId } from '../schemas/common.js';
 import { actorOf } from '../credentials/principal.js';
 import { represent, toV2 } from '../registry/resource-versions.js';
@@ -34,17 +34,12 @@ export function defaultRepresentation(config: Config): Representation {
 
 /**
  * Sends a cached catalogue body in the coding `Accept-Encoding` asks for (br, gzip, or as it is), or 304
- * when the client already holds that coding's ETag. Every answer says `Vary: Accept-Encoding`; a
- * compressed body comes from the cache entry (built once per revision), never compressed per request.
+ * when the client already holds that coding's ETag (`sendEncoded`). A compressed body comes from the cache
+ * entry (built once per revision), never compressed per request.
  */
 export function sendCatalogue(reply: FastifyReply, headers: IncomingHttpHeaders, cached: CachedBody): FastifyReply | Promise<FastifyReply> {
-  const coding = cached.compressible ? negotiateCoding(headers['accept-encoding']) : 'identity';
-  const etag = cached.etagFor(coding);
-  reply.header('etag', etag).header('cache-control', 'private, no-cache').header('vary', 'Accept-Encoding');
-  if (etagMatches(headers['if-none-match'], etag)) return reply.code(304).send();
-  reply.type('application/json; charset=utf-8');
-  if (coding === 'identity') return reply.send(cached.body);
-  return cached.encoded(coding).then((bytes) => reply.header('content-encoding', coding).send(bytes));
+  reply.header('cache-control', 'private, no-cache');
+  return sendEncoded(reply, headers, cached, { type: 'application/json; charset=utf-8' });
 }
 
 /**

@@ -2,9 +2,12 @@
 // expectedRevision) and delete profiles; the profile registry checks placement and secrets, the store
 // enforces alias uniqueness and revisions. With HUABU_COMPAT, create and delete answer as upstream does.
 import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import { actorOf } from '../credentials/principal.js';
 import { protect } from '../http/auth.js';
+import { sendEncoded } from '../http/compression.js';
+import { CachedBody } from '../registry/catalogue-cache.js';
 import { errors } from '../http/openapi.js';
 import {
   AgentProfile,
@@ -20,8 +23,23 @@ import type { RouteDeps } from './deps.js';
 
 /** Response headers as @fastify/swagger documents them: a map of header name to schema. */
 const ETAG_HEADER = {
-  headers: { etag: Type.String({ description: "The profile's current revision (a strong ETag); send it back in `If-Match`." }) },
+  headers: {
+    etag: Type.String({
+      description:
+        'The profile\'s current revision as a strong ETag, one per coding: `"<revision>"` as it is, `"<revision>-br"` and `"<revision>-gz"` when the body is sent compressed (`Accept-Encoding`, bodies of 1 KiB and more). Send it back in `If-Match`: each of the three names the revision.',
+    }),
+  },
 };
+
+/**
+ * Sends a profile with its revision ETag, in the coding `Accept-Encoding` asks for; the ETag names the
+ * coding sent (`sendEncoded`), and `If-Match` accepts it whichever coding it names (`parseIfMatch`).
+ */
+function sendProfile(request: FastifyRequest, reply: FastifyReply, profile: unknown, etag: string): FastifyReply | Promise<FastifyReply> {
+  // The route's response serializer (fast-json-stringify) answers a string.
+  const body = reply.serialize(profile) as string;
+  return sendEncoded(reply, request.headers, new CachedBody(body, etag), { type: 'application/json; charset=utf-8', etag: 'sent' });
+}
 
 export const profileRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { profiles, config }, done) => {
   const compat = config.huabuCompat;
@@ -74,11 +92,8 @@ export const profileRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { pr
     },
     async (request, reply) => {
       const { profile, etag } = await profiles.create(request.body, actorOf(request.principal!));
-      return reply
-        .code(compat ? 200 : 201)
-        .header('etag', etag)
-        .header('location', `${request.url.split('?')[0]}/${profile.id}`)
-        .send(profile);
+      reply.code(compat ? 200 : 201).header('location', `${request.url.split('?')[0]}/${profile.id}`);
+      return sendProfile(request, reply, profile, etag);
     },
   );
 
@@ -99,7 +114,8 @@ export const profileRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { pr
     },
     async (request, reply) => {
       const { profile, etag } = await profiles.get(request.params.id);
-      return reply.header('etag', etag).header('cache-control', 'private, no-cache').send(profile);
+      reply.header('cache-control', 'private, no-cache');
+      return sendProfile(request, reply, profile, etag);
     },
   );
 
@@ -141,7 +157,7 @@ export const profileRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { pr
         request.headers['if-match'],
         actorOf(request.principal!),
       );
-      return reply.header('etag', etag).send(profile);
+      return sendProfile(request, reply, profile, etag);
     },
   );
 

@@ -355,7 +355,7 @@ export const IfMatchHeaders = Type.Object({
   'if-match': Type.Optional(
     Type.String({
       description:
-        'The `ETag` from GET (or `*`). When it is no longer current the change is refused with 412; without it the change is unconditional.',
+        'The `ETag` from GET (or `*`), in whichever coding it was read (`"<revision>"`, `"<revision>-br"`, `"<revision>-gz"`). When it is no longer current the change is refused with 412; without it the change is unconditional.',
     }),
   ),
 });
