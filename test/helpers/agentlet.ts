@@ -1,6 +1,6 @@
-// Helpers for the agentlet-resources tests: a real registry on a loopback socket, the compiled CLI run as a
-// child process (its output checked for every token issued in the test and kept for the canary scan), and
-// resource-root fixtures.
+// Helpers for the agentlet-resources tests: a real registry on a loopback socket, the published CLI bundle
+// (packages/agentlet/dist/cli.js, which `npm run build` writes) run as a child process (its output checked for
+// every token issued in the test and kept for the canary scan), and resource-root fixtures.
 import { execFile } from 'node:child_process';
 import { appendFileSync, existsSync, readdirSync, statSync } from 'node:fs';
 import http from 'node:http';
@@ -16,11 +16,13 @@ export interface TestContext {
   teardown(fn: () => unknown): void;
 }
 
-export const CLI = path.resolve('dist', 'src', 'agentlet', 'cli.js');
+/** The CLI as published: one bundle, which starts faster than the compiled modules in dist/. */
+export const CLI = path.resolve('packages', 'agentlet', 'dist', 'cli.js');
 
-/** The tests run the compiled CLI; a missing or stale build would test old code, so say so instead. */
+/** The tests run the built CLI; a missing or stale build would test old code, so say so instead. */
 export function assertBuilt(): void {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first (\`npm test\` does)`);
+  const built = statSync(CLI).mtimeMs;
   const stale: string[] = [];
   const walk = (dir: string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -28,12 +30,13 @@ export function assertBuilt(): void {
       if (entry.isDirectory()) walk(full);
       else if (entry.name.endsWith('.ts')) {
         const js = path.join('dist', full.replace(/\.ts$/, '.js'));
-        if (!existsSync(js) || statSync(js).mtimeMs < statSync(full).mtimeMs) stale.push(full);
+        if (!existsSync(js) || statSync(js).mtimeMs < statSync(full).mtimeMs || built < statSync(full).mtimeMs) stale.push(full);
       }
     }
   };
   walk('src');
-  if (stale.length > 0) throw new Error(`dist/ is older than ${stale.join(', ')}: run \`npm run build\` first`);
+  walk(path.join('packages', 'client', 'src'));
+  if (stale.length > 0) throw new Error(`the build is older than ${stale.join(', ')}: run \`npm run build\` first`);
 }
 
 export interface Registry {
@@ -46,8 +49,9 @@ export interface Registry {
 export async function startRegistry(t: TestContext): Promise<Registry> {
   const h = await build(t);
   const providerRequests: string[] = [];
-  h.app.addHook('onRequest', async (request) => {
+  h.app.addHook('onRequest', (request, _reply, done) => {
     if (request.url.startsWith('/api/acp/providers/')) providerRequests.push(`${request.method} ${request.url}`);
+    done();
   });
   await h.app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = h.app.server.address() as AddressInfo;
