@@ -27,7 +27,7 @@ function walk(entry: string): { local: string[]; packages: Set<string> } {
 }
 
 // `serve` is loaded by the CLI on demand; it may log with pino, and reaches nothing of the server either.
-t.test('src/agentlet/serve.ts reaches no Fastify module, HTTP adapter or store', async (t) => {
+t.test('src/agentlet/serve.ts reaches no Fastify module, HTTP adapter or store', (t) => {
   const { local, packages } = walk('src/agentlet/serve.ts');
   t.ok(local.includes('src/agentlet/channel-client.ts') && local.includes('src/agentlet/jobs.ts'), 'the walk follows imports');
   t.same(
@@ -40,9 +40,10 @@ t.test('src/agentlet/serve.ts reaches no Fastify module, HTTP adapter or store',
     [],
     `packages: ${[...packages].sort().join(', ')}`,
   );
+  t.end();
 });
 
-t.test('src/agentlet/cli.ts reaches no Fastify module', async (t) => {
+t.test('src/agentlet/cli.ts reaches no Fastify module', (t) => {
   const seen = new Set<string>();
   const packages = new Set<string>();
   const queue = [path.resolve('src/agentlet/cli.ts')];
@@ -67,4 +68,21 @@ t.test('src/agentlet/cli.ts reaches no Fastify module', async (t) => {
     [],
     `packages: ${[...packages].sort().join(', ')}`,
   );
+  t.end();
+});
+
+// The typed client is published with no dependencies: its sources import only each other and Node's built-ins.
+t.test('packages/client imports no package, and the CLI reaches the registry through it', (t) => {
+  const { local, packages } = walk('packages/client/src/index.ts');
+  t.ok(local.includes('packages/client/src/client.ts'), 'the walk follows imports');
+  t.same(
+    [...packages].filter((p) => !p.startsWith('node:')),
+    [],
+    'no package imported',
+  );
+  t.ok(
+    walk('src/agentlet/registry-client.ts').packages.has('@agent-resource-registry/client'),
+    'registry-client.ts imports the client by name',
+  );
+  t.end();
 });
