@@ -3,7 +3,7 @@
 // no dependencies and never pulls the server's (fastify, pg). The licences of what it joins in are written beside
 // it (dist/THIRD-PARTY-LICENSES.txt). Plain JavaScript; run by `npm pack` (prepack) of packages/agentlet and by
 // scripts/build-if-changed.mjs, whose tests run this bundle. docs/decisions/packages.md says why.
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -33,13 +33,25 @@ function licenceText(dir) {
   return file ? readFileSync(path.join(dir, file), 'utf8').trim() : undefined;
 }
 
+// The output is the same on every build, and each file replaces the last one by a rename: a CLI started while
+// `npm pack` rebuilds it (the tests do both at once) reads the old file or the new one, never half of one.
 export async function bundleAgentlet() {
-  rmSync(OUT_DIR, { recursive: true, force: true });
   mkdirSync(OUT_DIR, { recursive: true });
+  // Beside dist/, at its depth, so the source map's relative paths hold after the move.
+  const staging = mkdtempSync(path.join(path.dirname(OUT_DIR), '.build-'));
+  try {
+    await write(staging);
+    for (const name of readdirSync(staging)) renameSync(path.join(staging, name), path.join(OUT_DIR, name));
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+}
+
+async function write(dir) {
   const result = await build({
     absWorkingDir: ROOT,
     entryPoints: ['src/agentlet/cli.ts'],
-    outfile: path.join(OUT_DIR, 'cli.js'),
+    outfile: path.join(dir, 'cli.js'),
     bundle: true,
     platform: 'node',
     format: 'esm',
@@ -48,6 +60,10 @@ export async function bundleAgentlet() {
     tsconfig: 'tsconfig.json',
     banner: { js: BANNER },
     legalComments: 'none',
+    // A map back to src/agentlet/*.ts, for stack traces and for the tests' coverage of the CLI they run; it is
+    // not in the package (`files`), whose users have no src/.
+    sourcemap: 'linked',
+    sourcesContent: false,
     metafile: true,
     logLevel: 'warning',
   });
@@ -60,7 +76,7 @@ export async function bundleAgentlet() {
     return `${name} ${version} (${license})\n\n${licenceText(dir) ?? `licence: ${license}`}\n`;
   });
   writeFileSync(
-    path.join(OUT_DIR, 'THIRD-PARTY-LICENSES.txt'),
+    path.join(dir, 'THIRD-PARTY-LICENSES.txt'),
     `dist/cli.js includes these packages; their licences follow.\n\n${notices.join('\n' + '-'.repeat(72) + '\n\n')}`,
   );
 }
