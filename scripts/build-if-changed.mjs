@@ -38,7 +38,7 @@ if (process.argv.includes('--help')) {
     const started = Date.now();
     const tsc = path.join('node_modules', 'typescript', 'bin', 'tsc');
     // The typed client first: the compiled CLI in dist/ imports it by its package name (packages/client/dist).
-    if (existsSync('packages/client')) execFileSync(process.execPath, [tsc, '-p', 'packages/client/tsconfig.json'], { stdio: 'inherit' });
+    if (existsSync('packages/client')) (await import('./build-client.mjs')).buildClient();
     execFileSync(process.execPath, [tsc, '-p', 'tsconfig.json'], { stdio: 'inherit' });
     // Then the bundle `npm start` runs (scripts/bundle.mjs), and the published CLI (scripts/bundle-agentlet.mjs).
     await (await import('./bundle.mjs')).bundle();

@@ -60,8 +60,8 @@ async function write(dir) {
     tsconfig: 'tsconfig.json',
     banner: { js: BANNER },
     legalComments: 'none',
-    // A map back to src/agentlet/*.ts, for stack traces and for the tests' coverage of the CLI they run; it is
-    // not in the package (`files`), whose users have no src/.
+    // A map back to src/agentlet/*.ts for stack traces from a checkout (node --enable-source-maps); it is not in
+    // the package (`files`), whose users have no src/.
     sourcemap: 'linked',
     sourcesContent: false,
     metafile: true,
