@@ -9,16 +9,22 @@ ARG NODE_IMAGE=node:24-bookworm-slim@sha256:6f7b03f7c2c8e2e784dcf9295400527b9b12
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
+# The npm workspaces (packages/*) are part of the install: their manifests come with the root's.
 COPY package.json package-lock.json ./
+COPY packages/client/package.json ./packages/client/
+COPY packages/agentlet/package.json ./packages/agentlet/
 RUN npm ci
 COPY tsconfig.json ./
 COPY src ./src
 COPY scripts ./scripts
+COPY packages ./packages
 RUN npm run build
 
 FROM ${NODE_IMAGE}
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY packages/client/package.json ./packages/client/
+COPY packages/agentlet/package.json ./packages/agentlet/
 RUN npm ci --omit=dev && npm cache clean --force
 COPY --from=build /app/dist ./dist
 # `npm start` / `npm run migrate` / `npm run import` / `npm run backup` run it first; without src/ it builds

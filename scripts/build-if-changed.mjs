@@ -6,7 +6,17 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 const STAMP = 'dist/.build-stamp';
-const INPUTS = ['src', 'scripts', 'tsconfig.json', 'package.json', 'package-lock.json'];
+const INPUTS = [
+  'src',
+  'scripts',
+  'tsconfig.json',
+  'package.json',
+  'package-lock.json',
+  'packages/client/src',
+  'packages/client/package.json',
+  'packages/client/tsconfig.json',
+  'packages/agentlet/package.json',
+];
 
 function newest(p) {
   if (!existsSync(p)) return 0;
@@ -19,16 +29,20 @@ function newest(p) {
 
 if (process.argv.includes('--help')) {
   console.log(
-    'usage: node scripts/build-if-changed.mjs [--force]\nRuns `tsc -p tsconfig.json` when a file under src/ or scripts/ (or tsconfig.json, package*.json) is newer than the last build (always with --force, as `npm run build` does).',
+    'usage: node scripts/build-if-changed.mjs [--force]\nBuilds (tsc for packages/client and the root, then the server and CLI bundles) when a file under src/, scripts/ or packages/*/src (or tsconfig.json, package*.json) is newer than the last build (always with --force, as `npm run build` does).',
   );
 } else if (existsSync('src')) {
   // --force (`npm run build`): always build, and leave the stamp for the next start.
   const built = existsSync(STAMP) && !process.argv.includes('--force') ? statSync(STAMP).mtimeMs : 0;
   if (Math.max(...INPUTS.map(newest)) >= built) {
     const started = Date.now();
-    execFileSync(process.execPath, [path.join('node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { stdio: 'inherit' });
-    // Then the bundle `npm start` runs (scripts/bundle.mjs).
+    const tsc = path.join('node_modules', 'typescript', 'bin', 'tsc');
+    // The typed client first: the compiled CLI in dist/ imports it by its package name (packages/client/dist).
+    if (existsSync('packages/client')) (await import('./build-client.mjs')).buildClient();
+    execFileSync(process.execPath, [tsc, '-p', 'tsconfig.json'], { stdio: 'inherit' });
+    // Then the bundle `npm start` runs (scripts/bundle.mjs), and the published CLI (scripts/bundle-agentlet.mjs).
     await (await import('./bundle.mjs')).bundle();
+    if (existsSync('packages/agentlet')) await (await import('./bundle-agentlet.mjs')).bundleAgentlet();
     // The stamp is written only after a build that succeeded; its mtime is the build's start.
     const { writeFileSync, utimesSync } = await import('node:fs');
     writeFileSync(STAMP, '');

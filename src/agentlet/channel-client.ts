@@ -1,7 +1,7 @@
 // The machine's side of its channel, over undici: opens `GET /api/acp/providers/:machineId/channel` and reads
 // its Server-Sent Events, and posts each job's answer. Messages name the URL and the machine, never the token.
 import { Agent, request } from 'undici';
-import type { paths } from './api-types.js';
+import type { paths } from '@agent-resource-registry/client';
 
 const CHANNEL = '/api/acp/providers/{machineId}/channel' satisfies keyof paths;
 const ANSWER = '/api/acp/providers/{machineId}/jobs/{jobId}' satisfies keyof paths;

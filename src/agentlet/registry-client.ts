@@ -1,28 +1,25 @@
-// The registry's provider routes as this machine uses them, over undici. Request and response types come from
-// api-types.ts (generated from openapi/openapi.json), and answers are checked at run time with the server's
-// own TypeBox schemas, so the client cannot silently drift from the contract. Every failure becomes a
-// CliError whose message names the URL and the machine, never the token.
-import { Agent, request } from 'undici';
+// The registry's provider routes as this machine uses them, through @agent-resource-registry/client (typed calls
+// over fetch, generated from openapi/openapi.json). Answers are also checked at run time with the server's own
+// TypeBox schemas, so the CLI cannot silently drift from the contract. Every failure becomes a CliError whose
+// message names the URL and the machine, never the token.
+import {
+  RegistryClient as TypedClient,
+  RegistryConnectionError,
+  RegistryError,
+  RegistryResponseError,
+  PROVIDER_RESOURCES_PATH,
+  type ErrorBody,
+  type ProviderResourceList,
+  type ReconcileRequest,
+  type ReconcileResponse,
+} from '@agent-resource-registry/client';
 import { Compile } from 'typebox/compile';
 import { ReconcileResult, ResourceList } from '../schemas/resource.js';
-import type { operations, paths } from './api-types.js';
 import { CliError, EXIT } from './exit-codes.js';
 import { oneLine } from './terminal-text.js';
 
-type JsonContent<T> = T extends { content: { 'application/json': infer B } } ? B : never;
-type ReconcileOperation = operations['reconcileProviderResources'];
-type ListOperation = operations['listProviderResources'];
-
-export type ReconcileRequest = JsonContent<ReconcileOperation['requestBody']>;
-export type ReconcileResponse = JsonContent<ReconcileOperation['responses'][200]>;
-export type ProviderResources = JsonContent<ListOperation['responses'][200]>['resources'];
-type ErrorResponse = JsonContent<ReconcileOperation['responses'][409]>;
-
-const PROVIDER_RESOURCES = '/api/acp/providers/{provider}/resources' satisfies keyof paths;
-// Compile-time links between the path and the operations used on it: a renamed route breaks the build.
-type Operations = paths[typeof PROVIDER_RESOURCES];
-const _linked: [Operations['put'], Operations['get']] extends [ReconcileOperation, ListOperation] ? true : never = true;
-void _linked;
+export type { ReconcileRequest, ReconcileResponse };
+export type ProviderResources = ProviderResourceList['resources'];
 
 const checkReconcileResult = Compile(ReconcileResult);
 const checkResourceList = Compile(ResourceList);
@@ -75,96 +72,68 @@ function errorCode(err: unknown, depth = 0): string | undefined {
   );
 }
 
-const TIMEOUT_CODES = new Set([
-  'TIMEOUT',
-  'ABORT_ERR',
-  'UND_ERR_ABORTED',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_HEADERS_TIMEOUT',
-  'UND_ERR_BODY_TIMEOUT',
-  'ETIMEDOUT',
-]);
+const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
 
 export class RegistryClient {
   readonly #o: RegistryClientOptions;
-  readonly #agent: Agent;
+  readonly #client: TypedClient;
 
   constructor(options: RegistryClientOptions) {
     this.#o = options;
-    const ms = options.timeoutMs;
-    // maxResponseSize makes undici stop reading (and drop the connection) at the cap, whatever the headers claim.
-    this.#agent = new Agent({ connect: { timeout: ms }, headersTimeout: ms, bodyTimeout: ms, maxResponseSize: MAX_RESPONSE_BYTES });
+    this.#client = new TypedClient({
+      baseUrl: options.registryUrl,
+      token: options.token,
+      timeoutMs: options.timeoutMs,
+      maxResponseBytes: MAX_RESPONSE_BYTES,
+    });
   }
 
-  async close(): Promise<void> {
-    await this.#agent.close();
+  /** Nothing to release: fetch's connections are pooled by Node and closed when idle. */
+  close(): Promise<void> {
+    return Promise.resolve();
   }
 
   /** `PUT /api/acp/providers/:machineId/resources[?dryRun=true]`: the machine's whole set in one request. */
   async reconcile(resources: ReconcileRequest['resources'], dryRun: boolean): Promise<ReconcileResponse> {
-    const body: ReconcileRequest = { resources };
-    const answer = await this.#send('PUT', this.#providerPath(), dryRun ? '?dryRun=true' : '', body);
+    const answer = await this.#send(() => this.#client.reconcileProviderResources(this.#o.machineId, { resources }, { dryRun }));
     if (!checkReconcileResult.Check(answer)) throw this.#unexpected('the reconcile answer does not match the contract');
     return answer;
   }
 
   /** `GET /api/acp/providers/:machineId/resources`: what the registry holds for this machine. */
   async list(): Promise<ProviderResources> {
-    const answer = await this.#send('GET', this.#providerPath(), '');
+    const answer = await this.#send(() => this.#client.listProviderResources(this.#o.machineId));
     if (!checkResourceList.Check(answer)) throw this.#unexpected('the resource list does not match the contract');
-    return (answer as { resources: ProviderResources }).resources;
+    return (answer as ProviderResourceList).resources;
   }
 
-  #providerPath(): string {
-    return PROVIDER_RESOURCES.replace('{provider}', encodeURIComponent(this.#o.machineId));
-  }
-
-  async #send(method: 'GET' | 'PUT', pathname: string, query: string, body?: unknown): Promise<unknown> {
-    const { registryUrl, token, timeoutMs } = this.#o;
-    let status: number;
-    let contentType: string;
-    let text: string;
+  async #send(call: () => Promise<unknown>): Promise<unknown> {
     try {
-      const res = await request(`${registryUrl}${pathname}${query}`, {
-        method,
-        dispatcher: this.#agent,
-        signal: AbortSignal.timeout(timeoutMs),
-        headers: {
-          authorization: `Bearer ${token}`,
-          accept: 'application/json',
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-      status = res.statusCode;
-      contentType = String(res.headers['content-type'] ?? '');
-      text = await res.body.text();
+      return await call();
     } catch (err) {
-      throw this.#networkError(err);
+      if (err instanceof RegistryError) throw this.#statusError(err.statusCode, err);
+      if (err instanceof RegistryResponseError) {
+        if (err.problem === 'too_large') throw this.#tooLarge();
+        if (err.problem === 'not_json') throw this.#unexpected(`status ${err.statusCode} without a JSON body`);
+        throw this.#statusError(err.statusCode, err.body as Partial<ErrorBody> | undefined);
+      }
+      if (err instanceof RegistryConnectionError) throw this.#networkError(err);
+      throw err;
     }
-    let json: unknown;
-    try {
-      json = contentType.includes('application/json') ? JSON.parse(text) : undefined;
-    } catch {
-      json = undefined;
-    }
-    if (status >= 200 && status < 300) {
-      if (json === undefined) throw this.#unexpected(`status ${status} without a JSON body`);
-      return json;
-    }
-    throw this.#statusError(status, json as Partial<ErrorResponse> | undefined);
   }
 
-  #networkError(err: unknown): CliError {
+  #tooLarge(): CliError {
+    return new CliError(
+      `the answer from ${this.#o.registryUrl} is larger than ${MAX_RESPONSE_BYTES / (1024 * 1024)} MiB, more than any answer this client expects; stopped reading it. Is --registry the registry's base URL?`,
+      EXIT.unavailable,
+    );
+  }
+
+  #networkError(err: RegistryConnectionError): CliError {
     const { registryUrl, timeoutMs } = this.#o;
-    const code = errorCode(err) ?? 'unknown error';
-    if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') {
-      return new CliError(
-        `the answer from ${registryUrl} is larger than ${MAX_RESPONSE_BYTES / (1024 * 1024)} MiB, more than any answer this client expects; stopped reading it. Is --registry the registry's base URL?`,
-        EXIT.unavailable,
-      );
-    }
-    if (TIMEOUT_CODES.has(code)) {
+    const code = errorCode(err.cause) ?? 'unknown error';
+    // Node's fetch has its own connect and headers bounds; meeting one of them is a timeout too.
+    if (err.timedOut || TIMEOUT_CODES.has(code)) {
       return new CliError(
         `the registry at ${registryUrl} did not answer within ${timeoutMs} ms; check that it is running and reachable, or raise --timeout-ms (AGENTLET_TIMEOUT_MS)`,
         EXIT.unavailable,
@@ -184,13 +153,13 @@ export class RegistryClient {
     );
   }
 
-  #statusError(status: number, body: Partial<ErrorResponse> | undefined): CliError {
+  #statusError(status: number, body: Partial<ErrorBody> | undefined): CliError {
     const { registryUrl, machineId, tokenFile } = this.#o;
     // The registry's own words are quoted on one line, cut: they cannot fake a line of this CLI's output.
     const code = typeof body?.code === 'string' ? oneLine(body.code, QUOTED_CHARS) : undefined;
     const message = typeof body?.message === 'string' ? oneLine(body.message, QUOTED_CHARS) : undefined;
     // A 404 on these routes means the URL does not point at this registry's API (wrong prefix, other service).
-    if (status === 404) return this.#unexpected(`404${code ? ` ${code}` : ''} for ${PROVIDER_RESOURCES}`);
+    if (status === 404) return this.#unexpected(`404${code ? ` ${code}` : ''} for ${PROVIDER_RESOURCES_PATH}`);
     if (body === undefined || code === undefined) return this.#unexpected(`status ${status} without an error body`);
     if (status === 401) {
       return new CliError(

@@ -16,24 +16,32 @@ export interface TestContext {
   teardown(fn: () => unknown): void;
 }
 
+/**
+ * The compiled CLI, not the published bundle (packages/agentlet/dist/cli.js, which starts faster): tap counts the
+ * coverage of these child processes through tsc's source maps, and drops a file whose map names any source under
+ * node_modules, as the bundle's does. test/packages.test.ts runs the bundle as installed.
+ */
 export const CLI = path.resolve('dist', 'src', 'agentlet', 'cli.js');
 
 /** The tests run the compiled CLI; a missing or stale build would test old code, so say so instead. */
 export function assertBuilt(): void {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first (\`npm test\` does)`);
   const stale: string[] = [];
-  const walk = (dir: string) => {
+  // src/**.ts against dist/src/**.js; packages/client/src/*.ts against packages/client/dist/*.js (what the CLI imports).
+  const walk = (dir: string, out: (ts: string) => string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(full);
+      if (entry.isDirectory()) walk(full, out);
       else if (entry.name.endsWith('.ts')) {
-        const js = path.join('dist', full.replace(/\.ts$/, '.js'));
+        const js = out(full);
         if (!existsSync(js) || statSync(js).mtimeMs < statSync(full).mtimeMs) stale.push(full);
       }
     }
   };
-  walk('src');
-  if (stale.length > 0) throw new Error(`dist/ is older than ${stale.join(', ')}: run \`npm run build\` first`);
+  walk('src', (ts) => path.join('dist', ts.replace(/\.ts$/, '.js')));
+  const client = path.join('packages', 'client');
+  walk(path.join(client, 'src'), (ts) => path.join(client, 'dist', path.relative(path.join(client, 'src'), ts).replace(/\.ts$/, '.js')));
+  if (stale.length > 0) throw new Error(`the build is older than ${stale.join(', ')}: run \`npm run build\` first`);
 }
 
 export interface Registry {
