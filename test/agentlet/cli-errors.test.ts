@@ -91,6 +91,17 @@ t.test('usage errors exit 2 and say what to do', async (t) => {
   t.match(help.stdout, /Exit codes\n {2}0 {2}success[\s\S]*3 {2}registry unavailable/);
 });
 
+t.test('the executable exits with the status main() returns', async (t) => {
+  // What a shell script or a systemd unit sees: the compiled executable in a process of its own.
+  const cli = cliRunner(t, {}, 'process');
+  const unknown = await cli(['frobnicate']);
+  t.equal(unknown.code, 2, 'a usage error');
+  t.match(unknown.stderr, /unknown command "frobnicate"/);
+  const help = await cli(['--help']);
+  t.equal(help.code, 0, 'help');
+  t.match(help.stdout, /^Usage: agentlet-resources/);
+});
+
 t.test('init is idempotent and tightens a loose root', async (t) => {
   const dir = await tempDir(t);
   const root = path.join(dir, 'res');

@@ -1,6 +1,6 @@
-// Helpers for the agentlet-resources tests: a real registry on a loopback socket, the compiled CLI run as a
-// child process (its output checked for every token issued in the test and kept for the canary scan), and
-// resource-root fixtures.
+// Helpers for the agentlet-resources tests: a real registry on a loopback socket, the CLI run in the test's
+// process through its main() or as the compiled executable in a child process (either way its output is
+// checked for every token issued in the test and kept for the canary scan), and resource-root fixtures.
 import { execFile } from 'node:child_process';
 import { appendFileSync, existsSync, readdirSync, statSync } from 'node:fs';
 import http from 'node:http';
@@ -8,6 +8,7 @@ import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { main } from '../../src/agentlet/main.js';
 import { build, canaryLogFile, CANARY, type TestApp } from './build.js';
 
 /** The part of a tap test these helpers use. */
@@ -103,22 +104,49 @@ export interface CliRunner {
   tokens: string[];
 }
 
-/** Runs the compiled CLI; every run asserts that no known token appears in its stdout or stderr. */
-export function cliRunner(t: TestContext, baseEnv: Record<string, string> = {}): CliRunner {
+/**
+ * Where a runner runs the CLI: `in-process` calls its `main()` (the TypeScript source) with the run's
+ * arguments, environment and output sinks, as `cli.ts` does for the executable; `process` runs the compiled
+ * executable as a child process, for what only a real process shows (its exit status, its argv).
+ */
+export type CliMode = 'in-process' | 'process';
+
+async function runInProcess(args: string[], env: Record<string, string>): Promise<Run> {
+  let stdout = '';
+  let stderr = '';
+  const sink = {
+    out: (text: string) => {
+      stdout += text;
+    },
+    err: (text: string) => {
+      stderr += text;
+    },
+  };
+  try {
+    const code = await main(args, env, sink, () => new Date(), { isTty: false });
+    return { code, stdout, stderr };
+  } catch (error) {
+    // What the executable would do with an error main() lets escape: print it and exit 1.
+    return { code: 1, stdout, stderr: stderr + String((error as Error).stack ?? error) };
+  }
+}
+
+function runProcess(args: string[], env: Record<string, string>): Promise<Run> {
+  return new Promise<Run>((resolve) => {
+    execFile(process.execPath, [CLI, ...args], { env, timeout: 30_000 }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Runs the CLI; every run asserts that no known token appears in its stdout or stderr. */
+export function cliRunner(t: TestContext, baseEnv: Record<string, string> = {}, mode: CliMode = 'in-process'): CliRunner {
   const tokens: string[] = [CANARY.owner, CANARY.huabu, CANARY.secret];
   const logFile = canaryLogFile();
   const run = (async (args: string[], env: Record<string, string> = {}) => {
-    const result = await new Promise<Run>((resolve) => {
-      execFile(
-        process.execPath,
-        [CLI, ...args],
-        { env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), ...baseEnv, ...env }, timeout: 30_000 },
-        (err, stdout, stderr) => {
-          const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-          resolve({ code, stdout, stderr });
-        },
-      );
-    });
+    const fullEnv = { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), ...baseEnv, ...env };
+    const result = mode === 'process' ? await runProcess(args, fullEnv) : await runInProcess(args, fullEnv);
     // The command line is the test's own (some tests pass a token in argv on purpose to see it refused):
     // record it with tokens masked, and the CLI's output as it is, for the end-of-suite leak scan.
     const shown = args.map((a) =>

@@ -1,5 +1,6 @@
 // The bench harness in --smoke mode: one small scale, one short run per variant. Checks that every scenario
-// of the table prints a row (timings are not asserted: CI machines vary).
+// of the table prints a row (timings are not asserted: CI machines vary). About 100 s of starting servers:
+// part of `npm run test:slow` (CI runs it after `npm test`), not of `npm test`.
 import t from 'tap';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
