@@ -40,6 +40,27 @@ export function areaTotals(summary: Record<string, Record<Metric, { total: numbe
   return areas;
 }
 
+/**
+ * Source files the report counts as a single line although they hold more: what a report looks like when the
+ * coverage lost its source maps (every transpiled file is one line). Such a report proves nothing.
+ */
+export function flattenedFiles(
+  summary: Record<string, Record<Metric, { total: number; covered: number }>>,
+  root: string,
+  codeLines: (file: string) => number,
+): string[] {
+  return Object.entries(summary)
+    .filter(([file, figures]) => file !== 'total' && areaOf(file, root) && figures.lines.total <= 1 && codeLines(file) > 1)
+    .map(([file]) => path.relative(root, file));
+}
+
+/** Lines of a file that hold more than whitespace. */
+function nonBlankLines(file: string): number {
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '').length;
+}
+
 const pct = (t: { total: number; covered: number }) => (t.total === 0 ? 100 : Math.floor((t.covered / t.total) * 1000) / 10);
 
 /** Every area/metric below its threshold; an area named in the thresholds but absent counts as 0 %. */
@@ -72,6 +93,14 @@ function main(): void {
     string,
     Partial<Record<Metric, number>>
   > & { $comment?: string };
+  const flattened = flattenedFiles(summary, root, nonBlankLines);
+  if (flattened.length > 0) {
+    console.error(
+      `the coverage report counts ${flattened.length} source file(s) as one line each (${flattened.slice(0, 3).join(', ')}…): ` +
+        'their source maps were not applied; run the report through scripts/coverage-report.ts',
+    );
+    process.exit(1);
+  }
   const areas = areaTotals(summary, root);
   const rows = [...areas.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
   console.log(`coverage by area (${summaryFile}):`);

@@ -23,11 +23,5 @@ function testFiles(dir) {
 const files = testFiles('test')
   .filter((file) => !SLOW.some((pattern) => pattern.test(file)))
   .sort();
-// Without coverage nothing needs ts-node's source maps: tsx (esbuild, with its own cache) loads the
-// TypeScript instead, which starts each test file in a fraction of the time. TAP_TYPE_STRIP_ONLY keeps
-// tap's TypeScript plugin from loading ts-node as well (without rebuilding tap's plugin set).
-const result = spawnSync('npx', ['tap', '--disable-coverage', '--node-arg=--import=tsx', ...process.argv.slice(2), ...files], {
-  stdio: 'inherit',
-  env: { ...process.env, TAP_TYPE_STRIP_ONLY: '1' },
-});
+const result = spawnSync('npx', ['tap', '--disable-coverage', ...process.argv.slice(2), ...files], { stdio: 'inherit' });
 process.exit(result.status ?? 1);

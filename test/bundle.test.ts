@@ -13,7 +13,8 @@ import { BUNDLE_ENTRY, startServer } from './crash/server-process.js';
 import { DATABASE_URL, freshDatabase } from './helpers/postgres.js';
 
 t.setTimeout(300_000);
-const ROOT = path.resolve(import.meta.dirname, '..');
+// tap runs from the project's root; `npm test` runs this file compiled, under dist/test.
+const ROOT = process.cwd();
 
 /** Builds (tsc, then the bundle) when the bundle is missing or older than a source. */
 function ensureBundled(): void {

@@ -1,7 +1,8 @@
 // The per-area coverage gate of `npm test` (scripts/check-coverage.ts): an area under its threshold fails.
 import t from 'tap';
 import path from 'node:path';
-import { areaOf, areaTotals, belowThresholds } from '../scripts/check-coverage.js';
+import { areaOf, areaTotals, belowThresholds, flattenedFiles } from '../scripts/check-coverage.js';
+import { dropEmptySourcesContent, restoreSourceMaps } from '../scripts/coverage-report.js';
 
 const root = '/repo';
 const figures = (covered: number, total: number) => ({
@@ -64,4 +65,56 @@ t.test('the command fails a low area, unless COVERAGE_THRESHOLDS=skip (the Node 
   const skipped = run({ COVERAGE_THRESHOLDS: 'skip' });
   t.equal(skipped.status, 0, 'skipped on request');
   t.match(skipped.stdout, /not checked \(COVERAGE_THRESHOLDS=skip\)/);
+});
+
+t.test('a report that counts a longer source file as one line is refused: its source maps were lost', (t) => {
+  const lines: Record<string, number> = { [path.join(root, 'src/app.ts')]: 40, [path.join(root, 'src/one.ts')]: 1 };
+  const summary = {
+    total: figures(3, 3),
+    [path.join(root, 'src/app.ts')]: figures(1, 1),
+    [path.join(root, 'src/one.ts')]: figures(1, 1),
+    [path.join(root, 'test/x.ts')]: figures(1, 1),
+  };
+  t.same(
+    flattenedFiles(summary, root, (file) => lines[file]!),
+    ['src/app.ts'],
+    'a one-line file and files outside src/ pass',
+  );
+  t.same(
+    flattenedFiles({ ...summary, [path.join(root, 'src/app.ts')]: figures(30, 40) }, root, (file) => lines[file]!),
+    [],
+  );
+  t.end();
+});
+
+t.test("tsx's maps without their sources' text are made to read the sources from disk; other maps are kept", async (t) => {
+  const { mkdtemp, readFile, writeFile } = await import('node:fs/promises');
+  const { tmpdir } = await import('node:os');
+  const map = (sourcesContent: unknown[]) => ({
+    data: { version: 3, sources: ['file:///repo/src/a.ts'], mappings: 'AAAA', sourcesContent },
+  });
+  const coverage = () => ({
+    result: [],
+    'source-map-cache': {
+      'file:///repo/src/a.ts': map([null]),
+      'file:///repo/src/b.ts': map(['export const b = 1;\n']),
+      'file:///repo/src/c.ts': map([null, 'c']),
+      'file:///repo/src/d.ts': { data: null },
+    },
+  });
+  const one = coverage();
+  t.equal(dropEmptySourcesContent(one), 1);
+  t.notOk('sourcesContent' in one['source-map-cache']['file:///repo/src/a.ts'].data, 'all null: dropped');
+  t.same(one['source-map-cache']['file:///repo/src/b.ts'].data.sourcesContent, ['export const b = 1;\n'], 'a real text stays');
+  t.same(one['source-map-cache']['file:///repo/src/c.ts'].data.sourcesContent, [null, 'c'], 'a partly filled list stays');
+
+  const dir = await mkdtemp(path.join(tmpdir(), 'coverage-maps-'));
+  await writeFile(path.join(dir, 'with.json'), JSON.stringify(coverage()));
+  const untouched = JSON.stringify({ result: [] });
+  await writeFile(path.join(dir, 'without.json'), untouched);
+  t.equal(restoreSourceMaps(dir), 1, 'one map fixed across the directory');
+  const written = JSON.parse(await readFile(path.join(dir, 'with.json'), 'utf8'));
+  t.notOk('sourcesContent' in written['source-map-cache']['file:///repo/src/a.ts'].data, 'the file on disk is rewritten');
+  t.equal(await readFile(path.join(dir, 'without.json'), 'utf8'), untouched, 'a file with nothing to fix is left as it was');
+  t.equal(restoreSourceMaps(dir), 0, 'running it again changes nothing');
 });

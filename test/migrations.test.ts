@@ -4,7 +4,6 @@
 import t from 'tap';
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { runMigrate } from '../src/migrations/migrate-command.js';
 import {
   migrateRegistryDocument,
@@ -17,7 +16,7 @@ import { StoreFileError } from '../src/storage/json-file-store.js';
 import { build, tempDataDir } from './helpers/build.js';
 import { parseAsUpstream } from './helpers/upstream-registry.js';
 
-const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'registry');
+const FIXTURES = path.join('test', 'fixtures', 'registry');
 const fixtureBytes = (name: string) => readFile(path.join(FIXTURES, `${name}.json`));
 const fixture = async (name: string) => JSON.parse((await fixtureBytes(name)).toString('utf8')) as Record<string, unknown>;
 type Doc = { schemaVersion: number; state: Record<string, unknown> & { profiles?: Record<string, unknown>[] } };

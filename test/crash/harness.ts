@@ -413,8 +413,9 @@ export async function runCrashRounds(options: CrashOptions): Promise<CrashResult
       const violations: Violation[] = [];
       const http = new Pool(server.origin, { connections: writers, headersTimeout: 15_000, bodyTimeout: 15_000, connectTimeout: 5_000 });
       let stopping = false;
-      // The kill delay counts from the round's first answer, not from when the writers start: after a
-      // restart the first requests can take seconds on a busy machine, and a kill before any answer proves
+      // The kill delay counts from the round's first acknowledged write, not from when the writers start or
+      // from a refusal (answered at once, where a durable write waits for the disk): after a restart the
+      // first writes can take seconds on a busy machine, and a kill before any acknowledgement proves
       // nothing about acknowledged writes.
       let answered!: () => void;
       const firstAnswer = new Promise<void>((resolve) => (answered = resolve));
@@ -470,13 +471,13 @@ export async function runCrashRounds(options: CrashOptions): Promise<CrashResult
             });
             const text = await res.body.text();
             op.cmp = now();
-            answered();
             op.status = res.statusCode;
             const answer: unknown = text ? JSON.parse(text) : undefined;
             if (res.statusCode >= 200 && res.statusCode < 300) {
               try {
                 record(planned.acknowledged(res.statusCode, answer, text));
                 op.outcome = 'acknowledged';
+                answered();
                 op.observations = op.effects.map((e) => ({
                   id: e.id,
                   owner: provider,

@@ -13,7 +13,8 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { CANARY, canaryLogFile, tempDataDir, testEnv } from '../helpers/build.js';
 
 const CHROMIUM = '/usr/bin/chromium';
-const ROOT = path.resolve(import.meta.dirname, '..', '..');
+// tap runs from the project's root; `npm test` runs this file compiled, under dist/test.
+const ROOT = process.cwd();
 const SERVER = path.join(ROOT, 'dist', 'src', 'server.js');
 const READY_WITHIN_MS = 60_000;
 
