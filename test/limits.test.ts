@@ -19,6 +19,52 @@ t.test('write requests are rate limited per credential with Retry-After; reads a
   }
 });
 
+/** The hardened headers every answer carries (helmet's defaults without CSP and HSTS), in the order sent. */
+const HARDENED = {
+  'cross-origin-opener-policy': 'same-origin',
+  'cross-origin-resource-policy': 'same-origin',
+  'origin-agent-cluster': '?1',
+  'referrer-policy': 'no-referrer',
+  'x-content-type-options': 'nosniff',
+  'x-dns-prefetch-control': 'off',
+  'x-download-options': 'noopen',
+  'x-frame-options': 'SAMEORIGIN',
+  'x-permitted-cross-domain-policies': 'none',
+  'x-xss-protection': '0',
+};
+
+t.test('every answer carries the same hardened headers: success, 304, refusal, unknown route, bad body', async (t) => {
+  const h = await build(t);
+  const list = await h.app.inject({ url: '/api/acp/resources', headers: h.owner });
+  const answers = {
+    ok: list,
+    notModified: await h.app.inject({ url: '/api/acp/resources', headers: { ...h.owner, 'if-none-match': String(list.headers.etag) } }),
+    refused: await h.app.inject({ url: '/api/acp/resources' }),
+    unknown: await h.app.inject({ url: '/no/such/route' }),
+    badBody: await h.app.inject({
+      method: 'PUT',
+      url: '/api/acp/providers/huabu/resources/x',
+      headers: { ...h.bearer(CANARY.huabu), 'content-type': 'application/json' },
+      payload: '{not json',
+    }),
+  };
+  t.same(Object.fromEntries(Object.entries(answers).map(([name, res]) => [name, res.statusCode])), {
+    ok: 200,
+    notModified: 304,
+    refused: 401,
+    unknown: 404,
+    badBody: 400,
+  });
+  for (const [name, res] of Object.entries(answers)) {
+    const hardened = Object.keys(res.headers).filter((header) => header in HARDENED);
+    t.same(hardened, Object.keys(HARDENED), `${name}: all of them, first, in order`);
+    for (const [header, value] of Object.entries(HARDENED)) t.equal(res.headers[header], value, `${name}: ${header}`);
+    t.notOk('content-security-policy' in res.headers, `${name}: no CSP on the API (Swagger UI has its own)`);
+    t.notOk('strict-transport-security' in res.headers, `${name}: no HSTS (TLS ends in front of the service)`);
+    t.notOk('x-powered-by' in res.headers, name);
+  }
+});
+
 t.test('responses carry hardened headers; Swagger UI gets a strict CSP', async (t) => {
   const h = await build(t);
   const api = await h.app.inject({ url: '/api/acp/resources', headers: { authorization: `Bearer ${CANARY.owner}` } });

@@ -31,7 +31,7 @@ function printTimings(): void {
   }
 }
 
-let constant = '';
+let constant: Buffer = Buffer.alloc(0);
 let constantEtag = '';
 app.get(CONSTANT_ROUTE, { schema: { hide: true } }, async (_request, reply) =>
   reply.header('etag', constantEtag).header('cache-control', 'private, no-cache').type('application/json; charset=utf-8').send(constant),
@@ -47,13 +47,13 @@ const rss = process.memoryUsage().rss;
 if (!process.env.BENCH_STARTUP_ONLY) {
   const catalogue = await app.inject({ url: '/api/acp/resources', headers: { authorization: `Bearer ${config.ownerToken}` } });
   if (catalogue.statusCode !== 200) throw new Error(`catalogue read failed: ${catalogue.statusCode}`);
-  constant = catalogue.body;
+  constant = catalogue.rawPayload;
   constantEtag = String(catalogue.headers.etag);
 }
 
 const address = app.server.address();
 const port = typeof address === 'object' && address ? address.port : config.port;
-process.send?.({ type: 'ready', port, startupMs, rss, etag: constantEtag, bytes: Buffer.byteLength(constant) });
+process.send?.({ type: 'ready', port, startupMs, rss, etag: constantEtag, bytes: constant.length });
 
 // A full GC on request (scenario 11's memory per subscriber), without running the whole server with --expose-gc.
 setFlagsFromString('--expose-gc');

@@ -11,7 +11,15 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { importJsonDataDir } from '../../src/storage/postgres/import-json.js';
 import { generateToken, mintCanvasToken, TOKEN_PREFIX, tokenDigest } from '../../src/credentials/tokens.js';
-import { writeBody, type LoadResult, type LoadSpec, type ServerProbe, type ServerReady, type Writer } from './protocol.js';
+import {
+  writeBody,
+  type LoadResult,
+  type LoadSpec,
+  type PlainRecord,
+  type ServerProbe,
+  type ServerReady,
+  type Writer,
+} from './protocol.js';
 import type { EventWorkerCommand } from './event-worker.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -28,6 +36,7 @@ function benchServerEntry(dist: string | undefined): string {
 }
 const SERVER_ENTRY = benchServerEntry(ext === '.js' ? path.resolve(here, '..', '..') : undefined);
 const LOAD_ENTRY = path.join(here, `load-worker${ext}`);
+const PLAIN_ENTRY = path.join(here, `plain-server${ext}`);
 const EVENT_WORKER_ENTRY = path.join(here, `event-worker${ext}`);
 
 export const MACHINES = ['bm0', 'bm1', 'bm2', 'bm3'];
@@ -332,6 +341,48 @@ async function launchServer(dataDir: string, creds: Credentials, allEnv: Record<
         }
         await database?.drop();
       },
+    },
+  };
+}
+
+export interface PlainServer {
+  url: string;
+  /** Body bytes of each recorded answer, in the order asked. */
+  sizes: number[];
+  stop(): Promise<void>;
+}
+
+/**
+ * The plain `node:http` reference in its own process, answering `records` (path and request headers) with
+ * the status, headers and body `source` gave for the same request, sent from a constant.
+ */
+export async function startPlainServer(source: string, records: PlainRecord[]): Promise<PlainServer> {
+  const child = track(fork(PLAIN_ENTRY, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  const next = <T>(type: string) =>
+    new Promise<T>((resolve, reject) => {
+      const onMessage = (m: { type?: string }) => {
+        if (m?.type !== type) return;
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+        resolve(m as T);
+      };
+      const onExit = (code: number | null) => reject(new Error(`plain server exited with ${code}`));
+      child.on('message', onMessage);
+      child.once('exit', onExit);
+    });
+  const { port } = await next<{ port: number }>('listening');
+  const recorded = next<{ sizes?: number[]; error?: string }>('recorded');
+  child.send({ type: 'record', source, records });
+  const { sizes, error } = await recorded;
+  if (error || !sizes) throw new Error(`plain server could not record: ${error}`);
+  return {
+    url: `http://127.0.0.1:${port}`,
+    sizes,
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise<void>((r) => child.once('exit', () => r()));
+      child.send({ type: 'stop' });
+      await exited;
     },
   };
 }

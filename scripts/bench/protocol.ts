@@ -28,6 +28,12 @@ export interface LoadSpec {
       };
 }
 
+/** A request the plain `node:http` reference records from the server under test and then answers itself. */
+export interface PlainRecord {
+  path: string;
+  headers: Record<string, string>;
+}
+
 export interface LoadResult {
   /** Expected responses per second. */
   perSecond: number;

@@ -127,7 +127,7 @@ export function sendEncoded(
     // The ETag names the identity bytes: @fastify/compress must not compress them. Its one switch per
     // answer is this request header (it compresses nothing for a request that carries it).
     reply.request.headers['x-no-compression'] = 'identity chosen';
-    return reply.send(cached.body);
+    return reply.send(cached.bytes);
   }
   return cached.encoded(coding).then((bytes) => reply.header('content-encoding', coding).send(bytes));
 }

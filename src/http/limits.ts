@@ -2,7 +2,8 @@
 // per-address bound on failed authentications, src/http/refusals.ts, is made with the same plugin), 503
 // `overloaded` when the event loop falls behind, and hardened response headers (a strict CSP on the Swagger
 // UI pages). Body size and request timeouts are Fastify options set in src/app.ts.
-import helmet from '@fastify/helmet';
+import helmet from 'helmet';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import rateLimit from '@fastify/rate-limit';
 import underPressure from '@fastify/under-pressure';
 import type { FastifyInstance } from 'fastify';
@@ -16,8 +17,32 @@ const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 export const DOCS_CSP =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'";
 
+/**
+ * The hardened headers helmet sets with our options (its defaults without CSP, which only Swagger UI's pages
+ * carry, and without HSTS, since TLS ends in front of the service), computed once. None of them depends on
+ * the request, and running helmet's middleware chain for every answer cost more than the rest of a 304.
+ */
+export function hardenedHeaders(): Record<string, string> {
+  const headers: Record<string, string> = {};
+  const response = {
+    setHeader: (name: string, value: string | number) => void (headers[name.toLowerCase()] = String(value)),
+    removeHeader: (name: string) => void delete headers[name.toLowerCase()],
+  };
+  // helmet 8 throws a bad option at once rather than passing it to `next`.
+  helmet({ contentSecurityPolicy: false, strictTransportSecurity: false })(
+    {} as IncomingMessage,
+    response as unknown as ServerResponse,
+    () => undefined,
+  );
+  return headers;
+}
+
 export async function registerLimits(app: FastifyInstance, config: Config): Promise<void> {
-  await app.register(helmet, { global: true, contentSecurityPolicy: false, hsts: false });
+  const hardened = hardenedHeaders();
+  app.addHook('onRequest', (_request, reply, done) => {
+    reply.headers(hardened);
+    done();
+  });
 
   // Always registered: the per-address bound on failed authentications (src/http/refusals.ts) is made with
   // its `createRateLimit`; `global` is the per-credential write limit.

@@ -62,18 +62,28 @@ export function registerRefusals(app: FastifyInstance, audit: AuditTrail, authFa
         })
       : undefined;
 
+  // When the last refused credential was counted (Date.now(), the clock the rate-limit store's windows run
+  // on). A window opens at an address's first failure and lasts AUTH_FAILURE_WINDOW_MS, so once that long has
+  // passed since the last failure anywhere, no address can be past its bound and the lookup is skipped.
+  let lastFailureAt = -Infinity;
   if (failures) {
     // Before authentication: an address that used up its failures is not authenticated at all.
-    app.addHook('onRequest', async (request) => {
-      if (!needsCredential(request)) return;
-      const state = await failures(request, { increment: false });
-      if (!state.isAllowed && state.remaining === 0) throw limited(state.ttlInSeconds);
+    app.addHook('onRequest', (request, _reply, done) => {
+      if (Date.now() - lastFailureAt > AUTH_FAILURE_WINDOW_MS || !needsCredential(request)) return done();
+      failures(request, { increment: false }).then(
+        (state) => done(!state.isAllowed && state.remaining === 0 ? limited(state.ttlInSeconds) : undefined),
+        done,
+      );
     });
   }
 
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const status = reply.statusCode;
-    if (READ_METHODS.has(request.method) || (status !== 401 && status !== 403 && status !== 429)) return;
+    if (READ_METHODS.has(request.method) || (status !== 401 && status !== 403 && status !== 429)) return done();
+    auditRefusal(request, status).then(() => done(), done);
+  });
+
+  async function auditRefusal(request: FastifyRequest, status: number): Promise<void> {
     const route = request.routeOptions.url;
     if (route === undefined || (request as FastifyRequest & { [AUDITED]?: boolean })[AUDITED]) return;
     const action = `${request.method} ${route}`;
@@ -85,11 +95,12 @@ export function registerRefusals(app: FastifyInstance, audit: AuditTrail, authFa
     }
     if (status === 429) return;
     await audit.record([{ actor: actorOf(request.principal), action, id: '-', outcome: status === 401 ? 'unauthorized' : 'forbidden' }]);
-  });
+  }
 
   return {
     async onAuthFailure(request) {
       if (!failures) return undefined;
+      lastFailureAt = Date.now();
       // The count a failure sees may include concurrent ones (the store hands back its live counter): a
       // burst is cut a little early, never late.
       const state = await failures(request);

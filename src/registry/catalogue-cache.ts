@@ -45,11 +45,6 @@ export function uncodedTag(opaque: string): string {
   return opaque;
 }
 
-/** Compresses on libuv's thread pool, off the event loop. */
-function compress(body: string, coding: ContentCoding): Promise<Buffer> {
-  return compressBytes(Buffer.from(body, 'utf8'), coding);
-}
-
 /** Compresses text bytes with `coding` at the levels above, on libuv's thread pool. */
 export function compressBytes(bytes: Buffer, coding: ContentCoding): Promise<Buffer> {
   if (coding === 'gzip') return gzipAsync(bytes, { level: GZIP_LEVEL });
@@ -62,8 +57,13 @@ export function compressBytes(bytes: Buffer, coding: ContentCoding): Promise<Buf
   });
 }
 
-/** One cached body: its identity text and ETag, and its compressed variants once asked for. */
+/**
+ * One cached body: its identity text, the same as UTF-8 bytes, its ETag, and its compressed variants once
+ * asked for. The bytes are what goes out: a string would be encoded again on every send, which for a large
+ * catalogue costs more than writing it to the socket.
+ */
 export class CachedBody {
+  readonly bytes: Buffer;
   /**
    * Whether compressed variants are offered: the body is large enough (MIN_COMPRESSED_BYTES) and the entry
    * is kept for later reads. A body built for a revision that was superseded while it was being built
@@ -78,7 +78,8 @@ export class CachedBody {
     readonly etag: string,
     options: { kept?: boolean; onEncode?: (coding: ContentCoding) => void } = {},
   ) {
-    this.compressible = (options.kept ?? true) && Buffer.byteLength(body, 'utf8') >= MIN_COMPRESSED_BYTES;
+    this.bytes = Buffer.from(body, 'utf8');
+    this.compressible = (options.kept ?? true) && this.bytes.length >= MIN_COMPRESSED_BYTES;
     this.#onEncode = options.onEncode ?? (() => undefined);
   }
 
@@ -94,7 +95,7 @@ export class CachedBody {
   encoded(coding: ContentCoding): Promise<Buffer> {
     let pending = this.#encoded.get(coding);
     if (!pending) {
-      pending = compress(this.body, coding);
+      pending = compressBytes(this.bytes, coding);
       this.#encoded.set(coding, pending);
       this.#onEncode(coding);
       pending.catch(() => this.#encoded.delete(coding));
