@@ -290,11 +290,12 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       await Promise.all(eventWrites);
       await store.close();
     });
-    app.addHook('onResponse', async (request, reply) => {
+    app.addHook('onResponse', (request, reply, done) => {
       metrics.requestDuration.observe(
         { method: request.method, route: request.routeOptions.url ?? '__unmatched__', status_code: String(reply.statusCode) },
         reply.elapsedTime / 1000,
       );
+      done();
     });
 
     // Before every route: the compression plugin attaches itself to the routes added after it.

@@ -14,6 +14,8 @@ import { generateToken, mintCanvasToken, TOKEN_PREFIX, tokenDigest } from '../..
 import {
   writeBody,
   type LoadResult,
+  type FsyncResult,
+  type FsyncSpec,
   type LoadSpec,
   type PlainRecord,
   type ServerProbe,
@@ -37,6 +39,7 @@ function benchServerEntry(dist: string | undefined): string {
 const SERVER_ENTRY = benchServerEntry(ext === '.js' ? path.resolve(here, '..', '..') : undefined);
 const LOAD_ENTRY = path.join(here, `load-worker${ext}`);
 const PLAIN_ENTRY = path.join(here, `plain-server${ext}`);
+const FSYNC_ENTRY = path.join(here, `fsync-latency${ext}`);
 const EVENT_WORKER_ENTRY = path.join(here, `event-worker${ext}`);
 
 export const MACHINES = ['bm0', 'bm1', 'bm2', 'bm3'];
@@ -385,6 +388,20 @@ export async function startPlainServer(source: string, records: PlainRecord[]): 
       await exited;
     },
   };
+}
+
+/** The disk's floor in its own process: appends + fdatasync in `spec.dir` (scripts/bench/fsync-latency.ts). */
+export async function runFsync(spec: FsyncSpec): Promise<FsyncResult> {
+  const child = track(fork(FSYNC_ENTRY, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  return new Promise<FsyncResult>((resolve, reject) => {
+    let result: FsyncResult | undefined;
+    child.once('message', (m: FsyncResult | { error: string }) => {
+      if ('error' in m) reject(new Error(m.error));
+      else result = m;
+    });
+    child.once('exit', (code) => (result ? resolve(result) : reject(new Error(`fsync worker exited with ${code} without a result`))));
+    child.send(spec);
+  });
 }
 
 /** One autocannon pass in its own process. */

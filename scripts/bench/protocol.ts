@@ -34,6 +34,21 @@ export interface PlainRecord {
   headers: Record<string, string>;
 }
 
+/** The disk's floor (scripts/bench/fsync-latency.ts): appends + fdatasync in `dir`, at `rate` per second or back to back. */
+export interface FsyncSpec {
+  dir: string;
+  durationSec: number;
+  rate?: number;
+}
+
+export interface FsyncResult {
+  writes: number;
+  perSecond: number;
+  /** Latency of one append + fdatasync, ms. */
+  p50: number;
+  p99: number;
+}
+
 export interface LoadResult {
   /** Expected responses per second. */
   perSecond: number;

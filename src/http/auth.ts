@@ -6,7 +6,7 @@ import fastifyAuth from '@fastify/auth';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type {} from '@fastify/swagger';
-import { matchDigest, tokenDigest, TOKEN_PREFIX, verifyCanvasToken } from '../credentials/tokens.js';
+import { matchDigest, tokenDigest, TOKEN_PREFIX, verifyCanvasToken, type CanvasClaims } from '../credentials/tokens.js';
 import type { Credentials } from '../credentials/credentials-file.js';
 import type { Principal } from '../credentials/principal.js';
 import { AppError } from '../errors.js';
@@ -44,6 +44,8 @@ export interface AuthOptions {
 }
 
 const IDENTIFIED = Symbol('principal identified');
+/** How many verified canvas tokens are remembered; past it the memory starts over (a few hundred bytes each). */
+const VERIFIED_CANVAS_TOKENS = 4096;
 const REPLACED = Symbol('refusal replaced');
 
 function unauthorized(message: string): AppError {
@@ -71,21 +73,36 @@ export const authPlugin = fp<AuthOptions>(
     const ownerDigest = tokenDigest(credentials.ownerToken);
     const huabuDigest = tokenDigest(credentials.huabuProviderToken);
 
+    // Canvas tokens whose signature checked out, keyed by the token's SHA-256 (never the token): an agent
+    // presents the same token on every read, and checking its HMAC again cost several times the digest.
+    // Expiry is checked on every request, cached or not; the enrollment and revocation checks follow it.
+    const verifiedCanvas = new Map<string, CanvasClaims>();
+    function canvasClaims(token: string, nowSeconds: number): CanvasClaims {
+      const key = tokenDigest(token).toString('base64');
+      const cached = verifiedCanvas.get(key);
+      if (cached) {
+        if (cached.exp <= nowSeconds) throw unauthorized('The canvas token has expired.');
+        return cached;
+      }
+      const check = verifyCanvasToken(token, credentials.canvasTokenSecret, nowSeconds);
+      if (!check.ok) throw unauthorized(check.reason === 'expired' ? 'The canvas token has expired.' : 'The canvas token is not valid.');
+      if (verifiedCanvas.size >= VERIFIED_CANVAS_TOKENS) verifiedCanvas.clear();
+      verifiedCanvas.set(key, check.claims);
+      return check.claims;
+    }
+
     async function identify(token: string): Promise<Principal | null> {
       if (token.startsWith(TOKEN_PREFIX.canvas)) {
-        const check = verifyCanvasToken(token, credentials.canvasTokenSecret, Math.floor(now().getTime() / 1000));
-        if (!check.ok) {
-          throw unauthorized(check.reason === 'expired' ? 'The canvas token has expired.' : 'The canvas token is not valid.');
-        }
+        const claims = canvasClaims(token, Math.floor(now().getTime() / 1000));
         // A canvas token dies with the enrollment it was minted under: a revoke, even when followed by a new
         // enrollment of the same machine ID, ends it.
-        if ((await machines.activeEnrollment(check.claims.agentletId)) !== check.claims.enrolledAt) {
+        if ((await machines.activeEnrollment(claims.agentletId)) !== claims.enrolledAt) {
           throw unauthorized('The canvas token is not valid.');
         }
         // ... and with a revocation of its canvas's tokens.
-        if (await machines.isCanvasTokenRevoked(check.claims.canvasId, check.claims.mintedAtMs ?? 0))
+        if (await machines.isCanvasTokenRevoked(claims.canvasId, claims.mintedAtMs ?? 0))
           throw unauthorized('The canvas token has been revoked.');
-        return { kind: 'canvas', canvasId: check.claims.canvasId, agentletId: check.claims.agentletId, expiresAt: check.claims.exp };
+        return { kind: 'canvas', canvasId: claims.canvasId, agentletId: claims.agentletId, expiresAt: claims.exp };
       }
       const machineId = await machines.authenticate(token);
       if (machineId) return { kind: 'provider', provider: machineId };
