@@ -433,7 +433,10 @@ export const SCENARIOS: Scenario[] = [
     across(byScale) {
       const scales = [...byScale.keys()].sort((a, b) => a - b);
       const small = scales[0]!;
-      if (scales.length < 2) return [{ scale: scaleName(small), measured: 'n/a (needs two scales)', baseline: '', ratio: '', target: '' }];
+      if (scales.length < 2)
+        return [
+          { scale: `${scaleName(small)} vs ${scaleName(small)}`, measured: 'n/a (needs two scales)', baseline: '', ratio: '', target: '' },
+        ];
       // Every larger scale against the smallest: the cost of one write must not grow with the catalogue.
       return scales.slice(1).flatMap((large) =>
         (['replace', 'create'] as const).map((mode) => {
