@@ -164,3 +164,22 @@ t.test('writes whose clients hung up (as a load generator does at its end) still
       t.equal(audit.filter((a) => a.id === r.id).length, 1, `hung up after ${delayMs} ms: stored ${r.id} has its audit line`);
   }
 });
+
+t.test('requests refused before their handler (a bad token, an unknown route) do not hold up a close', async (t) => {
+  const dataDir = await tempDataDir();
+  const app = await buildApp({
+    config: loadConfig(testEnv(dataDir, { SEED_HUABU_RESOURCES: 'false' })),
+    logger: pino({ level: 'silent' }),
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as AddressInfo;
+  const refused = await fetch(`http://127.0.0.1:${port}/api/acp/resources`, { headers: { authorization: 'Bearer arr_owner_wrong' } });
+  t.equal(refused.status, 401);
+  const unknown = await fetch(`http://127.0.0.1:${port}/no/such/route`);
+  t.equal(unknown.status, 404);
+  const closed = await Promise.race([
+    app.close().then(() => 'closed'),
+    new Promise((r) => setTimeout(() => r('still open after 5 s'), 5000)),
+  ]);
+  t.equal(closed, 'closed', 'the refused requests left the in-flight count when their responses ended');
+});

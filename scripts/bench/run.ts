@@ -104,7 +104,8 @@ function options(argv: string[], env: NodeJS.ProcessEnv): Options {
     scales: (env.BENCH_SCALES ?? '100,1000,10000')
       .split(',')
       .map((s) => Number(s.trim()))
-      .filter((n) => n > 0),
+      .filter((n) => n > 0)
+      .sort((a, b) => a - b),
     runs: Math.max(1, Math.round(num('BENCH_RUNS', 5))),
     durationSec: num('BENCH_DURATION', 2),
     warmupSec: num('BENCH_WARMUP', 1),
@@ -146,6 +147,8 @@ interface ScaleContext {
   baseline(): Promise<RunningServer | undefined>;
   /** Results a scenario leaves for a later one or for the cross-scale rows. */
   notes: Map<string, Compared>;
+  /** The smallest scale's context, at every larger scale (a size compared with it side by side). */
+  smallest?: ScaleContext;
 }
 
 interface Scenario {
@@ -394,6 +397,10 @@ export const SCENARIOS: Scenario[] = [
           writeVariant(ctx, 'replace-1', 'replace', BATCH_OFF),
           writeVariant(ctx, 'create', 'create', {}),
           writeVariant(ctx, 'create-1', 'create', BATCH_OFF),
+          // The smallest catalogue in the same rounds, so the size comparison is side by side.
+          ...(ctx.smallest
+            ? [writeVariant(ctx.smallest, 'replace-small', 'replace', {}), writeVariant(ctx.smallest, 'create-small', 'create', {})]
+            : []),
           ...(baselineBuild
             ? [
                 writeVariant(ctx, 'replace-base', 'replace', { BENCH_BUILD: baselineBuild }),
@@ -440,8 +447,9 @@ export const SCENARIOS: Scenario[] = [
       // Every larger scale against the smallest: the cost of one write must not grow with the catalogue.
       return scales.slice(1).flatMap((large) =>
         (['replace', 'create'] as const).map((mode) => {
-          const a = byScale.get(large)!.notes.get('writes')![mode]!;
-          const b = byScale.get(small)!.notes.get('writes')![mode]!;
+          const writes = byScale.get(large)!.notes.get('writes')!;
+          const a = writes[mode]!;
+          const b = writes[`${mode}-small`]!;
           const ratio = a.perSecond / b.perSecond;
           return {
             scale: `${scaleName(large)} vs ${scaleName(small)}`,
@@ -887,6 +895,7 @@ async function main(): Promise<void> {
         root,
         opts,
         notes: new Map(),
+        ...(byScale.size > 0 ? { smallest: byScale.get(Math.min(...byScale.keys()))! } : {}),
         async shared() {
           if (!shared) {
             sharedDir = await copyDataDir(template, root);

@@ -12,36 +12,44 @@ export interface InFlight {
   drain(): Promise<void>;
 }
 
-const kTracked = Symbol('in-flight');
+/** Set on a response while its request is in the hooks (tracked, not yet in its handler). */
+const kInHooks = Symbol('in the hooks');
+type Tracked = { [kInHooks]?: boolean };
 
 export function trackRequests(app: FastifyInstance): InFlight {
-  const inHooks = new Set<object>();
+  // A count and a flag on each response, not a set of tokens: this runs for every request.
+  let inHooks = 0;
   const handlers = new Set<Promise<void>>();
   let idle: (() => void) | undefined;
   let drained = false;
   const settle = () => {
-    if (inHooks.size === 0 && handlers.size === 0) idle?.();
+    if (inHooks === 0 && handlers.size === 0) idle?.();
   };
-  const leaveHooks = (token: object) => {
-    if (inHooks.delete(token)) settle();
+  const leaveHooks = (response: Tracked) => {
+    if (!response[kInHooks]) return;
+    response[kInHooks] = false;
+    inHooks--;
+    settle();
   };
+  // One listener shared by every response: 'close' ends every response, sent or cut off.
+  function onClose(this: Tracked) {
+    leaveHooks(this);
+  }
 
-  app.addHook('onRequest', (request, reply, done) => {
-    const token = {};
-    (request as unknown as Record<symbol, object>)[kTracked] = token;
-    inHooks.add(token);
+  app.addHook('onRequest', (_request, reply, done) => {
+    (reply.raw as Tracked)[kInHooks] = true;
+    inHooks++;
     // A request that never reaches its handler (refused in a hook, or its client gone) ends with its response.
-    reply.raw.once('close', () => leaveHooks(token));
-    reply.raw.once('finish', () => leaveHooks(token));
+    reply.raw.on('close', onClose);
     done();
   });
 
   app.addHook('onRoute', (route) => {
     const handler = route.handler;
     route.handler = function tracked(this: FastifyInstance, request, reply) {
-      const token = (request as unknown as Record<symbol, object | undefined>)[kTracked];
+      const response = reply.raw as Tracked;
       if (drained) {
-        if (token) leaveHooks(token);
+        leaveHooks(response);
         throw new AppError('storage_unavailable', 'The registry is shutting down; nothing was changed. Retry later.');
       }
       const result: unknown = handler.call(this, request, reply);
@@ -57,14 +65,14 @@ export function trackRequests(app: FastifyInstance): InFlight {
         });
       }
       // Moved from the hooks to the handler in one step, so a drain never sees the request in neither.
-      if (token) leaveHooks(token);
+      leaveHooks(response);
       return result;
     };
   });
 
   return {
     async drain() {
-      if (inHooks.size > 0 || handlers.size > 0) await new Promise<void>((resolve) => (idle = resolve));
+      if (inHooks > 0 || handlers.size > 0) await new Promise<void>((resolve) => (idle = resolve));
       idle = undefined;
       drained = true;
     },
