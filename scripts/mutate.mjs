@@ -27,6 +27,10 @@ export const TARGETS = {
   'src/command-args.ts': ['command-args'],
   'src/agentlet/skill-jobs.ts': ['agentlet/skill-jobs'],
   'src/storage/event-log.ts': ['event-log', 'storage-contract'],
+  'src/http/in-flight.ts': ['shutdown'],
+  'src/http/refusals.ts': ['hardening-audit-refusals'],
+  'src/http/limits.ts': ['limits'],
+  'src/registry/catalogue-cache.ts': ['catalogue-cache', 'compression'],
 };
 
 const args = process.argv.slice(2);
