@@ -390,32 +390,28 @@ export async function startPlainServer(source: string, records: PlainRecord[]): 
   };
 }
 
-/** The disk's floor in its own process: appends + fdatasync in `spec.dir` (scripts/bench/fsync-latency.ts). */
-export async function runFsync(spec: FsyncSpec): Promise<FsyncResult> {
-  const child = track(fork(FSYNC_ENTRY, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
-  return new Promise<FsyncResult>((resolve, reject) => {
-    let result: FsyncResult | undefined;
-    child.once('message', (m: FsyncResult | { error: string }) => {
-      if ('error' in m) reject(new Error(m.error));
+/** Runs `entry` in its own process, sends it `spec`, and resolves with the one result it sends back. */
+function runWorker<Spec, Result>(entry: string, name: string, spec: Spec): Promise<Result> {
+  const child = track(fork(entry, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  return new Promise<Result>((resolve, reject) => {
+    let result: Result | undefined;
+    child.once('message', (m: Result | { error: string }) => {
+      if (m !== null && typeof m === 'object' && 'error' in m) reject(new Error(m.error));
       else result = m;
     });
-    child.once('exit', (code) => (result ? resolve(result) : reject(new Error(`fsync worker exited with ${code} without a result`))));
-    child.send(spec);
+    child.once('exit', (code) => (result ? resolve(result) : reject(new Error(`${name} exited with ${code} without a result`))));
+    child.send(spec as object);
   });
 }
 
+/** The disk's floor in its own process: appends + fdatasync in `spec.dir` (scripts/bench/fsync-latency.ts). */
+export function runFsync(spec: FsyncSpec): Promise<FsyncResult> {
+  return runWorker(FSYNC_ENTRY, 'fsync worker', spec);
+}
+
 /** One autocannon pass in its own process. */
-export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
-  const child = track(fork(LOAD_ENTRY, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
-  return new Promise<LoadResult>((resolve, reject) => {
-    let result: LoadResult | undefined;
-    child.once('message', (m: LoadResult | { error: string }) => {
-      if ('error' in m) reject(new Error(m.error));
-      else result = m;
-    });
-    child.once('exit', (code) => (result ? resolve(result) : reject(new Error(`load worker exited with ${code} without a result`))));
-    child.send(spec);
-  });
+export function runLoad(spec: LoadSpec): Promise<LoadResult> {
+  return runWorker(LOAD_ENTRY, 'load worker', spec);
 }
 
 /** A scenario-11 process of its own (subscribers or a writer); `ask` sends one command and waits for its answer. */
