@@ -6,6 +6,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { validateResourceRoot } from '../src/agentlet/receipt.js';
+import { GitleaksRules } from '../src/secrets/gitleaks-engine.js';
+import vendored from '../src/secrets/gitleaks-rules.json' with { type: 'json' };
 import { SecretScanner } from '../src/secrets/secret-scanner.js';
 
 /** A fresh private key in PEM (PKCS#8). */
@@ -87,4 +89,15 @@ t.test('bare AWS access key IDs are found', async (t) => {
     [],
     'no false positive',
   );
+});
+
+t.test('every vendored gitleaks rule compiles, and still finds its secret when it is compiled late', (t) => {
+  // A rule compiles the first time a text names one of its keywords: a text naming them all compiles every one.
+  const rules = new GitleaksRules();
+  const keywords = [...new Set(vendored.rules.flatMap((r) => r.keywords ?? []))];
+  t.ok(keywords.length > 100, `the vendored rules name ${keywords.length} keywords`);
+  t.equal(rules.firstRule(keywords.join(' ')), undefined, 'a text of bare keywords holds no secret');
+  t.equal(new GitleaksRules().firstRule(`token ${GITHUB}`), 'github-pat', 'a rule compiled on its first text finds its secret');
+  t.equal(rules.firstRule(`token ${GITHUB}`), 'github-pat', 'and so does one compiled earlier');
+  t.end();
 });
