@@ -7,11 +7,6 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
 import { AppendLog, logFilesOldestFirst } from '../src/storage/append-log.js';
-import type * as AppendLogModule from '../src/storage/append-log.js';
-
-// Resolved from this file as its imports are: tap's mock resolves a relative path from the caller's source-mapped
-// location (test/), which is not where the compiled file runs (dist/test/, as `npm test` runs it).
-const APPEND_LOG_URL = import.meta.resolve('../src/storage/append-log.js');
 import { ConfigError, loadConfig } from '../src/config.js';
 import { build, tempDataDir } from './helpers/build.js';
 
@@ -98,10 +93,7 @@ t.test('a crash at any step of a rotation loses and repeats no acknowledged entr
         if (calls > k) throw new Error('nothing runs after the crash');
         return real(...args);
       }) as never;
-    const { AppendLog: Crashing } = await t.mockImport<typeof AppendLogModule>(APPEND_LOG_URL, {
-      'node:fs/promises': { ...fsp, unlink: crash(fsp.unlink), rename: crash(fsp.rename) },
-    });
-    const dying = await Crashing.open(file, { maxBytes, maxFiles: 3 });
+    const dying = await AppendLog.open(file, { maxBytes, maxFiles: 3, moves: { unlink: crash(fsp.unlink), rename: crash(fsp.rename) } });
     await t.rejects(
       dying.append([entry(n)]),
       /simulated crash/,

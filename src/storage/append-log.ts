@@ -16,6 +16,8 @@ export interface RotationOptions {
   maxBytes: number;
   /** Rotated files kept (`<name>.1<ext>` newest ... `<name>.<maxFiles><ext>` oldest); older ones are deleted. */
   maxFiles: number;
+  /** The two calls a rotation moves files with (node:fs/promises' by default); a test fails one to crash there. */
+  moves?: Pick<typeof fsp, 'rename' | 'unlink'>;
 }
 
 /** `audit.jsonl` → `audit.3.jsonl`. */
@@ -143,14 +145,15 @@ export class AppendLog {
   async #rotate(): Promise<void> {
     const dir = path.dirname(this.file);
     const keep = Math.max(1, this.rotation.maxFiles);
+    const { rename, unlink } = this.rotation.moves ?? fsp;
     await this.#handle?.close();
     this.#handle = undefined;
     try {
       for (const { n, file } of await rotatedFiles(this.file)) {
-        if (n >= keep) await fsp.unlink(file);
-        else await fsp.rename(file, rotatedPath(this.file, n + 1));
+        if (n >= keep) await unlink(file);
+        else await rename(file, rotatedPath(this.file, n + 1));
       }
-      await fsp.rename(this.file, rotatedPath(this.file, 1));
+      await rename(this.file, rotatedPath(this.file, 1));
     } finally {
       // The active file: a new one after the renames, or the old one (still there) if a step failed.
       this.#handle = await fsp.open(this.file, 'a+', FILE_MODE);
