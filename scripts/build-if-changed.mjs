@@ -29,7 +29,7 @@ function newest(p) {
 
 if (process.argv.includes('--help')) {
   console.log(
-    'usage: node scripts/build-if-changed.mjs [--force]\nBuilds (tsc for packages/client and the root, then the server and CLI bundles) when a file under src/, scripts/ or packages/*/src (or tsconfig.json, package*.json) is newer than the last build (always with --force, as `npm run build` does).',
+    'usage: node scripts/build-if-changed.mjs [--force] [--with-tests]\nBuilds (tsc for packages/client and the root, then the server and CLI bundles) when a file under src/, scripts/ or packages/*/src (or tsconfig.json, package*.json) is newer than the last build (always with --force, as `npm run build` does). --with-tests compiles test/ too (tsconfig.test.json), as `npm test` does.',
   );
 } else if (existsSync('src')) {
   // --force (`npm run build`): always build, and leave the stamp for the next start.
@@ -39,9 +39,13 @@ if (process.argv.includes('--help')) {
     const tsc = path.join('node_modules', 'typescript', 'bin', 'tsc');
     // The typed client first: the compiled CLI in dist/ imports it by its package name (packages/client/dist).
     if (existsSync('packages/client')) (await import('./build-client.mjs')).buildClient();
-    execFileSync(process.execPath, [tsc, '-p', 'tsconfig.json'], { stdio: 'inherit' });
+    // --with-tests (`npm test`): the one compile also typechecks and emits the tests (tsconfig.test.json).
+    const project = process.argv.includes('--with-tests') ? 'tsconfig.test.json' : 'tsconfig.json';
+    execFileSync(process.execPath, [tsc, '-p', project], { stdio: 'inherit' });
     // Then the bundle `npm start` runs (scripts/bundle.mjs), and the published CLI (scripts/bundle-agentlet.mjs).
-    await (await import('./bundle.mjs')).bundle();
+    const { bundle, bundleTypebox } = await import('./bundle.mjs');
+    await bundleTypebox();
+    await bundle();
     if (existsSync('packages/agentlet')) await (await import('./bundle-agentlet.mjs')).bundleAgentlet();
     // The stamp is written only after a build that succeeded; its mtime is the build's start.
     const { writeFileSync, utimesSync } = await import('node:fs');
