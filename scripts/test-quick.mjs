@@ -1,6 +1,6 @@
 // `npm run test:quick`: the inner loop. Every in-process suite under tap without coverage; left out are the
 // suites that start real server processes, PostgreSQL, Chromium or the build (crash, backup, bundle, the
-// operator commands, start-up refusals, the Agentlet daemon), the long randomized ones (fuzz, model) and
+// operator commands, start-up refusals, the Agentlet daemon, npm pack of the packages), the long randomized ones (fuzz, model) and
 // the canary scan. `npm test` runs them all. Extra arguments go to tap (e.g. `-- --bail`).
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
@@ -8,7 +8,7 @@ import path from 'node:path';
 
 const SLOW = [
   /^test\/(crash|postgres|e2e|canary|slow|fixtures)\//,
-  /^test\/(backup[^/]*|scripts-cli|startup-[^/]*|readme|bundle|fuzz|model|storage|workload-compaction|hardening-scanner-linear|skills-e2e|shutdown|data-dir-lock)\.test\.ts$/,
+  /^test\/(backup[^/]*|scripts-cli|startup-[^/]*|readme|bundle|packages|fuzz|model|storage|workload-compaction|hardening-scanner-linear|skills-e2e|shutdown|data-dir-lock)\.test\.ts$/,
   /^test\/agentlet\/serve\.test\.ts$/,
 ];
 

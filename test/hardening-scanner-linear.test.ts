@@ -21,7 +21,9 @@ t.test('scanning 1 MiB of adversarial text costs about what 1 MiB of ordinary te
   const bound = Math.min(Math.max(20 * ordinary, 200), 30_000);
   t.comment(`ordinary 1 MiB: ${ordinary.toFixed(0)} ms; bound ${bound.toFixed(0)} ms`);
   for (const [what, text] of Object.entries(ADVERSARIAL)) {
-    const ms = await timed(scanner, text);
+    // Once, and the best of two more only when that one is over the bound (the machine, not the text).
+    let ms = await timed(scanner, text, 1);
+    if (ms > bound) ms = await timed(scanner, text);
     t.ok(ms <= bound, `${what}: ${ms.toFixed(0)} ms`);
   }
 });
