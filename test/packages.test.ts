@@ -10,11 +10,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { canaryLogFile } from './helpers/build.js';
+import { TOOLS_WITHOUT_COVERAGE } from './helpers/coverage.js';
 import { catalogue, installFile, receiptJson, startRegistry, tempDir, tokenFile, writeReceipt } from './helpers/agentlet.js';
 
 const run = promisify(execFile);
 const ROOT = process.cwd();
-const NPM_ENV = { ...process.env, npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' };
+const NPM_ENV = {
+  ...process.env,
+  ...TOOLS_WITHOUT_COVERAGE,
+  npm_config_update_notifier: 'false',
+  npm_config_fund: 'false',
+  npm_config_audit: 'false',
+};
 const rootVersion = (JSON.parse(await readFile('package.json', 'utf8')) as { version: string }).version;
 
 interface Packed {
@@ -159,6 +166,7 @@ t.test('packages/client packs, installs alone, imports from JavaScript and type-
   await writeFile(path.join(dir, 'package.json'), JSON.stringify({ type: 'module', private: true }));
   const tsc = await run(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], {
     cwd: dir,
+    env: { ...process.env, ...TOOLS_WITHOUT_COVERAGE },
   }).then(
     () => ({ code: 0, out: '' }),
     (err: { code: number; stdout: string }) => ({ code: err.code, out: err.stdout }),

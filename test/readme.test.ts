@@ -9,6 +9,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
+import { TOOLS_WITHOUT_COVERAGE } from './helpers/coverage.js';
 
 t.setTimeout(600_000);
 
@@ -49,7 +50,16 @@ t.test('the README quick start and Agentlet walk-through run top to bottom', asy
   const child = spawn('bash', ['-c', script], {
     cwd: dir,
     detached: true, // its own process group: the background server goes with it in teardown
-    env: { PATH: process.env.PATH ?? '', HOME: dir, PORT: String(port), DATA_DIR: path.join(dir, 'data'), LANG: 'C.UTF-8' },
+    // Without tap's coverage: the quick start runs npm and the bundled server, whose coverage would map to
+    // dist/ rather than src/ and is not reported.
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: dir,
+      PORT: String(port),
+      DATA_DIR: path.join(dir, 'data'),
+      LANG: 'C.UTF-8',
+      ...TOOLS_WITHOUT_COVERAGE,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   t.teardown(() => {

@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
+import { TOOLS_WITHOUT_COVERAGE } from './helpers/coverage.js';
 
 t.setTimeout(300_000);
 
@@ -47,7 +48,12 @@ t.test('build-if-changed builds on the first run and after a source changes, not
   await writeFile(path.join(dir, 'src', 'a.ts'), 'export const a: number = 1;\n');
   await symlink(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
   const run = () =>
-    spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'build-if-changed.mjs')], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
+    spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'build-if-changed.mjs')], {
+      cwd: dir,
+      encoding: 'utf8',
+      timeout: 120_000,
+      env: { ...process.env, ...TOOLS_WITHOUT_COVERAGE },
+    });
 
   const first = run();
   t.equal(first.status, 0, first.stderr);
