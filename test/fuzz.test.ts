@@ -1,7 +1,7 @@
 // Schema-driven fuzzing: from the served OpenAPI document, generate valid and invalid inputs for every
 // operation (fast-check, seeded) and send them as each role. No 5xx, only documented statuses, every
 // JSON response validates against its documented schema, and Object.prototype is never polluted.
-// FUZZ_RUNS (default 100; `npm run test:slow` runs 500) cases per operation per role; FUZZ_SEED reproduces a run.
+// FUZZ_RUNS (default 50; `npm run test:slow` runs 500) cases per operation per role; FUZZ_SEED reproduces a run.
 import t from 'tap';
 import fc from 'fast-check';
 import { Compile } from 'typebox/compile';
@@ -31,7 +31,7 @@ interface Operation {
   parameters?: { in: string; name: string; required?: boolean; schema: Schema }[];
   requestBody?: { content?: Content };
 }
-const RUNS = Number(process.env.FUZZ_RUNS ?? 100);
+const RUNS = Number(process.env.FUZZ_RUNS ?? 50);
 const SEED = Number(process.env.FUZZ_SEED ?? 20261130);
 const MAX_TEXT = 300;
 /**

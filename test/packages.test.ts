@@ -10,14 +10,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { canaryLogFile } from './helpers/build.js';
-import { TOOLS_WITHOUT_COVERAGE } from './helpers/coverage.js';
+import { WITHOUT_COVERAGE } from './helpers/coverage.js';
 import { catalogue, installFile, receiptJson, startRegistry, tempDir, tokenFile, writeReceipt } from './helpers/agentlet.js';
 
 const run = promisify(execFile);
 const ROOT = process.cwd();
 const NPM_ENV = {
   ...process.env,
-  ...TOOLS_WITHOUT_COVERAGE,
+  ...WITHOUT_COVERAGE,
   npm_config_update_notifier: 'false',
   npm_config_fund: 'false',
   npm_config_audit: 'false',
@@ -166,7 +166,7 @@ t.test('packages/client packs, installs alone, imports from JavaScript and type-
   await writeFile(path.join(dir, 'package.json'), JSON.stringify({ type: 'module', private: true }));
   const tsc = await run(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], {
     cwd: dir,
-    env: { ...process.env, ...TOOLS_WITHOUT_COVERAGE },
+    env: { ...process.env, ...WITHOUT_COVERAGE },
   }).then(
     () => ({ code: 0, out: '' }),
     (err: { code: number; stdout: string }) => ({ code: err.code, out: err.stdout }),

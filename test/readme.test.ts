@@ -9,7 +9,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { TOOLS_WITHOUT_COVERAGE } from './helpers/coverage.js';
+import { WITHOUT_COVERAGE } from './helpers/coverage.js';
 
 t.setTimeout(600_000);
 
@@ -58,7 +58,7 @@ t.test('the README quick start and Agentlet walk-through run top to bottom', asy
       PORT: String(port),
       DATA_DIR: path.join(dir, 'data'),
       LANG: 'C.UTF-8',
-      ...TOOLS_WITHOUT_COVERAGE,
+      ...WITHOUT_COVERAGE,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

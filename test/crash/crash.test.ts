@@ -6,7 +6,7 @@
 // its own line), no temp file remains, machine tokens still work. The negative check runs the same harness
 // against a deliberately unsafe server and must find lost writes.
 //
-// CRASH_ROUNDS (default 5; `npm run test:slow` runs 20) and CRASH_SEED (default random; printed) reproduce a run:
+// CRASH_ROUNDS (default 3; `npm run test:slow` runs 20) and CRASH_SEED (default random; printed) reproduce a run:
 //   npm run build && CRASH_SEED=<seed> CRASH_ROUNDS=<n> npx tap test/crash/crash.test.ts
 import t from 'tap';
 import { randomInt } from 'node:crypto';
@@ -21,13 +21,13 @@ function intFromEnv(name: string, fallback: number): number {
   return Number(raw);
 }
 
-const rounds = intFromEnv('CRASH_ROUNDS', 5);
+const rounds = intFromEnv('CRASH_ROUNDS', 3);
 const seed = intFromEnv('CRASH_SEED', randomInt(2 ** 31));
 const NEGATIVE_MAX_ROUNDS = 8;
 
 // About 3-4 s a round on an idle two-core machine (about 2 s of it the restart: the server's start-up grew
 // with record v2, hosted invocation and the hardening), far more when the machine is busy; the timeout only
-// guards against a hang. The default of 5 rounds keeps `npm test` short (and inside tap's per-file timeout on a busy CI machine); CRASH_ROUNDS=200 for a long run.
+// guards against a hang. The default of 3 rounds keeps `npm test` short (and inside tap's per-file timeout on a busy CI machine); CRASH_ROUNDS=200 for a long run.
 t.setTimeout(Math.max(120_000, (2 * rounds + NEGATIVE_MAX_ROUNDS) * 10_000));
 t.teardown(killAllServers);
 t.comment(`crash test seed ${seed} (reproduce: CRASH_SEED=${seed} CRASH_ROUNDS=${rounds} npx tap test/crash/crash.test.ts)`);

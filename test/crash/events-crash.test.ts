@@ -5,7 +5,7 @@
 // that was lost, no durable change without its event), every acknowledged change has exactly one event,
 // cursors increase and none repeats.
 //
-// EVENTS_CRASH_ROUNDS (default 3; `npm run test:slow` runs 6) and CRASH_SEED (default random; printed) reproduce a run:
+// EVENTS_CRASH_ROUNDS (default 2; `npm run test:slow` runs 6) and CRASH_SEED (default random; printed) reproduce a run:
 //   npm run build && CRASH_SEED=<seed> EVENTS_CRASH_ROUNDS=<n> npx tap test/crash/events-crash.test.ts
 import t, { type Test } from 'tap';
 import { randomInt } from 'node:crypto';
@@ -15,7 +15,7 @@ import { rngFor } from './harness.js';
 import { killAllServers, startServer, type RunningServer } from './server-process.js';
 import { freshDatabase, postgresOrSkip } from '../helpers/postgres.js';
 
-const rounds = Number(process.env.EVENTS_CRASH_ROUNDS ?? 3);
+const rounds = Number(process.env.EVENTS_CRASH_ROUNDS ?? 2);
 const seed = Number(process.env.CRASH_SEED ?? randomInt(2 ** 31));
 const pgRounds = Math.min(rounds, 4);
 t.setTimeout(Math.max(240_000, (rounds + pgRounds) * 25_000));

@@ -22,8 +22,8 @@ import { killAllServers, SERVER_ENTRY, startServer } from './server-process.js';
 
 const MIGRATE_ENTRY = path.resolve('dist/scripts/migrate.js');
 const PROFILES = 12_000;
-/** MIGRATION_KILLS (default 5: about 9 s each on an idle two-core machine; `npm run test:slow` runs 12) sets how many runs are killed. */
-const KILLS = Number(process.env.MIGRATION_KILLS ?? 5);
+/** MIGRATION_KILLS (default 3: about 9 s each on an idle two-core machine; `npm run test:slow` runs 12) sets how many runs are killed. */
+const KILLS = Number(process.env.MIGRATION_KILLS ?? 3);
 if (!Number.isInteger(KILLS) || KILLS < 2) throw new Error('MIGRATION_KILLS must be an integer of at least 2');
 /** Kills at a random moment of the whole run (about a third); the rest land in its writes. */
 const SPREAD_KILLS = Math.max(1, Math.round(KILLS * 0.3));

@@ -1,8 +1,8 @@
 // tap's coverage and the processes a test starts.
 
 /**
- * For a child process that runs tools rather than the registry (npm, tsc, esbuild): tap's coverage off for
- * its process tree. tap passes its coverage hook to every process a test starts; under V8's precise coverage
- * tsc runs several times slower, and nothing it would record is reported.
+ * For a child process that runs a tool rather than the registry (npm, tsc, esbuild), or whose coverage would
+ * not be reported: tap's coverage off for its process tree. tap passes its coverage hook to every process a
+ * test starts, and under V8's precise coverage tsc runs several times slower, for nothing here.
  */
-export const TOOLS_WITHOUT_COVERAGE = { _TAPJS_PROCESSINFO_COVERAGE_: '0' } as const;
+export const WITHOUT_COVERAGE = { _TAPJS_PROCESSINFO_COVERAGE_: '0' } as const;
