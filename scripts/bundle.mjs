@@ -13,6 +13,17 @@ const BUNDLED = new Set(['typebox']);
 
 const ENTRIES = { server: 'dist/src/server.js', 'bench-server': 'dist/scripts/bench/bench-server.js' };
 
+/** Both bundles: ES modules for Node 20, split at shared code (and at dynamic imports) into chunks. */
+const SPLIT_ESM = {
+  chunkNames: 'chunks/[name]-[hash]',
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  logLevel: 'warning',
+};
+
 export async function bundle() {
   // Only the entries this build has (a project without the server has nothing to bundle).
   const entryPoints = Object.fromEntries(Object.entries(ENTRIES).filter(([, file]) => existsSync(file)));
@@ -22,19 +33,7 @@ export async function bundle() {
     .filter((name) => !BUNDLED.has(name))
     .flatMap((name) => [name, `${name}/*`]);
   rmSync('dist/bundle', { recursive: true, force: true });
-  await build({
-    entryPoints,
-    outdir: 'dist/bundle',
-    chunkNames: 'chunks/[name]-[hash]',
-    bundle: true,
-    splitting: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    external,
-    sourcemap: true,
-    logLevel: 'warning',
-  });
+  await build({ ...SPLIT_ESM, entryPoints, outdir: 'dist/bundle', external, sourcemap: true });
 }
 
 /**
@@ -56,18 +55,7 @@ export async function bundleTypebox() {
     ]),
   );
   rmSync(out, { recursive: true, force: true });
-  await build({
-    entryPoints,
-    outdir: out,
-    outExtension: { '.js': '.mjs' },
-    chunkNames: 'chunks/[name]-[hash]',
-    bundle: true,
-    splitting: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    logLevel: 'warning',
-  });
+  await build({ ...SPLIT_ESM, entryPoints, outdir: out, outExtension: { '.js': '.mjs' } });
   const exports = Object.fromEntries(Object.entries(entryPoints).map(([name]) => [name === 'index' ? '.' : `./${name}`, `./${name}.mjs`]));
   writeFileSync(
     `${out}/package.json`,
