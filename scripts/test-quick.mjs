@@ -1,11 +1,12 @@
 // `npm run test:quick`: the inner loop. tsc typechecks and compiles src, scripts and the tests (as `npm test`'s
-// build does, without the bundles), then every in-process suite runs compiled, under tap without coverage.
-// Left out are the suites that start real server processes, PostgreSQL, Chromium or the build (crash, backup,
-// bundle, the operator commands, start-up refusals, the Agentlet daemon, npm pack of the packages), the long
-// randomized ones (fuzz, model) and the canary scan. `npm test` runs them all. Extra arguments go to tap
-// (e.g. `-- --bail`).
+// build does, without the bundles), then every in-process suite runs compiled, under tap without coverage, in
+// two processes (one per core) that each import half of the suites: a process per suite file costs about 2 s
+// of CPU before its first test, most of such a suite's time. `npm test` keeps a process per file. Left out are
+// the suites that start real server processes, PostgreSQL, Chromium or the build (crash, backup, bundle, the
+// operator commands, start-up refusals, the Agentlet daemon, npm pack of the packages), the long randomized
+// ones (fuzz, model) and the canary scan. Extra arguments go to tap (e.g. `-- --bail`).
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 const SLOW = [
@@ -24,13 +25,23 @@ function testFiles(dir) {
 
 const files = testFiles('test')
   .filter((file) => !SLOW.some((pattern) => pattern.test(file)))
-  .sort()
-  .map((file) => `dist/${file.replace(/\.ts$/, '.js')}`);
+  .sort();
 
 rmSync('dist/test', { recursive: true, force: true });
 const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.test.json'], { stdio: 'inherit' });
 if (tsc.status !== 0) process.exit(tsc.status ?? 1);
 // typebox in a few files, as a build leaves it (scripts/bundle.mjs), when no build has yet.
 if (!existsSync('dist/node_modules/typebox/package.json')) await (await import('./bundle.mjs')).bundleTypebox();
-const result = spawnSync('node_modules/.bin/tap', ['--disable-coverage', ...process.argv.slice(2), ...files], { stdio: 'inherit' });
+
+// dist/quick/group-N.test.js imports every other suite from N, in order.
+const GROUPS = 2;
+rmSync('dist/quick', { recursive: true, force: true });
+mkdirSync('dist/quick', { recursive: true });
+const groups = Array.from({ length: GROUPS }, (_, n) => {
+  const group = `dist/quick/group-${n + 1}.test.js`;
+  const imports = files.filter((_, i) => i % GROUPS === n).map((file) => `await import('../${file.replace(/\.ts$/, '.js')}');`);
+  writeFileSync(group, `${imports.join('\n')}\n`);
+  return group;
+});
+const result = spawnSync('node_modules/.bin/tap', ['--disable-coverage', ...process.argv.slice(2), ...groups], { stdio: 'inherit' });
 process.exit(result.status ?? 1);
