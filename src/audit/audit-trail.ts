@@ -54,6 +54,12 @@ export function reconcileEntries(result: ReconcileResult, audit: AuditIntent): A
   ];
 }
 
+/** The entry of a launch that realized its thread, as the store writes it with the realization. */
+export function realizedEntry(record: { canvasId: string; threadId: string }, audit: AuditIntent): AuditEntry {
+  const { at, actor, action } = audit;
+  return { at, actor, action, id: auditText(`${record.canvasId}/${record.threadId}`), outcome: 'realized' };
+}
+
 export class AuditTrail {
   constructor(
     private readonly store: Pick<RegistryStore, 'appendAudit'>,

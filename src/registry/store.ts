@@ -159,7 +159,14 @@ export interface RegistryStore {
    */
   listWorkloads(canvasId: string): Promise<readonly WorkloadRecord[]>;
   getWorkload(canvasId: string, threadId: string): Promise<WorkloadRecord | undefined>;
-  realizeWorkload(record: WorkloadRecord): Promise<{ workload: WorkloadRecord; created: boolean }>;
+  /**
+   * With `audit`, a realization that creates the record writes its entry `{...audit, id:
+   * "<canvasId>/<threadId>", outcome: "realized"}` (audit-trail.ts `realizedEntry`) with it, durable by the
+   * same commit: PostgreSQL in the insert's statement; the JSON store in the journal line, which the audit
+   * log takes after it (appended on its own, recovered from the journal at start if a crash came first). A
+   * repeat writes no entry (the caller audits it).
+   */
+  realizeWorkload(record: WorkloadRecord, audit?: AuditIntent): Promise<{ workload: WorkloadRecord; created: boolean }>;
 
   appendAudit(entries: readonly AuditEntry[]): Promise<void>;
   /**

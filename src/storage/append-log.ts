@@ -54,9 +54,19 @@ export async function logFilesOldestFirst(file: string): Promise<string[]> {
   return [...(await rotatedFiles(file)).map((r) => r.file), file];
 }
 
+interface PendingAppend {
+  lines: string;
+  /** Resolved once written and fdatasync'ed; absent for a carried append (see `appendCarried`). */
+  done?: { resolve: () => void; reject: (err: unknown) => void };
+}
+
 export class AppendLog {
   #handle: fsp.FileHandle | undefined;
-  #pending: { lines: string; resolve: () => void; reject: (err: unknown) => void }[] = [];
+  #pending: PendingAppend[] = [];
+  /** Carried lines whose write failed: written first in the next batch, so the log keeps their order. */
+  #retry = '';
+  /** Bytes written to the active file since its last fdatasync (carried appends only). */
+  #unsynced = false;
   #flushing = false;
   /** Bytes in the active file. */
   #size = 0;
@@ -93,11 +103,52 @@ export class AppendLog {
 
   append(records: readonly unknown[]): Promise<void> {
     if (records.length === 0) return Promise.resolve();
-    const lines = records.map((r) => JSON.stringify(r) + '\n').join('');
+    return this.#appendDurably(records.map((r) => JSON.stringify(r) + '\n').join(''));
+  }
+
+  #appendDurably(lines: string): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.#pending.push({ lines, resolve, reject });
+      this.#pending.push({ lines, done: { resolve, reject } });
       if (!this.#flushing) this.#flushed = this.#flush();
     });
+  }
+
+  /**
+   * Appends entries already made durable elsewhere (a journal line that carries them): written in order
+   * with every other append, without an fdatasync of their own and without an answer. `sync` makes them
+   * durable; until then a crash may lose them (only ever the newest: a later fdatasync of this file
+   * covers every earlier write), and `recoverCarried` at the next start appends what was lost. A write
+   * that fails is tried again before the next batch.
+   */
+  appendCarried(records: readonly unknown[]): void {
+    if (records.length === 0) return;
+    this.#pending.push({ lines: records.map((r) => JSON.stringify(r) + '\n').join('') });
+    if (!this.#flushing) this.#flushed = this.#flush();
+  }
+
+  /** Makes every append made so far durable (carried ones included); rejects when it cannot. */
+  sync(): Promise<void> {
+    return this.#appendDurably('');
+  }
+
+  /**
+   * At start, with the entries a journal still carries (oldest first): appends, durably, those the log
+   * lacks. Carried entries reach the log in their order and a crash loses only the newest, so the ones
+   * missing are those after the last one found; the log is read backwards (the active file, then the
+   * rotated ones, newest first) until one is found.
+   */
+  async recoverCarried(records: readonly unknown[]): Promise<number> {
+    if (records.length === 0) return 0;
+    const lines = records.map((r) => JSON.stringify(r));
+    const index = new Map(lines.map((line, i) => [line, i]));
+    let found = -1;
+    for (const file of (await logFilesOldestFirst(this.file)).reverse()) {
+      found = await lastLineIn(file, index);
+      if (found >= 0) break;
+    }
+    const missing = lines.slice(found + 1);
+    if (missing.length > 0) await this.#appendDurably(missing.map((line) => line + '\n').join(''));
+    return missing.length;
   }
 
   /** Stops writes and rotations (an online backup) once the running one is done; appends queue meanwhile. */
@@ -118,18 +169,26 @@ export class AppendLog {
       while (this.#pending.length > 0 && this.#pauses === 0) {
         const batch = this.#pending;
         this.#pending = [];
+        const retried = this.#retry;
+        this.#retry = '';
+        // A batch of carried appends only is written without an fdatasync.
+        const durable = batch.some((p) => p.done);
         try {
-          const bytes = Buffer.from(batch.map((p) => p.lines).join(''));
+          const bytes = Buffer.from(retried + batch.map((p) => p.lines).join(''));
           const { maxBytes } = this.rotation;
           if (maxBytes > 0 && this.#size > 0 && this.#size + bytes.length > maxBytes) await this.#rotate();
           const handle = this.#handle;
           if (!handle) throw new Error(`${this.file} is closed`);
-          await handle.write(bytes);
-          await handle.datasync();
+          if (bytes.length > 0) await handle.write(bytes);
           this.#size += bytes.length;
-          for (const p of batch) p.resolve();
+          if (durable && (bytes.length > 0 || this.#unsynced)) await handle.datasync();
+          this.#unsynced = durable ? false : this.#unsynced || bytes.length > 0;
+          for (const p of batch) p.done?.resolve();
         } catch (err) {
-          for (const p of batch) p.reject(err);
+          // The carried lines are kept for the next batch (a partial write of them may stay: a duplicate
+          // entry is possible after a failing disk, a lost one is not).
+          this.#retry = retried + batch.flatMap((p) => (p.done ? [] : [p.lines])).join('');
+          for (const p of batch) p.done?.reject(err);
         }
       }
     } finally {
@@ -146,6 +205,9 @@ export class AppendLog {
     const dir = path.dirname(this.file);
     const keep = Math.max(1, this.rotation.maxFiles);
     const { rename, unlink } = this.rotation.moves ?? fsp;
+    // Carried lines not yet durable go with the file they were written to: no later file may hold newer ones first.
+    if (this.#unsynced) await this.#handle?.datasync();
+    this.#unsynced = false;
     await this.#handle?.close();
     this.#handle = undefined;
     try {
@@ -165,9 +227,46 @@ export class AppendLog {
 
   async close(): Promise<void> {
     this.#pauses = 0;
+    if ((this.#unsynced || this.#retry) && this.#handle) await this.sync().catch(() => undefined);
     if (this.#pending.length > 0 && !this.#flushing) this.#flushed = this.#flush();
     while (this.#flushing || this.#pending.length > 0) await new Promise((r) => setImmediate(r));
     await this.#handle?.close();
     this.#handle = undefined;
+  }
+}
+
+/** The highest index (in `index`) of a line of `file`, read from its end; -1 when none is there. */
+async function lastLineIn(file: string, index: ReadonlyMap<string, number>): Promise<number> {
+  let handle: fsp.FileHandle;
+  try {
+    handle = await fsp.open(file, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return -1;
+    throw err;
+  }
+  try {
+    const chunk = Buffer.alloc(64 * 1024);
+    let position = (await handle.stat()).size;
+    // Bytes after the last newline found so far (the start of a line that began in an earlier chunk).
+    let rest = Buffer.alloc(0);
+    while (position > 0) {
+      const length = Math.min(chunk.length, position);
+      position -= length;
+      await handle.read(chunk, 0, length, position);
+      const text = Buffer.concat([chunk.subarray(0, length), rest]);
+      let end = text.length;
+      while (end > 0) {
+        const nl = text.lastIndexOf(0x0a, end - 1);
+        if (nl < 0) break;
+        const i = index.get(text.toString('utf8', nl + 1, end));
+        if (i !== undefined) return i;
+        end = nl;
+      }
+      rest = Buffer.from(text.subarray(0, end));
+    }
+    const i = index.get(rest.toString('utf8'));
+    return i ?? -1;
+  } finally {
+    await handle.close();
   }
 }

@@ -17,7 +17,24 @@ import type { CheckedDraft, EventSink, EventTicket } from './event-log.js';
  * A mutation: reads and changes `draft`, returns its answer and whether it changed anything.
  * It must throw (domain errors) before touching the draft, never halfway through.
  */
-export type Mutation<S, R> = (draft: S) => { result: R; changed: boolean; events?: readonly CheckedDraft[] };
+export type Mutation<S, R> = (draft: S) => {
+  result: R;
+  changed: boolean;
+  events?: readonly CheckedDraft[];
+  /** Journaled documents only: audit entries of the change, carried by its journal line (`DurableDocumentOptions.audit`). */
+  audit?: readonly unknown[];
+};
+
+/**
+ * Where the audit entries a journal line carries go once the line is durable (the audit log). They are
+ * made durable there (`sync`) before the journal drops their line, and at open the journal's entries the
+ * log lacks are appended (`recover`): one fdatasync (the journal's) makes a change and its entry durable.
+ */
+export interface CarriedAudit {
+  carry(entries: readonly unknown[]): void;
+  sync(): Promise<void>;
+  recover(entries: readonly unknown[]): Promise<unknown>;
+}
 
 interface Pending<S> {
   mutate: Mutation<S, unknown>;
@@ -86,6 +103,8 @@ export interface DurableDocumentOptions {
    * durable write and settled after it (src/storage/event-log.ts).
    */
   events?: EventSink;
+  /** Journaled documents: the audit log that takes the entries the journal lines carry. */
+  audit?: CarriedAudit;
 }
 
 const MIN_COMPACT_BYTES = 1024 * 1024;
@@ -140,6 +159,9 @@ export class DurableDocument<S> {
     const journalFile = journalPathFor(file);
     const content = await readJournal(journalFile);
     for (const changes of content.batches) codec.apply(initial, changes);
+    // Before the compaction below empties the journal: its entries the audit log lacks (a crash came
+    // before they were written there) are appended durably.
+    if (content.audit.length > 0) await options.audit?.recover(content.audit);
     const doc = new DurableDocument(file, initial, codec, fs, observe, label, options);
     // The versioned file always exists, so the layout of a DATA_DIR is the same with or without a journal.
     let keep = 0;
@@ -235,6 +257,7 @@ export class DurableDocument<S> {
     const draft = this.codec.clone(this.#state);
     const applied: { pending: Pending<S>; result: unknown }[] = [];
     const events: CheckedDraft[] = [];
+    const audit: unknown[] = [];
     // A rejection may rest on earlier changes of this batch (a conflict with a record created just before),
     // so it is answered only once those are durable, like every other answer.
     const rejected: { pending: Pending<S>; err: unknown }[] = [];
@@ -244,6 +267,7 @@ export class DurableDocument<S> {
         const outcome = pending.mutate(draft);
         changed ||= outcome.changed;
         if (outcome.events) events.push(...outcome.events);
+        if (outcome.audit) audit.push(...outcome.audit);
         applied.push({ pending, result: outcome.result });
       } catch (err) {
         rejected.push({ pending, err });
@@ -260,7 +284,7 @@ export class DurableDocument<S> {
         if (sink) ticket = await sink.prepare(events);
         if (journaled) {
           changes = journaled.codec.changes(draft);
-          await journaled.journal.append(journalLine(changes));
+          await journaled.journal.append(journalLine(changes, audit));
         } else {
           await writeFileDurably(this.file, this.codec.serialize(draft), this.fs);
         }
@@ -277,6 +301,8 @@ export class DurableDocument<S> {
         return;
       }
       this.observe?.({ label: this.label, operations: applied.length, durationMs: performance.now() - started, ok: true });
+      // Queued in the audit log now, before the next batch, so the log keeps the journal's order.
+      if (audit.length > 0) this.options.audit?.carry(audit);
       if (journaled) journaled.codec.apply(this.#state, changes);
       else this.#state = draft;
       this.#revision++;
@@ -323,6 +349,8 @@ export class DurableDocument<S> {
     journal.markFoldPoint();
     try {
       this.#fileBytes = await writeAll(run);
+      // The lines before the mark are about to go: the audit entries they carry must be durable in the log.
+      await this.options.audit?.sync();
       const prepared = await journal.prepareRewrite();
       await this.#runExclusive(() => journal.commitRewrite(prepared));
       this.#retryCompactionAt = 0;
@@ -353,6 +381,7 @@ export class DurableDocument<S> {
         await writeFileDurably(this.file, text, this.fs);
         this.#fileBytes = Buffer.byteLength(text);
       }
+      await this.options.audit?.sync();
       await journal.reset();
       this.#retryCompactionAt = 0;
     } catch {

@@ -30,6 +30,8 @@ export class JournalCorruptError extends Error {
 export interface JournalContent {
   /** The `changes` of every complete line, oldest first. */
   batches: unknown[][];
+  /** The audit entries the complete lines carry (`audit`, see `journalLine`), oldest first. */
+  audit: unknown[];
   /** True when the last line was cut short by a crash (and ignored). */
   tornTail: boolean;
   bytes: number;
@@ -43,12 +45,13 @@ export async function readJournal(file: string): Promise<JournalContent> {
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { batches: [], tornTail: false, bytes: 0, completeBytes: 0 };
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { batches: [], audit: [], tornTail: false, bytes: 0, completeBytes: 0 };
     throw err;
   }
   const lines = text.split('\n');
   // Everything after the last newline was never acknowledged (the newline ends every durable append).
   const tail = lines.pop()!;
+  const audit: unknown[] = [];
   const batches = lines.map((line, i) => {
     let parsed: unknown;
     try {
@@ -58,14 +61,23 @@ export async function readJournal(file: string): Promise<JournalContent> {
     }
     const changes = (parsed as { changes?: unknown } | null)?.changes;
     if (!Array.isArray(changes)) throw new JournalCorruptError(file, `line ${i + 1} has no changes array`);
+    const carried = (parsed as { audit?: unknown }).audit;
+    if (carried !== undefined) {
+      if (!Array.isArray(carried)) throw new JournalCorruptError(file, `line ${i + 1} has an audit that is not an array`);
+      audit.push(...(carried as unknown[]));
+    }
     return changes;
   });
   const bytes = Buffer.byteLength(text);
-  return { batches, tornTail: tail.length > 0, bytes, completeBytes: bytes - Buffer.byteLength(tail) };
+  return { batches, audit, tornTail: tail.length > 0, bytes, completeBytes: bytes - Buffer.byteLength(tail) };
 }
 
-export function journalLine(changes: readonly unknown[]): string {
-  return JSON.stringify({ changes }) + '\n';
+/**
+ * One journal line: the batch's changes and, when there are any, the audit entries of those changes
+ * (`audit`), made durable by the same fdatasync (DurableDocumentOptions.audit).
+ */
+export function journalLine(changes: readonly unknown[], audit: readonly unknown[] = []): string {
+  return JSON.stringify(audit.length > 0 ? { changes, audit } : { changes }) + '\n';
 }
 
 /** A journal's replacement being prepared beside it: the temp file and how many kept lines it holds. */

@@ -24,7 +24,7 @@ import { readVersionedFile } from './versioned-file.js';
 import { JsonWorkloadFiles } from './json-workload-files.js';
 import type { WorkloadRecord } from '../schemas/workload.js';
 import type { AuditEntry, AuditIntent, MachineRecord, ProfileEntry, Registered, RegistryStore } from '../registry/store.js';
-import { reconcileEntries } from '../audit/audit-trail.js';
+import { realizedEntry, reconcileEntries } from '../audit/audit-trail.js';
 import { DataDirError, StoreFileError } from './store-file-error.js';
 import { JournalCorruptError, journalPathFor, readJournal } from './journal.js';
 import { OverlayMap, type RecordMap } from './overlay-map.js';
@@ -362,6 +362,9 @@ export class JsonFileStore implements RegistryStore {
         undefined,
         tuning,
       );
+      // Opened before the workloads: a launch's audit entry rides on its journal line and is recovered from it.
+      const audit = await AppendLog.open(path.join(dataDir, AUDIT_FILE), options.auditRotation);
+      opened.push(audit);
       const workloads = await JsonWorkloadFiles.open(
         dataDir,
         fs,
@@ -369,6 +372,7 @@ export class JsonFileStore implements RegistryStore {
         options.workloadsCompactAtBytes,
         options.onWorkloadFileUnreadable,
         eventLog,
+        { carry: (entries) => audit.appendCarried(entries), sync: () => audit.sync(), recover: (entries) => audit.recoverCarried(entries) },
       );
       opened.push(workloads);
       // The batches a crash left undecided are decided against the state just loaded, before any write.
@@ -389,7 +393,6 @@ export class JsonFileStore implements RegistryStore {
         }
       });
       opened.push(eventLog);
-      const audit = await AppendLog.open(path.join(dataDir, AUDIT_FILE), options.auditRotation);
       const store = new JsonFileStore(
         lock,
         resources,
@@ -634,8 +637,8 @@ export class JsonFileStore implements RegistryStore {
     return this.workloads.get(canvasId, threadId);
   }
 
-  realizeWorkload(record: WorkloadRecord): Promise<{ workload: WorkloadRecord; created: boolean }> {
-    return this.workloads.realize(record);
+  realizeWorkload(record: WorkloadRecord, audit?: AuditIntent): Promise<{ workload: WorkloadRecord; created: boolean }> {
+    return this.workloads.realize(record, audit && realizedEntry(record, audit));
   }
 
   appendAudit(entries: readonly AuditEntry[]): Promise<void> {
@@ -665,8 +668,12 @@ export class JsonFileStore implements RegistryStore {
    * returned function is called.
    */
   async pauseWrites(): Promise<() => void> {
-    const parts: { pause(): Promise<void>; resume(): void }[] = [this.resources, this.machines, this.registry, this.workloads, this.audit];
+    const parts: { pause(): Promise<void>; resume(): void }[] = [this.resources, this.machines, this.registry, this.workloads];
     await Promise.all(parts.map((p) => p.pause()));
+    // The audit log after the documents: a workloads compaction under way makes the entries it folds
+    // durable in the audit log (`sync`) before it ends.
+    await this.audit.pause();
+    parts.push(this.audit);
     // The change log last: a document's batch under way waits for its events to be written before it ends.
     await this.eventLog.pause();
     parts.push(this.eventLog);

@@ -16,7 +16,8 @@ import { Compile } from 'typebox/compile';
 import { AppError } from '../errors.js';
 import { SLUG_ID_PATTERN } from '../schemas/common.js';
 import { WorkloadRecord } from '../schemas/workload.js';
-import { DurableDocument, type BatchObserver, type JournalCodec } from './durable-document.js';
+import { DurableDocument, type BatchObserver, type CarriedAudit, type JournalCodec } from './durable-document.js';
+import type { AuditEntry } from '../registry/store.js';
 import { fsyncDirectory, sweepTempFiles, writeFileDurably, type FileSystemSeam } from './durable-file.js';
 import { JournalCorruptError, journalPathFor } from './journal.js';
 import { StoreFileError } from './store-file-error.js';
@@ -227,6 +228,7 @@ export class JsonWorkloadFiles {
     compactAtBytes: number = WORKLOADS_COMPACT_AT_BYTES,
     onUnreadable: (err: StoreFileError, canvasId: string) => void = () => undefined,
     events?: EventSink,
+    audit?: CarriedAudit,
   ): Promise<JsonWorkloadFiles> {
     const dir = path.join(dataDir, WORKLOADS_DIR);
     await mkdir(dir, { recursive: true, mode: 0o700 });
@@ -256,6 +258,7 @@ export class JsonWorkloadFiles {
           compactAtBytes,
           keepJournalIfStartCompactionFails: true,
           ...(events ? { events } : {}),
+          ...(audit ? { audit } : {}),
         },
       );
       return new JsonWorkloadFiles(doc, loader);
@@ -282,17 +285,21 @@ export class JsonWorkloadFiles {
     return this.doc.state.canvases.get(canvasId)?.get(threadId);
   }
 
-  realize(record: WorkloadRecord): Promise<{ workload: WorkloadRecord; created: boolean }> {
+  /**
+   * Stores the thread's first realization; `audit`, the entry of a realization, is written only when this
+   * one creates the record, carried by the same journal line (one fdatasync for both).
+   */
+  realize(record: WorkloadRecord, audit?: AuditEntry): Promise<{ workload: WorkloadRecord; created: boolean }> {
     if (this.#closed)
       return Promise.reject(new AppError('storage_unavailable', 'The registry is shutting down; nothing was changed. Retry later.'));
     // The canvas is in memory before the launch enters the group commit (its first-realization check reads
     // it). A canvas already in memory enters at once, without a turn of the event loop, so launches made
     // together share a batch.
-    if (this.doc.state.unread.has(record.canvasId)) return this.#read(record.canvasId).then(() => this.#realize(record));
-    return this.#realize(record);
+    if (this.doc.state.unread.has(record.canvasId)) return this.#read(record.canvasId).then(() => this.#realize(record, audit));
+    return this.#realize(record, audit);
   }
 
-  #realize(record: WorkloadRecord): Promise<{ workload: WorkloadRecord; created: boolean }> {
+  #realize(record: WorkloadRecord, audit: AuditEntry | undefined): Promise<{ workload: WorkloadRecord; created: boolean }> {
     const frozen = Object.freeze(record);
     const key = threadKey(record.canvasId, record.threadId);
     return this.doc.update<{ workload: WorkloadRecord; created: boolean }>((draft) => {
@@ -303,6 +310,7 @@ export class JsonWorkloadFiles {
         result: { workload: frozen, created: true },
         changed: true,
         events: [{ type: 'workload.launched', subject: { kind: 'workload', id: key }, check: recordCheck(frozen) }],
+        ...(audit ? { audit: [audit] } : {}),
       };
     });
   }

@@ -6,7 +6,7 @@ import { assertPlacement } from '../profiles/placement.js';
 import type { AcpHarnessLaunch, AgentProfile } from '../schemas/profile.js';
 import { DRIVER_SCHEMA_VERSION, type LaunchBody, type WorkloadRecord } from '../schemas/workload.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
-import type { RegistryStore } from '../registry/store.js';
+import type { AuditIntent, RegistryStore } from '../registry/store.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
 import { bootstrapPreamble } from './bootstrap.js';
@@ -70,16 +70,17 @@ export class WorkloadService {
     const audit = this.#o.audit;
     let result: LaunchResult;
     try {
-      result = await this.#launch(request);
+      result = await this.#launch(request, audit?.intent(actor, action));
     } catch (err) {
       if (audit) await audit.failure(actor, action, id, err);
       throw err;
     }
-    await audit?.record([{ actor, action, id, outcome: result.realized ? 'realized' : 'repeated' }]);
+    // A realization's entry is written by the store with the record (one durable write for both).
+    if (!result.realized) await audit?.record([{ actor, action, id, outcome: 'repeated' }]);
     return result;
   }
 
-  async #launch(request: LaunchBody): Promise<LaunchResult> {
+  async #launch(request: LaunchBody, audit: AuditIntent | undefined): Promise<LaunchResult> {
     const { store } = this.#o;
     // Every field that may be stored or echoed is scanned first, IDs and the directory override included.
     await this.#o.scanner.assertClean([
@@ -128,7 +129,7 @@ export class WorkloadService {
         ...(launch.kind === ACP_HARNESS ? { launch: harnessLaunch(launch) } : {}),
       },
     };
-    const outcome = await store.realizeWorkload(record);
+    const outcome = await store.realizeWorkload(record, audit);
     // Another launch of the same thread may have realized it first: then this one is a repeat.
     return outcome.created
       ? { workload: outcome.workload, realized: true }

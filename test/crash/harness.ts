@@ -274,6 +274,29 @@ async function observe({
       });
     }
   }
+  // The audit trail after the restart: every stored realization has exactly one `realized` entry, and no
+  // such entry names a thread that has none (a launch's entry is made durable with its record).
+  const realized = new Map<string, number>();
+  for (const line of (await readFile(path.join(dataDir, 'audit.jsonl'), 'utf8').catch(() => '')).split('\n')) {
+    let entry: { action?: string; id?: string; outcome?: string };
+    try {
+      entry = JSON.parse(line) as typeof entry;
+    } catch {
+      continue; // the empty last line, or a torn one
+    }
+    if (entry.action === 'workload.launch' && entry.outcome === 'realized') realized.set(entry.id!, (realized.get(entry.id!) ?? 0) + 1);
+  }
+  for (const key of new Set([...workloads.keys(), ...realized.keys()])) {
+    const count = realized.get(key) ?? 0;
+    if (count !== 1 || !workloads.has(key)) {
+      violations.push({
+        kind: 'launch-audit-differs',
+        round,
+        id: key,
+        message: `${key}: ${workloads.has(key) ? 'stored' : 'not stored'}, ${count} "realized" audit entries`,
+      });
+    }
+  }
   const servedWorkloads = new Map<string, string>();
   for (const { canvasId, threadId } of ackedThreads) {
     const res = await request(`${server.origin}/api/acp/workloads/${canvasId}/${threadId}`, {

@@ -141,7 +141,8 @@ export type ViolationKind =
   | 'machine-token-failed'
   | 'alias-not-unique'
   | 'workload-changed'
-  | 'workload-differs-from-answer';
+  | 'workload-differs-from-answer'
+  | 'launch-audit-differs';
 
 export interface Violation {
   kind: ViolationKind;

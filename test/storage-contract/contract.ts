@@ -463,6 +463,26 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
     );
   });
 
+  t.test(`${name}: a realization given its audit intent writes its entry with it; a repeat writes none`, async (t) => {
+    const s = await open(t);
+    const intent = { at: '2026-01-01T00:00:05.000Z', actor: 'owner', action: 'workload.launch' };
+    const entry = { at: intent.at, actor: 'owner', action: 'workload.launch', id: 'canvas-1/thread-1', outcome: 'realized' };
+    const before = (await target.readAudit()).length;
+    t.equal((await s.realizeWorkload(workload('canvas-1', 'thread-1'), intent)).created, true);
+    // The JSON store writes the entry to its audit log just after the journal line that carries it.
+    const deadline = Date.now() + 2_000;
+    while ((await target.readAudit()).length === before && Date.now() < deadline) await new Promise((res) => setTimeout(res, 5));
+    t.same((await target.readAudit()).slice(before), [entry], 'the entry of the realization, once');
+    t.equal((await s.realizeWorkload(workload('canvas-1', 'thread-1'), { ...intent, at: '2026-01-01T00:00:06.000Z' })).created, false);
+    t.equal((await s.realizeWorkload(workload('canvas-1', 'thread-2'))).created, true, 'without an intent');
+    await s.appendAudit([{ at: '2026-01-01T00:00:07.000Z', actor: 'owner', action: 'marker', id: 'm', outcome: 'ok' }]);
+    t.same(
+      (await target.readAudit()).slice(before).map((e) => `${e.id} ${e.outcome}`),
+      ['canvas-1/thread-1 realized', 'm ok'],
+      'a repeat and a realization without an intent write no entry',
+    );
+  });
+
   t.test(
     `${name}: every change appends exactly one event per object changed, in commit order; refusals and unchanged answers none`,
     async (t) => {

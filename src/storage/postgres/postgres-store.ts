@@ -20,7 +20,7 @@ import type { ReconcileResult, StoredResource } from '../../schemas/resource.js'
 import type { WorkloadRecord } from '../../schemas/workload.js';
 import type { BatchObserver } from '../durable-document.js';
 import type { AuditEntry, AuditIntent, MachineRecord, ProfileEntry, Registered, RegistryStore } from '../../registry/store.js';
-import { reconcileEntries } from '../../audit/audit-trail.js';
+import { realizedEntry, reconcileEntries } from '../../audit/audit-trail.js';
 import { ChangeListener } from './change-listener.js';
 import { PgEventFeed } from './event-feed.js';
 import type { ChangeFeed, EventDraft } from '../../registry/events.js';
@@ -914,15 +914,29 @@ export class PostgresStore implements RegistryStore {
     });
   }
 
-  realizeWorkload(record: WorkloadRecord): Promise<{ workload: WorkloadRecord; created: boolean }> {
+  realizeWorkload(record: WorkloadRecord, audit?: AuditIntent): Promise<{ workload: WorkloadRecord; created: boolean }> {
     return this.#guard(async () => {
+      const entry = audit && realizedEntry(record, audit);
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         // The primary key picks exactly one winner across replicas; the others read the winner's record.
-        const inserted = await this.#query(
-          'INSERT INTO workloads (canvas_id, thread_id, record) VALUES ($1, $2, $3::json) ON CONFLICT DO NOTHING',
-          [record.canvasId, record.threadId, JSON.stringify(record)],
-        );
-        if (inserted.rowCount) return { workload: record, created: true };
+        // The winner's audit row is inserted by the same statement (one commit), only when its row was.
+        const inserted = entry
+          ? await this.#query(
+              `WITH won AS (
+                 INSERT INTO workloads (canvas_id, thread_id, record) VALUES ($1, $2, $3::json) ON CONFLICT DO NOTHING RETURNING 1
+               )
+               INSERT INTO audit_log (at, actor, action, object_id, outcome) SELECT $4, $5, $6, $7, $8 FROM won`,
+              [record.canvasId, record.threadId, JSON.stringify(record), entry.at, entry.actor, entry.action, entry.id, entry.outcome],
+            )
+          : await this.#query('INSERT INTO workloads (canvas_id, thread_id, record) VALUES ($1, $2, $3::json) ON CONFLICT DO NOTHING', [
+              record.canvasId,
+              record.threadId,
+              JSON.stringify(record),
+            ]);
+        if (inserted.rowCount) {
+          if (entry) this.#auditWritten(1);
+          return { workload: record, created: true };
+        }
         const existing = await this.#query<{ record: WorkloadRecord }>(
           'SELECT record FROM workloads WHERE canvas_id = $1 AND thread_id = $2',
           [record.canvasId, record.threadId],
