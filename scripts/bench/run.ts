@@ -478,10 +478,13 @@ export const SCENARIOS: Scenario[] = [
     async run(ctx) {
       const dir = await copyDataDir(ctx.template, ctx.root);
       const server = await startServer(dir, ctx.creds, LAUNCH_ENV);
+      // With BENCH_BASELINE_BUILD, that build's server launches too, on its own copy, alternated with this one.
+      const baseDir = baselineBuild ? await copyDataDir(ctx.template, ctx.root) : undefined;
+      const base = baseDir ? await startServer(baseDir, ctx.creds, { ...LAUNCH_ENV, BENCH_BUILD: baselineBuild! }) : undefined;
       try {
         const profileIds = Array.from({ length: ctx.count }, (_, j) => benchProfileId(j));
-        const spec = (durationSec: number, connections: number, overallRate?: number): LoadSpec => ({
-          url: server.url,
+        const spec = (durationSec: number, connections: number, overallRate?: number, on = server): LoadSpec => ({
+          url: on.url,
           connections,
           durationSec,
           ...(overallRate ? { overallRate } : {}),
@@ -512,6 +515,14 @@ export const SCENARIOS: Scenario[] = [
                 ]),
             { name: 'paced', run: (d) => runLoad(spec(d, 2, ctx.opts.launchRate)) },
             { name: 'disk-paced', run: disk(ctx.opts.launchRate) },
+            ...(base
+              ? [
+                  { name: 'paced-base', run: (d: number) => runLoad(spec(d, 2, ctx.opts.launchRate, base)) },
+                  ...(process.env.BENCH_PACED_ONLY
+                    ? []
+                    : [{ name: 'max-base', run: (d: number) => runLoad(spec(d, ctx.opts.connections, undefined, base)) }]),
+                ]
+              : []),
           ],
           ctx.opts.runs,
           ctx.opts.durationSec,
@@ -543,6 +554,26 @@ export const SCENARIOS: Scenario[] = [
             baseline: `append + fdatasync at ${fmt(ctx.opts.launchRate)}/s in its data directory: p99 ${fmt(r['disk-paced']!.p99, 2)} ms (p50 ${fmt(r['disk-paced']!.p50, 2)})`,
             ...versus(r.paced!, r['disk-paced']!),
           },
+          ...(r['paced-base']
+            ? [
+                {
+                  measured: `baseline build, ${fmt(ctx.opts.launchRate)} launches/s: p99 ${fmt(r['paced-base'].p99, 1)} ms (p50 ${fmt(r['paced-base'].p50, 1)}; p99 per run ${r['paced-base'].runs.map((x) => fmt(x.p99, 1)).join(', ')})${problems(r['paced-base'])}`,
+                  baseline: `this build: p99 ${fmt(r.paced!.p99, 1)} ms`,
+                  ratio: `${fmt(r['paced-base'].p99 / r['disk-paced']!.p99, 2)}× the disk's p99`,
+                  target: `this build's p99 vs the baseline build's: ${fmt(r.paced!.p99 / r['paced-base'].p99, 2)}×`,
+                },
+              ]
+            : []),
+          ...(r['max-base'] && r.max
+            ? [
+                {
+                  measured: `baseline build, full speed: ${rate(r['max-base'], 'launches/s')}`,
+                  baseline: `this build: ${rate(r.max, 'launches/s')}`,
+                  ratio: `${fmt(r['max-base'].p99 / r['disk-max']!.p99, 2)}× the disk's p99`,
+                  target: `this build's launches/s vs the baseline build's: ${fmt(r.max.perSecond / r['max-base'].perSecond, 2)}×`,
+                },
+              ]
+            : []),
           {
             measured: writes,
             baseline: `${ctx.count} profiles, ${ctx.opts.threadsPerCanvas} new threads per new canvas`,
@@ -553,6 +584,8 @@ export const SCENARIOS: Scenario[] = [
       } finally {
         await server.stop();
         await removeDir(dir);
+        await base?.stop();
+        if (baseDir) await removeDir(baseDir);
       }
     },
   },
