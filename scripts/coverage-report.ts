@@ -5,7 +5,7 @@
 // disk, then writes the report tap would have written (json-summary and text-summary, `tap report`).
 // Usage: node dist/scripts/coverage-report.js
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 interface SourceMapEntry {
@@ -25,13 +25,24 @@ export function dropEmptySourcesContent(coverage: { 'source-map-cache'?: Record<
   return dropped;
 }
 
-/** Rewrites each coverage file of `dir` that had such maps; returns how many maps it fixed. */
-export function restoreSourceMaps(dir: string): number {
+/**
+ * Rewrites each coverage file of `dir` that had such maps; returns how many maps it fixed. A file that does
+ * not parse was cut short (its process was killed while writing it, as the kill tests may do just as the
+ * process exits): it is removed, so the report reads whole files only, and named to `onCut`.
+ */
+export function restoreSourceMaps(dir: string, onCut: (name: string) => void = () => undefined): number {
   let fixed = 0;
   for (const name of readdirSync(dir)) {
     if (!name.endsWith('.json')) continue;
     const file = path.join(dir, name);
-    const coverage = JSON.parse(readFileSync(file, 'utf8'));
+    let coverage;
+    try {
+      coverage = JSON.parse(readFileSync(file, 'utf8'));
+    } catch {
+      rmSync(file);
+      onCut(name);
+      continue;
+    }
     const dropped = dropEmptySourcesContent(coverage);
     if (dropped > 0) writeFileSync(file, JSON.stringify(coverage));
     fixed += dropped;
@@ -40,7 +51,9 @@ export function restoreSourceMaps(dir: string): number {
 }
 
 function main(): void {
-  restoreSourceMaps(path.join(process.cwd(), '.tap', 'coverage'));
+  restoreSourceMaps(path.join(process.cwd(), '.tap', 'coverage'), (name) =>
+    console.error(`coverage: .tap/coverage/${name} was cut short (its process was killed while writing it); left out of the report`),
+  );
   const tap = path.join(process.cwd(), 'node_modules', '.bin', 'tap');
   const report = spawnSync(tap, ['report', 'json-summary', 'text-summary'], { stdio: 'inherit' });
   process.exit(report.status ?? 1);

@@ -118,3 +118,23 @@ t.test("tsx's maps without their sources' text are made to read the sources from
   t.equal(await readFile(path.join(dir, 'without.json'), 'utf8'), untouched, 'a file with nothing to fix is left as it was');
   t.equal(restoreSourceMaps(dir), 0, 'running it again changes nothing');
 });
+
+t.test('a coverage file cut short (its process killed while writing it) is removed and named; the rest are fixed', async (t) => {
+  const { mkdtemp, readdir, writeFile } = await import('node:fs/promises');
+  const { tmpdir } = await import('node:os');
+  const dir = await mkdtemp(path.join(tmpdir(), 'coverage-cut-'));
+  const whole = JSON.stringify({
+    result: [],
+    'source-map-cache': { 'file:///repo/src/a.ts': { data: { version: 3, sources: ['a'], mappings: 'AAAA', sourcesContent: [null] } } },
+  });
+  await writeFile(path.join(dir, 'whole.json'), whole);
+  await writeFile(path.join(dir, 'cut.json'), whole.slice(0, Math.floor(whole.length / 2)));
+  const named: string[] = [];
+  t.equal(
+    restoreSourceMaps(dir, (name) => named.push(name)),
+    1,
+    'the whole file is still fixed',
+  );
+  t.same(named, ['cut.json'], 'the cut file is named');
+  t.same((await readdir(dir)).sort(), ['whole.json'], 'and removed, so the report reads only whole files');
+});
