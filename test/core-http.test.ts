@@ -169,11 +169,16 @@ t.test(
     t.equal((await launch(h, { profileId, canvasId: 'c', threadId: 't' })).statusCode, 201);
     t.equal((await launch(h, { profileId, canvasId: 'c', threadId: 't' })).statusCode, 200);
     t.equal((await launch(h, { profileId, canvasId: 'c', threadId: 't2' })).statusCode, 201);
-    const entries = (await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8'))
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as Record<string, unknown>)
-      .filter((e) => e.action === 'workload.launch');
+    const launches = async () =>
+      (await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8'))
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((e) => e.action === 'workload.launch');
+    // A realization's entry is durable with its journal line; the audit log takes it a moment after the answer.
+    const deadline = Date.now() + 2_000;
+    while ((await launches()).length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    const entries = await launches();
     t.same(
       entries.map(({ actor, id, outcome }) => ({ actor, id, outcome })),
       [
