@@ -31,6 +31,7 @@ export const TARGETS = {
   'src/http/refusals.ts': ['hardening-audit-refusals'],
   'src/http/limits.ts': ['limits'],
   'src/registry/catalogue-cache.ts': ['catalogue-cache', 'compression'],
+  'src/storage/append-log.ts': ['append-log', 'audit-rotation', 'launch-audit-recovery', 'storage-contract'],
 };
 
 const args = process.argv.slice(2);

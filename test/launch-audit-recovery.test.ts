@@ -2,10 +2,12 @@
 // entry); the audit log takes it after, without an fdatasync of its own. What a crash took from the log
 // before that write reached the disk is appended again from the journal at the next start.
 import t from 'tap';
-import { appendFile, cp, readFile, writeFile } from 'node:fs/promises';
+import { appendFile, cp, readFile, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { AppendLog, rotatedPath } from '../src/storage/append-log.js';
 import { JsonFileStore } from '../src/storage/json-file-store.js';
+import { JsonWorkloadFiles } from '../src/storage/json-workload-files.js';
+import { nodeFileSystem } from '../src/storage/durable-file.js';
 import { tempDataDir } from './helpers/build.js';
 import { workload } from './storage-contract/contract.js';
 
@@ -101,4 +103,116 @@ t.test('launch entries the audit log lost in a crash come back from the journal 
   await cp(crashed, closed, { recursive: true, filter: (src) => !src.includes('.control') });
   await (await JsonFileStore.open({ dataDir: closed })).close();
   t.equal((await lines(path.join(closed, 'audit.jsonl'))).length, 5, 'a start after a clean close appends nothing');
+});
+
+/** Wraps the audit log's handles: counts fdatasyncs, and fails the next `failWrites` writes. */
+function spy() {
+  const seen = { datasyncs: 0, failWrites: 0 };
+  const wrap = (handle: FileHandle): FileHandle =>
+    new Proxy(handle, {
+      get(target, key) {
+        if (key === 'datasync') return () => (seen.datasyncs++, target.datasync());
+        if (key === 'write' && seen.failWrites > 0) return () => (seen.failWrites--, Promise.reject(new Error('EIO (test)')));
+        const value = Reflect.get(target, key) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+  return { seen, wrap };
+}
+
+t.test('carried appends cost no fdatasync; sync flushes them once; a durable append covers them', async (t) => {
+  const file = path.join(await tempDataDir(), 'audit.jsonl');
+  const { seen, wrap } = spy();
+  const log = await AppendLog.open(file, undefined, wrap);
+  log.appendCarried([entry(1)]);
+  log.appendCarried([entry(2)]);
+  await log.sync();
+  t.equal(seen.datasyncs, 1, 'two carried appends, one sync: one fdatasync');
+  await log.sync();
+  t.equal(seen.datasyncs, 1, 'nothing new: a sync writes and flushes nothing');
+  log.appendCarried([entry(3)]);
+  await new Promise((r) => setTimeout(r, 20));
+  t.equal(seen.datasyncs, 1, 'a carried append alone is written without a flush');
+  t.equal((await lines(file)).at(-1), text(3), 'but it is written');
+  await log.append([entry(4)]);
+  t.equal(seen.datasyncs, 2, 'a durable append flushes');
+  await log.sync();
+  t.equal(seen.datasyncs, 2, 'and covered the carried one before it');
+  log.appendCarried([entry(5)]);
+  await new Promise((r) => setTimeout(r, 20));
+  await log.close();
+  t.equal(seen.datasyncs, 3, 'close flushes what is unsynced');
+  t.same(await lines(file), [1, 2, 3, 4, 5].map(text));
+});
+
+t.test('a carried write that fails is written first in the next batch; a rotation flushes carried lines before moving them', async (t) => {
+  const file = path.join(await tempDataDir(), 'audit.jsonl');
+  const { seen, wrap } = spy();
+  const log = await AppendLog.open(file, { maxBytes: 350, maxFiles: 3 }, wrap);
+  seen.failWrites = 1;
+  log.appendCarried([entry(1)]);
+  await new Promise((r) => setTimeout(r, 20));
+  t.same(await lines(file), [], 'the write failed');
+  await log.append([entry(2)]);
+  t.same(await lines(file), [text(1), text(2)], 'the failed carried line went first, in order');
+  const flushed = seen.datasyncs;
+  log.appendCarried([entry(3)]);
+  await new Promise((r) => setTimeout(r, 20));
+  t.equal(seen.datasyncs, flushed, 'entry 3 written, not flushed');
+  await log.append([entry(4), entry(5)]); // past 350 bytes: rotates first
+  t.equal(seen.datasyncs, flushed + 2, 'the rotation flushed the active file before renaming it, then the batch');
+  t.same(await lines(rotatedPath(file, 1)), [text(1), text(2), text(3)]);
+  t.same(await lines(file), [text(4), text(5)]);
+  await log.close();
+});
+
+t.test('the journal lets go of a line only after the audit log has synced the entries it carries', async (t) => {
+  const dataDir = await tempDataDir();
+  const journal = path.join(dataDir, 'workloads', 'workloads.journal');
+  const carried: string[] = [];
+  let synced = 0;
+  const missing: string[] = [];
+  const audit = {
+    carry: (entries: readonly unknown[]) => carried.push(...entries.map((e) => (e as { id: string }).id)),
+    async sync() {
+      // Every entry handed over since the last sync must still be in the journal now.
+      const text = await readFile(journal, 'utf8').catch(() => '');
+      for (const id of carried.slice(synced)) if (!text.includes(`"id":"${id}"`)) missing.push(id);
+      synced = carried.length;
+    },
+    recover: () => Promise.resolve(0),
+  };
+  // A tiny threshold: compactions beside the launches, then one at close.
+  const files = await JsonWorkloadFiles.open(dataDir, nodeFileSystem, undefined, 2_000, undefined, undefined, audit);
+  for (let n = 0; n < 30; n++) {
+    await files.realize(workload('canvas-1', `thread-${n}`), {
+      at: 'a',
+      actor: 'owner',
+      action: 'workload.launch',
+      id: `canvas-1/thread-${n}`,
+      outcome: 'realized',
+    });
+  }
+  await files.close();
+  t.equal(carried.length, 30, 'each launch handed its entry over');
+  t.equal(synced, 30, 'every one was synced before its line left the journal');
+  t.same(missing, [], 'no line left before its entry was synced');
+  t.equal((await readFile(journal, 'utf8')).length, 0, 'the journal was emptied at close');
+
+  // No compaction beside the launches: only the one at close folds the journal, and syncs first.
+  const before = carried.length;
+  const quiet = await JsonWorkloadFiles.open(dataDir, nodeFileSystem, undefined, 1024 * 1024, undefined, undefined, audit);
+  for (let n = 0; n < 3; n++) {
+    await quiet.realize(workload('canvas-2', `thread-${n}`), {
+      at: 'a',
+      actor: 'owner',
+      action: 'workload.launch',
+      id: `canvas-2/thread-${n}`,
+      outcome: 'realized',
+    });
+  }
+  t.equal(synced, before, 'nothing synced while the journal keeps every line');
+  await quiet.close();
+  t.equal(synced, before + 3, 'the close synced the three entries before emptying the journal');
+  t.same(missing, []);
 });

@@ -76,11 +76,17 @@ export class AppendLog {
   private constructor(
     readonly file: string,
     private readonly rotation: RotationOptions,
+    private readonly wrap: (handle: fsp.FileHandle) => fsp.FileHandle,
   ) {}
 
-  static async open(file: string, rotation: RotationOptions = { maxBytes: 0, maxFiles: 0 }): Promise<AppendLog> {
-    const log = new AppendLog(file, rotation);
-    const handle = await fsp.open(file, 'a+', FILE_MODE);
+  /** `wrap` sees each handle of the active file as it is opened (a test counts its flushes or fails a write). */
+  static async open(
+    file: string,
+    rotation: RotationOptions = { maxBytes: 0, maxFiles: 0 },
+    wrap: (handle: fsp.FileHandle) => fsp.FileHandle = (handle) => handle,
+  ): Promise<AppendLog> {
+    const log = new AppendLog(file, rotation, wrap);
+    const handle = wrap(await fsp.open(file, 'a+', FILE_MODE));
     try {
       let { size } = await handle.stat();
       if (size > 0) {
@@ -218,7 +224,7 @@ export class AppendLog {
       await rename(this.file, rotatedPath(this.file, 1));
     } finally {
       // The active file: a new one after the renames, or the old one (still there) if a step failed.
-      this.#handle = await fsp.open(this.file, 'a+', FILE_MODE);
+      this.#handle = this.wrap(await fsp.open(this.file, 'a+', FILE_MODE));
       this.#size = (await this.#handle.stat()).size;
       await this.#handle.sync();
       await fsyncDirectory(dir);
