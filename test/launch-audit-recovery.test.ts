@@ -166,6 +166,14 @@ t.test('a carried write that fails is written first in the next batch; a rotatio
   await log.close();
 });
 
+/** Realizes threads 0..count-1 of a canvas, each with its entry, one after the other. */
+async function launchAll(files: JsonWorkloadFiles, canvasId: string, count: number): Promise<void> {
+  for (let n = 0; n < count; n++) {
+    const id = `${canvasId}/thread-${n}`;
+    await files.realize(workload(canvasId, `thread-${n}`), { at: 'a', actor: 'owner', action: 'workload.launch', id, outcome: 'realized' });
+  }
+}
+
 t.test('the journal lets go of a line only after the audit log has synced the entries it carries', async (t) => {
   const dataDir = await tempDataDir();
   const journal = path.join(dataDir, 'workloads', 'workloads.journal');
@@ -184,15 +192,7 @@ t.test('the journal lets go of a line only after the audit log has synced the en
   };
   // A tiny threshold: compactions beside the launches, then one at close.
   const files = await JsonWorkloadFiles.open(dataDir, nodeFileSystem, undefined, 2_000, undefined, undefined, audit);
-  for (let n = 0; n < 30; n++) {
-    await files.realize(workload('canvas-1', `thread-${n}`), {
-      at: 'a',
-      actor: 'owner',
-      action: 'workload.launch',
-      id: `canvas-1/thread-${n}`,
-      outcome: 'realized',
-    });
-  }
+  await launchAll(files, 'canvas-1', 30);
   await files.close();
   t.equal(carried.length, 30, 'each launch handed its entry over');
   t.equal(synced, 30, 'every one was synced before its line left the journal');
@@ -202,15 +202,7 @@ t.test('the journal lets go of a line only after the audit log has synced the en
   // No compaction beside the launches: only the one at close folds the journal, and syncs first.
   const before = carried.length;
   const quiet = await JsonWorkloadFiles.open(dataDir, nodeFileSystem, undefined, 1024 * 1024, undefined, undefined, audit);
-  for (let n = 0; n < 3; n++) {
-    await quiet.realize(workload('canvas-2', `thread-${n}`), {
-      at: 'a',
-      actor: 'owner',
-      action: 'workload.launch',
-      id: `canvas-2/thread-${n}`,
-      outcome: 'realized',
-    });
-  }
+  await launchAll(quiet, 'canvas-2', 3);
   t.equal(synced, before, 'nothing synced while the journal keeps every line');
   await quiet.close();
   t.equal(synced, before + 3, 'the close synced the three entries before emptying the journal');

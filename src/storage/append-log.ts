@@ -65,7 +65,7 @@ export class AppendLog {
   #pending: PendingAppend[] = [];
   /** Carried lines whose write failed: written first in the next batch, so the log keeps their order. */
   #retry = '';
-  /** Bytes written to the active file since its last fdatasync (carried appends only). */
+  /** Whether carried lines were written to the active file since its last fdatasync. */
   #unsynced = false;
   #flushing = false;
   /** Bytes in the active file. */
@@ -109,7 +109,7 @@ export class AppendLog {
 
   append(records: readonly unknown[]): Promise<void> {
     if (records.length === 0) return Promise.resolve();
-    return this.#appendDurably(records.map((r) => JSON.stringify(r) + '\n').join(''));
+    return this.#appendDurably(asLines(records));
   }
 
   #appendDurably(lines: string): Promise<void> {
@@ -128,7 +128,7 @@ export class AppendLog {
    */
   appendCarried(records: readonly unknown[]): void {
     if (records.length === 0) return;
-    this.#pending.push({ lines: records.map((r) => JSON.stringify(r) + '\n').join('') });
+    this.#pending.push({ lines: asLines(records) });
     if (!this.#flushing) this.#flushed = this.#flush();
   }
 
@@ -145,15 +145,14 @@ export class AppendLog {
    */
   async recoverCarried(records: readonly unknown[]): Promise<number> {
     if (records.length === 0) return 0;
-    const lines = records.map((r) => JSON.stringify(r));
-    const index = new Map(lines.map((line, i) => [line, i]));
+    const index = new Map(records.map((r, i) => [JSON.stringify(r), i]));
     let found = -1;
     for (const file of (await logFilesOldestFirst(this.file)).reverse()) {
       found = await lastLineIn(file, index);
       if (found >= 0) break;
     }
-    const missing = lines.slice(found + 1);
-    if (missing.length > 0) await this.#appendDurably(missing.map((line) => line + '\n').join(''));
+    const missing = records.slice(found + 1);
+    if (missing.length > 0) await this.#appendDurably(asLines(missing));
     return missing.length;
   }
 
@@ -240,6 +239,9 @@ export class AppendLog {
     this.#handle = undefined;
   }
 }
+
+/** Records as the log's lines, each ending with a newline. */
+const asLines = (records: readonly unknown[]) => records.map((r) => JSON.stringify(r) + '\n').join('');
 
 /** The highest index (in `index`) of a line of `file`, read from its end; -1 when none is there. */
 async function lastLineIn(file: string, index: ReadonlyMap<string, number>): Promise<number> {
