@@ -30,6 +30,9 @@ const files = testFiles('test')
 rmSync('dist/test', { recursive: true, force: true });
 const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.test.json'], { stdio: 'inherit' });
 if (tsc.status !== 0) process.exit(tsc.status ?? 1);
+// The compiled CLI imports the typed client by its package name (packages/client/dist): built every time (2 s),
+// so a fresh clone and a changed client both run.
+(await import('./build-client.mjs')).buildClient();
 // typebox in a few files, as a build leaves it (scripts/bundle.mjs), when no build has yet.
 if (!existsSync('dist/node_modules/typebox/package.json')) await (await import('./bundle.mjs')).bundleTypebox();
 
