@@ -49,7 +49,13 @@ async function served(h: TestApp): Promise<Ask> {
 }
 
 async function auditLines(h: TestApp): Promise<{ actor: string; action: string; id: string; outcome: string }[]> {
-  const text = await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8').catch(() => '');
+  // A refusal's entry is appended after its answer: read again while the last line is still being written.
+  let text = '';
+  for (let tries = 0; tries < 100; tries++) {
+    text = await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8').catch(() => '');
+    if (text === '' || text.endsWith('\n')) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
   return text.trim() === ''
     ? []
     : text
