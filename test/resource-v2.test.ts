@@ -431,6 +431,20 @@ t.test(
       1,
       'v1 readers still get v1',
     );
+    const slides = upstream.find((r) => r.id === 'slides')!;
+    t.match(slides.sourceContent, /^---\nname: slides\n/, "the stored skill is upstream's, front matter first");
+    t.same(
+      (await h.app.inject({ url: '/api/acp/resources/slides', headers: h.owner })).json(),
+      {
+        schemaVersion: 1,
+        id: 'slides',
+        name: slides.name,
+        provider: slides.provider,
+        description: 'Build slide decks from an outline.',
+        instructions: `This skill's files are in $AGENT_RESOURCE_DIR/skills/slides/ on the machine ${slides.provider} (SKILL.md, and its scripts/, references/ and assets/ when it has them); run its scripts from there.\n\n# Slides\n\nRead $AGENT_RESOURCE_DIR/skills/slides/SKILL.md and follow it.\n\n## Instructions from the owner\n\n${slides.userContent}`,
+      },
+      'a stored skill reads in v1 by its front matter, as stored (no migration)',
+    );
 
     // Writes of both versions and a customization, then a close (compaction writes the file).
     const a = await h.enroll('machine-a');

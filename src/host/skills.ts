@@ -64,8 +64,10 @@ that can be started on your machine; \`default: true\` marks the one to use when
 
 ## What is installed on your machine
 
-Skills, tools and connectors installed on your machine live under \`$AGENT_RESOURCE_DIR\`. Before you install,
-change or remove anything there, read \`$HUABU_RFS_URL/skill/local-resource-management\`.
+Skills, tools and connectors installed on your machine live under \`$AGENT_RESOURCE_DIR\`. A skill \`<id>\` from
+your machine is the folder \`$AGENT_RESOURCE_DIR/skills/<id>/\`: its \`SKILL.md\` (the record's
+\`sourceContent\`), and its \`scripts/\`, \`references/\` and \`assets/\` when it has them; run its scripts from
+there. Before you install, change or remove anything there, read \`$HUABU_RFS_URL/skill/local-resource-management\`.
 
 ## When a request fails
 

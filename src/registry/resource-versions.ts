@@ -9,6 +9,9 @@ import {
   type StoredResourceV1,
   type StoredResourceV2,
 } from '../schemas/resource.js';
+import { HOST_PROVIDER } from '../schemas/common.js';
+import { readFrontMatter } from '../text/front-matter.js';
+import { cutMarkdownAtBlock } from '../text/markdown-cut.js';
 
 export const V1_DESCRIPTION_MAX = 512;
 export const V1_INSTRUCTIONS_MAX = 4000;
@@ -109,25 +112,76 @@ export function guidanceOfV2(record: AgentResourceV2): string {
     : `${record.sourceContent}\n\n## Instructions from the owner\n\n${record.userContent}`;
 }
 
+/** A record's source content read as a skill's `SKILL.md`: its front matter's description and the body after it. */
+interface SkillText {
+  /** The front matter's `description` as one line, or undefined when it has none. */
+  description?: string;
+  body: string;
+}
+
+/** The source content as a skill, when it opens with a front matter block (one that is not valid YAML gives only its body). */
+function skillTextOf(sourceContent: string): SkillText | undefined {
+  const split = readFrontMatter(sourceContent);
+  if (!split.ok) return split.problem === 'invalid' ? { body: split.body.trim() } : undefined;
+  const { description } = split.data;
+  const line = typeof description === 'string' ? description.replace(/\s+/g, ' ').trim() : '';
+  return { ...(line !== '' ? { description: line } : {}), body: split.body.trim() };
+}
+
+/** A Markdown thematic break (`---`, `***`, `___`), which says nothing as a summary. */
+const THEMATIC_BREAK = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
+
+/** The first line of `text` that says something (not blank, not a thematic break), trimmed; else the first non-empty one. */
+function firstLineOf(text: string): string {
+  const lines = text.split('\n').filter((line) => line.trim() !== '');
+  return (lines.find((line) => !THEMATIC_BREAK.test(line)) ?? lines[0] ?? '').trim();
+}
+
+/** `text` cut to at most `max` characters at a word boundary, ending with `…` when cut. */
+function cutAtWord(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const head = cut(text, max - 1);
+  const space = head.search(/\s\S*$/);
+  return `${space > max / 2 ? head.slice(0, space).trimEnd() : head}…`;
+}
+
 /**
- * v2 → v1: `description` is the first non-empty line of `sourceContent` (cut to 512 with `…`);
- * `instructions` is the whole guidance (source content, then the owner's user content under a heading).
- * When that exceeds v1's 4000 characters, it is cut and ends with a note telling the agent where to read
- * the whole record (`?schemaVersion=2`), so nothing of the guidance is out of its reach.
+ * Where the files of a machine's skill are: `$AGENT_RESOURCE_DIR/skills/<id>/` on that machine (the Agentlet
+ * installs and imports skills there; docs/decisions/skill-views.md).
+ */
+export function skillFolderNote(record: Pick<AgentResourceV2, 'id' | 'provider'>): string {
+  return (
+    `This skill's files are in $AGENT_RESOURCE_DIR/skills/${record.id}/ on the machine ${record.provider} ` +
+    `(SKILL.md, and its scripts/, references/ and assets/ when it has them); run its scripts from there.`
+  );
+}
+
+/**
+ * v2 → v1. A skill (source content opening with YAML front matter, any provider): `description` is the front
+ * matter's description, `instructions` the body after it (a machine's skill first names the folder its files
+ * are in). Any other record: `description` is the first non-empty line of `sourceContent`, `instructions`
+ * the whole source content. The owner's user content follows under a heading; a description longer than
+ * 512 is cut at a word with `…`. Instructions longer than v1's 4000 characters are cut where a Markdown block
+ * ends (never inside a code fence) and end with a note telling the agent where to read the whole record
+ * (`?schemaVersion=2`), so nothing of the guidance is out of its reach.
  */
 export function v2ToV1(record: AgentResourceV2): AgentResource {
-  const firstLine = record.sourceContent
-    .split('\n')
-    .find((line) => line.trim() !== '')!
-    .trim();
-  const description = firstLine.length <= V1_DESCRIPTION_MAX ? firstLine : `${cut(firstLine, V1_DESCRIPTION_MAX - 1)}…`;
-  const whole = guidanceOfV2(record);
+  const skillText = skillTextOf(record.sourceContent);
+  let source = record.sourceContent;
+  let summary = firstLineOf(record.sourceContent);
+  if (skillText) {
+    summary = skillText.description ?? firstLineOf(skillText.body);
+    source = skillText.body === '' ? summary : skillText.body;
+    if (record.provider !== HOST_PROVIDER) source = `${skillFolderNote(record)}\n\n${source}`;
+  }
+  const description = cutAtWord(summary, V1_DESCRIPTION_MAX);
+  const whole = guidanceOfV2({ ...record, sourceContent: source });
   let instructions = whole;
   if (whole.length > V1_INSTRUCTIONS_MAX) {
     const note =
       `\n\n[Shortened for schemaVersion 1: this is the start of ${whole.length} characters of guidance. ` +
       `Read all of it with GET $HUABU_RFS_URL/resources/${record.id}?schemaVersion=2 (header Authorization: Bearer $AGENTLET_TOKEN).]`;
-    instructions = cut(whole, V1_INSTRUCTIONS_MAX - note.length) + note;
+    instructions = cutMarkdownAtBlock(whole, V1_INSTRUCTIONS_MAX - note.length) + note;
   }
   return { schemaVersion: 1, id: record.id, name: record.name, provider: record.provider, description, instructions };
 }

@@ -14,11 +14,14 @@ export interface FrontMatter {
 
 export type FrontMatterRead =
   | ({ ok: true } & FrontMatter)
+  | { ok: false; problem: 'missing'; message: string }
   | {
       ok: false;
-      /** `missing`: the text does not open with a `---` block; `invalid`: the block is not a YAML mapping. */
-      problem: 'missing' | 'invalid';
+      /** The text opens with a `---` block that is not a YAML mapping. */
+      problem: 'invalid';
       message: string;
+      /** Everything after the block's closing `---` line. */
+      body: string;
     };
 
 // An opening `---` line (after an optional byte order mark), the YAML, a closing `---` line (or the end).
@@ -37,16 +40,21 @@ export function readFrontMatter(text: string): FrontMatterRead {
   if (doc.errors.length > 0) {
     // The YAML starts on the file's second line.
     const { line } = lineCounter.linePos(doc.errors[0]!.pos[0]);
-    return { ok: false, problem: 'invalid', message: `the front matter is not valid YAML (line ${line + 1}: ${doc.errors[0]!.code})` };
+    return {
+      ok: false,
+      problem: 'invalid',
+      message: `the front matter is not valid YAML (line ${line + 1}: ${doc.errors[0]!.code})`,
+      body,
+    };
   }
   let value: unknown;
   try {
     value = doc.toJS({ maxAliasCount: 10 });
   } catch {
-    return { ok: false, problem: 'invalid', message: 'the front matter expands too many YAML aliases' };
+    return { ok: false, problem: 'invalid', message: 'the front matter expands too many YAML aliases', body };
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value))
-    return { ok: false, problem: 'invalid', message: 'the front matter is not a YAML mapping' };
+    return { ok: false, problem: 'invalid', message: 'the front matter is not a YAML mapping', body };
   return { ok: true, data: value as Record<string, unknown>, body };
 }
 
