@@ -1,21 +1,12 @@
 // The jobs `agentlet-resources serve` runs for the registry. Each job type is one registration: a handler
 // that takes the job's payload and the daemon's context and returns the result (or throws a JobError).
-import type { SecretScanner } from '../secrets/secret-scanner.js';
+import type { JobContext } from './job-context.js';
 import { JobError } from './job-error.js';
-import type { ReconcileResponse } from './registry-client.js';
 import { scanJob, importJob, removeJob } from './skill-jobs.js';
 
 export { JobError };
 
-export interface JobContext {
-  machineId: string;
-  /** The resource root, absolute. */
-  root: string;
-  /** Publishes the root's receipts now (as `sync` does) and returns what changed. */
-  publish(): Promise<ReconcileResponse>;
-  /** The secret scanner of this machine (it knows the machine's own token). */
-  readonly scanner: SecretScanner;
-}
+export type { JobContext };
 
 export type JobHandler = (payload: unknown, context: JobContext) => Promise<unknown>;
 

@@ -14,7 +14,7 @@ import { ReconcileEntryV2, V2_BOUNDS } from '../schemas/resource.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
 import { writeFileDurably } from '../storage/durable-file.js';
 import { JobError } from './job-error.js';
-import type { JobContext } from './jobs.js';
+import type { JobContext } from './job-context.js';
 import { serializeReceipt, type ReceiptV2 } from './receipt.js';
 import { DIR_MODE, KIND_DIRS, RECEIPTS_DIR } from './resource-root.js';
 

@@ -3,7 +3,7 @@
 // saves use these to fail closed). Pure; the caller supplies the records.
 import { AppError } from '../errors.js';
 import { aliasKey, profileView } from '../profiles/profile-rules.js';
-import { visibleOnMachine } from '../registry/resource-registry.js';
+import { visibleOnMachine } from '../registry/visibility.js';
 import type { Diagnostic, DiagnosticCode } from '../schemas/capability.js';
 import { HOST_PROVIDER } from '../schemas/common.js';
 import type { AgentProfile } from '../schemas/profile.js';

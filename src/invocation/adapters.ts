@@ -4,7 +4,7 @@
 // result Huabu hands agents. Bounds, deadline and per-grant concurrency default to Huabu's; the operator
 // may override them and the endpoint (a proxy, a test server). The vendor's key comes from the variable the
 // entry names and travels only in the vendor's auth header. Framework-free.
-import type { InputIssue } from './capabilities-file.js';
+import type { InputIssue } from './input-issue.js';
 
 export const ADAPTER_NAMES = ['tavily-search', 'openai-images'] as const;
 export type AdapterName = (typeof ADAPTER_NAMES)[number];

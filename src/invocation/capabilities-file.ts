@@ -14,6 +14,7 @@ import Type, { type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { RESOURCE_ID_PATTERN } from '../schemas/common.js';
 import { ADAPTER_NAMES, BUILT_IN_ADAPTERS, type AdapterResult, type BuiltInAdapter } from './adapters.js';
+import type { InputIssue } from './input-issue.js';
 
 export class CapabilitiesFileError extends Error {
   constructor(message: string) {
@@ -125,11 +126,6 @@ type AdapterEntry = Static<typeof AdapterEntry>;
 const checkDocument = Compile(CapabilitiesDocument);
 const checkEntry = Compile(CapabilityEntry);
 const checkAdapterEntry = Compile(AdapterEntry);
-
-export interface InputIssue {
-  field: string;
-  message: string;
-}
 
 /** One hosted capability as the service uses it. No credential value in here. */
 export interface HostedCapability {

@@ -2,7 +2,7 @@
 // be eligible for the profile's machine (the host's, or that machine's own: the same rule that decides what
 // an agent on the machine may read, `visibleOnMachine`). Pure; the caller supplies the lookup.
 import { AppError } from '../errors.js';
-import { visibleOnMachine } from '../registry/resource-registry.js';
+import { visibleOnMachine } from '../registry/visibility.js';
 import type { AgentResource } from '../schemas/resource.js';
 
 /** Throws 422 `unresolved_resource_ids` or `resource_not_eligible`, listing every offending ID in order. */

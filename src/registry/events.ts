@@ -4,7 +4,7 @@
 // opaque, increasing decimal sequence that survives a restart; events older than the retention are dropped
 // and a cursor that points before them is refused (410 `cursor_expired`).
 import { AppError } from '../errors.js';
-import { visibleOnMachine } from './resource-registry.js';
+import { visibleOnMachine } from './visibility.js';
 
 /** The event types this registry emits, by the kind of object they are about (DESIGN §10's list). */
 export const CHANGE_EVENT_TYPES = [

@@ -5,6 +5,7 @@ import { canSeeTogether, nameKey, RUNTIME_VARIABLES, unknownVariables } from '..
 import { AppError } from '../errors.js';
 import { hasInvisible } from '../text/look-alike.js';
 import { HOST_PROVIDER, ProviderId } from '../schemas/common.js';
+import { visibleOnMachine } from './visibility.js';
 import { discriminatedErrors } from '../schemas/discriminated-errors.js';
 import {
   AgentResource,
@@ -49,11 +50,6 @@ export function textFields(record: Pick<AgentResource, 'name' | 'description' | 
     ['/description', record.description],
     ['/instructions', record.instructions],
   ];
-}
-
-/** True when a resource of `provider` may be shown to (and selected for) an agent on `machineId`. */
-export function visibleOnMachine(provider: string, machineId: string): boolean {
-  return provider === HOST_PROVIDER || provider === machineId;
 }
 
 export class ResourceRegistry {

@@ -10,7 +10,7 @@ import { hostSkill, SKILL_INDEX } from '../host/skills.js';
 import { protect } from '../http/auth.js';
 import { errors } from '../http/openapi.js';
 import { LocalReceipts } from '../registry/local-receipts.js';
-import { visibleOnMachine } from '../registry/resource-registry.js';
+import { visibleOnMachine } from '../registry/visibility.js';
 import { CanvasId, ResourceId } from '../schemas/common.js';
 import { represent } from '../registry/resource-versions.js';
 import { AnyAgentResource, AnyResourceList, CompatSchemaVersionQuery } from '../schemas/resource.js';

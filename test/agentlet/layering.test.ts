@@ -1,30 +1,7 @@
 // The Agentlet client is framework-free: nothing it imports, directly or through shared modules, reaches
 // Fastify, the HTTP adapters or the server's process code.
 import t from 'tap';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
-
-function importsOf(file: string): string[] {
-  const source = readFileSync(file, 'utf8');
-  return [...source.matchAll(/^\s*(?:import|export)\s[^;]*?from\s+'([^']+)'/gm)].map((m) => m[1]!);
-}
-
-/** Every local module `entry` reaches through static imports, and the packages they import. */
-function walk(entry: string): { local: string[]; packages: Set<string> } {
-  const seen = new Set<string>();
-  const packages = new Set<string>();
-  const queue = [path.resolve(entry)];
-  while (queue.length > 0) {
-    const file = queue.pop()!;
-    if (seen.has(file)) continue;
-    seen.add(file);
-    for (const spec of importsOf(file)) {
-      if (spec.startsWith('.')) queue.push(path.resolve(path.dirname(file), spec).replace(/\.js$/, '.ts'));
-      else packages.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
-    }
-  }
-  return { local: [...seen].map((f) => path.relative(process.cwd(), f)).sort(), packages };
-}
+import { walk } from '../helpers/import-graph.js';
 
 // `serve` is loaded by the CLI on demand; it may log with pino, and reaches nothing of the server either.
 t.test('src/agentlet/serve.ts reaches no Fastify module, HTTP adapter or store', (t) => {
@@ -43,20 +20,9 @@ t.test('src/agentlet/serve.ts reaches no Fastify module, HTTP adapter or store',
   t.end();
 });
 
+// The CLI loads `serve` (and with it pino) on demand: its static imports reach neither.
 t.test('src/agentlet/cli.ts reaches no Fastify module', (t) => {
-  const seen = new Set<string>();
-  const packages = new Set<string>();
-  const queue = [path.resolve('src/agentlet/cli.ts')];
-  while (queue.length > 0) {
-    const file = queue.pop()!;
-    if (seen.has(file)) continue;
-    seen.add(file);
-    for (const spec of importsOf(file)) {
-      if (spec.startsWith('.')) queue.push(path.resolve(path.dirname(file), spec).replace(/\.js$/, '.ts'));
-      else packages.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
-    }
-  }
-  const local = [...seen].map((f) => path.relative(process.cwd(), f)).sort();
+  const { local, packages } = walk('src/agentlet/cli.ts', { dynamic: false });
   t.ok(local.includes('src/agentlet/registry-client.ts') && local.includes('src/schemas/resource.ts'), 'the walk follows imports');
   t.same(
     local.filter((f) => /^src\/(http|routes|app|server|registry|storage\/(?!durable-file))/.test(f)),

@@ -1,0 +1,14 @@
+// What a job of `agentlet-resources serve` is given besides its payload: the machine, its resource root, a
+// way to publish, and the machine's secret scanner.
+import type { SecretScanner } from '../secrets/secret-scanner.js';
+import type { ReconcileResponse } from './registry-client.js';
+
+export interface JobContext {
+  machineId: string;
+  /** The resource root, absolute. */
+  root: string;
+  /** Publishes the root's receipts now (as `sync` does) and returns what changed. */
+  publish(): Promise<ReconcileResponse>;
+  /** The secret scanner of this machine (it knows the machine's own token). */
+  readonly scanner: SecretScanner;
+}
