@@ -1,15 +1,38 @@
-// Writes the OpenAPI document of the real app to openapi/openapi.json, or with --check fails when the
-// committed file differs from what the routes produce now.
+// Writes what the typed client is generated from: the OpenAPI document of the real app
+// (openapi/openapi.json) and the client's list of error codes (packages/client/src/error-codes.ts, from
+// src/errors.ts). With --check it fails when a committed file differs from what the code produces now.
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildApp } from '../src/app.js';
+import { ERROR_CODES } from '../src/errors.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const OPENAPI_FILE = path.join(root, 'openapi', 'openapi.json');
+export const CLIENT_ERROR_CODES_FILE = path.join(root, 'packages', 'client', 'src', 'error-codes.ts');
+
+/** The client's error-code module: the server's list (src/errors.ts), written as the client ships it. */
+export function generateClientErrorCodes(): string {
+  const entries = Object.entries(ERROR_CODES).map(([code, status]) => `  ${code}: ${status},`);
+  return `// Every stable \`code\` the registry answers with in its error envelope, and the HTTP status it comes with.
+// Generated from the server's list (src/errors.ts) by \`npm run openapi\`; \`npm test\` fails when it is out of date.
+
+export const ERROR_CODES = {
+${entries.join('\n')}
+} as const;
+
+/** A stable error code of the registry, e.g. \`resource_conflict\`. */
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** Whether \`value\` is one of the registry's stable error codes. */
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && Object.hasOwn(ERROR_CODES, value);
+}
+`;
+}
 
 /** The document as the running service serves it, serialized the way it is committed. */
 export async function generateOpenApi(): Promise<string> {
@@ -29,17 +52,23 @@ export async function generateOpenApi(): Promise<string> {
 }
 
 const check = process.argv.includes('--check');
-const generated = await generateOpenApi();
-if (check) {
-  const committed = await readFile(OPENAPI_FILE, 'utf8').catch(() => '');
-  if (committed !== generated) {
-    console.error(
-      `${path.relative(process.cwd(), OPENAPI_FILE)} is out of date with the routes; run \`npm run openapi\` and commit the result.`,
-    );
-    process.exit(1);
+const files: [string, string][] = [
+  [OPENAPI_FILE, await generateOpenApi()],
+  [CLIENT_ERROR_CODES_FILE, generateClientErrorCodes()],
+];
+let stale = false;
+for (const [file, generated] of files) {
+  const name = path.relative(process.cwd(), file);
+  if (check) {
+    const committed = await readFile(file, 'utf8').catch(() => '');
+    if (committed === generated) console.log(`${name} is up to date`);
+    else {
+      console.error(`${name} is out of date with the code; run \`npm run openapi\` and commit the result.`);
+      stale = true;
+    }
+  } else {
+    await writeFile(file, generated);
+    console.log(`wrote ${name}`);
   }
-  console.log('openapi/openapi.json matches the routes');
-} else {
-  await writeFile(OPENAPI_FILE, generated);
-  console.log(`wrote ${path.relative(process.cwd(), OPENAPI_FILE)}`);
 }
+if (stale) process.exit(1);
