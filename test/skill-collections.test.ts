@@ -232,6 +232,22 @@ function runFile(
 
 t.test('real public skill collections import whole through the packed Agentlet and the owner routes', async (t) => {
   const dir = await tempDir(t, 'skill-collections-');
+  const started = Date.now();
+  const seconds = () => ((Date.now() - started) / 1000).toFixed(1);
+  // The slow parts side by side: packing and installing the Agentlet, starting the registry.
+  const packed = installedAgentlet(t);
+  packed.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
+  const dataDir = await tempDataDir();
+  const serverStarted = startServer({
+    DATA_DIR: dataDir,
+    OWNER_TOKEN: CANARY.owner,
+    HUABU_PROVIDER_TOKEN: CANARY.huabu,
+    CANVAS_TOKEN_SECRET: CANARY.secret,
+    SEED_HUABU_RESOURCES: 'false',
+    MAX_EVENT_LOOP_DELAY_MS: '0',
+  });
+  serverStarted.catch(() => undefined);
+  t.teardown(async () => (await serverStarted.catch(() => undefined))?.kill());
 
   // The corpus: each collection's skill folders (a folder holding SKILL.md) and archives, copied where the
   // owner's sources live (the test changes a mode there); the copy keeps the fixture's run bits.
@@ -271,23 +287,14 @@ t.test('real public skill collections import whole through the packed Agentlet a
   );
 
   // The registry, a machine enrolled, and the packed Agentlet: init, then serve.
-  const dataDir = await tempDataDir();
-  const server = await startServer({
-    DATA_DIR: dataDir,
-    OWNER_TOKEN: CANARY.owner,
-    HUABU_PROVIDER_TOKEN: CANARY.huabu,
-    CANVAS_TOKEN_SECRET: CANARY.secret,
-    SEED_HUABU_RESOURCES: 'false',
-    MAX_EVENT_LOOP_DELAY_MS: '0',
-  });
-  t.teardown(() => server.kill());
+  const server = await serverStarted;
   const api = (method: string, url: string, body?: unknown) => call(server.origin, method, url, body);
   const enrolled = await api('POST', '/api/acp/machines', { machineId: MACHINE });
   t.equal(enrolled.status, 201, enrolled.text);
   recordIssuedToken(enrolled.body.token);
   const tokenPath = await tokenFile(dir, enrolled.body.token);
 
-  const bin = await installedAgentlet(t);
+  const bin = await packed;
   const root = path.join(dir, 'resources');
   const env = { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), AGENT_RESOURCE_DIR: root };
   const init = await runFile(bin, ['init'], dir, env);
@@ -309,6 +316,7 @@ t.test('real public skill collections import whole through the packed Agentlet a
   await until('the machine connected', async () =>
     (await api('GET', '/api/acp/machines')).body.machines.some((m) => m.machineId === MACHINE && m.status === 'connected'),
   );
+  t.comment(`${seconds()} s: the registry started, the Agentlet packed, installed and connected`);
 
   // Scan each collection: every skill folder a candidate, every archive a candidate or a diagnostic.
   const candidates = new Map<string, Candidate>();
@@ -330,6 +338,12 @@ t.test('real public skill collections import whole through the packed Agentlet a
         t.ok(
           said.length > 0,
           `${skill.id}: the front matter's name "${skill.frontMatter.name}" differs from its folder: a diagnostic says so`,
+        );
+      }
+      if (skill.frontMatter.description.length > 1024) {
+        t.ok(
+          said.length > 0,
+          `${skill.id}: a description of ${skill.frontMatter.description.length} characters (over 1024): a diagnostic says so`,
         );
       }
     }
@@ -355,6 +369,7 @@ t.test('real public skill collections import whole through the packed Agentlet a
     return res;
   };
   for (const skill of skills) if (skill !== held) await importOne(skill);
+  t.comment(`${seconds()} s: ${collections.length} collections scanned, ${skills.length - 1} skills imported`);
 
   // A skill folder deleted by hand is that skill's problem: another import is still published, the machine
   // shows the problem, and the owner can delete the skill and import it again.
@@ -432,17 +447,18 @@ t.test('real public skill collections import whole through the packed Agentlet a
   if (debugging) {
     const sourceScript = path.join(debugging.sourcePath, 'find-polluter.sh');
     const refreshScan = async () => (await api('POST', '/api/acp/resources/systematic-debugging/refresh/scan')).body.candidates?.[0];
-    await chmod(sourceScript, 0o644);
+    const mode = (await stat(sourceScript)).mode & 0o7777;
+    await chmod(sourceScript, mode & ~0o111);
     const changed = await refreshScan();
     t.not(changed?.sourceRevision, debugging.sourceRevision, 'chmod -x on the source changes its revision');
     const refreshed = await api('POST', '/api/acp/resources/systematic-debugging/refresh', { expectedRevision: changed?.sourceRevision });
-    t.equal(refreshed.status, 200, `refresh after chmod -x: ${refreshed.text.slice(0, 200)}`);
+    t.equal(refreshed.status, 200, `refresh after chmod -x${refreshed.status === 200 ? '' : `: ${refreshed.text}`}`);
     t.equal((await stat(polluter)).mode & 0o111, 0, 'the refreshed copy is not executable');
-    await chmod(sourceScript, 0o755);
+    await chmod(sourceScript, mode);
     const back = await refreshScan();
     t.equal(back?.sourceRevision, debugging.sourceRevision, 'chmod +x back: the revision is the imported one again');
     const restored = await api('POST', '/api/acp/resources/systematic-debugging/refresh', { expectedRevision: back?.sourceRevision });
-    t.equal(restored.status, 200, `refresh after chmod +x: ${restored.text.slice(0, 200)}`);
+    t.equal(restored.status, 200, `refresh after chmod +x${restored.status === 200 ? '' : `: ${restored.text}`}`);
     t.same(
       await fileProblems(
         skills.find((s) => s.id === 'systematic-debugging')!,
