@@ -3,15 +3,15 @@
 // two processes (one per core) that each import half of the suites: a process per suite file costs about 2 s
 // of CPU before its first test, most of such a suite's time. `npm test` keeps a process per file. Left out are
 // the suites that start real server processes, PostgreSQL, Chromium or the build (crash, backup, bundle, the
-// operator commands, start-up refusals, the Agentlet daemon, npm pack of the packages), the long randomized
-// ones (fuzz, model) and the canary scan. Extra arguments go to tap (e.g. `-- --bail`).
+// operator commands, start-up refusals, the Agentlet daemon, npm pack of the packages, the skill collections),
+// the long randomized ones (fuzz, model) and the canary scan. Extra arguments go to tap (e.g. `-- --bail`).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 const SLOW = [
   /^test\/(crash|postgres|e2e|canary|slow|fixtures)\//,
-  /^test\/(backup[^/]*|scripts-cli|startup-[^/]*|readme|bundle|packages|fuzz|model|storage|workload-compaction|hardening-scanner-linear|skills-e2e|shutdown|data-dir-lock)\.test\.ts$/,
+  /^test\/(backup[^/]*|scripts-cli|startup-[^/]*|readme|bundle|packages|fuzz|model|storage|workload-compaction|hardening-scanner-linear|skills-e2e|skill-collections|shutdown|data-dir-lock)\.test\.ts$/,
   /^test\/agentlet\/serve\.test\.ts$/,
 ];
 

@@ -12,44 +12,11 @@ import { promisify } from 'node:util';
 import { canaryLogFile } from './helpers/build.js';
 import { WITHOUT_COVERAGE } from './helpers/coverage.js';
 import { catalogue, installFile, receiptJson, startRegistry, tempDir, tokenFile, writeReceipt } from './helpers/agentlet.js';
+import { installInEmptyFolder, pack } from './helpers/packed.js';
 
 const run = promisify(execFile);
 const ROOT = process.cwd();
-const NPM_ENV = {
-  ...process.env,
-  ...WITHOUT_COVERAGE,
-  npm_config_update_notifier: 'false',
-  npm_config_fund: 'false',
-  npm_config_audit: 'false',
-};
 const rootVersion = (JSON.parse(await readFile('package.json', 'utf8')) as { version: string }).version;
-
-interface Packed {
-  tarball: string;
-  files: string[];
-}
-
-/** `npm pack` of packages/<name> (its prepack builds it) into `into`. */
-async function pack(name: string, into: string): Promise<Packed> {
-  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', into], {
-    cwd: path.join(ROOT, 'packages', name),
-    env: NPM_ENV,
-    maxBuffer: 16 * 1024 * 1024,
-  });
-  // Lifecycle output may precede the JSON report.
-  const [report] = JSON.parse(stdout.slice(stdout.indexOf('\n[') + 1 || stdout.indexOf('['))) as {
-    filename: string;
-    files: { path: string }[];
-  }[];
-  return { tarball: path.join(into, report!.filename), files: report!.files.map((f) => f.path).sort() };
-}
-
-/** Installs `tarball` into a new empty folder, offline; returns the folder. */
-async function installInEmptyFolder(t: Parameters<typeof tempDir>[0], tarball: string): Promise<string> {
-  const dir = await tempDir(t, 'installed-');
-  await run('npm', ['install', '--offline', '--no-audit', '--no-fund', tarball], { cwd: dir, env: NPM_ENV });
-  return dir;
-}
 
 t.test('packages/agentlet packs, installs alone and runs without the server dependencies', async (t) => {
   const packs = await tempDir(t, 'packs-');
