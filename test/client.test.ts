@@ -13,6 +13,7 @@ import {
   type ReconcileRequest,
 } from '@agent-resource-registry/client';
 import { ERROR_CODES as SERVER_ERROR_CODES } from '../src/errors.js';
+import { CANARY } from './helpers/build.js';
 import { fakeRegistry, startRegistry } from './helpers/agentlet.js';
 
 const MACHINE = 'client-test-7f3a';
@@ -69,6 +70,47 @@ t.test('typed calls succeed against a real registry', async (t) => {
     `PUT /api/acp/providers/${MACHINE}/resources`,
     `GET /api/acp/providers/${MACHINE}/resources`,
   ]);
+});
+
+t.test('every route through client.api: an owner, a provider and an agent call, typed, errors thrown', async (t) => {
+  const reg = await startRegistry(t);
+  const machineToken = await reg.h.enroll(MACHINE);
+  const provider = new RegistryClient({ baseUrl: reg.url, token: machineToken });
+  const put = await provider.api.PUT('/api/acp/providers/{provider}/resources/{id}', {
+    params: { path: { provider: MACHINE, id: 'api-skill' } },
+    body: {
+      schemaVersion: 2,
+      name: 'API skill',
+      sourceContent: '---\nname: api-skill\ndescription: Shows the typed client.\n---\n\nUse it.',
+    },
+  });
+  t.equal(put.response.status, 201, 'a provider registers one record');
+  t.match(put.data, { schemaVersion: 2, id: 'api-skill', provider: MACHINE });
+
+  const owner = new RegistryClient({ baseUrl: reg.url, token: CANARY.owner });
+  const one = await owner.api.GET('/api/acp/resources/{id}', { params: { path: { id: 'api-skill' }, query: { schemaVersion: 1 } } });
+  t.match(one.data, { schemaVersion: 1, id: 'api-skill', description: 'Shows the typed client.' }, 'the owner reads it, query typed');
+  const machines = await owner.api.GET('/api/acp/machines');
+  t.same(
+    machines.data!.machines.map((m) => m.machineId),
+    [MACHINE],
+    'the owner lists machines',
+  );
+  const canvas = await owner.api.POST('/api/acp/canvas-tokens', { body: { canvasId: 'canvas-api', agentletId: MACHINE } });
+  t.equal(canvas.response.status, 201);
+
+  const agent = new RegistryClient({ baseUrl: reg.url, token: canvas.data!.token });
+  const seen = await agent.api.GET('/api/rfs/{canvasId}/resources', { params: { path: { canvasId: 'canvas-api' } } });
+  t.ok(
+    seen.data!.resources.some((r) => r.id === 'api-skill'),
+    'the agent reads its catalogue',
+  );
+  const refused = await caught(agent.api.GET('/api/rfs/{canvasId}/resources', { params: { path: { canvasId: 'other-canvas' } } }));
+  t.ok(refused instanceof RegistryError, 'an error answer throws RegistryError');
+  t.match(refused, { statusCode: 403, code: 'forbidden' });
+  t.notMatch(shown(refused), canvas.data!.token, 'the token is in no part of the error');
+  const missing = await caught(owner.api.GET('/api/acp/resources/{id}', { params: { path: { id: 'no-such-record' } } }));
+  t.match(missing, { statusCode: 404, code: 'resource_not_found' });
 });
 
 t.test('error answers become RegistryErrors with the code and status; the token is in none of them', async (t) => {

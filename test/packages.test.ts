@@ -87,7 +87,7 @@ t.test('packages/client packs, installs alone, imports from JavaScript and type-
 
   const dir = await installInEmptyFolder(t, tarball);
   const manifest = JSON.parse(await readFile(path.join(dir, 'node_modules', '@agent-resource-registry', 'client', 'package.json'), 'utf8'));
-  t.equal(manifest.dependencies, undefined, 'no dependencies');
+  t.same(manifest.dependencies, { 'openapi-fetch': '0.17.0' }, 'one dependency, pinned');
   t.match(manifest, { license: 'MIT', version: rootVersion });
 
   const { stdout } = await run(
@@ -115,6 +115,18 @@ t.test('packages/client packs, installs alone, imports from JavaScript and type-
       '',
     ].join('\n'),
   );
+  // The README's example, as a consumer pastes it (its tokens declared): every call in it type-checks.
+  const readme = await readFile(path.join(ROOT, 'packages', 'client', 'README.md'), 'utf8');
+  const example = /```ts\n([\s\S]*?)```/.exec(readme)![1]!;
+  t.match(
+    example,
+    /owner\.api\.GET[\s\S]*machine\.api\.PUT[\s\S]*agent\.api\.GET/,
+    'the README shows an owner, a provider and an agent call',
+  );
+  await writeFile(
+    path.join(dir, 'readme.ts'),
+    `declare const ownerToken: string;\ndeclare const agentToken: string;\n${example}\nexport {};\n`,
+  );
   await writeFile(
     path.join(dir, 'tsconfig.json'),
     JSON.stringify({
@@ -127,7 +139,7 @@ t.test('packages/client packs, installs alone, imports from JavaScript and type-
         lib: ['ES2023', 'DOM'],
         types: [],
       },
-      files: ['consumer.ts'],
+      files: ['consumer.ts', 'readme.ts'],
     }),
   );
   await writeFile(path.join(dir, 'package.json'), JSON.stringify({ type: 'module', private: true }));
@@ -138,5 +150,5 @@ t.test('packages/client packs, installs alone, imports from JavaScript and type-
     () => ({ code: 0, out: '' }),
     (err: { code: number; stdout: string }) => ({ code: err.code, out: err.stdout }),
   );
-  t.same(tsc, { code: 0, out: '' }, 'the consumer type-checks');
+  t.same(tsc, { code: 0, out: '' }, "the consumer and the README's example type-check");
 });

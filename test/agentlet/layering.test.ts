@@ -37,14 +37,15 @@ t.test('src/agentlet/cli.ts reaches no Fastify module', (t) => {
   t.end();
 });
 
-// The typed client is published with no dependencies: its sources import only each other and Node's built-ins.
-t.test('packages/client imports no package, and the CLI reaches the registry through it', (t) => {
+// The typed client is published with one dependency, openapi-fetch: its sources import only each other,
+// that package and Node's built-ins.
+t.test('packages/client imports only openapi-fetch, and the CLI reaches the registry through it', (t) => {
   const { local, packages } = walk('packages/client/src/index.ts');
   t.ok(local.includes('packages/client/src/client.ts'), 'the walk follows imports');
   t.same(
     [...packages].filter((p) => !p.startsWith('node:')),
-    [],
-    'no package imported',
+    ['openapi-fetch'],
+    'openapi-fetch alone',
   );
   t.ok(
     walk('src/agentlet/registry-client.ts').packages.has('@agent-resource-registry/client'),

@@ -1,6 +1,10 @@
-// A small typed client over Node's global fetch: base URL + bearer token, JSON in and out, a bound on time and on
-// the bytes read, and the registry's error envelope `{statusCode, code, error, message, details?}` surfaced as a
-// RegistryError. The token goes only into the Authorization header: no message, error or property shows it.
+// A typed client over Node's global fetch: every operation of the registry's OpenAPI document through
+// openapi-fetch (`client.api.GET('/api/acp/resources/{id}', …)`, path, query, body and answer typed from
+// `paths`), over one transport that holds the rules: base URL + bearer token, a bound on time and on the bytes
+// read, no redirect followed, and the registry's error envelope `{statusCode, code, error, message, details?}`
+// surfaced as a RegistryError. The token goes only into the Authorization header: no message, error or
+// property shows it.
+import createOpenApiClient, { type Client } from 'openapi-fetch';
 import type { operations, paths } from './api-types.js';
 import { type ErrorCode, isErrorCode } from './error-codes.js';
 
@@ -124,9 +128,19 @@ function isTimeout(err: unknown): boolean {
   return err !== null && typeof err === 'object' && (err as { name?: unknown }).name === 'TimeoutError';
 }
 
+/** Every operation of the registry, typed from its OpenAPI document (openapi-fetch's client over `paths`). */
+export type RegistryApi = Client<paths>;
+
 export class RegistryClient {
   /** The base URL calls go to, without a trailing slash. */
   readonly baseUrl: string;
+  /**
+   * Every operation of the OpenAPI document: `api.GET(path, { params: { path, query } })`,
+   * `api.PUT(path, { params, body })`, … An answer resolves to `{ data, response }` with `data` typed as the
+   * operation's success body; an error answer throws `RegistryError` (or `RegistryResponseError`,
+   * `RegistryConnectionError`), as the methods below do.
+   */
+  readonly api: RegistryApi;
   readonly #token: string | undefined;
   readonly #timeoutMs: number;
   readonly #maxBytes: number;
@@ -138,11 +152,13 @@ export class RegistryClient {
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.#fetch = options.fetch ?? globalThis.fetch;
+    this.api = createOpenApiClient<paths>({ baseUrl: this.baseUrl, fetch: (request) => this.#send(request) });
   }
 
   /** `GET /api/acp/providers/{provider}/resources`: what the registry holds for one provider. */
   async listProviderResources(provider: string): Promise<ProviderResourceList> {
-    return (await this.#call('GET', this.#providerPath(provider))) as ProviderResourceList;
+    const { data } = await this.api.GET(PROVIDER_RESOURCES_PATH, { params: { path: { provider } } });
+    return data!;
   }
 
   /**
@@ -154,30 +170,34 @@ export class RegistryClient {
     body: ReconcileRequest,
     options: { dryRun?: boolean } = {},
   ): Promise<ReconcileResponse> {
-    const path = this.#providerPath(provider) + (options.dryRun ? '?dryRun=true' : '');
-    return (await this.#call('PUT', path, body)) as ReconcileResponse;
+    const { data } = await this.api.PUT(PROVIDER_RESOURCES_PATH, {
+      params: { path: { provider }, ...(options.dryRun ? { query: { dryRun: true } } : {}) },
+      body,
+    });
+    return data!;
   }
 
-  #providerPath(provider: string): string {
-    return PROVIDER_RESOURCES_PATH.replace('{provider}', encodeURIComponent(provider));
-  }
-
-  async #call(method: 'GET' | 'PUT', pathAndQuery: string, body?: unknown): Promise<unknown> {
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (this.#token !== undefined) headers.authorization = `Bearer ${this.#token}`;
-    if (body !== undefined) headers['content-type'] = 'application/json';
+  /**
+   * The transport every call goes through: the token added, the time bounded, no redirect followed, the body
+   * read within the byte bound; a success without JSON and every error answer thrown as this client's errors.
+   */
+  async #send(request: Request): Promise<Response> {
+    const headers = new Headers(request.headers);
+    headers.set('accept', 'application/json');
+    if (this.#token !== undefined) headers.set('authorization', `Bearer ${this.#token}`);
     const signal = AbortSignal.timeout(this.#timeoutMs);
     let status: number;
     let contentType: string;
     let text: string;
     try {
-      const res = await this.#fetch(`${this.baseUrl}${pathAndQuery}`, {
-        method,
+      const body = request.body === null ? undefined : await request.text();
+      const res = await this.#fetch(request.url, {
+        method: request.method,
         headers,
         signal,
         // A redirect is not the registry's answer; following one could carry the token elsewhere.
         redirect: 'manual',
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        ...(body === undefined ? {} : { body }),
       });
       status = res.status;
       contentType = res.headers.get('content-type') ?? '';
@@ -196,9 +216,10 @@ export class RegistryClient {
       json = undefined;
     }
     if (status >= 200 && status < 300) {
+      if (status === 204 || status === 205) return new Response(null, { status });
       if (json === undefined)
         throw new RegistryResponseError('not_json', status, `status ${status} from ${this.baseUrl} without a JSON body`);
-      return json;
+      return new Response(text, { status, headers: { 'content-type': 'application/json' } });
     }
     if (isEnvelope(json)) throw new RegistryError(json);
     throw new RegistryResponseError(
