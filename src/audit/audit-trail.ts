@@ -9,15 +9,10 @@ import { systemClock, type Clock } from '../clock.js';
 import { AppError } from '../errors.js';
 import type { ReconcileResult } from '../schemas/resource.js';
 import type { AuditEntry, AuditIntent, RegistryStore } from '../registry/store.js';
+import { UNSAFE_FOR_LOGS } from '../text/text-rules.js';
 
 /** The longest string an audit field keeps; a longer one is cut and ends with `…[+N]` (N characters cut). */
 export const AUDIT_FIELD_MAX_CHARS = 512;
-
-// C0 and C1 controls (NUL, ESC, CR, LF, ...), DEL, the line and paragraph separators, the bidi controls that
-// reorder what a terminal shows, and unpaired surrogates (not valid UTF-8, refused by PostgreSQL's jsonb).
-const UNSAFE =
-  // eslint-disable-next-line no-control-regex -- control characters are what it replaces
-  /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 /** A string as an audit field holds it: cut, each unsafe character replaced by U+FFFD (visible, never silent). */
 export function auditText(value: string): string {
@@ -27,7 +22,7 @@ export function auditText(value: string): string {
     const keep = AUDIT_FIELD_MAX_CHARS - (4 + String(text.length).length);
     text = `${text.slice(0, keep)}…[+${text.length - keep}]`;
   }
-  return text.replace(UNSAFE, '\ufffd');
+  return text.replace(UNSAFE_FOR_LOGS, '\ufffd');
 }
 
 function cleanEntry(entry: AuditEntry): AuditEntry {

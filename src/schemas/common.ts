@@ -1,16 +1,9 @@
 // Shared TypeBox building blocks: identifiers, safe text, and the error body. Leaf module: imports nothing
 // from the app, so domain code, routes and scripts can all use the same rules.
 import Type, { type Static } from 'typebox';
+import { SAFE_TEXT_PATTERN, SINGLE_LINE_PATTERN, TRIMMED_TEXT_PATTERN } from '../text/text-rules.js';
 
-/** Text fields reject control characters other than newline and tab, and must hold something visible. */
-export const SAFE_TEXT_PATTERN = '^(?=[\\s\\S]*\\S)[^\\u0000-\\u0008\\u000B-\\u001F\\u007F]*$';
-/**
- * Record v2 text (upstream trims it): no control characters other than newline and tab, and no leading or
- * trailing white space. The empty string matches; a minLength says whether it is allowed.
- */
-export const TRIMMED_TEXT_PATTERN = '^(?!\\s)(?![\\s\\S]*\\s$)[^\\u0000-\\u0008\\u000B-\\u001F\\u007F]*$';
-/** Single-line strings (aliases, paths): no control characters at all. */
-export const SINGLE_LINE_PATTERN = '^[^\\u0000-\\u001F\\u007F]*$';
+export { SAFE_TEXT_PATTERN, SINGLE_LINE_PATTERN, TRIMMED_TEXT_PATTERN };
 
 export const RESOURCE_ID_PATTERN = '^[a-z0-9]+(-[a-z0-9]+)*$';
 /** Machine IDs, canvas IDs and thread IDs: they appear in URLs and file names. */

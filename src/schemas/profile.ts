@@ -3,6 +3,7 @@
 // check of stored records.
 import Type, { type Static } from 'typebox';
 import { MachineId, ResourceId } from './common.js';
+import { LINE_CONTROLS, PRINTABLE_LINE_PATTERN, TRIMMED_LINE_PATTERN, VISIBLE_LINE_PATTERN } from '../text/text-rules.js';
 
 export const PROFILE_SCHEMA_VERSION = 2;
 export const MAX_PROFILE_RESOURCE_IDS = 64;
@@ -28,7 +29,7 @@ export const MAX_ALIAS_LENGTH = 255;
  * Printable: no C0/C1 control characters or DEL; starts and ends with a visible character (upstream refuses
  * surrounding whitespace, and its store would not read such a record back).
  */
-export const ALIAS_PATTERN = '^(?=\\S)(?=[\\s\\S]*\\S$)[^\\u0000-\\u001F\\u007F-\\u009F]*$';
+export const ALIAS_PATTERN = PRINTABLE_LINE_PATTERN;
 export const Alias = Type.String({
   minLength: 1,
   maxLength: MAX_ALIAS_LENGTH,
@@ -41,7 +42,7 @@ export const Alias = Type.String({
  * An absolute POSIX path (`/...`), Windows drive path (`C:\...`) or UNC path (`\\server\share\...`), as
  * upstream accepts them; single line (so no NUL).
  */
-export const WORKING_DIR_PATTERN = '^(?:/|[A-Za-z]:[\\\\/]|\\\\\\\\)[^\\u0000-\\u001F\\u007F]*$';
+export const WORKING_DIR_PATTERN = `^(?:/|[A-Za-z]:[\\\\/]|\\\\\\\\)[^${LINE_CONTROLS}]*$`;
 export const WorkingDirPath = Type.String({
   minLength: 1,
   maxLength: 4096,
@@ -71,7 +72,7 @@ export const AcpCommandLaunch = Type.Object(
     command: Type.String({
       minLength: 1,
       maxLength: 4096,
-      pattern: '^(?=[\\s\\S]*\\S)[^\\u0000-\\u001F\\u007F]*$',
+      pattern: VISIBLE_LINE_PATTERN,
       description: 'The ACP agent command line the Agentlet runs (scanned for secrets; pass credentials through the environment instead).',
       examples: ['claude-code-acp'],
     }),
@@ -160,7 +161,7 @@ export const ProfileMetadata = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: 255,
-        pattern: '^(?=\\S)(?=[\\s\\S]*\\S$)[^\\u0000-\\u001F\\u007F]*$',
+        pattern: TRIMMED_LINE_PATTERN,
         description:
           "The Huabu UI's ID of the agent CLI this profile runs (1..255 characters, single line, no control characters, no surrounding whitespace).",
         examples: ['claude-code'],

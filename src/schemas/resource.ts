@@ -2,6 +2,7 @@
 // validates HTTP bodies, types handlers, serializes responses, feeds OpenAPI and backs the domain validator.
 import Type, { type Static, type TSchema } from 'typebox';
 import { ProviderId, ResourceId, SafeText, TrimmedText } from './common.js';
+import { OPTIONAL_TEXT_PATTERN } from '../text/text-rules.js';
 
 /**
  * `oneOf` the given object schemas, told apart by their `schemaVersion` constant (OpenAPI `discriminator`).
@@ -282,7 +283,7 @@ export const ResourceCustomization = Type.Object(
     userContent: Type.Optional(
       Type.String({
         maxLength: V2_BOUNDS.userContent,
-        pattern: '^[^\\u0000-\\u0008\\u000B-\\u001F\\u007F]*$',
+        pattern: OPTIONAL_TEXT_PATTERN,
         description: "Owner instructions for every agent that selects the resource (trimmed when stored); `''` clears them.",
       }),
     ),

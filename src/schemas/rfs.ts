@@ -5,9 +5,10 @@
 import Type, { type Static } from 'typebox';
 import { ResourceId, SafeText, SINGLE_LINE_PATTERN } from './common.js';
 import { AgentResourceV2, V2_BOUNDS } from './resource.js';
+import { LINE_CONTROLS } from '../text/text-rules.js';
 
 /** A relative path inside `$AGENT_RESOURCE_DIR`: not absolute, no `..` segment, no backslash, one line. */
-export const ENTRYPOINT_PATTERN = '^(?![/\\\\])(?!.*(?:^|/)\\.\\.(?:/|$))(?!.*\\\\)(?!.*\\s$)(?!\\s)[^\\u0000-\\u001F\\u007F]+$';
+export const ENTRYPOINT_PATTERN = `^(?![/\\\\])(?!.*(?:^|/)\\.\\.(?:/|$))(?!.*\\\\)(?!.*\\s$)(?!\\s)[^${LINE_CONTROLS}]+$`;
 
 /** Body of `POST $HUABU_RFS_URL/resources/local/receipts`: what an agent installed on its machine. */
 export const LocalReceiptBody = Type.Object(

@@ -4,9 +4,10 @@
 import Type, { type Static } from 'typebox';
 import { MachineId, ResourceId, SINGLE_LINE_PATTERN, TrimmedText } from './common.js';
 import { V2_BOUNDS } from './resource.js';
+import { OPTIONAL_TEXT_PATTERN, VISIBLE_LINE_PATTERN } from '../text/text-rules.js';
 
 const REVISION_PATTERN = '^[a-f0-9]{64}$';
-const NOT_BLANK_LINE = '^(?=[\\s\\S]*\\S)[^\\u0000-\\u001F\\u007F]*$';
+const NOT_BLANK_LINE = VISIBLE_LINE_PATTERN;
 
 const Path = (description: string) => Type.String({ minLength: 1, maxLength: 4096, pattern: NOT_BLANK_LINE, description });
 export const SourceRevision = Type.String({
@@ -78,7 +79,7 @@ export const ImportSkillBody = Type.Object(
     userContent: Type.Optional(
       Type.String({
         maxLength: V2_BOUNDS.userContent,
-        pattern: '^[^\\u0000-\\u0008\\u000B-\\u001F\\u007F]*$',
+        pattern: OPTIONAL_TEXT_PATTERN,
         description: "The owner's instructions for every agent that selects the skill (trimmed when stored; `''` by default).",
       }),
     ),

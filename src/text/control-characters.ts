@@ -1,12 +1,8 @@
-// Control characters in stored text: what a text field refuses (every C0 control and DEL, except newline and
-// tab, which are text) and what a key or single-line string refuses (all of them). Leaf module, no app imports.
+// Control characters in stored JSON values: finding the ones the text rules (text-rules.ts) refuse in keys and
+// strings at any depth, and writing them out as escapes. Leaf module, no app imports.
+import { ANY_CONTROL_CHARACTERS, LINE_CONTROL_CHARACTER, TEXT_CONTROL_CHARACTER } from './text-rules.js';
 
-/** A control character a text field refuses. */
-// eslint-disable-next-line no-control-regex -- control characters are what it finds
-export const TEXT_CONTROL_CHARACTER = /[\u0000-\u0008\u000B-\u001F\u007F]/;
-/** A control character a key or single-line string refuses. */
-// eslint-disable-next-line no-control-regex -- control characters are what it finds
-export const LINE_CONTROL_CHARACTER = /[\u0000-\u001F\u007F]/;
+export { LINE_CONTROL_CHARACTER, TEXT_CONTROL_CHARACTER };
 
 /**
  * Where a JSON value holds a refused control character: in an object key, in a string, or nowhere. Walks
@@ -29,12 +25,9 @@ export function findControlCharacter(value: unknown): 'key' | 'string' | undefin
   return undefined;
 }
 
-// eslint-disable-next-line no-control-regex -- control characters are what it escapes
-const ANY_CONTROL_CHARACTER = /[\u0000-\u001F\u007F]/g;
-
 /** `text` with every control character written out as its JSON escape (`\u0000`), visible and NUL-free. */
 export function escapeControlCharacters(text: string): string {
-  return text.replace(ANY_CONTROL_CHARACTER, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return text.replace(ANY_CONTROL_CHARACTERS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /** A JSON value with escapeControlCharacters applied to every key and string in it. */
