@@ -1,0 +1,172 @@
+// YAML front matter: the block between `---` lines at the top of a Markdown file (a skill's `SKILL.md`), and
+// the Agent Skills format's rules for a skill's front matter. One parser for every reader: the Agentlet's
+// scan and import, and the registry's views of a record whose source content opens with front matter.
+// Framework-free; the only package is `yaml`.
+import { LineCounter, parseDocument } from 'yaml';
+
+/** What a Markdown file's front matter holds, and the text after it. */
+export interface FrontMatter {
+  /** The front matter's YAML mapping. */
+  data: Record<string, unknown>;
+  /** Everything after the closing `---` line, as it is. */
+  body: string;
+}
+
+export type FrontMatterRead =
+  | ({ ok: true } & FrontMatter)
+  | {
+      ok: false;
+      /** `missing`: the text does not open with a `---` block; `invalid`: the block is not a YAML mapping. */
+      problem: 'missing' | 'invalid';
+      message: string;
+    };
+
+// An opening `---` line (after an optional byte order mark), the YAML, a closing `---` line (or the end).
+const FENCED = /^\uFEFF?---[ \t]*\r?\n(?:([\s\S]*?)\r?\n)?---[ \t]*(?:\r?\n|$)/;
+
+/**
+ * Reads the front matter at the top of `text`: a mapping parsed as YAML 1.2 (duplicate keys refused, at
+ * most 10 aliases expanded), or why there is none.
+ */
+export function readFrontMatter(text: string): FrontMatterRead {
+  const match = FENCED.exec(text);
+  if (!match) return { ok: false, problem: 'missing', message: 'no YAML front matter (a block between --- lines at the top)' };
+  const body = text.slice(match[0].length);
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(match[1] ?? '', { uniqueKeys: true, prettyErrors: false, lineCounter });
+  if (doc.errors.length > 0) {
+    // The YAML starts on the file's second line.
+    const { line } = lineCounter.linePos(doc.errors[0]!.pos[0]);
+    return { ok: false, problem: 'invalid', message: `the front matter is not valid YAML (line ${line + 1}: ${doc.errors[0]!.code})` };
+  }
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: 10 });
+  } catch {
+    return { ok: false, problem: 'invalid', message: 'the front matter expands too many YAML aliases' };
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return { ok: false, problem: 'invalid', message: 'the front matter is not a YAML mapping' };
+  return { ok: true, data: value as Record<string, unknown>, body };
+}
+
+/** The front matter's mapping and the body after it, or undefined when the text does not open with a valid one. */
+export function splitFrontMatter(text: string): FrontMatter | undefined {
+  const read = readFrontMatter(text);
+  return read.ok ? { data: read.data, body: read.body } : undefined;
+}
+
+/** The Agent Skills format's bounds on a skill's front matter. */
+export const SKILL_FRONT_MATTER_BOUNDS = { name: 64, description: 1024, compatibility: 500 } as const;
+/** The fields the Agent Skills format defines. */
+export const SKILL_FRONT_MATTER_FIELDS = ['name', 'description', 'license', 'compatibility', 'metadata', 'allowed-tools'] as const;
+/** The format's `name`: lower-case letters and digits, single hyphens between them. */
+export const SKILL_NAME_PATTERN = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
+
+/**
+ * What a skill's front matter can be told. An `error` refuses the skill; a `warning` is shown beside it
+ * (docs/decisions/skill-management.md says which is which, and why).
+ */
+export type SkillFrontMatterCode =
+  | 'skill_front_matter_missing'
+  | 'skill_front_matter_invalid'
+  | 'skill_name_missing'
+  | 'skill_description_missing'
+  | 'skill_name_format'
+  | 'skill_name_mismatch'
+  | 'skill_description_too_long'
+  | 'skill_field_invalid'
+  | 'skill_field_unknown';
+
+export interface SkillFrontMatterIssue {
+  code: SkillFrontMatterCode;
+  severity: 'error' | 'warning';
+  message: string;
+}
+
+export interface SkillFrontMatter {
+  /** `name` and `description`, trimmed; present when no issue is an error. */
+  name?: string;
+  description?: string;
+  /** The whole mapping, when there is one. */
+  data?: Record<string, unknown>;
+  issues: SkillFrontMatterIssue[];
+}
+
+const quoted = (value: string) => JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
+
+/**
+ * Checks a `SKILL.md` against the Agent Skills format. `folderName` is the name of the folder (or archive)
+ * the skill came from: a `name` different from it is a warning. Errors: no front matter, front matter that
+ * is not a YAML mapping, no non-blank string `name` or `description`. Warnings: every other departure from
+ * the format (its bounds on `name`, `description` and `compatibility`, the types of `license`,
+ * `compatibility`, `metadata` and `allowed-tools`, and fields it does not define).
+ */
+export function checkSkillFrontMatter(text: string, folderName?: string): SkillFrontMatter {
+  const read = readFrontMatter(text);
+  if (!read.ok) {
+    return {
+      issues: [
+        {
+          code: read.problem === 'missing' ? 'skill_front_matter_missing' : 'skill_front_matter_invalid',
+          severity: 'error',
+          message: read.problem === 'missing' ? `SKILL.md has ${read.message}` : `SKILL.md: ${read.message}`,
+        },
+      ],
+    };
+  }
+  const { data } = read;
+  const issues: SkillFrontMatterIssue[] = [];
+  const error = (code: SkillFrontMatterCode, message: string) => issues.push({ code, severity: 'error', message });
+  const warn = (code: SkillFrontMatterCode, message: string) => issues.push({ code, severity: 'warning', message });
+  const name = typeof data.name === 'string' ? data.name.trim() : undefined;
+  const description = typeof data.description === 'string' ? data.description.trim() : undefined;
+  if (!name) error('skill_name_missing', "SKILL.md's front matter has no name (a non-empty string)");
+  if (!description) error('skill_description_missing', "SKILL.md's front matter has no description (a non-empty string)");
+  if (name) {
+    if (name.length > SKILL_FRONT_MATTER_BOUNDS.name || !SKILL_NAME_PATTERN.test(name)) {
+      warn(
+        'skill_name_format',
+        `the name ${quoted(name)} is not the format's: at most ${SKILL_FRONT_MATTER_BOUNDS.name} lower-case letters, digits and single hyphens, no hyphen first or last`,
+      );
+    }
+    if (folderName !== undefined && name !== folderName)
+      warn('skill_name_mismatch', `the name ${quoted(name)} differs from its folder's name ${quoted(folderName)}`);
+  }
+  if (description && description.length > SKILL_FRONT_MATTER_BOUNDS.description) {
+    warn(
+      'skill_description_too_long',
+      `the description has ${description.length} characters; the format allows ${SKILL_FRONT_MATTER_BOUNDS.description}`,
+    );
+  }
+  if ('license' in data && typeof data.license !== 'string') warn('skill_field_invalid', 'license must be a string');
+  if ('compatibility' in data) {
+    if (typeof data.compatibility !== 'string') warn('skill_field_invalid', 'compatibility must be a string');
+    else if (data.compatibility.length > SKILL_FRONT_MATTER_BOUNDS.compatibility)
+      warn('skill_field_invalid', `compatibility must be at most ${SKILL_FRONT_MATTER_BOUNDS.compatibility} characters`);
+  }
+  if ('metadata' in data) {
+    const { metadata } = data;
+    if (
+      metadata === null ||
+      typeof metadata !== 'object' ||
+      Array.isArray(metadata) ||
+      !Object.values(metadata).every((v) => typeof v === 'string')
+    )
+      warn('skill_field_invalid', 'metadata must map strings to strings');
+  }
+  if ('allowed-tools' in data && typeof data['allowed-tools'] !== 'string')
+    warn('skill_field_invalid', 'allowed-tools must be a string (tool names separated by spaces)');
+  const unknown = Object.keys(data).filter((key) => !(SKILL_FRONT_MATTER_FIELDS as readonly string[]).includes(key));
+  if (unknown.length > 0) {
+    warn(
+      'skill_field_unknown',
+      `the format defines no field ${unknown
+        .slice(0, 5)
+        .map((k) => quoted(k))
+        .join(', ')}${unknown.length > 5 ? ` (and ${unknown.length - 5} more)` : ''}`,
+    );
+  }
+  const ok = !issues.some((i) => i.severity === 'error');
+  return { ...(ok ? { name: name!, description: description! } : {}), data, issues };
+}

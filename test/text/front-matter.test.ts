@@ -1,0 +1,86 @@
+// Front matter as every reader sees it (the Agentlet's scan and import, the registry's views): the block
+// between `---` lines at the top of SKILL.md, parsed as YAML, and the Agent Skills format's rules for a
+// skill's fields, each breach with its code and whether it refuses the skill or only warns.
+import t from 'tap';
+import { checkSkillFrontMatter, readFrontMatter, splitFrontMatter } from '../../src/text/front-matter.js';
+
+const codes = (text: string, folder?: string) => checkSkillFrontMatter(text, folder).issues.map((i) => `${i.severity}:${i.code}`);
+
+t.test('splitFrontMatter: the mapping and the body after the closing fence', (t) => {
+  t.same(splitFrontMatter('---\nname: pdf\ndescription: >\n  Folded\n  text\n---\n# PDF\n\nBody.\n'), {
+    data: { name: 'pdf', description: 'Folded text\n' },
+    body: '# PDF\n\nBody.\n',
+  });
+  t.same(splitFrontMatter('\uFEFF---\r\nname: a\r\n---\r\nBody'), { data: { name: 'a' }, body: 'Body' }, 'BOM and CRLF');
+  t.same(splitFrontMatter('---\nname: a\n---'), { data: { name: 'a' }, body: '' }, 'nothing after the fence');
+  t.equal(splitFrontMatter('# Title\n---\nname: a\n---\n'), undefined, 'not at the top');
+  t.equal(splitFrontMatter('---\nname: a\nno closing fence\n'), undefined, 'no closing fence');
+  t.equal(splitFrontMatter('---\nname: a\nname: b\n---\n'), undefined, 'duplicate keys');
+  t.equal(splitFrontMatter('---\n- a\n- b\n---\n'), undefined, 'a list, not a mapping');
+  t.equal(splitFrontMatter('---\n---\nBody'), undefined, 'an empty block is no mapping');
+  t.equal(splitFrontMatter('---\na: &x [1]\nb: [*x,*x,*x,*x,*x,*x,*x,*x,*x,*x,*x]\n---\n'), undefined, 'more than 10 aliases');
+  t.end();
+});
+
+t.test('readFrontMatter says why there is none, with the line of a YAML error in the file', (t) => {
+  t.match(readFrontMatter('# Title\n'), { ok: false, problem: 'missing', message: /no YAML front matter/ });
+  t.match(readFrontMatter('---\nname: a\ndescription: Use when: it breaks\n---\n'), {
+    ok: false,
+    problem: 'invalid',
+    message: /not valid YAML \(line 3/,
+  });
+  t.end();
+});
+
+t.test('a skill that follows the format has no issue', (t) => {
+  const text =
+    '---\nname: pdf-tools\ndescription: Reads PDFs.\nlicense: Apache-2.0\ncompatibility: Needs python3\nmetadata:\n  author: someone\n  version: "1.0"\nallowed-tools: Bash(git:*) Read\n---\nBody\n';
+  t.same(checkSkillFrontMatter(text, 'pdf-tools'), {
+    name: 'pdf-tools',
+    description: 'Reads PDFs.',
+    data: {
+      name: 'pdf-tools',
+      description: 'Reads PDFs.',
+      license: 'Apache-2.0',
+      compatibility: 'Needs python3',
+      metadata: { author: 'someone', version: '1.0' },
+      'allowed-tools': 'Bash(git:*) Read',
+    },
+    issues: [],
+  });
+  t.end();
+});
+
+t.test('errors refuse the skill: no front matter, invalid YAML, no name, no description', (t) => {
+  t.same(codes('# Title\n'), ['error:skill_front_matter_missing']);
+  t.same(codes('---\nname: [a\n---\n'), ['error:skill_front_matter_invalid']);
+  t.same(codes('---\njust text\n---\n'), ['error:skill_front_matter_invalid']);
+  t.same(codes('---\ndescription: d\n---\n'), ['error:skill_name_missing']);
+  t.same(codes('---\nname: 12\ndescription: d\n---\n'), ['error:skill_name_missing'], 'a number is no name');
+  t.same(codes('---\nname: a\ndescription: "  "\n---\n'), ['error:skill_description_missing']);
+  const refused = checkSkillFrontMatter('---\nname: a\n---\n');
+  t.equal(refused.name, undefined, 'no name is given back for a refused skill');
+  t.match(refused.issues[0]!.message, /no description/);
+  t.end();
+});
+
+t.test('warnings: the format bounds real public skills often depart from', (t) => {
+  t.same(codes('---\nname: pdf\ndescription: d\n---\n', 'pdf-tools'), ['warning:skill_name_mismatch']);
+  t.same(codes('---\nname: PDF Tools\ndescription: d\n---\n'), ['warning:skill_name_format']);
+  for (const bad of ['-pdf', 'pdf-', 'pdf--tools', 'pdf_tools', 'a'.repeat(65)])
+    t.same(codes(`---\nname: ${bad}\ndescription: d\n---\n`), ['warning:skill_name_format'], bad);
+  t.same(codes(`---\nname: ${'a'.repeat(64)}\ndescription: d\n---\n`), [], '64 characters is the bound');
+  t.same(codes(`---\nname: a\ndescription: ${'d'.repeat(1024)}\n---\n`), []);
+  t.same(codes(`---\nname: a\ndescription: ${'d'.repeat(1025)}\n---\n`), ['warning:skill_description_too_long']);
+  t.same(codes('---\nname: a\ndescription: d\nlicense: 2\n---\n'), ['warning:skill_field_invalid']);
+  t.same(codes(`---\nname: a\ndescription: d\ncompatibility: ${'c'.repeat(501)}\n---\n`), ['warning:skill_field_invalid']);
+  t.same(codes(`---\nname: a\ndescription: d\ncompatibility: ${'c'.repeat(500)}\n---\n`), []);
+  t.same(codes('---\nname: a\ndescription: d\nmetadata:\n  version: 1\n---\n'), ['warning:skill_field_invalid']);
+  t.same(codes('---\nname: a\ndescription: d\nmetadata: [a]\n---\n'), ['warning:skill_field_invalid']);
+  t.same(codes('---\nname: a\ndescription: d\nallowed-tools: [Read, Bash]\n---\n'), ['warning:skill_field_invalid']);
+  t.same(codes('---\nname: a\ndescription: d\nversion: 1.0\nauthor: me\n---\n'), ['warning:skill_field_unknown']);
+  const warned = checkSkillFrontMatter('---\nname: My Skill\ndescription: d\n---\n', 'my-skill');
+  t.equal(warned.name, 'My Skill', 'a warned skill keeps its name');
+  t.match(warned.issues, [{ message: /"My Skill"/ }, { message: /"My Skill" differs from its folder's name "my-skill"/ }]);
+  t.end();
+});
