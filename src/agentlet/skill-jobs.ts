@@ -15,6 +15,7 @@ import { writeFileDurably } from '../storage/durable-file.js';
 import type { SkillDiagnosticCode } from '../schemas/skill.js';
 import { checkSkillFrontMatter, type SkillFrontMatterWarning } from '../text/front-matter.js';
 import { JobError } from './job-error.js';
+import { ArchiveRefusal, archiveStem, isSkillArchive, readSkillArchive } from './skill-archive.js';
 import type { JobContext } from './jobs.js';
 import { serializeReceipt, type ReceiptV2 } from './receipt.js';
 import { DIR_MODE, KIND_DIRS, RECEIPTS_DIR } from './resource-root.js';
@@ -32,6 +33,10 @@ export const SKILL_LIMITS = {
   sourcePath: 2048,
   /** Bytes of candidates one scan answers with (the registry takes a job answer of at most 1 MiB). */
   answerBytes: 768 * 1024,
+  /** Entries of a skill archive, folders included. */
+  archiveEntries: 2000,
+  /** How many times its own size a skill archive may unpack to. */
+  archiveRatio: 100,
 } as const;
 
 /** Why a folder is no candidate (src/schemas/skill.ts lists them). */
@@ -244,6 +249,10 @@ export async function readSkill(sourcePath: string, scanner?: SecretScanner, id?
     throw new SkillProblem('skill_unreadable', `cannot read the folder (${err.code ?? 'error'})`);
   });
   if (st.isSymbolicLink()) throw new SkillProblem('skill_invalid', 'the skill folder is a symbolic link; name the real folder');
+  if (st.isFile() && isSkillArchive(dir)) {
+    const { files, topFolder } = await readArchive(dir, st.size);
+    return candidateOf(dir, files, topFolder ?? archiveStem(dir), id ?? idFromFolderName(archiveStem(dir)), scanner);
+  }
   if (!st.isDirectory()) throw new SkillProblem('skill_invalid', 'not a folder');
   const realDir = await realpath(dir);
   const skillSt = await lstat(path.join(realDir, SKILL_FILE)).catch(() => undefined);
@@ -258,10 +267,43 @@ export async function readSkill(sourcePath: string, scanner?: SecretScanner, id?
     if (err instanceof SkillProblem) throw err;
     throw new SkillProblem('skill_unreadable', `cannot read the folder's files (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
+  return candidateOf(dir, files, path.basename(dir), id ?? idFromFolderName(path.basename(dir)), scanner);
+}
+
+/** A skill archive's files, or the SkillProblem that refuses it. */
+async function readArchive(file: string, size: number): Promise<{ files: SkillFile[]; topFolder?: string }> {
+  if (size > SKILL_LIMITS.bytes)
+    throw new SkillProblem('skill_archive_too_large', `the archive is larger than ${SKILL_LIMITS.bytes} bytes`);
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(file);
+  } catch (err) {
+    throw new SkillProblem('skill_unreadable', `cannot read the archive (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  try {
+    const read = await readSkillArchive(bytes, SKILL_LIMITS);
+    const skillFile = read.files.find((f) => f.rel === SKILL_FILE);
+    if (!skillFile) throw new SkillProblem('skill_invalid', `no ${SKILL_FILE} at the archive's top or in its single top folder`);
+    if (skillFile.bytes.length > SKILL_LIMITS.skillFileBytes)
+      throw new SkillProblem('skill_invalid', `${SKILL_FILE} is larger than ${SKILL_LIMITS.skillFileBytes} bytes`);
+    return { ...read, files: read.files.map((f) => ({ ...f, mode: keptMode(f.mode) })) };
+  } catch (err) {
+    if (err instanceof ArchiveRefusal) throw new SkillProblem(err.code, err.message);
+    throw err;
+  }
+}
+
+/** The candidate of a skill's files; `folderName` is what its `name` is compared with. */
+async function candidateOf(
+  dir: string,
+  files: SkillFile[],
+  folderName: string,
+  candidateId: string,
+  scanner?: SecretScanner,
+): Promise<ReadSkill> {
   const text = files.find((f) => f.rel === SKILL_FILE)!.bytes.toString('utf8');
-  const { name, warnings } = parseSkillFile(text, path.basename(dir));
+  const { name, warnings } = parseSkillFile(text, folderName);
   const sourceContent = text.replace(/^\uFEFF/, '').trim();
-  const candidateId = id ?? idFromFolderName(path.basename(dir));
   if (!checkId.Check(candidateId))
     throw new SkillProblem(
       'skill_invalid',
@@ -305,7 +347,15 @@ export async function scanSkills(rootPath: string, scanner?: SecretScanner): Pro
     result.diagnostics.push({ path: where, code: problem.code, message: problem.message });
   };
   const st = await stat(root).catch(() => undefined);
-  if (!st?.isDirectory()) throw new JobError('skill_unreadable', `${root} does not exist or is not a folder`);
+  if (st?.isFile() && isSkillArchive(root)) {
+    try {
+      result.candidates.push((await readSkill(root, scanner)).candidate);
+    } catch (err) {
+      diagnose(root, err);
+    }
+    return result;
+  }
+  if (!st?.isDirectory()) throw new JobError('skill_unreadable', `${root} does not exist or is not a folder or skill archive`);
   if (await lstat(path.join(root, SKILL_FILE)).catch(() => undefined)) {
     try {
       result.candidates.push((await readSkill(root, scanner)).candidate);
@@ -326,11 +376,14 @@ export async function scanSkills(rootPath: string, scanner?: SecretScanner): Pro
     const entry = await lstat(dir).catch(() => undefined);
     if (!entry) continue;
     if (entry.isSymbolicLink()) {
-      if (await stat(path.join(dir, SKILL_FILE)).catch(() => undefined))
+      if (isSkillArchive(name))
+        diagnose(dir, new SkillProblem('skill_invalid', 'the skill archive is a symbolic link; name the real file'));
+      else if (await stat(path.join(dir, SKILL_FILE)).catch(() => undefined))
         diagnose(dir, new SkillProblem('skill_invalid', 'the skill folder is a symbolic link; name the real folder'));
       continue;
     }
-    if (!entry.isDirectory() || !(await lstat(path.join(dir, SKILL_FILE)).catch(() => undefined))) continue;
+    const archive = entry.isFile() && isSkillArchive(name);
+    if (!archive && (!entry.isDirectory() || !(await lstat(path.join(dir, SKILL_FILE)).catch(() => undefined)))) continue;
     if (result.candidates.length >= SKILL_LIMITS.candidates) {
       diagnose(dir, new SkillProblem('skill_invalid', `not scanned: a scan lists at most ${SKILL_LIMITS.candidates} skills`));
       continue;

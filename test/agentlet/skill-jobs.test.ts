@@ -18,6 +18,7 @@ import {
   skillRevision,
   SKILL_LIMITS,
 } from '../../src/agentlet/skill-jobs.js';
+import { readSkillArchive } from '../../src/agentlet/skill-archive.js';
 import type { JobContext } from '../../src/agentlet/jobs.js';
 import { SecretScanner } from '../../src/secrets/secret-scanner.js';
 import { tempDir } from '../helpers/agentlet.js';
@@ -392,4 +393,94 @@ t.test('a file holding a NUL byte: its text runs are scanned; real images and fo
   t.match(message(refused), /wide\.bin/, 'and one written as UTF-16');
   t.notMatch(message(refused), /ghp_/);
   t.notOk(existsSync(path.join(root, 'skills', 'hidden')));
+});
+
+const ARCHIVES = path.resolve('test', 'fixtures', 'skill-archives');
+
+t.test('skill archives in a collection: candidates, or diagnostics naming why; never skipped silently', async (t) => {
+  const dir = await tempDir(t, 'skill-archives-');
+  for (const name of await readdir(ARCHIVES)) if (name !== 'README.md') await copyFile(path.join(ARCHIVES, name), path.join(dir, name));
+  await skill(path.join(dir, 'folder-skill'), { 'SKILL.md': SKILL('folder-skill') });
+  const result = await scanSkills(dir);
+  t.same(
+    result.candidates.map((c) => [c.id, path.basename(c.sourcePath), c.warnings?.map((w) => w.code)]),
+    [
+      ['flat', 'flat.zip', ['skill_name_mismatch']],
+      ['folder-skill', 'folder-skill', undefined],
+      ['pdf-tools', 'pdf-tools.skill', undefined],
+    ],
+    "an archive's ID is its file name without .zip or .skill; its name is checked against its top folder, else that",
+  );
+  t.same(
+    result.diagnostics.map((d) => [path.basename(d.path), d.code]),
+    [
+      ['absolute.zip', 'skill_archive_invalid'],
+      ['bomb.zip', 'skill_archive_too_large'],
+      ['broken.zip', 'skill_archive_invalid'],
+      ['linked.zip', 'skill_archive_invalid'],
+      ['zip-slip.zip', 'skill_archive_invalid'],
+    ],
+  );
+  const why = Object.fromEntries(result.diagnostics.map((d) => [path.basename(d.path), d.message]));
+  t.match(why['absolute.zip'], /absolute/);
+  t.match(why['bomb.zip'], /times/);
+  t.match(why['linked.zip'], /linked\/passwd is a symbolic link/);
+  t.match(why['zip-slip.zip'], /\.\./);
+  t.match(why['broken.zip'], /not a zip archive/);
+
+  // The archive's revision is that of the files it holds, as a folder of them would have.
+  const folder = await skill(path.join(dir, 'as-folder', 'pdf-tools'), {
+    'SKILL.md': '---\nname: pdf-tools\ndescription: Splits and merges PDF files.\n---\n\n# PDF tools\n\nRun `scripts/run.sh`.\n',
+    'scripts/run.sh': '#!/bin/sh\necho pdf-tools ran\n',
+  });
+  await chmod(path.join(folder, 'SKILL.md'), 0o644);
+  await chmod(path.join(folder, 'scripts', 'run.sh'), 0o755);
+  const archived = result.candidates.find((c) => c.id === 'pdf-tools')!;
+  t.equal(archived.sourceRevision, (await readSkill(folder)).candidate.sourceRevision);
+  t.equal(result.candidates.find((c) => c.id === 'flat')!.sourceRevision, archived.sourceRevision, 'with or without a top folder');
+  t.same(
+    (await scanSkills(path.join(dir, 'pdf-tools.skill'))).candidates.map((c) => c.id),
+    ['pdf-tools'],
+    'an archive scans as itself',
+  );
+
+  // Import extracts into the skill's folder, modes kept; refresh reads the archive again.
+  const { context, root } = await rootWithContext(t);
+  await importJob({ id: 'pdf-tools', sourcePath: archived.sourcePath, expectedRevision: archived.sourceRevision }, context);
+  const run = spawnSync(path.join(root, 'skills', 'pdf-tools', 'scripts', 'run.sh'), { encoding: 'utf8' });
+  t.equal(run.stdout, 'pdf-tools ran\n', 'the extracted script runs');
+  t.match(JSON.parse(await readFile(path.join(root, 'receipts', 'pdf-tools.json'), 'utf8')), {
+    source: archived.sourcePath,
+    sourceRevision: archived.sourceRevision,
+    entrypoint: 'skills/pdf-tools/SKILL.md',
+  });
+  await copyFile(path.join(ARCHIVES, 'linked.zip'), archived.sourcePath);
+  t.match(await scanJob({ id: 'pdf-tools' }, context), { candidates: [], diagnostics: [{ code: 'skill_archive_invalid' }] });
+
+  for (const name of ['zip-slip.zip', 'absolute.zip', 'bomb.zip']) {
+    await t.rejects(
+      importJob({ id: 'hostile', sourcePath: path.join(dir, name), expectedRevision: 'a'.repeat(64) }, context),
+      { code: /^skill_archive_/ },
+      name,
+    );
+  }
+  t.same((await readdir(path.join(root, 'skills'))).sort(), ['pdf-tools'], 'nothing of a refused archive written');
+  t.notOk(
+    existsSync(path.join(dir, '..', 'escaped.txt')) || existsSync(path.join(root, '..', 'escaped.txt')) || existsSync('/tmp/absolute.txt'),
+  );
+});
+
+t.test("an archive's bounds: entries, files, bytes, depth and ratio", async (t) => {
+  const bytes = await readFile(path.join(ARCHIVES, 'pdf-tools.skill'));
+  const limits = { ...SKILL_LIMITS };
+  await t.resolves(readSkillArchive(bytes, limits));
+  await t.rejects(readSkillArchive(bytes, { ...limits, archiveEntries: 3 }), {
+    code: 'skill_archive_too_large',
+    message: /more than 3 entries/,
+  });
+  await t.rejects(readSkillArchive(bytes, { ...limits, files: 1 }), { code: 'skill_archive_too_large', message: /more than 1 files/ });
+  await t.rejects(readSkillArchive(bytes, { ...limits, bytes: 100 }), { code: 'skill_archive_too_large', message: /more than 100 bytes/ });
+  await t.rejects(readSkillArchive(bytes, { ...limits, depth: 0 }), { code: 'skill_archive_too_large', message: /deeper than 0/ });
+  const bomb = await readFile(path.join(ARCHIVES, 'bomb.zip'));
+  await t.rejects(readSkillArchive(bomb, limits), { code: 'skill_archive_too_large', message: /more than 100 times/ });
 });
