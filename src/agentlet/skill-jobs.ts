@@ -92,7 +92,8 @@ export interface ReadSkill {
   files: SkillFile[];
 }
 
-class SkillProblem extends Error {
+/** Why a skill folder or archive is refused, with its diagnostic code. */
+export class SkillProblem extends Error {
   constructor(
     readonly code: DiagnosticCode,
     message: string,
@@ -199,6 +200,11 @@ export function parseSkillFile(text: string, folderName?: string): { name: strin
   };
 }
 
+/** A skill's `sourceContent`: its whole SKILL.md (front matter included), trimmed, without a byte order mark. */
+export function skillSourceContent(text: string): string {
+  return text.replace(/^\uFEFF/, '').trim();
+}
+
 const MIN_TEXT_RUN = 8;
 
 /**
@@ -303,7 +309,7 @@ async function candidateOf(
 ): Promise<ReadSkill> {
   const text = files.find((f) => f.rel === SKILL_FILE)!.bytes.toString('utf8');
   const { name, warnings } = parseSkillFile(text, folderName);
-  const sourceContent = text.replace(/^\uFEFF/, '').trim();
+  const sourceContent = skillSourceContent(text);
   if (!checkId.Check(candidateId))
     throw new SkillProblem(
       'skill_invalid',
