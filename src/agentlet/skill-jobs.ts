@@ -1,9 +1,11 @@
 // Skill management on the machine: the `skill.scan`, `skill.import` and `skill.remove` jobs the registry
 // sends over the machine channel. A skill is a folder holding `SKILL.md` (YAML front matter with `name` and
-// `description`). Scanning reads it and its files without following any symbolic link out of the folder;
-// importing re-reads them, checks the revision the owner saw, scans every text file for secrets before
-// anything is written, copies the folder into `<root>/skills/<id>/` (temp directory, then rename), writes
-// its receipt v2 and publishes. Nothing here writes outside the resource root.
+// `description`, checked against the Agent Skills format by src/text/front-matter.ts), or a `.zip`/`.skill`
+// archive of one (src/agentlet/skill-archive.ts). Scanning reads it and its files without following any
+// symbolic link out of the folder; importing re-reads them, checks the revision the owner saw, scans every
+// file for secrets (a binary one as its text runs) before anything is written, copies the files with their
+// kept permission bits into `<root>/skills/<id>/` (temp directory, then rename), writes its receipt v2 and
+// publishes. Nothing here writes outside the resource root.
 import { createHash, randomBytes } from 'node:crypto';
 import { chmod, lstat, mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
