@@ -69,6 +69,12 @@ t.test("the machine's failure codes answer the owner with the status they mean, 
     skill_invalid: 'invalid_input',
     skill_unreadable: 'invalid_input',
     invalid_path: 'invalid_input',
+    skill_front_matter_missing: 'invalid_input',
+    skill_front_matter_invalid: 'invalid_input',
+    skill_name_missing: 'invalid_input',
+    skill_description_missing: 'invalid_input',
+    skill_archive_invalid: 'invalid_input',
+    skill_archive_too_large: 'invalid_input',
     disk_full: 'agentlet_job_failed',
   };
   for (const [machineCode, ownerCode] of Object.entries(expected)) {
@@ -105,6 +111,24 @@ t.test('a scan answer is checked; a candidate whose text holds a secret becomes 
   );
   t.match(scan.diagnostics, [{ path: '/skills/leaky', code: 'skill_invalid', message: /secret/ }]);
   t.notOk(JSON.stringify(scan).includes(GITHUB_TOKEN), 'the secret is not echoed');
+
+  // The front matter's warnings ride with their candidate; its refusals and an archive's are diagnostics.
+  const warnings = [
+    { code: 'skill_name_mismatch', message: 'the name "clean" differs from its folder\'s name "clean-skill"' },
+    { code: 'skill_field_unknown', message: 'the format defines no field "version"' },
+  ];
+  const diagnostics = [
+    { path: '/skills/a', code: 'skill_front_matter_missing', message: 'SKILL.md has no YAML front matter' },
+    { path: '/skills/b.zip', code: 'skill_archive_invalid', message: 'an entry leads outside the folder' },
+  ];
+  result = { rootPath: '/skills', candidates: [{ ...candidate('clean', SKILL.sourceContent.trim()), warnings }], diagnostics };
+  t.same(await skills.scan(MACHINE, '/skills', 'owner'), result, 'warnings and the new codes are a scan answer');
+  result = {
+    rootPath: '/skills',
+    candidates: [{ ...candidate('clean', 'x'), warnings: [{ code: 'skill_bogus', message: 'm' }] }],
+    diagnostics: [],
+  };
+  t.equal((await failure(skills.scan(MACHINE, '/skills', 'owner'))).code, 'agentlet_job_failed', 'a warning code not in the list');
 });
 
 t.test('import: an ID already held is refused before the machine copies anything; a secret in the owner fields too', async (t) => {

@@ -1,14 +1,15 @@
 // Skill management end to end with real processes: the compiled server, `agentlet-resources serve` on a
 // real resource root, and skill folders elsewhere on the disk. The owner scans, imports (the files are
 // copied, the receipt written, the record published with the owner's fields and listed as manageable),
-// is refused a changed source (409), a source with a secret (422, nothing copied) and a symbolic link out of
-// the folder (a diagnostic), refreshes (the owner's fields kept), deletes (folder, receipt and record gone),
+// is refused a changed source (409), a source with a secret (422, nothing copied), a symbolic link out of
+// the folder and an archive entry climbing out (diagnostics), sees the front matter's warnings beside the
+// candidate and an archive as a candidate, gets its scripts with their run bit, refreshes (the owner's fields kept), deletes (folder, receipt and record gone),
 // and gets 503 when the machine is not connected. An owner subscribed to the change events sees the import,
 // the owner's fields and the delete as they happen.
 import t from 'tap';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { appendFile, mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, copyFile, mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { assertBuilt, CLI, cliRunner, tempDir, tokenFile } from './helpers/agentlet.js';
@@ -100,6 +101,10 @@ t.test('scan, import, refuse, refresh and delete a skill through a running Agent
   await writeSkill(path.join(sources, 'pdf-helper'), 'PDF helper', 'Split and merge PDFs.\n', {
     'scripts/run.sh': '#!/bin/sh\necho pdf\n',
   });
+  await chmod(path.join(sources, 'pdf-helper', 'scripts', 'run.sh'), 0o755);
+  // A skill archive beside the folders, and one with an entry that climbs out.
+  await copyFile(path.join('test', 'fixtures', 'skill-archives', 'pdf-tools.skill'), path.join(sources, 'pdf-tools.skill'));
+  await copyFile(path.join('test', 'fixtures', 'skill-archives', 'zip-slip.zip'), path.join(sources, 'zip-slip.zip'));
   await writeSkill(path.join(sources, 'leaky'), 'Leaky', 'Harmless text.\n', { 'notes/env.txt': `GITHUB_TOKEN=${SECRET}\n` });
   await writeSkill(path.join(sources, 'escaping'), 'Escaping');
   await symlink(outside, path.join(sources, 'escaping', 'linked.txt'));
@@ -145,22 +150,28 @@ t.test('scan, import, refuse, refresh and delete a skill through a running Agent
   t.same(scan.body.rootPath, sources);
   t.same(
     scan.body.candidates.map((c: { id: string }) => c.id),
-    ['leaky', 'pdf-helper'],
-    'each skill folder is a candidate',
+    ['leaky', 'pdf-helper', 'pdf-tools'],
+    'each skill folder and skill archive is a candidate',
   );
   const pdf = scan.body.candidates.find((c: { id: string }) => c.id === 'pdf-helper')!;
   t.match(pdf, { name: 'PDF helper', sourcePath: path.join(sources, 'pdf-helper'), sourceRevision: /^[a-f0-9]{64}$/ });
   t.match(pdf.sourceContent, /^---\nname: PDF helper\n[\s\S]*Split and merge PDFs\.$/, 'sourceContent is SKILL.md');
+  t.match(
+    pdf.warnings,
+    [{ code: 'skill_name_format' }, { code: 'skill_name_mismatch', message: /"PDF helper" differs from its folder's name "pdf-helper"/ }],
+    "the format's warnings reach the owner beside the candidate",
+  );
   const diagnostics = Object.fromEntries(
     scan.body.diagnostics.map((d: { path: string; code: string; message: string }) => [path.basename(d.path), d]),
   );
-  t.same(Object.keys(diagnostics).sort(), ['broken', 'escaping']);
+  t.same(Object.keys(diagnostics).sort(), ['broken', 'escaping', 'zip-slip.zip']);
+  t.match(diagnostics['zip-slip.zip'], { code: 'skill_archive_invalid', message: /invalid relative path/ });
   t.match(
     diagnostics.escaping,
     { code: 'skill_invalid', message: /linked\.txt is a symbolic link that leads outside the skill folder/ },
     'a symbolic link out of the folder is refused',
   );
-  t.match(diagnostics.broken, { code: 'skill_invalid', message: /no YAML front matter/ });
+  t.match(diagnostics.broken, { code: 'skill_front_matter_missing', message: /no YAML front matter/ });
 
   // The default machine (the only one enrolled) is used without ?agentletId=.
   t.equal(
@@ -210,6 +221,9 @@ t.test('scan, import, refuse, refresh and delete a skill through a running Agent
     },
     "{resource}: the machine's record v2 with the owner's fields, and nothing else",
   );
+  const script = path.join(root, 'skills', 'pdf-helper', 'scripts', 'run.sh');
+  t.equal((await stat(script)).mode & 0o777, 0o755, 'the script keeps its run bit');
+  t.equal(spawnSync(script, { encoding: 'utf8' }).stdout, 'pdf\nchanged\n', 'and runs');
   t.equal(
     await readFile(path.join(root, 'skills', 'pdf-helper', 'scripts', 'run.sh'), 'utf8'),
     '#!/bin/sh\necho pdf\necho changed\n',

@@ -6,6 +6,7 @@ import { RESOURCE_ID_PATTERN } from '../schemas/common.js';
 import { SecretScanner } from '../secrets/secret-scanner.js';
 import { writeFileDurably } from '../storage/durable-file.js';
 import { CliError, EXIT, type ExitCode } from './exit-codes.js';
+import { parseSkillFile, SKILL_FILE, SKILL_LIMITS, skillSourceContent, SkillProblem } from './skill-jobs.js';
 import { openWithoutBlocking, readAtMost, type OpenedFile } from './local-file.js';
 import {
   formatReport,
@@ -14,10 +15,12 @@ import {
   serializeReceipt,
   toReconcileEntry,
   validateResourceRoot,
+  type Receipt,
   type ReceiptV1,
+  type ReceiptV2,
 } from './receipt.js';
 import { RegistryClient, type ReconcileResponse } from './registry-client.js';
-import { assertInitialized, initResourceRoot, RECEIPTS_DIR, type ReceiptKind } from './resource-root.js';
+import { assertInitialized, initResourceRoot, KIND_DIRS, RECEIPTS_DIR, type ReceiptKind } from './resource-root.js';
 import { oneLine } from './terminal-text.js';
 import { readTokenFile } from './token-file.js';
 
@@ -65,8 +68,8 @@ export interface ReceiptAddInput {
   now: Date;
 }
 
-async function readInstructions(file: string): Promise<string> {
-  const unreadable = (why: string) => new CliError(`--instructions-file ${file} ${why}`, EXIT.usage);
+async function readInstructions(file: string, what = '--instructions-file', maxBytes = MAX_INSTRUCTIONS_FILE_BYTES): Promise<string> {
+  const unreadable = (why: string) => new CliError(`${what} ${file} ${why}`, EXIT.usage);
   let opened: OpenedFile;
   try {
     opened = await openWithoutBlocking(file);
@@ -76,11 +79,11 @@ async function readInstructions(file: string): Promise<string> {
   let bytes: Buffer | undefined;
   try {
     if (!opened.stats.isFile()) throw unreadable('is not a regular file');
-    bytes = await readAtMost(opened.handle, MAX_INSTRUCTIONS_FILE_BYTES);
+    bytes = await readAtMost(opened.handle, maxBytes);
   } finally {
     await opened.handle.close();
   }
-  if (bytes === undefined) throw unreadable(`is larger than ${MAX_INSTRUCTIONS_FILE_BYTES} bytes`);
+  if (bytes === undefined) throw unreadable(`is larger than ${maxBytes} bytes`);
   // Editors end files with a newline; the record should not.
   return bytes.toString('utf8').replace(/\s+$/, '');
 }
@@ -95,6 +98,43 @@ function relativeEntrypoint(root: string, realRoot: string, entrypoint: string):
   return entrypoint; // validation reports it
 }
 
+function checkReceiptId(id: string): void {
+  if (!new RegExp(RESOURCE_ID_PATTERN).test(id) || id.length > 128) {
+    throw new CliError(`invalid receipt ID "${id}": must be kebab-case (a-z, 0-9, single hyphens), at most 128 characters`, EXIT.rejected);
+  }
+}
+
+/** Validates the receipt, then writes it durably (replacing one only with `force`). */
+async function writeCheckedReceipt(
+  root: string,
+  realRoot: string,
+  receipt: Receipt,
+  input: { machineId?: string | undefined; force: boolean },
+  io: Output,
+  scanner: SecretScanner,
+): Promise<ExitCode> {
+  const problems = await receiptProblems(realRoot, receipt.id, receipt, scanner, input.machineId);
+  if (problems.length > 0) throw new CliError(`invalid receipt ${receipt.id}: ${problems.join('; ')}\nnothing was written`, EXIT.rejected);
+  const target = path.join(realRoot, RECEIPTS_DIR, `${receipt.id}.json`);
+  const exists = await lstat(target).then(
+    () => true,
+    () => false,
+  );
+  if (exists && !input.force)
+    throw new CliError(`${RECEIPTS_DIR}/${receipt.id}.json already exists; pass --force to replace it`, EXIT.rejected);
+  await writeFileDurably(target, serializeReceipt(receipt));
+  io.out(`${exists ? 'replaced' : 'wrote'} ${path.join(root, RECEIPTS_DIR, `${receipt.id}.json`)}`);
+  if (input.machineId === undefined) {
+    io.err(
+      'warning: written without "provider" (pass --machine-id ID): upstream\'s Agentlet requires it to read the receipt; this CLI does not',
+    );
+  }
+  io.out(
+    'next: a running `agentlet-resources serve` publishes it now; without one, `agentlet-resources validate`, then `agentlet-resources sync ...`',
+  );
+  return EXIT.ok;
+}
+
 export async function receiptAddCommand(
   root: string,
   input: ReceiptAddInput,
@@ -102,12 +142,7 @@ export async function receiptAddCommand(
   scanner = new SecretScanner(),
 ): Promise<ExitCode> {
   await assertInitialized(root);
-  if (!new RegExp(RESOURCE_ID_PATTERN).test(input.id) || input.id.length > 128) {
-    throw new CliError(
-      `invalid receipt ID "${input.id}": must be kebab-case (a-z, 0-9, single hyphens), at most 128 characters`,
-      EXIT.rejected,
-    );
-  }
+  checkReceiptId(input.id);
   const realRoot = await realpath(root);
   const receipt: ReceiptV1 = {
     schemaVersion: RECEIPT_SCHEMA_VERSION,
@@ -121,24 +156,61 @@ export async function receiptAddCommand(
     ...(input.source === undefined ? {} : { source: input.source }),
     installedAt: input.now.toISOString(),
   };
-  const problems = await receiptProblems(realRoot, input.id, receipt, scanner, input.machineId);
-  if (problems.length > 0) throw new CliError(`invalid receipt ${input.id}: ${problems.join('; ')}\nnothing was written`, EXIT.rejected);
-  const target = path.join(realRoot, RECEIPTS_DIR, `${input.id}.json`);
-  const exists = await lstat(target).then(
-    () => true,
-    () => false,
-  );
-  if (exists && !input.force)
-    throw new CliError(`${RECEIPTS_DIR}/${input.id}.json already exists; pass --force to replace it`, EXIT.rejected);
-  await writeFileDurably(target, serializeReceipt(receipt));
-  io.out(`${exists ? 'replaced' : 'wrote'} ${path.join(root, RECEIPTS_DIR, `${input.id}.json`)}`);
-  if (input.machineId === undefined) {
-    io.err(
-      'warning: written without "provider" (pass --machine-id ID): upstream\'s Agentlet requires it to read the receipt; this CLI does not',
+  return writeCheckedReceipt(root, realRoot, receipt, input, io, scanner);
+}
+
+export interface ReceiptAddSkillInput {
+  id: string;
+  /** The skill folder, absolute, under the root's skills/. */
+  skillDir: string;
+  source?: string | undefined;
+  machineId?: string | undefined;
+  force: boolean;
+  now: Date;
+}
+
+/**
+ * `receipt add <id> --skill DIR`: a receipt v2 of a skill folder under the root, its name from SKILL.md's
+ * front matter and its source content the whole SKILL.md (the front matter checked as a scan checks it).
+ */
+export async function receiptAddSkillCommand(
+  root: string,
+  input: ReceiptAddSkillInput,
+  io: Output,
+  scanner = new SecretScanner(),
+): Promise<ExitCode> {
+  await assertInitialized(root);
+  checkReceiptId(input.id);
+  const realRoot = await realpath(root);
+  const skillFile = path.join(input.skillDir, SKILL_FILE);
+  const entrypoint = relativeEntrypoint(root, realRoot, skillFile);
+  if (path.isAbsolute(entrypoint))
+    throw new CliError(
+      `--skill ${input.skillDir} is not inside the resource root's ${KIND_DIRS.skill}/ (${path.join(root, KIND_DIRS.skill)}): copy the folder there first\nnothing was written`,
+      EXIT.rejected,
     );
+  const text = await readInstructions(skillFile, '--skill', SKILL_LIMITS.skillFileBytes);
+  let name: string;
+  try {
+    const parsed = parseSkillFile(text, path.basename(input.skillDir));
+    name = parsed.name;
+    for (const warning of parsed.warnings) io.err(`warning: ${warning.code}: ${warning.message}`);
+  } catch (err) {
+    if (!(err instanceof SkillProblem)) throw err;
+    throw new CliError(`invalid skill ${input.id}: ${err.code}: ${err.message}\nnothing was written`, EXIT.rejected);
   }
-  io.out('next: `agentlet-resources validate`, then `agentlet-resources sync ...` to publish it');
-  return EXIT.ok;
+  const receipt: ReceiptV2 = {
+    schemaVersion: 2,
+    id: input.id,
+    kind: 'skill',
+    name,
+    ...(input.machineId === undefined ? {} : { provider: input.machineId }),
+    sourceContent: skillSourceContent(text),
+    entrypoint,
+    ...(input.source === undefined ? {} : { source: input.source }),
+    installedAt: input.now.toISOString(),
+  };
+  return writeCheckedReceipt(root, realRoot, receipt, input, io, scanner);
 }
 
 export interface RegistryInput {

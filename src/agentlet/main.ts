@@ -27,6 +27,13 @@ Commands
       --kind skill|tool|connector   --entrypoint PATH (relative to the root, under skills/, tools/ or connectors/)
       --name TEXT   --description TEXT   --instructions-file FILE   [--source TEXT]   [--force]
       [--machine-id ID]  written as the receipt's provider (upstream's Agentlet needs it to read the receipt)
+  receipt add <id> --skill DIR
+                            Write a validated receipt v2 of the skill folder DIR (under the root's skills/):
+                            its name is SKILL.md's front matter name, its source content the whole SKILL.md
+                            (up to 100,000 characters). The front matter is checked as a scan checks it:
+                            a departure from the Agent Skills format is a warning, a missing name or
+                            description a refusal.
+      [--source TEXT]   [--machine-id ID]   [--force]
   sync                      Validate, then publish the machine's whole set in one request: records of
                             receipts are created or replaced, this machine's other records are withdrawn.
                             A v1 receipt publishes record v1, a v2 receipt record v2.
@@ -34,8 +41,11 @@ Commands
   list                      Show what the registry holds for this machine.
       --registry URL   --machine-id ID   --token-file FILE   [--timeout-ms MS]
   serve                     Run as a daemon: hold this machine's channel to the registry (reconnecting with
-                            backoff), run the jobs it carries (ping, sync), and publish the receipts again
-                            whenever receipts/ changes. Stops cleanly (exit 0) on SIGTERM or SIGINT.
+                            backoff), run the jobs it carries, and publish the receipts again whenever
+                            receipts/ changes. Jobs: ping; sync (publish now); skill.scan (list the skill
+                            folders and .zip/.skill archives under a path); skill.import (copy one into
+                            skills/<id>/, scanned for secrets, and write its receipt v2); skill.remove
+                            (remove an imported skill's folder and receipt). Stops cleanly (exit 0) on SIGTERM or SIGINT.
                             Logs readable lines on a terminal, JSON lines otherwise; never the token.
       --registry URL   --machine-id ID   --token-file FILE   [--timeout-ms MS]   [--reconnect-max-ms MS]
 
@@ -85,6 +95,7 @@ const COMMAND_OPTIONS = {
     name: { type: 'string' },
     description: { type: 'string' },
     'instructions-file': { type: 'string' },
+    skill: { type: 'string' },
     source: { type: 'string' },
     'machine-id': { type: 'string' },
     force: { type: 'boolean' },
@@ -218,7 +229,8 @@ async function dispatch(argv: string[], env: Environment, io: Output, now: () =>
     throw usage(command === 'receipt add' ? 'receipt add takes exactly one receipt ID' : `${command} takes no positional arguments`);
   }
   // Loaded only once the arguments are sound: the secret scanner's rules take a moment to load.
-  const { initCommand, listCommand, receiptAddCommand, syncCommand, validateCommand } = await import('./commands.js');
+  const { initCommand, listCommand, receiptAddCommand, receiptAddSkillCommand, syncCommand, validateCommand } =
+    await import('./commands.js');
   const resourceRoot = () => resolveResourceRoot(v['resource-dir'] as string | undefined, env.AGENT_RESOURCE_DIR);
 
   switch (command) {
@@ -237,6 +249,23 @@ async function dispatch(argv: string[], env: Environment, io: Output, now: () =>
       return serveCommand(resourceRoot(), input, io, { stop: hooks.stop ?? new AbortController().signal, isTty: hooks.isTty === true });
     }
     case 'receipt add': {
+      if (v.skill !== undefined) {
+        const given = ['kind', 'entrypoint', 'name', 'description', 'instructions-file'].filter((o) => v[o] !== undefined);
+        if (given.length > 0)
+          throw usage(`--skill takes the name and content from SKILL.md; drop ${given.map((o) => `--${o}`).join(', ')}`);
+        return receiptAddSkillCommand(
+          resourceRoot(),
+          {
+            id: positionals[0]!,
+            skillDir: path.resolve(required(v, 'skill', command)),
+            source: v.source as string | undefined,
+            machineId: optionalMachineId(v),
+            force: v.force === true,
+            now: now(),
+          },
+          io,
+        );
+      }
       const kind = required(v, 'kind', command);
       if (!RECEIPT_KINDS.includes(kind as ReceiptKind)) throw usage(`--kind must be one of ${RECEIPT_KINDS.join(', ')}`);
       const instructionsFile = required(v, 'instructions-file', command);

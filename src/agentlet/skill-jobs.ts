@@ -1,20 +1,24 @@
 // Skill management on the machine: the `skill.scan`, `skill.import` and `skill.remove` jobs the registry
 // sends over the machine channel. A skill is a folder holding `SKILL.md` (YAML front matter with `name` and
-// `description`). Scanning reads it and its files without following any symbolic link out of the folder;
-// importing re-reads them, checks the revision the owner saw, scans every text file for secrets before
-// anything is written, copies the folder into `<root>/skills/<id>/` (temp directory, then rename), writes
-// its receipt v2 and publishes. Nothing here writes outside the resource root.
+// `description`, checked against the Agent Skills format by src/text/front-matter.ts), or a `.zip`/`.skill`
+// archive of one (src/agentlet/skill-archive.ts). Scanning reads it and its files without following any
+// symbolic link out of the folder; importing re-reads them, checks the revision the owner saw, scans every
+// file for secrets (a binary one as its text runs) before anything is written, copies the files with their
+// kept permission bits into `<root>/skills/<id>/` (temp directory, then rename), writes its receipt v2 and
+// publishes. Nothing here writes outside the resource root.
 import { createHash, randomBytes } from 'node:crypto';
-import { lstat, mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Compile } from 'typebox/compile';
-import { parseDocument } from 'yaml';
 import { ResourceId, SINGLE_LINE_PATTERN } from '../schemas/common.js';
 import { ReconcileEntryV2, V2_BOUNDS } from '../schemas/resource.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
 import { writeFileDurably } from '../storage/durable-file.js';
+import type { SkillDiagnosticCode } from '../schemas/skill.js';
+import { checkSkillFrontMatter, type SkillFrontMatterWarning } from '../text/front-matter.js';
 import { JobError } from './job-error.js';
 import type { JobContext } from './job-context.js';
+import { ArchiveRefusal, archiveStem, isSkillArchive, readSkillArchive } from './skill-archive.js';
 import { serializeReceipt, type ReceiptV2 } from './receipt.js';
 import { DIR_MODE, KIND_DIRS, RECEIPTS_DIR } from './resource-root.js';
 
@@ -31,9 +35,20 @@ export const SKILL_LIMITS = {
   sourcePath: 2048,
   /** Bytes of candidates one scan answers with (the registry takes a job answer of at most 1 MiB). */
   answerBytes: 768 * 1024,
+  /** Entries of a skill archive, folders included. */
+  archiveEntries: 2000,
+  /** How many times its own size a skill archive may unpack to. */
+  archiveRatio: 100,
 } as const;
 
-export type DiagnosticCode = 'skill_unreadable' | 'skill_invalid';
+/** Why a folder is no candidate (src/schemas/skill.ts lists them). */
+export type DiagnosticCode = SkillDiagnosticCode;
+
+/** A departure from the Agent Skills format that does not refuse the skill. */
+export interface ScanWarning {
+  code: SkillFrontMatterWarning;
+  message: string;
+}
 
 export interface ScanCandidate {
   id: string;
@@ -41,6 +56,8 @@ export interface ScanCandidate {
   sourcePath: string;
   sourceContent: string;
   sourceRevision: string;
+  /** Present when the skill departs from the format in a way that does not refuse it. */
+  warnings?: ScanWarning[];
 }
 
 export interface ScanDiagnostic {
@@ -55,10 +72,20 @@ export interface ScanResult {
   diagnostics: ScanDiagnostic[];
 }
 
-interface SkillFile {
+export interface SkillFile {
   /** Relative to the skill folder, `/`-separated. */
   rel: string;
   bytes: Buffer;
+  /** The permission bits the copy gets (`keptMode`). */
+  mode: number;
+}
+
+/**
+ * The permission bits a copied file keeps: read, write and run for owner and group, read and run for
+ * others; never setuid, setgid, sticky or world-writable.
+ */
+export function keptMode(mode: number): number {
+  return mode & 0o775;
 }
 
 /** One skill folder read whole: its candidate and every file's bytes (what an import copies). */
@@ -67,7 +94,8 @@ export interface ReadSkill {
   files: SkillFile[];
 }
 
-class SkillProblem extends Error {
+/** Why a skill folder or archive is refused, with its diagnostic code. */
+export class SkillProblem extends Error {
   constructor(
     readonly code: DiagnosticCode,
     message: string,
@@ -82,13 +110,21 @@ const HEX64 = /^[a-f0-9]{64}$/;
 
 /**
  * The revision of a skill folder: SHA-256 (hex) over its files sorted by relative path (`/`-separated,
- * compared as UTF-16 code units), each contributing its path, a NUL, its length in decimal, a NUL, and its
- * bytes. Any change of a file's name, place or content changes it.
+ * compared as UTF-16 code units), each contributing its path, a NUL, its kept permission bits in octal
+ * (`755`), a NUL, its length in decimal, a NUL, and its bytes. Any change of a file's name, place, mode or
+ * content changes it.
  */
 export function skillRevision(files: readonly SkillFile[]): string {
   const hash = createHash('sha256');
   for (const file of [...files].sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0))) {
-    hash.update(file.rel, 'utf8').update('\0').update(String(file.bytes.length)).update('\0').update(file.bytes);
+    hash
+      .update(file.rel, 'utf8')
+      .update('\0')
+      .update(keptMode(file.mode).toString(8))
+      .update('\0')
+      .update(String(file.bytes.length))
+      .update('\0')
+      .update(file.bytes);
   }
   return hash.digest('hex');
 }
@@ -138,42 +174,71 @@ async function readFiles(realDir: string): Promise<SkillFile[]> {
         throw new SkillProblem('skill_invalid', `${rel} is neither a file nor a folder`);
       }
       if (files.length >= SKILL_LIMITS.files) throw new SkillProblem('skill_invalid', `more than ${SKILL_LIMITS.files} files`);
+      const mode = target === full ? st.mode : (await stat(target)).mode;
       const bytes = await readFile(target);
       total += bytes.length;
       if (total > SKILL_LIMITS.bytes) throw new SkillProblem('skill_invalid', `more than ${SKILL_LIMITS.bytes} bytes in all`);
-      files.push({ rel, bytes });
+      files.push({ rel, bytes, mode: keptMode(mode) });
     }
   };
   await walk(realDir, '', 0);
   return files;
 }
 
-/** `name` and `description` from SKILL.md's YAML front matter (between `---` lines at the top). */
-export function parseSkillFile(text: string): { name: string; description: string } {
-  const body = text.replace(/^\uFEFF/, '');
-  const match = /^---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(body);
-  if (!match) throw new SkillProblem('skill_invalid', `${SKILL_FILE} has no YAML front matter (a block between --- lines at its top)`);
-  const doc = parseDocument(match[1]!, { uniqueKeys: true, prettyErrors: false });
-  if (doc.errors.length > 0)
-    throw new SkillProblem(
-      'skill_invalid',
-      `${SKILL_FILE}'s front matter is not valid YAML (line ${doc.errors[0]!.linePos?.[0]?.line ?? '?'})`,
-    );
-  const value = doc.toJS({ maxAliasCount: 10 }) as unknown;
-  if (value === null || typeof value !== 'object' || Array.isArray(value))
-    throw new SkillProblem('skill_invalid', `${SKILL_FILE}'s front matter is not a mapping`);
-  const { name, description } = value as Record<string, unknown>;
-  if (typeof name !== 'string' || name.trim() === '') throw new SkillProblem('skill_invalid', `${SKILL_FILE}'s front matter has no name`);
-  if (typeof description !== 'string' || description.trim() === '')
-    throw new SkillProblem('skill_invalid', `${SKILL_FILE}'s front matter has no description`);
-  if (name.trim().length > V2_BOUNDS.name)
+/**
+ * `name` and `description` from SKILL.md's YAML front matter, and the format's warnings; the first error
+ * (src/text/front-matter.ts) refuses it. `folderName` is what a differing `name` is warned about.
+ */
+export function parseSkillFile(text: string, folderName?: string): { name: string; description: string; warnings: ScanWarning[] } {
+  const checked = checkSkillFrontMatter(text, folderName);
+  for (const issue of checked.issues) if (issue.severity === 'error') throw new SkillProblem(issue.code, issue.message);
+  const name = checked.name!;
+  if (name.length > V2_BOUNDS.name)
     throw new SkillProblem('skill_invalid', `${SKILL_FILE}'s name is longer than ${V2_BOUNDS.name} characters`);
-  return { name: name.trim(), description: description.trim() };
+  return {
+    name,
+    description: checked.description!,
+    warnings: checked.issues.flatMap((i) => (i.severity === 'warning' ? [{ code: i.code, message: i.message }] : [])),
+  };
 }
 
-/** Text a secret could hide in: any file without a NUL byte (binary files are not scanned). */
-function asText(bytes: Buffer): string | undefined {
-  return bytes.includes(0) ? undefined : bytes.toString('utf8');
+/** A skill's `sourceContent`: its whole SKILL.md (front matter included), trimmed, without a byte order mark. */
+export function skillSourceContent(text: string): string {
+  return text.replace(/^\uFEFF/, '').trim();
+}
+
+const MIN_TEXT_RUN = 8;
+
+/**
+ * What the secret scan reads of a file: a file without a NUL byte is text; one with NUL bytes (an image, a
+ * font, a binary) is scanned as its text runs, as `strings` finds them: runs of at least 8 printable ASCII
+ * characters, read byte by byte and as UTF-16 (little and big endian), one run per line.
+ */
+export function scannedText(bytes: Buffer): string {
+  if (!bytes.includes(0)) return bytes.toString('utf8');
+  const runs: string[] = [];
+  const printable = (b: number | undefined) => b !== undefined && ((b >= 0x20 && b <= 0x7e) || b === 0x09);
+  // step 1: one byte a character; step 2: UTF-16, the character's byte at `at` and a 0 beside it.
+  const collect = (step: 1 | 2, offset: number, at: 0 | 1) => {
+    let run = '';
+    for (let i = offset; i + step <= bytes.length; i += step) {
+      const b = bytes[i + (step === 2 ? at : 0)];
+      const ok = printable(b) && (step === 1 || bytes[i + 1 - at] === 0);
+      if (ok) run += String.fromCharCode(b!);
+      else {
+        if (run.length >= MIN_TEXT_RUN) runs.push(run);
+        run = '';
+      }
+    }
+    if (run.length >= MIN_TEXT_RUN) runs.push(run);
+  };
+  collect(1, 0, 0);
+  // UTF-16 little endian (the character's byte first) and big endian (second), at either alignment.
+  for (const offset of [0, 1]) {
+    collect(2, offset, 0);
+    collect(2, offset, 1);
+  }
+  return runs.join('\n');
 }
 
 /**
@@ -192,6 +257,10 @@ export async function readSkill(sourcePath: string, scanner?: SecretScanner, id?
     throw new SkillProblem('skill_unreadable', `cannot read the folder (${err.code ?? 'error'})`);
   });
   if (st.isSymbolicLink()) throw new SkillProblem('skill_invalid', 'the skill folder is a symbolic link; name the real folder');
+  if (st.isFile() && isSkillArchive(dir)) {
+    const { files, topFolder } = await readArchive(dir, st.size);
+    return candidateOf(dir, files, topFolder ?? archiveStem(dir), id ?? idFromFolderName(archiveStem(dir)), scanner);
+  }
   if (!st.isDirectory()) throw new SkillProblem('skill_invalid', 'not a folder');
   const realDir = await realpath(dir);
   const skillSt = await lstat(path.join(realDir, SKILL_FILE)).catch(() => undefined);
@@ -206,10 +275,43 @@ export async function readSkill(sourcePath: string, scanner?: SecretScanner, id?
     if (err instanceof SkillProblem) throw err;
     throw new SkillProblem('skill_unreadable', `cannot read the folder's files (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
+  return candidateOf(dir, files, path.basename(dir), id ?? idFromFolderName(path.basename(dir)), scanner);
+}
+
+/** A skill archive's files, or the SkillProblem that refuses it. */
+async function readArchive(file: string, size: number): Promise<{ files: SkillFile[]; topFolder?: string }> {
+  if (size > SKILL_LIMITS.bytes)
+    throw new SkillProblem('skill_archive_too_large', `the archive is larger than ${SKILL_LIMITS.bytes} bytes`);
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(file);
+  } catch (err) {
+    throw new SkillProblem('skill_unreadable', `cannot read the archive (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  try {
+    const read = await readSkillArchive(bytes, SKILL_LIMITS);
+    const skillFile = read.files.find((f) => f.rel === SKILL_FILE);
+    if (!skillFile) throw new SkillProblem('skill_invalid', `no ${SKILL_FILE} at the archive's top or in its single top folder`);
+    if (skillFile.bytes.length > SKILL_LIMITS.skillFileBytes)
+      throw new SkillProblem('skill_invalid', `${SKILL_FILE} is larger than ${SKILL_LIMITS.skillFileBytes} bytes`);
+    return { ...read, files: read.files.map((f) => ({ ...f, mode: keptMode(f.mode) })) };
+  } catch (err) {
+    if (err instanceof ArchiveRefusal) throw new SkillProblem(err.code, err.message);
+    throw err;
+  }
+}
+
+/** The candidate of a skill's files; `folderName` is what its `name` is compared with. */
+async function candidateOf(
+  dir: string,
+  files: SkillFile[],
+  folderName: string,
+  candidateId: string,
+  scanner?: SecretScanner,
+): Promise<ReadSkill> {
   const text = files.find((f) => f.rel === SKILL_FILE)!.bytes.toString('utf8');
-  const { name } = parseSkillFile(text);
-  const sourceContent = text.replace(/^\uFEFF/, '').trim();
-  const candidateId = id ?? idFromFolderName(path.basename(dir));
+  const { name, warnings } = parseSkillFile(text, folderName);
+  const sourceContent = skillSourceContent(text);
   if (!checkId.Check(candidateId))
     throw new SkillProblem(
       'skill_invalid',
@@ -232,7 +334,9 @@ export async function readSkill(sourcePath: string, scanner?: SecretScanner, id?
         `${SKILL_FILE} looks like it contains a secret (rule ${findings[0]!.rule}); remove it before importing`,
       );
   }
-  return { candidate: { id: candidateId, name, sourcePath: dir, sourceContent, sourceRevision: skillRevision(files) }, files };
+  const candidate: ScanCandidate = { id: candidateId, name, sourcePath: dir, sourceContent, sourceRevision: skillRevision(files) };
+  if (warnings.length > 0) candidate.warnings = warnings;
+  return { candidate, files };
 }
 
 /** Scans `rootPath`: the folder itself when it holds SKILL.md, else each direct sub-folder that does. */
@@ -251,7 +355,15 @@ export async function scanSkills(rootPath: string, scanner?: SecretScanner): Pro
     result.diagnostics.push({ path: where, code: problem.code, message: problem.message });
   };
   const st = await stat(root).catch(() => undefined);
-  if (!st?.isDirectory()) throw new JobError('skill_unreadable', `${root} does not exist or is not a folder`);
+  if (st?.isFile() && isSkillArchive(root)) {
+    try {
+      result.candidates.push((await readSkill(root, scanner)).candidate);
+    } catch (err) {
+      diagnose(root, err);
+    }
+    return result;
+  }
+  if (!st?.isDirectory()) throw new JobError('skill_unreadable', `${root} does not exist or is not a folder or skill archive`);
   if (await lstat(path.join(root, SKILL_FILE)).catch(() => undefined)) {
     try {
       result.candidates.push((await readSkill(root, scanner)).candidate);
@@ -272,11 +384,14 @@ export async function scanSkills(rootPath: string, scanner?: SecretScanner): Pro
     const entry = await lstat(dir).catch(() => undefined);
     if (!entry) continue;
     if (entry.isSymbolicLink()) {
-      if (await stat(path.join(dir, SKILL_FILE)).catch(() => undefined))
+      if (isSkillArchive(name))
+        diagnose(dir, new SkillProblem('skill_invalid', 'the skill archive is a symbolic link; name the real file'));
+      else if (await stat(path.join(dir, SKILL_FILE)).catch(() => undefined))
         diagnose(dir, new SkillProblem('skill_invalid', 'the skill folder is a symbolic link; name the real folder'));
       continue;
     }
-    if (!entry.isDirectory() || !(await lstat(path.join(dir, SKILL_FILE)).catch(() => undefined))) continue;
+    const archive = entry.isFile() && isSkillArchive(name);
+    if (!archive && (!entry.isDirectory() || !(await lstat(path.join(dir, SKILL_FILE)).catch(() => undefined)))) continue;
     if (result.candidates.length >= SKILL_LIMITS.candidates) {
       diagnose(dir, new SkillProblem('skill_invalid', `not scanned: a scan lists at most ${SKILL_LIMITS.candidates} skills`));
       continue;
@@ -344,6 +459,8 @@ async function install(root: string, id: string, files: readonly SkillFile[]): P
       const target = path.join(temp, ...file.rel.split('/'));
       await mkdir(path.dirname(target), { recursive: true, mode: DIR_MODE });
       await writeFile(target, file.bytes, { mode: 0o600, flag: 'wx' });
+      // The mode given to writeFile is filtered by the umask; the copy gets the source's kept bits.
+      await chmod(target, keptMode(file.mode));
     }
     const target = skillDir(root, id);
     const existing = await lstat(target).catch(() => undefined);
@@ -408,10 +525,7 @@ export async function importJob(payload: unknown, context: JobContext): Promise<
     throw new JobError('source_changed', `the skill at ${skill.candidate.sourcePath} changed since it was scanned; scan it again`);
   }
   // Every text file is scanned before anything is written.
-  const texts = skill.files.flatMap((f): [string, string][] => {
-    const text = asText(f.bytes);
-    return text === undefined ? [] : [[`/files/${f.rel}`, text]];
-  });
+  const texts = skill.files.map((f): [string, string] => [`/files/${f.rel}`, scannedText(f.bytes)]);
   const findings = await context.scanner.scan(texts);
   if (findings.length > 0) {
     const where = [...new Set(findings.map((f) => `${f.field.slice('/files/'.length)} (rule ${f.rule})`))].slice(0, 10);

@@ -7,7 +7,7 @@ import type { AuditTrail } from '../audit/audit-trail.js';
 import type { JobAnswer, MachineChannels } from '../channel/machine-channels.js';
 import { AppError, type ErrorCode } from '../errors.js';
 import type { AgentResourceV2 } from '../schemas/resource.js';
-import { ScanSkillsResult, type ImportSkillBody } from '../schemas/skill.js';
+import { ScanSkillsResult, SKILL_DIAGNOSTIC_CODES, type ImportSkillBody } from '../schemas/skill.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
 import type { ResourceRegistry } from './resource-registry.js';
 import { toV2 } from './resource-versions.js';
@@ -26,9 +26,8 @@ const MACHINE_CODES: Record<string, ErrorCode> = {
   secret_detected: 'secret_detected',
   resource_conflict: 'resource_conflict',
   skill_not_found: 'skill_not_found',
-  skill_invalid: 'invalid_input',
-  skill_unreadable: 'invalid_input',
   invalid_path: 'invalid_input',
+  ...Object.fromEntries(SKILL_DIAGNOSTIC_CODES.map((code) => [code, 'invalid_input' as const])),
 };
 
 const checkScan = Compile(ScanSkillsResult);

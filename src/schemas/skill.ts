@@ -5,6 +5,17 @@ import Type, { type Static } from 'typebox';
 import { MachineId, ResourceId, SINGLE_LINE_PATTERN, TrimmedText } from './common.js';
 import { V2_BOUNDS } from './resource.js';
 import { OPTIONAL_TEXT_PATTERN, VISIBLE_LINE_PATTERN } from '../text/text-rules.js';
+import { SKILL_FRONT_MATTER_ERRORS, SKILL_FRONT_MATTER_WARNINGS } from '../text/front-matter.js';
+
+/** Why a folder or archive is no candidate: each is a diagnostic of a scan, and 400 `invalid_input` at import. */
+export const SKILL_DIAGNOSTIC_CODES = [
+  'skill_unreadable',
+  'skill_invalid',
+  ...SKILL_FRONT_MATTER_ERRORS,
+  'skill_archive_invalid',
+  'skill_archive_too_large',
+] as const;
+export type SkillDiagnosticCode = (typeof SKILL_DIAGNOSTIC_CODES)[number];
 
 const REVISION_PATTERN = '^[a-f0-9]{64}$';
 const NOT_BLANK_LINE = VISIBLE_LINE_PATTERN;
@@ -13,7 +24,7 @@ const Path = (description: string) => Type.String({ minLength: 1, maxLength: 409
 export const SourceRevision = Type.String({
   pattern: REVISION_PATTERN,
   description:
-    "SHA-256 (hex) of the skill folder's files: each file's relative path, a NUL, its length, a NUL and its bytes, in path order.",
+    "SHA-256 (hex) of the skill folder's files: each file's relative path, a NUL, its kept permission bits in octal, a NUL, its length, a NUL and its bytes, in path order.",
 });
 
 /** `?agentletId=`: the machine; without it the default machine (`DEFAULT_AGENTLET_ID`, else the one enrolled). */
@@ -44,6 +55,22 @@ export const SkillCandidate = Type.Object(
     }),
     sourceContent: TrimmedText(1, V2_BOUNDS.sourceContent, '`SKILL.md` as the record would carry it.'),
     sourceRevision: SourceRevision,
+    warnings: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            code: Type.Enum(SKILL_FRONT_MATTER_WARNINGS),
+            message: Type.String({ description: 'What departs from the format, for a person.' }),
+          },
+          { additionalProperties: false, title: 'AgentResourceImportWarning' },
+        ),
+        {
+          maxItems: 16,
+          description:
+            "Where `SKILL.md` departs from the Agent Skills format without being refused (a `name` unlike its folder's, a bound exceeded, a field the format does not define); absent when it does not.",
+        },
+      ),
+    ),
   },
   { additionalProperties: false, title: 'AgentResourceImportCandidate' },
 );
@@ -51,7 +78,9 @@ export const SkillCandidate = Type.Object(
 export const SkillScanDiagnostic = Type.Object(
   {
     path: Type.String({ description: 'The folder the diagnostic is about.' }),
-    code: Type.Union([Type.Literal('skill_unreadable'), Type.Literal('skill_invalid')]),
+    code: Type.Enum(SKILL_DIAGNOSTIC_CODES, {
+      description: 'Why it is no candidate (docs/decisions/skill-management.md lists the codes).',
+    }),
     message: Type.String({ description: 'What is wrong, for a person.' }),
   },
   { additionalProperties: false, title: 'AgentResourceScanDiagnostic' },

@@ -71,26 +71,33 @@ export const SKILL_FRONT_MATTER_FIELDS = ['name', 'description', 'license', 'com
 /** The format's `name`: lower-case letters and digits, single hyphens between them. */
 export const SKILL_NAME_PATTERN = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 
+/** Front matter codes that refuse a skill. */
+export const SKILL_FRONT_MATTER_ERRORS = [
+  'skill_front_matter_missing',
+  'skill_front_matter_invalid',
+  'skill_name_missing',
+  'skill_description_missing',
+] as const;
+/** Front matter codes that are shown beside a skill without refusing it. */
+export const SKILL_FRONT_MATTER_WARNINGS = [
+  'skill_name_format',
+  'skill_name_mismatch',
+  'skill_description_too_long',
+  'skill_field_invalid',
+  'skill_field_unknown',
+] as const;
+
 /**
  * What a skill's front matter can be told. An `error` refuses the skill; a `warning` is shown beside it
  * (docs/decisions/skill-management.md says which is which, and why).
  */
-export type SkillFrontMatterCode =
-  | 'skill_front_matter_missing'
-  | 'skill_front_matter_invalid'
-  | 'skill_name_missing'
-  | 'skill_description_missing'
-  | 'skill_name_format'
-  | 'skill_name_mismatch'
-  | 'skill_description_too_long'
-  | 'skill_field_invalid'
-  | 'skill_field_unknown';
+export type SkillFrontMatterError = (typeof SKILL_FRONT_MATTER_ERRORS)[number];
+export type SkillFrontMatterWarning = (typeof SKILL_FRONT_MATTER_WARNINGS)[number];
+export type SkillFrontMatterCode = SkillFrontMatterError | SkillFrontMatterWarning;
 
-export interface SkillFrontMatterIssue {
-  code: SkillFrontMatterCode;
-  severity: 'error' | 'warning';
-  message: string;
-}
+export type SkillFrontMatterIssue =
+  | { code: SkillFrontMatterError; severity: 'error'; message: string }
+  | { code: SkillFrontMatterWarning; severity: 'warning'; message: string };
 
 export interface SkillFrontMatter {
   /** `name` and `description`, trimmed; present when no issue is an error. */
@@ -125,8 +132,8 @@ export function checkSkillFrontMatter(text: string, folderName?: string): SkillF
   }
   const { data } = read;
   const issues: SkillFrontMatterIssue[] = [];
-  const error = (code: SkillFrontMatterCode, message: string) => issues.push({ code, severity: 'error', message });
-  const warn = (code: SkillFrontMatterCode, message: string) => issues.push({ code, severity: 'warning', message });
+  const error = (code: SkillFrontMatterError, message: string) => issues.push({ code, severity: 'error', message });
+  const warn = (code: SkillFrontMatterWarning, message: string) => issues.push({ code, severity: 'warning', message });
   const name = typeof data.name === 'string' ? data.name.trim() : undefined;
   const description = typeof data.description === 'string' ? data.description.trim() : undefined;
   if (!name) error('skill_name_missing', "SKILL.md's front matter has no name (a non-empty string)");

@@ -5,7 +5,8 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import {
   importJob,
@@ -17,6 +18,7 @@ import {
   skillRevision,
   SKILL_LIMITS,
 } from '../../src/agentlet/skill-jobs.js';
+import { readSkillArchive } from '../../src/agentlet/skill-archive.js';
 import type { JobContext } from '../../src/agentlet/jobs.js';
 import { SecretScanner } from '../../src/secrets/secret-scanner.js';
 import { tempDir } from '../helpers/agentlet.js';
@@ -35,27 +37,32 @@ async function skill(dir: string, files: Record<string, string>): Promise<string
 const code = (err: unknown) => (err as { code?: string }).code;
 const message = (err: unknown) => (err as Error).message;
 
-t.test('the source revision: SHA-256 over the files sorted by path, each as path NUL length NUL bytes', (t) => {
+t.test('the source revision: SHA-256 over the files sorted by path, each as path NUL mode NUL length NUL bytes', (t) => {
   const files = [
-    { rel: 'b/run.sh', bytes: Buffer.from('echo\n') },
-    { rel: 'SKILL.md', bytes: Buffer.from('hi') },
+    { rel: 'b/run.sh', bytes: Buffer.from('echo\n'), mode: 0o755 },
+    { rel: 'SKILL.md', bytes: Buffer.from('hi'), mode: 0o644 },
   ];
-  const expected = createHash('sha256').update('SKILL.md\u00002\u0000hi').update('b/run.sh\u00005\u0000echo\n').digest('hex');
-  t.equal(skillRevision(files), expected, 'the documented definition');
+  const expected = createHash('sha256')
+    .update('SKILL.md\u0000644\u00002\u0000hi')
+    .update('b/run.sh\u0000755\u00005\u0000echo\n')
+    .digest('hex');
+  t.equal(skillRevision(files), expected, 'the documented definition, the mode as its kept permission bits in octal');
   t.equal(skillRevision([...files].reverse()), expected, 'independent of the order files are read in');
-  t.not(skillRevision([files[0]!, { rel: 'SKILL.md', bytes: Buffer.from('hI') }]), expected, 'a byte changes it');
-  t.not(skillRevision([files[0]!, { rel: 'skill.md', bytes: Buffer.from('hi') }]), expected, 'a name changes it');
+  t.not(skillRevision([files[0]!, { ...files[1]!, bytes: Buffer.from('hI') }]), expected, 'a byte changes it');
+  t.not(skillRevision([files[0]!, { ...files[1]!, rel: 'skill.md' }]), expected, 'a name changes it');
+  t.not(skillRevision([files[0]!, { ...files[1]!, mode: 0o755 }]), expected, 'a mode changes it');
+  t.equal(skillRevision([files[0]!, { ...files[1]!, mode: 0o4644 }]), expected, 'setuid is not kept, so not counted');
   t.not(
-    skillRevision([{ rel: 'a', bytes: Buffer.from('bc') }]),
-    skillRevision([{ rel: 'ab', bytes: Buffer.from('c') }]),
+    skillRevision([{ rel: 'a', bytes: Buffer.from('bc'), mode: 0o644 }]),
+    skillRevision([{ rel: 'ab', bytes: Buffer.from('c'), mode: 0o644 }]),
     'path and bytes cannot run into each other',
   );
   t.end();
 });
 
 t.test('SKILL.md front matter is YAML with name and description', (t) => {
-  t.same(parseSkillFile(SKILL('PDF helper')), { name: 'PDF helper', description: 'What PDF helper does.' });
-  t.same(
+  t.match(parseSkillFile(SKILL('PDF helper')), { name: 'PDF helper', description: 'What PDF helper does.' });
+  t.match(
     parseSkillFile('---\nname: "Quoted: yes"\ndescription: >\n  Folded\n  text\n---\n'),
     { name: 'Quoted: yes', description: 'Folded text' },
     'a real YAML parser',
@@ -64,7 +71,7 @@ t.test('SKILL.md front matter is YAML with name and description', (t) => {
   t.throws(() => parseSkillFile('---\nname: [unclosed\n---\n'), /not valid YAML/);
   t.throws(() => parseSkillFile('---\nname: A\nname: B\ndescription: d\n---\n'), /not valid YAML/, 'duplicate keys are refused');
   t.throws(() => parseSkillFile('---\nname: A\n---\n'), /no description/);
-  t.throws(() => parseSkillFile('---\n- a\n---\n'), /not a mapping/);
+  t.throws(() => parseSkillFile('---\n- a\n---\n'), /not a YAML mapping/);
   t.throws(() => parseSkillFile(`---\nname: ${'x'.repeat(129)}\ndescription: d\n---\n`), /longer than 128/);
   t.end();
 });
@@ -160,7 +167,7 @@ t.test('a scan: the folder itself when it is a skill, else its direct sub-folder
   t.same(
     result.diagnostics.map((d) => [path.basename(d.path), d.code]),
     [
-      ['broken', 'skill_invalid'],
+      ['broken', 'skill_front_matter_missing'],
       ['one-again', 'skill_invalid'],
     ],
   );
@@ -268,4 +275,212 @@ t.test('import: revision checked, secrets scanned before any write, atomic insta
   t.ok(existsSync(path.join(src, 'SKILL.md')), 'the source is never touched');
   await t.rejects(scanJob({ id: 'pdf-tools' }, context), { code: 'skill_not_found' });
   await t.rejects(importJob({ id: 'Bad', sourcePath: src, expectedRevision: 'a'.repeat(64) }, context), { code: 'invalid_payload' });
+});
+
+t.test('front matter at scan: a refusal is a diagnostic with its code; a warning rides with its candidate', async (t) => {
+  const dir = await tempDir(t, 'skill-front-');
+  const fm = (body: string) => `---\n${body}\n---\nBody.\n`;
+  await skill(path.join(dir, 'good'), { 'SKILL.md': fm('name: good\ndescription: Fine.') });
+  await skill(path.join(dir, 'renamed'), { 'SKILL.md': fm('name: other-name\ndescription: Fine.\nversion: 2') });
+  await skill(path.join(dir, 'no-front'), { 'SKILL.md': '# Title\n' });
+  await skill(path.join(dir, 'bad-yaml'), { 'SKILL.md': fm('name: bad-yaml\ndescription: Use when: it breaks') });
+  await skill(path.join(dir, 'no-name'), { 'SKILL.md': fm('description: Fine.') });
+  await skill(path.join(dir, 'no-desc'), { 'SKILL.md': fm('name: no-desc') });
+  const result = await scanSkills(dir);
+  t.same(
+    result.candidates.map((c) => [c.id, c.warnings?.map((w) => w.code)]),
+    [
+      ['good', undefined],
+      ['renamed', ['skill_name_mismatch', 'skill_field_unknown']],
+    ],
+    'a warned skill is still a candidate, its warnings beside it',
+  );
+  t.match(result.candidates[1]!.warnings, [{ message: /"other-name" differs from its folder's name "renamed"/ }, { message: /"version"/ }]);
+  t.same(
+    result.diagnostics.map((d) => [path.basename(d.path), d.code]),
+    [
+      ['bad-yaml', 'skill_front_matter_invalid'],
+      ['no-desc', 'skill_description_missing'],
+      ['no-front', 'skill_front_matter_missing'],
+      ['no-name', 'skill_name_missing'],
+    ],
+  );
+  t.match(result.diagnostics[0]!.message, /not valid YAML \(line 3/);
+
+  // Import refuses what the scan refuses, with the same code; a refresh scan of a broken source reports it.
+  const { context, root } = await rootWithContext(t);
+  await t.rejects(importJob({ id: 'no-desc', sourcePath: path.join(dir, 'no-desc'), expectedRevision: 'a'.repeat(64) }, context), {
+    code: 'skill_description_missing',
+  });
+  const renamed = result.candidates[1]!;
+  await importJob({ id: 'renamed', sourcePath: renamed.sourcePath, expectedRevision: renamed.sourceRevision }, context);
+  t.ok(existsSync(path.join(root, 'skills', 'renamed', 'SKILL.md')), 'a warned skill imports');
+  await writeFile(path.join(dir, 'renamed', 'SKILL.md'), fm('name: renamed'));
+  t.match(await scanJob({ id: 'renamed' }, context), {
+    candidates: [],
+    diagnostics: [{ code: 'skill_description_missing' }],
+  });
+});
+
+t.test('files as they were: permission bits kept (never setuid, setgid, sticky or world-writable), the revision covers them', async (t) => {
+  const { dir, root, context } = await rootWithContext(t);
+  const src = await skill(path.join(dir, 'src', 'tools'), {
+    'SKILL.md': SKILL('tools'),
+    'scripts/start-server.sh': '#!/bin/sh\necho started\n',
+    'scripts/group.sh': '#!/bin/sh\necho group\n',
+    'scripts/setuid.sh': '#!/bin/sh\necho setuid\n',
+    'open.txt': 'anyone may write me\n',
+    'sticky.txt': 'sticky\n',
+    'private.txt': 'mine\n',
+  });
+  const modes: Record<string, [number, number]> = {
+    'SKILL.md': [0o644, 0o644],
+    'scripts/start-server.sh': [0o755, 0o755],
+    'scripts/group.sh': [0o775, 0o775],
+    'scripts/setuid.sh': [0o6755, 0o755],
+    'open.txt': [0o666, 0o664],
+    'sticky.txt': [0o1777, 0o775],
+    'private.txt': [0o600, 0o600],
+  };
+  for (const [rel, [mode]] of Object.entries(modes)) await chmod(path.join(src, rel), mode);
+  const before = (await readSkill(src)).candidate.sourceRevision;
+  await importJob({ id: 'tools', sourcePath: src, expectedRevision: before }, context);
+  for (const [rel, [, kept]] of Object.entries(modes))
+    t.equal(((await stat(path.join(root, 'skills', 'tools', rel))).mode & 0o7777).toString(8), kept.toString(8), rel);
+  const run = spawnSync(path.join(root, 'skills', 'tools', 'scripts', 'start-server.sh'), { encoding: 'utf8' });
+  t.equal(run.stdout, 'started\n', 'the installed script runs');
+
+  // A run bit lost at the source, then given back: each changes the revision, and a refresh installs it.
+  await chmod(path.join(src, 'scripts', 'start-server.sh'), 0o644);
+  const lost = (await scanJob({ id: 'tools' }, context)).candidates[0]!.sourceRevision;
+  t.not(lost, before, 'chmod -x changes the revision');
+  await importJob({ id: 'tools', expectedRevision: lost, refresh: true }, context);
+  t.equal((await stat(path.join(root, 'skills', 'tools', 'scripts', 'start-server.sh'))).mode & 0o777, 0o644);
+  await chmod(path.join(src, 'scripts', 'start-server.sh'), 0o755);
+  const back = (await scanJob({ id: 'tools' }, context)).candidates[0]!.sourceRevision;
+  t.equal(back, before, 'the same files and modes give the same revision');
+  await importJob({ id: 'tools', expectedRevision: back, refresh: true }, context);
+  t.equal((await stat(path.join(root, 'skills', 'tools', 'scripts', 'start-server.sh'))).mode & 0o777, 0o755, 'the refresh repaired it');
+});
+
+const FIXTURES = path.resolve('test', 'fixtures', 'skill-binaries');
+
+t.test('a file holding a NUL byte: its text runs are scanned; real images and fonts import', async (t) => {
+  const { dir, root, context } = await rootWithContext(t);
+  const assets = ['EricaOne-Regular.ttf', 'OpenSans-Regular.woff2', 'trpl21-01.png', 'photo.jpg'];
+  const src = await skill(path.join(dir, 'src', 'design'), { 'SKILL.md': SKILL('design') });
+  await mkdir(path.join(src, 'assets'));
+  for (const name of assets) await copyFile(path.join(FIXTURES, name), path.join(src, 'assets', name));
+  const clean = (await readSkill(src)).candidate.sourceRevision;
+  await importJob({ id: 'design', sourcePath: src, expectedRevision: clean }, context);
+  for (const name of assets)
+    t.same(
+      await readFile(path.join(root, 'skills', 'design', 'assets', name)),
+      await readFile(path.join(FIXTURES, name)),
+      `${name} imported as it was`,
+    );
+
+  const png = await readFile(path.join(FIXTURES, 'trpl21-01.png'));
+  const hidden = await skill(path.join(dir, 'src', 'hidden'), { 'SKILL.md': SKILL('hidden') });
+  await writeFile(path.join(hidden, 'logo.png'), Buffer.concat([png, Buffer.from(`\u0000token=${SECRET}\u0000`), png.subarray(0, 64)]));
+  await writeFile(path.join(hidden, 'wide.bin'), Buffer.from(`\u0000\u0000${SECRET}`, 'utf16le'));
+  const refused = await importJob(
+    { id: 'hidden', sourcePath: hidden, expectedRevision: (await readSkill(hidden)).candidate.sourceRevision },
+    context,
+  ).catch((e: unknown) => e);
+  t.equal(code(refused), 'secret_detected', 'a key appended to a PNG is found');
+  t.match(message(refused), /logo\.png/);
+  t.match(message(refused), /wide\.bin/, 'and one written as UTF-16');
+  t.notMatch(message(refused), /ghp_/);
+  t.notOk(existsSync(path.join(root, 'skills', 'hidden')));
+});
+
+const ARCHIVES = path.resolve('test', 'fixtures', 'skill-archives');
+
+t.test('skill archives in a collection: candidates, or diagnostics naming why; never skipped silently', async (t) => {
+  const dir = await tempDir(t, 'skill-archives-');
+  for (const name of await readdir(ARCHIVES)) if (name !== 'README.md') await copyFile(path.join(ARCHIVES, name), path.join(dir, name));
+  await skill(path.join(dir, 'folder-skill'), { 'SKILL.md': SKILL('folder-skill') });
+  const result = await scanSkills(dir);
+  t.same(
+    result.candidates.map((c) => [c.id, path.basename(c.sourcePath), c.warnings?.map((w) => w.code)]),
+    [
+      ['flat', 'flat.zip', ['skill_name_mismatch']],
+      ['folder-skill', 'folder-skill', undefined],
+      ['pdf-tools', 'pdf-tools.skill', undefined],
+    ],
+    "an archive's ID is its file name without .zip or .skill; its name is checked against its top folder, else that",
+  );
+  t.same(
+    result.diagnostics.map((d) => [path.basename(d.path), d.code]),
+    [
+      ['absolute.zip', 'skill_archive_invalid'],
+      ['bomb.zip', 'skill_archive_too_large'],
+      ['broken.zip', 'skill_archive_invalid'],
+      ['linked.zip', 'skill_archive_invalid'],
+      ['zip-slip.zip', 'skill_archive_invalid'],
+    ],
+  );
+  const why = Object.fromEntries(result.diagnostics.map((d) => [path.basename(d.path), d.message]));
+  t.match(why['absolute.zip'], /absolute/);
+  t.match(why['bomb.zip'], /times/);
+  t.match(why['linked.zip'], /linked\/passwd is a symbolic link/);
+  t.match(why['zip-slip.zip'], /\.\./);
+  t.match(why['broken.zip'], /not a zip archive/);
+
+  // The archive's revision is that of the files it holds, as a folder of them would have.
+  const folder = await skill(path.join(dir, 'as-folder', 'pdf-tools'), {
+    'SKILL.md': '---\nname: pdf-tools\ndescription: Splits and merges PDF files.\n---\n\n# PDF tools\n\nRun `scripts/run.sh`.\n',
+    'scripts/run.sh': '#!/bin/sh\necho pdf-tools ran\n',
+  });
+  await chmod(path.join(folder, 'SKILL.md'), 0o644);
+  await chmod(path.join(folder, 'scripts', 'run.sh'), 0o755);
+  const archived = result.candidates.find((c) => c.id === 'pdf-tools')!;
+  t.equal(archived.sourceRevision, (await readSkill(folder)).candidate.sourceRevision);
+  t.equal(result.candidates.find((c) => c.id === 'flat')!.sourceRevision, archived.sourceRevision, 'with or without a top folder');
+  t.same(
+    (await scanSkills(path.join(dir, 'pdf-tools.skill'))).candidates.map((c) => c.id),
+    ['pdf-tools'],
+    'an archive scans as itself',
+  );
+
+  // Import extracts into the skill's folder, modes kept; refresh reads the archive again.
+  const { context, root } = await rootWithContext(t);
+  await importJob({ id: 'pdf-tools', sourcePath: archived.sourcePath, expectedRevision: archived.sourceRevision }, context);
+  const run = spawnSync(path.join(root, 'skills', 'pdf-tools', 'scripts', 'run.sh'), { encoding: 'utf8' });
+  t.equal(run.stdout, 'pdf-tools ran\n', 'the extracted script runs');
+  t.match(JSON.parse(await readFile(path.join(root, 'receipts', 'pdf-tools.json'), 'utf8')), {
+    source: archived.sourcePath,
+    sourceRevision: archived.sourceRevision,
+    entrypoint: 'skills/pdf-tools/SKILL.md',
+  });
+  await copyFile(path.join(ARCHIVES, 'linked.zip'), archived.sourcePath);
+  t.match(await scanJob({ id: 'pdf-tools' }, context), { candidates: [], diagnostics: [{ code: 'skill_archive_invalid' }] });
+
+  for (const name of ['zip-slip.zip', 'absolute.zip', 'bomb.zip']) {
+    await t.rejects(
+      importJob({ id: 'hostile', sourcePath: path.join(dir, name), expectedRevision: 'a'.repeat(64) }, context),
+      { code: /^skill_archive_/ },
+      name,
+    );
+  }
+  t.same((await readdir(path.join(root, 'skills'))).sort(), ['pdf-tools'], 'nothing of a refused archive written');
+  t.notOk(
+    existsSync(path.join(dir, '..', 'escaped.txt')) || existsSync(path.join(root, '..', 'escaped.txt')) || existsSync('/tmp/absolute.txt'),
+  );
+});
+
+t.test("an archive's bounds: entries, files, bytes, depth and ratio", async (t) => {
+  const bytes = await readFile(path.join(ARCHIVES, 'pdf-tools.skill'));
+  const limits = { ...SKILL_LIMITS };
+  await t.resolves(readSkillArchive(bytes, limits));
+  await t.rejects(readSkillArchive(bytes, { ...limits, archiveEntries: 3 }), {
+    code: 'skill_archive_too_large',
+    message: /more than 3 entries/,
+  });
+  await t.rejects(readSkillArchive(bytes, { ...limits, files: 1 }), { code: 'skill_archive_too_large', message: /more than 1 files/ });
+  await t.rejects(readSkillArchive(bytes, { ...limits, bytes: 100 }), { code: 'skill_archive_too_large', message: /more than 100 bytes/ });
+  await t.rejects(readSkillArchive(bytes, { ...limits, depth: 0 }), { code: 'skill_archive_too_large', message: /deeper than 0/ });
+  const bomb = await readFile(path.join(ARCHIVES, 'bomb.zip'));
+  await t.rejects(readSkillArchive(bomb, limits), { code: 'skill_archive_too_large', message: /more than 100 times/ });
 });

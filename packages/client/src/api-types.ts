@@ -1987,13 +1987,24 @@ export interface operations {
                             sourcePath: string;
                             /** @description `SKILL.md` as the record would carry it. */
                             sourceContent: string;
-                            /** @description SHA-256 (hex) of the skill folder's files: each file's relative path, a NUL, its length, a NUL and its bytes, in path order. */
+                            /** @description SHA-256 (hex) of the skill folder's files: each file's relative path, a NUL, its kept permission bits in octal, a NUL, its length, a NUL and its bytes, in path order. */
                             sourceRevision: string;
+                            /** @description Where `SKILL.md` departs from the Agent Skills format without being refused (a `name` unlike its folder's, a bound exceeded, a field the format does not define); absent when it does not. */
+                            warnings?: {
+                                /** @enum {unknown} */
+                                code: "skill_name_format" | "skill_name_mismatch" | "skill_description_too_long" | "skill_field_invalid" | "skill_field_unknown";
+                                /** @description What departs from the format, for a person. */
+                                message: string;
+                            }[];
                         }[];
                         diagnostics: {
                             /** @description The folder the diagnostic is about. */
                             path: string;
-                            code: "skill_unreadable" | "skill_invalid";
+                            /**
+                             * @description Why it is no candidate (docs/decisions/skill-management.md lists the codes).
+                             * @enum {unknown}
+                             */
+                            code: "skill_unreadable" | "skill_invalid" | "skill_front_matter_missing" | "skill_front_matter_invalid" | "skill_name_missing" | "skill_description_missing" | "skill_archive_invalid" | "skill_archive_too_large";
                             /** @description What is wrong, for a person. */
                             message: string;
                         }[];
@@ -2515,13 +2526,24 @@ export interface operations {
                             sourcePath: string;
                             /** @description `SKILL.md` as the record would carry it. */
                             sourceContent: string;
-                            /** @description SHA-256 (hex) of the skill folder's files: each file's relative path, a NUL, its length, a NUL and its bytes, in path order. */
+                            /** @description SHA-256 (hex) of the skill folder's files: each file's relative path, a NUL, its kept permission bits in octal, a NUL, its length, a NUL and its bytes, in path order. */
                             sourceRevision: string;
+                            /** @description Where `SKILL.md` departs from the Agent Skills format without being refused (a `name` unlike its folder's, a bound exceeded, a field the format does not define); absent when it does not. */
+                            warnings?: {
+                                /** @enum {unknown} */
+                                code: "skill_name_format" | "skill_name_mismatch" | "skill_description_too_long" | "skill_field_invalid" | "skill_field_unknown";
+                                /** @description What departs from the format, for a person. */
+                                message: string;
+                            }[];
                         }[];
                         diagnostics: {
                             /** @description The folder the diagnostic is about. */
                             path: string;
-                            code: "skill_unreadable" | "skill_invalid";
+                            /**
+                             * @description Why it is no candidate (docs/decisions/skill-management.md lists the codes).
+                             * @enum {unknown}
+                             */
+                            code: "skill_unreadable" | "skill_invalid" | "skill_front_matter_missing" | "skill_front_matter_invalid" | "skill_name_missing" | "skill_description_missing" | "skill_archive_invalid" | "skill_archive_too_large";
                             /** @description What is wrong, for a person. */
                             message: string;
                         }[];
