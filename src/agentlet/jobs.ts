@@ -1,5 +1,6 @@
 // The jobs `agentlet-resources serve` runs for the registry. Each job type is one registration: a handler
 // that takes the job's payload and the daemon's context and returns the result (or throws a JobError).
+import type { MachineProblem } from '../schemas/machine.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
 import { JobError } from './job-error.js';
 import type { ReconcileResponse } from './registry-client.js';
@@ -11,8 +12,11 @@ export interface JobContext {
   machineId: string;
   /** The resource root, absolute. */
   root: string;
-  /** Publishes the root's receipts now (as `sync` does) and returns what changed. */
-  publish(): Promise<ReconcileResponse>;
+  /**
+   * Publishes the root's valid receipts now and returns what changed, with `problems` naming the receipts
+   * left out (absent when none).
+   */
+  publish(): Promise<ReconcileResponse & { problems?: MachineProblem[] }>;
   /** The secret scanner of this machine (it knows the machine's own token). */
   readonly scanner: SecretScanner;
 }

@@ -533,7 +533,7 @@ export interface paths {
         get: operations["listProviderResources"];
         /**
          * Reconcile the provider's whole set
-         * @description Replaces the provider's complete set (at most 1000 records, each record v1 or v2) in one atomic step; the owner's customization of a kept record survives: listed records are created or replaced, the provider's records left out are withdrawn. Any conflict rejects the whole request and changes nothing. `?dryRun=true` reports the plan only.
+         * @description Replaces the provider's complete set (at most 1000 records, each record v1 or v2) in one atomic step; the owner's customization of a kept record survives: listed records are created or replaced, the provider's records left out are withdrawn. Any conflict rejects the whole request and changes nothing. `?dryRun=true` reports the plan only. A machine may add `problems`: the receipts it could not publish, shown for it in `GET /api/acp/machines` (a change of them is a `machine.problems` event); a reconcile without them clears them.
          */
         put: operations["reconcileProviderResources"];
         post?: never;
@@ -3110,6 +3110,20 @@ export interface operations {
                              * @description When `status` last changed; absent when the machine has not held a channel since this replica started.
                              */
                             statusSince?: string;
+                            /** @description The receipts the machine's Agentlet could not publish, as it last reported them with its reconcile to this replica (their records are withdrawn until they are fixed); absent when it reported none. */
+                            problems?: {
+                                /** @description The receipt file, relative to the resource root (`receipts/<id>.json`); `receipts` for the folder as a whole. */
+                                receipt: string;
+                                /**
+                                 * @description The resource ID the receipt is named for, when its file name gives one.
+                                 * @example web-search
+                                 */
+                                id?: string;
+                                /** @description `entrypoint_missing` (the files the receipt names are gone, e.g. a deleted skill folder), `receipt_invalid` (anything else), `too_many_receipts`; an Agentlet may send others. */
+                                code: string;
+                                /** @description What is wrong, for a person. */
+                                message: string;
+                            }[];
                         }[];
                     };
                 };
@@ -7630,6 +7644,20 @@ export interface operations {
                         /** @description Source-owned agent-readable guidance (trimmed when stored); never a secret value. */
                         sourceContent: string;
                     })[];
+                    /** @description A machine only: the receipts it could not publish (left out of `resources`), shown in `GET /api/acp/machines` until a later reconcile reports otherwise; absent means none. The host provider may not send it (400). */
+                    problems?: {
+                        /** @description The receipt file, relative to the resource root (`receipts/<id>.json`); `receipts` for the folder as a whole. */
+                        receipt: string;
+                        /**
+                         * @description The resource ID the receipt is named for, when its file name gives one.
+                         * @example web-search
+                         */
+                        id?: string;
+                        /** @description `entrypoint_missing` (the files the receipt names are gone, e.g. a deleted skill folder), `receipt_invalid` (anything else), `too_many_receipts`; an Agentlet may send others. */
+                        code: string;
+                        /** @description What is wrong, for a person. */
+                        message: string;
+                    }[];
                 };
             };
         };
@@ -8588,7 +8616,7 @@ export interface operations {
                              * @description What happened (also the SSE `event:` field).
                              * @enum {string}
                              */
-                            type: "resource.created" | "resource.replaced" | "resource.withdrawn" | "resource.customized" | "profile.created" | "profile.updated" | "profile.deleted" | "machine.enrolled" | "machine.rotated" | "machine.revoked" | "machine.connected" | "machine.disconnected" | "workload.launched" | "job.succeeded" | "job.failed";
+                            type: "resource.created" | "resource.replaced" | "resource.withdrawn" | "resource.customized" | "profile.created" | "profile.updated" | "profile.deleted" | "machine.enrolled" | "machine.rotated" | "machine.revoked" | "machine.connected" | "machine.disconnected" | "machine.problems" | "workload.launched" | "job.succeeded" | "job.failed";
                             /**
                              * Format: date-time
                              * @description When the change was committed.
