@@ -356,7 +356,7 @@ export function formatReport(report: ReceiptReport): string {
 /** What a machine publishes of its root: the valid receipts' records, and a problem for each receipt left out. */
 export interface PublishableSet {
   entries: (ReconcileEntryV1 | ReconcileEntryV2)[];
-  problems: MachineProblem[];
+  problems: (MachineProblem & { code: ReceiptProblemCode })[];
 }
 
 const ID = new RegExp(RESOURCE_ID_PATTERN);
@@ -375,7 +375,7 @@ function oneLineOf(text: string, max: number): string {
 export async function publishableSet(reports: readonly ReceiptReport[], scanner: SecretScanner): Promise<PublishableSet> {
   const valid = reports.flatMap((r) => (r.receipt ? [r] : []));
   const entries = valid.slice(0, MAX_RECONCILE_RESOURCES).map((r) => toReconcileEntry(r.receipt!));
-  const problems: MachineProblem[] = [];
+  const problems: PublishableSet['problems'] = [];
   for (const r of reports) {
     if (r.receipt || r.code === 'too_many_receipts') continue;
     const fileId = r.file.startsWith(`${RECEIPTS_DIR}/`) && r.file.endsWith('.json') ? r.file.slice(RECEIPTS_DIR.length + 1, -5) : '';

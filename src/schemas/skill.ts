@@ -50,7 +50,20 @@ export const SkillCandidate = Type.Object(
 export const SkillScanDiagnostic = Type.Object(
   {
     path: Type.String({ description: 'The folder the diagnostic is about.' }),
-    code: Type.Union([Type.Literal('skill_unreadable'), Type.Literal('skill_invalid')]),
+    code: Type.Union(
+      [
+        Type.Literal('skill_unreadable'),
+        Type.Literal('skill_invalid'),
+        Type.Literal('skill_orphaned'),
+        Type.Literal('entrypoint_missing'),
+        Type.Literal('receipt_invalid'),
+        Type.Literal('too_many_receipts'),
+      ],
+      {
+        description:
+          "`skill_unreadable`, `skill_invalid`: a folder scanned. About the machine's own resource root, in every folder scan: `skill_orphaned` (a folder in `skills/` no receipt names; DELETE clears it), and a receipt it cannot publish: `entrypoint_missing` (its files are gone), `receipt_invalid`, `too_many_receipts`.",
+      },
+    ),
     message: Type.String({ description: 'What is wrong, for a person.' }),
   },
   { additionalProperties: false, title: 'AgentResourceScanDiagnostic' },
