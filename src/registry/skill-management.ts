@@ -210,9 +210,10 @@ export class SkillManagement {
         if (err instanceof AppError && err.code === 'resource_not_found') return undefined;
         throw err;
       });
-      const machineId = await this.#machine(agentletId).catch((err: unknown) =>
-        record ? Promise.reject(err) : this.#nothingToRemove(id, err),
-      );
+      const machineId = await this.#machine(agentletId).catch((err: unknown) => {
+        if (record) throw err;
+        return this.#nothingToRemove(id, err);
+      });
       if (!record) return await this.#removeLeftover(machineId, id, actor);
       await this.#imported(machineId, id);
       const result = (await this.#run(machineId, 'skill.remove', { id })) as { removed?: unknown } | undefined;
