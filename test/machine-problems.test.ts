@@ -15,7 +15,7 @@ const missing = {
   message: '/entrypoint skills/gone-skill/SKILL.md does not exist',
 };
 
-async function reconcile(h: TestApp, token: string, body: unknown, query = '', provider = MACHINE) {
+async function reconcile(h: TestApp, token: string, body: Record<string, unknown>, query = '', provider = MACHINE) {
   return h.app.inject({ method: 'PUT', url: `/api/acp/providers/${provider}/resources${query}`, headers: h.bearer(token), payload: body });
 }
 

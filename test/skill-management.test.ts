@@ -176,13 +176,17 @@ t.test('import again under a manageable ID is a replace on that machine; any oth
     return { ok: true, result: {} };
   });
   const body = { id: 'pdf-split', sourcePath: '/skills/pdf-split', expectedRevision: 'a'.repeat(64), displayName: 'PDF tools' };
-  await skills.import(MACHINE, body, 'owner');
+  await skills.import(MACHINE, { ...body, userContent: 'Prefer split.' }, 'owner');
   const again = await skills.import(
     MACHINE,
     { ...body, sourcePath: '/elsewhere/pdf-split', expectedRevision: 'b'.repeat(64), displayName: 'PDF' },
     'owner',
   );
-  t.match(again, { id: 'pdf-split', provider: MACHINE, displayName: 'PDF' }, "the owner's fields of the new import apply");
+  t.match(
+    again,
+    { id: 'pdf-split', provider: MACHINE, displayName: 'PDF', userContent: 'Prefer split.' },
+    "the owner's fields the new import gives apply; the others are kept",
+  );
   t.same(
     jobs.at(-1),
     {

@@ -154,7 +154,9 @@ export class SkillManagement {
         const published = await this.deps.registry.get(id);
         if (published.provider !== machineId)
           throw new AppError('resource_conflict', `Resource ${id} was registered by ${published.provider} meanwhile.`, { ids: [id] });
-        record = await this.deps.registry.markImported(id, owner);
+        // A replace keeps the owner's fields the body leaves out; a new import starts from empty ones.
+        const { userContent: _empty, ...given } = owner;
+        record = await this.deps.registry.markImported(id, replace && body.userContent === undefined ? given : owner);
       } catch (err) {
         // The copy on the machine is not left behind without its record (a replaced one keeps its record).
         if (!replace) await this.#run(machineId, 'skill.remove', { id }).catch(() => undefined);
