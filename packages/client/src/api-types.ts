@@ -100,7 +100,7 @@ export interface paths {
         post?: never;
         /**
          * Remove an imported skill
-         * @description Removes the skill's folder and receipt from the machine and withdraws its record: `{removed: true}`. Only skills the owner imported are removed here: 404 when no record has the ID, 409 `resource_not_manageable` for any other record (its publisher withdraws it). The machine is `?agentletId=`, else `DEFAULT_AGENTLET_ID`, else the only enrolled machine; it must hold its channel (`agentlet-resources serve`): else 503 `agentlet_unavailable`, 504 `agentlet_timeout` when it does not answer in time. Audited as `resource.remove`.
+         * @description Removes the skill's folder and receipt from the machine and withdraws its record: `{removed: true}`. Only skills the owner imported are removed here: 409 `resource_not_manageable` for any other record (its publisher withdraws it). Without a record, what the machine still holds under the ID is cleared: an imported skill's receipt and folder, or a folder in `skills/` that no receipt names (a scan lists those as `skill_orphaned`): 200; 404 when there is nothing, or the machine is not connected; 409 `resource_conflict` when another receipt names that folder. The machine is `?agentletId=`, else `DEFAULT_AGENTLET_ID`, else the only enrolled machine; it must hold its channel (`agentlet-resources serve`): else 503 `agentlet_unavailable`, 504 `agentlet_timeout` when it does not answer in time. Audited as `resource.remove`.
          */
         delete: operations["removeSkill"];
         options?: never;
@@ -143,7 +143,7 @@ export interface paths {
         put?: never;
         /**
          * Scan a folder on a machine for skills
-         * @description Lists the skills in `rootPath` on the machine: the folder itself when it holds `SKILL.md`, else each direct sub-folder that does. A candidate's `sourceRevision` is what `POST /resources/import` expects back; a folder that cannot be imported (no front matter `name`/`description`, a symbolic link leading out of it, too large, a secret in `SKILL.md`) is a diagnostic. Nothing is written. The machine is `?agentletId=`, else `DEFAULT_AGENTLET_ID`, else the only enrolled machine; it must hold its channel (`agentlet-resources serve`): else 503 `agentlet_unavailable`, 504 `agentlet_timeout` when it does not answer in time. Audited as `resource.import.scan`.
+         * @description Lists the skills in `rootPath` on the machine: the folder itself when it holds `SKILL.md`, else each direct sub-folder that does. A candidate's `sourceRevision` is what `POST /resources/import` expects back; a folder that cannot be imported (no front matter `name`/`description`, a symbolic link leading out of it, too large, a secret in `SKILL.md`) is a diagnostic. The diagnostics also show the machine's own resource root: each receipt it cannot publish and each folder in `skills/` no receipt names. Nothing is written. The machine is `?agentletId=`, else `DEFAULT_AGENTLET_ID`, else the only enrolled machine; it must hold its channel (`agentlet-resources serve`): else 503 `agentlet_unavailable`, 504 `agentlet_timeout` when it does not answer in time. Audited as `resource.import.scan`.
          */
         post: operations["scanSkills"];
         delete?: never;
@@ -163,7 +163,7 @@ export interface paths {
         put?: never;
         /**
          * Import a skill onto a machine
-         * @description Copies the skill folder `sourcePath` into the machine's resource root (`skills/<id>/`) with its receipt, publishes it, and applies the owner's `displayName` and `userContent`: answers `{resource}`, the machine's record v2, now listed in `manageableResourceIds`. 409 `source_changed` when the folder no longer has `expectedRevision` (scan again); 409 `resource_conflict` when the ID is taken; 422 `secret_detected` when a file (or the owner's text) looks like a secret: nothing is copied. The machine is `?agentletId=`, else `DEFAULT_AGENTLET_ID`, else the only enrolled machine; it must hold its channel (`agentlet-resources serve`): else 503 `agentlet_unavailable`, 504 `agentlet_timeout` when it does not answer in time. Audited as `resource.import`.
+         * @description Copies the skill folder `sourcePath` into the machine's resource root (`skills/<id>/`) with its receipt, publishes it, and applies the owner's `displayName` and `userContent`: answers `{resource}`, the machine's record v2, now listed in `manageableResourceIds`. 409 `source_changed` when the folder no longer has `expectedRevision` (scan again); 409 `resource_conflict` when the ID is held by any record but a skill the owner imported onto this machine: importing that one again replaces it (the folder becomes the new source whole, guarded by `expectedRevision`; the owner's fields are the new import's); 422 `secret_detected` when a file (or the owner's text) looks like a secret: nothing is copied. The machine is `?agentletId=`, else `DEFAULT_AGENTLET_ID`, else the only enrolled machine; it must hold its channel (`agentlet-resources serve`): else 503 `agentlet_unavailable`, 504 `agentlet_timeout` when it does not answer in time. Audited as `resource.import`.
          */
         post: operations["importSkill"];
         delete?: never;
@@ -1445,7 +1445,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `resource_not_manageable` */
+            /** @description `resource_not_manageable`, `resource_conflict` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1993,7 +1993,8 @@ export interface operations {
                         diagnostics: {
                             /** @description The folder the diagnostic is about. */
                             path: string;
-                            code: "skill_unreadable" | "skill_invalid";
+                            /** @description `skill_unreadable`, `skill_invalid`: a folder scanned. About the machine's own resource root, in every folder scan: `skill_orphaned` (a folder in `skills/` no receipt names; DELETE clears it), and a receipt it cannot publish: `entrypoint_missing` (its files are gone), `receipt_invalid`, `too_many_receipts`. */
+                            code: "skill_unreadable" | "skill_invalid" | "skill_orphaned" | "entrypoint_missing" | "receipt_invalid" | "too_many_receipts";
                             /** @description What is wrong, for a person. */
                             message: string;
                         }[];
@@ -2521,7 +2522,8 @@ export interface operations {
                         diagnostics: {
                             /** @description The folder the diagnostic is about. */
                             path: string;
-                            code: "skill_unreadable" | "skill_invalid";
+                            /** @description `skill_unreadable`, `skill_invalid`: a folder scanned. About the machine's own resource root, in every folder scan: `skill_orphaned` (a folder in `skills/` no receipt names; DELETE clears it), and a receipt it cannot publish: `entrypoint_missing` (its files are gone), `receipt_invalid`, `too_many_receipts`. */
+                            code: "skill_unreadable" | "skill_invalid" | "skill_orphaned" | "entrypoint_missing" | "receipt_invalid" | "too_many_receipts";
                             /** @description What is wrong, for a person. */
                             message: string;
                         }[];
