@@ -15,6 +15,7 @@ import {
   type Receipt,
 } from '../../src/agentlet/receipt.js';
 import { SecretScanner } from '../../src/secrets/secret-scanner.js';
+import { LINE_CONTROL_CHARACTER } from '../../src/text/control-characters.js';
 import { FAKE_GITHUB_TOKEN, installFile, receiptJson, tempDir, writeReceipt } from '../helpers/agentlet.js';
 
 const scanner = new SecretScanner();
@@ -250,7 +251,7 @@ t.test('the set serve publishes: every valid receipt, and one bounded, one-line 
     'the rest summed up',
   );
   t.ok(
-    bounded.problems.every((p) => p.message.length <= 1000 && !/[\u0000-\u001f]/.test(p.message + p.receipt)),
+    bounded.problems.every((p) => p.message.length <= 1000 && !LINE_CONTROL_CHARACTER.test(p.message + p.receipt)),
     'each message one line of at most 1000 characters',
   );
   const secretOnly = await publishableSet(
