@@ -194,7 +194,15 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       onJobSettled: (machineId, job, outcome) =>
         recordOnItsOwn({ type: `job.${outcome}`, subject: { kind: 'job', id: job.jobId, provider: machineId } }),
     });
-    const machines = new MachineRegistry(store, clock, audit, scanner, channels);
+    const machines = new MachineRegistry(store, clock, audit, scanner, channels, (machineId, problems) => {
+      if (problems.length === 0) logger.info({ machineId }, `machine ${machineId} reports no unpublished receipts any more`);
+      else
+        logger.warn(
+          { machineId, receipts: problems.map((p) => p.receipt) },
+          `machine ${machineId} reports ${problems.length} receipt(s) it cannot publish`,
+        );
+      recordOnItsOwn({ type: 'machine.problems', subject: { kind: 'machine', id: machineId } });
+    });
     const profiles = new ProfileRegistry(store, scanner, audit, {
       requiredResourceIds: config.requiredResourceIds,
       channelStatus: (machineId) => channels.status(machineId),

@@ -193,3 +193,60 @@ t.test('refresh and remove only for a skill the owner imported onto that machine
   t.same(jobs, [{ type: 'skill.remove', payload: { id: 'published' } }]);
   t.equal((await failure(registry.get('published'))).code, 'resource_not_found', 'withdrawn');
 });
+
+t.test('import again under a manageable ID is a replace on that machine; any other record with the ID stays 409', async (t) => {
+  const { registry, skills, jobs } = await setup(t, async (type, payload) => {
+    if (type === 'skill.import') await registry.register(MACHINE, payload.id as string, SKILL, `provider:${MACHINE}`);
+    return { ok: true, result: {} };
+  });
+  const body = { id: 'pdf-split', sourcePath: '/skills/pdf-split', expectedRevision: 'a'.repeat(64), displayName: 'PDF tools' };
+  await skills.import(MACHINE, { ...body, userContent: 'Prefer split.' }, 'owner');
+  const again = await skills.import(
+    MACHINE,
+    { ...body, sourcePath: '/elsewhere/pdf-split', expectedRevision: 'b'.repeat(64), displayName: 'PDF' },
+    'owner',
+  );
+  t.match(
+    again,
+    { id: 'pdf-split', provider: MACHINE, displayName: 'PDF', userContent: 'Prefer split.' },
+    "the owner's fields the new import gives apply; the others are kept",
+  );
+  t.same(
+    jobs.at(-1),
+    {
+      type: 'skill.import',
+      payload: { id: 'pdf-split', sourcePath: '/elsewhere/pdf-split', expectedRevision: 'b'.repeat(64), replace: true },
+    },
+    'the machine is asked to replace, with the revision the owner scanned',
+  );
+  t.ok(registry.isManageable(await registry.get('pdf-split')), 'still manageable');
+
+  await registry.register(MACHINE, 'published', SKILL, `provider:${MACHINE}`);
+  const sent = jobs.length;
+  const own = await failure(skills.import(MACHINE, { ...body, id: 'published' }, 'owner'));
+  t.match(own, { code: 'resource_conflict', details: { ids: ['published'] } }, "a machine's own receipt is not the owner's to replace");
+  await registry.register('huabu', 'huabu-skill', SKILL, 'provider:huabu');
+  const other = await failure(skills.import(MACHINE, { ...body, id: 'huabu-skill' }, 'owner'));
+  t.equal(other.code, 'resource_conflict', "another provider's record is 409");
+  t.notOk(
+    jobs.slice(sent).some((j) => j.payload.id === 'published' || j.payload.id === 'huabu-skill'),
+    'no job for a refused ID',
+  );
+});
+
+t.test('remove without a record asks the machine to clear what is left of the skill; 404 when nothing is', async (t) => {
+  let answer: JobAnswer = { ok: true, result: { removed: true } };
+  let away = false;
+  const { skills, jobs } = await setup(t, () => {
+    if (away) throw new AppError('agentlet_unavailable', 'Agentlet mac-a is not connected.');
+    return answer;
+  });
+  t.equal(await skills.remove(MACHINE, 'left-over', 'owner'), true, "the machine's leftover folder is cleared");
+  t.same(jobs, [{ type: 'skill.remove', payload: { id: 'left-over' } }]);
+  answer = { ok: true, result: { removed: false } };
+  t.equal((await failure(skills.remove(MACHINE, 'nothing-here', 'owner'))).code, 'resource_not_found', 'nothing anywhere: 404');
+  away = true;
+  const unreachable = await failure(skills.remove(MACHINE, 'nothing-here', 'owner'));
+  t.equal(unreachable.code, 'resource_not_found', 'no record, and the machine cannot be asked: 404');
+  t.match(unreachable.message, /not connected/);
+});

@@ -9,7 +9,7 @@
 import t from 'tap';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { appendFile, chmod, copyFile, mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, copyFile, mkdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { assertBuilt, CLI, cliRunner, tempDir, tokenFile } from './helpers/agentlet.js';
@@ -255,7 +255,13 @@ t.test('scan, import, refuse, refresh and delete a skill through a running Agent
     sourcePath: fresh.sourcePath,
     expectedRevision: fresh.sourceRevision,
   });
-  t.equal(again.body.code, 'resource_conflict', 'an ID already registered is 409 resource_conflict');
+  t.equal(again.status, 200, again.text);
+  t.match(
+    again.body.resource,
+    { id: 'pdf-helper', provider: MACHINE, displayName: 'PDF tools', userContent: 'Prefer the split command.' },
+    "importing a skill the owner imported again replaces it; the owner's fields it leaves out are kept",
+  );
+  t.same((await api('GET', '/api/acp/resources?schemaVersion=2')).body.manageableResourceIds, ['pdf-helper'], 'still manageable');
 
   // A secret in any file: 422, nothing copied, the secret never echoed.
   const leaky = scan.body.candidates.find((c: { id: string }) => c.id === 'leaky')!;
@@ -321,6 +327,55 @@ t.test('scan, import, refuse, refresh and delete a skill through a running Agent
   t.pass('the subscriber sees the delete');
   t.same((await api('GET', '/api/acp/resources?schemaVersion=2')).body.manageableResourceIds, []);
   t.ok(existsSync(path.join(sources, 'pdf-helper', 'SKILL.md')), 'the source folder is untouched');
+
+  // The receipt deleted by hand: serve withdraws the record, the folder is left with nothing naming it; a scan
+  // shows it, DELETE clears it, and the skill imports again.
+  const importAgain = async () => {
+    const candidate = (await api('POST', '/api/acp/resources/import/scan', { rootPath: sources })).body.candidates.find(
+      (c: { id: string }) => c.id === 'pdf-helper',
+    )!;
+    return api('POST', '/api/acp/resources/import', {
+      id: 'pdf-helper',
+      sourcePath: candidate.sourcePath,
+      expectedRevision: candidate.sourceRevision,
+    });
+  };
+  t.equal((await importAgain()).status, 200, 'imported again after its delete');
+  await rm(path.join(root, 'receipts', 'pdf-helper.json'));
+  await until('the record withdrawn', async () => (await api('GET', '/api/acp/resources/pdf-helper')).status === 404);
+  const orphanScan = await api('POST', '/api/acp/resources/import/scan', { rootPath: sources });
+  t.match(
+    orphanScan.body.diagnostics.find((d: { path: string }) => d.path === path.join(root, 'skills', 'pdf-helper')),
+    { code: 'skill_orphaned', message: /DELETE \/api\/acp\/resources\/pdf-helper/ },
+    'a scan shows the folder no receipt names',
+  );
+  const blocked = await importAgain();
+  t.equal(blocked.status, 409, blocked.text);
+  t.match(blocked.body.message, /DELETE \/api\/acp\/resources\/pdf-helper/, 'an import over it names the way out');
+  const cleared = await api('DELETE', '/api/acp/resources/pdf-helper');
+  t.equal(cleared.status, 200, cleared.text);
+  t.notOk(existsSync(path.join(root, 'skills', 'pdf-helper')), 'DELETE without the receipt clears the folder');
+  t.equal((await importAgain()).status, 200, 'and the skill imports again');
+
+  // The folder deleted by hand: its record is withdrawn, the machine shows the problem (and an event says so),
+  // and DELETE clears the receipt left behind.
+  await rm(path.join(root, 'skills', 'pdf-helper'), { recursive: true });
+  await until('the record withdrawn', async () => (await api('GET', '/api/acp/resources/pdf-helper')).status === 404);
+  const machineOf = async () =>
+    ((await api('GET', '/api/acp/machines')).body.machines as { machineId: string; status: string; problems?: unknown[] }[]).find(
+      (m) => m.machineId === MACHINE,
+    )!;
+  await until('the problem shown', async () => (await machineOf()).problems !== undefined);
+  t.match(await machineOf(), {
+    status: 'connected',
+    problems: [{ receipt: 'receipts/pdf-helper.json', id: 'pdf-helper', code: 'entrypoint_missing', message: /does not exist/ }],
+  });
+  await events.waitFor(() => events.events.some((e) => e.event === 'machine.problems' && e.data.subject.id === MACHINE));
+  t.pass('a machine.problems event');
+  t.equal((await api('DELETE', '/api/acp/resources/pdf-helper')).status, 200, 'DELETE clears the receipt left behind');
+  t.notOk(existsSync(path.join(root, 'receipts', 'pdf-helper.json')));
+  await until('the problem cleared', async () => (await machineOf()).problems === undefined);
+  t.pass('and the problem is gone');
 
   // Every step audited, without file contents or the secret.
   const audit = await readFile(path.join(dataDir, 'audit.jsonl'), 'utf8');

@@ -32,13 +32,18 @@ export interface Output {
 }
 
 const MAX_INSTRUCTIONS_FILE_BYTES = 64 * 1024;
+/** The sync command a hint names, for a machine that does not run `serve`. */
+const SYNC_HINT = (machineId: string) => `\`agentlet-resources sync --registry URL --machine-id ${machineId} --token-file FILE\``;
 
 export async function initCommand(root: string, io: Output): Promise<ExitCode> {
   const { created, tightened } = await initResourceRoot(root);
   for (const dir of created) io.out(`created ${dir}`);
   for (const dir of tightened) io.out(`tightened ${dir} to mode 0700`);
   io.out(`resource root ready: ${root}`);
-  if (created.length > 0) io.out('next: put a skill, tool or connector under it, then `agentlet-resources receipt add <id> ...`');
+  if (created.length > 0)
+    io.out(
+      `next: put a skill, tool or connector under it and record it with \`agentlet-resources receipt add <id> ...\`; a running \`agentlet-resources serve\` publishes each receipt on its own (without serve, run ${SYNC_HINT('ID')})`,
+    );
   return EXIT.ok;
 }
 
@@ -129,8 +134,9 @@ async function writeCheckedReceipt(
       'warning: written without "provider" (pass --machine-id ID): upstream\'s Agentlet requires it to read the receipt; this CLI does not',
     );
   }
+  const id = input.machineId ?? 'ID';
   io.out(
-    'next: a running `agentlet-resources serve` publishes it now; without one, `agentlet-resources validate`, then `agentlet-resources sync ...`',
+    `next: a running \`agentlet-resources serve\` publishes it within a second; without serve, check it with \`agentlet-resources validate --machine-id ${id}\`, then publish it with ${SYNC_HINT(id)}`,
   );
   return EXIT.ok;
 }

@@ -1,5 +1,6 @@
 // What a job of `agentlet-resources serve` is given besides its payload: the machine, its resource root, a
 // way to publish, and the machine's secret scanner.
+import type { MachineProblem } from '../schemas/machine.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
 import type { ReconcileResponse } from './registry-client.js';
 
@@ -7,8 +8,11 @@ export interface JobContext {
   machineId: string;
   /** The resource root, absolute. */
   root: string;
-  /** Publishes the root's receipts now (as `sync` does) and returns what changed. */
-  publish(): Promise<ReconcileResponse>;
+  /**
+   * Publishes the root's valid receipts now and returns what changed, with `problems` naming the receipts
+   * left out (absent when none).
+   */
+  publish(): Promise<ReconcileResponse & { problems?: MachineProblem[] }>;
   /** The secret scanner of this machine (it knows the machine's own token). */
   readonly scanner: SecretScanner;
 }

@@ -5,10 +5,12 @@ import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import Type, { type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
-import { HOST_PROVIDER, ProviderId, ResourceId, SINGLE_LINE_PATTERN } from '../schemas/common.js';
+import { HOST_PROVIDER, ProviderId, RESOURCE_ID_PATTERN, ResourceId, SINGLE_LINE_PATTERN } from '../schemas/common.js';
+import { MAX_MACHINE_PROBLEMS, MAX_PROBLEM_MESSAGE, type MachineProblem } from '../schemas/machine.js';
 import { ReconcileEntry, ReconcileEntryV2, MAX_RECONCILE_RESOURCES, type ReconcileEntryV1 } from '../schemas/resource.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
 import { TEMP_SUFFIX } from '../storage/durable-file.js';
+import { escapeControlCharacters } from '../text/control-characters.js';
 import { KIND_DIRS, RECEIPTS_DIR, type ReceiptKind } from './resource-root.js';
 
 /** The version `receipt add` writes: v1, which upstream's Agentlet reads in both its receipt versions. */
@@ -105,11 +107,19 @@ export function serializeReceipt(receipt: Receipt): string {
   return JSON.stringify(ordered, null, 2) + '\n';
 }
 
+/**
+ * Why a receipt is not published: `entrypoint_missing` when the files it names are gone (its only problem),
+ * `receipt_invalid` for anything else, `too_many_receipts` for the receipts past the registry's bound.
+ */
+export type ReceiptProblemCode = 'entrypoint_missing' | 'receipt_invalid' | 'too_many_receipts';
+
 export interface ReceiptReport {
   /** Path relative to the root, e.g. `receipts/web-search.json`. */
   file: string;
   /** Empty when the receipt is valid. */
   problems: string[];
+  /** Set only when the receipt is invalid. */
+  code?: ReceiptProblemCode;
   /** Set only when the receipt is valid. */
   receipt?: Receipt;
 }
@@ -167,6 +177,16 @@ function schemaProblems(value: Record<string, unknown>): string[] {
  * its real path (symbolic links resolved) stays inside that directory of the real root.
  */
 export async function entrypointProblems(realRoot: string, kind: ReceiptKind, entrypoint: string): Promise<string[]> {
+  return (await checkEntrypoint(realRoot, kind, entrypoint)).problems;
+}
+
+async function checkEntrypoint(realRoot: string, kind: ReceiptKind, entrypoint: string): Promise<{ problems: string[]; missing?: true }> {
+  const problems = await entrypointCheck(realRoot, kind, entrypoint);
+  return typeof problems === 'string' ? { problems: [problems], missing: true } : { problems };
+}
+
+/** The entrypoint's problems, or the one problem as a bare string when what it names does not exist. */
+async function entrypointCheck(realRoot: string, kind: ReceiptKind, entrypoint: string): Promise<string[] | string> {
   if (path.isAbsolute(entrypoint)) return ['/entrypoint must be relative to the resource root, not absolute'];
   const segments = entrypoint.split(/[\\/]/);
   if (segments.includes('..')) return ['/entrypoint must not contain ".." segments'];
@@ -180,7 +200,7 @@ export async function entrypointProblems(realRoot: string, kind: ReceiptKind, en
     real = await realpath(path.join(realRoot, normalized));
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return [`/entrypoint ${entrypoint} does not exist`];
+    if (code === 'ENOENT' || code === 'ENOTDIR') return `/entrypoint ${entrypoint} does not exist`;
     if (code === 'ELOOP') return [`/entrypoint ${entrypoint} is a symbolic link loop`];
     return [`/entrypoint ${entrypoint} cannot be resolved (${code ?? 'error'})`];
   }
@@ -231,7 +251,18 @@ export async function receiptProblems(
   scanner: SecretScanner,
   machineId?: string,
 ): Promise<string[]> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return ['a receipt must be a JSON object'];
+  return (await checkReceipt(realRoot, expectedId, value, scanner, machineId)).problems;
+}
+
+async function checkReceipt(
+  realRoot: string,
+  expectedId: string,
+  value: unknown,
+  scanner: SecretScanner,
+  machineId?: string,
+): Promise<{ problems: string[]; code?: ReceiptProblemCode }> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return { problems: ['a receipt must be a JSON object'], code: 'receipt_invalid' };
   const v = value as Record<string, unknown>;
   // Scan first: a field that holds a secret is never quoted in a later message.
   const findings = await scanner.scan(textFields(v));
@@ -246,7 +277,12 @@ export async function receiptProblems(
     v.kind in KIND_DIRS &&
     !secretFields.has('/entrypoint') &&
     !problems.some((p) => p.startsWith('/entrypoint'));
-  if (entrypointChecked) problems.push(...(await entrypointProblems(realRoot, v.kind as ReceiptKind, v.entrypoint as string)));
+  let missing = false;
+  if (entrypointChecked) {
+    const checked = await checkEntrypoint(realRoot, v.kind as ReceiptKind, v.entrypoint as string);
+    problems.push(...checked.problems);
+    missing = checked.missing === true;
+  }
   for (const finding of findings) {
     problems.push(`${finding.field} looks like it contains a secret (rule ${finding.rule}); secrets never belong in a receipt`);
   }
@@ -254,7 +290,8 @@ export async function receiptProblems(
   if (entry && !(entry.schemaVersion === 2 ? checkEntryV2.Check(entry) : checkEntryV1.Check(entry))) {
     problems.push('the record it publishes does not pass the registry rules'); // defensive: the schemas share fields
   }
-  return problems;
+  if (problems.length === 0) return { problems };
+  return { problems, code: missing && problems.length === 1 ? 'entrypoint_missing' : 'receipt_invalid' };
 }
 
 /** Reads and validates `receipts/<file>`. */
@@ -265,7 +302,7 @@ export async function validateReceiptFile(
   machineId?: string,
 ): Promise<ReceiptReport> {
   const file = `${RECEIPTS_DIR}/${fileName}`;
-  const fail = (...problems: string[]): ReceiptReport => ({ file, problems });
+  const fail = (...problems: string[]): ReceiptReport => ({ file, problems, code: 'receipt_invalid' });
   if (!fileName.endsWith('.json')) return fail('not a receipt: receipt files are named <id>.json');
   const expectedId = fileName.slice(0, -'.json'.length);
   const full = path.join(realRoot, RECEIPTS_DIR, fileName);
@@ -279,8 +316,8 @@ export async function validateReceiptFile(
   } catch {
     return fail('not valid JSON'); // the parser's message may quote the content, which could be a secret
   }
-  const problems = await receiptProblems(realRoot, expectedId, value, scanner, machineId);
-  return problems.length > 0 ? fail(...problems) : { file, problems, receipt: value as Receipt };
+  const { problems, code } = await checkReceipt(realRoot, expectedId, value, scanner, machineId);
+  return code !== undefined ? { file, problems, code } : { file, problems, receipt: value as Receipt };
 }
 
 export interface RootReport {
@@ -305,6 +342,7 @@ export async function validateResourceRoot(root: string, scanner: SecretScanner,
     reports.push({
       file: RECEIPTS_DIR,
       problems: [`${reports.length} receipts; the registry accepts at most ${MAX_RECONCILE_RESOURCES} per machine`],
+      code: 'too_many_receipts',
     });
   }
   return { realRoot, reports, valid };
@@ -313,4 +351,70 @@ export async function validateResourceRoot(root: string, scanner: SecretScanner,
 /** `ok <id>` or `invalid <file>: <problem>; <problem>`. */
 export function formatReport(report: ReceiptReport): string {
   return report.receipt ? `ok ${report.receipt.id}` : `invalid ${report.file}: ${report.problems.join('; ')}`;
+}
+
+/** What a machine publishes of its root: the valid receipts' records, and a problem for each receipt left out. */
+export interface PublishableSet {
+  entries: (ReconcileEntryV1 | ReconcileEntryV2)[];
+  problems: (MachineProblem & { code: ReceiptProblemCode })[];
+}
+
+const ID = new RegExp(RESOURCE_ID_PATTERN);
+
+function oneLineOf(text: string, max: number): string {
+  const line = escapeControlCharacters(text);
+  return line.length <= max ? line : `${line.slice(0, max - 1)}…`;
+}
+
+/**
+ * The set `serve` publishes: every valid receipt (up to the registry's bound), never blocked by an invalid one,
+ * and the invalid ones as problems the registry shows for this machine. Their records are left out, so the
+ * registry withdraws them: what they describe is not usable as it is. Problems are one line each, bounded in
+ * count and length, and any that looks like it holds a secret (to this machine's scanner) is not quoted.
+ */
+export async function publishableSet(reports: readonly ReceiptReport[], scanner: SecretScanner): Promise<PublishableSet> {
+  const valid = reports.flatMap((r) => (r.receipt ? [r] : []));
+  const entries = valid.slice(0, MAX_RECONCILE_RESOURCES).map((r) => toReconcileEntry(r.receipt!));
+  const problems: PublishableSet['problems'] = [];
+  for (const r of reports) {
+    if (r.receipt || r.code === 'too_many_receipts') continue;
+    const fileId = r.file.startsWith(`${RECEIPTS_DIR}/`) && r.file.endsWith('.json') ? r.file.slice(RECEIPTS_DIR.length + 1, -5) : '';
+    problems.push({
+      receipt: oneLineOf(r.file, 256),
+      ...(ID.test(fileId) && fileId.length <= 128 ? { id: fileId } : {}),
+      code: r.code ?? 'receipt_invalid',
+      message: oneLineOf(r.problems.join('; ') || 'invalid', MAX_PROBLEM_MESSAGE),
+    });
+  }
+  if (valid.length > MAX_RECONCILE_RESOURCES) {
+    problems.push({
+      receipt: RECEIPTS_DIR,
+      code: 'too_many_receipts',
+      message: `${valid.length} valid receipts; the registry takes at most ${MAX_RECONCILE_RESOURCES} per machine: those after ${valid[MAX_RECONCILE_RESOURCES - 1]!.file} are not published`,
+    });
+  }
+  if (problems.length > MAX_MACHINE_PROBLEMS) {
+    const rest = problems.splice(MAX_MACHINE_PROBLEMS - 1);
+    problems.push({
+      receipt: RECEIPTS_DIR,
+      code: 'receipt_invalid',
+      message: oneLineOf(`${rest.length} more receipt(s) not published: ${rest.map((p) => p.receipt).join(', ')}`, MAX_PROBLEM_MESSAGE),
+    });
+  }
+  const findings = await scanner.scan(
+    problems.flatMap((p, i): [string, string][] => [
+      [`${i}/receipt`, p.receipt],
+      [`${i}/message`, p.message],
+    ]),
+  );
+  for (const finding of findings) {
+    const [index, field] = finding.field.split('/') as [string, 'receipt' | 'message'];
+    const problem = problems[Number(index)]!;
+    if (field === 'message') problem.message = `not shown: it looks like it contains a secret (rule ${finding.rule})`;
+    else {
+      problem.receipt = `${RECEIPTS_DIR}/(a file whose name is not shown: it looks like a secret)`;
+      delete problem.id;
+    }
+  }
+  return { entries, problems };
 }

@@ -15,6 +15,7 @@ import {
 } from '@agent-resource-registry/client';
 import { Compile } from 'typebox/compile';
 import { ReconcileResult, ResourceList } from '../schemas/resource.js';
+import type { MachineProblem } from '../schemas/machine.js';
 import { CliError, EXIT } from './exit-codes.js';
 import { oneLine } from './terminal-text.js';
 
@@ -94,8 +95,10 @@ export class RegistryClient {
   }
 
   /** `PUT /api/acp/providers/:machineId/resources[?dryRun=true]`: the machine's whole set in one request. */
-  async reconcile(resources: ReconcileRequest['resources'], dryRun: boolean): Promise<ReconcileResponse> {
-    const answer = await this.#send(() => this.#client.reconcileProviderResources(this.#o.machineId, { resources }, { dryRun }));
+  /** `problems`, when given and not empty, is sent with the set; without it the body is `{resources}` alone. */
+  async reconcile(resources: ReconcileRequest['resources'], dryRun: boolean, problems: MachineProblem[] = []): Promise<ReconcileResponse> {
+    const body = problems.length > 0 ? { resources, problems } : { resources };
+    const answer = await this.#send(() => this.#client.reconcileProviderResources(this.#o.machineId, body, { dryRun }));
     if (!checkReconcileResult.Check(answer)) throw this.#unexpected('the reconcile answer does not match the contract');
     return answer;
   }

@@ -10,14 +10,15 @@ import pino, { type Logger } from 'pino';
 import pretty from 'pino-pretty';
 import { Compile } from 'typebox/compile';
 import { ChannelJob } from '../schemas/channel.js';
+import type { MachineProblem } from '../schemas/machine.js';
 import { SecretScanner } from '../secrets/secret-scanner.js';
 import { ChannelClient, ChannelRefused, type ServerSentEvent } from './channel-client.js';
 import type { Output, RegistryInput } from './commands.js';
 import { CliError, EXIT, type ExitCode } from './exit-codes.js';
-import { JobError, JOBS, type JobContext } from './jobs.js';
-import { formatReport, toReconcileEntry, validateResourceRoot } from './receipt.js';
+import { JOBS, type JobContext } from './jobs.js';
+import { publishableSet, validateResourceRoot } from './receipt.js';
 import { RegistryClient, type ReconcileResponse } from './registry-client.js';
-import { assertInitialized, RECEIPTS_DIR } from './resource-root.js';
+import { assertInitialized, KIND_DIRS, RECEIPTS_DIR } from './resource-root.js';
 import { RECONNECT_BASE_MS } from './serve-constants.js';
 import { readTokenFile } from './token-file.js';
 
@@ -39,6 +40,12 @@ export interface ServeRuntime {
 }
 
 const checkJob = Compile(ChannelJob);
+
+/** One publish: the registry's answer (absent when the set had not changed), and the receipts left out. */
+interface Published {
+  result?: ReconcileResponse;
+  problems: MachineProblem[];
+}
 
 /** The delay before reconnect attempt `attempt` (0-based): full jitter over a capped exponential. */
 export function backoffMs(attempt: number, maxMs: number, random: () => number = Math.random): number {
@@ -98,28 +105,29 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
   const channel = new ChannelClient(input);
 
   // Publishing: one at a time, in order; the watcher publishes only a set that differs from the last one sent.
+  // An invalid receipt never holds the others back: it is left out (the registry withdraws its record) and
+  // reported with the set, so the owner sees it for this machine.
   let lastPublished: string | undefined;
   let publishing: Promise<unknown> = Promise.resolve();
-  const publish = (why: string, onlyIfChanged: boolean): Promise<ReconcileResponse | undefined> => {
-    const run = publishing.then(async () => {
-      const { reports, valid } = await validateResourceRoot(root, new SecretScanner([token]), input.machineId);
-      if (!valid) {
-        const invalid = reports.filter((r) => !r.receipt).map(formatReport);
-        log.error(
-          { invalid },
-          `not published: ${invalid.length} invalid receipt(s) in ${RECEIPTS_DIR}/; the registry keeps the last set published`,
-        );
-        throw new JobError('invalid_receipts', `${invalid.length} invalid receipt(s); nothing was published: ${invalid.join('; ')}`);
-      }
-      const entries = reports.flatMap((r) => (r.receipt ? [toReconcileEntry(r.receipt)] : []));
-      const digest = createHash('sha256').update(JSON.stringify(entries)).digest('hex');
-      if (onlyIfChanged && digest === lastPublished) return undefined;
+  const publish = (why: string, onlyIfChanged: boolean): Promise<Published> => {
+    const run = publishing.then(async (): Promise<Published> => {
+      const scanner = new SecretScanner([token]);
+      const { reports } = await validateResourceRoot(root, scanner, input.machineId);
+      const { entries, problems } = await publishableSet(reports, scanner);
+      const digest = createHash('sha256').update(JSON.stringify({ entries, problems })).digest('hex');
+      if (onlyIfChanged && digest === lastPublished) return { problems };
       const client = new RegistryClient({ ...input, token });
       try {
-        const result = await client.reconcile(entries, false);
+        const result = await client.reconcile(entries, false, problems);
         lastPublished = digest;
+        if (problems.length > 0) {
+          log.warn(
+            { problems },
+            `${problems.length} receipt(s) not published (their records are withdrawn until they are fixed): ${problems.map((p) => `${p.receipt}: ${p.message}`).join('; ')}`,
+          );
+        }
         log.info({ why, receipts: entries.length, ...result }, `published ${entries.length} receipt(s)`);
-        return result;
+        return { result, problems };
       } finally {
         await client.close();
       }
@@ -127,29 +135,65 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
     publishing = run.catch(() => undefined);
     return run;
   };
-  const publishQuietly = (why: string, onlyIfChanged: boolean) =>
-    publish(why, onlyIfChanged).catch((err: unknown) => {
-      if (!(err instanceof JobError)) log.error({ why }, `publish failed: ${(err as Error).message}`);
-    });
+  // A publish that fails is tried again after a growing delay, and with any change of the receipts or the
+  // skill folders, and on every reconnect; whichever comes first.
+  let retry: NodeJS.Timeout | undefined;
+  let retryAttempt = 0;
+  let stopping = false;
+  const publishQuietly = (why: string, onlyIfChanged: boolean): Promise<Published | undefined> => {
+    clearTimeout(retry);
+    return publish(why, onlyIfChanged).then(
+      (published) => {
+        retryAttempt = 0;
+        return published;
+      },
+      (err: unknown) => {
+        if (stopping) return undefined;
+        const delay = Math.max(RECONNECT_BASE_MS, backoffMs(retryAttempt++, input.reconnectMaxMs, random));
+        log.error(
+          { why, retryInMs: delay },
+          `publish failed: ${(err as Error).message}; will retry in ${(delay / 1000).toFixed(1)} s, or sooner when receipts change or the channel reconnects`,
+        );
+        clearTimeout(retry);
+        retry = setTimeout(() => void publishQuietly('retry', false), delay);
+        return undefined;
+      },
+    );
+  };
 
-  // The watcher: any change under receipts/ schedules one publish of the set, if it changed.
+  // The watchers: any change under receipts/, or of the folders in skills/ (a skill folder deleted by hand),
+  // schedules one publish of the set, if it changed.
   let debounce: NodeJS.Timeout | undefined;
-  let watcher: FSWatcher | undefined;
+  const watchers: FSWatcher[] = [];
+  const changed = () => {
+    clearTimeout(debounce);
+    debounce = setTimeout(() => void publishQuietly('receipts changed', true), WATCH_DEBOUNCE_MS);
+  };
   try {
-    watcher = watch(path.join(root, RECEIPTS_DIR), () => {
-      clearTimeout(debounce);
-      debounce = setTimeout(() => void publishQuietly('receipts changed', true), WATCH_DEBOUNCE_MS);
-    });
+    const watcher = watch(path.join(root, RECEIPTS_DIR), changed);
     watcher.on('error', (err) => log.error({ err }, `stopped watching ${RECEIPTS_DIR}/; restart serve to publish changes again`));
+    watchers.push(watcher);
   } catch (err) {
     throw new CliError(`cannot watch ${path.join(root, RECEIPTS_DIR)}: ${(err as Error).message}`, EXIT.usage);
+  }
+  try {
+    const skills = watch(path.join(root, KIND_DIRS.skill), changed);
+    skills.on('error', (err) =>
+      log.warn({ err }, `stopped watching ${KIND_DIRS.skill}/; a skill folder removed by hand is noticed at the next publish`),
+    );
+    watchers.push(skills);
+  } catch {
+    // No skills/ folder (yet): a receipt change or a reconnect still notices what is missing.
   }
 
   // Jobs: each runs as it arrives; once stopping, new ones are left for the registry to time out.
   const context: JobContext = {
     machineId: input.machineId,
     root,
-    publish: async () => (await publish('sync job', false))!,
+    publish: async () => {
+      const { result, problems } = await publish('sync job', false);
+      return { ...result!, ...(problems.length > 0 ? { problems } : {}) };
+    },
     get scanner() {
       return new SecretScanner([token]);
     },
@@ -246,8 +290,10 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
   }
 
   await stopped;
+  stopping = true;
   clearTimeout(debounce);
-  watcher.close();
+  clearTimeout(retry);
+  for (const w of watchers) w.close();
   await Promise.race([publishing, new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
   await channel.close();
   log.info('stopped');

@@ -21,6 +21,7 @@ import type { JobContext } from './job-context.js';
 import { ArchiveRefusal, archiveStem, isSkillArchive, readSkillArchive } from './skill-archive.js';
 import { serializeReceipt, type ReceiptV2 } from './receipt.js';
 import { DIR_MODE, KIND_DIRS, RECEIPTS_DIR } from './resource-root.js';
+import { isOrphan, rootDiagnostics, type RootDiagnostic } from './skill-folders.js';
 
 export const SKILL_FILE = 'SKILL.md';
 /** Bounds of one skill folder and of one scan (a scan answers at most 256 candidates and 256 diagnostics, as upstream's). */
@@ -62,7 +63,7 @@ export interface ScanCandidate {
 
 export interface ScanDiagnostic {
   path: string;
-  code: DiagnosticCode;
+  code: DiagnosticCode | RootDiagnostic['code'];
   message: string;
 }
 
@@ -488,12 +489,17 @@ export async function scanJob(payload: unknown, context: JobContext): Promise<Sc
       return { rootPath: source, candidates: [], diagnostics: [{ path: source, code: err.code, message: err.message }] };
     }
   }
-  return scanSkills(body.rootPath as string, context.scanner);
+  const result = await scanSkills(body.rootPath as string, context.scanner);
+  // Every folder scan also shows the machine's own root: receipts it cannot publish, folders nothing names.
+  const root = await rootDiagnostics(context.root, context.scanner, context.machineId, SKILL_LIMITS.diagnostics);
+  return { ...result, diagnostics: [...root, ...result.diagnostics].slice(0, SKILL_LIMITS.diagnostics) };
 }
 
 /**
  * `skill.import {id, sourcePath, expectedRevision}`, or `{id, expectedRevision, refresh: true}` (the source
- * is the receipt's): copies the skill, writes its receipt, publishes.
+ * is the receipt's): copies the skill, writes its receipt, publishes. `replace: true` (the registry sends it
+ * for a skill the owner imported) imports over the skill already imported under the ID, or over a folder no
+ * receipt names; without it either is 409 `resource_conflict`, naming the way out.
  */
 export async function importJob(payload: unknown, context: JobContext): Promise<{ id: string; sourceRevision: string; created: boolean }> {
   const body = payloadOf(payload);
@@ -509,9 +515,26 @@ export async function importJob(payload: unknown, context: JobContext): Promise<
     sourcePath = existing.source!;
   } else {
     if (typeof body.sourcePath !== 'string') throw new JobError('invalid_payload', 'sourcePath must be a string');
-    if (existing) throw new JobError('resource_conflict', `${id} is already imported on this machine; refresh it instead`);
-    if (await lstat(skillDir(context.root, id)).catch(() => undefined)) {
-      throw new JobError('resource_conflict', `${KIND_DIRS.skill}/${id} already exists in the resource root; it is left as it is`);
+    const replace = body.replace === true;
+    if (existing && !replace) {
+      throw new JobError(
+        'resource_conflict',
+        `${id} is already imported on this machine; refresh it, or remove it (DELETE /api/acp/resources/${id}) and import it again`,
+      );
+    }
+    if (!existing && (await lstat(skillDir(context.root, id)).catch(() => undefined))) {
+      if (!(await isOrphan(context.root, id))) {
+        throw new JobError(
+          'resource_conflict',
+          `${KIND_DIRS.skill}/${id} in the resource root is named by another receipt; it is left as it is`,
+        );
+      }
+      if (!replace) {
+        throw new JobError(
+          'resource_conflict',
+          `${KIND_DIRS.skill}/${id} already exists in the resource root without a receipt; clear it with DELETE /api/acp/resources/${id}, then import again`,
+        );
+      }
     }
     sourcePath = body.sourcePath;
   }
@@ -549,15 +572,25 @@ export async function importJob(payload: unknown, context: JobContext): Promise<
   };
   await writeFileDurably(receiptPath(context.root, id), serializeReceipt(receipt));
   await context.publish();
-  return { id, sourceRevision: skill.candidate.sourceRevision, created: !refresh };
+  return { id, sourceRevision: skill.candidate.sourceRevision, created: !refresh && !existing };
 }
 
-/** `skill.remove {id}`: removes the imported skill's receipt and folder, then publishes. */
+/**
+ * `skill.remove {id}`: removes the imported skill's receipt and folder, then publishes. Without a receipt,
+ * `skills/<id>` is removed when no other receipt names it (an orphan: the receipt was deleted by hand); one
+ * another receipt names is 409 `resource_conflict`. `{removed: false}` when there is neither.
+ */
 export async function removeJob(payload: unknown, context: JobContext): Promise<{ removed: boolean }> {
   const { id } = payloadOf(payload);
   if (typeof id !== 'string' || !checkId.Check(id)) throw new JobError('invalid_payload', 'id must be a resource ID');
   const receipt = await importedReceipt(context.root, id);
-  if (!receipt) return { removed: false };
+  if (!receipt) {
+    if (!(await lstat(skillDir(context.root, id)).catch(() => undefined))) return { removed: false };
+    if (!(await isOrphan(context.root, id)))
+      throw new JobError('resource_conflict', `${KIND_DIRS.skill}/${id} is named by another receipt; it is left as it is`);
+    await rm(skillDir(context.root, id), { recursive: true, force: true });
+    return { removed: true };
+  }
   await rm(receiptPath(context.root, id), { force: true });
   // rm never follows a symbolic link: a link inside the folder is removed, not what it points to.
   await rm(skillDir(context.root, id), { recursive: true, force: true });

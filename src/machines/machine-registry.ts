@@ -4,7 +4,7 @@ import { AppError } from '../errors.js';
 import { lookAlikeKey } from '../text/look-alike.js';
 import { generateToken, TOKEN_PREFIX, tokenDigest, matchDigest } from '../credentials/tokens.js';
 import { HOST_PROVIDER } from '../schemas/common.js';
-import type { Machine } from '../schemas/machine.js';
+import type { Machine, MachineProblem } from '../schemas/machine.js';
 import type { RegistryStore } from '../registry/store.js';
 import { AuditTrail } from '../audit/audit-trail.js';
 import { systemClock, type Clock } from '../clock.js';
@@ -16,6 +16,9 @@ export interface MachineLiveness {
   status(machineId: string): ChannelStatus;
   disconnect(machineId: string, why: string): void;
 }
+
+/** Told when the problems a machine reports differ from what it reported last (this process's view). */
+export type ProblemsListener = (machineId: string, problems: readonly MachineProblem[]) => void;
 
 const NO_CHANNELS: MachineLiveness = { status: () => ({ status: 'disconnected' }), disconnect: () => {} };
 
@@ -29,13 +32,48 @@ function laterThan(now: Date, previous: string | undefined): string {
 }
 
 export class MachineRegistry {
+  /**
+   * What each machine last reported it could not publish. Held in this process, like the channel's status: a
+   * machine reports again with every publish (`serve` publishes on every connect), so a restart forgets
+   * nothing for long (docs/decisions/machine-problems.md).
+   */
+  readonly #problems = new Map<string, readonly MachineProblem[]>();
+
   constructor(
     private readonly store: RegistryStore,
     private readonly clock: Clock = systemClock,
     private readonly audit: AuditTrail = new AuditTrail(store, clock),
     private readonly scanner?: SecretScanner,
     private readonly channels: MachineLiveness = NO_CHANNELS,
+    private readonly onProblems?: ProblemsListener,
   ) {}
+
+  /**
+   * Checks a machine's problem report before its reconcile changes anything: the host reports none (400), and
+   * no problem may carry a secret (422).
+   */
+  async checkProblems(provider: string, problems: readonly MachineProblem[]): Promise<void> {
+    if (provider === HOST_PROVIDER) {
+      throw new AppError('validation_failed', `Only a machine reports problems; the host provider ${HOST_PROVIDER} may not send them.`, {
+        field: '/problems',
+      });
+    }
+    await this.scanner?.assertClean(
+      problems.flatMap((p, i): [string, string][] => [
+        [`/problems/${i}/receipt`, p.receipt],
+        [`/problems/${i}/message`, p.message],
+      ]),
+    );
+  }
+
+  /** Records the machine's report (after its reconcile); the listener hears of it only when it changed. */
+  reportProblems(machineId: string, problems: readonly MachineProblem[]): void {
+    const previous = this.#problems.get(machineId) ?? [];
+    if (JSON.stringify(previous) === JSON.stringify(problems)) return;
+    if (problems.length === 0) this.#problems.delete(machineId);
+    else this.#problems.set(machineId, problems);
+    this.onProblems?.(machineId, problems);
+  }
 
   async enroll(machineId: string, actor: string): Promise<{ machineId: string; token: string }> {
     // `huabu`, `Huabu`, `huabu.`, `hu-abu`, `huаbu` (Cyrillic а): anything that reads as the host is reserved.
@@ -55,7 +93,15 @@ export class MachineRegistry {
   async list(): Promise<Machine[]> {
     return (await this.store.listMachines()).map(({ machineId, enrolledAt, revokedAt }) => {
       const { status, since } = this.channels.status(machineId);
-      return { machineId, enrolledAt, ...(revokedAt ? { revokedAt } : {}), status, ...(since === undefined ? {} : { statusSince: since }) };
+      const problems = this.#problems.get(machineId);
+      return {
+        machineId,
+        enrolledAt,
+        ...(revokedAt ? { revokedAt } : {}),
+        status,
+        ...(since === undefined ? {} : { statusSince: since }),
+        ...(problems === undefined ? {} : { problems: [...problems] }),
+      };
     });
   }
 
@@ -70,6 +116,7 @@ export class MachineRegistry {
       .revokeMachine(machineId, this.clock.now().toISOString())
       .catch((err: unknown) => this.audit.failure(actor, action, machineId, err));
     this.channels.disconnect(machineId, 'its enrollment was revoked');
+    this.#problems.delete(machineId);
     await this.audit.record([{ actor, action, id: machineId, outcome: 'revoked' }]);
     const { withdrawn } = await this.store.reconcileResources(machineId, [], false);
     await this.audit.record(withdrawn.map((id) => ({ actor, action, id, outcome: 'withdrawn' })));

@@ -20,6 +20,7 @@ export const CHANGE_EVENT_TYPES = [
   'machine.revoked',
   'machine.connected',
   'machine.disconnected',
+  'machine.problems',
   'workload.launched',
   'job.succeeded',
   'job.failed',

@@ -133,26 +133,35 @@ export class SkillManagement {
       ]);
       const machineId = await this.#machine(agentletId);
       const held = await this.deps.registry.get(id).catch(() => undefined);
-      if (held) {
+      // A skill the owner imported onto this machine may be imported again: a replace, guarded by the revision.
+      const replace = held !== undefined && held.provider === machineId && this.deps.registry.isManageable(held);
+      if (held && !replace) {
         throw new AppError(
           'resource_conflict',
-          `Resource ${id} is already registered (provider ${held.provider}); import it under another ID, or refresh it.`,
+          `Resource ${id} is already registered (provider ${held.provider}) and is not a skill the owner imported onto machine ${machineId}; import it under another ID.`,
           { ids: [id] },
         );
       }
-      await this.#run(machineId, 'skill.import', { id, sourcePath: body.sourcePath.trim(), expectedRevision: body.expectedRevision });
+      await this.#run(machineId, 'skill.import', {
+        id,
+        sourcePath: body.sourcePath.trim(),
+        expectedRevision: body.expectedRevision,
+        ...(replace ? { replace: true } : {}),
+      });
       let record;
       try {
         const published = await this.deps.registry.get(id);
         if (published.provider !== machineId)
           throw new AppError('resource_conflict', `Resource ${id} was registered by ${published.provider} meanwhile.`, { ids: [id] });
-        record = await this.deps.registry.markImported(id, owner);
+        // A replace keeps the owner's fields the body leaves out; a new import starts from empty ones.
+        const { userContent: _empty, ...given } = owner;
+        record = await this.deps.registry.markImported(id, replace && body.userContent === undefined ? given : owner);
       } catch (err) {
-        // The copy on the machine is not left behind without its record.
-        await this.#run(machineId, 'skill.remove', { id }).catch(() => undefined);
+        // The copy on the machine is not left behind without its record (a replaced one keeps its record).
+        if (!replace) await this.#run(machineId, 'skill.remove', { id }).catch(() => undefined);
         throw err;
       }
-      await this.deps.audit.record([{ actor, action, id, outcome: 'imported', details: { machineId } }]);
+      await this.deps.audit.record([{ actor, action, id, outcome: replace ? 'replaced' : 'imported', details: { machineId } }]);
       return toV2(record);
     } catch (err) {
       return this.deps.audit.failure(actor, action, id, err);
@@ -198,7 +207,15 @@ export class SkillManagement {
   async remove(agentletId: string | undefined, id: string, actor: string): Promise<boolean> {
     const action = SKILL_ACTIONS.remove;
     try {
-      const machineId = await this.#machine(agentletId);
+      const record = await this.deps.registry.get(id).catch((err: unknown) => {
+        if (err instanceof AppError && err.code === 'resource_not_found') return undefined;
+        throw err;
+      });
+      const machineId = await this.#machine(agentletId).catch((err: unknown) => {
+        if (record) throw err;
+        return this.#nothingToRemove(id, err);
+      });
+      if (!record) return await this.#removeLeftover(machineId, id, actor);
       await this.#imported(machineId, id);
       const result = (await this.#run(machineId, 'skill.remove', { id })) as { removed?: unknown } | undefined;
       // The machine published its set without the skill; a record still there (its copy was already gone) is withdrawn here.
@@ -211,5 +228,31 @@ export class SkillManagement {
     } catch (err) {
       return this.deps.audit.failure(actor, action, id, err);
     }
+  }
+
+  /**
+   * No record has the ID: what the machine may still hold of an imported skill (its receipt and folder, or a
+   * folder no receipt names) is cleared; 404 when it holds nothing, or cannot be asked.
+   */
+  async #removeLeftover(machineId: string, id: string, actor: string): Promise<boolean> {
+    const result = (await this.#run(machineId, 'skill.remove', { id }).catch((err: unknown) => this.#nothingToRemove(id, err))) as
+      { removed?: unknown } | undefined;
+    if (result?.removed !== true)
+      throw new AppError('resource_not_found', `No resource with ID ${id}, and nothing of it on machine ${machineId}.`, { id });
+    await this.deps.audit.record([
+      { actor, action: SKILL_ACTIONS.remove, id, outcome: 'removed', details: { machineId, onMachine: 'removed', record: 'absent' } },
+    ]);
+    return true;
+  }
+
+  /** Without a record, a machine that cannot be asked means nothing to remove: 404, saying why. */
+  #nothingToRemove(id: string, err: unknown): never {
+    if (err instanceof AppError && err.code === 'agentlet_unavailable')
+      throw new AppError(
+        'resource_not_found',
+        `No resource with ID ${id}; ${err.message.replace(/\.$/, '')}, so nothing left of it there could be cleared.`,
+        { id },
+      );
+    throw err;
   }
 }

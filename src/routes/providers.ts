@@ -7,7 +7,7 @@ import { AppError } from '../errors.js';
 import { protect } from '../http/auth.js';
 import { errors } from '../http/openapi.js';
 import { EXPENSIVE_RECONCILE_RECORDS } from '../http/expensive-work.js';
-import { ProviderId, ResourceId } from '../schemas/common.js';
+import { HOST_PROVIDER, ProviderId, ResourceId } from '../schemas/common.js';
 import { represent } from '../registry/resource-versions.js';
 import {
   AnyAgentResource,
@@ -26,7 +26,7 @@ export const RECONCILE_BODY_LIMIT = 8 * 1024 * 1024;
 const ProviderParams = Type.Object({ provider: ProviderId });
 const ResourceParams = Type.Object({ provider: ProviderId, id: ResourceId });
 
-export const providerRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { registry, expensive }, done) => {
+export const providerRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { registry, machines, expensive }, done) => {
   protect(app, [app.requireProvider], ['providerToken']);
   app.addHook('onRequest', (request, _reply, done) => {
     const principal = request.principal;
@@ -112,7 +112,7 @@ export const providerRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { r
         tags: ['providers'],
         operationId: 'reconcileProviderResources',
         summary: "Reconcile the provider's whole set",
-        description: `Replaces the provider's complete set (at most ${MAX_RECONCILE_RESOURCES} records, each record v1 or v2) in one atomic step; the owner's customization of a kept record survives: listed records are created or replaced, the provider's records left out are withdrawn. Any conflict rejects the whole request and changes nothing. \`?dryRun=true\` reports the plan only.`,
+        description: `Replaces the provider's complete set (at most ${MAX_RECONCILE_RESOURCES} records, each record v1 or v2) in one atomic step; the owner's customization of a kept record survives: listed records are created or replaced, the provider's records left out are withdrawn. Any conflict rejects the whole request and changes nothing. \`?dryRun=true\` reports the plan only. A machine may add \`problems\`: the receipts it could not publish, shown for it in \`GET /api/acp/machines\` (a change of them is a \`machine.problems\` event); a reconcile without them clears them.`,
         params: ProviderParams,
         querystring: Type.Object({ dryRun: Type.Optional(Type.Boolean({ default: false })) }, { additionalProperties: false }),
         body: ReconcileBody,
@@ -130,8 +130,15 @@ export const providerRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { r
       },
     },
     async (request) => {
-      const work = () =>
-        registry.reconcile(request.params.provider, request.body.resources, request.query.dryRun === true, actorOf(request.principal!));
+      const { provider } = request.params;
+      const { problems } = request.body;
+      const dryRun = request.query.dryRun === true;
+      const work = async () => {
+        if (problems !== undefined) await machines.checkProblems(provider, problems);
+        const result = await registry.reconcile(provider, request.body.resources, dryRun, actorOf(request.principal!));
+        if (!dryRun && provider !== HOST_PROVIDER) machines.reportProblems(provider, problems ?? []);
+        return result;
+      };
       return request.body.resources.length >= EXPENSIVE_RECONCILE_RECORDS
         ? expensive.run(request, work)
         : expensive.scanning(request, work);

@@ -1,6 +1,39 @@
 // Agentlet machine enrollment records as the API shows them (never a token or its digest).
 import Type, { type Static } from 'typebox';
-import { MachineId } from './common.js';
+import { MachineId, ResourceId, SINGLE_LINE_PATTERN } from './common.js';
+
+/** At most this many problems in one machine's report (the receipts past it are summed up in the last one). */
+export const MAX_MACHINE_PROBLEMS = 64;
+/** Longest problem message. */
+export const MAX_PROBLEM_MESSAGE = 1000;
+
+/** One receipt the machine's Agentlet could not publish, as it reports it with its reconcile. */
+export const MachineProblem = Type.Object(
+  {
+    receipt: Type.String({
+      minLength: 1,
+      maxLength: 256,
+      pattern: SINGLE_LINE_PATTERN,
+      description: 'The receipt file, relative to the resource root (`receipts/<id>.json`); `receipts` for the folder as a whole.',
+    }),
+    id: Type.Optional({ ...ResourceId, description: 'The resource ID the receipt is named for, when its file name gives one.' }),
+    code: Type.String({
+      pattern: '^[a-z][a-z0-9_]{0,63}$',
+      description:
+        '`entrypoint_missing` (the files the receipt names are gone, e.g. a deleted skill folder), `receipt_invalid` (anything else), `too_many_receipts`; an Agentlet may send others.',
+    }),
+    message: Type.String({
+      minLength: 1,
+      maxLength: MAX_PROBLEM_MESSAGE,
+      pattern: SINGLE_LINE_PATTERN,
+      description: 'What is wrong, for a person.',
+    }),
+  },
+  { additionalProperties: false, title: 'MachineProblem' },
+);
+export type MachineProblem = Static<typeof MachineProblem>;
+
+export const MachineProblems = Type.Array(MachineProblem, { maxItems: MAX_MACHINE_PROBLEMS });
 
 export const Machine = Type.Object(
   {
@@ -17,6 +50,11 @@ export const Machine = Type.Object(
         description: 'When `status` last changed; absent when the machine has not held a channel since this replica started.',
       }),
     ),
+    problems: Type.Optional({
+      ...MachineProblems,
+      description:
+        "The receipts the machine's Agentlet could not publish, as it last reported them with its reconcile to this replica (their records are withdrawn until they are fixed); absent when it reported none.",
+    }),
   },
   { additionalProperties: false, title: 'Machine' },
 );

@@ -2,6 +2,7 @@
 // validates HTTP bodies, types handlers, serializes responses, feeds OpenAPI and backs the domain validator.
 import Type, { type Static, type TSchema } from 'typebox';
 import { ProviderId, ResourceId, SafeText, TrimmedText } from './common.js';
+import { MachineProblems } from './machine.js';
 import { OPTIONAL_TEXT_PATTERN } from '../text/text-rules.js';
 
 /**
@@ -214,6 +215,11 @@ export const ReconcileBody = Type.Object(
       maxItems: MAX_RECONCILE_RESOURCES,
       description:
         "The provider's complete set; records left out are withdrawn. Each `id` may appear only once (listing one twice is 400 `validation_failed`).",
+    }),
+    problems: Type.Optional({
+      ...MachineProblems,
+      description:
+        'A machine only: the receipts it could not publish (left out of `resources`), shown in `GET /api/acp/machines` until a later reconcile reports otherwise; absent means none. The host provider may not send it (400).',
     }),
   },
   { additionalProperties: false },

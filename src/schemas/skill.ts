@@ -16,6 +16,11 @@ export const SKILL_DIAGNOSTIC_CODES = [
   'skill_archive_too_large',
 ] as const;
 export type SkillDiagnosticCode = (typeof SKILL_DIAGNOSTIC_CODES)[number];
+/**
+ * What every folder scan says first about the machine's own resource root: a folder in `skills/` no receipt
+ * names (`skill_orphaned`; DELETE clears it), and a receipt the machine cannot publish.
+ */
+export const ROOT_DIAGNOSTIC_CODES = ['skill_orphaned', 'entrypoint_missing', 'receipt_invalid', 'too_many_receipts'] as const;
 
 const REVISION_PATTERN = '^[a-f0-9]{64}$';
 const NOT_BLANK_LINE = VISIBLE_LINE_PATTERN;
@@ -78,8 +83,9 @@ export const SkillCandidate = Type.Object(
 export const SkillScanDiagnostic = Type.Object(
   {
     path: Type.String({ description: 'The folder the diagnostic is about.' }),
-    code: Type.Enum(SKILL_DIAGNOSTIC_CODES, {
-      description: 'Why it is no candidate (docs/decisions/skill-management.md lists the codes).',
+    code: Type.Enum([...SKILL_DIAGNOSTIC_CODES, ...ROOT_DIAGNOSTIC_CODES], {
+      description:
+        "Why it is no candidate (docs/decisions/skill-management.md lists the codes); or, about the machine's own resource root, `skill_orphaned` (a folder in `skills/` no receipt names; DELETE clears it) and `entrypoint_missing` (its files are gone), `receipt_invalid`, `too_many_receipts` for a receipt it cannot publish.",
     }),
     message: Type.String({ description: 'What is wrong, for a person.' }),
   },

@@ -4,7 +4,7 @@
 import t from 'tap';
 import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { addSkill, assertBuilt, catalogue, installFile, machine } from '../helpers/agentlet.js';
+import { addSkill, assertBuilt, catalogue, cliRunner, installFile, machine, tempDir } from '../helpers/agentlet.js';
 
 assertBuilt();
 
@@ -156,4 +156,42 @@ t.test('a conflict with a huabu ID exits non-zero, names the ID and its holder, 
   t.match(sync.stderr, /conflict: 1 ID\(s\) are held by another provider; the registry changed nothing/);
   t.match(sync.stderr, /^ {2}web-search is held by provider huabu$/m);
   t.equal((await catalogue(m)).body, before, 'the catalogue is byte-for-byte unchanged');
+});
+
+t.test('the hints after init and receipt add fit a running serve: it publishes on its own; sync only without it', async (t) => {
+  const dir = await tempDir(t);
+  const root = path.join(dir, 'res');
+  const cli = cliRunner(t, { AGENT_RESOURCE_DIR: root });
+  const init = await cli(['init']);
+  t.equal(init.code, 0, init.stderr);
+  t.match(init.stdout, /next: .*receipt add <id>.*a running `agentlet-resources serve` publishes each receipt on its own/);
+  t.match(init.stdout, /without serve, run `agentlet-resources sync --registry URL --machine-id ID --token-file FILE`/);
+
+  await installFile(root, 'skills/hinted/SKILL.md', '# hinted\n');
+  await writeFile(path.join(dir, 'hinted.md'), 'Read it.\n');
+  const add = [
+    'receipt',
+    'add',
+    'hinted',
+    '--kind',
+    'skill',
+    '--entrypoint',
+    'skills/hinted',
+    '--name',
+    'Hinted',
+    '--description',
+    'A hinted skill.',
+    '--instructions-file',
+    path.join(dir, 'hinted.md'),
+  ];
+  const added = await cli([...add, '--machine-id', 'agentlet-h1']);
+  t.equal(added.code, 0, added.stderr);
+  t.match(added.stdout, /next: a running `agentlet-resources serve` publishes it within a second/);
+  t.match(
+    added.stdout,
+    /without serve, check it with `agentlet-resources validate --machine-id agentlet-h1`, then publish it with `agentlet-resources sync --registry URL --machine-id agentlet-h1 --token-file FILE`/,
+    "the machine's ID filled in",
+  );
+  const again = await cli([...add, '--force']);
+  t.match(again.stdout, /agentlet-resources sync --registry URL --machine-id ID --token-file FILE/, 'ID when it is not known');
 });

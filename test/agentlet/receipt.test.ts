@@ -7,6 +7,7 @@ import { initResourceRoot, resolveResourceRoot } from '../../src/agentlet/resour
 import {
   formatReport,
   MAX_RECEIPT_BYTES,
+  publishableSet,
   receiptProblems,
   serializeReceipt,
   toReconcileEntry,
@@ -14,6 +15,7 @@ import {
   type Receipt,
 } from '../../src/agentlet/receipt.js';
 import { SecretScanner } from '../../src/secrets/secret-scanner.js';
+import { LINE_CONTROL_CHARACTER } from '../../src/text/control-characters.js';
 import { FAKE_GITHUB_TOKEN, installFile, receiptJson, tempDir, writeReceipt } from '../helpers/agentlet.js';
 
 const scanner = new SecretScanner();
@@ -205,4 +207,60 @@ t.test('the resource root override must be absolute', (t) => {
   t.throws(() => resolveResourceRoot('rel', undefined), { message: /--resource-dir must be an absolute path/, exitCode: 2 });
   t.throws(() => resolveResourceRoot(undefined, './rel'), { message: /AGENT_RESOURCE_DIR must be an absolute path/, exitCode: 2 });
   t.end();
+});
+
+t.test('the set serve publishes: every valid receipt, and one bounded, one-line problem per invalid one', async (t) => {
+  const { root } = await makeRoot(t);
+  await writeReceipt(root, receiptJson('good', { entrypoint: 'skills/good' }));
+  await writeReceipt(root, receiptJson('gone', { entrypoint: 'skills/gone/SKILL.md' }));
+  await writeReceipt(root, receiptJson('odd', { entrypoint: 'skills/gone', name: '' }));
+  await writeReceipt(root, '{', 'not json.json');
+  await writeReceipt(root, receiptJson('leaky', { description: `token ${FAKE_GITHUB_TOKEN}` }));
+  const { reports } = await validateResourceRoot(root, scanner);
+  const set = await publishableSet(reports, scanner);
+  t.same(
+    set.entries.map((e) => e.id),
+    ['good'],
+    'the valid receipt is published beside the invalid ones',
+  );
+  t.same(
+    set.problems.map((p) => [p.receipt, p.id, p.code]),
+    [
+      ['receipts/gone.json', 'gone', 'entrypoint_missing'],
+      ['receipts/leaky.json', 'leaky', 'receipt_invalid'],
+      ['receipts/not json.json', undefined, 'receipt_invalid'],
+      ['receipts/odd.json', 'odd', 'receipt_invalid'],
+    ],
+    'a deleted folder is entrypoint_missing; anything else receipt_invalid; an ID only when the file name is one',
+  );
+  t.notOk(JSON.stringify(set).includes(FAKE_GITHUB_TOKEN), 'no secret in any problem');
+
+  const many = Array.from({ length: 70 }, (_, i) => ({
+    file: `receipts/r${i}.json`,
+    problems: ['x'.repeat(2000)],
+    code: 'receipt_invalid' as const,
+  }));
+  const bounded = await publishableSet(
+    [...many, { file: 'receipts/a\nb.json', problems: [`leaks ${FAKE_GITHUB_TOKEN}`], code: 'receipt_invalid' }],
+    scanner,
+  );
+  t.equal(bounded.problems.length, 64, 'at most 64 problems');
+  t.match(
+    bounded.problems[63],
+    { receipt: 'receipts', message: /^8 more receipt\(s\) not published: receipts\/r63\.json/ },
+    'the rest summed up',
+  );
+  t.ok(
+    bounded.problems.every((p) => p.message.length <= 1000 && !LINE_CONTROL_CHARACTER.test(p.message + p.receipt)),
+    'each message one line of at most 1000 characters',
+  );
+  const secretOnly = await publishableSet(
+    [{ file: 'receipts/x.json', problems: [`leaks ${FAKE_GITHUB_TOKEN}`], code: 'receipt_invalid' }],
+    scanner,
+  );
+  t.match(
+    secretOnly.problems[0]!.message,
+    /^not shown: it looks like it contains a secret \(rule /,
+    'a message holding a secret is not quoted',
+  );
 });

@@ -8,9 +8,10 @@ import { appendFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
+import { isDeepStrictEqual } from 'node:util';
 import { backoffMs } from '../../src/agentlet/serve.js';
 import { RECONNECT_BASE_MS } from '../../src/agentlet/serve-constants.js';
-import { build, canaryLogFile, type TestApp } from '../helpers/build.js';
+import { build, CANARY, canaryLogFile, type TestApp } from '../helpers/build.js';
 import {
   addSkill,
   assertBuilt,
@@ -91,6 +92,11 @@ async function statusOf(h: TestApp, machineId: string): Promise<string | undefin
   return (res.json().machines as { machineId: string; status: string }[]).find((x) => x.machineId === machineId)?.status;
 }
 
+async function problemsOf(h: TestApp, machineId = 'agentlet-7f3a'): Promise<unknown[] | undefined> {
+  const res = await h.app.inject({ url: '/api/acp/machines', headers: h.owner });
+  return (res.json().machines as { machineId: string; problems?: unknown[] }[]).find((x) => x.machineId === machineId)?.problems;
+}
+
 async function until<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 10_000): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
@@ -100,6 +106,11 @@ async function until<T>(what: string, probe: () => Promise<T | undefined | false
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+const problemEventCount = async (h: TestApp) =>
+  ((await h.app.inject({ url: '/api/acp/changes?limit=1000', headers: h.owner })).json().changes as { type: string }[]).filter(
+    (e) => e.type === 'machine.problems',
+  ).length;
 
 const catalogueIds = async (h: TestApp) =>
   ((await h.app.inject({ url: '/api/acp/resources', headers: h.owner })).json().resources as { id: string }[]).map((r) => r.id);
@@ -168,25 +179,102 @@ t.test('serve: connects, runs jobs, publishes a dropped receipt within a second,
   await until('the removed receipt withdrawn', async () => !(await catalogueIds(m.reg.h)).includes('first-skill'), 5_000);
   t.ok(Date.now() - removed < 1000, `a removed receipt is withdrawn within a second (${Date.now() - removed} ms)`);
 
-  // One invalid receipt: nothing is published (the registry keeps the last set), and a sync job says why.
+  // One invalid receipt is that receipt's problem: the rest is published, the machine reports it, a sync job too.
   const before = d.lines.length;
   await writeReceipt(m.root, '{"schemaVersion": 1, "id": "half-writ', 'half-written.json');
-  await d.waitFor(/^not published: 1 invalid receipt/, 5_000, before);
-  t.same(await catalogueIds(m.reg.h), ['dropped-skill'], 'the last set published stays');
-  const refused = await m.reg.h.app.inject({
+  const warned = await d.waitFor(/^1 receipt\(s\) not published/, 5_000, before);
+  t.match(warned.msg, /receipts\/half-written\.json: not valid JSON/, 'the log line names the receipt and why');
+  t.same(await catalogueIds(m.reg.h), ['dropped-skill'], 'the valid receipts stay published');
+  const halfWritten = { receipt: 'receipts/half-written.json', id: 'half-written', code: 'receipt_invalid', message: 'not valid JSON' };
+  await until('the problem shown for the machine', async () => isDeepStrictEqual(await problemsOf(m.reg.h), [halfWritten]));
+  t.pass('GET /machines shows the invalid receipt for that machine');
+  const reported = await m.reg.h.app.inject({
     method: 'POST',
     url: '/api/acp/machines/agentlet-7f3a/jobs',
     headers: m.reg.h.owner,
     payload: { type: 'sync' },
   });
-  t.equal(refused.statusCode, 502);
-  t.match(refused.json(), { code: 'agentlet_job_failed', details: { agentletCode: 'invalid_receipts' }, message: /half-written\.json/ });
+  t.equal(reported.statusCode, 200, reported.body);
+  t.same(
+    reported.json().result,
+    { dryRun: false, created: [], replaced: [], withdrawn: [], unchanged: ['dropped-skill'], problems: [halfWritten] },
+    'a sync job publishes what is valid and names what is not',
+  );
   await rm(`${m.root}/receipts/half-written.json`);
+  await until('the problem cleared', async () => (await problemsOf(m.reg.h)) === undefined);
 
   t.equal(await d.stop(), 0, 'SIGTERM: exit 0');
   await d.waitFor(/^stopped$/, 1000);
   await until('the machine disconnected', async () => (await statusOf(m.reg.h, 'agentlet-7f3a')) === 'disconnected');
   t.pass('the machine shows disconnected');
+  assertLogs(t, d, m.cli.tokens.concat(m.token));
+});
+
+t.test(
+  'a hand-deleted skill folder withdraws that skill only: the rest is published, the machine reports it, and it comes back',
+  async (t) => {
+    const m = await machine(t);
+    for (const id of ['alpha-skill', 'beta-skill']) t.equal((await addSkill(m, id)).code, 0);
+    const d = startDaemon(t, m);
+    await d.waitFor(/^connected to /);
+    await until('both published', async () => (await catalogueIds(m.reg.h)).length === 2);
+    const eventsBefore = await problemEventCount(m.reg.h);
+
+    await rm(`${m.root}/skills/alpha-skill`, { recursive: true });
+    const gone = {
+      receipt: 'receipts/alpha-skill.json',
+      id: 'alpha-skill',
+      code: 'entrypoint_missing',
+      message: '/entrypoint skills/alpha-skill does not exist',
+    };
+    await until('the broken skill withdrawn', async () => JSON.stringify(await catalogueIds(m.reg.h)) === '["beta-skill"]', 5_000);
+    t.pass('the deleted folder is noticed without any receipt changing, and only its record is withdrawn');
+    await until('the problem shown', async () => isDeepStrictEqual(await problemsOf(m.reg.h), [gone]));
+    t.pass('GET /machines shows the problem for that machine');
+    t.equal(await statusOf(m.reg.h, 'agentlet-7f3a'), 'connected');
+    await until('one machine.problems event', async () => (await problemEventCount(m.reg.h)) === eventsBefore + 1);
+    t.pass('announced as one machine.problems event');
+
+    t.equal((await addSkill(m, 'gamma-skill')).code, 0);
+    await until('a later receipt published', async () => (await catalogueIds(m.reg.h)).includes('gamma-skill'), 5_000);
+    t.same(await catalogueIds(m.reg.h), ['beta-skill', 'gamma-skill'], 'later publishes go on');
+    t.same(await problemsOf(m.reg.h), [gone], 'the problem is still reported');
+    t.equal(await problemEventCount(m.reg.h), eventsBefore + 1, 'an unchanged problem is not announced again');
+
+    await installFile(m.root, 'skills/alpha-skill/SKILL.md', '# alpha-skill\n');
+    await until('the repaired skill back', async () => (await catalogueIds(m.reg.h)).includes('alpha-skill'), 5_000);
+    await until('the problem cleared', async () => (await problemsOf(m.reg.h)) === undefined);
+    t.pass('putting the folder back publishes it again and clears the problem');
+    t.equal(await d.stop(), 0);
+    assertLogs(t, d, m.cli.tokens.concat(m.token));
+  },
+);
+
+t.test('a failed publish says it will retry, and does, without any receipt changing', async (t) => {
+  const m = await machine(t);
+  t.equal((await m.reg.h.put('huabu', CANARY.huabu, 'taken-skill')).statusCode, 201, 'the host holds the ID');
+  t.equal((await addSkill(m, 'taken-skill')).code, 0);
+  const d = startDaemon(t, m);
+  const failed = await d.waitFor(/^publish failed: /);
+  t.match(failed.msg, /retry/, 'the line says it will retry');
+  t.equal(
+    (await m.reg.h.app.inject({ method: 'DELETE', url: '/api/acp/providers/huabu/resources/taken-skill', headers: m.reg.h.huabu }))
+      .statusCode,
+    204,
+  );
+  await until(
+    'the retried publish',
+    async () =>
+      (
+        (await m.reg.h.app.inject({ url: '/api/acp/resources', headers: m.reg.h.owner })).json().resources as {
+          id: string;
+          provider: string;
+        }[]
+      ).some((r) => r.id === 'taken-skill' && r.provider === 'agentlet-7f3a'),
+    10_000,
+  );
+  t.pass('published by the retry');
+  t.equal(await d.stop(), 0);
   assertLogs(t, d, m.cli.tokens.concat(m.token));
 });
 

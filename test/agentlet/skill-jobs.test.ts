@@ -5,7 +5,7 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, copyFile, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import {
@@ -483,4 +483,120 @@ t.test("an archive's bounds: entries, files, bytes, depth and ratio", async (t) 
   await t.rejects(readSkillArchive(bytes, { ...limits, depth: 0 }), { code: 'skill_archive_too_large', message: /deeper than 0/ });
   const bomb = await readFile(path.join(ARCHIVES, 'bomb.zip'));
   await t.rejects(readSkillArchive(bomb, limits), { code: 'skill_archive_too_large', message: /more than 100 times/ });
+});
+
+t.test('remove: the folder goes even without its receipt; an orphan folder is cleared; a folder a receipt names is left', async (t) => {
+  const { dir, root, context, published } = await rootWithContext(t);
+  const src = await skill(path.join(dir, 'src', 'pdf'), { 'SKILL.md': SKILL('PDF'), 'bin/run': 'run\n' });
+  const { candidate } = await readSkill(src);
+  await importJob({ id: 'pdf-tools', sourcePath: src, expectedRevision: candidate.sourceRevision }, context);
+
+  await rm(path.join(root, 'receipts', 'pdf-tools.json'));
+  t.same(await removeJob({ id: 'pdf-tools' }, context), { removed: true }, 'an imported skill whose receipt was deleted');
+  t.notOk(existsSync(path.join(root, 'skills', 'pdf-tools')), 'its folder is gone');
+
+  await skill(path.join(root, 'skills', 'left-over'), { 'SKILL.md': SKILL('Left over'), 'deep/a.txt': 'a\n' });
+  t.same(await removeJob({ id: 'left-over' }, context), { removed: true }, 'an orphan folder');
+  t.notOk(existsSync(path.join(root, 'skills', 'left-over')));
+
+  // A folder a hand-written receipt names (under another ID) is not an orphan.
+  await skill(path.join(root, 'skills', 'shared'), { 'SKILL.md': SKILL('Shared') });
+  await writeFile(
+    path.join(root, 'receipts', 'other.json'),
+    JSON.stringify({ schemaVersion: 1, id: 'other', kind: 'skill', entrypoint: 'skills/shared/SKILL.md' }),
+  );
+  await t.rejects(removeJob({ id: 'shared' }, context), { code: 'resource_conflict' }, 'named by receipts/other.json');
+  t.ok(existsSync(path.join(root, 'skills', 'shared', 'SKILL.md')), 'left as it is');
+
+  // A link in skills/ is removed as a link: what it points to stays.
+  const outside = await skill(path.join(dir, 'outside'), { 'keep.txt': 'keep\n' });
+  await symlink(outside, path.join(root, 'skills', 'linked'));
+  t.same(await removeJob({ id: 'linked' }, context), { removed: true });
+  t.notOk(existsSync(path.join(root, 'skills', 'linked')), 'the link is gone');
+  t.ok(existsSync(path.join(outside, 'keep.txt')), 'its target is untouched');
+  t.same(await removeJob({ id: 'nothing-here' }, context), { removed: false });
+  t.ok(published() >= 1);
+});
+
+t.test("a scan shows the machine's own root: receipts it cannot publish, and folders no receipt names", async (t) => {
+  const { dir, root, context } = await rootWithContext(t);
+  const sources = await skill(path.join(dir, 'sources', 'fresh'), { 'SKILL.md': SKILL('Fresh') });
+  await skill(path.join(root, 'skills', 'orphan-skill'), { 'SKILL.md': SKILL('Orphan') });
+  await skill(path.join(root, 'skills', 'Not An ID'), { 'SKILL.md': SKILL('Odd') });
+  await writeFile(
+    path.join(root, 'receipts', 'deleted-skill.json'),
+    JSON.stringify({
+      schemaVersion: 2,
+      id: 'deleted-skill',
+      kind: 'skill',
+      name: 'Deleted',
+      provider: 'agentlet-x',
+      sourceContent: SKILL('Deleted').trim(),
+      entrypoint: 'skills/deleted-skill/SKILL.md',
+      source: '/elsewhere/deleted',
+      sourceRevision: 'a'.repeat(64),
+      installedAt: '2026-01-31T12:00:00.000Z',
+    }),
+  );
+  const scanned = await scanJob({ rootPath: path.dirname(sources) }, context);
+  t.same(
+    scanned.candidates.map((c) => c.id),
+    ['fresh'],
+  );
+  t.match(scanned.diagnostics, [
+    {
+      path: path.join(root, 'receipts', 'deleted-skill.json'),
+      code: 'entrypoint_missing',
+      message: /^not published: \/entrypoint skills\/deleted-skill\/SKILL\.md does not exist/,
+    },
+    { path: path.join(root, 'skills', 'Not An ID'), code: 'skill_orphaned', message: /remove it by hand/ },
+    {
+      path: path.join(root, 'skills', 'orphan-skill'),
+      code: 'skill_orphaned',
+      message: /DELETE \/api\/acp\/resources\/orphan-skill \(with \?agentletId=agentlet-x\)/,
+    },
+  ]);
+  t.equal(scanned.diagnostics.length, 3);
+});
+
+t.test('import again under the same ID: a replace only when asked (the registry asks for a skill the owner imported)', async (t) => {
+  const { dir, root, context } = await rootWithContext(t);
+  const first = await skill(path.join(dir, 'src', 'one'), { 'SKILL.md': SKILL('One'), 'old.txt': 'old\n' });
+  const second = await skill(path.join(dir, 'src', 'two'), { 'SKILL.md': SKILL('Two') });
+  const rev = async (p: string) => (await readSkill(p)).candidate.sourceRevision;
+  await importJob({ id: 'tool', sourcePath: first, expectedRevision: await rev(first) }, context);
+
+  const refused = await importJob({ id: 'tool', sourcePath: second, expectedRevision: await rev(second) }, context).catch(
+    (e: unknown) => e,
+  );
+  t.equal(code(refused), 'resource_conflict');
+  t.match(message(refused), /already imported on this machine/);
+  await t.rejects(
+    importJob({ id: 'tool', sourcePath: second, expectedRevision: 'f'.repeat(64), replace: true }, context),
+    { code: 'source_changed' },
+    'the replace is guarded by the revision the owner scanned',
+  );
+  t.ok(existsSync(path.join(root, 'skills', 'tool', 'old.txt')), 'nothing changed by a refused replace');
+  t.same(await importJob({ id: 'tool', sourcePath: second, expectedRevision: await rev(second), replace: true }, context), {
+    id: 'tool',
+    sourceRevision: await rev(second),
+    created: false,
+  });
+  t.notOk(existsSync(path.join(root, 'skills', 'tool', 'old.txt')), 'the folder is the new source whole');
+  t.match(JSON.parse(await readFile(path.join(root, 'receipts', 'tool.json'), 'utf8')), { name: 'Two', source: second });
+
+  // An orphan folder under the ID: refused with the way out, replaced when asked.
+  await skill(path.join(root, 'skills', 'stray'), { 'SKILL.md': SKILL('Stray') });
+  const stray = await importJob({ id: 'stray', sourcePath: first, expectedRevision: await rev(first) }, context).catch((e: unknown) => e);
+  t.equal(code(stray), 'resource_conflict');
+  t.match(message(stray), /DELETE \/api\/acp\/resources\/stray/);
+  t.match(await importJob({ id: 'stray', sourcePath: first, expectedRevision: await rev(first), replace: true }, context), {
+    created: true,
+  });
+
+  // A hand-written receipt under the ID is never replaced.
+  await writeFile(path.join(root, 'receipts', 'hand.json'), JSON.stringify({ schemaVersion: 1, id: 'hand', kind: 'skill' }));
+  await t.rejects(importJob({ id: 'hand', sourcePath: first, expectedRevision: await rev(first), replace: true }, context), {
+    code: 'resource_conflict',
+  });
 });

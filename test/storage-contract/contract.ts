@@ -596,37 +596,42 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
     );
   });
 
-  t.test(`${name}: events of no stored change (a channel, a job) are recorded on their own, in order with the rest`, async (t) => {
-    const s = await open(t);
-    const start = s.events.head();
-    await s.putResource(resource('huabu', 'before'));
-    await s.recordEvents([{ type: 'machine.connected', subject: { kind: 'machine', id: 'm-1' } }]);
-    await s.recordEvents([
-      { type: 'job.succeeded', subject: { kind: 'job', id: 'job-1', provider: 'm-1' } },
-      { type: 'job.failed', subject: { kind: 'job', id: 'job-2', provider: 'm-1' } },
-    ]);
-    await s.recordEvents([]);
-    await s.putResource(resource('huabu', 'after'));
-    const { events } = await s.events.read(start, 100);
-    t.same(
-      events.map((e) => `${e.type} ${e.subject.kind}:${e.subject.id}${e.subject.provider ? `@${e.subject.provider}` : ''}`),
-      [
-        'resource.created resource:before@huabu',
-        'machine.connected machine:m-1',
-        'job.succeeded job:job-1@m-1',
-        'job.failed job:job-2@m-1',
-        'resource.created resource:after@huabu',
-      ],
-      'each once, in the order written; an empty list writes none',
-    );
-    t.same(await s.listMachines(), [], 'no machine record is written by its event');
-    const seq = events.map((e) => Number(e.id));
-    t.same(
-      seq,
-      [...new Set(seq)].sort((a, b) => a - b),
-      'increasing cursors',
-    );
-  });
+  t.test(
+    `${name}: events of no stored change (a channel, a job, a machine's problems) are recorded on their own, in order with the rest`,
+    async (t) => {
+      const s = await open(t);
+      const start = s.events.head();
+      await s.putResource(resource('huabu', 'before'));
+      await s.recordEvents([{ type: 'machine.connected', subject: { kind: 'machine', id: 'm-1' } }]);
+      await s.recordEvents([
+        { type: 'job.succeeded', subject: { kind: 'job', id: 'job-1', provider: 'm-1' } },
+        { type: 'job.failed', subject: { kind: 'job', id: 'job-2', provider: 'm-1' } },
+      ]);
+      await s.recordEvents([{ type: 'machine.problems', subject: { kind: 'machine', id: 'm-1' } }]);
+      await s.recordEvents([]);
+      await s.putResource(resource('huabu', 'after'));
+      const { events } = await s.events.read(start, 100);
+      t.same(
+        events.map((e) => `${e.type} ${e.subject.kind}:${e.subject.id}${e.subject.provider ? `@${e.subject.provider}` : ''}`),
+        [
+          'resource.created resource:before@huabu',
+          'machine.connected machine:m-1',
+          'job.succeeded job:job-1@m-1',
+          'job.failed job:job-2@m-1',
+          'machine.problems machine:m-1',
+          'resource.created resource:after@huabu',
+        ],
+        'each once, in the order written; an empty list writes none',
+      );
+      t.same(await s.listMachines(), [], 'no machine record is written by its event');
+      const seq = events.map((e) => Number(e.id));
+      t.same(
+        seq,
+        [...new Set(seq)].sort((a, b) => a - b),
+        'increasing cursors',
+      );
+    },
+  );
 
   if (target.replica) {
     t.test(`${name}: a change through one replica changes the other's resources revision`, async (t) => {

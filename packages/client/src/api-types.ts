@@ -100,7 +100,7 @@ export interface paths {
         post?: never;
         /**
          * Remove an imported skill
-         * @description Removes the skill's folder and receipt from the machine and withdraws its record: `{removed: true}`. Only skills the owner imported are removed here: 404 when no record has the ID, 409 `resource_not_manageable` for any other record (its publisher withdraws it). The machine is `?agentletId=`, else `DEFAULT_AGENTLET_ID`, else the only enrolled machine; it must hold its channel (`agentlet-resources serve`): else 503 `agentlet_unavailable`, 504 `agentlet_timeout` when it does not answer in time. Audited as `resource.remove`.
+         * @description Removes the skill's folder and receipt from the machine and withdraws its record: `{removed: true}`. Only skills the owner imported are removed here: 409 `resource_not_manageable` for any other record (its publisher withdraws it). Without a record, what the machine still holds under the ID is cleared: an imported skill's receipt and folder, or a folder in `skills/` that no receipt names (a scan lists those as `skill_orphaned`): 200; 404 when there is nothing, or the machine is not connected; 409 `resource_conflict` when another receipt names that folder. The machine is `?agentletId=`, else `DEFAULT_AGENTLET_ID`, else the only enrolled machine; it must hold its channel (`agentlet-resources serve`): else 503 `agentlet_unavailable`, 504 `agentlet_timeout` when it does not answer in time. Audited as `resource.remove`.
          */
         delete: operations["removeSkill"];
         options?: never;
@@ -143,7 +143,7 @@ export interface paths {
         put?: never;
         /**
          * Scan a folder on a machine for skills
-         * @description Lists the skills in `rootPath` on the machine: the folder itself when it holds `SKILL.md`, else each direct sub-folder that does. A candidate's `sourceRevision` is what `POST /resources/import` expects back; a folder that cannot be imported (no front matter `name`/`description`, a symbolic link leading out of it, too large, a secret in `SKILL.md`) is a diagnostic. Nothing is written. The machine is `?agentletId=`, else `DEFAULT_AGENTLET_ID`, else the only enrolled machine; it must hold its channel (`agentlet-resources serve`): else 503 `agentlet_unavailable`, 504 `agentlet_timeout` when it does not answer in time. Audited as `resource.import.scan`.
+         * @description Lists the skills in `rootPath` on the machine: the folder itself when it holds `SKILL.md`, else each direct sub-folder that does. A candidate's `sourceRevision` is what `POST /resources/import` expects back; a folder that cannot be imported (no front matter `name`/`description`, a symbolic link leading out of it, too large, a secret in `SKILL.md`) is a diagnostic. The diagnostics also show the machine's own resource root: each receipt it cannot publish and each folder in `skills/` no receipt names. Nothing is written. The machine is `?agentletId=`, else `DEFAULT_AGENTLET_ID`, else the only enrolled machine; it must hold its channel (`agentlet-resources serve`): else 503 `agentlet_unavailable`, 504 `agentlet_timeout` when it does not answer in time. Audited as `resource.import.scan`.
          */
         post: operations["scanSkills"];
         delete?: never;
@@ -163,7 +163,7 @@ export interface paths {
         put?: never;
         /**
          * Import a skill onto a machine
-         * @description Copies the skill folder `sourcePath` into the machine's resource root (`skills/<id>/`) with its receipt, publishes it, and applies the owner's `displayName` and `userContent`: answers `{resource}`, the machine's record v2, now listed in `manageableResourceIds`. 409 `source_changed` when the folder no longer has `expectedRevision` (scan again); 409 `resource_conflict` when the ID is taken; 422 `secret_detected` when a file (or the owner's text) looks like a secret: nothing is copied. The machine is `?agentletId=`, else `DEFAULT_AGENTLET_ID`, else the only enrolled machine; it must hold its channel (`agentlet-resources serve`): else 503 `agentlet_unavailable`, 504 `agentlet_timeout` when it does not answer in time. Audited as `resource.import`.
+         * @description Copies the skill folder `sourcePath` into the machine's resource root (`skills/<id>/`) with its receipt, publishes it, and applies the owner's `displayName` and `userContent`: answers `{resource}`, the machine's record v2, now listed in `manageableResourceIds`. 409 `source_changed` when the folder no longer has `expectedRevision` (scan again); 409 `resource_conflict` when the ID is held by any record but a skill the owner imported onto this machine: importing that one again replaces it (the folder becomes the new source whole, guarded by `expectedRevision`; the owner's fields are the new import's); 422 `secret_detected` when a file (or the owner's text) looks like a secret: nothing is copied. The machine is `?agentletId=`, else `DEFAULT_AGENTLET_ID`, else the only enrolled machine; it must hold its channel (`agentlet-resources serve`): else 503 `agentlet_unavailable`, 504 `agentlet_timeout` when it does not answer in time. Audited as `resource.import`.
          */
         post: operations["importSkill"];
         delete?: never;
@@ -533,7 +533,7 @@ export interface paths {
         get: operations["listProviderResources"];
         /**
          * Reconcile the provider's whole set
-         * @description Replaces the provider's complete set (at most 1000 records, each record v1 or v2) in one atomic step; the owner's customization of a kept record survives: listed records are created or replaced, the provider's records left out are withdrawn. Any conflict rejects the whole request and changes nothing. `?dryRun=true` reports the plan only.
+         * @description Replaces the provider's complete set (at most 1000 records, each record v1 or v2) in one atomic step; the owner's customization of a kept record survives: listed records are created or replaced, the provider's records left out are withdrawn. Any conflict rejects the whole request and changes nothing. `?dryRun=true` reports the plan only. A machine may add `problems`: the receipts it could not publish, shown for it in `GET /api/acp/machines` (a change of them is a `machine.problems` event); a reconcile without them clears them.
          */
         put: operations["reconcileProviderResources"];
         post?: never;
@@ -1445,7 +1445,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `resource_not_manageable` */
+            /** @description `resource_not_manageable`, `resource_conflict` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1987,24 +1987,14 @@ export interface operations {
                             sourcePath: string;
                             /** @description `SKILL.md` as the record would carry it. */
                             sourceContent: string;
-                            /** @description SHA-256 (hex) of the skill folder's files: each file's relative path, a NUL, its kept permission bits in octal, a NUL, its length, a NUL and its bytes, in path order. */
+                            /** @description SHA-256 (hex) of the skill folder's files: each file's relative path, a NUL, its length, a NUL and its bytes, in path order. */
                             sourceRevision: string;
-                            /** @description Where `SKILL.md` departs from the Agent Skills format without being refused (a `name` unlike its folder's, a bound exceeded, a field the format does not define); absent when it does not. */
-                            warnings?: {
-                                /** @enum {unknown} */
-                                code: "skill_name_format" | "skill_name_mismatch" | "skill_description_too_long" | "skill_field_invalid" | "skill_field_unknown";
-                                /** @description What departs from the format, for a person. */
-                                message: string;
-                            }[];
                         }[];
                         diagnostics: {
                             /** @description The folder the diagnostic is about. */
                             path: string;
-                            /**
-                             * @description Why it is no candidate (docs/decisions/skill-management.md lists the codes).
-                             * @enum {unknown}
-                             */
-                            code: "skill_unreadable" | "skill_invalid" | "skill_front_matter_missing" | "skill_front_matter_invalid" | "skill_name_missing" | "skill_description_missing" | "skill_archive_invalid" | "skill_archive_too_large";
+                            /** @description `skill_unreadable`, `skill_invalid`: a folder scanned. About the machine's own resource root, in every folder scan: `skill_orphaned` (a folder in `skills/` no receipt names; DELETE clears it), and a receipt it cannot publish: `entrypoint_missing` (its files are gone), `receipt_invalid`, `too_many_receipts`. */
+                            code: "skill_unreadable" | "skill_invalid" | "skill_orphaned" | "entrypoint_missing" | "receipt_invalid" | "too_many_receipts";
                             /** @description What is wrong, for a person. */
                             message: string;
                         }[];
@@ -2526,24 +2516,14 @@ export interface operations {
                             sourcePath: string;
                             /** @description `SKILL.md` as the record would carry it. */
                             sourceContent: string;
-                            /** @description SHA-256 (hex) of the skill folder's files: each file's relative path, a NUL, its kept permission bits in octal, a NUL, its length, a NUL and its bytes, in path order. */
+                            /** @description SHA-256 (hex) of the skill folder's files: each file's relative path, a NUL, its length, a NUL and its bytes, in path order. */
                             sourceRevision: string;
-                            /** @description Where `SKILL.md` departs from the Agent Skills format without being refused (a `name` unlike its folder's, a bound exceeded, a field the format does not define); absent when it does not. */
-                            warnings?: {
-                                /** @enum {unknown} */
-                                code: "skill_name_format" | "skill_name_mismatch" | "skill_description_too_long" | "skill_field_invalid" | "skill_field_unknown";
-                                /** @description What departs from the format, for a person. */
-                                message: string;
-                            }[];
                         }[];
                         diagnostics: {
                             /** @description The folder the diagnostic is about. */
                             path: string;
-                            /**
-                             * @description Why it is no candidate (docs/decisions/skill-management.md lists the codes).
-                             * @enum {unknown}
-                             */
-                            code: "skill_unreadable" | "skill_invalid" | "skill_front_matter_missing" | "skill_front_matter_invalid" | "skill_name_missing" | "skill_description_missing" | "skill_archive_invalid" | "skill_archive_too_large";
+                            /** @description `skill_unreadable`, `skill_invalid`: a folder scanned. About the machine's own resource root, in every folder scan: `skill_orphaned` (a folder in `skills/` no receipt names; DELETE clears it), and a receipt it cannot publish: `entrypoint_missing` (its files are gone), `receipt_invalid`, `too_many_receipts`. */
+                            code: "skill_unreadable" | "skill_invalid" | "skill_orphaned" | "entrypoint_missing" | "receipt_invalid" | "too_many_receipts";
                             /** @description What is wrong, for a person. */
                             message: string;
                         }[];
@@ -3132,6 +3112,20 @@ export interface operations {
                              * @description When `status` last changed; absent when the machine has not held a channel since this replica started.
                              */
                             statusSince?: string;
+                            /** @description The receipts the machine's Agentlet could not publish, as it last reported them with its reconcile to this replica (their records are withdrawn until they are fixed); absent when it reported none. */
+                            problems?: {
+                                /** @description The receipt file, relative to the resource root (`receipts/<id>.json`); `receipts` for the folder as a whole. */
+                                receipt: string;
+                                /**
+                                 * @description The resource ID the receipt is named for, when its file name gives one.
+                                 * @example web-search
+                                 */
+                                id?: string;
+                                /** @description `entrypoint_missing` (the files the receipt names are gone, e.g. a deleted skill folder), `receipt_invalid` (anything else), `too_many_receipts`; an Agentlet may send others. */
+                                code: string;
+                                /** @description What is wrong, for a person. */
+                                message: string;
+                            }[];
                         }[];
                     };
                 };
@@ -7652,6 +7646,20 @@ export interface operations {
                         /** @description Source-owned agent-readable guidance (trimmed when stored); never a secret value. */
                         sourceContent: string;
                     })[];
+                    /** @description A machine only: the receipts it could not publish (left out of `resources`), shown in `GET /api/acp/machines` until a later reconcile reports otherwise; absent means none. The host provider may not send it (400). */
+                    problems?: {
+                        /** @description The receipt file, relative to the resource root (`receipts/<id>.json`); `receipts` for the folder as a whole. */
+                        receipt: string;
+                        /**
+                         * @description The resource ID the receipt is named for, when its file name gives one.
+                         * @example web-search
+                         */
+                        id?: string;
+                        /** @description `entrypoint_missing` (the files the receipt names are gone, e.g. a deleted skill folder), `receipt_invalid` (anything else), `too_many_receipts`; an Agentlet may send others. */
+                        code: string;
+                        /** @description What is wrong, for a person. */
+                        message: string;
+                    }[];
                 };
             };
         };
@@ -8610,7 +8618,7 @@ export interface operations {
                              * @description What happened (also the SSE `event:` field).
                              * @enum {string}
                              */
-                            type: "resource.created" | "resource.replaced" | "resource.withdrawn" | "resource.customized" | "profile.created" | "profile.updated" | "profile.deleted" | "machine.enrolled" | "machine.rotated" | "machine.revoked" | "machine.connected" | "machine.disconnected" | "workload.launched" | "job.succeeded" | "job.failed";
+                            type: "resource.created" | "resource.replaced" | "resource.withdrawn" | "resource.customized" | "profile.created" | "profile.updated" | "profile.deleted" | "machine.enrolled" | "machine.rotated" | "machine.revoked" | "machine.connected" | "machine.disconnected" | "machine.problems" | "workload.launched" | "job.succeeded" | "job.failed";
                             /**
                              * Format: date-time
                              * @description When the change was committed.
