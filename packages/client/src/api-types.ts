@@ -1987,14 +1987,24 @@ export interface operations {
                             sourcePath: string;
                             /** @description `SKILL.md` as the record would carry it. */
                             sourceContent: string;
-                            /** @description SHA-256 (hex) of the skill folder's files: each file's relative path, a NUL, its length, a NUL and its bytes, in path order. */
+                            /** @description SHA-256 (hex) of the skill folder's files: each file's relative path, a NUL, its kept permission bits in octal, a NUL, its length, a NUL and its bytes, in path order. */
                             sourceRevision: string;
+                            /** @description Where `SKILL.md` departs from the Agent Skills format without being refused (a `name` unlike its folder's, a bound exceeded, a field the format does not define); absent when it does not. */
+                            warnings?: {
+                                /** @enum {unknown} */
+                                code: "skill_name_format" | "skill_name_mismatch" | "skill_description_too_long" | "skill_field_invalid" | "skill_field_unknown";
+                                /** @description What departs from the format, for a person. */
+                                message: string;
+                            }[];
                         }[];
                         diagnostics: {
                             /** @description The folder the diagnostic is about. */
                             path: string;
-                            /** @description `skill_unreadable`, `skill_invalid`: a folder scanned. About the machine's own resource root, in every folder scan: `skill_orphaned` (a folder in `skills/` no receipt names; DELETE clears it), and a receipt it cannot publish: `entrypoint_missing` (its files are gone), `receipt_invalid`, `too_many_receipts`. */
-                            code: "skill_unreadable" | "skill_invalid" | "skill_orphaned" | "entrypoint_missing" | "receipt_invalid" | "too_many_receipts";
+                            /**
+                             * @description Why it is no candidate (docs/decisions/skill-management.md lists the codes); or, about the machine's own resource root, `skill_orphaned` (a folder in `skills/` no receipt names; DELETE clears it) and `entrypoint_missing` (its files are gone), `receipt_invalid`, `too_many_receipts` for a receipt it cannot publish.
+                             * @enum {unknown}
+                             */
+                            code: "skill_unreadable" | "skill_invalid" | "skill_front_matter_missing" | "skill_front_matter_invalid" | "skill_name_missing" | "skill_description_missing" | "skill_archive_invalid" | "skill_archive_too_large" | "skill_orphaned" | "entrypoint_missing" | "receipt_invalid" | "too_many_receipts";
                             /** @description What is wrong, for a person. */
                             message: string;
                         }[];
@@ -2516,14 +2526,24 @@ export interface operations {
                             sourcePath: string;
                             /** @description `SKILL.md` as the record would carry it. */
                             sourceContent: string;
-                            /** @description SHA-256 (hex) of the skill folder's files: each file's relative path, a NUL, its length, a NUL and its bytes, in path order. */
+                            /** @description SHA-256 (hex) of the skill folder's files: each file's relative path, a NUL, its kept permission bits in octal, a NUL, its length, a NUL and its bytes, in path order. */
                             sourceRevision: string;
+                            /** @description Where `SKILL.md` departs from the Agent Skills format without being refused (a `name` unlike its folder's, a bound exceeded, a field the format does not define); absent when it does not. */
+                            warnings?: {
+                                /** @enum {unknown} */
+                                code: "skill_name_format" | "skill_name_mismatch" | "skill_description_too_long" | "skill_field_invalid" | "skill_field_unknown";
+                                /** @description What departs from the format, for a person. */
+                                message: string;
+                            }[];
                         }[];
                         diagnostics: {
                             /** @description The folder the diagnostic is about. */
                             path: string;
-                            /** @description `skill_unreadable`, `skill_invalid`: a folder scanned. About the machine's own resource root, in every folder scan: `skill_orphaned` (a folder in `skills/` no receipt names; DELETE clears it), and a receipt it cannot publish: `entrypoint_missing` (its files are gone), `receipt_invalid`, `too_many_receipts`. */
-                            code: "skill_unreadable" | "skill_invalid" | "skill_orphaned" | "entrypoint_missing" | "receipt_invalid" | "too_many_receipts";
+                            /**
+                             * @description Why it is no candidate (docs/decisions/skill-management.md lists the codes); or, about the machine's own resource root, `skill_orphaned` (a folder in `skills/` no receipt names; DELETE clears it) and `entrypoint_missing` (its files are gone), `receipt_invalid`, `too_many_receipts` for a receipt it cannot publish.
+                             * @enum {unknown}
+                             */
+                            code: "skill_unreadable" | "skill_invalid" | "skill_front_matter_missing" | "skill_front_matter_invalid" | "skill_name_missing" | "skill_description_missing" | "skill_archive_invalid" | "skill_archive_too_large" | "skill_orphaned" | "entrypoint_missing" | "receipt_invalid" | "too_many_receipts";
                             /** @description What is wrong, for a person. */
                             message: string;
                         }[];
