@@ -51,6 +51,16 @@ export function textFields(record: Pick<AgentResource, 'name' | 'description' | 
   ];
 }
 
+/**
+ * Whether `existing` is `record`'s provider's own record exactly as `record` would store it (the owner's
+ * fields carried over): writing `record` would leave it `unchanged`.
+ */
+function heldAsIs(existing: StoredResource | undefined, record: StoredResource): boolean {
+  return (
+    existing !== undefined && existing.provider === record.provider && planPut(existing, carryOwnerFields(existing, record)) === 'unchanged'
+  );
+}
+
 /** True when a resource of `provider` may be shown to (and selected for) an agent on `machineId`. */
 export function visibleOnMachine(provider: string, machineId: string): boolean {
   return provider === HOST_PROVIDER || provider === machineId;
@@ -154,7 +164,7 @@ export class ResourceRegistry {
   async holdsUnchanged(provider: string, id: string, body: ResourcePutBody): Promise<boolean> {
     const existing = await this.store.getResource(id);
     if (!existing || existing.provider !== provider) return false;
-    return planPut(existing, carryOwnerFields(existing, this.#toRecord(provider, { ...body, id }, ''))) === 'unchanged';
+    return heldAsIs(existing, this.#toRecord(provider, { ...body, id }, ''));
   }
 
   /** Create an unused ID or replace the provider's own record, in the version of the body; the owner's customization is kept. */
@@ -226,7 +236,10 @@ export class ResourceRegistry {
       });
     }
     const records = entries.map((entry, i) => this.#toRecord(provider, entry, `/resources/${i}`));
-    const fields = records.flatMap((r, i) => textFieldsOf(r, `/resources/${i}`));
+    // What the provider already holds exactly as listed was scanned when it was stored and is not read again
+    // (docs/decisions/reconcile-of-unchanged-records.md): a machine re-sends its whole set on every connect.
+    const held = await Promise.all(records.map((r) => this.store.getResource(r.id)));
+    const fields = records.flatMap((r, i) => (heldAsIs(held[i], r) ? [] : textFieldsOf(r, `/resources/${i}`)));
     await this.scanner
       .assertClean(fields)
       .catch((err: unknown) => this.audit.failure(actor, 'resource.reconcile', `provider:${provider}`, err));
