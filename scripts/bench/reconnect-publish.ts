@@ -49,6 +49,8 @@ export interface ReconnectOptions {
   readRate: number;
   minReadSec: number;
   warmupSec: number;
+  /** Another build's `dist` whose server runs the same rounds, alternated with this one's. */
+  baselineBuild?: string;
   log(message: string): void;
 }
 
@@ -66,7 +68,12 @@ export async function skillEntries(skills: number): Promise<{ id: string; schema
     // Past the last file, two files joined (so no two records carry the same text).
     const text = round === 0 ? texts[n]! : `${texts[n]!}\n\n${texts[(n + round * 7) % files.length]!}`;
     const name = files[n]!.replace(/\.md$/, '').replaceAll(path.sep, '/');
-    return { id: `bench-skill-${i}`, schemaVersion: 2 as const, name: `${name}${round ? ` (${round + 1})` : ''}`, sourceContent: cut(text) };
+    return {
+      id: `bench-skill-${i}`,
+      schemaVersion: 2 as const,
+      name: `${name}${round ? ` (${round + 1})` : ''}`,
+      sourceContent: cut(text),
+    };
   });
 }
 
@@ -144,41 +151,61 @@ async function phase(server: RunningServer, o: ReconnectOptions, body: string | 
   return { reads, ...(sent ? { publish: await sent } : {}) };
 }
 
-/** `rounds` rounds of first publish, re-publish after a restart and steady state; the last two alternate in order. */
-export async function measureReconnectPublish(o: ReconnectOptions): Promise<{ rounds: ReconnectRound[]; bytes: number }> {
+/** One round on one build (`env` may name another build's `dist` as BENCH_BUILD): first publish, re-publish after a restart, steady state. */
+async function oneRound(
+  o: ReconnectOptions,
+  body: string,
+  round: number,
+  env: Record<string, string>,
+  label: string,
+): Promise<ReconnectRound> {
+  const dir = await copyDataDir(o.template, o.root);
+  try {
+    const run = async (what: string, withBody: string | undefined) => {
+      const server = await startServer(dir, o.creds, env);
+      try {
+        const r = await phase(server, o, withBody);
+        o.log(
+          `round ${round + 1}${label} ${what}: reads p99 ${r.reads.p99.toFixed(1)} ms, max ${r.reads.max.toFixed(1)} ms, statuses ${JSON.stringify(r.reads.statuses)}${r.publish ? `; publish ${r.publish.status} in ${r.publish.ms.toFixed(0)} ms` : ''}`,
+        );
+        return r;
+      } finally {
+        await server.stop();
+      }
+    };
+    const first = await run('first publish', body);
+    // The re-publish and the steady state alternate in order from round to round.
+    if (round % 2 === 0) {
+      const republish = await run('re-publish after a restart', body);
+      return { first, republish, steady: await run('steady state', undefined) };
+    }
+    const steady = await run('steady state', undefined);
+    return { first, republish: await run('re-publish after a restart', body), steady };
+  } finally {
+    await removeDir(dir);
+  }
+}
+
+/**
+ * `rounds` rounds of first publish, re-publish after a restart and steady state; with `baselineBuild`
+ * (another build's `dist`), that build's rounds too, alternated with this one's.
+ */
+export async function measureReconnectPublish(
+  o: ReconnectOptions,
+): Promise<{ rounds: ReconnectRound[]; baseline: ReconnectRound[]; bytes: number }> {
   const body = JSON.stringify({ resources: await skillEntries(o.skills) });
   const rounds: ReconnectRound[] = [];
+  const baseline: ReconnectRound[] = [];
   for (let round = 0; round < o.rounds; round++) {
-    const dir = await copyDataDir(o.template, o.root);
-    try {
-      const run = async (what: string, withBody: string | undefined) => {
-        const server = await startServer(dir, o.creds);
-        try {
-          const r = await phase(server, o, withBody);
-          o.log(
-            `round ${round + 1} ${what}: reads p99 ${r.reads.p99.toFixed(1)} ms, max ${r.reads.max.toFixed(1)} ms, statuses ${JSON.stringify(r.reads.statuses)}${r.publish ? `; publish ${r.publish.status} in ${r.publish.ms.toFixed(0)} ms` : ''}`,
-          );
-          return r;
-        } finally {
-          await server.stop();
-        }
-      };
-      const first = await run('first publish', body);
-      let republish: PublishPhase;
-      let steady: PublishPhase;
-      if (round % 2 === 0) {
-        republish = await run('re-publish after a restart', body);
-        steady = await run('steady state', undefined);
-      } else {
-        steady = await run('steady state', undefined);
-        republish = await run('re-publish after a restart', body);
-      }
-      rounds.push({ first, republish, steady });
-    } finally {
-      await removeDir(dir);
-    }
+    const builds = [
+      async () => rounds.push(await oneRound(o, body, round, {}, '')),
+      ...(o.baselineBuild
+        ? [async () => baseline.push(await oneRound(o, body, round, { BENCH_BUILD: o.baselineBuild! }, ' (baseline build)'))]
+        : []),
+    ];
+    for (const run of round % 2 === 0 ? builds : builds.reverse()) await run();
   }
-  return { rounds, bytes: Buffer.byteLength(body) };
+  return { rounds, baseline, bytes: Buffer.byteLength(body) };
 }
 
 /** Medians over rounds of one phase's figures, and its 503s summed. */

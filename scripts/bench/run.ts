@@ -895,7 +895,7 @@ export const SCENARIOS: Scenario[] = [
     at: 'smallest',
     async run(ctx) {
       const o = ctx.opts;
-      const { rounds, bytes } = await measureReconnectPublish({
+      const { rounds, baseline, bytes } = await measureReconnectPublish({
         template: ctx.template,
         root: ctx.root,
         creds: ctx.creds,
@@ -904,26 +904,30 @@ export const SCENARIOS: Scenario[] = [
         readRate: o.readRate,
         minReadSec: o.durationSec,
         warmupSec: Math.min(o.warmupSec, 1),
+        ...(baselineBuild ? { baselineBuild } : {}),
         log: (m) => process.stderr.write(`[bench] ${m}\n`),
       });
-      const steady = summarize(rounds.map((r) => r.steady));
       const reads = (s: ReturnType<typeof summarize>) =>
         `p99 ${fmt(s.p99, 1)} ms (p50 ${fmt(s.p50, 1)}, max ${fmt(s.max, 1)}), ${fmt(s.overloaded)} × 503 of ${fmt(s.reads)} reads${s.otherFailures ? ` ⚠ ${fmt(s.otherFailures)} other failures` : ''}`;
       const mib = `${fmt(bytes / 2 ** 20, 1)} MiB`;
-      return (
-        [
-          ['first publish', summarize(rounds.map((r) => r.first))],
-          ['re-publish after a restart, unchanged', summarize(rounds.map((r) => r.republish))],
-        ] as const
-      ).map(([what, s]) => {
-        const refused = s.publishStatuses.filter((c) => c !== 200);
-        return {
-          measured: `${what} of ${fmt(o.reconnectSkills)} skills (${mib}), answered in ${fmt(s.publishMs)} ms${refused.length ? ` ⚠ publish answered ${refused.join(', ')}` : ''}: reads ${reads(s)}`,
-          baseline: `steady state (no publish): ${reads(steady)}; ${fmt(o.readRate)} reads/s`,
-          ratio: `${fmt(s.p99 / steady.p99, 2)}× p99`,
-          target: verdict(0, 'p99 ≤ 100 ms, no 503', s.p99 <= 100 && s.overloaded === 0 && refused.length === 0),
-        };
-      });
+      const rowsOf = (of: typeof rounds, build: string) => {
+        const steady = summarize(of.map((r) => r.steady));
+        return (
+          [
+            ['first publish', summarize(of.map((r) => r.first))],
+            ['re-publish after a restart, unchanged', summarize(of.map((r) => r.republish))],
+          ] as const
+        ).map(([what, s]) => {
+          const refused = s.publishStatuses.filter((c) => c !== 200);
+          return {
+            measured: `${build}${what} of ${fmt(o.reconnectSkills)} skills (${mib}), answered in ${fmt(s.publishMs)} ms${refused.length ? ` ⚠ publish answered ${refused.join(', ')}` : ''}: reads ${reads(s)}`,
+            baseline: `steady state (no publish): ${reads(steady)}; ${fmt(o.readRate)} reads/s`,
+            ratio: `${fmt(s.p99 / steady.p99, 2)}× p99`,
+            target: verdict(0, 'p99 ≤ 100 ms, no 503', s.p99 <= 100 && s.overloaded === 0 && refused.length === 0),
+          };
+        });
+      };
+      return [...rowsOf(rounds, ''), ...(baseline.length ? rowsOf(baseline, 'baseline build, ') : [])];
     },
   },
 ];
@@ -1002,7 +1006,14 @@ async function main(): Promise<void> {
       };
       byScale.set(count, ctx);
       for (const s of SCENARIOS) {
-        if (s.unavailable || !s.run || (s.at === 'largest' && count !== largest) || (s.at === 'smallest' && count !== smallest) || (opts.only && !opts.only.has(s.id))) continue;
+        if (
+          s.unavailable ||
+          !s.run ||
+          (s.at === 'largest' && count !== largest) ||
+          (s.at === 'smallest' && count !== smallest) ||
+          (opts.only && !opts.only.has(s.id))
+        )
+          continue;
         log(`${scaleName(count)}: scenario ${s.id} (${s.title}) at +${((performance.now() - started) / 1000).toFixed(1)} s`);
         for (const r of await s.run(ctx)) {
           const row = { scenario: s.id, title: s.title, scale: scaleName(count), ...r };
