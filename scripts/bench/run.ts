@@ -101,7 +101,7 @@ function options(argv: string[], env: NodeJS.ProcessEnv): Options {
       eventRate: 50,
       stallSec: 1,
       backlog: 1000,
-      reconnectSkills: 100,
+      reconnectSkills: 20,
       only: undefined,
     };
   }
