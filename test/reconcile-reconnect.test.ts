@@ -1,7 +1,7 @@
 // A machine's Agentlet publishes its whole set each time it connects (after its own restart or the
 // registry's). What it already published, unchanged, is not read again: the records the registry holds as
-// listed are not secret-scanned a second time, and the scan of the others gives other requests a turn
-// between large texts, so owner and agent reads are not held while a set of skills is published.
+// listed are not secret-scanned a second time, and a set's large records are checked and scanned on
+// event-loop turns of their own, so owner and agent reads are not held while a set of skills is published.
 import t from 'tap';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -82,4 +82,37 @@ t.test('the scan gives the event loop a turn before each large text', async (t) 
   t.same(await scanner.scan(fields), []);
   scanning = false;
   t.ok(turns >= fields.length, `${turns} turns for ${fields.length} texts of ${large.length} characters`);
+});
+
+t.test("a reconcile's large records are checked on event-loop turns of their own, when none needs a scan", async (t) => {
+  const h = await build(t);
+  const machine = h.bearer(await h.enroll('mac-a'));
+  const paragraph = 'Open the file, read its front matter, and follow the steps in order. ';
+  const resources = Array.from({ length: 40 }, (_, i) => ({
+    schemaVersion: 2,
+    id: `skill-${i}`,
+    name: `Skill ${i}`,
+    sourceContent: `${i}. ${paragraph.repeat(80)}`.trim(),
+  }));
+  const reconcile = () =>
+    h.app.inject({ method: 'PUT', url: '/api/acp/providers/mac-a/resources?dryRun=true', headers: machine, payload: { resources } });
+  t.equal(
+    (await h.app.inject({ method: 'PUT', url: '/api/acp/providers/mac-a/resources', headers: machine, payload: { resources } })).statusCode,
+    200,
+  );
+  // Held as listed: nothing is scanned or written; a dry run appends no audit line. The turns a chain of
+  // immediates gets meanwhile are the ones the reconcile gave.
+  let turns = 0;
+  let running = true;
+  const tick = () => {
+    if (!running) return;
+    turns++;
+    setImmediate(tick);
+  };
+  setImmediate(tick);
+  const res = await reconcile();
+  running = false;
+  t.equal(res.statusCode, 200);
+  t.equal(res.json().unchanged.length, resources.length);
+  t.ok(turns >= resources.length, `${turns} turns for ${resources.length} records of ${resources[0]!.sourceContent.length} characters`);
 });
