@@ -12,7 +12,8 @@
 // BENCH_PACED_ONLY (1: scenario 5 runs only its paced latency row, not the full-speed one), BENCH_SUBSCRIBERS
 // (1000: scenario 11's event subscribers), BENCH_STALLED_SUBSCRIBERS (50: its streams that never read),
 // BENCH_EVENT_RATE (100 writes/s while they listen), BENCH_STALL_SEC (15 s of writes with the never-reading streams open),
-// BENCH_EVENT_BACKLOG (30000 events in the log at start: what the never-reading streams are sent).
+// BENCH_EVENT_BACKLOG (30000 events in the log at start: what the never-reading streams are sent),
+// BENCH_RECONNECT_SKILLS (100: scenario 12's skill records published at once).
 // Scenario 8 (PostgreSQL next to the JSON store) runs when BENCH_DATABASE_URL names a server where databases
 // may be created (not DATABASE_URL, which test runs set for other reasons); BENCH_PG_POOL sets its servers' DATABASE_POOL_SIZE; BENCH_BASELINE_BUILD (another build's
 // `dist`, e.g. of the previous commit) adds that build's PostgreSQL rows to the same run.
@@ -46,6 +47,7 @@ import {
 import type { LoadResult, LoadSpec } from './protocol.js';
 import { measureInvocationOverhead } from './invocation-overhead.js';
 import { measureEventFanout } from './event-fanout.js';
+import { measureReconnectPublish, summarize } from './reconnect-publish.js';
 import { loadavg } from 'node:os';
 import { request } from 'undici';
 
@@ -67,6 +69,8 @@ interface Options {
   eventRate: number;
   stallSec: number;
   backlog: number;
+  /** Scenario 12: skill records in the publish. */
+  reconnectSkills: number;
   only: Set<string> | undefined;
 }
 
@@ -97,6 +101,7 @@ function options(argv: string[], env: NodeJS.ProcessEnv): Options {
       eventRate: 50,
       stallSec: 1,
       backlog: 1000,
+      reconnectSkills: 20,
       only: undefined,
     };
   }
@@ -120,6 +125,7 @@ function options(argv: string[], env: NodeJS.ProcessEnv): Options {
     eventRate: num('BENCH_EVENT_RATE', 100),
     stallSec: num('BENCH_STALL_SEC', 15),
     backlog: Math.round(num('BENCH_EVENT_BACKLOG', 30_000)),
+    reconnectSkills: Math.round(num('BENCH_RECONNECT_SKILLS', 100)),
     only: env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined,
   };
 }
@@ -156,8 +162,8 @@ interface Scenario {
   title: string;
   /** Set while the feature does not exist yet: printed as `n/a (<reason>)`. */
   unavailable?: string;
-  /** Run at every scale (default) or only at the largest. */
-  at?: 'every' | 'largest';
+  /** Run at every scale (default), only at the largest or only at the smallest. */
+  at?: 'every' | 'largest' | 'smallest';
   run?(ctx: ScaleContext): Promise<Omit<Row, 'scenario' | 'title' | 'scale'>[]>;
   /** Rows comparing scales, after every scale ran. */
   across?(byScale: Map<number, ScaleContext>): Omit<Row, 'scenario' | 'title'>[];
@@ -883,6 +889,47 @@ export const SCENARIOS: Scenario[] = [
       ];
     },
   },
+  {
+    id: '12',
+    title: "owner catalogue reads while a machine publishes its whole set of skills (serve's reconnect)",
+    at: 'smallest',
+    async run(ctx) {
+      const o = ctx.opts;
+      const { rounds, baseline, bytes } = await measureReconnectPublish({
+        template: ctx.template,
+        root: ctx.root,
+        creds: ctx.creds,
+        skills: o.reconnectSkills,
+        rounds: o.runs,
+        readRate: o.readRate,
+        minReadSec: o.durationSec,
+        warmupSec: Math.min(o.warmupSec, 1),
+        ...(baselineBuild ? { baselineBuild } : {}),
+        log: (m) => process.stderr.write(`[bench] ${m}\n`),
+      });
+      const reads = (s: ReturnType<typeof summarize>) =>
+        `p99 ${fmt(s.p99, 1)} ms (p50 ${fmt(s.p50, 1)}, max ${fmt(s.max, 1)}), ${fmt(s.overloaded)} × 503 of ${fmt(s.reads)} reads${s.otherFailures ? ` ⚠ ${fmt(s.otherFailures)} other failures` : ''}`;
+      const mib = `${fmt(bytes / 2 ** 20, 1)} MiB`;
+      const rowsOf = (of: typeof rounds, build: string) => {
+        const steady = summarize(of.map((r) => r.steady));
+        return (
+          [
+            ['first publish', summarize(of.map((r) => r.first))],
+            ['re-publish after a restart, unchanged', summarize(of.map((r) => r.republish))],
+          ] as const
+        ).map(([what, s]) => {
+          const refused = s.publishStatuses.filter((c) => c !== 200);
+          return {
+            measured: `${build}${what} of ${fmt(o.reconnectSkills)} skills (${mib}), answered in ${fmt(s.publishMs)} ms${refused.length ? ` ⚠ publish answered ${refused.join(', ')}` : ''}: reads ${reads(s)}`,
+            baseline: `steady state (no publish): ${reads(steady)}; ${fmt(o.readRate)} reads/s`,
+            ratio: `${fmt(s.p99 / steady.p99, 2)}× p99`,
+            target: verdict(0, 'p99 ≤ 100 ms, no 503', s.p99 <= 100 && s.overloaded === 0 && refused.length === 0),
+          };
+        });
+      };
+      return [...rowsOf(rounds, ''), ...(baseline.length ? rowsOf(baseline, 'baseline build, ') : [])];
+    },
+  },
 ];
 
 /** The body's size as sent in the coding asked for; fails when another coding answers. */
@@ -921,6 +968,7 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   const byScale = new Map<number, ScaleContext>();
   const largest = Math.max(...opts.scales);
+  const smallest = Math.min(...opts.scales);
   const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
   const started = performance.now();
   log(`scales ${opts.scales.join(', ')}; ${opts.runs} runs of ${opts.durationSec} s per variant after ${opts.warmupSec} s warm-up`);
@@ -958,7 +1006,14 @@ async function main(): Promise<void> {
       };
       byScale.set(count, ctx);
       for (const s of SCENARIOS) {
-        if (s.unavailable || !s.run || (s.at === 'largest' && count !== largest) || (opts.only && !opts.only.has(s.id))) continue;
+        if (
+          s.unavailable ||
+          !s.run ||
+          (s.at === 'largest' && count !== largest) ||
+          (s.at === 'smallest' && count !== smallest) ||
+          (opts.only && !opts.only.has(s.id))
+        )
+          continue;
         log(`${scaleName(count)}: scenario ${s.id} (${s.title}) at +${((performance.now() - started) / 1000).toFixed(1)} s`);
         for (const r of await s.run(ctx)) {
           const row = { scenario: s.id, title: s.title, scale: scaleName(count), ...r };

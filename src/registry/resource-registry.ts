@@ -52,6 +52,23 @@ export function textFields(record: Pick<AgentResource, 'name' | 'description' | 
   ];
 }
 
+/** A reconcile entry holding at least this much text (UTF-16 code units) is checked on an event-loop turn of its own. */
+const LARGE_RECORD_CHARS = 4 * 1024;
+
+function textLengthOf(entry: ReconcileEntry): number {
+  return entry.schemaVersion === 2 ? entry.sourceContent.length : entry.description.length + entry.instructions.length;
+}
+
+/**
+ * Whether `existing` is `record`'s provider's own record exactly as `record` would store it (the owner's
+ * fields carried over): writing `record` would leave it `unchanged`.
+ */
+function heldAsIs(existing: StoredResource | undefined, record: StoredResource): boolean {
+  return (
+    existing !== undefined && existing.provider === record.provider && planPut(existing, carryOwnerFields(existing, record)) === 'unchanged'
+  );
+}
+
 export class ResourceRegistry {
   constructor(
     private readonly store: RegistryStore,
@@ -150,7 +167,7 @@ export class ResourceRegistry {
   async holdsUnchanged(provider: string, id: string, body: ResourcePutBody): Promise<boolean> {
     const existing = await this.store.getResource(id);
     if (!existing || existing.provider !== provider) return false;
-    return planPut(existing, carryOwnerFields(existing, this.#toRecord(provider, { ...body, id }, ''))) === 'unchanged';
+    return heldAsIs(existing, this.#toRecord(provider, { ...body, id }, ''));
   }
 
   /** Create an unused ID or replace the provider's own record, in the version of the body; the owner's customization is kept. */
@@ -221,8 +238,17 @@ export class ResourceRegistry {
         ids: [...duplicates].sort(),
       });
     }
-    const records = entries.map((entry, i) => this.#toRecord(provider, entry, `/resources/${i}`));
-    const fields = records.flatMap((r, i) => textFieldsOf(r, `/resources/${i}`));
+    const records: StoredResource[] = [];
+    for (const [i, entry] of entries.entries()) {
+      // A large record's checks get an event-loop turn of their own, as its scan does: reads are answered
+      // between the skills of a set (a machine's reconnect sends them all at once).
+      if (textLengthOf(entry) >= LARGE_RECORD_CHARS) await new Promise((resolve) => setImmediate(resolve));
+      records.push(this.#toRecord(provider, entry, `/resources/${i}`));
+    }
+    // What the provider already holds exactly as listed was scanned when it was stored and is not read again
+    // (docs/decisions/reconcile-of-unchanged-records.md): a machine re-sends its whole set on every connect.
+    const held = await Promise.all(records.map((r) => this.store.getResource(r.id)));
+    const fields = records.flatMap((r, i) => (heldAsIs(held[i], r) ? [] : textFieldsOf(r, `/resources/${i}`)));
     await this.scanner
       .assertClean(fields)
       .catch((err: unknown) => this.audit.failure(actor, 'resource.reconcile', `provider:${provider}`, err));

@@ -95,6 +95,8 @@ interface CompiledPattern {
   finds(text: string): boolean;
 }
 const YIELD_EVERY_FIELDS = 32;
+/** A field at least this long (UTF-16 code units) is scanned on an event-loop turn of its own. */
+const YIELD_BEFORE_CHARS = 4 * 1024;
 
 interface Engine {
   builtIn: CompiledPattern[];
@@ -163,7 +165,8 @@ export class SecretScanner {
     for (const [field, value] of fields) {
       // Scanning is synchronous: yield to the event loop now and then, so a large
       // write (a 1,000-record reconcile) does not hold every other request (agents' reads) until it ends.
-      if (++scanned % YIELD_EVERY_FIELDS === 0) await new Promise((resolve) => setImmediate(resolve));
+      // Real skills are 2-100 k characters each, milliseconds of scanning apiece: each gets a turn of its own.
+      if (++scanned % YIELD_EVERY_FIELDS === 0 || value.length >= YIELD_BEFORE_CHARS) await new Promise((resolve) => setImmediate(resolve));
       const rule = await this.#firstRule(value);
       if (rule) findings.push({ field, rule });
       if (rule && field.endsWith(KEY_SUFFIX)) break;

@@ -14,7 +14,7 @@ t.test('the bench in --smoke mode prints a row for every scenario', async (t) =>
   // built it), so this costs no second tsc run.
   await run(process.execPath, [path.resolve('scripts/build-if-changed.mjs')], { timeout: 120_000 });
   const { stdout } = await run(process.execPath, [path.resolve('dist/scripts/bench/run.js'), '--smoke'], {
-    // About 80-110 s on an idle two-core machine (scenarios 10 and 11 added some 25 s); the bound only guards
+    // About 90-120 s on an idle two-core machine (scenarios 10 and 11 added some 25 s, 12 some 10 s); the bound only guards
     // against a hang (CI runs two files at once).
     timeout: 300_000,
     maxBuffer: 16 * 1024 * 1024,
@@ -93,6 +93,20 @@ t.test('the bench in --smoke mode prints a row for every scenario', async (t) =>
     events.some((c) => /^3 streams that never read/.test(c[4]!)),
     'scenario 11: streams that never read',
   );
+  for (const what of ['first publish', 're-publish after a restart, unchanged']) {
+    t.ok(
+      cells.some(
+        (c) =>
+          c[1] === '12' &&
+          c[3] === '100' &&
+          c[4]!.startsWith(`${what} of 20 skills (`) &&
+          / answered in [\d,]+ ms(?: ⚠ [^:]*)?: reads p99 .* ms \(p50 .*, max .*\), \d+ × 503 of [\d,]+ reads(?: ⚠ .*)?$/.test(c[4]!) &&
+          /^steady state \(no publish\): p99 .* × 503 of [\d,]+ reads.*; 50 reads\/s$/.test(c[5]!) &&
+          /× p99$/.test(c[6]!),
+      ),
+      `scenario 12: owner reads during a ${what} of skills beside the steady state`,
+    );
+  }
   t.notOk(
     rows.some((l) => /n\/a \(.*not yet built/.test(l)),
     'every scenario is built',
