@@ -1,4 +1,4 @@
-// Configuration, read and validated once from the environment (DESIGN §7) and passed down explicitly.
+// Configuration, read and validated once from the environment (docs/configuration.md) and passed down explicitly.
 // Nothing else in the code reads process.env.
 import path from 'node:path';
 import Type from 'typebox';

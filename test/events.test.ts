@@ -1,4 +1,4 @@
-// Change events (DESIGN §10) against the JSON store, over real sockets: the SSE stream and the JSON pages,
+// Change events (docs/events.md) against the JSON store, over real sockets: the SSE stream and the JSON pages,
 // order and exactly-once across a burst of concurrent writes, resuming after a restart, the retention's 410,
 // what a canvas may see, a subscriber that never reads, and no secret in any event.
 import t from 'tap';

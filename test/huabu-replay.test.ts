@@ -20,7 +20,7 @@ interface Expectation {
   status: number | number[];
   /** The shape the caller's code reads, as a JSON Schema; `null`: no body at all. */
   reads?: Schema | null;
-  /** What this service promises on top of upstream's shape (docs/CONTRACT.md §9), checked in both modes. */
+  /** What this service promises on top of upstream's shape (docs/moving-from-huabu.md), checked in both modes. */
   contract?: Schema | null;
   /** A text answer (the skills' Markdown): its media type and the calls it must name. */
   text?: { contentType: string; mentions: string[] };

@@ -279,7 +279,7 @@ t.test('aliases are unique ignoring case', async (t) => {
   });
   t.equal(ownCase.statusCode, 200, 'a profile may change the case of its own alias');
 
-  // 255 is upstream's bound (DESIGN §2; it was 64).
+  // 255 is upstream's bound (docs/profiles-and-launching.md; it was 64).
   for (const alias of ['', ' ', 'tab\there', 'x'.repeat(256)]) {
     t.equal((await create(h, { alias })).statusCode, 400, `alias ${JSON.stringify(alias)} is refused`);
   }

@@ -3,7 +3,7 @@
 import { lookAlikeKey } from '../text/look-alike.js';
 import { HOST_PROVIDER } from '../schemas/common.js';
 
-/** The runtime variables an agent's environment provides (DESIGN §2). */
+/** The runtime variables an agent's environment provides (docs/records.md). */
 export const RUNTIME_VARIABLES: readonly string[] = [
   'AGENTLET_TOKEN',
   'AGENT_RESOURCE_DIR',

@@ -1,4 +1,4 @@
-// Change events (DESIGN §10): every privileged change a store commits appends exactly one event to a durable,
+// Change events (docs/events.md): every privileged change a store commits appends exactly one event to a durable,
 // ordered log, in the same durable write as the change. An event names what changed (its type, its time,
 // the object's kind, ID and provider), never the record's body and never a secret. The log's cursor is an
 // opaque, increasing decimal sequence that survives a restart; events older than the retention are dropped
@@ -6,7 +6,7 @@
 import { AppError } from '../errors.js';
 import { visibleOnMachine } from './visibility.js';
 
-/** The event types this registry emits, by the kind of object they are about (DESIGN §10's list). */
+/** The event types this registry emits, by the kind of object they are about (docs/events.md's list). */
 export const CHANGE_EVENT_TYPES = [
   'resource.created',
   'resource.replaced',

@@ -55,7 +55,7 @@ export interface Registered {
 
 export interface RegistryStore {
   /**
-   * The change log (src/registry/events.ts, DESIGN §10): every privileged change below that changes
+   * The change log (src/registry/events.ts, docs/events.md): every privileged change below that changes
    * something appends exactly one event per object changed, in the same durable write (JSON files) or
    * transaction (PostgreSQL) as the change: `putResource`/`registerResource` (created, replaced),
    * `reconcileResources*` (created, replaced, withdrawn), `withdrawResource`, `customizeResource`,

@@ -1,4 +1,4 @@
-// Change events over HTTP (DESIGN §10): the owner's Server-Sent Events stream and JSON pages, and a canvas's
+// Change events over HTTP (docs/events.md): the owner's Server-Sent Events stream and JSON pages, and a canvas's
 // stream of the resource events it may see. A stream pulls from the store's change log with its own cursor,
 // so a writer only ever wakes it. A stream writes a page of events and, once its socket holds more than
 // MAX_UNSENT_BYTES its client has not taken, waits for the socket to drain before reading more; a client that

@@ -1,4 +1,4 @@
-// The capability snapshot (DESIGN §5) as the API shows it: components, edges, alias bindings and
+// The capability snapshot (docs/capability-projection.md) as the API shows it: components, edges, alias bindings and
 // diagnostics, with the content digest that is also its ETag. Leaf module.
 import Type, { type Static } from 'typebox';
 

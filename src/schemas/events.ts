@@ -1,4 +1,4 @@
-// Change events (DESIGN §10): one schema for the JSON pages of `GET /api/acp/changes` and the `data:` of the
+// Change events (docs/events.md): one schema for the JSON pages of `GET /api/acp/changes` and the `data:` of the
 // Server-Sent Events streams.
 import Type, { type Static } from 'typebox';
 import { CHANGE_EVENT_TYPES, CURSOR_PATTERN, type ChangeEventType } from '../registry/events.js';

@@ -1,4 +1,4 @@
-// The JSON store's change log, `events.jsonl` in DATA_DIR (DESIGN §10). The documents of the JSON store are
+// The JSON store's change log, `events.jsonl` in DATA_DIR (docs/events.md). The documents of the JSON store are
 // separate files, so an event cannot share their bytes; it shares their commit instead, in two phases:
 //
 // 1. Before a batch's durable write, its events (with their cursors) are appended to the log and fdatasync'ed

@@ -1,4 +1,4 @@
-// The embedded default store: JSON files under DATA_DIR (DESIGN §6), one durable document per file,
+// The embedded default store: JSON files under DATA_DIR (docs/data-files.md), one durable document per file,
 // group-committed. The process holds the DATA_DIR lock for as long as the store is open.
 import { constants as fsConstants } from 'node:fs';
 import { access, mkdir } from 'node:fs/promises';
@@ -298,7 +298,7 @@ export class JsonFileStore implements RegistryStore {
     private readonly eventLog: JsonEventLog,
   ) {}
 
-  /** The change log (DESIGN §10). */
+  /** The change log (docs/events.md). */
   get events(): ChangeFeed {
     return this.eventLog;
   }

@@ -1,4 +1,4 @@
-// Crash test (DESIGN §6): concurrent writers (resource registrations, replacements, withdrawals and
+// Crash test (docs/data-files.md): concurrent writers (resource registrations, replacements, withdrawals and
 // reconciles; profile creates, PATCHes with and without If-Match, deletes; launches of new and repeated
 // threads) against the real server process, SIGKILL at a seeded random moment, restart on the same DATA_DIR,
 // and a history check: no acknowledged write is lost, owners change only through withdrawal, a thread's

@@ -1,4 +1,4 @@
-// Crash test of the change log (DESIGN §10), in the style of crash.test.ts: concurrent writers (resource
+// Crash test of the change log (docs/events.md), in the style of crash.test.ts: concurrent writers (resource
 // registrations and withdrawals, owner customizations, machine enrollments, profile creates) against the
 // real server process, SIGKILL at a seeded random moment, restart on the same DATA_DIR, then the log is
 // compared with the state: replaying the events gives exactly the records stored (no event for a change

@@ -1,4 +1,4 @@
-// Migrations killed midway (DESIGN §6): a registry file v1 with thousands of deployments (profiles to be), migrated by the real
+// Migrations killed midway (docs/data-files.md): a registry file v1 with thousands of deployments (profiles to be), migrated by the real
 // compiled migrate command or by the server at its start, SIGKILLed at seeded random moments: some spread
 // over the whole run (most of which is starting Node and reading the file), most spread over its writes
 // (from the moment the first temp file appears, as inotify reports it, to a little after the end). After each kill registry.json is byte-identical to the original or is the complete v4 file, and

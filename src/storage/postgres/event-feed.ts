@@ -1,4 +1,4 @@
-// The PostgreSQL store's change log reader (DESIGN §10). The events are written by triggers in the writing
+// The PostgreSQL store's change log reader (docs/events.md). The events are written by triggers in the writing
 // transactions and numbered at COMMIT in commit order (migration 5). Every replica keeps the newest events
 // in memory, refreshed once per notification (its own commits and other replicas' alike), so a thousand
 // subscribers cost one query per change, not a thousand; older cursors are read from the table.

@@ -141,7 +141,7 @@ ALTER TABLE audit_log ADD COLUMN details jsonb;
   {
     version: 5,
     name: 'change-events',
-    // The change log (DESIGN §10). Row triggers on the record tables add one event per row really changed,
+    // The change log (docs/events.md). Row triggers on the record tables add one event per row really changed,
     // in the writing transaction, without a cursor; a deferred constraint trigger gives the transaction's
     // events their cursors at COMMIT, under a transaction-level advisory lock held until the commit is
     // visible, so cursors are in commit order and a reader never skips one that commits later. The same

@@ -1,4 +1,4 @@
-// The PostgreSQL store (DESIGN §6): the RegistryStore interface over a pg pool, for several replicas on one
+// The PostgreSQL store (docs/postgresql.md): the RegistryStore interface over a pg pool, for several replicas on one
 // database. Every rule is enforced inside the database: ownership by a conditional upsert (no row back
 // means 409), reconcile in one transaction, the first realization of a thread by its primary key, profile
 // If-Match by a conditional write on the revision column, aliases by a unique index. A write is
