@@ -11,7 +11,7 @@ import { Compile } from 'typebox/compile';
 import { parseDocument } from 'yaml';
 import { ResourceId, SINGLE_LINE_PATTERN } from '../schemas/common.js';
 import { ReconcileEntryV2, V2_BOUNDS } from '../schemas/resource.js';
-import type { SecretScanner } from '../secrets/secret-scanner.js';
+import type { AllowedFinding, ScanScope, SecretScanner } from '../secrets/secret-scanner.js';
 import { writeFileDurably } from '../storage/durable-file.js';
 import { JobError } from './job-error.js';
 import type { JobContext } from './jobs.js';
@@ -181,7 +181,7 @@ function asText(bytes: Buffer): string | undefined {
  * must be a real directory (not a symbolic link). With a scanner, SKILL.md (which the owner sees) is
  * scanned for secrets too.
  */
-export async function readSkill(sourcePath: string, scanner?: SecretScanner, id?: string): Promise<ReadSkill> {
+export async function readSkill(sourcePath: string, scanner?: SecretScanner, id?: string, scope?: ScanScope): Promise<ReadSkill> {
   if (!path.isAbsolute(sourcePath)) throw new SkillProblem('skill_invalid', 'the source path must be absolute');
   if (sourcePath.split(/[\\/]/).includes('..')) throw new SkillProblem('skill_invalid', 'the source path must not contain ".." segments');
   const dir = path.normalize(sourcePath).replace(/(.)[\\/]+$/, '$1');
@@ -222,21 +222,26 @@ export async function readSkill(sourcePath: string, scanner?: SecretScanner, id?
     );
   }
   if (scanner) {
-    const findings = await scanner.scan([
-      ['/name', name],
-      ['/sourceContent', sourceContent],
-    ]);
-    if (findings.length > 0)
+    const findings = await scanner.scan(
+      [
+        ['/name', name],
+        ['/sourceContent', sourceContent],
+      ],
+      scope,
+    );
+    if (findings.length > 0) {
+      const f = findings[0]!;
       throw new SkillProblem(
         'skill_invalid',
-        `${SKILL_FILE} looks like it contains a secret (rule ${findings[0]!.rule}); remove it before importing`,
+        `${SKILL_FILE} looks like it contains a secret (${f.field === '/name' ? 'its name' : `line ${f.line}`}, rule ${f.rule}); remove it before importing`,
       );
+    }
   }
   return { candidate: { id: candidateId, name, sourcePath: dir, sourceContent, sourceRevision: skillRevision(files) }, files };
 }
 
 /** Scans `rootPath`: the folder itself when it holds SKILL.md, else each direct sub-folder that does. */
-export async function scanSkills(rootPath: string, scanner?: SecretScanner): Promise<ScanResult> {
+export async function scanSkills(rootPath: string, scanner?: SecretScanner, scope?: ScanScope): Promise<ScanResult> {
   if (typeof rootPath !== 'string' || !path.isAbsolute(rootPath) || rootPath.split(/[\\/]/).includes('..')) {
     throw new JobError('invalid_path', 'rootPath must be an absolute path without ".." segments');
   }
@@ -254,7 +259,7 @@ export async function scanSkills(rootPath: string, scanner?: SecretScanner): Pro
   if (!st?.isDirectory()) throw new JobError('skill_unreadable', `${root} does not exist or is not a folder`);
   if (await lstat(path.join(root, SKILL_FILE)).catch(() => undefined)) {
     try {
-      result.candidates.push((await readSkill(root, scanner)).candidate);
+      result.candidates.push((await readSkill(root, scanner, undefined, scope)).candidate);
     } catch (err) {
       diagnose(root, err);
     }
@@ -282,7 +287,7 @@ export async function scanSkills(rootPath: string, scanner?: SecretScanner): Pro
       continue;
     }
     try {
-      const { candidate } = await readSkill(dir, scanner);
+      const { candidate } = await readSkill(dir, scanner, undefined, scope);
       const size = Buffer.byteLength(JSON.stringify(candidate));
       if (answerBytes + size > SKILL_LIMITS.answerBytes) {
         diagnose(dir, new SkillProblem('skill_invalid', 'not listed: the scan answer is full; scan this folder on its own'));
@@ -314,6 +319,25 @@ async function importedReceipt(root: string, id: string): Promise<ReceiptV2 | un
     throw new JobError('resource_conflict', `${id} on this machine is not a skill imported from a folder; it is left as it is`);
   }
   return value as ReceiptV2;
+}
+
+/** The job's `secretAllowlist`: the owner's entries that apply to an import (an entry that is not one is refused). */
+function allowedOf(body: Record<string, unknown>): AllowedFinding[] {
+  const list = body.secretAllowlist;
+  if (list === undefined) return [];
+  const valid = (e: unknown): e is AllowedFinding =>
+    e !== null &&
+    typeof e === 'object' &&
+    typeof (e as AllowedFinding).fingerprint === 'string' &&
+    ['undefined', 'string'].includes(typeof (e as AllowedFinding).file) &&
+    ['undefined', 'string'].includes(typeof (e as AllowedFinding).route);
+  if (!Array.isArray(list) || !list.every(valid))
+    throw new JobError('invalid_payload', 'secretAllowlist must be a list of {fingerprint, file?, route?}');
+  return list.map(({ fingerprint, file, route }) => ({
+    fingerprint,
+    ...(file === undefined ? {} : { file }),
+    ...(route === undefined ? {} : { route }),
+  }));
 }
 
 function payloadOf(payload: unknown): Record<string, unknown> {
@@ -365,13 +389,19 @@ export async function scanJob(payload: unknown, context: JobContext): Promise<Sc
     if (!receipt) throw new JobError('skill_not_found', `no imported skill ${body.id} on this machine`);
     const source = receipt.source!;
     try {
-      return { rootPath: source, candidates: [(await readSkill(source, context.scanner, receipt.id)).candidate], diagnostics: [] };
+      return {
+        rootPath: source,
+        candidates: [
+          (await readSkill(source, context.scanner, receipt.id, { route: 'resource.refresh', allowed: allowedOf(body) })).candidate,
+        ],
+        diagnostics: [],
+      };
     } catch (err) {
       if (!(err instanceof SkillProblem)) throw err;
       return { rootPath: source, candidates: [], diagnostics: [{ path: source, code: err.code, message: err.message }] };
     }
   }
-  return scanSkills(body.rootPath as string, context.scanner);
+  return scanSkills(body.rootPath as string, context.scanner, { route: 'resource.import', allowed: allowedOf(body) });
 }
 
 /**
@@ -412,12 +442,15 @@ export async function importJob(payload: unknown, context: JobContext): Promise<
     const text = asText(f.bytes);
     return text === undefined ? [] : [[`/files/${f.rel}`, text]];
   });
-  const findings = await context.scanner.scan(texts);
+  // The owner's allowlist entries come with the job: the registry holds the list, the machine scans the files.
+  const findings = await context.scanner.scan(texts, { route: refresh ? 'resource.refresh' : 'resource.import', allowed: allowedOf(body) });
   if (findings.length > 0) {
-    const where = [...new Set(findings.map((f) => `${f.field.slice('/files/'.length)} (rule ${f.rule})`))].slice(0, 10);
+    // No fingerprint in the message: the registry scans a machine's words, and names the fingerprints itself.
+    const where = findings.slice(0, 10).map((f) => `${f.field.slice('/files/'.length)} line ${f.line} (rule ${f.rule})`);
     throw new JobError(
       'secret_detected',
       `nothing was copied: ${where.join(', ')} look${where.length === 1 ? 's' : ''} like it holds a secret`,
+      findings.slice(0, 10),
     );
   }
   await install(context.root, id, skill.files);

@@ -19,10 +19,34 @@ export const ChannelJob = Type.Object(
 );
 export type ChannelJob = Static<typeof ChannelJob>;
 
+/** A secret finding of a machine's scan, as its `secret_detected` failure names it (never the value). */
+export const JobSecretFinding = Type.Object(
+  {
+    field: Type.String({
+      minLength: 1,
+      maxLength: 4096,
+      pattern: '^[^\\u0000-\\u001F\\u007F]*$',
+      description: 'Where: `/files/<path within the skill>` (scanned for secrets itself).',
+    }),
+    line: Type.Integer({ minimum: 1, description: '1-based line of the file.' }),
+    rule: Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-z0-9][a-z0-9-]*$' }),
+    fingerprint: Type.String({
+      pattern: '^[a-z0-9][a-z0-9-]{0,63}:[0-9a-f]{64}$',
+      description: '`<rule>:<SHA-256 hex of the matched text>`.',
+    }),
+    route: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-z.-]+$' })),
+  },
+  { additionalProperties: false },
+);
+export type JobSecretFinding = Static<typeof JobSecretFinding>;
+
 export const JobErrorAnswer = Type.Object(
   {
     code: Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-z0-9_]+$', description: 'Stable snake_case code of the failure.' }),
     message: Type.String({ minLength: 1, maxLength: 2000, description: 'What went wrong, for a person (scanned for secrets).' }),
+    findings: Type.Optional(
+      Type.Array(JobSecretFinding, { maxItems: 10, description: '`secret_detected`: where the secrets are, never what they are.' }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -16,6 +16,8 @@ export interface SecretFinding {
   rule: string;
   /** `<rule>:<SHA-256 hex of the matched secret>`: names this secret without showing it. */
   fingerprint: string;
+  /** The write scanned (the scan's `route`), when it named one: what an allowlist entry's `route` matches. */
+  route?: string;
 }
 
 /**
@@ -43,13 +45,23 @@ export function secretFingerprint(rule: string, secret: string): string {
   return `${rule}:${createHash('sha256').update(secret, 'utf8').digest('hex')}`;
 }
 
-/** Whether an entry's `file` names the finding's field: equal, or its end after a `/`. */
+/**
+ * Whether an entry's `file` names the finding's field: equal, or its end after a `/`. A skill's `SKILL.md` is
+ * its record's `sourceContent` (the text the machine's scan, the record's writes and its views all read), so
+ * `SKILL.md` names that field too.
+ */
 function namesField(file: string, field: string): boolean {
   const name = file.startsWith('/') ? file : `/${file}`;
+  if (name === `/${SKILL_FILE}` && (field === '/sourceContent' || field.endsWith('/sourceContent'))) return true;
   return field === name || field.endsWith(name);
 }
+const SKILL_FILE = 'SKILL.md';
 
-function allowedBy(entries: readonly AllowedFinding[], finding: Omit<SecretFinding, 'line'>, route: string | undefined): boolean {
+function allowedBy(
+  entries: readonly AllowedFinding[],
+  finding: Pick<SecretFinding, 'field' | 'rule' | 'fingerprint'>,
+  route: string | undefined,
+): boolean {
   if (NEVER_ALLOWED.has(finding.rule)) return false;
   return entries.some(
     (e) =>
@@ -246,7 +258,13 @@ export class SecretScanner {
         const found = { field, rule: candidate.rule, fingerprint: secretFingerprint(candidate.rule, candidate.secret) };
         entries ??= [...(scope.allowed ?? []), ...((await this.#allowlist?.()) ?? [])];
         if (allowedBy(entries, found, scope.route)) continue;
-        finding = { field, line: lineOf(value, candidate.index), rule: found.rule, fingerprint: found.fingerprint };
+        finding = {
+          field,
+          line: lineOf(value, candidate.index),
+          rule: found.rule,
+          fingerprint: found.fingerprint,
+          ...(scope.route === undefined ? {} : { route: scope.route }),
+        };
         break;
       }
       if (finding) findings.push(finding);
@@ -287,7 +305,7 @@ function lineOf(text: string, index: number): number {
 
 /** Where a finding is, as a refusal names it: `<field> line <n> (rule <rule>, fingerprint <fingerprint>)`. */
 export function describeFinding(f: SecretFinding): string {
-  return `${f.field} line ${f.line} (rule ${f.rule}, fingerprint ${f.fingerprint})`;
+  return `${f.field} line ${f.line} (rule ${f.rule}, fingerprint ${f.fingerprint}${f.route === undefined ? '' : `, route ${f.route}`})`;
 }
 
 /** The one 422 `secret_detected` of a write: the first finding in the message, every one in `details.findings`. */
