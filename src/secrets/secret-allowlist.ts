@@ -51,7 +51,8 @@ export function readSecretAllowlistSync(file: string): SecretAllowlistEntry[] {
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    // Not there (ENOTDIR: a folder on its path is a file, which the DATA_DIR check reports).
+    if (['ENOENT', 'ENOTDIR'].includes((err as NodeJS.ErrnoException).code ?? '')) return [];
     throw new SecretAllowlistFileError(`SECRET_ALLOWLIST_FILE ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}).`);
   }
   return parseSecretAllowlist(text, file);
@@ -89,7 +90,7 @@ export class SecretAllowlist {
   /** The entries now: re-read when the file changed since the last read (fails closed: none on a bad file). */
   async entries(): Promise<readonly SecretAllowlistEntry[]> {
     const st = await stat(this.file).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') return undefined;
+      if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return undefined;
       throw err;
     });
     const seen = st ? `${st.size}:${st.mtimeMs}:${st.ino}` : undefined;
