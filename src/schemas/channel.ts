@@ -1,5 +1,6 @@
 // The machine channel's wire shapes: a job as the channel carries it, the answer a machine posts, and the
 // owner's request to run a job on a machine.
+import { SecretFingerprint } from './secret-allowlist.js';
 import Type, { type Static } from 'typebox';
 
 export const JobId = Type.String({
@@ -30,10 +31,7 @@ export const JobSecretFinding = Type.Object(
     }),
     line: Type.Integer({ minimum: 1, description: '1-based line of the file.' }),
     rule: Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-z0-9][a-z0-9-]*$' }),
-    fingerprint: Type.String({
-      pattern: '^[a-z0-9][a-z0-9-]{0,63}:[0-9a-f]{64}$',
-      description: '`<rule>:<SHA-256 hex of the matched text>`.',
-    }),
+    fingerprint: SecretFingerprint,
     route: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-z.-]+$' })),
   },
   { additionalProperties: false },

@@ -7,17 +7,6 @@ import Type, { type Static } from 'typebox';
 const NOT_BLANK_LINE = '^(?=[\\s\\S]*\\S)[^\\u0000-\\u001F\\u007F]*$';
 
 /** The writes a finding can be allowed on (their audit actions): where the registry and the machine scan. */
-export const SCAN_ROUTES = [
-  'resource.register',
-  'resource.reconcile',
-  'resource.validate',
-  'resource.customize',
-  'receipt.record',
-  'resource.import',
-  'resource.refresh',
-] as const;
-export type ScanRoute = (typeof SCAN_ROUTES)[number];
-
 const Route = (description: string) =>
   Type.Union(
     [

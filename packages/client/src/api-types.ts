@@ -4100,7 +4100,7 @@ export interface operations {
                             /** @description 1-based line of the file. */
                             line: number;
                             rule: string;
-                            /** @description `<rule>:<SHA-256 hex of the matched text>`. */
+                            /** @description A finding's fingerprint as a 422 `secret_detected` names it: `<rule>:<SHA-256 hex of the matched text>`. */
                             fingerprint: string;
                             route?: string;
                         }[];
