@@ -34,7 +34,7 @@ t.test('a one-line field is line 1; a later line is counted from the field start
 
 t.test('an allowed fingerprint lets exactly that secret through, and the scan goes on past it', async (t) => {
   const fingerprint = secretFingerprint('credential-assignment', ASSIGNED);
-  const scanner = new SecretScanner([], { allowlist: async () => [{ fingerprint }] });
+  const scanner = new SecretScanner([], { allowlist: () => Promise.resolve([{ fingerprint }]) });
   t.same(await scanner.scan([['/sourceContent', `password = "${ASSIGNED}"`]]), [], 'allowed');
   const other = 'Zq8!nB3@cV6mK1xW5rT0';
   const [next] = await scanner.scan([['/sourceContent', `password = "${ASSIGNED}"\n\npassword = "${other}"`]]);
@@ -48,10 +48,11 @@ t.test('an entry limited to a file or field or route applies only there', async 
   const fingerprint = secretFingerprint('credential-assignment', ASSIGNED);
   const text = `password = "${ASSIGNED}"`;
   const scoped = new SecretScanner([], {
-    allowlist: async () => [
-      { fingerprint, file: 'references/setup.md' },
-      { fingerprint, file: '/instructions', route: 'resource.validate' },
-    ],
+    allowlist: () =>
+      Promise.resolve([
+        { fingerprint, file: 'references/setup.md' },
+        { fingerprint, file: '/instructions', route: 'resource.validate' },
+      ]),
   });
   t.same(await scoped.scan([['/files/references/setup.md', text]]), [], 'the named file of a skill');
   t.equal((await scoped.scan([['/files/references/other.md', text]])).length, 1, 'another file');
@@ -72,7 +73,7 @@ t.test('nothing in the text switches the scan off, and a configured credential i
   }
   const known = 'arr_owner_' + 'q'.repeat(8) + 'Zx81Kp0Lm2Nb';
   const [f] = await scanner.scan([['/f', `use ${known}`]]);
-  const open = new SecretScanner([known], { allowlist: async () => [{ fingerprint: f!.fingerprint }] });
+  const open = new SecretScanner([known], { allowlist: () => Promise.resolve([{ fingerprint: f!.fingerprint }]) });
   t.equal((await open.scan([['/f', `use ${known}`]])).length, 1, 'still refused');
 });
 
