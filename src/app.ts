@@ -40,12 +40,14 @@ import { operationsRoutes } from './routes/operations.js';
 import { providerRoutes } from './routes/providers.js';
 import { rfsRoutes } from './routes/rfs.js';
 import { grantRoutes } from './routes/grants.js';
+import { secretAllowlistRoutes } from './routes/secret-allowlist.js';
 import { invokeRoutes } from './routes/invoke.js';
 import { InvocationService } from './invocation/invocation-service.js';
 import { OutboundClient } from './invocation/outbound.js';
 import { workloadRoutes } from './routes/workloads.js';
 import { eventRoutes, rfsEventRoutes } from './routes/events.js';
 import { WorkloadService } from './workloads/workload-service.js';
+import { SecretAllowlist } from './secrets/secret-allowlist.js';
 import { SecretScanner } from './secrets/secret-scanner.js';
 import type { FileSystemSeam } from './storage/durable-file.js';
 import { JsonFileStore } from './storage/json-file-store.js';
@@ -168,8 +170,17 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     }
 
     // The hosted capabilities' credential values are known secrets too: no record may carry one.
-    const scanner = new SecretScanner([...Object.values(credentials), ...config.hostedCapabilities.credentialValues()]);
+    // The owner's allowlist is read by every scan that finds something; its own texts are scanned by the same scanner.
     const audit = new AuditTrail(store, clock, (err) => logger.error({ err }, 'audit log append failed'));
+    const secretAllowlist: SecretAllowlist = new SecretAllowlist(config.secretAllowlist.file, config.secretAllowlist.entries, {
+      audit,
+      assertClean: (fields): Promise<void> => scanner.assertClean(fields),
+      onError: (err) => logger.error({ err }, 'the secret allowlist file cannot be read; no entry applies until it is fixed'),
+      clock,
+    });
+    const scanner: SecretScanner = new SecretScanner([...Object.values(credentials), ...config.hostedCapabilities.credentialValues()], {
+      allowlist: () => secretAllowlist.entries(),
+    });
     const registry = new ResourceRegistry(store, scanner, audit, config.requiredResourceIds, config.hostedCapabilities.ids);
     // A machine's channel and its jobs are not stored documents: their events are written on their own, and
     // a failure to write one is logged, never a failure of the channel or the job. The store closes after them.
@@ -222,6 +233,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       catalogue,
       capabilities,
       scanner,
+      secretAllowlist,
       audit,
       expensive: new ExpensiveWork(),
       now,
@@ -327,6 +339,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
         await acp.register(workloadRoutes, { ...deps, workloads, metrics });
         await acp.register(capabilityRoutes, deps);
         await acp.register(grantRoutes, { invocations });
+        await acp.register(secretAllowlistRoutes, { secretAllowlist });
         await acp.register(providerRoutes, { ...deps, prefix: '/providers/:provider' });
         await acp.register(eventRoutes, { events: store.events, ...options.events });
       },

@@ -5,6 +5,8 @@ import Type from 'typebox';
 import { Compile } from 'typebox/compile';
 import { RESOURCE_ID_PATTERN, SLUG_ID_PATTERN } from './schemas/common.js';
 import { CapabilitiesFileError, type HostedCapabilities, loadHostedCapabilities } from './invocation/capabilities-file.js';
+import type { SecretAllowlistEntry } from './schemas/secret-allowlist.js';
+import { readSecretAllowlistSync, SecretAllowlistFileError } from './secrets/secret-allowlist.js';
 
 /** Addresses that mean "every interface": no client can use them to reach this process. */
 const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]', '::0', '0:0:0:0:0:0:0:0']);
@@ -79,6 +81,11 @@ export interface Config {
    */
   hostedCapabilities: HostedCapabilities;
   /**
+   * The owner's secret allowlist (SECRET_ALLOWLIST_FILE, default DATA_DIR/secret-allowlist.json): its file,
+   * and its entries as read and validated at start (a bad file stops the start).
+   */
+  secretAllowlist: { file: string; entries: SecretAllowlistEntry[] };
+  /**
    * HUABU_COMPAT=1: the few answers where upstream Huabu's registry line and this service's contract differ
    * follow upstream (reads default to record v2; profile create answers 200, delete 200 `{deleted: true}`).
    */
@@ -115,6 +122,7 @@ export const Env = Type.Object({
   WORKLOADS_COMPACT_AT_BYTES: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{3,9}$' })),
   DEFAULT_AGENTLET_ID: Type.Optional(Type.String({ pattern: SLUG_ID_PATTERN })),
   HOSTED_CAPABILITIES_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  SECRET_ALLOWLIST_FILE: Type.Optional(Type.String({ minLength: 1 })),
   HUABU_COMPAT: Type.Optional(Type.Union(['1', '0', 'true', 'false'].map((v) => Type.Literal(v)))),
   AGENTLET_JOB_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
 });
@@ -187,6 +195,15 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     if (err instanceof CapabilitiesFileError) throw new ConfigError(err.message);
     throw err;
   }
+  const dataDir = path.resolve(e.DATA_DIR ?? './data');
+  const allowlistFile = path.resolve(e.SECRET_ALLOWLIST_FILE ?? path.join(dataDir, 'secret-allowlist.json'));
+  let allowlistEntries: SecretAllowlistEntry[];
+  try {
+    allowlistEntries = readSecretAllowlistSync(allowlistFile);
+  } catch (err) {
+    if (err instanceof SecretAllowlistFileError) throw new ConfigError(err.message);
+    throw err;
+  }
   if (WILDCARD_HOSTS.has(host) && e.PUBLIC_BASE_URL === undefined) {
     // Refused rather than warned about: the registry hands this address to agents ($HUABU_RFS_URL, launch
     // snapshots), and http://0.0.0.0:PORT reaches nothing from another machine. See docs/decisions/start-and-readiness.md.
@@ -198,7 +215,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   return {
     host,
     port,
-    dataDir: path.resolve(e.DATA_DIR ?? './data'),
+    dataDir,
     ...(e.ARR_UNSAFE_ACK_BEFORE_WRITE_MS === undefined ? {} : { unsafeAckBeforeWriteMs: Number(e.ARR_UNSAFE_ACK_BEFORE_WRITE_MS) }),
     publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://${urlHost}:${port}`).replace(/\/+$/, ''),
     logLevel: (e.LOG_LEVEL ?? 'info') as Config['logLevel'],
@@ -223,6 +240,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     ...(e.DEFAULT_AGENTLET_ID === undefined ? {} : { defaultAgentletId: e.DEFAULT_AGENTLET_ID }),
     hostedCapabilities,
+    secretAllowlist: { file: allowlistFile, entries: allowlistEntries },
     huabuCompat: e.HUABU_COMPAT === '1' || e.HUABU_COMPAT === 'true',
     agentletJobTimeoutMs: e.AGENTLET_JOB_TIMEOUT_MS === undefined ? 30_000 : Number(e.AGENTLET_JOB_TIMEOUT_MS),
   };

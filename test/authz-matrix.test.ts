@@ -178,6 +178,18 @@ const MATRIX: Record<string, Entry> = {
     payload: { canvasId: 'canvas-x', threadId: 'thread-1' },
     allowed: { owner: 201, huabu: 201 },
   },
+  'GET /api/acp/secret-allowlist': { url: '/api/acp/secret-allowlist', allowed: { owner: 200 } },
+  'POST /api/acp/secret-allowlist': {
+    url: '/api/acp/secret-allowlist',
+    payload: { fingerprint: `credential-assignment:${'a'.repeat(64)}`, reason: 'A sample value.' },
+    allowed: { owner: 201 },
+  },
+  // No entry of this fingerprint: the owner is admitted and told so.
+  'DELETE /api/acp/secret-allowlist': {
+    url: `/api/acp/secret-allowlist?fingerprint=credential-assignment:${'b'.repeat(64)}`,
+    allowed: { owner: 404 },
+    admittedCode: 'allowlist_entry_not_found',
+  },
   // The canvas token is admitted; the invocation then needs a resource grant too (test/invocation.test.ts):
   // upstream's 403 `forbidden`, with the reason telling it apart from a refused token.
   'POST /api/rfs/{canvasId}/resources/{id}/invoke': {

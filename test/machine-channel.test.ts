@@ -359,3 +359,68 @@ t.test("a machine's channel and its jobs are change events: connected, each job'
   const canvas = await s.h.app.inject({ url: '/api/acp/changes?limit=1000', headers: s.h.owner });
   t.notOk(canvas.body.includes(token), 'no token in any event');
 });
+
+t.test(
+  "a machine's secret refusal reaches the owner with each finding's fingerprint; the owner's allowlist goes with the import job",
+  async (t) => {
+    const s = await listening(t);
+    const token = await s.h.enroll('mac-a');
+    const channel = await openChannel(s, 'mac-a', token);
+    await channel.next('ready');
+    const fingerprint = `credential-assignment:${'c'.repeat(64)}`;
+    const added = await s.h.app.inject({
+      method: 'POST',
+      url: '/api/acp/secret-allowlist',
+      headers: s.h.owner,
+      payload: { fingerprint, file: 'go/README.md', reason: 'sample token of the SDK guide' },
+    });
+    t.equal(added.statusCode, 201);
+    const finding = {
+      field: '/files/references/setup.md',
+      line: 3,
+      rule: 'credential-assignment',
+      fingerprint: `credential-assignment:${'d'.repeat(64)}`,
+    };
+    const importing = (id: string) =>
+      request(`${s.url}/api/acp/resources/import?agentletId=mac-a`, {
+        method: 'POST',
+        headers: { ...s.h.owner, 'content-type': 'application/json' },
+        body: JSON.stringify({ id, sourcePath: '/skills/guide', expectedRevision: 'a'.repeat(64) }),
+      });
+
+    const refused = importing('guide');
+    const job = JSON.parse((await channel.next('job')).data) as Job;
+    t.match(
+      job,
+      { type: 'skill.import', payload: { secretAllowlist: [{ fingerprint, file: 'go/README.md' }] } },
+      'the entries go with the job',
+    );
+    const message = 'nothing was copied: references/setup.md line 3 (rule credential-assignment) looks like it holds a secret';
+    t.equal(
+      (await answer(s, 'mac-a', token, job.jobId, { ok: false, error: { code: 'secret_detected', message, findings: [finding] } }))
+        .statusCode,
+      204,
+    );
+    const res = await refused;
+    t.equal(res.statusCode, 422);
+    const body = (await res.body.json()) as { message: string; details: { findings: unknown[] } };
+    t.same(body.details.findings, [finding]);
+    t.match(body.message, `/files/references/setup.md line 3: ${finding.fingerprint}`);
+
+    // A file path that itself looks like a secret is not passed on.
+    const leaky = importing('guide-2');
+    const second = JSON.parse((await channel.next('job')).data) as Job;
+    const leakyPath = `/files/ghp_${'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8'}.md`;
+    await answer(s, 'mac-a', token, second.jobId, {
+      ok: false,
+      error: { code: 'secret_detected', message: 'nothing was copied', findings: [{ ...finding, field: leakyPath }] },
+    });
+    const withheld = await leaky;
+    t.equal(withheld.statusCode, 422);
+    const text = await withheld.body.text();
+    t.notOk(text.includes('ghp_'), 'the path is withheld');
+    t.notOk('findings' in (JSON.parse(text) as { details: object }).details);
+    channel.close();
+    await channel.ended;
+  },
+);

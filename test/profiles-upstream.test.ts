@@ -249,7 +249,8 @@ t.test('the harness ID is scanned for secrets like every field: 422 naming /laun
     .catch((err: unknown) => err);
   t.ok(refused instanceof AppError);
   t.equal((refused as AppError).code, 'secret_detected');
-  t.same((refused as AppError).details?.findings, [{ field: '/launch/harnessId', rule: 'configured-credential' }]);
+  t.match((refused as AppError).details?.findings, [{ field: '/launch/harnessId', rule: 'configured-credential', line: 1 }]);
+  t.equal(((refused as AppError).details?.findings as unknown[]).length, 1);
   t.notMatch(
     JSON.stringify({ message: (refused as AppError).message, details: (refused as AppError).details }),
     known,

@@ -1,6 +1,7 @@
 // The jobs `agentlet-resources serve` runs for the registry. Each job type is one registration: a handler
 // that takes the job's payload and the daemon's context and returns the result (or throws a JobError).
 import type { JobContext } from './job-context.js';
+import type { SecretFinding } from '../secrets/secret-scanner.js';
 import { JobError } from './job-error.js';
 import { scanJob, importJob, removeJob } from './skill-jobs.js';
 
@@ -28,7 +29,7 @@ export class JobRegistry {
     type: string,
     payload: unknown,
     context: JobContext,
-  ): Promise<{ ok: true; result: unknown } | { ok: false; error: { code: string; message: string } }> {
+  ): Promise<{ ok: true; result: unknown } | { ok: false; error: { code: string; message: string; findings?: SecretFinding[] } }> {
     const handler = this.#handlers.get(type);
     if (!handler)
       return {
@@ -39,7 +40,13 @@ export class JobRegistry {
       return { ok: true, result: await handler(payload, context) };
     } catch (err) {
       // The registry takes a message of at most 2000 characters.
-      if (err instanceof JobError) return { ok: false, error: { code: err.code, message: err.message.slice(0, 2000) } };
+      if (err instanceof JobError) {
+        const findings = err.findings?.slice(0, 10);
+        return {
+          ok: false,
+          error: { code: err.code, message: err.message.slice(0, 2000), ...(findings?.length ? { findings: [...findings] } : {}) },
+        };
+      }
       return { ok: false, error: { code: 'job_failed', message: (err as Error).message || 'the job failed' } };
     }
   }

@@ -284,7 +284,9 @@ async function checkReceipt(
     missing = checked.missing === true;
   }
   for (const finding of findings) {
-    problems.push(`${finding.field} looks like it contains a secret (rule ${finding.rule}); secrets never belong in a receipt`);
+    problems.push(
+      `${finding.field} looks like it contains a secret (line ${finding.line}, rule ${finding.rule}, fingerprint ${finding.fingerprint}); secrets never belong in a receipt`,
+    );
   }
   const entry = problems.length === 0 ? toReconcileEntry(value as Receipt) : undefined;
   if (entry && !(entry.schemaVersion === 2 ? checkEntryV2.Check(entry) : checkEntryV1.Check(entry))) {

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { Compile } from 'typebox/compile';
 import { ResourceId, SINGLE_LINE_PATTERN } from '../schemas/common.js';
 import { ReconcileEntryV2, V2_BOUNDS } from '../schemas/resource.js';
-import type { SecretScanner } from '../secrets/secret-scanner.js';
+import type { AllowedFinding, ScanScope, SecretScanner } from '../secrets/secret-scanner.js';
 import { writeFileDurably } from '../storage/durable-file.js';
 import type { SkillDiagnosticCode } from '../schemas/skill.js';
 import { checkSkillFrontMatter, type SkillFrontMatterWarning } from '../text/front-matter.js';
@@ -247,7 +247,7 @@ export function scannedText(bytes: Buffer): string {
  * must be a real directory (not a symbolic link). With a scanner, SKILL.md (which the owner sees) is
  * scanned for secrets too.
  */
-export async function readSkill(sourcePath: string, scanner?: SecretScanner, id?: string): Promise<ReadSkill> {
+export async function readSkill(sourcePath: string, scanner?: SecretScanner, id?: string, scope?: ScanScope): Promise<ReadSkill> {
   if (!path.isAbsolute(sourcePath)) throw new SkillProblem('skill_invalid', 'the source path must be absolute');
   if (sourcePath.split(/[\\/]/).includes('..')) throw new SkillProblem('skill_invalid', 'the source path must not contain ".." segments');
   const dir = path.normalize(sourcePath).replace(/(.)[\\/]+$/, '$1');
@@ -260,7 +260,7 @@ export async function readSkill(sourcePath: string, scanner?: SecretScanner, id?
   if (st.isSymbolicLink()) throw new SkillProblem('skill_invalid', 'the skill folder is a symbolic link; name the real folder');
   if (st.isFile() && isSkillArchive(dir)) {
     const { files, topFolder } = await readArchive(dir, st.size);
-    return candidateOf(dir, files, topFolder ?? archiveStem(dir), id ?? idFromFolderName(archiveStem(dir)), scanner);
+    return candidateOf(dir, files, topFolder ?? archiveStem(dir), id ?? idFromFolderName(archiveStem(dir)), scanner, scope);
   }
   if (!st.isDirectory()) throw new SkillProblem('skill_invalid', 'not a folder');
   const realDir = await realpath(dir);
@@ -276,7 +276,7 @@ export async function readSkill(sourcePath: string, scanner?: SecretScanner, id?
     if (err instanceof SkillProblem) throw err;
     throw new SkillProblem('skill_unreadable', `cannot read the folder's files (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
-  return candidateOf(dir, files, path.basename(dir), id ?? idFromFolderName(path.basename(dir)), scanner);
+  return candidateOf(dir, files, path.basename(dir), id ?? idFromFolderName(path.basename(dir)), scanner, scope);
 }
 
 /** A skill archive's files, or the SkillProblem that refuses it. */
@@ -309,6 +309,7 @@ async function candidateOf(
   folderName: string,
   candidateId: string,
   scanner?: SecretScanner,
+  scope?: ScanScope,
 ): Promise<ReadSkill> {
   const text = files.find((f) => f.rel === SKILL_FILE)!.bytes.toString('utf8');
   const { name, warnings } = parseSkillFile(text, folderName);
@@ -325,15 +326,20 @@ async function candidateOf(
     );
   }
   if (scanner) {
-    const findings = await scanner.scan([
-      ['/name', name],
-      ['/sourceContent', sourceContent],
-    ]);
-    if (findings.length > 0)
+    const findings = await scanner.scan(
+      [
+        ['/name', name],
+        ['/sourceContent', sourceContent],
+      ],
+      scope,
+    );
+    if (findings.length > 0) {
+      const f = findings[0]!;
       throw new SkillProblem(
         'skill_invalid',
-        `${SKILL_FILE} looks like it contains a secret (rule ${findings[0]!.rule}); remove it before importing`,
+        `${SKILL_FILE} looks like it contains a secret (${f.field === '/name' ? 'its name' : `line ${f.line}`}, rule ${f.rule}); remove it before importing`,
       );
+    }
   }
   const candidate: ScanCandidate = { id: candidateId, name, sourcePath: dir, sourceContent, sourceRevision: skillRevision(files) };
   if (warnings.length > 0) candidate.warnings = warnings;
@@ -341,7 +347,7 @@ async function candidateOf(
 }
 
 /** Scans `rootPath`: the folder itself when it holds SKILL.md, else each direct sub-folder that does. */
-export async function scanSkills(rootPath: string, scanner?: SecretScanner): Promise<ScanResult> {
+export async function scanSkills(rootPath: string, scanner?: SecretScanner, scope?: ScanScope): Promise<ScanResult> {
   if (typeof rootPath !== 'string' || !path.isAbsolute(rootPath) || rootPath.split(/[\\/]/).includes('..')) {
     throw new JobError('invalid_path', 'rootPath must be an absolute path without ".." segments');
   }
@@ -358,7 +364,7 @@ export async function scanSkills(rootPath: string, scanner?: SecretScanner): Pro
   const st = await stat(root).catch(() => undefined);
   if (st?.isFile() && isSkillArchive(root)) {
     try {
-      result.candidates.push((await readSkill(root, scanner)).candidate);
+      result.candidates.push((await readSkill(root, scanner, undefined, scope)).candidate);
     } catch (err) {
       diagnose(root, err);
     }
@@ -367,7 +373,7 @@ export async function scanSkills(rootPath: string, scanner?: SecretScanner): Pro
   if (!st?.isDirectory()) throw new JobError('skill_unreadable', `${root} does not exist or is not a folder or skill archive`);
   if (await lstat(path.join(root, SKILL_FILE)).catch(() => undefined)) {
     try {
-      result.candidates.push((await readSkill(root, scanner)).candidate);
+      result.candidates.push((await readSkill(root, scanner, undefined, scope)).candidate);
     } catch (err) {
       diagnose(root, err);
     }
@@ -398,7 +404,7 @@ export async function scanSkills(rootPath: string, scanner?: SecretScanner): Pro
       continue;
     }
     try {
-      const { candidate } = await readSkill(dir, scanner);
+      const { candidate } = await readSkill(dir, scanner, undefined, scope);
       const size = Buffer.byteLength(JSON.stringify(candidate));
       if (answerBytes + size > SKILL_LIMITS.answerBytes) {
         diagnose(dir, new SkillProblem('skill_invalid', 'not listed: the scan answer is full; scan this folder on its own'));
@@ -430,6 +436,25 @@ async function importedReceipt(root: string, id: string): Promise<ReceiptV2 | un
     throw new JobError('resource_conflict', `${id} on this machine is not a skill imported from a folder; it is left as it is`);
   }
   return value as ReceiptV2;
+}
+
+/** The job's `secretAllowlist`: the owner's entries that apply to an import (an entry that is not one is refused). */
+function allowedOf(body: Record<string, unknown>): AllowedFinding[] {
+  const list = body.secretAllowlist;
+  if (list === undefined) return [];
+  const valid = (e: unknown): e is AllowedFinding =>
+    e !== null &&
+    typeof e === 'object' &&
+    typeof (e as AllowedFinding).fingerprint === 'string' &&
+    ['undefined', 'string'].includes(typeof (e as AllowedFinding).file) &&
+    ['undefined', 'string'].includes(typeof (e as AllowedFinding).route);
+  if (!Array.isArray(list) || !list.every(valid))
+    throw new JobError('invalid_payload', 'secretAllowlist must be a list of {fingerprint, file?, route?}');
+  return list.map(({ fingerprint, file, route }) => ({
+    fingerprint,
+    ...(file === undefined ? {} : { file }),
+    ...(route === undefined ? {} : { route }),
+  }));
 }
 
 function payloadOf(payload: unknown): Record<string, unknown> {
@@ -483,13 +508,19 @@ export async function scanJob(payload: unknown, context: JobContext): Promise<Sc
     if (!receipt) throw new JobError('skill_not_found', `no imported skill ${body.id} on this machine`);
     const source = receipt.source!;
     try {
-      return { rootPath: source, candidates: [(await readSkill(source, context.scanner, receipt.id)).candidate], diagnostics: [] };
+      return {
+        rootPath: source,
+        candidates: [
+          (await readSkill(source, context.scanner, receipt.id, { route: 'resource.refresh', allowed: allowedOf(body) })).candidate,
+        ],
+        diagnostics: [],
+      };
     } catch (err) {
       if (!(err instanceof SkillProblem)) throw err;
       return { rootPath: source, candidates: [], diagnostics: [{ path: source, code: err.code, message: err.message }] };
     }
   }
-  const result = await scanSkills(body.rootPath as string, context.scanner);
+  const result = await scanSkills(body.rootPath as string, context.scanner, { route: 'resource.import', allowed: allowedOf(body) });
   // Every folder scan also shows the machine's own root: receipts it cannot publish, folders nothing names.
   const root = await rootDiagnostics(context.root, context.scanner, context.machineId, SKILL_LIMITS.diagnostics);
   return { ...result, diagnostics: [...root, ...result.diagnostics].slice(0, SKILL_LIMITS.diagnostics) };
@@ -549,12 +580,15 @@ export async function importJob(payload: unknown, context: JobContext): Promise<
   }
   // Every text file is scanned before anything is written.
   const texts = skill.files.map((f): [string, string] => [`/files/${f.rel}`, scannedText(f.bytes)]);
-  const findings = await context.scanner.scan(texts);
+  // The owner's allowlist entries come with the job: the registry holds the list, the machine scans the files.
+  const findings = await context.scanner.scan(texts, { route: refresh ? 'resource.refresh' : 'resource.import', allowed: allowedOf(body) });
   if (findings.length > 0) {
-    const where = [...new Set(findings.map((f) => `${f.field.slice('/files/'.length)} (rule ${f.rule})`))].slice(0, 10);
+    // No fingerprint in the message: the registry scans a machine's words, and names the fingerprints itself.
+    const where = findings.slice(0, 10).map((f) => `${f.field.slice('/files/'.length)} line ${f.line} (rule ${f.rule})`);
     throw new JobError(
       'secret_detected',
       `nothing was copied: ${where.join(', ')} look${where.length === 1 ? 's' : ''} like it holds a secret`,
+      findings.slice(0, 10),
     );
   }
   await install(context.root, id, skill.files);

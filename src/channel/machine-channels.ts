@@ -3,6 +3,7 @@
 // State is this process's own (see docs/decisions/machine-channel.md for what that means with replicas).
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../errors.js';
+import type { JobSecretFinding } from '../schemas/channel.js';
 
 export type MachineChannelStatus = 'connected' | 'disconnected';
 
@@ -33,7 +34,8 @@ export interface Job {
 }
 
 /** What a machine posts for a job. */
-export type JobAnswer = { ok: true; result?: unknown } | { ok: false; error: { code: string; message: string } };
+export type JobAnswer =
+  { ok: true; result?: unknown } | { ok: false; error: { code: string; message: string; findings?: readonly JobSecretFinding[] } };
 
 export interface ChannelStatus {
   status: MachineChannelStatus;

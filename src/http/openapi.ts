@@ -33,6 +33,10 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         },
         { name: 'machines', description: 'The owner enrolls Agentlet machines and revokes their credentials.' },
         {
+          name: 'secret allowlist',
+          description: 'The owner lets a finding of the secret scan that is no secret through, by its fingerprint.',
+        },
+        {
           name: 'skills',
           description:
             'The owner scans folders on a connected machine for skills, imports them into its resource root, refreshes them from their source and removes them.',

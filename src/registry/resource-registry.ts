@@ -185,7 +185,7 @@ export class ResourceRegistry {
     }
     const record = this.#toRecord(provider, { ...body, id }, '');
     await this.scanner
-      .assertClean([...textFieldsOf(record), ...(options.extraTexts ?? [])])
+      .assertClean([...textFieldsOf(record), ...(options.extraTexts ?? [])], { route: action })
       .catch((err: unknown) => this.audit.failure(actor, action, id, err));
     this.#assertNotReserved(provider, [id]);
     // The registration and its audit entry in one store call (one transaction on PostgreSQL); a refusal is
@@ -215,7 +215,7 @@ export class ResourceRegistry {
       texts.push(['/displayName', patch.displayName]);
     }
     if (patch.userContent) texts.push(['/userContent', patch.userContent]);
-    await this.scanner.assertClean(texts);
+    await this.scanner.assertClean(texts, { route: 'resource.customize' });
     const record = await this.store
       .customizeResource(id, patch)
       .catch((err: unknown) => this.audit.failure(actor, 'resource.customize', id, err));
@@ -250,7 +250,7 @@ export class ResourceRegistry {
     const held = await Promise.all(records.map((r) => this.store.getResource(r.id)));
     const fields = records.flatMap((r, i) => (heldAsIs(held[i], r) ? [] : textFieldsOf(r, `/resources/${i}`)));
     await this.scanner
-      .assertClean(fields)
+      .assertClean(fields, { route: 'resource.reconcile' })
       .catch((err: unknown) => this.audit.failure(actor, 'resource.reconcile', `provider:${provider}`, err));
     this.#assertNotReserved(
       provider,
@@ -295,12 +295,15 @@ export class ResourceRegistry {
     const texts = (['name', 'description', 'instructions', 'sourceContent'] as const).flatMap((k): [string, string][] =>
       typeof body[k] === 'string' ? [[`/${k}`, body[k].slice(0, candidateBound(body.schemaVersion, k))]] : [],
     );
-    for (const finding of await this.scanner.scan(texts)) {
+    for (const finding of await this.scanner.scan(texts, { route: 'resource.validate' })) {
       issues.push({
         code: 'secret_detected',
         field: finding.field,
         severity: 'error',
-        message: `looks like a secret (rule ${finding.rule})`,
+        message: `looks like a secret: line ${finding.line}, rule ${finding.rule}, fingerprint ${finding.fingerprint} (route resource.validate)`,
+        line: finding.line,
+        rule: finding.rule,
+        fingerprint: finding.fingerprint,
       });
     }
     if (typeof body.id === 'string') {

@@ -8,7 +8,7 @@ import type { JobAnswer, MachineChannels } from '../channel/machine-channels.js'
 import { AppError, type ErrorCode } from '../errors.js';
 import type { AgentResourceV2 } from '../schemas/resource.js';
 import { ScanSkillsResult, SKILL_DIAGNOSTIC_CODES, type ImportSkillBody } from '../schemas/skill.js';
-import type { SecretScanner } from '../secrets/secret-scanner.js';
+import type { AllowedFinding, SecretScanner } from '../secrets/secret-scanner.js';
 import type { ResourceRegistry } from './resource-registry.js';
 import { toV2 } from './resource-versions.js';
 
@@ -36,6 +36,8 @@ export interface SkillManagementDeps {
   channels: Pick<MachineChannels, 'run'>;
   registry: ResourceRegistry;
   scanner: SecretScanner;
+  /** The owner's secret allowlist: the machine's import scan receives its entries with the job. */
+  allowlist?: () => Promise<readonly AllowedFinding[]>;
   audit: AuditTrail;
   /** The machine when the request names none (the profiles' default machine rule). */
   defaultMachineId: () => Promise<string | undefined>;
@@ -60,26 +62,52 @@ export class SkillManagement {
     const { jobId, answer }: { jobId: string; answer: JobAnswer } = await this.deps.channels.run(machineId, type, payload);
     if (answer.ok) return answer.result;
     const code = MACHINE_CODES[answer.error.code] ?? 'agentlet_job_failed';
-    throw new AppError(code, `Agentlet ${machineId}: ${answer.error.message}`, { machineId, jobId, agentletCode: answer.error.code });
+    const findings = code === 'secret_detected' ? answer.error.findings : undefined;
+    // The machine's message names file, line and rule; the fingerprints (which its words may not carry) are added here.
+    const fingerprints = findings?.length
+      ? `. Fingerprints: ${findings.map((f) => `${f.field} line ${f.line}: ${f.fingerprint}`).join('; ')} (if one is no secret, the owner can allow it: POST /api/acp/secret-allowlist)`
+      : '';
+    throw new AppError(code, `Agentlet ${machineId}: ${answer.error.message}${fingerprints}`, {
+      machineId,
+      jobId,
+      agentletCode: answer.error.code,
+      ...(findings?.length ? { findings } : {}),
+    });
+  }
+
+  /** The owner's allowlist entries that apply on the machine for this route, as the job carries them (none: no field). */
+  async #allowed(route: 'resource.import' | 'resource.refresh'): Promise<{ secretAllowlist?: AllowedFinding[] }> {
+    const entries = ((await this.deps.allowlist?.()) ?? [])
+      .filter((e) => e.route === undefined || e.route === route)
+      .map(({ fingerprint, file, route }) => ({
+        fingerprint,
+        ...(file === undefined ? {} : { file }),
+        ...(route === undefined ? {} : { route }),
+      }));
+    return entries.length > 0 ? { secretAllowlist: entries } : {};
   }
 
   /** A scan answer, checked, with any candidate whose text looks like a secret turned into a diagnostic. */
-  async #scanResult(machineId: string, result: unknown): Promise<ScanSkillsResult> {
+  async #scanResult(machineId: string, result: unknown, route: 'resource.import' | 'resource.refresh'): Promise<ScanSkillsResult> {
     if (!checkScan.Check(result))
       throw new AppError('agentlet_job_failed', `Agentlet ${machineId} answered the scan with an unexpected result.`, { machineId });
     const candidates = [];
     const diagnostics = [...result.diagnostics];
     for (const candidate of result.candidates) {
-      const findings = await this.deps.scanner.scan([
-        ['/name', candidate.name],
-        ['/sourceContent', candidate.sourceContent],
-      ]);
+      const findings = await this.deps.scanner.scan(
+        [
+          ['/name', candidate.name],
+          ['/sourceContent', candidate.sourceContent],
+        ],
+        { route },
+      );
       if (findings.length === 0) candidates.push(candidate);
       else if (diagnostics.length < 256) {
+        const f = findings[0]!;
         diagnostics.push({
           path: candidate.sourcePath,
           code: 'skill_invalid',
-          message: `SKILL.md looks like it contains a secret (rule ${findings[0]!.rule}); remove it before importing`,
+          message: `SKILL.md looks like it contains a secret (${f.field === '/name' ? 'its name' : `line ${f.line}`}, rule ${f.rule}, fingerprint ${f.fingerprint}); remove it, or if it is none, allow the fingerprint (POST /api/acp/secret-allowlist)`,
         });
       }
     }
@@ -105,7 +133,11 @@ export class SkillManagement {
     const action = SKILL_ACTIONS.scan;
     try {
       const machineId = await this.#machine(agentletId);
-      const result = await this.#scanResult(machineId, await this.#run(machineId, 'skill.scan', { rootPath: rootPath.trim() }));
+      const result = await this.#scanResult(
+        machineId,
+        await this.#run(machineId, 'skill.scan', { rootPath: rootPath.trim(), ...(await this.#allowed('resource.import')) }),
+        'resource.import',
+      );
       await this.deps.audit.record([
         {
           actor,
@@ -147,6 +179,7 @@ export class SkillManagement {
         sourcePath: body.sourcePath.trim(),
         expectedRevision: body.expectedRevision,
         ...(replace ? { replace: true } : {}),
+        ...(await this.#allowed('resource.import')),
       });
       let record;
       try {
@@ -173,7 +206,11 @@ export class SkillManagement {
     try {
       const machineId = await this.#machine(agentletId);
       await this.#imported(machineId, id);
-      const result = await this.#scanResult(machineId, await this.#run(machineId, 'skill.scan', { id }));
+      const result = await this.#scanResult(
+        machineId,
+        await this.#run(machineId, 'skill.scan', { id, ...(await this.#allowed('resource.refresh')) }),
+        'resource.refresh',
+      );
       await this.deps.audit.record([
         {
           actor,
@@ -194,7 +231,12 @@ export class SkillManagement {
     try {
       const machineId = await this.#machine(agentletId);
       await this.#imported(machineId, id);
-      await this.#run(machineId, 'skill.import', { id, expectedRevision, refresh: true });
+      await this.#run(machineId, 'skill.import', {
+        id,
+        expectedRevision,
+        refresh: true,
+        ...(await this.#allowed('resource.refresh')),
+      });
       // The provider's replace kept the owner's fields and the import mark; marking again is a no-op then.
       const record = await this.deps.registry.markImported(id, {});
       await this.deps.audit.record([{ actor, action, id, outcome: 'refreshed', details: { machineId } }]);

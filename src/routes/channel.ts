@@ -116,8 +116,17 @@ export const machineChannelRoutes: FastifyPluginCallbackTypebox<ChannelRouteDeps
           error: {
             code: answer.error.code,
             message: 'The machine described the failure with what looks like a secret; the message was withheld.',
+            ...(answer.error.findings ? { findings: answer.error.findings } : {}),
           },
         };
+      }
+      // A finding's fingerprint and rule are checked by the schema; its field is a file path, which is scanned.
+      if (!answer.ok && answer.error.findings?.length) {
+        const paths = answer.error.findings.map((f, i): [string, string] => [`/error/findings/${i}/field`, f.field]);
+        if ((await scanner.scan(paths)).length > 0) {
+          const { findings: _withheld, ...rest } = answer.error;
+          answer = { ok: false, error: rest };
+        }
       }
       if (!channels.answer(machineId, jobId, answer)) {
         throw new AppError('job_not_found', `No job ${jobId} of machine ${machineId} is waiting for an answer; it was dropped.`, {

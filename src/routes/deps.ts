@@ -8,6 +8,7 @@ import type { CatalogueCache } from '../registry/catalogue-cache.js';
 import type { ResourceRegistry } from '../registry/resource-registry.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
 import type { ExpensiveWork } from '../http/expensive-work.js';
+import type { SecretAllowlist } from '../secrets/secret-allowlist.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
 
 export interface RouteDeps {
@@ -19,6 +20,8 @@ export interface RouteDeps {
   catalogue: CatalogueCache;
   capabilities: CapabilityProjection;
   scanner: SecretScanner;
+  /** The owner's secret allowlist (the skill import hands its entries to the machine). */
+  secretAllowlist: SecretAllowlist;
   audit: AuditTrail;
   /** Per-credential bound on expensive requests (SVG renders, large reconciles). */
   expensive: ExpensiveWork;

@@ -31,6 +31,7 @@ export const skillRoutes: FastifyPluginCallbackTypebox<RouteDeps & { channels: M
     channels: deps.channels,
     registry: deps.registry,
     scanner: deps.scanner,
+    allowlist: () => deps.secretAllowlist.entries(),
     audit: deps.audit,
     defaultMachineId: () => deps.profiles.defaultMachineId(),
   });

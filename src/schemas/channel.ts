@@ -1,5 +1,6 @@
 // The machine channel's wire shapes: a job as the channel carries it, the answer a machine posts, and the
 // owner's request to run a job on a machine.
+import { SecretFingerprint } from './secret-allowlist.js';
 import Type, { type Static } from 'typebox';
 
 export const JobId = Type.String({
@@ -19,10 +20,31 @@ export const ChannelJob = Type.Object(
 );
 export type ChannelJob = Static<typeof ChannelJob>;
 
+/** A secret finding of a machine's scan, as its `secret_detected` failure names it (never the value). */
+export const JobSecretFinding = Type.Object(
+  {
+    field: Type.String({
+      minLength: 1,
+      maxLength: 4096,
+      pattern: '^[^\\u0000-\\u001F\\u007F]*$',
+      description: 'Where: `/files/<path within the skill>` (scanned for secrets itself).',
+    }),
+    line: Type.Integer({ minimum: 1, description: '1-based line of the file.' }),
+    rule: Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-z0-9][a-z0-9-]*$' }),
+    fingerprint: SecretFingerprint,
+    route: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-z.-]+$' })),
+  },
+  { additionalProperties: false },
+);
+export type JobSecretFinding = Static<typeof JobSecretFinding>;
+
 export const JobErrorAnswer = Type.Object(
   {
     code: Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-z0-9_]+$', description: 'Stable snake_case code of the failure.' }),
     message: Type.String({ minLength: 1, maxLength: 2000, description: 'What went wrong, for a person (scanned for secrets).' }),
+    findings: Type.Optional(
+      Type.Array(JobSecretFinding, { maxItems: 10, description: '`secret_detected`: where the secrets are, never what they are.' }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -307,6 +307,16 @@ export const ValidationIssue = Type.Object(
     field: Type.String({ description: 'The field concerned (`/name`), or empty for the whole record.' }),
     severity: Type.Union([Type.Literal('error'), Type.Literal('warning')]),
     message: Type.String(),
+    line: Type.Optional(
+      Type.Integer({ minimum: 1, description: '`secret_detected`: the 1-based line of the field where the finding starts.' }),
+    ),
+    rule: Type.Optional(Type.String({ description: '`secret_detected`: the rule that matched.' })),
+    fingerprint: Type.Optional(
+      Type.String({
+        description:
+          '`secret_detected`: `<rule>:<SHA-256 hex of the matched text>`, what `POST /api/acp/secret-allowlist` takes when the finding is no secret.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

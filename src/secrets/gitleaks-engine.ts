@@ -19,6 +19,13 @@ interface RuleSource {
   allowlists?: Allowlist[];
 }
 
+/** A finding: the rule, where its secret starts in the text, and the secret (never shown, only hashed). */
+export interface Candidate {
+  rule: string;
+  index: number;
+  secret: string;
+}
+
 interface CompiledAllowlist {
   and: boolean;
   target: 'secret' | 'match' | 'line';
@@ -59,14 +66,14 @@ const OVERLAP = 512;
  * that hold a match. Windows overlap by more than any rule's match spans (the private-key rule aside, which
  * the built-in header rule covers) and end at whitespace, where a rule's trailing `$` or `\s` fits.
  */
-export function* windows(text: string): Generator<string> {
+export function* windows(text: string): Generator<[offset: number, part: string]> {
   if (text.length <= WINDOW) {
-    yield text;
+    yield [0, text];
     return;
   }
   for (let start = 0; start < text.length;) {
     const end = boundaryAfter(text, start + WINDOW);
-    yield text.slice(start, end);
+    yield [start, text.slice(start, end)];
     if (end >= text.length) return;
     start = boundaryAfter(text, end - OVERLAP);
   }
@@ -156,65 +163,73 @@ export class GitleaksRules {
 
   /** The first rule with a finding in `text` that no allowlist lets through, or undefined. */
   firstRule(text: string): string | undefined {
+    for (const candidate of this.candidates(text)) return candidate.rule;
+    return undefined;
+  }
+
+  /**
+   * Every finding in `text` that no allowlist of the rule set lets through, rule by rule (each rule's in text
+   * order; a match in the overlap of two windows may come twice). A rule with more let-through candidates
+   * than its budget yields the candidate past it: the text is refused rather than read on.
+   */
+  *candidates(text: string): Generator<Candidate> {
     const present = new Set(this.#keywordSet.match(text.toLowerCase()).map((i) => this.#keywords[i]!));
     for (const rule of this.#rules) {
       if (rule.keywords.length > 0 && !rule.keywords.some((k) => present.has(k))) continue;
       rule.compiled ??= compile(rule.source);
-      if (this.#finds(rule.compiled, text)) return rule.compiled.id;
+      yield* this.#candidates(rule.compiled, text);
     }
-    return undefined;
   }
 
-  #finds(rule: CompiledRule, text: string): boolean {
-    if (!rule.regex.test(text)) return false;
-    let budget = MAX_MATCHES_PER_RULE;
-    for (const part of windows(text)) {
+  *#candidates(rule: CompiledRule, text: string): Generator<Candidate> {
+    if (!rule.regex.test(text)) return;
+    const budget = { left: MAX_MATCHES_PER_RULE };
+    for (const [offset, part] of windows(text)) {
       if (!rule.regex.test(part)) continue;
-      const found = this.#findsIn(rule, part, budget);
-      if (found > 0) return true;
-      budget += found;
-      if (budget <= 0) return true;
+      for (const found of this.#candidatesIn(rule, part, budget)) yield { ...found, index: found.index + offset };
     }
-    return false;
   }
 
-  /** 1 when `text` holds a finding; otherwise minus the number of let-through candidates it read. */
-  #findsIn(rule: CompiledRule, text: string, budget: number): number {
+  *#candidatesIn(rule: CompiledRule, text: string, budget: { left: number }): Generator<Candidate> {
     const matcher = rule.regex.matcher(text);
     const lineResults = new Map<string, boolean>();
-    let n = 0;
-    for (; matcher.find(); n++) {
-      if (n >= budget) return 1;
+    while (matcher.find()) {
       const start = matcher.start();
       const end = matcher.end();
       const match = text.slice(start, end).replace(/^\n+|\n+$/g, '');
       let secret = match;
-      if (rule.secretGroup > 0) secret = matcher.group(rule.secretGroup) ?? '';
-      else {
+      let index = start + text.slice(start, end).indexOf(match);
+      let group = rule.secretGroup;
+      if (group === 0) {
         for (let g = 1; g <= matcher.groupCount(); g++) {
-          const value = matcher.group(g);
-          if (value) {
-            secret = value;
+          if (matcher.group(g)) {
+            group = g;
             break;
           }
         }
       }
-      if (rule.entropy > 0 && shannonEntropy(secret) <= rule.entropy) continue;
-      const lineStart = text.lastIndexOf('\n', start - 1) + 1;
-      const lineTest = (a: CompiledAllowlist) => {
-        const key = `${lineStart}:${this.#global.includes(a) ? 'g' : rule.allowlists.indexOf(a)}`;
-        let result = lineResults.get(key);
-        if (result === undefined) {
-          const nl = text.indexOf('\n', end);
-          result = a.regex!.test(text.slice(lineStart, nl === -1 ? text.length : nl));
-          lineResults.set(key, result);
-        }
-        return result;
-      };
-      if (allowed(this.#global, secret, match, lineTest)) continue;
-      if (allowed(rule.allowlists, secret, match, lineTest)) continue;
-      return 1;
+      if (group > 0) {
+        secret = matcher.group(group) ?? '';
+        index = matcher.start(group);
+      }
+      const over = budget.left-- <= 0;
+      if (!over) {
+        if (rule.entropy > 0 && shannonEntropy(secret) <= rule.entropy) continue;
+        const lineStart = text.lastIndexOf('\n', start - 1) + 1;
+        const lineTest = (a: CompiledAllowlist) => {
+          const key = `${lineStart}:${this.#global.includes(a) ? 'g' : rule.allowlists.indexOf(a)}`;
+          let result = lineResults.get(key);
+          if (result === undefined) {
+            const nl = text.indexOf('\n', end);
+            result = a.regex!.test(text.slice(lineStart, nl === -1 ? text.length : nl));
+            lineResults.set(key, result);
+          }
+          return result;
+        };
+        if (allowed(this.#global, secret, match, lineTest)) continue;
+        if (allowed(rule.allowlists, secret, match, lineTest)) continue;
+      }
+      yield { rule: rule.id, index: Math.max(index, 0), secret };
     }
-    return -n;
   }
 }

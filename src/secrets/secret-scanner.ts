@@ -1,15 +1,74 @@
 // Secret scanning for every text field the registry writes: this service's own token formats, JWT-like
 // strings, AWS key IDs, PEM private keys, the exact credential values the process was configured with,
 // gitleaks' rule set, and the agent-host formats gitleaks lacks; all on RE2, linear in the text. Findings
-// name the field and the rule, never the value.
-import type { GitleaksRules } from './gitleaks-engine.js';
+// name the field, line, rule and fingerprint (the rule and the SHA-256 of the matched secret), never the
+// value; the owner's allowlist lets exactly a fingerprint through, and nothing in a text switches a rule off.
+import { createHash } from 'node:crypto';
+import type { Candidate, GitleaksRules } from './gitleaks-engine.js';
 import { AppError } from '../errors.js';
 
 export interface SecretFinding {
-  /** JSON pointer of the field, e.g. `/instructions` or `/customData/notes`. */
+  /** JSON pointer of the field, e.g. `/instructions` or `/customData/notes`; a skill file is `/files/<path>`. */
   field: string;
+  /** 1-based line of the field (or file) where the secret starts. */
+  line: number;
   /** Rule that matched, e.g. `github-pat` (a gitleaks rule ID) or `registry-token`. */
   rule: string;
+  /** `<rule>:<SHA-256 hex of the matched secret>`: names this secret without showing it. */
+  fingerprint: string;
+  /** The write scanned (the scan's `route`), when it named one: what an allowlist entry's `route` matches. */
+  route?: string;
+}
+
+/**
+ * An owner's allowlist entry as the scanner reads it: exactly this fingerprint, only in this field or file
+ * (`file`: a JSON pointer or a path within a skill, matched at the end of the finding's field on a `/`
+ * boundary) and only on this route (the scan's `route`, an audit action such as `resource.register`), when set.
+ */
+export interface AllowedFinding {
+  fingerprint: string;
+  file?: string;
+  route?: string;
+}
+
+export interface ScanScope {
+  /** Which write is scanned (an audit action: `resource.register`, `resource.import`, ...): an entry limited to a route matches only it. */
+  route?: string;
+  /** Entries that apply to this scan besides the scanner's own allowlist (the machine's import job receives the owner's). */
+  allowed?: readonly AllowedFinding[];
+}
+
+/** Rules whose finding no allowlist lets through: a credential of this service is never ordinary text. */
+const NEVER_ALLOWED = new Set(['configured-credential', 'registry-token']);
+
+export function secretFingerprint(rule: string, secret: string): string {
+  return `${rule}:${createHash('sha256').update(secret, 'utf8').digest('hex')}`;
+}
+
+/**
+ * Whether an entry's `file` names the finding's field: equal, or its end after a `/`. A skill's `SKILL.md` is
+ * its record's `sourceContent` (the text the machine's scan, the record's writes and its views all read), so
+ * `SKILL.md` names that field too.
+ */
+function namesField(file: string, field: string): boolean {
+  const name = file.startsWith('/') ? file : `/${file}`;
+  if (name === `/${SKILL_FILE}` && (field === '/sourceContent' || field.endsWith('/sourceContent'))) return true;
+  return field === name || field.endsWith(name);
+}
+const SKILL_FILE = 'SKILL.md';
+
+function allowedBy(
+  entries: readonly AllowedFinding[],
+  finding: Pick<SecretFinding, 'field' | 'rule' | 'fingerprint'>,
+  route: string | undefined,
+): boolean {
+  if (NEVER_ALLOWED.has(finding.rule)) return false;
+  return entries.some(
+    (e) =>
+      e.fingerprint === finding.fingerprint &&
+      (e.file === undefined || namesField(e.file, finding.field)) &&
+      (e.route === undefined || e.route === route),
+  );
 }
 
 interface PatternRule {
@@ -49,6 +108,9 @@ const BUILT_IN: readonly PatternRule[] = [
  * Credential formats of the AI and developer platforms agent hosts use that gitleaks' rule set (run between
  * the built-in patterns and these) does not know, or knows only in an older shape.
  */
+/** A name in code (a variable, property, type or function). */
+const NAME = '[A-Za-z_][A-Za-z0-9_]*';
+
 const AGENT_HOST: readonly PatternRule[] = [
   // gitleaks asks 3 bits of entropy of a GitHub token; a patterned one (`a1B2a1B2...`) is still refused here,
   // an x-filled placeholder is not.
@@ -78,13 +140,25 @@ const AGENT_HOST: readonly PatternRule[] = [
     entropy: 2,
     allow: '^[$<{%]|^(?i:pass(?:word)?|passwd|pwd|secret|changeme|example|x+|\\*+|\\.+)$',
   },
-  // A high-entropy value assigned to a credential-named key (`password=...`, `api_key: "..."`).
+  // A high-entropy value assigned to a credential-named key (`password=...`, `api_key: "..."`), unless the
+  // value is what SDK samples assign there: a variable or an environment lookup (`$TOKEN`, `${X}`, `%X%`,
+  // `process.env.X`, `os.environ["X"]`, `ENV.fetch(...)`), a call (`Environment.GetEnvironmentVariable(...)`,
+  // `jwt.encode(...)`, `anthropic.String(...)`: a name path followed by `(` or `[`, or of two names or more),
+  // or a placeholder (`xoxp-new-...`, `sk-…`, `<your-key>`, `YOUR_API_KEY`, `your-token-here`).
   {
     rule: 'credential-assignment',
     pattern: '(?i)(?:passw(?:or)?d|pwd|secret|api_?key|access_?key|token)["\']?[ \\t]{0,3}[:=][ \\t]{0,3}["\']?([^\\s"\'`,;]{12,128})',
     group: 1,
     entropy: 3.5,
-    allow: '^[$<{%]|^(?:[A-Za-z]+[_.-]?)+$|EXAMPLE',
+    allow: [
+      '^[$<{%]',
+      '^(?:[A-Za-z]+[_.-]?)+$',
+      'EXAMPLE',
+      `^${NAME}(?:(?:\\.|::|->)${NAME})*[(\\[]`,
+      `^${NAME}(?:(?:\\.|::|->)${NAME})+$`,
+      '\\.\\.\\.|…',
+      '(?i:your[_-]|[_-]here$|replace[_-]?me|change[_-]?me|placeholder)',
+    ].join('|'),
   },
 ];
 const MAX_CANDIDATES = 200;
@@ -92,7 +166,7 @@ const MIN_KNOWN_SECRET_LENGTH = 12;
 
 interface CompiledPattern {
   rule: string;
-  finds(text: string): boolean;
+  candidates(text: string): Generator<Candidate>;
 }
 const YIELD_EVERY_FIELDS = 32;
 /** A field at least this long (UTF-16 code units) is scanned on an event-loop turn of its own. */
@@ -118,24 +192,27 @@ function engines(): Promise<Engine> {
       const allow = r.allow === undefined ? undefined : RE2JS.compile(r.allow);
       return {
         rule: r.rule,
-        finds(text) {
+        *candidates(text) {
           // The DFA answers this alone; the (slower) NFA runs only when there is a candidate to look at.
-          if (!pattern.test(text)) return false;
-          if (r.group === undefined && r.entropy === undefined && !allow) return true;
+          if (!pattern.test(text)) return;
           let n = 0;
-          for (const part of windows(text)) {
+          for (const [offset, part] of windows(text)) {
             if (!pattern.test(part)) continue;
             const matcher = pattern.matcher(part);
-            for (; matcher.find(); n++) {
+            while (matcher.find()) {
+              const group = r.group ?? 0;
+              const secret = matcher.group(group) ?? '';
+              const found = { rule: r.rule, index: offset + Math.max(matcher.start(group), 0), secret };
               // Bounded: past this many let-through candidates the text is refused rather than read on.
-              if (n >= MAX_CANDIDATES) return true;
-              const secret = matcher.group(r.group ?? 0) ?? '';
+              if (n++ >= MAX_CANDIDATES) {
+                yield found;
+                continue;
+              }
               if (r.entropy !== undefined && shannonEntropy(secret) <= r.entropy) continue;
               if (allow?.test(secret)) continue;
-              return true;
+              yield found;
             }
           }
-          return false;
         },
       };
     };
@@ -147,53 +224,101 @@ function engines(): Promise<Engine> {
   return engine;
 }
 
+export interface SecretScannerOptions {
+  /**
+   * The owner's allowlist, read when a field holds a finding (never for a clean one); a failed read refuses
+   * the write (fails closed).
+   */
+  allowlist?: () => Promise<readonly AllowedFinding[]>;
+}
+
 export class SecretScanner {
   readonly #knownSecrets: string[];
+  readonly #allowlist: (() => Promise<readonly AllowedFinding[]>) | undefined;
 
   /** @param knownSecrets exact credential values configured for this process (owner token, ...). */
-  constructor(knownSecrets: readonly string[] = []) {
+  constructor(knownSecrets: readonly string[] = [], options: SecretScannerOptions = {}) {
     this.#knownSecrets = knownSecrets.filter((s) => s.length >= MIN_KNOWN_SECRET_LENGTH);
+    this.#allowlist = options.allowlist;
   }
 
   /**
-   * Scans every string, reporting at most one finding per field. A secret object key (a `#key` field from
-   * `stringLeaves`) ends the scan: the pointers after it could name that key.
+   * Scans every string, reporting at most one finding per field: its first one that the allowlist does not
+   * let through. A secret object key (a `#key` field from `stringLeaves`) ends the scan: the pointers after
+   * it could name that key.
    */
-  async scan(fields: Iterable<[field: string, value: string]>): Promise<SecretFinding[]> {
+  async scan(fields: Iterable<[field: string, value: string]>, scope: ScanScope = {}): Promise<SecretFinding[]> {
     const findings: SecretFinding[] = [];
+    let entries: readonly AllowedFinding[] | undefined;
     let scanned = 0;
     for (const [field, value] of fields) {
       // Scanning is synchronous: yield to the event loop now and then, so a large
       // write (a 1,000-record reconcile) does not hold every other request (agents' reads) until it ends.
       // Real skills are 2-100 k characters each, milliseconds of scanning apiece: each gets a turn of its own.
       if (++scanned % YIELD_EVERY_FIELDS === 0 || value.length >= YIELD_BEFORE_CHARS) await new Promise((resolve) => setImmediate(resolve));
-      const rule = await this.#firstRule(value);
-      if (rule) findings.push({ field, rule });
-      if (rule && field.endsWith(KEY_SUFFIX)) break;
+      let finding: SecretFinding | undefined;
+      for (const candidate of await this.#candidates(value)) {
+        const found = { field, rule: candidate.rule, fingerprint: secretFingerprint(candidate.rule, candidate.secret) };
+        entries ??= [...(scope.allowed ?? []), ...((await this.#allowlist?.()) ?? [])];
+        if (allowedBy(entries, found, scope.route)) continue;
+        finding = {
+          field,
+          line: lineOf(value, candidate.index),
+          rule: found.rule,
+          fingerprint: found.fingerprint,
+          ...(scope.route === undefined ? {} : { route: scope.route }),
+        };
+        break;
+      }
+      if (finding) findings.push(finding);
+      if (finding && field.endsWith(KEY_SUFFIX)) break;
     }
     return findings;
   }
 
-  /** Throws 422 `secret_detected` naming every offending field and rule. */
-  async assertClean(fields: Iterable<[field: string, value: string]>): Promise<void> {
-    const findings = await this.scan(fields);
-    if (findings.length > 0) {
-      const first = findings[0]!;
-      throw new AppError(
-        'secret_detected',
-        `Field ${first.field} looks like it contains a secret (rule ${first.rule}); secrets never belong in the registry.`,
-        { findings },
-      );
-    }
+  /** Throws 422 `secret_detected` naming every offending field, line, rule and fingerprint. */
+  async assertClean(fields: Iterable<[field: string, value: string]>, scope: ScanScope = {}): Promise<void> {
+    const findings = await this.scan(fields, scope);
+    if (findings.length > 0) throw secretDetected(findings);
   }
 
-  async #firstRule(value: string): Promise<string | undefined> {
-    if (value.length === 0) return undefined;
+  /** Every finding of `value`, built-in rules first, lazily: the scan stops at the first one not allowed. */
+  async #candidates(value: string): Promise<Iterable<Candidate>> {
+    if (value.length === 0) return [];
     const { builtIn, agentHost, gitleaks } = await engines();
-    for (const { rule, finds } of builtIn) if (finds(value)) return rule;
-    if (this.#knownSecrets.some((s) => value.includes(s))) return 'configured-credential';
-    return gitleaks.firstRule(value) ?? agentHost.find(({ finds }) => finds(value))?.rule;
+    const known = this.#knownSecrets;
+    return (function* () {
+      for (const p of builtIn) yield* p.candidates(value);
+      for (const s of known) {
+        const index = value.indexOf(s);
+        if (index >= 0) yield { rule: 'configured-credential', index, secret: s };
+      }
+      yield* gitleaks.candidates(value);
+      for (const p of agentHost) yield* p.candidates(value);
+    })();
   }
+}
+
+/** 1-based line of `index` in `text` (a `\r\n` ends one line, as `\n` does). */
+function lineOf(text: string, index: number): number {
+  let line = 1;
+  for (let at = text.indexOf('\n'); at !== -1 && at < index; at = text.indexOf('\n', at + 1)) line++;
+  return line;
+}
+
+/** Where a finding is, as a refusal names it: `<field> line <n> (rule <rule>, fingerprint <fingerprint>)`. */
+export function describeFinding(f: SecretFinding): string {
+  return `${f.field} line ${f.line} (rule ${f.rule}, fingerprint ${f.fingerprint}${f.route === undefined ? '' : `, route ${f.route}`})`;
+}
+
+/** The one 422 `secret_detected` of a write: the first finding in the message, every one in `details.findings`. */
+export function secretDetected(findings: readonly SecretFinding[]): AppError {
+  const first = findings[0]!;
+  return new AppError(
+    'secret_detected',
+    `Field ${describeFinding(first)} looks like it contains a secret; secrets never belong in the registry. If it is none, the owner can allow this fingerprint.`,
+    { findings },
+  );
 }
 
 const KEY_SUFFIX = '#key';

@@ -94,7 +94,7 @@ t.test('a receipt holding a secret is rejected without echoing it, and nothing i
     instructions,
   ]);
   t.equal(add.code, 1);
-  t.match(add.stderr, /\/instructions looks like it contains a secret \(rule github-pat\)/);
+  t.match(add.stderr, /\/instructions looks like it contains a secret \(line \d+, rule github-pat, fingerprint github-pat:[0-9a-f]{64}\)/);
   await t.rejects(stat(path.join(m.root, 'receipts', 'github-connector.json')), { code: 'ENOENT' }, 'nothing written');
 
   await writeReceipt(

@@ -149,7 +149,16 @@ t.test('secrets are found in every text field and never quoted', async (t) => {
       receiptJson('good', { entrypoint: 'skills/good/SKILL.md', [field]: `x ${FAKE_GITHUB_TOKEN} y` }),
       scanner,
     );
-    t.same(problems, [`/${field} looks like it contains a secret (rule github-pat); secrets never belong in a receipt`], field);
+    t.match(
+      problems,
+      [
+        new RegExp(
+          `^/${field} looks like it contains a secret \\(line 1, rule github-pat, fingerprint github-pat:[0-9a-f]{64}\\); secrets never belong in a receipt$`,
+        ),
+      ],
+      field,
+    );
+    t.equal(problems.length, 1);
   }
   const own = await receiptProblems(
     root,
@@ -157,7 +166,9 @@ t.test('secrets are found in every text field and never quoted', async (t) => {
     receiptJson('good', { entrypoint: 'skills/good/SKILL.md', instructions: 'Bearer arr_machine_0123456789abcdefXYZ' }),
     scanner,
   );
-  t.same(own, ['/instructions looks like it contains a secret (rule registry-token); secrets never belong in a receipt']);
+  t.match(own, [
+    /^\/instructions looks like it contains a secret \(line 1, rule registry-token, fingerprint registry-token:[0-9a-f]{64}\); secrets never/,
+  ]);
   const configured = new SecretScanner(['exact-machine-token-value-123']);
   const known = await receiptProblems(
     root,
@@ -165,11 +176,15 @@ t.test('secrets are found in every text field and never quoted', async (t) => {
     receiptJson('good', { entrypoint: 'skills/good/SKILL.md', description: 'has exact-machine-token-value-123' }),
     configured,
   );
-  t.same(known, ['/description looks like it contains a secret (rule configured-credential); secrets never belong in a receipt']);
+  t.match(known, [
+    /^\/description looks like it contains a secret \(line 1, rule configured-credential, fingerprint configured-credential:[0-9a-f]{64}\); secrets never/,
+  ]);
   const inPath = await receiptProblems(root, 'good', receiptJson('good', { entrypoint: `skills/${FAKE_GITHUB_TOKEN}` }), scanner);
-  t.same(
+  t.match(
     inPath,
-    ['/entrypoint looks like it contains a secret (rule github-pat); secrets never belong in a receipt'],
+    [
+      /^\/entrypoint looks like it contains a secret \(line 1, rule github-pat, fingerprint github-pat:[0-9a-f]{64}\); secrets never belong in a receipt$/,
+    ],
     'the path is not quoted',
   );
 });

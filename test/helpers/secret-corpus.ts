@@ -54,28 +54,45 @@ interface Sample {
 }
 
 function load(file: string): Sample[] {
+  if (file.endsWith('.jsonl')) {
+    return readFileSync(path.join(DIR, file), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Sample);
+  }
   return JSON.parse(readFileSync(path.join(DIR, file), 'utf8')) as Sample[];
 }
+
+const rate = (found: number, total: number) => ({ found, total });
 
 export interface CorpusFigures {
   recall: { family: string; found: number; total: number }[];
   positives: { found: number; total: number };
+  /** Recall on gitleaks' rule-test true positives, and on the invented keys of agent-host formats. */
+  bySource: { gitleaks: { found: number; total: number }; agentFormats: { found: number; total: number } };
+  /** Whole files of real public skill folders, each scanned as one field (as a skill import scans it). */
+  skillFiles: { refused: number; total: number };
   negatives: { refused: number; total: number; rules: Record<string, number> };
   missed: string[];
   falsePositives: { source: string; rule: string; excerpt: string }[];
 }
 
 export async function measureCorpus(scanner = new SecretScanner()): Promise<CorpusFigures> {
-  const positives = [...load('positives-gitleaks.json'), ...load('positives-agent-formats.json')];
+  const gitleaks = load('positives-gitleaks.json');
+  const agentFormats = load('positives-agent-formats.json');
+  const positives = [...gitleaks, ...agentFormats];
   const negatives = [...load('negatives-public.json'), ...load('negatives-placeholders.json')];
   const families = new Map<string, { found: number; total: number }>();
   const missed: string[] = [];
+  const bySource = { gitleaks: rate(0, gitleaks.length), agentFormats: rate(0, agentFormats.length) };
   for (const sample of positives) {
     const family = families.get(sample.family!) ?? { found: 0, total: 0 };
     families.set(sample.family!, family);
     family.total++;
-    if ((await scanner.scan([['/text', sample.text]])).length > 0) family.found++;
-    else missed.push(`${sample.family} (${sample.source}): ${sample.text.slice(0, 60)}`);
+    if ((await scanner.scan([['/text', sample.text]])).length > 0) {
+      family.found++;
+      bySource[gitleaks.includes(sample) ? 'gitleaks' : 'agentFormats'].found++;
+    } else missed.push(`${sample.family} (${sample.source}): ${sample.text.slice(0, 60)}`);
   }
   const falsePositives: CorpusFigures['falsePositives'] = [];
   const rules: Record<string, number> = {};
@@ -86,12 +103,24 @@ export async function measureCorpus(scanner = new SecretScanner()): Promise<Corp
       falsePositives.push({ source: sample.source, rule: finding.rule, excerpt: sample.text.slice(0, 80) });
     }
   }
+  const skillFiles = load('negatives-skill-files.jsonl');
+  let skillFilesRefused = 0;
+  for (const sample of skillFiles) {
+    const [finding] = await scanner.scan([[`/files/${sample.source}`, sample.text]]);
+    if (finding) {
+      skillFilesRefused++;
+      rules[finding.rule] = (rules[finding.rule] ?? 0) + 1;
+      falsePositives.push({ source: `${sample.source} line ${finding.line}`, rule: finding.rule, excerpt: '' });
+    }
+  }
   const recall = [...families].map(([family, f]) => ({ family, ...f })).sort((a, b) => a.family.localeCompare(b.family));
   const found = recall.reduce((n, f) => n + f.found, 0);
   return {
     recall,
     positives: { found, total: positives.length },
-    negatives: { refused: falsePositives.length, total: negatives.length, rules },
+    bySource,
+    skillFiles: { refused: skillFilesRefused, total: skillFiles.length },
+    negatives: { refused: falsePositives.length - skillFilesRefused, total: negatives.length, rules },
     missed,
     falsePositives,
   };

@@ -522,6 +522,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/acp/secret-allowlist": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the secret allowlist
+         * @description Every entry of the allowlist (SECRET_ALLOWLIST_FILE), in the order added. An entry lets exactly one finding through: its `fingerprint` (`<rule>:<SHA-256 of the matched text>`, as `details.findings` of a 422 `secret_detected` names it), only in `file` and only on `route` when they are set. Nothing else switches the scan off.
+         */
+        get: operations["listSecretAllowlist"];
+        put?: never;
+        /**
+         * Allow one finding of the secret scan
+         * @description Adds an entry (201), or answers the entry already there with the same fingerprint, file and route (200, unchanged). An entry lets exactly one finding through: its `fingerprint` (`<rule>:<SHA-256 of the matched text>`, as `details.findings` of a 422 `secret_detected` names it), only in `file` and only on `route` when they are set. Nothing else switches the scan off. `reason` and `file` are scanned for secrets (422 `secret_detected`). Every scan from now on reads it, the machine's skill import included. Audited as `secret-allowlist.add`.
+         */
+        post: operations["addSecretAllowlistEntry"];
+        /**
+         * Remove an entry of the secret allowlist
+         * @description Removes the entry with exactly this `fingerprint`, `file` and `route` (leave out the ones it has not): the finding is refused again from the next scan. 404 `allowlist_entry_not_found` when there is no such entry. Audited as `secret-allowlist.remove`.
+         */
+        delete: operations["removeSecretAllowlistEntry"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/acp/providers/{provider}/resources": {
         parameters: {
             query?: never;
@@ -1838,6 +1866,12 @@ export interface operations {
                             field: string;
                             severity: "error" | "warning";
                             message: string;
+                            /** @description `secret_detected`: the 1-based line of the field where the finding starts. */
+                            line?: number;
+                            /** @description `secret_detected`: the rule that matched. */
+                            rule?: string;
+                            /** @description `secret_detected`: `<rule>:<SHA-256 hex of the matched text>`, what `POST /api/acp/secret-allowlist` takes when the finding is no secret. */
+                            fingerprint?: string;
                         }[];
                     };
                 };
@@ -4095,6 +4129,17 @@ export interface operations {
                         code: string;
                         /** @description What went wrong, for a person (scanned for secrets). */
                         message: string;
+                        /** @description `secret_detected`: where the secrets are, never what they are. */
+                        findings?: {
+                            /** @description Where: `/files/<path within the skill>` (scanned for secrets itself). */
+                            field: string;
+                            /** @description 1-based line of the file. */
+                            line: number;
+                            rule: string;
+                            /** @description A finding's fingerprint as a 422 `secret_detected` names it: `<rule>:<SHA-256 hex of the matched text>`. */
+                            fingerprint: string;
+                            route?: string;
+                        }[];
                     };
                 };
             };
@@ -7378,6 +7423,463 @@ export interface operations {
                 };
             };
             /** @description `workload_not_found`, `machine_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listSecretAllowlist: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The entries. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Every entry, in the order added. */
+                        entries: {
+                            /** @description A finding's fingerprint as a 422 `secret_detected` names it: `<rule>:<SHA-256 hex of the matched text>`. */
+                            fingerprint: string;
+                            /** @description Only in this field or file: the finding's `field` as the refusal named it (`/instructions`, `/files/references/api.md`), or its end after a `/` (`references/api.md`, `/sourceContent`, which then matches `/resources/3/sourceContent` too). */
+                            file?: string;
+                            /** @description Only on this write (the refusal's `details.findings[].route`). */
+                            route?: "resource.register" | "resource.reconcile" | "resource.validate" | "resource.customize" | "receipt.record" | "resource.import" | "resource.refresh";
+                            /** @description Why this is no secret, for whoever reads the list later (scanned for secrets itself). */
+                            reason: string;
+                            /**
+                             * Format: date-time
+                             * @description When the owner added it through the API.
+                             */
+                            addedAt?: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    addSecretAllowlistEntry: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description A finding's fingerprint as a 422 `secret_detected` names it: `<rule>:<SHA-256 hex of the matched text>`. */
+                    fingerprint: string;
+                    /** @description Only in this field or file: the finding's `field` as the refusal named it (`/instructions`, `/files/references/api.md`), or its end after a `/` (`references/api.md`, `/sourceContent`, which then matches `/resources/3/sourceContent` too). */
+                    file?: string;
+                    /** @description Only on this write (the refusal's `details.findings[].route`). */
+                    route?: "resource.register" | "resource.reconcile" | "resource.validate" | "resource.customize" | "receipt.record" | "resource.import" | "resource.refresh";
+                    /** @description Why this is no secret, for whoever reads the list later (scanned for secrets itself). */
+                    reason: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Already there; unchanged. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description A finding's fingerprint as a 422 `secret_detected` names it: `<rule>:<SHA-256 hex of the matched text>`. */
+                        fingerprint: string;
+                        /** @description Only in this field or file: the finding's `field` as the refusal named it (`/instructions`, `/files/references/api.md`), or its end after a `/` (`references/api.md`, `/sourceContent`, which then matches `/resources/3/sourceContent` too). */
+                        file?: string;
+                        /** @description Only on this write (the refusal's `details.findings[].route`). */
+                        route?: "resource.register" | "resource.reconcile" | "resource.validate" | "resource.customize" | "receipt.record" | "resource.import" | "resource.refresh";
+                        /** @description Why this is no secret, for whoever reads the list later (scanned for secrets itself). */
+                        reason: string;
+                        /**
+                         * Format: date-time
+                         * @description When the owner added it through the API.
+                         */
+                        addedAt?: string;
+                    };
+                };
+            };
+            /** @description Added. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description A finding's fingerprint as a 422 `secret_detected` names it: `<rule>:<SHA-256 hex of the matched text>`. */
+                        fingerprint: string;
+                        /** @description Only in this field or file: the finding's `field` as the refusal named it (`/instructions`, `/files/references/api.md`), or its end after a `/` (`references/api.md`, `/sourceContent`, which then matches `/resources/3/sourceContent` too). */
+                        file?: string;
+                        /** @description Only on this write (the refusal's `details.findings[].route`). */
+                        route?: "resource.register" | "resource.reconcile" | "resource.validate" | "resource.customize" | "receipt.record" | "resource.import" | "resource.refresh";
+                        /** @description Why this is no secret, for whoever reads the list later (scanned for secrets itself). */
+                        reason: string;
+                        /**
+                         * Format: date-time
+                         * @description When the owner added it through the API.
+                         */
+                        addedAt?: string;
+                    };
+                };
+            };
+            /** @description `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `secret_detected` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    removeSecretAllowlistEntry: {
+        parameters: {
+            query: {
+                /** @description A finding's fingerprint as a 422 `secret_detected` names it: `<rule>:<SHA-256 hex of the matched text>`. */
+                fingerprint: string;
+                /** @description The entry's `file`, when it has one. */
+                file?: string;
+                /** @description The entry's `route`, when it has one. */
+                route?: "resource.register" | "resource.reconcile" | "resource.validate" | "resource.customize" | "receipt.record" | "resource.import" | "resource.refresh";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `allowlist_entry_not_found` */
             404: {
                 headers: {
                     [name: string]: unknown;

@@ -14,6 +14,7 @@ export const ERROR_CODES = {
   not_found: 404,
   skill_not_found: 404,
   job_not_found: 404,
+  allowlist_entry_not_found: 404,
   resource_conflict: 409,
   alias_conflict: 409,
   invalid_profile_kind: 409,

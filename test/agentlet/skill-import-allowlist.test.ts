@@ -1,0 +1,99 @@
+// The machine's side of a false finding: an import refused for a secret names each file, line, rule and
+// fingerprint (never the value; the fingerprints travel as data beside the message), and the owner's
+// allowlist entries the job carries let exactly those fingerprints through, in the file and on the route
+// they name. Ordinary SDK samples (calls, environment lookups, placeholders) are no finding at all.
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import t from 'tap';
+import { JOBS, type JobContext } from '../../src/agentlet/jobs.js';
+import { importJob, readSkill, scanJob } from '../../src/agentlet/skill-jobs.js';
+import { SecretScanner, secretFingerprint } from '../../src/secrets/secret-scanner.js';
+import { tempDir } from '../helpers/agentlet.js';
+
+const SKILL = (name: string, body = 'Body.') => `---\nname: ${name}\ndescription: What ${name} does.\n---\n\n${body}\n`;
+const VALUE = 'Xk9#mQ2$vL7pR4tZ8wN3';
+const SETUP = `# Setup\n\n    password = "${VALUE}"\n`;
+const FINGERPRINT = secretFingerprint('credential-assignment', VALUE);
+
+async function world(t: Parameters<typeof tempDir>[0], files: Record<string, string>) {
+  const dir = await tempDir(t, 'skill-allow-');
+  const root = path.join(dir, 'root');
+  await mkdir(path.join(root, 'receipts'), { recursive: true, mode: 0o700 });
+  await mkdir(path.join(root, 'skills'), { recursive: true, mode: 0o700 });
+  const src = path.join(dir, 'src', 'guide');
+  for (const [rel, content] of Object.entries(files)) {
+    await mkdir(path.dirname(path.join(src, rel)), { recursive: true });
+    await writeFile(path.join(src, rel), content);
+  }
+  const context: JobContext = {
+    machineId: 'agentlet-x',
+    root,
+    publish: () => Promise.resolve({ dryRun: false, created: [], replaced: [], withdrawn: [], unchanged: [] }),
+    scanner: new SecretScanner(),
+  };
+  const { sourceRevision } = (await readSkill(src)).candidate;
+  return {
+    root,
+    src,
+    context,
+    job: (extra: Record<string, unknown> = {}) => ({ id: 'guide', sourcePath: src, expectedRevision: sourceRevision, ...extra }),
+  };
+}
+
+t.test('SDK samples with calls, environment lookups and placeholders import as they are', async (t) => {
+  const { root, context, job } = await world(t, {
+    'SKILL.md': SKILL('Guide'),
+    'csharp/README.md':
+      '```csharp\nvar client = new AnthropicClient(new() {\n    ApiKey = Environment.GetEnvironmentVariable("ANTHROPIC_API_KEY")\n});\n```\n',
+    'go/README.md':
+      '```go\n\t\t\tAccessToken: anthropic.String("xoxp-new-..."),\n\t\t\tRefreshToken: anthropic.String("xoxe-1-new-..."),\n```\n',
+    'python/auth.py': 'import jwt, os\ntoken = jwt.encode(payload, key)\napi_key = os.environ["ANTHROPIC_API_KEY"]\n',
+  });
+  t.match(await importJob(job(), context), { id: 'guide', created: true });
+  t.same(await readdir(path.join(root, 'skills')), ['guide']);
+});
+
+t.test('a refused import names file, line, rule and fingerprint as data; its message holds no value or fingerprint', async (t) => {
+  const { root, context, job } = await world(t, { 'SKILL.md': SKILL('Guide'), 'references/setup.md': SETUP });
+  const answer = await JOBS.run('skill.import', job(), context);
+  t.equal(answer.ok, false);
+  if (answer.ok) return;
+  t.equal(answer.error.code, 'secret_detected');
+  t.same(answer.error.findings, [
+    { field: '/files/references/setup.md', line: 3, rule: 'credential-assignment', fingerprint: FINGERPRINT, route: 'resource.import' },
+  ]);
+  t.match(answer.error.message, 'references/setup.md line 3 (rule credential-assignment)');
+  t.notOk(answer.error.message.includes(VALUE), 'no value');
+  t.notOk(answer.error.message.includes(FINGERPRINT.split(':')[1]!), 'no fingerprint in the words (the registry scans them)');
+  t.same(await readdir(path.join(root, 'skills')), [], 'nothing copied');
+});
+
+t.test("the job's allowlist entries let exactly that fingerprint through, in that file, on that route", async (t) => {
+  const { root, context, job } = await world(t, { 'SKILL.md': SKILL('Guide'), 'references/setup.md': SETUP });
+  for (const [label, entry] of [
+    ['another file', { fingerprint: FINGERPRINT, file: 'references/other.md' }],
+    ['another route', { fingerprint: FINGERPRINT, route: 'resource.refresh' }],
+    ['another fingerprint', { fingerprint: secretFingerprint('credential-assignment', 'Zq8!nB3@cV6mK1xW5rT0') }],
+  ] as const) {
+    await t.rejects(importJob(job({ secretAllowlist: [entry] }), context), { code: 'secret_detected' }, label);
+  }
+  await t.rejects(importJob(job({ secretAllowlist: [{ file: 'x' }] }), context), { code: 'invalid_payload' }, 'a malformed list');
+  await t.rejects(importJob(job({ secretAllowlist: 'all' }), context), { code: 'invalid_payload' });
+  t.match(
+    await importJob(
+      job({ secretAllowlist: [{ fingerprint: FINGERPRINT, file: 'references/setup.md', route: 'resource.import' }] }),
+      context,
+    ),
+    { created: true },
+  );
+  t.same(await readdir(path.join(root, 'skills')), ['guide']);
+});
+
+t.test('a scan lists a skill whose SKILL.md finding is allowed (SKILL.md names its sourceContent)', async (t) => {
+  const { src, context } = await world(t, { 'SKILL.md': SKILL('Guide', `Sign in:\n\npassword = "${VALUE}"`) });
+  const refused = await scanJob({ rootPath: src }, context);
+  t.equal(refused.candidates.length, 0);
+  t.match(refused.diagnostics[0]?.message, /line \d+, rule credential-assignment/);
+  const allowed = await scanJob({ rootPath: src, secretAllowlist: [{ fingerprint: FINGERPRINT, file: 'SKILL.md' }] }, context);
+  t.equal(allowed.candidates.length, 1);
+});
