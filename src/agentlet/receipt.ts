@@ -6,6 +6,7 @@ import path from 'node:path';
 import Type, { type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { HOST_PROVIDER, ProviderId, RESOURCE_ID_PATTERN, ResourceId, SINGLE_LINE_PATTERN } from '../schemas/common.js';
+import { recordProblems } from '../schemas/record-rules.js';
 import { MAX_MACHINE_PROBLEMS, MAX_PROBLEM_MESSAGE, type MachineProblem } from '../schemas/machine.js';
 import { ReconcileEntry, ReconcileEntryV2, MAX_RECONCILE_RESOURCES, type ReconcileEntryV1 } from '../schemas/resource.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
@@ -292,6 +293,8 @@ async function checkReceipt(
   if (entry && !(entry.schemaVersion === 2 ? checkEntryV2.Check(entry) : checkEntryV1.Check(entry))) {
     problems.push('the record it publishes does not pass the registry rules'); // defensive: the schemas share fields
   }
+  // The registry's rules beyond the schema, as its write applies them (the provider checked above).
+  if (entry) for (const p of recordProblems(machineId ?? '', { name: entry.name })) problems.push(`${p.field}: ${p.message}`);
   if (problems.length === 0) return { problems };
   return { problems, code: missing && problems.length === 1 ? 'entrypoint_missing' : 'receipt_invalid' };
 }

@@ -4,6 +4,7 @@ import { Compile } from 'typebox/compile';
 import { canSeeTogether, nameKey, RUNTIME_VARIABLES, unknownVariables } from '../capabilities/rules.js';
 import { AppError } from '../errors.js';
 import { hasInvisible } from '../text/look-alike.js';
+import { recordProblems, reservedIdProblems, type ReservedIds } from '../schemas/record-rules.js';
 import { HOST_PROVIDER, ProviderId } from '../schemas/common.js';
 import { visibleOnMachine } from './visibility.js';
 import { discriminatedErrors } from '../schemas/discriminated-errors.js';
@@ -82,27 +83,12 @@ export class ResourceRegistry {
 
   /** A machine may not hold a required default ID or a hosted capability's (not even before the host registers it): 403. */
   #assertNotReserved(provider: string, ids: readonly string[]): void {
-    if (provider === HOST_PROVIDER) return;
-    const required = ids.filter((id) => this.requiredResourceIds.includes(id));
-    if (required.length > 0) {
-      throw new AppError(
-        'forbidden',
-        `${required.join(', ')} ${required.length === 1 ? 'is a required default ID; it belongs' : 'are required default IDs; they belong'} to the host alone.`,
-        {
-          ids: required,
-        },
-      );
-    }
-    const hosted = ids.filter((id) => this.hostedCapabilityIds.includes(id));
-    if (hosted.length > 0) {
-      throw new AppError(
-        'forbidden',
-        `${hosted.join(', ')} ${hosted.length === 1 ? 'is a hosted capability ID; it belongs' : 'are hosted capability IDs; they belong'} to the host alone.`,
-        {
-          ids: hosted,
-        },
-      );
-    }
+    const [problem] = reservedIdProblems(provider, ids, this.#reserved);
+    if (problem) throw new AppError(problem.code, problem.message, problem.details);
+  }
+
+  get #reserved(): ReservedIds {
+    return { required: this.requiredResourceIds, hosted: this.hostedCapabilityIds };
   }
 
   /** How each record was installed, for the owner's management (src/registry/manageable.ts). */
@@ -282,13 +268,13 @@ export class ResourceRegistry {
       issues.push({ code: 'validation_failed', field: e.instancePath, severity: 'error', message });
     }
     const provider = callerProvider ?? (typeof body.provider === 'string' ? body.provider : undefined);
-    if (callerProvider !== undefined && body.provider !== undefined && body.provider !== callerProvider) {
-      issues.push({
-        code: 'validation_failed',
-        field: '/provider',
-        severity: 'error',
-        message: `provider must be ${callerProvider} (the caller)`,
-      });
+    // The rules every write applies beyond the schema (record-rules.ts), as that provider's write would.
+    if (provider !== undefined) {
+      const ruled = [
+        ...recordProblems(provider, body),
+        ...(typeof body.id === 'string' ? reservedIdProblems(provider, [body.id], this.#reserved) : []),
+      ];
+      for (const p of ruled) issues.push({ code: p.code, field: p.field, severity: 'error', message: p.message });
     }
     // The body is any JSON, so a field may be far longer than the schema allows (that is reported above):
     // each is scanned up to its schema bound, as a stored one would be, and no further.
@@ -350,14 +336,8 @@ export class ResourceRegistry {
   }
 
   #toRecord(provider: string, body: (ResourcePutBody | ReconcileEntry) & { id: string }, at: string): StoredResource {
-    if (body.provider !== undefined && body.provider !== provider) {
-      throw new AppError('validation_failed', `Body provider ${body.provider} does not match the caller's provider ${provider}.`, {
-        field: `${at}/provider`,
-      });
-    }
-    if (hasInvisible(body.name)) {
-      throw new AppError('validation_failed', 'The name holds an invisible or bidirectional-control character.', { field: `${at}/name` });
-    }
+    const [problem] = recordProblems(provider, body, at);
+    if (problem) throw new AppError(problem.code, problem.message, { field: problem.field });
     if (body.schemaVersion === 2) {
       // Upstream trims the provider's text; whitespace-only never reaches here (the body schema wants a visible character).
       const record = {

@@ -302,7 +302,7 @@ export const ValidationIssue = Type.Object(
   {
     code: Type.String({
       description:
-        'Stable code: `validation_failed`, `secret_detected`, `resource_conflict`, `duplicate_resource_name` (errors) or `unknown_variable` (warning).',
+        'Stable code: `validation_failed`, `forbidden` (an ID that belongs to the host alone), `secret_detected`, `resource_conflict`, `duplicate_resource_name` (errors) or `unknown_variable` (warning). An error is exactly what the write would refuse.',
     }),
     field: Type.String({ description: 'The field concerned (`/name`), or empty for the whole record.' }),
     severity: Type.Union([Type.Literal('error'), Type.Literal('warning')]),

@@ -64,6 +64,8 @@ t.test('record fields follow the server rules', async (t) => {
     ['empty description', { description: '' }, '/description must not have fewer than 1 characters'],
     ['long instructions', { instructions: 'i'.repeat(4001) }, '/instructions must not have more than 4000 characters'],
     ['control character', { name: 'bell\u0007' }, '/name must not be blank or hold control characters other than newline and tab'],
+    ['invisible character', { name: 'zero\u200bwidth' }, '/name: The name holds an invisible or bidirectional-control character.'],
+    ['bidi control', { name: 'flip\u202eped' }, '/name: The name holds an invisible or bidirectional-control character.'],
     ['blank text', { description: ' \n\t' }, '/description must not be blank or hold control characters other than newline and tab'],
     ['unknown kind', { kind: 'plugin' }, '/kind must be one of skill, tool, connector'],
     ['wrong version', { schemaVersion: 3 }, '/schemaVersion must be 1 or 2'],
