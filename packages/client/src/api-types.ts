@@ -4049,7 +4049,7 @@ export interface operations {
                 "application/json": {
                     /** @enum {boolean} */
                     ok: true;
-                    /** @description The job's result. */
+                    /** @description The job's result: any JSON nested at most 64 levels of arrays and objects deep (400 `validation_failed` otherwise, and the job fails). */
                     result?: unknown;
                 } | {
                     /** @enum {boolean} */
