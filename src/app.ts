@@ -23,6 +23,7 @@ import { createLogger } from './logger.js';
 import { Metrics } from './metrics.js';
 import { MachineRegistry } from './machines/machine-registry.js';
 import { MachineChannels } from './channel/machine-channels.js';
+import { Revocations } from './credentials/revocations.js';
 import type { EventDraft } from './registry/events.js';
 import { machineChannelRoutes, machineJobRoutes } from './routes/channel.js';
 import { skillRoutes } from './routes/skills.js';
@@ -68,6 +69,8 @@ export interface BuildOptions {
   deferCredentialWrite?: boolean;
   /** Interval of the machine channels' heartbeat (15 s; tests shorten it). */
   channelHeartbeatMs?: number;
+  /** How often an open stream's credential is checked again in full (15 s; tests shorten it). */
+  credentialRecheckMs?: number;
   /** Builds the response serializers; defaults to fast-json-stringify compiled on first use (tests wrap it to watch). */
   serializerFactory?: SerializerFactory;
   /** The event streams' heartbeat and per-subscriber bound (tests shorten them). */
@@ -194,7 +197,8 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       onJobSettled: (machineId, job, outcome) =>
         recordOnItsOwn({ type: `job.${outcome}`, subject: { kind: 'job', id: job.jobId, provider: machineId } }),
     });
-    const machines = new MachineRegistry(store, clock, audit, scanner, channels);
+    const revocations = new Revocations();
+    const machines = new MachineRegistry(store, clock, audit, scanner, channels, revocations);
     const profiles = new ProfileRegistry(store, scanner, audit, {
       requiredResourceIds: config.requiredResourceIds,
       channelStatus: (machineId) => channels.status(machineId),
@@ -305,7 +309,14 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     // path, which could carry anything); refusals by the core are audited where they happen, with the ID.
     refusals = registerRefusals(app, audit, config.authFailuresPerMinute, now);
     await registerOpenApi(app);
-    await app.register(authPlugin, { credentials, machines, now, onAuthFailure: refusals.onAuthFailure });
+    await app.register(authPlugin, {
+      credentials,
+      machines,
+      now,
+      onAuthFailure: refusals.onAuthFailure,
+      revocations,
+      ...(options.credentialRecheckMs === undefined ? {} : { credentialRecheckMs: options.credentialRecheckMs }),
+    });
     await app.register(operationsRoutes, { isReady: async () => !closing && !credentialsPending && (await store.isAvailable()), metrics });
     await app.register(
       async (acp) => {

@@ -95,6 +95,11 @@ async function stream(
   // The retry hint, and a first line so clients and proxies see the stream open.
   raw.write('retry: 2000\n: events\n\n');
   let cursor = start;
+  // The credential is held to the same rules for as long as the stream is open: it closes once it stops holding.
+  const unwatch = request.server.watchCredential(request, (why) => {
+    request.log.info({ why }, 'event stream closed: its credential no longer holds');
+    end();
+  });
   let running = false;
   let again = false;
   let ended = false;
@@ -104,6 +109,7 @@ async function stream(
   const end = () => {
     if (ended) return;
     ended = true;
+    unwatch();
     unsubscribe();
     clearInterval(heartbeat);
     clearTimeout(wakeTimer);
