@@ -23,6 +23,8 @@ import { createLogger } from './logger.js';
 import { Metrics } from './metrics.js';
 import { MachineRegistry } from './machines/machine-registry.js';
 import { MachineChannels } from './channel/machine-channels.js';
+import { StatusEvents } from './channel/status-events.js';
+import { EventBudget } from './registry/event-budget.js';
 import { Revocations } from './credentials/revocations.js';
 import type { EventDraft } from './registry/events.js';
 import { machineChannelRoutes, machineJobRoutes } from './routes/channel.js';
@@ -69,6 +71,8 @@ export interface BuildOptions {
   deferCredentialWrite?: boolean;
   /** Interval of the machine channels' heartbeat (15 s; tests shorten it). */
   channelHeartbeatMs?: number;
+  /** The window of a machine's channel status events (10 s; tests shorten it). */
+  statusEventWindowMs?: number;
   /** How often an open stream's credential is checked again in full (15 s; tests shorten it). */
   credentialRecheckMs?: number;
   /** Builds the response serializers; defaults to fast-json-stringify compiled on first use (tests wrap it to watch). */
@@ -186,13 +190,19 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
         .finally(() => eventWrites.delete(write));
       eventWrites.add(write);
     };
+    // At most one status event per machine per window (docs/events.md): a channel dropped and opened in a
+    // loop cannot flush the change log's retention.
+    const statusEvents = new StatusEvents(
+      (machineId, status) => recordOnItsOwn({ type: `machine.${status}`, subject: { kind: 'machine', id: machineId } }),
+      options.statusEventWindowMs,
+    );
     const channels = new MachineChannels({
       now,
       jobTimeoutMs: config.agentletJobTimeoutMs,
       ...(options.channelHeartbeatMs === undefined ? {} : { heartbeatMs: options.channelHeartbeatMs }),
       onMachineStatus: (machineId, status) => {
         logger.info({ machineId, status }, `machine ${machineId} ${status}`);
-        recordOnItsOwn({ type: `machine.${status}`, subject: { kind: 'machine', id: machineId } });
+        statusEvents.changed(machineId, status);
       },
       onJobSettled: (machineId, job, outcome) =>
         recordOnItsOwn({ type: `job.${outcome}`, subject: { kind: 'job', id: job.jobId, provider: machineId } }),
@@ -237,6 +247,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
         }),
     });
 
+    const eventBudget = new EventBudget(store.events, config.eventsPerMachinePerMinute);
     const outbound = new OutboundClient();
     const invocations = new InvocationService({
       store,
@@ -282,6 +293,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       closing = true;
       // Open channels would hold the HTTP server open; their machines reconnect to whichever replica answers.
       channels.closeAll();
+      statusEvents.flush();
       done();
     });
     // eslint-disable-next-line prefer-const -- assigned below, after the hooks that must come first; this onClose hook reads it
@@ -291,6 +303,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       await refusals?.close();
       await capabilities.close();
       await outbound.close();
+      eventBudget.close();
       await Promise.all(eventWrites);
       await store.close();
     });
@@ -304,7 +317,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
 
     // Before every route: the compression plugin attaches itself to the routes added after it.
     await registerCompression(app);
-    await registerLimits(app, config);
+    await registerLimits(app, config, eventBudget);
     // Refused writes leave an audit entry (anonymous ones summarized per client address; never the concrete
     // path, which could carry anything); refusals by the core are audited where they happen, with the ID.
     refusals = registerRefusals(app, audit, config.authFailuresPerMinute, now);
