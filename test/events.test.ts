@@ -258,8 +258,12 @@ t.test("a canvas sees only the resource events of the host and its token's machi
 });
 
 t.test('a subscriber that never reads is cut off; writes go on at full speed and others keep receiving', async (t) => {
-  // Retention far above what the writes below can reach: the reading subscriber never falls behind it.
-  const { h, origin } = await listen(t, { events: { maxUnsentBytes: 64 * 1024, stallMs: 1_000 }, env: { EVENTS_RETAIN_COUNT: '1000000' } });
+  // Retention far above what the writes below can reach: the reading subscriber never falls behind it. The
+  // host writes far past its events per minute here, on purpose (test/hardening-connection-events.test.ts).
+  const { h, origin } = await listen(t, {
+    events: { maxUnsentBytes: 64 * 1024, stallMs: 1_000 },
+    env: { EVENTS_RETAIN_COUNT: '1000000', EVENTS_PER_MACHINE_PER_MINUTE: '0' },
+  });
   const { port } = new URL(origin);
   // A raw client that sends its request and never reads a byte; the server's side of its socket shows the cut-off.
   const accepted = new Promise<net.Socket>((resolve) => h.app.server.once('connection', resolve));
