@@ -201,12 +201,12 @@ export const authPlugin = fp<AuthOptions>(
       try {
         do {
           w.again = false;
-          const now = await identify(w.token).then(
+          const current = await identify(w.token).then(
             (p) => p,
             // Refused: it no longer holds. Anything else (the store cannot answer) is not a revocation.
             (err: unknown) => (err instanceof AppError && err.code === 'unauthorized' ? null : w.principal),
           );
-          if (!now || actorOf(now) !== actorOf(w.principal)) return lose(w, 'its credential no longer holds');
+          if (!current || actorOf(current) !== actorOf(w.principal)) return lose(w, 'its credential no longer holds');
         } while (w.again && watches.has(w));
       } finally {
         w.checking = false;
