@@ -4,6 +4,7 @@
 import t from 'tap';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
+import { EventStreamParser } from '../src/agentlet/channel-client.js';
 import { build, recordIssuedToken } from './helpers/build.js';
 
 const WINDOW_MS = 1_000;
@@ -128,5 +129,40 @@ t.test(
     recordIssuedToken(enrolled.json().token as string);
     const read = await h.app.inject({ url: `/api/acp/changes?since=${mirror}&limit=1000`, headers: h.owner });
     t.equal(read.statusCode, 200, "a mirror's cursor from before is still kept");
+
+    // Its answers to the owner's jobs add no event of its own: still accepted.
+    await h.app.listen({ port: 0, host: '127.0.0.1' });
+    const url = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
+    const abort = new AbortController();
+    t.teardown(() => abort.abort());
+    const channel = await request(`${url}/api/acp/providers/mac-a/channel`, {
+      headers: { authorization: `Bearer ${a}` },
+      signal: abort.signal,
+    });
+    t.equal(channel.statusCode, 200, 'the channel opens (a read)');
+    channel.body.setEncoding('utf8');
+    const parser = new EventStreamParser();
+    const run = request(`${url}/api/acp/machines/mac-a/jobs`, {
+      method: 'POST',
+      headers: { ...h.owner, 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'ping' }),
+    });
+    // Read without ending the body: the channel stays open for the answer.
+    const chunks = (channel.body as AsyncIterable<string>)[Symbol.asyncIterator]();
+    let job: { jobId: string } | undefined;
+    while (!job) {
+      const next = await chunks.next();
+      if (next.done) break;
+      const found = parser.feed(next.value).find((e) => e.event === 'job');
+      if (found) job = JSON.parse(found.data) as { jobId: string };
+    }
+    const answered = await request(`${url}/api/acp/providers/mac-a/jobs/${job!.jobId}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${a}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ok: true, result: { pong: true } }),
+    });
+    t.equal(answered.statusCode, 204, "the machine's answer is taken");
+    const ran = await run;
+    t.equal(ran.statusCode, 200, `and the owner gets it (${await ran.body.text()})`);
   },
 );

@@ -15,6 +15,16 @@ import type { EventBudget } from '../registry/event-budget.js';
 
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * A write that adds no change event of its machine's (a job's answer, a hosted invocation): a machine
+     * past its events per minute may still send it.
+     */
+    writesNoEvents?: boolean;
+  }
+}
+
 /** Swagger UI serves its scripts and styles from /docs/static; nothing inline, nothing third-party. */
 export const DOCS_CSP =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'";
@@ -68,7 +78,8 @@ export async function registerLimits(app: FastifyInstance, config: Config, event
     app.addHook('preHandler', (request, _reply, done) => {
       const p = request.principal;
       const machine = p?.kind === 'provider' ? p.provider : p?.kind === 'canvas' ? p.agentletId : undefined;
-      const retryAfterSeconds = machine === undefined || READ_METHODS.has(request.method) ? 0 : eventBudget.retryAfterSeconds(machine);
+      const exempt = machine === undefined || READ_METHODS.has(request.method) || request.routeOptions.config?.writesNoEvents === true;
+      const retryAfterSeconds = exempt ? 0 : eventBudget.retryAfterSeconds(machine);
       if (retryAfterSeconds > 0) {
         throw new AppError(
           'rate_limited',

@@ -96,6 +96,8 @@ export const machineChannelRoutes: FastifyPluginCallbackTypebox<ChannelRouteDeps
   app.post(
     '/:machineId/jobs/:jobId',
     {
+      // The owner waits for this answer: a machine past its events per minute still sends it.
+      config: { writesNoEvents: true },
       schema: {
         tags: ['machines'],
         operationId: 'answerMachineJob',
