@@ -33,7 +33,11 @@ export class StatusEvents {
       return this.#settle(machineId, state);
     }
     state.pending = status;
-    state.timer ??= setTimeout(() => this.#settle(machineId, state), wait);
+    if (state.timer === undefined) {
+      state.timer = setTimeout(() => this.#settle(machineId, state), wait);
+      // The service's close writes what is pending (flush); the timer holds nothing open.
+      state.timer.unref();
+    }
   }
 
   /** Writes every machine's pending state now (the service is closing). */
