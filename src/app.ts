@@ -23,6 +23,9 @@ import { createLogger } from './logger.js';
 import { Metrics } from './metrics.js';
 import { MachineRegistry } from './machines/machine-registry.js';
 import { MachineChannels } from './channel/machine-channels.js';
+import { StatusEvents } from './channel/status-events.js';
+import { EventBudget } from './registry/event-budget.js';
+import { Revocations } from './credentials/revocations.js';
 import type { EventDraft } from './registry/events.js';
 import { machineChannelRoutes, machineJobRoutes } from './routes/channel.js';
 import { skillRoutes } from './routes/skills.js';
@@ -70,6 +73,10 @@ export interface BuildOptions {
   deferCredentialWrite?: boolean;
   /** Interval of the machine channels' heartbeat (15 s; tests shorten it). */
   channelHeartbeatMs?: number;
+  /** The window of a machine's channel status events (10 s; tests shorten it). */
+  statusEventWindowMs?: number;
+  /** How often an open stream's credential is checked again in full (15 s; tests shorten it). */
+  credentialRecheckMs?: number;
   /** Builds the response serializers; defaults to fast-json-stringify compiled on first use (tests wrap it to watch). */
   serializerFactory?: SerializerFactory;
   /** The event streams' heartbeat and per-subscriber bound (tests shorten them). */
@@ -194,18 +201,25 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
         .finally(() => eventWrites.delete(write));
       eventWrites.add(write);
     };
+    // At most one status event per machine per window (docs/events.md): a channel dropped and opened in a
+    // loop cannot flush the change log's retention.
+    const statusEvents = new StatusEvents(
+      (machineId, status) => recordOnItsOwn({ type: `machine.${status}`, subject: { kind: 'machine', id: machineId } }),
+      options.statusEventWindowMs,
+    );
     const channels = new MachineChannels({
       now,
       jobTimeoutMs: config.agentletJobTimeoutMs,
       ...(options.channelHeartbeatMs === undefined ? {} : { heartbeatMs: options.channelHeartbeatMs }),
       onMachineStatus: (machineId, status) => {
         logger.info({ machineId, status }, `machine ${machineId} ${status}`);
-        recordOnItsOwn({ type: `machine.${status}`, subject: { kind: 'machine', id: machineId } });
+        statusEvents.changed(machineId, status);
       },
       onJobSettled: (machineId, job, outcome) =>
         recordOnItsOwn({ type: `job.${outcome}`, subject: { kind: 'job', id: job.jobId, provider: machineId } }),
     });
-    const machines = new MachineRegistry(store, clock, audit, scanner, channels, (machineId, problems) => {
+    const revocations = new Revocations();
+    const machines = new MachineRegistry(store, clock, audit, scanner, channels, revocations, (machineId, problems) => {
       if (problems.length === 0) logger.info({ machineId }, `machine ${machineId} reports no unpublished receipts any more`);
       else
         logger.warn(
@@ -253,6 +267,8 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
         }),
     });
 
+    // Off with the other per-credential write limits (RATE_LIMIT_WRITES_PER_MINUTE=0: load tests, benches).
+    const eventBudget = new EventBudget(store.events, config.rateLimitWritesPerMinute > 0 ? config.eventsPerMachinePerMinute : 0);
     const outbound = new OutboundClient();
     const invocations = new InvocationService({
       store,
@@ -298,6 +314,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       closing = true;
       // Open channels would hold the HTTP server open; their machines reconnect to whichever replica answers.
       channels.closeAll();
+      statusEvents.flush();
       done();
     });
     // eslint-disable-next-line prefer-const -- assigned below, after the hooks that must come first; this onClose hook reads it
@@ -307,6 +324,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       await refusals?.close();
       await capabilities.close();
       await outbound.close();
+      eventBudget.close();
       await Promise.all(eventWrites);
       await store.close();
     });
@@ -320,12 +338,19 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
 
     // Before every route: the compression plugin attaches itself to the routes added after it.
     await registerCompression(app);
-    await registerLimits(app, config);
+    await registerLimits(app, config, eventBudget);
     // Refused writes leave an audit entry (anonymous ones summarized per client address; never the concrete
     // path, which could carry anything); refusals by the core are audited where they happen, with the ID.
     refusals = registerRefusals(app, audit, config.authFailuresPerMinute, now);
     await registerOpenApi(app);
-    await app.register(authPlugin, { credentials, machines, now, onAuthFailure: refusals.onAuthFailure });
+    await app.register(authPlugin, {
+      credentials,
+      machines,
+      now,
+      onAuthFailure: refusals.onAuthFailure,
+      revocations,
+      ...(options.credentialRecheckMs === undefined ? {} : { credentialRecheckMs: options.credentialRecheckMs }),
+    });
     await app.register(operationsRoutes, { isReady: async () => !closing && !credentialsPending && (await store.isAvailable()), metrics });
     await app.register(
       async (acp) => {

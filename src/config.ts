@@ -16,6 +16,8 @@ export const MIN_TOKEN_LENGTH = 24;
 export const DEFAULT_AUDIT_MAX_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_AUDIT_MAX_FILES = 5;
 export const DEFAULT_AUTH_FAILURES_PER_MINUTE = 30;
+/** Change events per machine per minute: one machine alone needs EVENTS_RETAIN_COUNT / this many minutes to fill the retention. */
+export const DEFAULT_EVENTS_PER_MACHINE_PER_MINUTE = 2000;
 /** The change log keeps the newest this many events (EVENTS_RETAIN_COUNT) ... */
 export const DEFAULT_EVENTS_RETAIN_COUNT = 100_000;
 /** ... and none older than this many days (EVENTS_RETAIN_DAYS). */
@@ -44,6 +46,8 @@ export interface Config {
   seedHuabuResources: boolean;
   /** Write requests per credential per minute; 0 turns the limit off. */
   rateLimitWritesPerMinute: number;
+  /** Change events one machine's activity may write per minute before its writes are refused (0: no bound). */
+  eventsPerMachinePerMinute: number;
   /**
    * Failed authentications (401 without a recognized credential) per client address per minute; past it,
    * that address's requests needing a credential are refused 429 before authentication. 0 turns it off.
@@ -111,6 +115,7 @@ export const Env = Type.Object({
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   DATABASE_POOL_SIZE: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$' })),
   RATE_LIMIT_WRITES_PER_MINUTE: Type.Optional(Type.String({ pattern: '^[0-9]{1,7}$' })),
+  EVENTS_PER_MACHINE_PER_MINUTE: Type.Optional(Type.String({ pattern: '^[0-9]{1,7}$' })),
   AUTH_FAILURES_PER_MINUTE: Type.Optional(Type.String({ pattern: '^[0-9]{1,7}$' })),
   MAX_EVENT_LOOP_DELAY_MS: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
   AUDIT_MAX_BYTES: Type.Optional(Type.String({ pattern: '^[0-9]{1,15}$' })),
@@ -225,6 +230,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     requiredResourceIds,
     seedHuabuResources: e.SEED_HUABU_RESOURCES === undefined ? true : e.SEED_HUABU_RESOURCES === 'true' || e.SEED_HUABU_RESOURCES === '1',
     rateLimitWritesPerMinute: e.RATE_LIMIT_WRITES_PER_MINUTE === undefined ? 1200 : Number(e.RATE_LIMIT_WRITES_PER_MINUTE),
+    eventsPerMachinePerMinute:
+      e.EVENTS_PER_MACHINE_PER_MINUTE === undefined ? DEFAULT_EVENTS_PER_MACHINE_PER_MINUTE : Number(e.EVENTS_PER_MACHINE_PER_MINUTE),
     authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE === undefined ? DEFAULT_AUTH_FAILURES_PER_MINUTE : Number(e.AUTH_FAILURES_PER_MINUTE),
     maxEventLoopDelayMs: e.MAX_EVENT_LOOP_DELAY_MS === undefined ? 1000 : Number(e.MAX_EVENT_LOOP_DELAY_MS),
     storeMaxBatch: e.STORE_MAX_BATCH === undefined ? undefined : Number(e.STORE_MAX_BATCH),

@@ -226,7 +226,7 @@ t.test('a cursor older than the retention (or newer than the log) is 410 cursor_
 });
 
 t.test("a canvas sees only the resource events of the host and its token's machine", async (t) => {
-  const { h, origin } = await listen(t);
+  const { h, origin } = await listen(t, { events: { heartbeatMs: 100 } });
   const a = await h.enroll('mac-a');
   const b = await h.enroll('mac-b');
   const canvas = await h.canvasToken('canvas-1', 'mac-a');
@@ -254,12 +254,49 @@ t.test("a canvas sees only the resource events of the host and its token's machi
     "another machine's records and machine events stay invisible",
   );
   const all = await allChanges(h.app);
-  t.equal(sub.lastEventId, all[all.length - 1]!.id, "the canvas's cursor moves past what it does not see");
+  await sub.waitFor(() => sub.lastEventId === all[all.length - 1]!.id, 5_000);
+  t.equal(sub.lastEventId, all[all.length - 1]!.id, "the canvas's cursor moves past what it does not see (with the heartbeat)");
+});
+
+t.test('a canvas stream does not tell when each change it may not see happened: its cursor catches up with the heartbeat', async (t) => {
+  const HEARTBEAT_MS = 3_000;
+  const { h, origin } = await listen(t, { events: { heartbeatMs: HEARTBEAT_MS } });
+  await h.enroll('mac-a');
+  const b = await h.enroll('mac-b');
+  const canvas = await h.canvasToken('canvas-1', 'mac-a');
+  const sub = await SseClient.open(origin, '/api/rfs/canvas-1/events', h.bearer(canvas));
+  t.teardown(() => sub.close());
+  const opened = performance.now();
+  for (const id of ['hidden-1', 'hidden-2', 'hidden-3']) t.equal((await h.put('mac-b', b, id)).statusCode, 201);
+  await new Promise((r) => setTimeout(r, 300));
+  t.ok(performance.now() - opened < HEARTBEAT_MS, 'still before the first heartbeat');
+  t.equal(sub.lastEventId, undefined, "nothing was sent for another machine's changes");
+  const all = await allChanges(h.app);
+  const head = all[all.length - 1]!.id;
+  await sub.waitFor(() => sub.lastEventId === head, HEARTBEAT_MS * 3);
+  t.equal(sub.lastEventId, head, 'the heartbeat moves its cursor past them');
+  t.equal(sub.events.length, 0, 'and shows none of them');
+
+  // Resuming from that cursor: only what follows, and what it may see.
+  sub.close();
+  t.equal((await h.put('huabu', CANARY.huabu, 'visible')).statusCode, 201);
+  const again = await SseClient.open(origin, '/api/rfs/canvas-1/events', { ...h.bearer(canvas), 'last-event-id': head });
+  t.teardown(() => again.close());
+  await again.waitFor(() => again.events.length >= 1);
+  t.same(
+    again.events.map((e) => e.data.subject.id),
+    ['visible'],
+    'a reconnect by cursor resumes right after it',
+  );
 });
 
 t.test('a subscriber that never reads is cut off; writes go on at full speed and others keep receiving', async (t) => {
-  // Retention far above what the writes below can reach: the reading subscriber never falls behind it.
-  const { h, origin } = await listen(t, { events: { maxUnsentBytes: 64 * 1024, stallMs: 1_000 }, env: { EVENTS_RETAIN_COUNT: '1000000' } });
+  // Retention far above what the writes below can reach: the reading subscriber never falls behind it. The
+  // host writes far past its events per minute here, on purpose (test/hardening-connection-events.test.ts).
+  const { h, origin } = await listen(t, {
+    events: { maxUnsentBytes: 64 * 1024, stallMs: 1_000 },
+    env: { EVENTS_RETAIN_COUNT: '1000000', EVENTS_PER_MACHINE_PER_MINUTE: '0' },
+  });
   const { port } = new URL(origin);
   // A raw client that sends its request and never reads a byte; the server's side of its socket shows the cut-off.
   const accepted = new Promise<net.Socket>((resolve) => h.app.server.once('connection', resolve));

@@ -1,10 +1,15 @@
 // Schema-driven fuzzing: from the served OpenAPI document, generate valid and invalid inputs for every
 // operation (fast-check, seeded) and send them as each role. No 5xx, only documented statuses, every
-// JSON response validates against its documented schema, and Object.prototype is never polluted.
+// JSON response validates against its documented schema, and Object.prototype is never polluted. Also a
+// machine's answers to its jobs over a real channel (deep, odd or broken): no 500 for it or the owner.
 // FUZZ_RUNS (default 50; `npm run test:slow` runs 500) cases per operation per role; FUZZ_SEED reproduces a run.
 import t from 'tap';
 import fc from 'fast-check';
 import { Compile } from 'typebox/compile';
+import type { AddressInfo } from 'node:net';
+import { request } from 'undici';
+import { EventStreamParser } from '../src/agentlet/channel-client.js';
+import type { Job } from '../src/channel/machine-channels.js';
 import { build, recordIssuedToken } from './helpers/build.js';
 
 /** The subset of JSON Schema TypeBox emits for this API, as far as the generators read it. */
@@ -242,4 +247,79 @@ t.test('fuzz every operation as every role', async (t) => {
   }
   t.same(Object.getOwnPropertyNames(Object.prototype).sort(), protoKeys, 'Object.prototype unchanged');
   t.ok(cases >= RUNS * ROLES.length, `${cases} cases sent (seed ${SEED})`);
+});
+
+t.test("fuzz a machine's answers to its jobs: whatever it posts, neither it nor the owner gets a 500", async (t) => {
+  // Answers the route refuses leave their job to time out: a short timeout keeps the run short.
+  const h = await build(t, { env: { RATE_LIMIT_WRITES_PER_MINUTE: '0', AUTH_FAILURES_PER_MINUTE: '0', AGENTLET_JOB_TIMEOUT_MS: '300' } });
+  await h.app.listen({ port: 0, host: '127.0.0.1' });
+  const url = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
+  const token = await h.enroll('agentlet-a');
+  const abort = new AbortController();
+  t.teardown(() => abort.abort());
+  const channel = await request(`${url}/api/acp/providers/agentlet-a/channel`, {
+    headers: { authorization: `Bearer ${token}` },
+    signal: abort.signal,
+  });
+  t.equal(channel.statusCode, 200);
+  channel.body.setEncoding('utf8');
+  const parser = new EventStreamParser();
+  const jobs: Job[] = [];
+  let wake: (() => void) | undefined;
+  void (async () => {
+    try {
+      for await (const chunk of channel.body as AsyncIterable<string>) {
+        for (const e of parser.feed(chunk)) if (e.event === 'job') jobs.push(JSON.parse(e.data) as Job);
+        wake?.();
+      }
+    } catch {
+      // closed at the end
+    }
+  })();
+  const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+  const answers = fc.oneof(
+    fc.record({ ok: fc.constant(true), result: fc.jsonValue() }).map((a) => JSON.stringify(a)),
+    fc
+      .record({ ok: fc.constant(false), error: fc.record({ code: fc.string({ maxLength: 80 }), message: fc.string({ maxLength: 300 }) }) })
+      .map((a) => JSON.stringify(a)),
+    fc.integer({ min: 1, max: 200_000 }).map((depth) => `{"ok":true,"result":${nested(depth)}}`),
+    fc.integer({ min: 1, max: 200_000 }).map((depth) => `{"ok":true,"result":{"a":${nested(depth)}}}`),
+    fc.jsonValue().map((v) => JSON.stringify(v)),
+    fc.string({ maxLength: 200 }),
+  );
+  const failures: string[] = [];
+  await fc
+    .assert(
+      fc.asyncProperty(answers, async (body) => {
+        const run = request(`${url}/api/acp/machines/agentlet-a/jobs`, {
+          method: 'POST',
+          headers: { ...h.owner, 'content-type': 'application/json' },
+          body: JSON.stringify({ type: 'ping' }),
+        });
+        while (jobs.length === 0) await new Promise<void>((r) => (wake = r));
+        const job = jobs.shift()!;
+        const answered = await request(`${url}/api/acp/providers/agentlet-a/jobs/${job.jobId}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body,
+        });
+        const machineBody = await answered.body.text();
+        const owner = await run;
+        const ownerBody = (await owner.body.json()) as { code?: string };
+        const problem =
+          answered.statusCode >= 500
+            ? `the machine got ${answered.statusCode}: ${machineBody.slice(0, 160)}`
+            : owner.statusCode >= 500 && !['agentlet_job_failed', ...MACHINE_AWAY].includes(String(ownerBody.code))
+              ? `the owner got ${owner.statusCode} ${String(ownerBody.code)}`
+              : undefined;
+        if (problem) failures.push(`${body.slice(0, 80)}: ${problem}`);
+        return problem === undefined;
+      }),
+      { numRuns: RUNS, seed: SEED, endOnFailure: true },
+    )
+    .catch((err: unknown) => {
+      // A property that returned false recorded its problem; anything that stopped fast-check otherwise is one too.
+      if (failures.length === 0) failures.push(err instanceof Error ? err.message.split('\n').slice(0, 4).join(' | ') : String(err));
+    });
+  t.same(failures.slice(0, 3), [], `${RUNS} answers`);
 });

@@ -1,10 +1,11 @@
-// Issue 14, item 7: work one caller can force is bounded. SVG renders are bounded by edges as well as
-// components, stopped after a time limit and when nobody waits any more; expensive requests (SVG renders,
-// reconciles of hundreds of records, dry runs included) are bounded per credential, so an agent's RFS read
-// is still answered while one machine floods the registry.
+// Work one caller can force is bounded. SVG renders are bounded by edges as well as components, stopped
+// after a time limit and when nobody waits any more; expensive requests (SVG renders, reconciles of hundreds
+// of records, dry runs included, and writes carrying much text to scan, an agent's local receipts too) are
+// bounded per credential, so an agent's RFS read is still answered while one machine floods the registry.
 import t from 'tap';
 import { CapabilityProjection, MAX_SVG_EDGES } from '../src/capabilities/capability-projection.js';
 import { SvgRenderer } from '../src/capabilities/svg-renderer.js';
+import { EXPENSIVE_SCAN_CHARS } from '../src/http/expensive-work.js';
 import type { AgentProfile } from '../src/schemas/profile.js';
 import type { AgentResource } from '../src/schemas/resource.js';
 import { build } from './helpers/build.js';
@@ -125,4 +126,40 @@ t.test('large reconciles are bounded per credential; agents are still served mea
   t.equal(refused.headers['retry-after'], '1');
   t.equal(rfs.statusCode, 200, "the agent's read is answered");
   t.equal((await reconcile()).statusCode, 200, 'once they finished, the machine may reconcile again');
+});
+
+t.test("an agent's large local receipts share the expensive-work bound of its credential; another agent is served meanwhile", async (t) => {
+  const h = await build(t);
+  await h.enroll('mac-a');
+  await h.enroll('mac-b');
+  const agent = await h.canvasToken('canvas-1', 'mac-a');
+  const other = await h.canvasToken('canvas-2', 'mac-b');
+  // Past EXPENSIVE_SCAN_CHARS of text to scan: every one counts as expensive.
+  const sourceContent = 'Run the tool with its options; read its output and report.\n'.repeat(Math.ceil(EXPENSIVE_SCAN_CHARS / 58));
+  t.ok(sourceContent.length >= EXPENSIVE_SCAN_CHARS && sourceContent.length <= 100_000);
+  const record = (i: number) =>
+    h.app.inject({
+      method: 'POST',
+      url: '/api/rfs/canvas-1/resources/local/receipts',
+      headers: h.bearer(agent),
+      payload: { id: `big-tool-${i}`, kind: 'tool', name: `Big tool ${i}`, sourceContent, entrypoint: `tools/big-tool-${i}/run.sh` },
+    });
+  const [read, ...runs] = await Promise.all([
+    h.app.inject({ url: '/api/rfs/canvas-2/resources', headers: h.bearer(other) }),
+    ...Array.from({ length: 8 }, (_, i) => record(i)),
+  ]);
+  const codes = runs.map((r) => r.statusCode);
+  t.ok(codes.filter((c) => c === 429).length >= 1, `some refused (${codes.join(' ')})`);
+  t.ok(codes.filter((c) => c === 200).length >= 2, 'the first ones run');
+  const refused = runs.find((r) => r.statusCode === 429)!;
+  t.equal(refused.json().code, 'rate_limited');
+  t.equal(refused.headers['retry-after'], '1');
+  t.equal(read.statusCode, 200, "the other agent's read is answered");
+  const refusedIds = runs.flatMap((r, i) => (r.statusCode === 429 ? [`big-tool-${i}`] : []));
+  const catalogue = (await h.app.inject({ url: '/api/acp/resources', headers: h.owner })).json<{ resources: { id: string }[] }>();
+  t.notOk(
+    catalogue.resources.some((r) => refusedIds.includes(r.id)),
+    'nothing of a refused receipt was recorded',
+  );
+  t.equal((await record(99)).statusCode, 200, 'once they finished, the agent may record again');
 });

@@ -17,8 +17,12 @@ interface Listening {
   url: string;
 }
 
-async function listening(t: Parameters<typeof build>[0], env: Record<string, string> = {}): Promise<Listening> {
-  const h = await build(t, { env });
+async function listening(
+  t: Parameters<typeof build>[0],
+  env: Record<string, string> = {},
+  options: { statusEventWindowMs?: number } = {},
+): Promise<Listening> {
+  const h = await build(t, { env, ...options });
   await h.app.listen({ port: 0, host: '127.0.0.1' });
   return { h, url: `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}` };
 }
@@ -307,7 +311,8 @@ t.test('the heartbeat writes a comment on every channel and closes one whose cre
 });
 
 t.test("a machine's channel and its jobs are change events: connected, each job's outcome, disconnected", async (t) => {
-  const s = await listening(t, { AGENTLET_JOB_TIMEOUT_MS: '300' });
+  // A machine's status events are a window apart (test/hardening-connection-events.test.ts): a short one here.
+  const s = await listening(t, { AGENTLET_JOB_TIMEOUT_MS: '300' }, { statusEventWindowMs: 200 });
   const token = await s.h.enroll('mac-a');
   const changes = async () => {
     const res = await s.h.app.inject({ url: '/api/acp/changes?limit=1000', headers: s.h.owner });

@@ -1,14 +1,16 @@
 // Authentication: one bearer-token parser maps a presented token to a Principal (constant-time digest
 // comparison), and strategies for @fastify/auth decide by role. Each route group registers its own
 // `onRequest` check through `protect()`, which also stamps the security requirement into the route's
-// OpenAPI schema. A missing or unknown token is 401; a valid token of the wrong role is 403.
+// OpenAPI schema. A missing or unknown token is 401; a valid token of the wrong role is 403. A request that
+// stays open (a stream) keeps its credential under the same rule with `watchCredential`.
 import fastifyAuth from '@fastify/auth';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type {} from '@fastify/swagger';
 import { matchDigest, tokenDigest, TOKEN_PREFIX, verifyCanvasToken, type CanvasClaims } from '../credentials/tokens.js';
 import type { Credentials } from '../credentials/credentials-file.js';
-import type { Principal } from '../credentials/principal.js';
+import { actorOf, type Principal } from '../credentials/principal.js';
+import type { Revocation, Revocations } from '../credentials/revocations.js';
 import { AppError } from '../errors.js';
 import type { MachineRegistry } from '../machines/machine-registry.js';
 import { HOST_PROVIDER } from '../schemas/common.js';
@@ -24,6 +26,12 @@ declare module 'fastify' {
     requireProvider: AuthStrategy;
     requireHuabu: AuthStrategy;
     requireCanvas: AuthStrategy;
+    /**
+     * Keeps an open request's credential under watch: `lost` is called once, within a second, when it stops
+     * holding (revoked, expired, its machine revoked, even when enrolled again). Returns the function that
+     * stops watching (call it when the request ends).
+     */
+    watchCredential(request: FastifyRequest, lost: (why: string) => void): () => void;
   }
 }
 
@@ -41,6 +49,35 @@ export interface AuthOptions {
    * instead, if any (the per-address bound on failed authentications: src/http/refusals.ts).
    */
   onAuthFailure?: (request: FastifyRequest) => Promise<AppError | undefined>;
+  /** Told of every credential that stops holding in this process: watched credentials are checked at once. */
+  revocations?: Revocations;
+  /** How often a watched credential is checked again in full (default CREDENTIAL_RECHECK_MS). */
+  credentialRecheckMs?: number;
+}
+
+/** How often a watched credential's expiry is compared with the clock (no I/O). */
+export const EXPIRY_CHECK_MS = 250;
+/**
+ * How often a watched credential is checked again in full, reading the store: what another replica
+ * revoked. A revocation in this process is acted on at once.
+ */
+export const CREDENTIAL_RECHECK_MS = 15_000;
+
+interface Watch {
+  token: string;
+  principal: Principal;
+  lost: (why: string) => void;
+  checking: boolean;
+  again: boolean;
+}
+
+/** Whether a revocation concerns the credential `principal` was identified by. */
+function concerns(revocation: Revocation, principal: Principal): boolean {
+  if (revocation.kind === 'canvas') return principal.kind === 'canvas' && principal.canvasId === revocation.canvasId;
+  return (
+    (principal.kind === 'canvas' && principal.agentletId === revocation.machineId) ||
+    (principal.kind === 'provider' && principal.provider === revocation.machineId)
+  );
 }
 
 const IDENTIFIED = Symbol('principal identified');
@@ -69,7 +106,7 @@ function bearerToken(request: FastifyRequest): string | undefined {
 }
 
 export const authPlugin = fp<AuthOptions>(
-  async (app, { credentials, machines, now, onAuthFailure }) => {
+  async (app, { credentials, machines, now, onAuthFailure, revocations, credentialRecheckMs }) => {
     const ownerDigest = tokenDigest(credentials.ownerToken);
     const huabuDigest = tokenDigest(credentials.huabuProviderToken);
 
@@ -139,6 +176,73 @@ export const authPlugin = fp<AuthOptions>(
       if (!request.principal) throw unauthorized('The bearer token is missing or not recognized.');
       return request.principal;
     }
+
+    // Credentials held open: each is checked again at once when a revocation concerns it, its expiry on
+    // every tick, and in full every credentialRecheckMs. One timer for all of them, running while any is held.
+    const watches = new Set<Watch>();
+    const recheckMs = credentialRecheckMs ?? CREDENTIAL_RECHECK_MS;
+    let ticker: NodeJS.Timeout | undefined;
+    let fullCheckAt = 0;
+    const unwatch = (w: Watch): boolean => {
+      if (!watches.delete(w)) return false;
+      if (watches.size === 0) {
+        clearInterval(ticker);
+        ticker = undefined;
+      }
+      return true;
+    };
+    const lose = (w: Watch, why: string) => {
+      if (unwatch(w)) w.lost(why);
+    };
+    /** The same identification as at the request's start; the credential holds while it names the same principal. */
+    async function recheck(w: Watch): Promise<void> {
+      if (w.checking) return void (w.again = true);
+      w.checking = true;
+      try {
+        do {
+          w.again = false;
+          const current = await identify(w.token).then(
+            (p) => p,
+            // Refused: it no longer holds. Anything else (the store cannot answer) is not a revocation.
+            (err: unknown) => (err instanceof AppError && err.code === 'unauthorized' ? null : w.principal),
+          );
+          if (!current || actorOf(current) !== actorOf(w.principal)) return lose(w, 'its credential no longer holds');
+        } while (w.again && watches.has(w));
+      } finally {
+        w.checking = false;
+      }
+    }
+    const tick = () => {
+      const nowMs = now().getTime();
+      const full = nowMs >= fullCheckAt;
+      if (full) fullCheckAt = nowMs + recheckMs;
+      for (const w of [...watches]) {
+        if (w.principal.kind === 'canvas' && w.principal.expiresAt * 1000 <= nowMs) lose(w, 'its canvas token expired');
+        else if (full) void recheck(w);
+      }
+    };
+    revocations?.subscribe((revocation) => {
+      for (const w of [...watches]) if (concerns(revocation, w.principal)) void recheck(w);
+    });
+    app.addHook('onClose', (_app, done) => {
+      clearInterval(ticker);
+      watches.clear();
+      done();
+    });
+    app.decorate('watchCredential', (request: FastifyRequest, lost: (why: string) => void) => {
+      const token = bearerToken(request);
+      if (token === undefined || !request.principal) throw unauthorized('A bearer token is required.');
+      const w: Watch = { token, principal: request.principal, lost, checking: false, again: false };
+      watches.add(w);
+      if (!ticker) {
+        fullCheckAt = now().getTime() + recheckMs;
+        ticker = setInterval(tick, EXPIRY_CHECK_MS);
+        ticker.unref();
+      }
+      // A revocation between the request's identification and now is caught here.
+      void recheck(w);
+      return () => void unwatch(w);
+    });
 
     app.decorateRequest('principal', null);
     app.decorate('requireOwner', async (request: FastifyRequest) => {

@@ -54,6 +54,24 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_VALIDATION: 'validation_failed',
 };
 
+/**
+ * The code a client error of another origin (a plugin's, Fastify's) answers with, by its status: each code
+ * has one status, so a status with no general code of its own is sent as 400 `validation_failed`.
+ */
+const CODE_OF_STATUS: Readonly<Record<number, ErrorCode>> = {
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  408: 'request_timeout',
+  412: 'precondition_failed',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  429: 'rate_limited',
+  431: 'headers_too_large',
+  499: 'cancelled',
+};
+
 type ValidationIssue = NonNullable<FastifyError['validation']>[number];
 
 /**
@@ -83,8 +101,8 @@ function enumIssues(validation: readonly ValidationIssue[]): ValidationIssue[] {
 
 function toBody(err: FastifyError | AppError | Error): ErrorBody {
   if (err instanceof AppError) return body(err.code, err.message, err.details);
-  // Work cancelled because its client went away: nobody reads this answer.
-  if (err.name === 'AbortError') return body('overloaded', 'The request was cancelled.');
+  // Work cancelled because its client went away: nobody reads this answer, and the registry is not at fault.
+  if (err.name === 'AbortError') return body('cancelled', 'The client went away before the answer; the work was cancelled.');
   const fe = err as FastifyError;
   if (fe.validation) {
     const issues = enumIssues(fe.validation)
@@ -106,7 +124,7 @@ function toBody(err: FastifyError | AppError | Error): ErrorBody {
   const mapped = fe.code ? FASTIFY_CODES[fe.code] : undefined;
   if (mapped) return body(mapped, fe.message);
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
-    return { statusCode: fe.statusCode, code: 'validation_failed', error: STATUS_CODES[fe.statusCode] ?? 'Error', message: fe.message };
+    return body(CODE_OF_STATUS[fe.statusCode] ?? 'validation_failed', fe.message);
   }
   return body('internal_error', 'An internal error occurred; it has been logged.');
 }
@@ -198,7 +216,8 @@ export function installErrorHandling(app: FastifyInstance): void {
   installJsonParser(app);
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const out = renderError(err, request);
-    if (out.statusCode >= 500) request.log.error({ err }, 'request failed');
+    if (out.code === 'cancelled' && err.name === 'AbortError') request.log.info('the client went away; its work was cancelled');
+    else if (out.statusCode >= 500) request.log.error({ err }, 'request failed');
     else request.log.info({ code: out.code, statusCode: out.statusCode }, 'request rejected');
     if (out.statusCode === 401) reply.header('www-authenticate', 'Bearer');
     const retryAfter = out.details?.retryAfterSeconds;

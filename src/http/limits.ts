@@ -1,5 +1,6 @@
 // Protective limits: per-credential rate limits on write requests (429 `rate_limited` with Retry-After; the
-// per-address bound on failed authentications, src/http/refusals.ts, is made with the same plugin), 503
+// per-address bound on failed authentications, src/http/refusals.ts, is made with the same plugin), a bound
+// on the change events one machine's writes may add per minute (src/registry/event-budget.ts), 503
 // `overloaded` when the event loop falls behind, and hardened response headers (a strict CSP on the Swagger
 // UI pages). Body size and request timeouts are Fastify options set in src/app.ts.
 import helmet from 'helmet';
@@ -10,8 +11,19 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
 import { actorOf } from '../credentials/principal.js';
 import { AppError } from '../errors.js';
+import type { EventBudget } from '../registry/event-budget.js';
 
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * A write that adds no change event of its machine's (a job's answer, a hosted invocation): a machine
+     * past its events per minute may still send it.
+     */
+    writesNoEvents?: boolean;
+  }
+}
 
 /** Swagger UI serves its scripts and styles from /docs/static; nothing inline, nothing third-party. */
 export const DOCS_CSP =
@@ -37,7 +49,7 @@ export function hardenedHeaders(): Record<string, string> {
   return headers;
 }
 
-export async function registerLimits(app: FastifyInstance, config: Config): Promise<void> {
+export async function registerLimits(app: FastifyInstance, config: Config, eventBudget?: EventBudget): Promise<void> {
   const hardened = hardenedHeaders();
   app.addHook('onRequest', (_request, reply, done) => {
     reply.headers(hardened);
@@ -59,6 +71,25 @@ export async function registerLimits(app: FastifyInstance, config: Config): Prom
         retryAfterSeconds: Math.ceil(context.ttl / 1000),
       }),
   });
+
+  // A machine whose activity wrote its minute's share of change events writes nothing more until the minute
+  // is over (its agents' canvas tokens neither): no one machine can push the others' events out of retention.
+  if (eventBudget && eventBudget.perMinute > 0) {
+    app.addHook('preHandler', (request, _reply, done) => {
+      const p = request.principal;
+      const machine = p?.kind === 'provider' ? p.provider : p?.kind === 'canvas' ? p.agentletId : undefined;
+      const exempt = machine === undefined || READ_METHODS.has(request.method) || request.routeOptions.config?.writesNoEvents === true;
+      const retryAfterSeconds = exempt ? 0 : eventBudget.retryAfterSeconds(machine);
+      if (retryAfterSeconds > 0) {
+        throw new AppError(
+          'rate_limited',
+          `Machine ${machine} has written ${eventBudget.perMinute} change events this minute; retry in ${retryAfterSeconds} s.`,
+          { retryAfterSeconds, reason: 'events_per_minute', limit: eventBudget.perMinute },
+        );
+      }
+      done();
+    });
+  }
 
   if (config.maxEventLoopDelayMs > 0) {
     await app.register(underPressure, {

@@ -10,6 +10,7 @@ import { AuditTrail } from '../audit/audit-trail.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
 import type { ChannelStatus } from '../channel/machine-channels.js';
+import type { Revocations } from '../credentials/revocations.js';
 
 /** The live side of machines (src/channel/machine-channels.ts): their status, and ending a channel. */
 export interface MachineLiveness {
@@ -45,6 +46,8 @@ export class MachineRegistry {
     private readonly audit: AuditTrail = new AuditTrail(store, clock),
     private readonly scanner?: SecretScanner,
     private readonly channels: MachineLiveness = NO_CHANNELS,
+    /** Told of every credential that stops holding, once stored (open streams re-check theirs). */
+    private readonly revocations?: Revocations,
     private readonly onProblems?: ProblemsListener,
   ) {}
 
@@ -117,6 +120,7 @@ export class MachineRegistry {
       .catch((err: unknown) => this.audit.failure(actor, action, machineId, err));
     this.channels.disconnect(machineId, 'its enrollment was revoked');
     this.#problems.delete(machineId);
+    this.revocations?.publish({ kind: 'machine', machineId });
     await this.audit.record([{ actor, action, id: machineId, outcome: 'revoked' }]);
     const { withdrawn } = await this.store.reconcileResources(machineId, [], false);
     await this.audit.record(withdrawn.map((id) => ({ actor, action, id, outcome: 'withdrawn' })));
@@ -133,6 +137,7 @@ export class MachineRegistry {
       .catch((err: unknown) => this.audit.failure(actor, 'machine.rotate', machineId, err));
     // The channel was opened with the old token: the machine reconnects with the new one.
     this.channels.disconnect(machineId, 'its token was rotated');
+    this.revocations?.publish({ kind: 'machine', machineId });
     await this.audit.record([{ actor, action: 'machine.rotate', id: machineId, outcome: 'rotated' }]);
     return { machineId, token };
   }
@@ -143,6 +148,7 @@ export class MachineRegistry {
     await this.store
       .revokeCanvasTokens(canvasId, revokedBefore)
       .catch((err: unknown) => this.audit.failure(actor, 'canvas-tokens.revoke', canvasId, err));
+    this.revocations?.publish({ kind: 'canvas', canvasId });
     await this.audit.record([{ actor, action: 'canvas-tokens.revoke', id: canvasId, outcome: 'revoked' }]);
     return { canvasId, revokedBefore };
   }

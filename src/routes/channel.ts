@@ -9,7 +9,8 @@ import { AppError } from '../errors.js';
 import { protect } from '../http/auth.js';
 import { errors } from '../http/openapi.js';
 import type { MachineRegistry } from '../machines/machine-registry.js';
-import { JobAnswerBody, JobId, RunJobBody, RunJobResult } from '../schemas/channel.js';
+import { nestedDeeperThan } from '../invocation/outbound.js';
+import { JobAnswerBody, JobId, MAX_JOB_RESULT_DEPTH, RunJobBody, RunJobResult } from '../schemas/channel.js';
 import { HOST_PROVIDER, MachineId } from '../schemas/common.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
 
@@ -95,6 +96,8 @@ export const machineChannelRoutes: FastifyPluginCallbackTypebox<ChannelRouteDeps
   app.post(
     '/:machineId/jobs/:jobId',
     {
+      // The owner waits for this answer: a machine past its events per minute still sends it.
+      config: { writesNoEvents: true },
       schema: {
         tags: ['machines'],
         operationId: 'answerMachineJob',
@@ -109,6 +112,20 @@ export const machineChannelRoutes: FastifyPluginCallbackTypebox<ChannelRouteDeps
     async (request, reply) => {
       const { machineId, jobId } = request.params;
       let answer = request.body;
+      // A result too deep to send on is refused here; its job fails at once rather than waiting for its timeout.
+      if (answer.ok && nestedDeeperThan(answer.result, MAX_JOB_RESULT_DEPTH)) {
+        channels.answer(machineId, jobId, {
+          ok: false,
+          error: {
+            code: 'answer_refused',
+            message: `The machine's result was nested more than ${MAX_JOB_RESULT_DEPTH} levels deep; the registry refused it.`,
+          },
+        });
+        throw new AppError('validation_failed', `body/result is nested more than ${MAX_JOB_RESULT_DEPTH} levels deep.`, {
+          field: '/result',
+          limit: MAX_JOB_RESULT_DEPTH,
+        });
+      }
       // The machine's own words reach the owner: a secret in them is withheld, never passed on.
       if (!answer.ok && (await scanner.scan([['/error/message', answer.error.message]])).length > 0) {
         answer = {

@@ -95,6 +95,13 @@ async function stream(
   // The retry hint, and a first line so clients and proxies see the stream open.
   raw.write('retry: 2000\n: events\n\n');
   let cursor = start;
+  /** The cursor the client holds: the last `id:` it was sent. */
+  let sentCursor = start;
+  // The credential is held to the same rules for as long as the stream is open: it closes once it stops holding.
+  const unwatch = request.server.watchCredential(request, (why) => {
+    request.log.info({ why }, 'event stream closed: its credential no longer holds');
+    end();
+  });
   let running = false;
   let again = false;
   let ended = false;
@@ -104,6 +111,7 @@ async function stream(
   const end = () => {
     if (ended) return;
     ended = true;
+    unwatch();
     unsubscribe();
     clearInterval(heartbeat);
     clearTimeout(wakeTimer);
@@ -145,14 +153,13 @@ async function stream(
           if (page.events.length === 0) break;
           const shown = page.events.filter(show);
           cursor = page.next;
-          // A filtered stream moves its client's cursor past what it does not show (an `id:` alone dispatches nothing).
-          const text =
-            shown.length > 0
-              ? shown.map(sse).join('') + (shown[shown.length - 1]!.id === cursor ? '' : `id: ${cursor}\n\n`)
-              : `id: ${cursor}\n\n`;
-          raw.write(text);
-          wroteAt = performance.now();
-          if (raw.writableLength > options.maxUnsentBytes && !(await drained())) return cutOff();
+          // Only what it may see; what it may not moves its client's cursor with the heartbeat (below).
+          if (shown.length > 0) {
+            raw.write(shown.map(sse).join(''));
+            sentCursor = shown[shown.length - 1]!.id;
+            wroteAt = performance.now();
+            if (raw.writableLength > options.maxUnsentBytes && !(await drained())) return cutOff();
+          }
           // Behind by more than a page: let other streams and requests run before the next one.
           if (page.events.length === PAGE) await nextTurn();
         }
@@ -178,7 +185,14 @@ async function stream(
   const unsubscribe = feed.onPublished(wake);
   const heartbeat = setInterval(() => {
     // A stream waiting for its socket to drain has bytes in flight already.
-    if (raw.writableLength === 0) raw.write(': keep-alive\n\n');
+    if (raw.writableLength !== 0) return;
+    // Past events it does not show, a filtered stream's client gets the cursor here, with the keep-alive (an
+    // `id:` alone dispatches nothing): it resumes from there, and learns when the changes it may not see
+    // happened only to the heartbeat (docs/decisions/canvas-stream-cursor.md).
+    if (sentCursor !== cursor) {
+      sentCursor = cursor;
+      raw.write(`id: ${cursor}\n: keep-alive\n\n`);
+    } else raw.write(': keep-alive\n\n');
   }, options.heartbeatMs);
   heartbeat.unref();
   streams.add(end);

@@ -80,7 +80,7 @@ export const invokeRoutes: FastifyPluginCallbackTypebox<{ invocations: Invocatio
     '/resources/:id/invoke',
     {
       bodyLimit: largest + ENVELOPE_BYTES,
-      config: { errorAnswers: asInvocationAnswer },
+      config: { errorAnswers: asInvocationAnswer, writesNoEvents: true },
       onRequest: async (request) => {
         const principal = request.principal;
         if (principal?.kind !== 'canvas') return;

@@ -20,7 +20,11 @@ import type { RouteDeps } from './deps.js';
 
 const MARKDOWN = 'text/markdown; charset=utf-8';
 
-export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { registry, catalogue, config, audit, profiles }, done) => {
+export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
+  app,
+  { registry, catalogue, config, audit, profiles, expensive },
+  done,
+) => {
   const byDefault = defaultRepresentation(config);
   // The host's IDs whether or not a record holds them yet: required defaults, the seeded records, hosted capabilities.
   const receipts = new LocalReceipts(registry, audit, [
@@ -168,7 +172,7 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { regist
         operationId: 'recordLocalReceipt',
         summary: 'Record what the agent installed on its machine',
         description:
-          "Registers (or replaces) the record of a skill, tool or connector the agent installed on its machine: the token's machine is the provider, and the record is v2 `{name, sourceContent}` (the owner's `displayName` and `userContent` of a replaced record are kept). `kind`, `entrypoint` and `source` stay on the machine. An ID of the host (required defaults, seeded or hosted IDs, any record of `huabu`) is 403 `forbidden`; another machine's is 409 `resource_conflict`. Every text field is scanned for secrets (422 `secret_detected`). Audited as `receipt.record`; rate-limited like every write.",
+          "Registers (or replaces) the record of a skill, tool or connector the agent installed on its machine: the token's machine is the provider, and the record is v2 `{name, sourceContent}` (the owner's `displayName` and `userContent` of a replaced record are kept). `kind`, `entrypoint` and `source` stay on the machine. An ID of the host (required defaults, seeded or hosted IDs, any record of `huabu`) is 403 `forbidden`; another machine's is 409 `resource_conflict`. Every text field is scanned for secrets (422 `secret_detected`). Audited as `receipt.record`; rate-limited like every write, and one carrying 64 Ki characters of text or more counts as expensive work (at most 2 in progress per credential, then 429 `rate_limited` with `Retry-After: 1`).",
         params: Type.Object({ canvasId: CanvasId }),
         body: LocalReceiptBody,
         response: {
@@ -177,7 +181,12 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { regist
         },
       },
     },
-    async (request) => ({ resource: await receipts.record(machineOf(request.principal), request.body, actorOf(request.principal!)) }),
+    // Up to 100,000 characters to scan: past EXPENSIVE_SCAN_CHARS a receipt is expensive work, as a provider's write is.
+    async (request) => ({
+      resource: await expensive.scanning(request, () =>
+        receipts.record(machineOf(request.principal), request.body, actorOf(request.principal!)),
+      ),
+    }),
   );
 
   app.delete(

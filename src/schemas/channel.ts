@@ -49,10 +49,20 @@ export const JobErrorAnswer = Type.Object(
   { additionalProperties: false },
 );
 
+/** Arrays and objects nested deeper than this in a job's result are refused (400): sending it on would overflow the stack. */
+export const MAX_JOB_RESULT_DEPTH = 64;
+
 export const JobAnswerBody = Type.Union(
   [
     Type.Object(
-      { ok: Type.Literal(true), result: Type.Optional(Type.Unknown({ description: "The job's result." })) },
+      {
+        ok: Type.Literal(true),
+        result: Type.Optional(
+          Type.Unknown({
+            description: `The job's result: any JSON nested at most ${MAX_JOB_RESULT_DEPTH} levels of arrays and objects deep (400 \`validation_failed\` otherwise, and the job fails).`,
+          }),
+        ),
+      },
       { additionalProperties: false },
     ),
     Type.Object({ ok: Type.Literal(false), error: JobErrorAnswer }, { additionalProperties: false }),

@@ -71,6 +71,6 @@ export const EventsQuery = Type.Object(
 
 export const EventStream = {
   description:
-    'A `text/event-stream` (Server-Sent Events): each event has `id:` (its cursor), `event:` (its type) and `data:` (the event as JSON, `ChangeEvent`); a comment line (`:`) every 15 s keeps proxies open. A line with only `id:` moves the cursor past events this stream does not show.',
+    'A `text/event-stream` (Server-Sent Events): each event has `id:` (its cursor), `event:` (its type) and `data:` (the event as JSON, `ChangeEvent`); a comment line (`:`) every 15 s keeps proxies open. A canvas stream moves its cursor past the events it does not show with the keep-alive (`id:` and the comment, no event).',
   content: { 'text/event-stream': { schema: Type.String({ description: 'Server-Sent Events.' }) } },
 };

@@ -746,7 +746,7 @@ export interface paths {
         put?: never;
         /**
          * Record what the agent installed on its machine
-         * @description Registers (or replaces) the record of a skill, tool or connector the agent installed on its machine: the token's machine is the provider, and the record is v2 `{name, sourceContent}` (the owner's `displayName` and `userContent` of a replaced record are kept). `kind`, `entrypoint` and `source` stay on the machine. An ID of the host (required defaults, seeded or hosted IDs, any record of `huabu`) is 403 `forbidden`; another machine's is 409 `resource_conflict`. Every text field is scanned for secrets (422 `secret_detected`). Audited as `receipt.record`; rate-limited like every write.
+         * @description Registers (or replaces) the record of a skill, tool or connector the agent installed on its machine: the token's machine is the provider, and the record is v2 `{name, sourceContent}` (the owner's `displayName` and `userContent` of a replaced record are kept). `kind`, `entrypoint` and `source` stay on the machine. An ID of the host (required defaults, seeded or hosted IDs, any record of `huabu`) is 403 `forbidden`; another machine's is 409 `resource_conflict`. Every text field is scanned for secrets (422 `secret_detected`). Audited as `receipt.record`; rate-limited like every write, and one carrying 64 Ki characters of text or more counts as expensive work (at most 2 in progress per credential, then 429 `rate_limited` with `Retry-After: 1`).
          */
         post: operations["recordLocalReceipt"];
         delete?: never;
@@ -4119,7 +4119,7 @@ export interface operations {
                 "application/json": {
                     /** @enum {boolean} */
                     ok: true;
-                    /** @description The job's result. */
+                    /** @description The job's result: any JSON nested at most 64 levels of arrays and objects deep (400 `validation_failed` otherwise, and the job fails). */
                     result?: unknown;
                 } | {
                     /** @enum {boolean} */
@@ -8975,7 +8975,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A `text/event-stream` (Server-Sent Events): each event has `id:` (its cursor), `event:` (its type) and `data:` (the event as JSON, `ChangeEvent`); a comment line (`:`) every 15 s keeps proxies open. A line with only `id:` moves the cursor past events this stream does not show. */
+            /** @description A `text/event-stream` (Server-Sent Events): each event has `id:` (its cursor), `event:` (its type) and `data:` (the event as JSON, `ChangeEvent`); a comment line (`:`) every 15 s keeps proxies open. A canvas stream moves its cursor past the events it does not show with the keep-alive (`id:` and the comment, no event). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -10879,7 +10879,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A `text/event-stream` (Server-Sent Events): each event has `id:` (its cursor), `event:` (its type) and `data:` (the event as JSON, `ChangeEvent`); a comment line (`:`) every 15 s keeps proxies open. A line with only `id:` moves the cursor past events this stream does not show. */
+            /** @description A `text/event-stream` (Server-Sent Events): each event has `id:` (its cursor), `event:` (its type) and `data:` (the event as JSON, `ChangeEvent`); a comment line (`:`) every 15 s keeps proxies open. A canvas stream moves its cursor past the events it does not show with the keep-alive (`id:` and the comment, no event). */
             200: {
                 headers: {
                     [name: string]: unknown;
