@@ -1860,7 +1860,7 @@ export interface operations {
                         /** @description True when the record has no error-severity issue. */
                         valid: boolean;
                         issues: {
-                            /** @description Stable code: `validation_failed`, `secret_detected`, `resource_conflict`, `duplicate_resource_name` (errors) or `unknown_variable` (warning). */
+                            /** @description Stable code: `validation_failed`, `forbidden` (an ID that belongs to the host alone), `secret_detected`, `resource_conflict`, `duplicate_resource_name` (errors) or `unknown_variable` (warning). An error is exactly what the write would refuse. */
                             code: string;
                             /** @description The field concerned (`/name`), or empty for the whole record. */
                             field: string;
