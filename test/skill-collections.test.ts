@@ -8,6 +8,7 @@
 // skipped. A skill folder deleted by hand blocks no other publish and is shown for its machine; the owner can
 // delete it and import it again; the source revision covers file modes, and a refresh carries a mode change.
 import t from 'tap';
+import { call as httpCall } from './helpers/http-call.js';
 import { execFile, spawn } from 'node:child_process';
 import { appendFileSync, existsSync } from 'node:fs';
 import { access, chmod, constants, cp, readdir, readFile, rm, stat } from 'node:fs/promises';
@@ -58,14 +59,10 @@ interface Candidate {
   warnings?: { code: string; message: string }[];
 }
 
-async function call(origin: string, method: string, url: string, body?: unknown, token: string = CANARY.owner) {
-  const res = await fetch(origin + url, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  return { status: res.status, text, body: (text === '' ? {} : JSON.parse(text)) as Body };
+/** A call over the socket; an empty answer reads as `{}`. */
+async function call(origin: string, method: string, url: string, body?: unknown, token?: string) {
+  const answer = await httpCall<Body | undefined>(origin, method, url, body, token);
+  return { ...answer, body: answer.body ?? ({} as Body) };
 }
 
 async function until<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> {

@@ -7,6 +7,7 @@
 // and gets 503 when the machine is not connected. An owner subscribed to the change events sees the import,
 // the owner's fields and the delete as they happen.
 import t from 'tap';
+import { call as httpCall } from './helpers/http-call.js';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { appendFile, chmod, copyFile, mkdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
@@ -23,20 +24,9 @@ t.setTimeout(240_000);
 const MACHINE = 'agentlet-skills';
 const SECRET = 'ghp_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8';
 
-async function call(origin: string, method: string, url: string, body?: unknown, token: string = CANARY.owner) {
-  const res = await fetch(origin + url, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  return {
-    status: res.status,
-    etag: res.headers.get('etag'),
-    text,
-    body: (text === '' ? undefined : JSON.parse(text)) as Body,
-  };
-}
+/** A call over the socket, its body read as this file's answers. */
+const call = (origin: string, method: string, url: string, body?: unknown, token?: string) =>
+  httpCall<Body>(origin, method, url, body, token);
 
 /** The members of the answers this file reads (each answer has some of them). */
 interface Body {
