@@ -5,6 +5,7 @@ import path from 'node:path';
 import { RESOURCE_ID_PATTERN } from '../schemas/common.js';
 import { SecretScanner } from '../secrets/secret-scanner.js';
 import { writeFileDurably } from '../storage/durable-file.js';
+import { machineScanner } from './allowed-findings.js';
 import { CliError, EXIT, type ExitCode } from './exit-codes.js';
 import { parseSkillFile, SKILL_FILE, SKILL_LIMITS, skillSourceContent, SkillProblem } from './skill-jobs.js';
 import { openWithoutBlocking, readAtMost, type OpenedFile } from './local-file.js';
@@ -244,7 +245,7 @@ export async function syncCommand(root: string, input: RegistryInput & { dryRun:
   await assertInitialized(root);
   const { client, token } = await connect(input, io);
   try {
-    const { reports, valid } = await validateResourceRoot(root, new SecretScanner([token]), input.machineId);
+    const { reports, valid } = await validateResourceRoot(root, machineScanner(root, token), input.machineId);
     for (const r of reports) io.out(formatReport(r));
     if (!valid) {
       io.err(`sync aborted: ${reports.filter((r) => !r.receipt).length} invalid receipt(s); nothing was sent to the registry`);

@@ -11,7 +11,7 @@ import pretty from 'pino-pretty';
 import { Compile } from 'typebox/compile';
 import { ChannelJob } from '../schemas/channel.js';
 import type { MachineProblem } from '../schemas/machine.js';
-import { SecretScanner } from '../secrets/secret-scanner.js';
+import { machineScanner } from './allowed-findings.js';
 import { ChannelClient, ChannelRefused, type ServerSentEvent } from './channel-client.js';
 import type { Output, RegistryInput } from './commands.js';
 import { CliError, EXIT, type ExitCode } from './exit-codes.js';
@@ -111,7 +111,7 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
   let publishing: Promise<unknown> = Promise.resolve();
   const publish = (why: string, onlyIfChanged: boolean): Promise<Published> => {
     const run = publishing.then(async (): Promise<Published> => {
-      const scanner = new SecretScanner([token]);
+      const scanner = machineScanner(root, token);
       const { reports } = await validateResourceRoot(root, scanner, input.machineId);
       const { entries, problems } = await publishableSet(reports, scanner);
       const digest = createHash('sha256').update(JSON.stringify({ entries, problems })).digest('hex');
@@ -195,7 +195,7 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
       return { ...result!, ...(problems.length > 0 ? { problems } : {}) };
     },
     get scanner() {
-      return new SecretScanner([token]);
+      return machineScanner(root, token);
     },
   };
   const inFlight = new Set<Promise<void>>();

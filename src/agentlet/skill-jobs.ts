@@ -18,6 +18,7 @@ import type { SkillDiagnosticCode } from '../schemas/skill.js';
 import { checkSkillFrontMatter, type SkillFrontMatterWarning } from '../text/front-matter.js';
 import { JobError } from './job-error.js';
 import type { JobContext } from './job-context.js';
+import { keepAllowedFindings } from './allowed-findings.js';
 import { ArchiveRefusal, archiveStem, isSkillArchive, readSkillArchive } from './skill-archive.js';
 import { serializeReceipt, type ReceiptV2 } from './receipt.js';
 import { DIR_MODE, KIND_DIRS, RECEIPTS_DIR } from './resource-root.js';
@@ -604,6 +605,7 @@ export async function importJob(payload: unknown, context: JobContext): Promise<
     sourceRevision: skill.candidate.sourceRevision,
     installedAt: new Date().toISOString(),
   };
+  await keepAllowedFindings(context.root, id, allowedOf(body));
   await writeFileDurably(receiptPath(context.root, id), serializeReceipt(receipt));
   await context.publish();
   return { id, sourceRevision: skill.candidate.sourceRevision, created: !refresh && !existing };
@@ -623,11 +625,13 @@ export async function removeJob(payload: unknown, context: JobContext): Promise<
     if (!(await isOrphan(context.root, id)))
       throw new JobError('resource_conflict', `${KIND_DIRS.skill}/${id} is named by another receipt; it is left as it is`);
     await rm(skillDir(context.root, id), { recursive: true, force: true });
+    await keepAllowedFindings(context.root, id, []);
     return { removed: true };
   }
   await rm(receiptPath(context.root, id), { force: true });
   // rm never follows a symbolic link: a link inside the folder is removed, not what it points to.
   await rm(skillDir(context.root, id), { recursive: true, force: true });
+  await keepAllowedFindings(context.root, id, []);
   await context.publish();
   return { removed: true };
 }

@@ -2,11 +2,13 @@
 // fingerprint (never the value; the fingerprints travel as data beside the message), and the owner's
 // allowlist entries the job carries let exactly those fingerprints through, in the file and on the route
 // they name. Ordinary SDK samples (calls, environment lookups, placeholders) are no finding at all.
-import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import t from 'tap';
 import { JOBS, type JobContext } from '../../src/agentlet/jobs.js';
-import { importJob, readSkill, scanJob } from '../../src/agentlet/skill-jobs.js';
+import { ALLOWED_FINDINGS_FILE, machineScanner } from '../../src/agentlet/allowed-findings.js';
+import { validateResourceRoot } from '../../src/agentlet/receipt.js';
+import { importJob, readSkill, removeJob, scanJob } from '../../src/agentlet/skill-jobs.js';
 import { SecretScanner, secretFingerprint } from '../../src/secrets/secret-scanner.js';
 import { tempDir } from '../helpers/agentlet.js';
 
@@ -97,3 +99,32 @@ t.test('a scan lists a skill whose SKILL.md finding is allowed (SKILL.md names i
   const allowed = await scanJob({ rootPath: src, secretAllowlist: [{ fingerprint: FINGERPRINT, file: 'SKILL.md' }] }, context);
   t.equal(allowed.candidates.length, 1);
 });
+
+t.test(
+  "an allowed finding in SKILL.md: the machine's own check before publishing lets it through, and forgets it at removal",
+  async (t) => {
+    const { root, context, job } = await world(t, { 'SKILL.md': SKILL('Guide', `Sign in:\n\npassword = "${VALUE}"`) });
+    const TOKEN = 'arr_m_machineTokenForThisTest0000000000';
+    const receiptValid = async () => (await validateResourceRoot(root, machineScanner(root, TOKEN), 'agentlet-x')).valid;
+    await importJob(job({ secretAllowlist: [{ fingerprint: FINGERPRINT, file: 'SKILL.md' }] }), context);
+    t.ok(await receiptValid(), 'the receipt passes the check serve and sync run before they publish');
+    t.notMatch(
+      await readFile(path.join(root, ALLOWED_FINDINGS_FILE), 'utf8'),
+      VALUE,
+      'the kept entry holds the fingerprint, never the value',
+    );
+
+    const routeOnly = await world(t, { 'SKILL.md': SKILL('Guide', `Sign in:\n\npassword = "${VALUE}"`) });
+    await importJob(
+      routeOnly.job({ secretAllowlist: [{ fingerprint: FINGERPRINT, file: 'SKILL.md', route: 'resource.import' }] }),
+      routeOnly.context,
+    );
+    t.notOk(
+      (await validateResourceRoot(routeOnly.root, machineScanner(routeOnly.root, TOKEN), 'agentlet-x')).valid,
+      'an entry limited to the import route does not cover publishing',
+    );
+
+    await removeJob({ id: 'guide' }, context);
+    t.same(JSON.parse(await readFile(path.join(root, ALLOWED_FINDINGS_FILE), 'utf8')), {}, 'removal forgets the skill’s entries');
+  },
+);
