@@ -1,4 +1,4 @@
-// audit.jsonl rotation by size (issue 17), on a real file system with small limits: the active file is
+// audit.jsonl rotation by size, on a real file system with small limits: the active file is
 // renamed to audit.1.jsonl (older ones shift up, the oldest beyond AUDIT_MAX_FILES deleted) before it would
 // pass AUDIT_MAX_BYTES; read oldest first, the files hold every acknowledged entry once, in order (only the
 // oldest dropped), also after a crash at any step of a rotation; the service rotates through its config.

@@ -95,7 +95,7 @@ t.test('machine tokens: shown once, revocable, never listed', async (t) => {
   t.same(
     records.json().resources.map((r: { id: string }) => r.id),
     [],
-    'its records are withdrawn (issue 14: revoking frees its IDs)',
+    'its records are withdrawn (revoking frees its IDs)',
   );
   const unknown = await h.app.inject({ method: 'DELETE', url: '/api/acp/machines/agentlet-a', headers: h.owner });
   t.equal(unknown.statusCode, 404);

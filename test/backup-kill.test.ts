@@ -1,4 +1,4 @@
-// `npm run backup` killed midway (issue 17): SIGKILL of the compiled backup command at each of its steps
+// `npm run backup` killed midway: SIGKILL of the compiled backup command at each of its steps
 // (the ARR_BACKUP_TRACE lines) and at moments spread over a run, and SIGKILL of the server during a backup,
 // leave the target absent or complete (a start refuses an unfinished copy, which carries BACKUP-INCOMPLETE)
 // and the running service unharmed (nothing left paused). The refusals are in test/backup.test.ts.

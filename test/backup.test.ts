@@ -1,4 +1,4 @@
-// `npm run backup` against real processes (issue 17): the compiled server on a real DATA_DIR, the compiled
+// `npm run backup` against real processes: the compiled server on a real DATA_DIR, the compiled
 // backup command as a child process, real sockets and files. A backup taken while writers register
 // resources and launch threads holds every write acknowledged before it began, and a fresh server starts on
 // it; credentials.json only with --with-credentials (and then the same tokens work); no token in the output

@@ -1,5 +1,5 @@
 // `npm start` runs dist/bundle/server.js: the compiled server joined with typebox by esbuild
-// (scripts/bundle.mjs; issue 15 item 4, start-up). The other suites start dist/src/server.js (whose
+// (scripts/bundle.mjs; for start-up time). The other suites start dist/src/server.js (whose
 // coverage maps back to src/ line for line); this one proves the bundle is the same service: it starts,
 // serves the same OpenAPI document, validates and serializes both record versions, answers errors in our
 // envelope, stops cleanly on SIGTERM, and opens the PostgreSQL store, whose code it loads only then.

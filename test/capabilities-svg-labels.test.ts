@@ -1,4 +1,4 @@
-// The capability SVG's labels fit their node shapes (issue 17): long resource names, machine IDs and
+// The capability SVG's labels fit their node shapes: long resource names, machine IDs and
 // profile aliases, rendered by the real app (Graphviz in WebAssembly), parsed back; every text element's
 // width, estimated for the wider of Helvetica and DejaVu Sans (what a viewer without Helvetica draws it
 // in), lies inside its node's box, ellipse or component body. A name cut to fit keeps its full text as the

@@ -1,4 +1,4 @@
-// Compressed catalogue bodies (issue 15, item 3), over a real socket with undici (which, unlike fetch, hands
+// Compressed catalogue bodies, over a real socket with undici (which, unlike fetch, hands
 // back the bytes as sent): br and gzip as Accept-Encoding negotiates them, decompressing to the identity
 // bytes exactly, `Vary: Accept-Encoding` on every answer, one ETag per coding with 304s per coding, a write
 // changing every coding, and each compressed copy built once per revision (counted by /metrics, not timed).

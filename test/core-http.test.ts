@@ -1,4 +1,4 @@
-// The domain core's rules as a client sees them over HTTP (issue 18): the whole-suite mutant survivors
+// The domain core's rules as a client sees them over HTTP: the whole-suite mutant survivors
 // (a PUT changing only `instructions`, a repeat launch asking for a prefix of the stored list) and the
 // focused-run ones (Bearer header shape, canvas-token expiry second and bad signatures, withdraw details,
 // another additional preamble, realizedAt from the injected clock). Pure checks: test/core-rules.test.ts.

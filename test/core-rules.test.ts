@@ -1,4 +1,4 @@
-// The domain core's rules as pure functions, each pinned by what a user would see break (issue 18: the
+// The domain core's rules as pure functions, each pinned by what a user would see break (the
 // mutants that survived the whole suite and the focused runs). No app, no I/O: `npm run mutate` runs this
 // file first, so most mutants die here in a second or two. The same rules over HTTP: test/core-http.test.ts.
 // See docs/TESTING.md.

@@ -1,4 +1,4 @@
-// A value outside an enum is answered with the allowed values, in one issue (issue 17).
+// A value outside an enum is answered with the allowed values, in one issue.
 import t from 'tap';
 import { build } from './helpers/build.js';
 

@@ -97,7 +97,7 @@ const hostile = fc.constantFrom<unknown>(
   null,
   12,
   { schemaVersion: 1, id: '../../etc/passwd', name: 'n', description: 'd', instructions: 'i' },
-  // Issue 14: deep nesting (customData), a token-shaped unknown property, look-alike and invisible text.
+  // Deep nesting (customData), a token-shaped unknown property, look-alike and invisible text.
   { customData: JSON.parse('{"a":'.repeat(1000) + '1' + '}'.repeat(1000)) },
   { ['arr_machine_' + 'F'.repeat(43)]: 1, ['ghp_' + 'A1b2'.repeat(9)]: 2 },
   { alias: 'Re\u200Bviewer', name: '\u202Eevil', machineId: 'huabu.' },
@@ -162,7 +162,7 @@ t.test('fuzz every operation as every role', async (t) => {
                 : p.name === 'canvasId'
                   ? fc.constant('canvas-x')
                   : fc.constant('tool-a');
-            // Issue 14: IDs of 101..128 characters (once 414) and longer ones (400 in our envelope).
+            // IDs of 101..128 characters (once 414) and longer ones (400 in our envelope).
             const long = fc.integer({ min: 101, max: 700 }).map((n) => 'a'.repeat(n));
             return [
               p.name,

@@ -1,4 +1,4 @@
-// Issue 14, item 2: a canvas token is bound to the enrollment it was minted under (the machine record's
+// A canvas token is bound to the enrollment it was minted under (the machine record's
 // `enrolledAt`); revoking and enrolling the machine again never brings an old token back.
 import t from 'tap';
 import { build } from './helpers/build.js';

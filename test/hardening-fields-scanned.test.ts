@@ -1,4 +1,4 @@
-// Issue 14, item 4: every stored field is scanned, IDs and launch overrides included, and a 400 never
+// Every stored field is scanned, IDs and launch overrides included, and a 400 never
 // echoes an unknown property name (which could be a token pasted as a key).
 import t from 'tap';
 import { build, CANARY } from './helpers/build.js';

@@ -1,4 +1,4 @@
-// Issue 14, items 5 and 9: required default IDs belong to the host alone; revoking a machine withdraws its
+// Required default IDs belong to the host alone; revoking a machine withdraws its
 // records (audited); launches, canvas-token mints, revocations and refused writes leave audit entries
 // without secrets.
 import { readFile } from 'node:fs/promises';

@@ -1,4 +1,4 @@
-// Issue 14, item 8: look-alike names and aliases (Cyrillic letters, zero-width spaces, NBSP, RTL override,
+// Look-alike names and aliases (Cyrillic letters, zero-width spaces, NBSP, RTL override,
 // full-width forms) clash where their plain forms would; invisible and bidi-control characters are refused
 // in names and aliases; a machine ID that reads as `huabu` is reserved.
 import t from 'tap';

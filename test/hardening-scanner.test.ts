@@ -1,4 +1,4 @@
-// Issue 14, items 3 and 4: scanning never obeys directives in the scanned text (here and in the Agentlet
+// Scanning never obeys directives in the scanned text (here and in the Agentlet
 // CLI), and catches what it missed: a token glued to a preceding word, bare AWS access key IDs.
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';

@@ -1,4 +1,4 @@
-// Issue 14, item 6: inputs that gave 500. customData nesting is bounded (400, no stack overflow) and the
+// Inputs that gave 500. customData nesting is bounded (400, no stack overflow) and the
 // DOT export works at the sizes the service holds (10k resources + 10k profiles and their edges).
 import t from 'tap';
 import { instance } from '@viz-js/viz';

@@ -1,4 +1,4 @@
-// Issue 14, item 10: credentials.json values checked like environment values, an empty If-Match refused,
+// `credentials.json` values checked like environment values, an empty If-Match refused,
 // duplicate reconcile IDs stated in the schema, 405 with Allow for methods a path does not serve, and a
 // failed store open leaves no file handle for the garbage collector to close.
 import { writeFile, mkdir } from 'node:fs/promises';

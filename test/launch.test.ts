@@ -97,11 +97,11 @@ t.test('an override replaces the selection; [] gives only the defaults; defaults
     profileId,
     canvasId: 'canvas-1',
     threadId: 'extra',
-    workingDirPath: '/tmp/x',
+    workingDirPath: '/srv/work/x',
     additionalInitialPreamble: 'Focus on tests.',
   });
   t.same(withText.json().spec.initialPreamble[1], 'Focus on tests.');
-  t.equal(withText.json().spec.cwd, '/tmp/x');
+  t.equal(withText.json().spec.cwd, '/srv/work/x');
 });
 
 t.test('unknown, cross-machine and unregistered required IDs fail with nothing written', async (t) => {
@@ -237,7 +237,7 @@ t.test('a legacy workload without resourceIds reads as [] and stays driver schem
 });
 
 t.test('a workload file that does not parse fails only its canvas (503, logged), is left as it is, and works once fixed', async (t) => {
-  // Issue 15 item 4: canvas files are read on first access, so a bad one no longer stops the start.
+  // Canvas files are read on first access, so a bad one does not stop the start.
   const dataDir = await tempDataDir();
   await mkdir(path.join(dataDir, 'workloads'), { recursive: true });
   const file = path.join(dataDir, 'workloads', 'canvas-1.json');

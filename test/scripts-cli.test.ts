@@ -1,5 +1,5 @@
 // Every script answers --help (exit 0, usage on stdout) instead of "unknown argument", and `npm start`'s
-// build step builds only when a source changed (issue 17).
+// build step builds only when a source changed.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtemp, mkdir, symlink, utimes, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';

@@ -1,5 +1,5 @@
-// Response serializers are compiled when a response is first sent, not while the server boots (issue 15
-// item 4, start-up), and every route's response schemas still compile: a broken schema fails here, not on a
+// Response serializers are compiled when a response is first sent, not while the server boots (start-up
+// time), and every route's response schemas still compile: a broken schema fails here, not on a
 // user's first request.
 import t from 'tap';
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';

@@ -1,4 +1,4 @@
-// The request validator compiler (issue 15: conversion only when a value does not pass as it came) gives
+// The request validator compiler (conversion only when a value does not pass as it came) gives
 // the same answers as @fastify/type-provider-typebox's TypeBoxValidatorCompiler, which converts every
 // querystring, params and headers value first: same accepted value, same refusals. Over the kinds of
 // schemas the routes declare (optional strings with patterns, booleans with defaults, literal unions),

@@ -1,4 +1,4 @@
-// Workload compaction beside the launches (issue 15, item 5), on a real file system: a launch is answered
+// Workload compaction beside the launches, on a real file system: a launch is answered
 // while a compaction is held mid-write, a canvas touched meanwhile stays due for the next compaction, close
 // waits for a running compaction, failures keep the journal whole, and a kill at every step of a
 // compaction (the canvas writes, the journal's swap for its kept tail) loses no acknowledged launch.

@@ -1,4 +1,4 @@
-// Canvas files read on first access (issue 15, item 4), on a real file system: the start lists names only
+// Canvas files read on first access, on a real file system: the start lists names only
 // (a bad file no longer stops it; a bad NAME still does), journal records of a canvas not read yet are
 // served merged with its file and survive compaction (which reads the file first, never replacing it with
 // the journal's records alone), a failed start compaction keeps the journal, and concurrent first accesses

@@ -23,7 +23,7 @@ t.test('a revoked machine token gets a clear 401 message', async (t) => {
   t.same(
     (await catalogue(m)).resources.map((r) => r.id),
     [],
-    'its records are withdrawn with the revocation (issue 14)',
+    'its records are withdrawn with the revocation',
   );
 });
 

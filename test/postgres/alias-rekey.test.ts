@@ -1,4 +1,4 @@
-// Issue 14, item 8 on PostgreSQL: profiles.alias_key is computed by code, so rows keyed under the old rule
+// Look-alike alias keys on PostgreSQL: profiles.alias_key is computed by code, so rows keyed under the old rule
 // (lower case only) are re-keyed at start under the look-alike rule; afterwards a look-alike alias is 409.
 import t from 'tap';
 import { PostgresStore } from '../../src/storage/postgres/postgres-store.js';

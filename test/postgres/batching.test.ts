@@ -1,4 +1,4 @@
-// Group commit in the PostgreSQL store (issue 15): concurrent registrations share one transaction and one
+// Group commit in the PostgreSQL store: concurrent registrations share one transaction and one
 // change notification, each still gets its own answer (created, replaced, unchanged, 409), a database error
 // in one of them fails that one alone, and a replica SIGKILLed in the middle of batches loses nothing it
 // acknowledged.

@@ -1,4 +1,4 @@
-// /readyz on the PostgreSQL store follows the database (issue 17): 503 `not_ready` while it refuses
+// /readyz on the PostgreSQL store follows the database: 503 `not_ready` while it refuses
 // connections, 200 again once it is back, over a real socket.
 import t from 'tap';
 import { request } from 'undici';
