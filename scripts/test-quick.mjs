@@ -10,8 +10,8 @@ import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:
 import path from 'node:path';
 
 const SLOW = [
-  /^test\/(crash|postgres|e2e|canary|slow|fixtures)\//,
-  /^test\/(backup[^/]*|scripts-cli|startup-[^/]*|readme|bundle|packages|fuzz|model|storage|workload-compaction|hardening-scanner-linear|skills-e2e|skill-collections|shutdown|data-dir-lock)\.test\.ts$/,
+  /^test\/(crash|postgres|e2e|canary|slow|fixtures|backup|lifecycle)\//,
+  /^test\/(commands\/help-and-build|docs\/readme|packages\/pack-and-install|http\/fuzz|domain\/model|storage\/durability|storage\/data-dir-lock|launch\/workload-compaction|secrets\/scanner-linear-time|skills\/end-to-end|skills\/collections)\.test\.ts$/,
   /^test\/agentlet\/serve\.test\.ts$/,
 ];
 

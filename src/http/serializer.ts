@@ -3,7 +3,7 @@
 // the schemas' `oneOf`/`anyOf` branches — which was a fifth of the start-up's CPU. Here the compiler for a
 // route and status is the same one Fastify would use (@fastify/fast-json-stringify-compiler, the shared
 // schemas and options it is given), built when that response is first sent and kept from then on.
-// test/serializers.test.ts compiles every route's response schemas, so a broken one still fails the suite
+// test/http/serializers.test.ts compiles every route's response schemas, so a broken one still fails the suite
 // rather than a first request.
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 

@@ -9,7 +9,7 @@ import { request } from 'undici';
 import { canaryLogFile } from '../helpers/build.js';
 
 export const SERVER_ENTRY = path.resolve('dist/src/server.js');
-/** What `npm start` runs: the same server, bundled by scripts/bundle.mjs (test/bundle.test.ts). */
+/** What `npm start` runs: the same server, bundled by scripts/bundle.mjs (test/lifecycle/bundle.test.ts). */
 export const BUNDLE_ENTRY = path.resolve('dist/bundle/server.js');
 
 const live = new Set<ChildProcess>();

@@ -20,7 +20,7 @@ export interface TestContext {
 /**
  * The compiled CLI, not the published bundle (packages/agentlet/dist/cli.js, which starts faster): tap counts the
  * coverage of these child processes through tsc's source maps, and drops a file whose map names any source under
- * node_modules, as the bundle's does. test/packages.test.ts runs the bundle as installed.
+ * node_modules, as the bundle's does. test/packages/pack-and-install.test.ts runs the bundle as installed.
  */
 export const CLI = path.resolve('dist', 'src', 'agentlet', 'cli.js');
 

@@ -55,7 +55,7 @@ export function testEnv(dataDir: string, env: Record<string, string> = {}): Reco
     CANVAS_TOKEN_SECRET: CANARY.secret,
     LOG_LEVEL: 'info',
     PUBLIC_BASE_URL: 'http://registry.test',
-    // In-process tests keep the event loop saturated on purpose; test/limits.test.ts turns this on.
+    // In-process tests keep the event loop saturated on purpose; test/http/limits.test.ts turns this on.
     MAX_EVENT_LOOP_DELAY_MS: '0',
     ...env,
   };

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { build } from '../helpers/build.js';
 import { freshDatabase, postgresOrSkip, queryOnce } from '../helpers/postgres.js';
 import { PostgresStore } from '../../src/storage/postgres/postgres-store.js';
-import { resource } from '../storage-contract/contract.js';
+import { resource } from '../helpers/storage-contract.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';

@@ -13,7 +13,7 @@ import type { BatchInfo } from '../../src/storage/durable-document.js';
 import { build, CANARY, testEnv } from '../helpers/build.js';
 import { freshDatabase, postgresOrSkip, queryOnce } from '../helpers/postgres.js';
 import { killAllServers, startServer } from '../crash/server-process.js';
-import { resource } from '../storage-contract/contract.js';
+import { resource } from '../helpers/storage-contract.js';
 
 /** A store on `url` whose batches are recorded, closed in teardown. */
 async function observedStore(t: { teardown(fn: () => unknown): void }, url: string, options: { maxBatch?: number } = {}) {

@@ -4,7 +4,7 @@ import t from 'tap';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PostgresStore } from '../../src/storage/postgres/postgres-store.js';
 import { freshDatabase, postgresOrSkip, queryOnce } from '../helpers/postgres.js';
-import { resource } from '../storage-contract/contract.js';
+import { resource } from '../helpers/storage-contract.js';
 
 const base = postgresOrSkip(t);
 if (base) {

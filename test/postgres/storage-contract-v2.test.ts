@@ -1,9 +1,9 @@
-// Record v2 in the storage contract (test/storage-contract/contract-v2.ts) against the PostgreSQL store.
+// Record v2 in the storage contract (test/helpers/storage-contract-v2.ts) against the PostgreSQL store.
 import t from 'tap';
 import pg from 'pg';
 import { PostgresStore } from '../../src/storage/postgres/postgres-store.js';
 import { freshDatabase, postgresOrSkip } from '../helpers/postgres.js';
-import { runV2Contract } from '../storage-contract/contract-v2.js';
+import { runV2Contract } from '../helpers/storage-contract-v2.js';
 
 const base = postgresOrSkip(t);
 if (base) {

@@ -1,11 +1,11 @@
-// The storage contract (test/storage-contract/contract.ts) against the PostgreSQL store, with a second
+// The storage contract (test/helpers/storage-contract.ts) against the PostgreSQL store, with a second
 // store on the same database as the other replica. One fresh database for this file; each subtest starts
 // from empty tables.
 import t from 'tap';
 import pg from 'pg';
 import { PostgresStore } from '../../src/storage/postgres/postgres-store.js';
 import { freshDatabase, postgresOrSkip } from '../helpers/postgres.js';
-import { runContract } from '../storage-contract/contract.js';
+import { runContract } from '../helpers/storage-contract.js';
 
 const base = postgresOrSkip(t);
 if (base) {

@@ -1,0 +1,328 @@
+// The authorization matrix: every operation in the served OpenAPI document × every kind of caller, with
+// the status each one gets. The route list comes from the spec, so a new route without an entry here
+// fails this test.
+import t from 'tap';
+import type { TestApp } from '../helpers/build.js';
+import { build, recordIssuedToken } from '../helpers/build.js';
+
+const PRINCIPALS = ['none', 'garbage', 'owner', 'huabu', 'machineA', 'machineB', 'revokedMachine', 'canvasX', 'expiredCanvas'] as const;
+type PrincipalName = (typeof PRINCIPALS)[number];
+const UNAUTHENTICATED: PrincipalName[] = ['none', 'garbage', 'revokedMachine', 'expiredCanvas'];
+
+interface Entry {
+  /** Concrete path (parameters filled in) and body. */
+  url: string;
+  payload?: unknown;
+  /** The principals admitted, with the status each gets; every other authenticated caller gets 403. */
+  allowed: Partial<Record<PrincipalName, number>> | 'public';
+  /** Status for anyone on a public route. */
+  publicStatus?: number;
+  /** The error code an admitted principal gets when the route needs more than its token. */
+  admittedCode?: string;
+  /** The admitted principal's `details.reason`, where the code alone does not tell it apart from a refusal. */
+  admittedReason?: string;
+  /**
+   * A stream that stays open for the admitted principal: only the refusals are checked here (the admitted
+   * caller's 200 is read over a real socket in test/machines/channel.test.ts).
+   */
+  stream?: true;
+}
+
+const resource = { schemaVersion: 1, name: 'Tool', description: 'A tool.', instructions: 'Use it via $HUABU_RFS_URL.' };
+
+/** Keyed by `METHOD /openapi/path`. Machine A is `agentlet-a`, canvas X is `canvas-x` on machine A. */
+const MATRIX: Record<string, Entry> = {
+  'GET /healthz': { url: '/healthz', allowed: 'public', publicStatus: 200 },
+  'GET /readyz': { url: '/readyz', allowed: 'public', publicStatus: 200 },
+  'GET /metrics': { url: '/metrics', allowed: 'public', publicStatus: 200 },
+  'GET /api/acp/resources': { url: '/api/acp/resources', allowed: { owner: 200 } },
+  'GET /api/acp/resources/{id}': { url: '/api/acp/resources/tool-a', allowed: { owner: 200 } },
+  'PATCH /api/acp/resources/{id}': {
+    url: '/api/acp/resources/tool-a',
+    payload: { userContent: 'Prefer the short form.' },
+    allowed: { owner: 200 },
+  },
+  'POST /api/acp/resources/validate': {
+    url: '/api/acp/resources/validate',
+    payload: { ...resource, id: 'new-tool' },
+    allowed: { owner: 200, huabu: 200, machineA: 200, machineB: 200 },
+  },
+  // Skill management: the owner only; admitted, then 503 (machine A holds no channel here) or 409 (tool-a is
+  // machine A's own publication, not a skill the owner imported).
+  'POST /api/acp/resources/import/scan': {
+    url: '/api/acp/resources/import/scan?agentletId=agentlet-a',
+    payload: { rootPath: '/srv/skills' },
+    allowed: { owner: 503 },
+    admittedCode: 'agentlet_unavailable',
+  },
+  'POST /api/acp/resources/import': {
+    url: '/api/acp/resources/import?agentletId=agentlet-a',
+    payload: { id: 'new-skill', sourcePath: '/srv/skills/new-skill', expectedRevision: 'a'.repeat(64) },
+    allowed: { owner: 503 },
+    admittedCode: 'agentlet_unavailable',
+  },
+  'POST /api/acp/resources/{id}/refresh/scan': {
+    url: '/api/acp/resources/tool-a/refresh/scan?agentletId=agentlet-a',
+    allowed: { owner: 409 },
+    admittedCode: 'resource_not_manageable',
+  },
+  'POST /api/acp/resources/{id}/refresh': {
+    url: '/api/acp/resources/tool-a/refresh?agentletId=agentlet-a',
+    payload: { expectedRevision: 'a'.repeat(64) },
+    allowed: { owner: 409 },
+    admittedCode: 'resource_not_manageable',
+  },
+  'DELETE /api/acp/resources/{id}': {
+    url: '/api/acp/resources/tool-a?agentletId=agentlet-a',
+    allowed: { owner: 409 },
+    admittedCode: 'resource_not_manageable',
+  },
+  'POST /api/acp/machines': { url: '/api/acp/machines', payload: { machineId: 'agentlet-new' }, allowed: { owner: 201 } },
+  'GET /api/acp/machines': { url: '/api/acp/machines', allowed: { owner: 200 } },
+  'DELETE /api/acp/machines/{machineId}': { url: '/api/acp/machines/agentlet-b', allowed: { owner: 204 } },
+  'POST /api/acp/machines/{machineId}/rotate': { url: '/api/acp/machines/agentlet-b/rotate', allowed: { owner: 200 } },
+  // Admitted, then 503: machine A holds no channel in this world.
+  'POST /api/acp/machines/{machineId}/jobs': {
+    url: '/api/acp/machines/agentlet-a/jobs',
+    payload: { type: 'ping' },
+    allowed: { owner: 503 },
+    admittedCode: 'agentlet_unavailable',
+  },
+  'GET /api/acp/providers/{machineId}/channel': { url: '/api/acp/providers/agentlet-a/channel', allowed: { machineA: 200 }, stream: true },
+  // Admitted, then 404: no job of machine A is waiting.
+  'POST /api/acp/providers/{machineId}/jobs/{jobId}': {
+    url: '/api/acp/providers/agentlet-a/jobs/job-1',
+    payload: { ok: true, result: {} },
+    allowed: { machineA: 404 },
+    admittedCode: 'job_not_found',
+  },
+  'POST /api/acp/canvas-tokens/revoke': {
+    url: '/api/acp/canvas-tokens/revoke',
+    payload: { canvasId: 'canvas-z' },
+    allowed: { owner: 200, huabu: 200 },
+  },
+  'POST /api/acp/canvas-tokens': {
+    url: '/api/acp/canvas-tokens',
+    payload: { canvasId: 'canvas-z', agentletId: 'agentlet-a' },
+    allowed: { owner: 201, huabu: 201 },
+  },
+  'GET /api/acp/providers/{provider}/resources': { url: '/api/acp/providers/agentlet-a/resources', allowed: { machineA: 200 } },
+  'PUT /api/acp/providers/{provider}/resources': {
+    url: '/api/acp/providers/agentlet-a/resources',
+    payload: { resources: [{ ...resource, id: 'tool-a' }] },
+    allowed: { machineA: 200 },
+  },
+  'PUT /api/acp/providers/{provider}/resources/{id}': {
+    url: '/api/acp/providers/agentlet-a/resources/tool-a',
+    payload: resource,
+    allowed: { machineA: 200 },
+  },
+  'DELETE /api/acp/providers/{provider}/resources/{id}': {
+    url: '/api/acp/providers/agentlet-a/resources/tool-a',
+    allowed: { machineA: 204 },
+  },
+  'GET /api/acp/profiles': { url: '/api/acp/profiles', allowed: { owner: 200 } },
+  'POST /api/acp/profiles': {
+    url: '/api/acp/profiles',
+    payload: {
+      alias: 'Writer',
+      agentletId: 'agentlet-a',
+      workingDirPath: '/work',
+      launch: { kind: 'acp-command', command: 'agent' },
+      resourceIds: ['tool-a'],
+    },
+    allowed: { owner: 201 },
+  },
+  'GET /api/acp/profiles/{id}': { url: '/api/acp/profiles/{profileId}', allowed: { owner: 200 } },
+  'PATCH /api/acp/profiles/{id}': { url: '/api/acp/profiles/{profileId}', payload: { alias: 'Renamed' }, allowed: { owner: 200 } },
+  'DELETE /api/acp/profiles/{id}': { url: '/api/acp/profiles/{profileId}', allowed: { owner: 204 } },
+  'POST /api/acp/launch': {
+    url: '/api/acp/launch',
+    payload: { profileId: '{profileId}', canvasId: 'canvas-x', threadId: 'thread-new' },
+    allowed: { owner: 201 },
+  },
+  'GET /api/acp/workloads': { url: '/api/acp/workloads?canvasId=canvas-x', allowed: { owner: 200 } },
+  'GET /api/acp/workloads/{canvasId}/{threadId}': { url: '/api/acp/workloads/canvas-x/thread-1', allowed: { owner: 200 } },
+  'GET /api/acp/capabilities': { url: '/api/acp/capabilities', allowed: { owner: 200 } },
+  // The event streams never end on their own: the admitted caller asks with a cursor this log never
+  // issued, so it is answered (410) before a stream starts. test/events/change-events.test.ts reads the streams over sockets.
+  'GET /api/acp/events': { url: '/api/acp/events?since=999999999', allowed: { owner: 410 }, admittedCode: 'cursor_expired' },
+  'GET /api/acp/changes': { url: '/api/acp/changes', allowed: { owner: 200 } },
+  'GET /api/rfs/{canvasId}/events': {
+    url: '/api/rfs/canvas-x/events?since=999999999',
+    allowed: { canvasX: 410 },
+    admittedCode: 'cursor_expired',
+  },
+  'GET /api/rfs/{canvasId}/resources': { url: '/api/rfs/canvas-x/resources', allowed: { canvasX: 200 } },
+  'GET /api/rfs/{canvasId}/resources/{id}': { url: '/api/rfs/canvas-x/resources/tool-a', allowed: { canvasX: 200 } },
+  'GET /api/rfs/{canvasId}/skill': { url: '/api/rfs/canvas-x/skill', allowed: { canvasX: 200 } },
+  'GET /api/rfs/{canvasId}/skill/{name}': { url: '/api/rfs/canvas-x/skill/huabu-access', allowed: { canvasX: 200 } },
+  'GET /api/rfs/{canvasId}/agent/profiles': { url: '/api/rfs/canvas-x/agent/profiles', allowed: { canvasX: 200 } },
+  'POST /api/rfs/{canvasId}/resources/local/receipts': {
+    url: '/api/rfs/canvas-x/resources/local/receipts',
+    payload: {
+      id: 'agent-tool',
+      kind: 'tool',
+      name: 'Agent tool',
+      sourceContent: 'Run $AGENT_RESOURCE_DIR/tools/agent-tool/run.sh.',
+      entrypoint: 'tools/agent-tool/run.sh',
+    },
+    allowed: { canvasX: 200 },
+  },
+  'DELETE /api/rfs/{canvasId}/resources/local/receipts/{id}': {
+    url: '/api/rfs/canvas-x/resources/local/receipts/agent-tool',
+    allowed: { canvasX: 200 },
+  },
+  'POST /api/acp/grants': {
+    url: '/api/acp/grants',
+    payload: { canvasId: 'canvas-x', threadId: 'thread-1' },
+    allowed: { owner: 201, huabu: 201 },
+  },
+  'GET /api/acp/secret-allowlist': { url: '/api/acp/secret-allowlist', allowed: { owner: 200 } },
+  'POST /api/acp/secret-allowlist': {
+    url: '/api/acp/secret-allowlist',
+    payload: { fingerprint: `credential-assignment:${'a'.repeat(64)}`, reason: 'A sample value.' },
+    allowed: { owner: 201 },
+  },
+  // No entry of this fingerprint: the owner is admitted and told so.
+  'DELETE /api/acp/secret-allowlist': {
+    url: `/api/acp/secret-allowlist?fingerprint=credential-assignment:${'b'.repeat(64)}`,
+    allowed: { owner: 404 },
+    admittedCode: 'allowlist_entry_not_found',
+  },
+  // The canvas token is admitted; the invocation then needs a resource grant too (test/invocation/invoke.test.ts):
+  // upstream's 403 `forbidden`, with the reason telling it apart from a refused token.
+  'POST /api/rfs/{canvasId}/resources/{id}/invoke': {
+    url: '/api/rfs/canvas-x/resources/tool-a/invoke',
+    payload: { schemaVersion: 1, input: {} },
+    allowed: { canvasX: 403 },
+    admittedCode: 'forbidden',
+    admittedReason: 'grant_invalid',
+  },
+};
+
+async function world(
+  t: Parameters<typeof build>[0],
+): Promise<{ h: TestApp; tokens: Record<PrincipalName, string | undefined>; profileId: string }> {
+  let now = new Date('2026-11-30T10:00:00Z');
+  const h = await build(t, { now: () => now, env: { REQUIRED_RESOURCE_IDS: '' } });
+  const machineA = await h.enroll('agentlet-a');
+  const machineB = await h.enroll('agentlet-b');
+  const revokedMachine = await h.enroll('agentlet-r');
+  await h.put('agentlet-a', machineA, 'tool-a');
+  const profile = await h.app.inject({
+    method: 'POST',
+    url: '/api/acp/profiles',
+    headers: h.owner,
+    payload: {
+      alias: 'Reviewer',
+      agentletId: 'agentlet-a',
+      workingDirPath: '/work',
+      launch: { kind: 'acp-command', command: 'agent' },
+      resourceIds: ['tool-a'],
+    },
+  });
+  await h.app.inject({
+    method: 'POST',
+    url: '/api/acp/launch',
+    headers: h.owner,
+    payload: { profileId: profile.json().id, canvasId: 'canvas-x', threadId: 'thread-1' },
+  });
+  const expiredCanvas = await h.canvasToken('canvas-x', 'agentlet-a', 60);
+  now = new Date('2026-11-30T12:00:00Z');
+  const canvasX = await h.canvasToken('canvas-x', 'agentlet-a', 3600);
+  await h.app.inject({ method: 'DELETE', url: '/api/acp/machines/agentlet-r', headers: h.owner });
+  const garbage = 'arr_machine_' + 'NeverIssued'.repeat(4).slice(0, 43); // distinctive: the canary scan looks for its first 12 characters
+  recordIssuedToken(garbage);
+  return {
+    h,
+    profileId: profile.json().id,
+    tokens: {
+      none: undefined,
+      garbage,
+      owner: h.owner.authorization!.slice(7),
+      huabu: h.huabu.authorization!.slice(7),
+      machineA,
+      machineB,
+      revokedMachine,
+      canvasX,
+      expiredCanvas,
+    },
+  };
+}
+
+t.test('every operation in the OpenAPI document has a matrix entry', async (t) => {
+  const h = await build(t);
+  const spec = (await h.app.inject({ url: '/openapi.json' })).json<{ paths: Record<string, Record<string, unknown>> }>();
+  const operations = Object.entries(spec.paths).flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`));
+  t.same(
+    operations.filter((op) => !(op in MATRIX)),
+    [],
+    'operations without an entry',
+  );
+  t.same(
+    Object.keys(MATRIX).filter((op) => !operations.includes(op)),
+    [],
+    'entries for operations that no longer exist',
+  );
+});
+
+for (const [operation, entry] of Object.entries(MATRIX)) {
+  t.test(operation, async (t) => {
+    const { h, tokens, profileId } = await world(t);
+    const url = entry.url.replace('{profileId}', profileId);
+    const method = operation.split(' ')[0] as 'GET';
+    // Admitted principals last: their request may change state (revoke, withdraw).
+    const order = [...PRINCIPALS].sort(
+      (a, b) => Number(entry.allowed !== 'public' && a in entry.allowed) - Number(entry.allowed !== 'public' && b in entry.allowed),
+    );
+    for (const principal of order) {
+      if (entry.stream && entry.allowed !== 'public' && principal in entry.allowed) continue;
+      const token = tokens[principal];
+      const expected =
+        entry.allowed === 'public' ? entry.publicStatus! : UNAUTHENTICATED.includes(principal) ? 401 : (entry.allowed[principal] ?? 403);
+      const res = await h.app.inject({
+        method,
+        url,
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+        ...(entry.payload === undefined ? {} : { payload: JSON.parse(JSON.stringify(entry.payload).replace('{profileId}', profileId)) }),
+      });
+      t.equal(res.statusCode, expected, `${principal} → ${expected}`);
+      if (entry.admittedCode && entry.allowed !== 'public' && principal in entry.allowed) {
+        t.equal(res.json().code, entry.admittedCode);
+        if (entry.admittedReason) t.equal(res.json().details?.reason, entry.admittedReason, 'admitted, then refused for its grant');
+      } else {
+        if (expected === 401) t.equal(res.json().code, 'unauthorized');
+        if (expected === 403) t.equal(res.json().code, 'forbidden');
+      }
+      if ((res.statusCode === 201 && /machines|canvas-tokens/.test(entry.url)) || (res.statusCode === 200 && /rotate$/.test(entry.url)))
+        recordIssuedToken(res.json().token);
+      if (res.statusCode === 201 && /grants/.test(entry.url)) recordIssuedToken(res.json().grant);
+    }
+  });
+}
+
+t.test('object level: machine A cannot touch machine B records; provider path mismatch is 403', async (t) => {
+  const { h, tokens } = await world(t);
+  await h.put('agentlet-b', tokens.machineB!, 'tool-b');
+  const url = '/api/acp/providers/agentlet-b/resources/tool-b';
+  for (const method of ['PUT', 'DELETE'] as const) {
+    const res = await h.app.inject({
+      method,
+      url,
+      headers: h.bearer(tokens.machineA!),
+      ...(method === 'PUT' ? { payload: resource } : {}),
+    });
+    t.equal(res.statusCode, 403, `${method} on B's path with A's token`);
+  }
+  const viaOwnPath = await h.app.inject({
+    method: 'DELETE',
+    url: '/api/acp/providers/agentlet-a/resources/tool-b',
+    headers: h.bearer(tokens.machineA!),
+  });
+  t.equal(viaOwnPath.statusCode, 409, "B's record through A's own path is a conflict");
+  const still = await h.app.inject({ url: '/api/acp/resources/tool-b', headers: h.owner });
+  t.equal(still.json().provider, 'agentlet-b');
+  const canvasY = await h.app.inject({ url: '/api/rfs/canvas-y/resources', headers: h.bearer(tokens.canvasX!) });
+  t.equal(canvasY.statusCode, 403, 'a canvas-X token cannot read canvas Y');
+});

@@ -1,0 +1,80 @@
+// The catalogue cache on its own: which body a read gets at which revision, when a body is rebuilt, and how
+// If-None-Match is matched. The HTTP side (codings, Vary, 304 per coding) is test/http/compression.test.ts.
+import t from 'tap';
+import { CatalogueCache, etagMatches, MIN_COMPRESSED_BYTES } from '../../src/registry/catalogue-cache.js';
+import type { StoredResource } from '../../src/schemas/resource.js';
+
+const record = (id: string, description = 'd'.repeat(MIN_COMPRESSED_BYTES)): StoredResource => ({
+  schemaVersion: 1,
+  id,
+  name: id,
+  provider: 'huabu',
+  description,
+  instructions: 'Use it.',
+});
+
+function counted() {
+  const rebuilt: string[] = [];
+  return { rebuilt, cache: new CatalogueCache((view) => rebuilt.push(view)) };
+}
+
+t.test('a cached view is found at once at its revision; a new revision drops every view', async (t) => {
+  const { cache, rebuilt } = counted();
+  t.equal(cache.hit('1', 'all', 1), undefined, 'nothing before the first read');
+  const first = await cache.get('1', 'all', 1, () => Promise.resolve([record('a')]));
+  t.equal(cache.hit('1', 'all', 1), first, 'the same body, without building it again');
+  t.equal(cache.hit('1', 'all', 2), undefined, 'each representation is its own entry');
+  t.equal(await cache.get('1', 'all', 1, () => Promise.resolve([record('changed')])), first, 'get returns the cached body too');
+  t.same(rebuilt, ['all']);
+  t.equal(cache.hit('2', 'all', 1), undefined, 'a new revision: the view is gone');
+  t.equal(cache.hit('1', 'all', 1), undefined, 'and it does not come back with the old revision');
+  const second = await cache.get('2', 'all', 1, () => Promise.resolve([record('b')]));
+  t.match(second.body, /"id":"b"/);
+  t.same(rebuilt, ['all', 'all']);
+});
+
+t.test('a body built for a revision superseded while it was built serves its read only', async (t) => {
+  const { cache } = counted();
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const building = cache.get('1', 'all', 1, async () => {
+    await gate;
+    return [record('old')];
+  });
+  t.equal(cache.hit('2', 'all', 1), undefined, 'a write moved the revision meanwhile');
+  release();
+  const built = await building;
+  t.match(built.body, /"id":"old"/, 'the read that built it gets it');
+  t.equal(built.compressible, false, 'and it is not compressed for a single read');
+  t.equal(cache.hit('2', 'all', 1), undefined, 'it is not served as the new revision');
+  const fresh = await cache.get('2', 'all', 1, () => Promise.resolve([record('new')]));
+  t.match(fresh.body, /"id":"new"/);
+  t.equal(fresh.compressible, true, 'a body kept for later reads is offered compressed');
+  t.equal(cache.hit('2', 'all', 1), fresh);
+});
+
+t.test('past MAX_VIEWS views at one revision the cache starts over, and not before', async (t) => {
+  const { cache, rebuilt } = counted();
+  const select = () => Promise.resolve([record('a', 'small')]);
+  for (let i = 0; i < CatalogueCache.MAX_VIEWS; i++) await cache.get('1', `provider:p${i}`, 1, select);
+  t.ok(cache.hit('1', 'provider:p0', 1), 'the first view is still cached at MAX_VIEWS views');
+  t.ok(cache.hit('1', `provider:p${CatalogueCache.MAX_VIEWS - 1}`, 1), 'and the last');
+  await cache.get('1', 'provider:one-more', 1, select);
+  t.equal(cache.hit('1', 'provider:p0', 1), undefined, 'one more view clears the others');
+  t.ok(cache.hit('1', 'provider:one-more', 1), 'and is kept itself');
+  t.equal(rebuilt.length, CatalogueCache.MAX_VIEWS + 1);
+});
+
+t.test('If-None-Match: lists, weak tags and `*`, and nothing else', (t) => {
+  const etag = '"abc"';
+  t.ok(etagMatches('"abc"', etag));
+  t.ok(etagMatches('"x", "abc"', etag), 'one of a list');
+  t.ok(etagMatches('W/"abc"', etag), 'a weak tag compares by its value');
+  t.ok(etagMatches(' * ', etag), '`*` with spaces around it');
+  t.notOk(etagMatches(undefined, etag));
+  t.notOk(etagMatches('', etag));
+  t.notOk(etagMatches('"abc-br"', etag), "another coding's tag");
+  t.notOk(etagMatches('"aW/bc"', etag), '`W/` counts only as a prefix');
+  t.notOk(etagMatches('abc', etag), 'an unquoted value');
+  t.end();
+});

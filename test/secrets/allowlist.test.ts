@@ -1,0 +1,201 @@
+// A false finding of the secret scan has a way out that is not a bypass: every 422 `secret_detected` names
+// field, line, rule and fingerprint (never the value); the owner allows exactly that fingerprint
+// (SECRET_ALLOWLIST_FILE or /api/acp/secret-allowlist, listed, audited, kept in the file across restarts),
+// optionally only in one field or on one route; removing it refuses the text again.
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import t, { type Test } from 'tap';
+import { ConfigError, loadConfig } from '../../src/config.js';
+import { secretFingerprint } from '../../src/secrets/secret-scanner.js';
+import { build, tempDataDir, testEnv } from '../helpers/build.js';
+
+const VALUE = 'Xk9#mQ2$vL7pR4tZ8wN3';
+const INSTRUCTIONS = `Set it up:\n\n1. Open the settings.\n2. Write password = "${VALUE}" in the form.`;
+const FINGERPRINT = secretFingerprint('credential-assignment', VALUE);
+const ALLOWLIST = '/api/acp/secret-allowlist';
+
+async function refusedPut(t: Test, h: Awaited<ReturnType<typeof build>>, id = 'setup-guide') {
+  const res = await h.put('huabu', h.huabu.authorization!.slice('Bearer '.length), id, { instructions: INSTRUCTIONS });
+  t.equal(res.statusCode, 422, 'refused');
+  return res;
+}
+
+t.test('a refusal names field, line, rule, fingerprint and route, never the value (response, log, audit)', async (t) => {
+  const h = await build(t);
+  const res = await refusedPut(t, h);
+  const body = res.json();
+  t.equal(body.code, 'secret_detected');
+  t.same(body.details.findings, [
+    { field: '/instructions', line: 4, rule: 'credential-assignment', fingerprint: FINGERPRINT, route: 'resource.register' },
+  ]);
+  t.match(body.message, `/instructions line 4`);
+  t.match(body.message, FINGERPRINT);
+  const validate = await h.app.inject({
+    method: 'POST',
+    url: '/api/acp/resources/validate',
+    headers: h.owner,
+    payload: { schemaVersion: 1, id: 'setup-guide', provider: 'huabu', name: 'Setup', description: 'How.', instructions: INSTRUCTIONS },
+  });
+  const issue = validate.json().issues.find((i: { code: string }) => i.code === 'secret_detected');
+  t.match(issue, { field: '/instructions', line: 4, rule: 'credential-assignment', fingerprint: FINGERPRINT });
+  const audit = await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8');
+  const log = await readFile(h.logFile, 'utf8');
+  for (const [where, text] of [
+    ['response', res.body],
+    ['validate', validate.body],
+    ['audit', audit],
+    ['log', log],
+  ]) {
+    t.notOk(text!.includes(VALUE), `${where}: the value never appears`);
+    t.notOk(text!.includes('vL7pR4tZ8'), `${where}: nor part of it`);
+  }
+});
+
+t.test('the owner allows exactly that fingerprint: listed, audited, applied, removed', async (t) => {
+  const h = await build(t);
+  await refusedPut(t, h);
+  const add = await h.app.inject({
+    method: 'POST',
+    url: ALLOWLIST,
+    headers: h.owner,
+    payload: { fingerprint: FINGERPRINT, reason: 'the sample password of our setup guide' },
+  });
+  t.equal(add.statusCode, 201, add.body);
+  t.match(add.json(), { fingerprint: FINGERPRINT, reason: 'the sample password of our setup guide', addedAt: String });
+  const again = await h.app.inject({
+    method: 'POST',
+    url: ALLOWLIST,
+    headers: h.owner,
+    payload: { fingerprint: FINGERPRINT, reason: 'twice' },
+  });
+  t.equal(again.statusCode, 200, 'the same entry again changes nothing');
+  const list = await h.app.inject({ url: ALLOWLIST, headers: h.owner });
+  t.equal(list.statusCode, 200);
+  t.same(
+    list.json().entries.map((e: { fingerprint: string; reason: string }) => [e.fingerprint, e.reason]),
+    [[FINGERPRINT, 'the sample password of our setup guide']],
+  );
+  const put = await h.put('huabu', h.huabu.authorization!.slice('Bearer '.length), 'setup-guide', { instructions: INSTRUCTIONS });
+  t.equal(put.statusCode, 201, `allowed: ${put.body}`);
+  const other = await h.put('huabu', h.huabu.authorization!.slice('Bearer '.length), 'other-guide', {
+    instructions: `${INSTRUCTIONS}\npassword = "Zq8!nB3@cV6mK1xW5rT0"`,
+  });
+  t.equal(other.statusCode, 422, 'another secret beside the allowed one is still refused');
+  t.equal(other.json().details.findings[0].line, 5);
+
+  const remove = await h.app.inject({ method: 'DELETE', url: `${ALLOWLIST}?fingerprint=${FINGERPRINT}`, headers: h.owner });
+  t.equal(remove.statusCode, 204);
+  await refusedPut(t, h, 'setup-guide-2');
+  const gone = await h.app.inject({ method: 'DELETE', url: `${ALLOWLIST}?fingerprint=${FINGERPRINT}`, headers: h.owner });
+  t.equal(gone.statusCode, 404);
+  t.equal(gone.json().code, 'allowlist_entry_not_found');
+
+  const audit = (await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { action: string; id: string; outcome: string });
+  t.same(
+    audit.filter((e) => e.action.startsWith('secret-allowlist.')).map((e) => [e.action, e.id, e.outcome]),
+    [
+      ['secret-allowlist.add', FINGERPRINT, 'added'],
+      ['secret-allowlist.add', FINGERPRINT, 'unchanged'],
+      ['secret-allowlist.remove', FINGERPRINT, 'removed'],
+      ['secret-allowlist.remove', FINGERPRINT, 'allowlist_entry_not_found'],
+    ],
+  );
+});
+
+t.test('an entry limited to a field or route applies only there', async (t) => {
+  const h = await build(t);
+  const scoped = await h.app.inject({
+    method: 'POST',
+    url: ALLOWLIST,
+    headers: h.owner,
+    payload: { fingerprint: FINGERPRINT, file: '/description', reason: 'only in descriptions' },
+  });
+  t.equal(scoped.statusCode, 201);
+  await refusedPut(t, h);
+  const routed = await h.app.inject({
+    method: 'POST',
+    url: ALLOWLIST,
+    headers: h.owner,
+    payload: { fingerprint: FINGERPRINT, file: '/instructions', route: 'resource.validate', reason: 'check only' },
+  });
+  t.equal(routed.statusCode, 201);
+  const validate = await h.app.inject({
+    method: 'POST',
+    url: '/api/acp/resources/validate',
+    headers: h.owner,
+    payload: { schemaVersion: 1, id: 'setup-guide', provider: 'huabu', name: 'Setup', description: 'How.', instructions: INSTRUCTIONS },
+  });
+  t.equal(validate.json().valid, true, 'validate is allowed');
+  await refusedPut(t, h);
+  const reconcile = await h.app.inject({
+    method: 'PUT',
+    url: '/api/acp/providers/huabu/resources',
+    headers: h.huabu,
+    payload: { resources: [{ schemaVersion: 1, id: 'setup-guide', name: 'Setup', description: 'How.', instructions: INSTRUCTIONS }] },
+  });
+  t.equal(reconcile.statusCode, 422, 'a reconcile is not');
+  t.match(reconcile.json().details.findings[0], { field: '/resources/0/instructions', line: 4, route: 'resource.reconcile' });
+});
+
+t.test('bad entries and a secret in the reason are refused; only the owner may list or change', async (t) => {
+  const h = await build(t);
+  for (const payload of [
+    { fingerprint: 'credential-assignment:abc', reason: 'x' },
+    { fingerprint: FINGERPRINT },
+    { fingerprint: FINGERPRINT, reason: 'x', route: 'anything' },
+    { fingerprint: FINGERPRINT, reason: 'x', disableScan: true },
+  ]) {
+    const res = await h.app.inject({ method: 'POST', url: ALLOWLIST, headers: h.owner, payload });
+    t.equal(res.statusCode, 400, JSON.stringify(payload));
+  }
+  const leaky = await h.app.inject({
+    method: 'POST',
+    url: ALLOWLIST,
+    headers: h.owner,
+    payload: { fingerprint: FINGERPRINT, reason: `the real one is ghp_${'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8'}` },
+  });
+  t.equal(leaky.statusCode, 422);
+  t.equal(leaky.json().details.findings[0].field, '/reason');
+  for (const headers of [h.huabu, {}]) {
+    t.ok([401, 403].includes((await h.app.inject({ url: ALLOWLIST, headers })).statusCode), 'list refused');
+    const post = await h.app.inject({ method: 'POST', url: ALLOWLIST, headers, payload: { fingerprint: FINGERPRINT, reason: 'x' } });
+    t.ok([401, 403].includes(post.statusCode), 'add refused');
+  }
+  t.same((await h.app.inject({ url: ALLOWLIST, headers: h.owner })).json().entries, [], 'nothing added');
+});
+
+t.test('SECRET_ALLOWLIST_FILE: read at start, kept across a restart, a bad file stops the start', async (t) => {
+  const dataDir = await tempDataDir();
+  const file = path.join(dataDir, 'allow.json');
+  await writeFile(file, JSON.stringify([{ fingerprint: FINGERPRINT, reason: 'written by the operator' }]));
+  const h = await build(t, { dataDir, env: { SECRET_ALLOWLIST_FILE: file } });
+  const put = await h.put('huabu', h.huabu.authorization!.slice('Bearer '.length), 'setup-guide', { instructions: INSTRUCTIONS });
+  t.equal(put.statusCode, 201, "the operator's entry applies");
+  const other = secretFingerprint('credential-assignment', 'Zq8!nB3@cV6mK1xW5rT0');
+  await h.app.inject({ method: 'POST', url: ALLOWLIST, headers: h.owner, payload: { fingerprint: other, reason: 'a second sample' } });
+  await h.app.close();
+  const written = JSON.parse(await readFile(file, 'utf8')) as { fingerprint: string }[];
+  t.same(
+    written.map((e) => e.fingerprint),
+    [FINGERPRINT, other],
+    "the owner's entry is in the file",
+  );
+  const restarted = await build(t, { dataDir, env: { SECRET_ALLOWLIST_FILE: file } });
+  t.equal((await restarted.app.inject({ url: ALLOWLIST, headers: restarted.owner })).json().entries.length, 2, 'and read again');
+  const byDefault = loadConfig(testEnv(dataDir));
+  t.equal(byDefault.secretAllowlist.file, path.join(dataDir, 'secret-allowlist.json'), 'by default in DATA_DIR');
+
+  await writeFile(file, '[{"fingerprint": "nope"}]');
+  t.throws(() => loadConfig(testEnv(dataDir, { SECRET_ALLOWLIST_FILE: file })), ConfigError);
+  await writeFile(file, `{"oops": "${VALUE}"`);
+  try {
+    loadConfig(testEnv(dataDir, { SECRET_ALLOWLIST_FILE: file }));
+    t.fail('a bad file is refused');
+  } catch (err) {
+    t.ok(err instanceof ConfigError);
+    t.notOk((err as Error).message.includes(VALUE), 'its content is not quoted');
+  }
+});

@@ -1,0 +1,144 @@
+// The journaled durable document on a real file system: replay at start, a torn last line (and only that)
+// tolerated, compaction into the versioned file, restart, and the same for resources.json in a DATA_DIR.
+import t from 'tap';
+import { mkdtemp, readFile, writeFile, appendFile, mkdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { DurableDocument, type JournalCodec } from '../../src/storage/durable-document.js';
+import { JournalCorruptError, journalPathFor, readJournal } from '../../src/storage/journal.js';
+import { OverlayMap, type RecordMap } from '../../src/storage/overlay-map.js';
+import { JsonFileStore, readStoredResources, StoreFileError } from '../../src/storage/json-file-store.js';
+
+interface Items {
+  items: RecordMap<string>;
+}
+const codec: JournalCodec<Items> = {
+  clone: (s) => ({ items: new OverlayMap(s.items as Map<string, string>) }),
+  serialize: (s) => JSON.stringify(Object.fromEntries([...s.items.keys()].sort().map((k) => [k, s.items.get(k)]))),
+  changes: (d) => (d.items as OverlayMap<string>).changes().map(([k, v]) => (v === undefined ? { del: k } : { set: [k, v] })),
+  apply(s, changes) {
+    for (const c of changes as ({ set: [string, string] } | { del: string })[]) {
+      if ('set' in c) s.items.set(c.set[0], c.set[1]);
+      else if ('del' in c) s.items.delete(c.del);
+      else throw new Error('invalid change');
+    }
+  },
+};
+const load = async (file: string): Promise<Items> => {
+  const text = await readFile(file, 'utf8').catch(() => '{}');
+  return { items: new Map(Object.entries(JSON.parse(text) as Record<string, string>)) };
+};
+const open = async (file: string, compactAtBytes?: number) =>
+  DurableDocument.openJournaled(file, await load(file), codec, undefined, undefined, undefined, compactAtBytes ? { compactAtBytes } : {});
+const set = (doc: DurableDocument<Items>, k: string, v: string) =>
+  doc.update((d) => (d.items.set(k, v), { result: undefined, changed: true }));
+const del = (doc: DurableDocument<Items>, k: string) => doc.update((d) => ({ result: d.items.delete(k), changed: true }));
+const dir = () => mkdtemp(path.join(tmpdir(), 'arr-journal-'));
+const contents = (doc: DurableDocument<Items>) =>
+  Object.fromEntries([...doc.state.items.keys()].sort().map((k) => [k, doc.state.items.get(k)]));
+
+t.test('a batch appends one journal line; the versioned file is untouched until compaction', async (t) => {
+  const file = path.join(await dir(), 'd.json');
+  const doc = await open(file);
+  t.equal(await readFile(file, 'utf8'), '{}', 'the versioned file exists from the start');
+  await Promise.all([set(doc, 'a', '1'), set(doc, 'b', '2'), del(doc, 'a')]);
+  await set(doc, 'c', '3');
+  t.same(contents(doc), { b: '2', c: '3' });
+  const journal = await readJournal(journalPathFor(file));
+  t.same(
+    journal.batches,
+    [[{ set: ['a', '1'] }], [{ set: ['b', '2'] }, { del: 'a' }], [{ set: ['c', '3'] }]],
+    'one line per batch (the first went alone; the two queued behind it shared one)',
+  );
+  t.equal(await readFile(file, 'utf8'), '{}');
+});
+
+t.test('start-up replays the journal, compacts it into the file, and a restart sees the same', async (t) => {
+  const file = path.join(await dir(), 'd.json');
+  const doc = await open(file);
+  for (let i = 0; i < 20; i++) await set(doc, `k${i % 5}`, String(i));
+  await del(doc, 'k0');
+  // No close: as after a crash, the journal still holds every batch.
+  const again = await open(file);
+  t.same(contents(again), { k1: '16', k2: '17', k3: '18', k4: '19' });
+  t.same(JSON.parse(await readFile(file, 'utf8')), contents(again), 'compacted into the versioned file');
+  t.equal((await readJournal(journalPathFor(file))).bytes, 0, 'journal emptied');
+  await set(again, 'k9', 'x');
+  const third = await open(file);
+  t.same(contents(third), { k1: '16', k2: '17', k3: '18', k4: '19', k9: 'x' });
+});
+
+t.test('a torn last line (a crash mid-append) is ignored, and only that', async (t) => {
+  const file = path.join(await dir(), 'd.json');
+  const doc = await open(file);
+  await set(doc, 'a', '1');
+  await appendFile(journalPathFor(file), '{"changes":[{"set":["b","2"]}');
+  const reopened = await open(file);
+  t.same(contents(reopened), { a: '1' }, 'the unacknowledged batch is not there');
+  await set(reopened, 'c', '3');
+  t.same(contents(await open(file)), { a: '1', c: '3' }, 'appends after the torn tail are readable');
+
+  const other = path.join(await dir(), 'd.json');
+  await writeFile(other, '{}');
+  const journal = '{"changes":[{"set":["a","1"]}]}\n{"chan\n{"changes":[{"set":["b","2"]}]}\n';
+  await writeFile(journalPathFor(other), journal);
+  await t.rejects(open(other), JournalCorruptError, 'a bad line before the last one stops the start');
+  t.equal(await readFile(journalPathFor(other), 'utf8'), journal, 'and the journal is left as it is');
+  t.equal(await readFile(other, 'utf8'), '{}');
+});
+
+t.test('compaction folds the journal into the file once it is large enough; a crash between the two steps is harmless', async (t) => {
+  const file = path.join(await dir(), 'd.json');
+  const doc = await open(file, 200);
+  for (let i = 0; i < 10; i++) await set(doc, `k${i}`, 'v'.repeat(30));
+  t.ok((await readJournal(journalPathFor(file))).bytes < 200, 'the journal was emptied on the way');
+  t.equal(Object.keys(JSON.parse(await readFile(file, 'utf8'))).length >= 4, true, 'the file holds the compacted records');
+  await doc.close();
+  t.same(JSON.parse(await readFile(file, 'utf8')), contents(doc), 'close compacts everything into the file');
+  t.equal((await readJournal(journalPathFor(file))).bytes, 0);
+  await t.rejects(set(doc, 'late', 'x'), { code: 'storage_unavailable' }, 'no update after close');
+
+  // Crash after the compacted file was written but before the journal was emptied: replay changes nothing.
+  const crashed = path.join(await dir(), 'd.json');
+  await writeFile(crashed, JSON.stringify({ a: '2', c: '1' }));
+  await writeFile(
+    journalPathFor(crashed),
+    '{"changes":[{"set":["a","1"]},{"set":["b","1"]}]}\n{"changes":[{"set":["a","2"]},{"del":"b"},{"set":["c","1"]}]}\n',
+  );
+  t.same(contents(await open(crashed)), { a: '2', c: '1' });
+});
+
+t.test('resources.json: a DATA_DIR with a journal restarts with it replayed; a bad journal stops the start untouched', async (t) => {
+  const dataDir = await dir();
+  const store = await JsonFileStore.open({ dataDir });
+  const record = (id: string, name: string) => ({
+    schemaVersion: 1 as const,
+    id,
+    name,
+    provider: 'huabu',
+    description: 'd',
+    instructions: 'i',
+  });
+  await Promise.all([store.putResource(record('one', 'One')), store.putResource(record('two', 'Two'))]);
+  await store.withdrawResource('huabu', 'one');
+  t.same(
+    (await readStoredResources(dataDir)).map((r) => r.id),
+    ['two'],
+    'file + journal hold the acknowledged state',
+  );
+  await store.close();
+  const file = path.join(dataDir, 'agent-resources', 'resources.json');
+  t.same(
+    JSON.parse(await readFile(file, 'utf8')).state.resources,
+    [record('two', 'Two')],
+    'after close the versioned file alone is complete',
+  );
+
+  const bad = await dir();
+  await mkdir(path.join(bad, 'agent-resources'));
+  const badFile = path.join(bad, 'agent-resources', 'resources.json');
+  await writeFile(badFile, JSON.stringify({ schemaVersion: 1, state: { resources: [] } }));
+  await writeFile(`${badFile}.journal`, '{"changes":[{"put":{"id":"no-fields"}}]}\n');
+  await t.rejects(JsonFileStore.open({ dataDir: bad }), StoreFileError);
+  t.equal(await readFile(`${badFile}.journal`, 'utf8'), '{"changes":[{"put":{"id":"no-fields"}}]}\n', 'left unchanged');
+});
