@@ -38,6 +38,8 @@ export interface Config {
    */
   unsafeAckBeforeWriteMs?: number;
   publicBaseUrl: string;
+  /** PORT=0 without PUBLIC_BASE_URL: the public address is the one the server binds (set once it listens). */
+  publicBaseUrlFollowsListen?: boolean;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   ownerToken: string | undefined;
   huabuProviderToken: string | undefined;
@@ -140,6 +142,11 @@ export class ConfigError extends Error {
   }
 }
 
+/** The service's configuration from this process's environment (the one place that reads it). */
+export function loadProcessConfig(): Config {
+  return loadConfig(process.env);
+}
+
 /** Names the variable and the rule, never the value (some of these are secrets). */
 export function loadConfig(env: Record<string, string | undefined>): Config {
   const relevant = Object.fromEntries(
@@ -223,6 +230,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     dataDir,
     ...(e.ARR_UNSAFE_ACK_BEFORE_WRITE_MS === undefined ? {} : { unsafeAckBeforeWriteMs: Number(e.ARR_UNSAFE_ACK_BEFORE_WRITE_MS) }),
     publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://${urlHost}:${port}`).replace(/\/+$/, ''),
+    ...(port === 0 && e.PUBLIC_BASE_URL === undefined ? { publicBaseUrlFollowsListen: true } : {}),
     logLevel: (e.LOG_LEVEL ?? 'info') as Config['logLevel'],
     ownerToken: e.OWNER_TOKEN,
     huabuProviderToken: e.HUABU_PROVIDER_TOKEN,

@@ -3,7 +3,7 @@
 // exits non-zero, without a stack trace and without generating credentials.
 import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.js';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadProcessConfig } from './config.js';
 import { CredentialsFileError } from './credentials/credentials-file.js';
 import { createProcessLogger } from './logger.js';
 import { DataDirLockedError } from './storage/data-dir-lock.js';
@@ -31,7 +31,7 @@ async function main(): Promise<void> {
   }
   let config;
   try {
-    config = loadConfig(process.env);
+    config = loadProcessConfig();
   } catch (err) {
     if (err instanceof ConfigError) {
       console.error(err.message);
@@ -80,7 +80,7 @@ async function main(): Promise<void> {
     return fatal(problem);
   }
   // PORT=0 (any free port) and no PUBLIC_BASE_URL: the default address names the port actually bound.
-  if (config.port === 0 && !process.env.PUBLIC_BASE_URL) config.publicBaseUrl = listening;
+  if (config.publicBaseUrlFollowsListen) config.publicBaseUrl = listening;
   // Registered only once listening: close-with-grace also acts on 'beforeExit' (and would exit 0).
   closeWithGrace({ delay: 10_000, logger }, async ({ signal, err }) => {
     if (err) app.log.error({ err }, 'closing after an error');

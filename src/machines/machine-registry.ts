@@ -1,5 +1,6 @@
 // Agentlet machine enrollment: issues a machine token once (stored only as its digest), lists machines,
-// revokes credentials (the machine's records stay), and maps a presented token to its machine.
+// revokes a machine (its credential, its canvas tokens and its records: they are withdrawn), and maps a
+// presented token to its machine.
 import { AppError } from '../errors.js';
 import { lookAlikeKey } from '../text/look-alike.js';
 import { generateToken, TOKEN_PREFIX, tokenDigest, matchDigest } from '../credentials/tokens.js';

@@ -1,4 +1,5 @@
-// Owner: enroll Agentlet machines (the token is shown once), list them, revoke their credentials.
+// Owner: enroll Agentlet machines (the token is shown once), list them, rotate their tokens, revoke them
+// (their records are withdrawn).
 import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { actorOf } from '../credentials/principal.js';
@@ -51,7 +52,8 @@ export const machineRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { ma
         tags: ['machines'],
         operationId: 'revokeMachine',
         summary: 'Revoke a machine',
-        description: "Revokes the machine's credential (and the canvas tokens minted for it). Its records stay in the catalogue.",
+        description:
+          "Revokes the machine's credential and every canvas token minted for it, closes its channel, and withdraws all its records (each withdrawal audited and announced as `resource.withdrawn`): their IDs are free again. A revoked machine may be enrolled again with a new token.",
         params: Type.Object({ machineId: MachineId }),
         response: { 204: Type.Null({ description: 'Revoked.' }), ...errors('validation_failed', 'machine_not_found') },
       },

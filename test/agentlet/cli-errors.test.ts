@@ -116,3 +116,22 @@ t.test('init is idempotent and tightens a loose root', async (t) => {
   t.equal(again.code, 0);
   t.notMatch(again.stdout, /created|tightened/);
 });
+
+t.test('init tightens a root and receipts/ that only the group may write, and leaves a read-only group alone', async (t) => {
+  const dir = await tempDir(t);
+  const root = path.join(dir, 'res');
+  const cli = cliRunner(t);
+  await mkdir(path.join(root, 'receipts'), { recursive: true });
+  await mkdir(path.join(root, 'skills'));
+  await chmod(root, 0o770);
+  await chmod(path.join(root, 'receipts'), 0o730);
+  await chmod(path.join(root, 'skills'), 0o750);
+  const init = await cli(['init', '--resource-dir', root]);
+  t.equal(init.code, 0, init.stderr);
+  t.match(init.stdout, `tightened ${root} to mode 0700`);
+  t.match(init.stdout, `tightened ${path.join(root, 'receipts')} to mode 0700`);
+  t.notMatch(init.stdout, `tightened ${path.join(root, 'skills')}`, 'group may read, not write: nothing to tighten');
+  t.equal((await stat(root)).mode & 0o777, 0o700, 'the root');
+  t.equal((await stat(path.join(root, 'receipts'))).mode & 0o777, 0o700, 'receipts/');
+  t.equal((await stat(path.join(root, 'skills'))).mode & 0o777, 0o750, 'skills/ as it was');
+});

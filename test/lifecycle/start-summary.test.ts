@@ -18,13 +18,20 @@ t.test(
     // The owner token from the environment, the other two from the file (generated on the first start).
     const first = await startServer({ DATA_DIR: dataDir, OWNER_TOKEN: CANARY.owner, SEED_HUABU_RESOURCES: 'false' }, 90_000);
     await first.kill();
+    const { readFile } = await import('node:fs/promises');
+    // PORT=0 without PUBLIC_BASE_URL: the public address is the one actually bound, not port 0.
+    const firstSummary = (await readFile(first.logFile, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => typeof l.msg === 'string' && l.msg.startsWith('agent-resource-registry ready'));
+    t.match(firstSummary, { listening: first.origin, publicBaseUrl: first.origin }, 'PUBLIC_BASE_URL unset: the bound address');
     t.ok(existsSync(path.join(dataDir, 'credentials.json')), 'generated once listening');
     const server = await startServer(
       { DATA_DIR: dataDir, OWNER_TOKEN: CANARY.owner, SEED_HUABU_RESOURCES: 'false', PUBLIC_BASE_URL: 'http://registry.example' },
       90_000,
     );
     t.teardown(() => server.kill());
-    const { readFile } = await import('node:fs/promises');
     const lines = (await readFile(server.logFile, 'utf8')).trim().split('\n');
     const parsed = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
     t.ok(parsed.length === lines.length, 'not a TTY: every line is JSON');

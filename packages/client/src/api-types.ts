@@ -248,7 +248,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke a machine
-         * @description Revokes the machine's credential (and the canvas tokens minted for it). Its records stay in the catalogue.
+         * @description Revokes the machine's credential and every canvas token minted for it, closes its channel, and withdraws all its records (each withdrawal audited and announced as `resource.withdrawn`): their IDs are free again. A revoked machine may be enrolled again with a new token.
          */
         delete: operations["revokeMachine"];
         options?: never;
