@@ -347,7 +347,10 @@ async function candidateOf(
   return { candidate, files };
 }
 
-/** Scans `rootPath`: the folder itself when it holds SKILL.md, else each direct sub-folder that does. */
+/**
+ * Scans `rootPath`: the `.zip`/`.skill` archive or the folder itself when it is a skill (a folder holding SKILL.md),
+ * else each direct sub-folder holding SKILL.md and each skill archive in it.
+ */
 export async function scanSkills(rootPath: string, scanner?: SecretScanner, scope?: ScanScope): Promise<ScanResult> {
   if (typeof rootPath !== 'string' || !path.isAbsolute(rootPath) || rootPath.split(/[\\/]/).includes('..')) {
     throw new JobError('invalid_path', 'rootPath must be an absolute path without ".." segments');

@@ -13,9 +13,19 @@ import Type from 'typebox';
 import { AppError } from '../errors.js';
 import { protect } from '../http/auth.js';
 import { errors } from '../http/openapi.js';
-import { parseCursor, visibleToMachine, type ChangeEvent, type ChangeFeed } from '../registry/events.js';
+import { CHANGE_EVENT_TYPES, parseCursor, visibleToMachine, type ChangeEvent, type ChangeFeed } from '../registry/events.js';
 import { CanvasId } from '../schemas/common.js';
 import { ChangeList, ChangesQuery, EventsQuery, EventStream } from '../schemas/events.js';
+
+/** Every event type, grouped by subject: `resource.created|replaced|…`, `profile.…`. */
+const EVENT_TYPES_TEXT = [...new Set(CHANGE_EVENT_TYPES.map((type) => type.split('.')[0]!))]
+  .map(
+    (kind) =>
+      `\`${kind}.${CHANGE_EVENT_TYPES.filter((type) => type.startsWith(`${kind}.`))
+        .map((type) => type.slice(kind.length + 1))
+        .join('|')}\``,
+  )
+  .join(', ');
 
 /** A subscriber whose socket holds more than this many unsent bytes has fallen behind and is closed. */
 export const MAX_UNSENT_BYTES = 256 * 1024;
@@ -222,7 +232,9 @@ export const eventRoutes: FastifyPluginCallbackTypebox<EventRouteOptions> = (app
         operationId: 'streamEvents',
         summary: 'Follow the changes (Server-Sent Events)',
         description:
-          'Every privileged change, as it becomes durable, in commit order: `resource.created|replaced|withdrawn|customized`, `profile.created|updated|deleted`, `machine.enrolled|rotated|revoked`, `workload.launched`. Resume after a disconnect or a restart with `Last-Event-ID` (or `?since=`); a cursor older than the retention is 410 `cursor_expired`. A subscriber that falls behind by more than its buffer is closed and resumes by cursor.',
+          'Every change the registry announces, once it is durable, in commit order: ' +
+          EVENT_TYPES_TEXT +
+          '. Resume after a disconnect or a restart with `Last-Event-ID` (or `?since=`); a cursor older than the retention is 410 `cursor_expired`. A subscriber that falls behind by more than its buffer is closed and resumes by cursor.',
         querystring: EventsQuery,
         headers: LAST_EVENT_ID,
         response: { 200: EventStream, ...errors('validation_failed', 'cursor_expired') },

@@ -26,7 +26,7 @@ t.setTimeout(300_000);
 const CORPUS = path.resolve('test', 'fixtures', 'skill-collections');
 const MACHINE = 'agentlet-corpus';
 const CANVAS = 'canvas-corpus';
-/** v1's bounds (docs/CONTRACT.md): a description of 512 characters, instructions of 4000. */
+/** v1's bounds (docs/records.md): a description of 512 characters, instructions of 4000. */
 const V1_DESCRIPTION = 512;
 const V1_INSTRUCTIONS = 4000;
 

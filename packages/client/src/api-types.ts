@@ -143,7 +143,7 @@ export interface paths {
         put?: never;
         /**
          * Scan a folder on a machine for skills
-         * @description Lists the skills in `rootPath` on the machine: the folder itself when it holds `SKILL.md`, else each direct sub-folder that does. A candidate's `sourceRevision` is what `POST /resources/import` expects back; a folder that cannot be imported (no front matter `name`/`description`, a symbolic link leading out of it, too large, a secret in `SKILL.md`) is a diagnostic. The diagnostics also show the machine's own resource root: each receipt it cannot publish and each folder in `skills/` no receipt names. Nothing is written. The machine is `?agentletId=`, else `DEFAULT_AGENTLET_ID`, else the only enrolled machine; it must hold its channel (`agentlet-resources serve`): else 503 `agentlet_unavailable`, 504 `agentlet_timeout` when it does not answer in time. Audited as `resource.import.scan`.
+         * @description Lists the skills in `rootPath` on the machine: the folder (or a `.zip`/`.skill` archive) itself when it is a skill, else each direct sub-folder holding `SKILL.md` and each such archive in it. A candidate's `sourceRevision` is what `POST /resources/import` expects back; a folder that cannot be imported (no front matter `name`/`description`, a symbolic link leading out of it, too large, a secret in `SKILL.md`) is a diagnostic. The diagnostics also show the machine's own resource root: each receipt it cannot publish and each folder in `skills/` no receipt names. Nothing is written. The machine is `?agentletId=`, else `DEFAULT_AGENTLET_ID`, else the only enrolled machine; it must hold its channel (`agentlet-resources serve`): else 503 `agentlet_unavailable`, 504 `agentlet_timeout` when it does not answer in time. Audited as `resource.import.scan`.
          */
         post: operations["scanSkills"];
         delete?: never;
@@ -351,7 +351,7 @@ export interface paths {
         put?: never;
         /**
          * Create an Agent Profile
-         * @description Creates an `acp-command` or `acp-harness` profile; the registry assigns `id`, `schemaVersion` and `revision` (1). Answers 201; with `HUABU_COMPAT=1` 200, as upstream does. `resourceIds` (at most 64, unique, order kept) may name only registered resources (else 422 `unresolved_resource_ids`) whose provider is `huabu` or the profile's `agentletId` (else 422 `resource_not_eligible`); `details.ids` lists the offenders. A selection that would show the agent two resources of the same name (ignoring case and surrounding space; required defaults included) is 422 `capability_diagnostics_failed` with `details.diagnostics`. Aliases are unique ignoring case. Alias, path, command, harness ID and every key and string of `customData` and `metadata` are scanned for secrets.
+         * @description Creates an `acp-command` or `acp-harness` profile; the registry assigns `id`, `schemaVersion` and `revision` (1). Answers 201; with `HUABU_COMPAT=1` 200, as upstream does. `resourceIds` (at most 64, unique, order kept) may name only registered resources (else 422 `unresolved_resource_ids`) whose provider is `huabu` or the profile's `agentletId` (else 422 `resource_not_eligible`); `details.ids` lists the offenders. A selection that would show the agent two resources of the same name (ignoring case and surrounding space; required defaults included) is 422 `capability_diagnostics_failed` with `details.diagnostics`. Aliases are unique ignoring case and look-alike characters (409 `alias_conflict`). Alias, path, command, harness ID and every key and string of `customData` and `metadata` are scanned for secrets.
          */
         post: operations["createProfile"];
         delete?: never;
@@ -604,7 +604,7 @@ export interface paths {
         };
         /**
          * Follow the changes (Server-Sent Events)
-         * @description Every privileged change, as it becomes durable, in commit order: `resource.created|replaced|withdrawn|customized`, `profile.created|updated|deleted`, `machine.enrolled|rotated|revoked`, `workload.launched`. Resume after a disconnect or a restart with `Last-Event-ID` (or `?since=`); a cursor older than the retention is 410 `cursor_expired`. A subscriber that falls behind by more than its buffer is closed and resumes by cursor.
+         * @description Every change the registry announces, once it is durable, in commit order: `resource.created|replaced|withdrawn|customized`, `profile.created|updated|deleted`, `machine.enrolled|rotated|revoked|connected|disconnected|problems`, `workload.launched`, `job.succeeded|failed`. Resume after a disconnect or a restart with `Last-Event-ID` (or `?since=`); a cursor older than the retention is 410 `cursor_expired`. A subscriber that falls behind by more than its buffer is closed and resumes by cursor.
          */
         get: operations["streamEvents"];
         put?: never;
