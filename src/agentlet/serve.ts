@@ -27,6 +27,11 @@ import { readTokenFile } from './token-file.js';
 
 /** How long a stop waits for the jobs in flight to finish and be answered before abandoning them. */
 export const STOP_GRACE_MS = 10_000;
+/**
+ * Jobs run (and being answered) at once. The registry sends at most 16 per machine before one is answered or
+ * times out; a job it has timed out may still be running here, so the bound leaves room for that.
+ */
+export const MAX_JOBS_IN_FLIGHT = 64;
 /** Changes to receipts/ are gathered this long before one publish (an editor writes a file in several steps). */
 export const WATCH_DEBOUNCE_MS = 150;
 
@@ -271,6 +276,8 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
     },
   };
   const inFlight = new Set<Promise<void>>();
+  // Jobs not started because MAX_JOBS_IN_FLIGHT were running: one line when that starts, one when it ends.
+  let refused = 0;
   let draining = false;
   const runJob = (event: ServerSentEvent) => {
     let job: unknown;
@@ -282,6 +289,14 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
     if (!checkJob.Check(job)) return log.warn('ignored a job that is not {jobId, type, payload}');
     const { jobId, type } = job;
     if (draining) return log.warn({ jobId, type }, 'stopping: job not started');
+    if (inFlight.size >= MAX_JOBS_IN_FLIGHT) {
+      if (refused++ === 0)
+        log.warn(
+          { jobId, type },
+          `${MAX_JOBS_IN_FLIGHT} jobs in flight, more than the registry sends at once; further jobs are not started (the registry times them out) until one finishes`,
+        );
+      return;
+    }
     const started = Date.now();
     const running = (async () => {
       const answer = await JOBS.run(type, job.payload, context);
@@ -298,7 +313,13 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
       }
     })();
     inFlight.add(running);
-    void running.finally(() => inFlight.delete(running));
+    void running.finally(() => {
+      inFlight.delete(running);
+      if (refused > 0) {
+        log.warn({ refused }, `refused ${refused} job(s) while ${MAX_JOBS_IN_FLIGHT} were in flight; taking jobs again`);
+        refused = 0;
+      }
+    });
   };
 
   // Stopping: no new jobs, the ones in flight finish (or are abandoned after the grace period), then the

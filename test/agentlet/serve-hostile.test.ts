@@ -1,8 +1,8 @@
 // `agentlet-resources serve` (the compiled CLI, a real process) against a hostile or broken registry on a loopback
 // socket: it reads no channel message and no answer past the bound the one-shot CLI uses, drops that connection
 // with one line saying why and reconnects with a growing delay, runs one publish at a time however many
-// `ready` events or sync jobs arrive (later ones share the next publish), and on a terminal prints nothing the
-// registry sends as a control character or as a line of its own.
+// `ready` events or sync jobs arrive (later ones share the next publish), runs at most 64 jobs at once, and on a
+// terminal prints nothing the registry sends as a control character or as a line of its own.
 import t from 'tap';
 import type http from 'node:http';
 import path from 'node:path';
@@ -178,6 +178,41 @@ t.test('200 sync jobs at once: each is answered with a publish, and the publishe
   t.equal(done(), 200, 'and logged done');
   t.ok(puts.length >= 1 && puts.length <= 2, `${puts.length} publish(es) for the connect and 200 sync jobs`);
   t.notOk(overlapped(), 'never two publishes at once');
+  t.equal(await d.stop(), 0);
+});
+
+t.test('a flood of jobs: at most 64 run at once, the rest are not started, and the log says so in two lines', async (t) => {
+  const { root, remote } = await local(t);
+  let answering = 0;
+  let most = 0;
+  let answers = 0;
+  const reg = await fakeRegistry(t, (req, res) => {
+    if (req.method === 'GET') {
+      sse(res);
+      res.write(READY + Array.from({ length: 300 }, (_, i) => job(`ping-${i}`, 'ping')).join(''));
+      return;
+    }
+    if (req.method === 'PUT') return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(NOTHING_CHANGED));
+    if (req.method === 'POST') {
+      // Each answer is held a second: its job stays in flight that long.
+      answers++;
+      most = Math.max(most, ++answering);
+      setTimeout(() => {
+        answering--;
+        res.writeHead(204).end();
+      }, 1000);
+      return;
+    }
+    res.writeHead(404).end();
+  });
+  const d = startServe(t, root, remote(reg.url));
+  const busy = await d.waitFor(/jobs in flight/);
+  t.match(busy.msg, /^64 jobs in flight/, 'the line names the bound');
+  const refused = await d.waitFor(/^refused \d+ job/);
+  t.match(refused.msg, /^refused 236 job\(s\)/, 'and, once one finishes, how many were not started');
+  t.equal(answers, 64, 'only the jobs started were answered');
+  t.ok(most <= 64, `at most 64 answers at once (${most})`);
+  t.equal(d.lines.filter((l) => /jobs in flight|^refused/.test(JSON.parse(l).msg as string)).length, 2, 'two lines for the whole flood');
   t.equal(await d.stop(), 0);
 });
 
