@@ -9,6 +9,8 @@ import {
   RegistryResponseError,
   PROVIDER_RESOURCES_PATH,
   type ErrorBody,
+  type operations,
+  type paths,
   type ProviderResourceList,
   type ReconcileRequest,
   type ReconcileResponse,
@@ -20,6 +22,12 @@ import { CliError, EXIT } from './exit-codes.js';
 import { oneLine } from './terminal-text.js';
 
 export type { ReconcileRequest, ReconcileResponse };
+/** A job's answer as the machine posts it: `{ok: true, result}` or `{ok: false, error}`. */
+export type JobAnswer = operations['answerMachineJob']['requestBody']['content']['application/json'];
+
+const JOB_ANSWER_PATH = '/api/acp/providers/{machineId}/jobs/{jobId}' satisfies keyof paths;
+/** The registry no longer waits for a job (404 `job_not_found`). */
+const JOB_GONE = Symbol('job gone');
 export type ProviderResources = ProviderResourceList['resources'];
 
 const checkReconcileResult = Compile(ReconcileResult);
@@ -108,6 +116,22 @@ export class RegistryClient {
     const answer = await this.#send(() => this.#client.listProviderResources(this.#o.machineId));
     if (!checkResourceList.Check(answer)) throw this.#unexpected('the resource list does not match the contract');
     return (answer as ProviderResourceList).resources;
+  }
+
+  /**
+   * `POST /api/acp/providers/:machineId/jobs/:jobId`: a job's answer. False when the registry no longer waits
+   * for it (404 `job_not_found`: it timed out, or its channel closed).
+   */
+  async answerJob(jobId: string, answer: JobAnswer): Promise<boolean> {
+    const sent = await this.#send(() =>
+      this.#client.api
+        .POST(JOB_ANSWER_PATH, { params: { path: { machineId: this.#o.machineId, jobId } }, body: answer })
+        .catch((err: unknown) => {
+          if (err instanceof RegistryError && err.statusCode === 404 && err.code === 'job_not_found') return JOB_GONE;
+          throw err;
+        }),
+    );
+    return sent !== JOB_GONE;
   }
 
   async #send(call: () => Promise<unknown>): Promise<unknown> {

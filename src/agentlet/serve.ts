@@ -1,18 +1,20 @@
 // `agentlet-resources serve`: the Agentlet as a long-running daemon. It holds the machine's channel to the
 // registry (reconnecting with capped exponential backoff and full jitter), runs the jobs the channel carries
 // inside the resource root, watches `receipts/` and publishes a changed set within a second, and on stop
-// finishes the jobs in flight (up to a grace period), closes the channel and returns 0. It logs with pino:
-// readable lines on a terminal, JSON lines otherwise; the token is masked in every line written.
+// finishes the jobs in flight (up to a grace period), closes the channel and returns 0. It reads nothing from
+// the registry past the bound the one-shot commands use (MAX_RESPONSE_BYTES), and runs one publish at a time.
+// It logs with pino: readable lines on a terminal, JSON lines otherwise, every one through the CLI's output
+// boundary (terminal-safe, the token masked).
 import { createHash } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
-import pretty from 'pino-pretty';
+import { prettyFactory } from 'pino-pretty';
 import { Compile } from 'typebox/compile';
 import { ChannelJob } from '../schemas/channel.js';
 import type { MachineProblem } from '../schemas/machine.js';
 import { machineScanner } from './allowed-findings.js';
-import { ChannelClient, ChannelRefused, type ServerSentEvent } from './channel-client.js';
+import { ChannelClient, ChannelMessageTooLarge, ChannelRefused, type ServerSentEvent } from './channel-client.js';
 import type { Output, RegistryInput } from './commands.js';
 import { CliError, EXIT, type ExitCode } from './exit-codes.js';
 import { JOBS, type JobContext } from './jobs.js';
@@ -20,10 +22,16 @@ import { publishableSet, validateResourceRoot } from './receipt.js';
 import { RegistryClient, type ReconcileResponse } from './registry-client.js';
 import { assertInitialized, KIND_DIRS, RECEIPTS_DIR } from './resource-root.js';
 import { RECONNECT_BASE_MS } from './serve-constants.js';
+import { oneLine } from './terminal-text.js';
 import { readTokenFile } from './token-file.js';
 
 /** How long a stop waits for the jobs in flight to finish and be answered before abandoning them. */
 export const STOP_GRACE_MS = 10_000;
+/**
+ * Jobs run (and being answered) at once. The registry sends at most 16 per machine before one is answered or
+ * times out; a job it has timed out may still be running here, so the bound leaves room for that.
+ */
+export const MAX_JOBS_IN_FLIGHT = 64;
 /** Changes to receipts/ are gathered this long before one publish (an editor writes a file in several steps). */
 export const WATCH_DEBOUNCE_MS = 150;
 
@@ -52,20 +60,85 @@ export function backoffMs(attempt: number, maxMs: number, random: () => number =
   return Math.floor(random() * Math.min(maxMs, RECONNECT_BASE_MS * 2 ** Math.min(attempt, 30)));
 }
 
-function serveLogger(isTty: boolean, secrets: readonly string[], machineId: string): Logger {
-  const options = {
-    base: { machineId },
-    redact: { paths: ['token', '*.token', 'authorization', '*.authorization', 'headers.authorization'], censor: '[redacted]' },
-    // The last line of defence: whatever a message or an error carries, the token never reaches the output.
-    hooks: { streamWrite: (line: string) => secrets.reduce((text, secret) => text.replaceAll(secret, '[token]'), line) },
-    serializers: { err: pino.stdSerializers.err },
+/**
+ * Characters of one log message, and of one text field of a log line. A message quotes what the registry sent
+ * (a job's type, a path in a job's failure), which has no bound of its own short of a channel message.
+ */
+export const MAX_LOG_TEXT = 4000;
+
+/** Text for a log line: on one line, so nothing it quotes can start a line that looks like the daemon's; cut. */
+const logText = (text: string) => oneLine(text, MAX_LOG_TEXT);
+
+/**
+ * The daemon's logger. Its messages and top-level text fields are made one line here; every line it writes
+ * goes out through `io.out`, the CLI's one output boundary, which makes it terminal-safe and masks the token.
+ * On a terminal the lines are pino-pretty's, without colour (the boundary lets no escape sequence through).
+ */
+function serveLogger(isTty: boolean, io: Output, machineId: string): Logger {
+  const pretty = isTty ? prettyFactory({ colorize: false, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,machineId' }) : undefined;
+  return pino(
+    {
+      base: { machineId },
+      redact: { paths: ['token', '*.token', 'authorization', '*.authorization', 'headers.authorization'], censor: '[redacted]' },
+      hooks: {
+        logMethod(args: unknown[], method: (...a: unknown[]) => void) {
+          method.apply(
+            this,
+            args.map((a) => (typeof a === 'string' ? logText(a) : a)),
+          );
+        },
+      },
+      formatters: {
+        log: (fields: Record<string, unknown>) =>
+          Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, typeof v === 'string' ? logText(v) : v])),
+      },
+      serializers: { err: pino.stdSerializers.err },
+    },
+    { write: (line: string) => io.out((pretty ? pretty(line) : line).replace(/\n$/, '')) },
+  );
+}
+
+/**
+ * Runs `task` one at a time. A call while it runs is answered by one more run after it, which every call made
+ * meanwhile shares (their arguments merged): however many calls arrive during a run, at most one run follows.
+ */
+export function coalescing<A, R>(task: (arg: A) => Promise<R>, merge: (queued: A, arg: A) => A) {
+  let running: Promise<R> | undefined;
+  let next: { arg: A; promise: Promise<R>; resolve: (value: R) => void; reject: (err: unknown) => void } | undefined;
+  const start = (arg: A): Promise<R> => {
+    const run = task(arg);
+    running = run;
+    const settled = () => {
+      running = undefined;
+      if (next === undefined) return;
+      const queued = next;
+      next = undefined;
+      start(queued.arg).then(queued.resolve, queued.reject);
+    };
+    run.then(settled, settled);
+    return run;
   };
-  if (isTty)
-    return pino(
-      options,
-      pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,machineId', sync: true, destination: 1 }),
-    );
-  return pino(options, pino.destination({ dest: 1, sync: true }));
+  return {
+    call(arg: A): Promise<R> {
+      if (running === undefined) return start(arg);
+      if (next !== undefined) {
+        next.arg = merge(next.arg, arg);
+        return next.promise;
+      }
+      let resolve!: (value: R) => void;
+      let reject!: (err: unknown) => void;
+      const promise = new Promise<R>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      next = { arg, promise, resolve, reject };
+      return promise;
+    },
+    /** Settles once no run is left, the queued one included. */
+    async idle(): Promise<void> {
+      while (running !== undefined) await running.catch(() => undefined);
+    },
+  };
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -93,24 +166,20 @@ function networkCode(err: unknown, depth = 0): string | undefined {
 
 export async function serveCommand(root: string, input: ServeInput, io: Output, runtime: ServeRuntime): Promise<ExitCode> {
   await assertInitialized(root);
-  const secrets: string[] = [];
-  const protect = (token: string) => {
-    if (!secrets.includes(token)) secrets.push(token);
-    io.protect(token);
-  };
+  const protect = (token: string) => io.protect(token);
   let token = await readTokenFile(input.tokenFile);
   protect(token);
-  const log = serveLogger(runtime.isTty, secrets, input.machineId);
+  const log = serveLogger(runtime.isTty, io, input.machineId);
   const random = runtime.random ?? Math.random;
   const channel = new ChannelClient(input);
 
-  // Publishing: one at a time, in order; the watcher publishes only a set that differs from the last one sent.
+  // Publishing: one at a time; whatever asks for a publish while one runs (a reconnect, a change, sync jobs)
+  // shares the one publish after it. The watcher publishes only a set that differs from the last one sent.
   // An invalid receipt never holds the others back: it is left out (the registry withdraws its record) and
   // reported with the set, so the owner sees it for this machine.
   let lastPublished: string | undefined;
-  let publishing: Promise<unknown> = Promise.resolve();
-  const publish = (why: string, onlyIfChanged: boolean): Promise<Published> => {
-    const run = publishing.then(async (): Promise<Published> => {
+  const publisher = coalescing(
+    async ({ why, onlyIfChanged }: { why: string; onlyIfChanged: boolean }): Promise<Published> => {
       const scanner = machineScanner(root, token);
       const { reports } = await validateResourceRoot(root, scanner, input.machineId);
       const { entries, problems } = await publishableSet(reports, scanner);
@@ -131,18 +200,26 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
       } finally {
         await client.close();
       }
-    });
-    publishing = run.catch(() => undefined);
-    return run;
-  };
+    },
+    (queued, arg) => ({
+      why: queued.why.split(', ').includes(arg.why) ? queued.why : `${queued.why}, ${arg.why}`,
+      onlyIfChanged: queued.onlyIfChanged && arg.onlyIfChanged,
+    }),
+  );
+  const publish = (why: string, onlyIfChanged: boolean): Promise<Published> => publisher.call({ why, onlyIfChanged });
   // A publish that fails is tried again after a growing delay, and with any change of the receipts or the
   // skill folders, and on every reconnect; whichever comes first.
   let retry: NodeJS.Timeout | undefined;
   let retryAttempt = 0;
   let stopping = false;
+  // Callers that share one publish see its outcome once: one failure line, one retry.
+  const reported = new WeakSet<Promise<Published>>();
   const publishQuietly = (why: string, onlyIfChanged: boolean): Promise<Published | undefined> => {
     clearTimeout(retry);
-    return publish(why, onlyIfChanged).then(
+    const run = publish(why, onlyIfChanged);
+    if (reported.has(run)) return run.catch(() => undefined);
+    reported.add(run);
+    return run.then(
       (published) => {
         retryAttempt = 0;
         return published;
@@ -199,6 +276,8 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
     },
   };
   const inFlight = new Set<Promise<void>>();
+  // Jobs not started because MAX_JOBS_IN_FLIGHT were running: one line when that starts, one when it ends.
+  let refused = 0;
   let draining = false;
   const runJob = (event: ServerSentEvent) => {
     let job: unknown;
@@ -210,12 +289,21 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
     if (!checkJob.Check(job)) return log.warn('ignored a job that is not {jobId, type, payload}');
     const { jobId, type } = job;
     if (draining) return log.warn({ jobId, type }, 'stopping: job not started');
+    if (inFlight.size >= MAX_JOBS_IN_FLIGHT) {
+      if (refused++ === 0)
+        log.warn(
+          { jobId, type },
+          `${MAX_JOBS_IN_FLIGHT} jobs in flight, more than the registry sends at once; further jobs are not started (the registry times them out) until one finishes`,
+        );
+      return;
+    }
     const started = Date.now();
     const running = (async () => {
       const answer = await JOBS.run(type, job.payload, context);
       const ms = Date.now() - started;
+      const client = new RegistryClient({ ...input, token });
       try {
-        const delivered = await channel.answer(token, jobId, answer);
+        const delivered = await client.answerJob(jobId, answer);
         if (!delivered)
           log.warn({ jobId, type, ms }, 'the registry no longer waits for this job (it timed out or the channel closed); answer dropped');
         else if (answer.ok) log.info({ jobId, type, ms }, `job ${type} done`);
@@ -225,7 +313,13 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
       }
     })();
     inFlight.add(running);
-    void running.finally(() => inFlight.delete(running));
+    void running.finally(() => {
+      inFlight.delete(running);
+      if (refused > 0) {
+        log.warn({ refused }, `refused ${refused} job(s) while ${MAX_JOBS_IN_FLIGHT} were in flight; taking jobs again`);
+        refused = 0;
+      }
+    });
   };
 
   // Stopping: no new jobs, the ones in flight finish (or are abandoned after the grace period), then the
@@ -251,11 +345,15 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
   let attempt = 0;
   while (!channelAbort.signal.aborted) {
     let connected = false;
+    // The attempt count before this connection's `ready`: a connection dropped past a bound does not count as
+    // one that worked, so the delay before the next keeps growing.
+    const attemptBefore = attempt;
     try {
       token = await readTokenFile(input.tokenFile); // re-read: a rotated token is picked up on reconnect
       protect(token);
       for await (const event of channel.open(token, channelAbort.signal)) {
         if (event.event === 'ready') {
+          if (connected) continue; // the registry sends one per connection; more change nothing
           attempt = 0;
           connected = true;
           log.info(`connected to ${input.registryUrl}`);
@@ -265,7 +363,10 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
       if (!channelAbort.signal.aborted) log.warn('the registry closed the channel; reconnecting');
     } catch (err) {
       if (channelAbort.signal.aborted) break;
-      if (err instanceof CliError) log.error(err.message);
+      if (err instanceof ChannelMessageTooLarge) {
+        attempt = attemptBefore;
+        log.warn(`${err.message}; dropped the connection to ${input.registryUrl}`);
+      } else if (err instanceof CliError) log.error(err.message);
       else if (err instanceof ChannelRefused && err.status === 401) {
         log.error(
           `the registry rejected the token for machine ${input.machineId} (401): the token in ${input.tokenFile} is wrong, or the enrollment was revoked or rotated; put the current token in that file`,
@@ -294,7 +395,7 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
   clearTimeout(debounce);
   clearTimeout(retry);
   for (const w of watchers) w.close();
-  await Promise.race([publishing, new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+  await Promise.race([publisher.idle(), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
   await channel.close();
   log.info('stopped');
   return EXIT.ok;

@@ -3,24 +3,22 @@
 // second, reconnects after the registry restarts, is cut off when its machine is revoked, exits 0 on SIGTERM
 // (the machine then shows disconnected), and writes JSON log lines none of which holds a token.
 import t from 'tap';
-import { spawn } from 'node:child_process';
-import { appendFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
 import { isDeepStrictEqual } from 'node:util';
 import { backoffMs } from '../../src/agentlet/serve.js';
 import { RECONNECT_BASE_MS } from '../../src/agentlet/serve-constants.js';
-import { build, CANARY, canaryLogFile, type TestApp } from '../helpers/build.js';
+import { build, CANARY, type TestApp } from '../helpers/build.js';
 import {
   addSkill,
   assertBuilt,
-  CLI,
   installFile,
   machine,
   receiptJson,
+  startServe,
   tokenFile,
   writeReceipt,
+  type Daemon,
   type Machine,
 } from '../helpers/agentlet.js';
 
@@ -29,62 +27,8 @@ assertBuilt();
 /** The part of a tap test these helpers use. */
 type Test = Parameters<typeof build>[0] & { ok(v: unknown, m: string): boolean; same(a: unknown, b: unknown, m: string): boolean };
 
-interface Daemon {
-  lines: string[];
-  /** Resolves with the first log line (parsed) whose `msg` matches, waiting up to `ms`. */
-  waitFor(msg: RegExp, ms?: number, after?: number): Promise<{ msg: string; [key: string]: unknown }>;
-  /** Sends SIGTERM and resolves with the exit code. */
-  stop(): Promise<number | null>;
-}
-
 function startDaemon(t: Test, m: Machine, extra: string[] = []): Daemon {
-  const child = spawn(process.execPath, [CLI, 'serve', ...m.remote, '--reconnect-max-ms', '500', ...extra], {
-    env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), AGENT_RESOURCE_DIR: m.root },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const lines: string[] = [];
-  const waiters = new Set<() => void>();
-  let partial = '';
-  const take = (chunk: Buffer) => {
-    const text = partial + chunk.toString('utf8');
-    const parts = text.split('\n');
-    partial = parts.pop()!;
-    lines.push(...parts.filter((l) => l !== ''));
-    for (const w of waiters) w();
-  };
-  child.stdout.on('data', take);
-  child.stderr.on('data', take);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  t.teardown(async () => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-    await exited;
-    appendFileSync(canaryLogFile(), `$ agentlet-resources serve\n${lines.join('\n')}\n`);
-  });
-  const parsed = (line: string) => JSON.parse(line) as { msg: string; [key: string]: unknown };
-  return {
-    lines,
-    waitFor: (msg, ms = 20_000, after = 0) =>
-      new Promise((resolve, reject) => {
-        const check = () => {
-          const found = lines.slice(after).find((l) => msg.test(parsed(l).msg ?? ''));
-          if (found === undefined) return false;
-          waiters.delete(check);
-          clearTimeout(timer);
-          resolve(parsed(found));
-          return true;
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          reject(new Error(`no log line matching ${msg} within ${ms} ms; lines:\n${lines.join('\n')}`));
-        }, ms);
-        waiters.add(check);
-        check();
-      }),
-    stop: async () => {
-      child.kill('SIGTERM');
-      return exited;
-    },
-  };
+  return startServe(t, m.root, m.remote, ['--reconnect-max-ms', '500', ...extra]);
 }
 
 async function statusOf(h: TestApp, machineId: string): Promise<string | undefined> {

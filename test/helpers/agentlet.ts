@@ -1,7 +1,7 @@
 // Helpers for the agentlet-resources tests: a real registry on a loopback socket, the CLI run in the test's
 // process through its main() or as the compiled executable in a child process (either way its output is
 // checked for every token issued in the test and kept for the canary scan), and resource-root fixtures.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { appendFileSync, existsSync, readdirSync, statSync } from 'node:fs';
 import http from 'node:http';
 import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -263,4 +263,98 @@ export async function addSkill(m: Machine, id: string, extra: string[] = []) {
     instructions,
     ...extra,
   ]);
+}
+
+export interface Daemon {
+  /** Every line it wrote (stdout and stderr), without line ends. */
+  lines: string[];
+  /** Resolves with the first log line (parsed) whose `msg` matches, waiting up to `ms`. */
+  waitFor(msg: RegExp, ms?: number, after?: number): Promise<{ msg: string; [key: string]: unknown }>;
+  /** Resolves with the first line whose raw text matches (a terminal's readable lines are not JSON). */
+  waitForLine(text: RegExp, ms?: number): Promise<string>;
+  /** Sends SIGTERM and resolves with the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/**
+ * `agentlet-resources serve` as a real process (the compiled CLI) for the machine `remote` names, in `root`.
+ * With `tty`, it runs on a pseudo-terminal (util-linux `script`), so it writes its terminal lines, and the
+ * terminal's line ends (CR LF) come back as LF.
+ */
+export function startServe(
+  t: TestContext,
+  root: string,
+  remote: string[],
+  extra: string[] = ['--reconnect-max-ms', '500'],
+  options: { tty?: boolean } = {},
+): Daemon {
+  const argv = [CLI, 'serve', ...remote, ...extra];
+  const env = { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), AGENT_RESOURCE_DIR: root };
+  const quote = (a: string) => `'${a.replaceAll("'", "'\\''")}'`;
+  const child = options.tty
+    ? spawn('script', ['-qefc', [process.execPath, ...argv].map(quote).join(' '), '/dev/null'], {
+        env: { ...env, TERM: 'xterm' },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      })
+    : spawn(process.execPath, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: string[] = [];
+  const waiters = new Set<() => void>();
+  let partial = '';
+  const take = (chunk: Buffer) => {
+    const text = partial + chunk.toString('utf8').replaceAll(options.tty ? '\r\n' : '\n', '\n');
+    const parts = text.split('\n');
+    partial = parts.pop()!;
+    lines.push(...parts.filter((l) => l !== ''));
+    for (const w of waiters) w();
+  };
+  child.stdout.on('data', take);
+  child.stderr.on('data', take);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  t.teardown(async () => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    await exited;
+    appendFileSync(canaryLogFile(), `$ agentlet-resources serve\n${lines.join('\n')}\n`);
+  });
+  const parsed = (line: string) => {
+    try {
+      return JSON.parse(line) as { msg: string; [key: string]: unknown };
+    } catch {
+      return { msg: '' };
+    }
+  };
+  const wait = <T>(find: () => T | undefined, what: string, ms: number) =>
+    new Promise<T>((resolve, reject) => {
+      const check = () => {
+        const found = find();
+        if (found === undefined) return false;
+        waiters.delete(check);
+        clearTimeout(timer);
+        resolve(found);
+        return true;
+      };
+      const timer = setTimeout(() => {
+        waiters.delete(check);
+        reject(new Error(`no log line matching ${what} within ${ms} ms; lines:\n${lines.join('\n').slice(-20_000)}`));
+      }, ms);
+      waiters.add(check);
+      check();
+    });
+  return {
+    lines,
+    waitFor: (msg, ms = 20_000, after = 0) =>
+      wait(
+        () =>
+          lines
+            .slice(after)
+            .map(parsed)
+            .find((l) => msg.test(l.msg ?? '')),
+        String(msg),
+        ms,
+      ),
+    waitForLine: (text, ms = 20_000) => wait(() => lines.find((l) => text.test(l)), String(text), ms),
+    stop: async () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
 }
