@@ -174,6 +174,9 @@ export class SkillManagement {
           { ids: [id] },
         );
       }
+      // A new record must fit the machine's record quota: refused before the machine copies anything (the
+      // bytes it will add are known only once it reads the skill; its publish is checked again in full).
+      if (!replace) await this.deps.registry.assertRoomForRecord(machineId);
       await this.#run(machineId, 'skill.import', {
         id,
         sourcePath: body.sourcePath.trim(),
