@@ -43,7 +43,7 @@ export const skillRoutes: FastifyPluginCallbackTypebox<RouteDeps & { channels: M
         tags: ['skills'],
         operationId: 'scanSkills',
         summary: 'Scan a folder on a machine for skills',
-        description: `Lists the skills in \`rootPath\` on the machine: the folder itself when it holds \`SKILL.md\`, else each direct sub-folder that does. A candidate's \`sourceRevision\` is what \`POST /resources/import\` expects back; a folder that cannot be imported (no front matter \`name\`/\`description\`, a symbolic link leading out of it, too large, a secret in \`SKILL.md\`) is a diagnostic. The diagnostics also show the machine's own resource root: each receipt it cannot publish and each folder in \`skills/\` no receipt names. Nothing is written. ${MACHINE_NOTE} Audited as \`resource.import.scan\`.`,
+        description: `Lists the skills in \`rootPath\` on the machine: the folder itself when it holds \`SKILL.md\`, else each direct sub-folder that does. A candidate's \`sourceRevision\` is what \`POST /resources/import\` expects back; a folder that cannot be imported (no front matter \`name\`/\`description\`, a symbolic link leading out of it, too large, a secret in \`SKILL.md\`) is a diagnostic. The diagnostics also show the machine's own resource root: each receipt it cannot publish and each folder in \`skills/\` no receipt names. The machine's words are scanned: a root path or diagnostic text that looks like a secret is withheld (replaced by a fixed text), and a candidate with one in any field is a diagnostic instead. Nothing is written. ${MACHINE_NOTE} Audited as \`resource.import.scan\`.`,
         querystring: SkillMachineQuery,
         body: ScanSkillsBody,
         response: {
