@@ -143,7 +143,7 @@ export interface paths {
         put?: never;
         /**
          * Scan a folder on a machine for skills
-         * @description Lists the skills in `rootPath` on the machine: the folder itself when it holds `SKILL.md`, else each direct sub-folder that does. A candidate's `sourceRevision` is what `POST /resources/import` expects back; a folder that cannot be imported (no front matter `name`/`description`, a symbolic link leading out of it, too large, a secret in `SKILL.md`) is a diagnostic. The diagnostics also show the machine's own resource root: each receipt it cannot publish and each folder in `skills/` no receipt names. Nothing is written. The machine is `?agentletId=`, else `DEFAULT_AGENTLET_ID`, else the only enrolled machine; it must hold its channel (`agentlet-resources serve`): else 503 `agentlet_unavailable`, 504 `agentlet_timeout` when it does not answer in time. Audited as `resource.import.scan`.
+         * @description Lists the skills in `rootPath` on the machine: the folder itself when it holds `SKILL.md`, else each direct sub-folder that does. A candidate's `sourceRevision` is what `POST /resources/import` expects back; a folder that cannot be imported (no front matter `name`/`description`, a symbolic link leading out of it, too large, a secret in `SKILL.md`) is a diagnostic. The diagnostics also show the machine's own resource root: each receipt it cannot publish and each folder in `skills/` no receipt names. The machine's words are scanned: a root path or diagnostic text that looks like a secret is withheld (replaced by a fixed text), and a candidate with one in any field is a diagnostic instead. Nothing is written. The machine is `?agentletId=`, else `DEFAULT_AGENTLET_ID`, else the only enrolled machine; it must hold its channel (`agentlet-resources serve`): else 503 `agentlet_unavailable`, 504 `agentlet_timeout` when it does not answer in time. Audited as `resource.import.scan`.
          */
         post: operations["scanSkills"];
         delete?: never;
@@ -287,7 +287,7 @@ export interface paths {
         put?: never;
         /**
          * Run a job on a connected machine
-         * @description Sends the job over the machine's channel and answers with the machine's result. 503 `agentlet_unavailable` when the machine holds no channel (or loses it before answering), 503 `agentlet_busy` when too many of its jobs are in flight, 504 `agentlet_timeout` when it does not answer within `AGENTLET_JOB_TIMEOUT_MS`, 502 `agentlet_job_failed` when it answers with an error (`details.agentletCode`).
+         * @description Sends the job over the machine's channel and answers with the machine's result; any string in it (a key too) that looks like a secret is withheld (replaced by a fixed text). 503 `agentlet_unavailable` when the machine holds no channel (or loses it before answering), 503 `agentlet_busy` when too many of its jobs are in flight, 504 `agentlet_timeout` when it does not answer within `AGENTLET_JOB_TIMEOUT_MS`, 502 `agentlet_job_failed` when it answers with an error (`details.agentletCode`).
          */
         post: operations["runMachineJob"];
         delete?: never;
