@@ -188,7 +188,14 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     const scanner: SecretScanner = new SecretScanner([...Object.values(credentials), ...config.hostedCapabilities.credentialValues()], {
       allowlist: () => secretAllowlist.entries(),
     });
-    const registry = new ResourceRegistry(store, scanner, audit, config.requiredResourceIds, config.hostedCapabilities.ids);
+    const registry = new ResourceRegistry(
+      store,
+      scanner,
+      audit,
+      config.requiredResourceIds,
+      config.hostedCapabilities.ids,
+      config.recordQuota,
+    );
     // A machine's channel and its jobs are not stored documents: their events are written on their own, and
     // a failure to write one is logged, never a failure of the channel or the job. The store closes after them.
     const eventWrites = new Set<Promise<void>>();

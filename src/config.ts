@@ -6,6 +6,8 @@ import { Compile } from 'typebox/compile';
 import { RESOURCE_ID_PATTERN, SLUG_ID_PATTERN } from './schemas/common.js';
 import { CapabilitiesFileError, type HostedCapabilities, loadHostedCapabilities } from './invocation/capabilities-file.js';
 import type { SecretAllowlistEntry } from './schemas/secret-allowlist.js';
+import { MAX_RECONCILE_RESOURCES } from './schemas/resource.js';
+import type { RecordQuota } from './registry/record-quota.js';
 import { readSecretAllowlistSync, SecretAllowlistFileError } from './secrets/secret-allowlist.js';
 
 /** Addresses that mean "every interface": no client can use them to reach this process. */
@@ -18,6 +20,10 @@ export const DEFAULT_AUDIT_MAX_FILES = 5;
 export const DEFAULT_AUTH_FAILURES_PER_MINUTE = 30;
 /** Change events per machine per minute: one machine alone needs EVENTS_RETAIN_COUNT / this many minutes to fill the retention. */
 export const DEFAULT_EVENTS_PER_MACHINE_PER_MINUTE = 2000;
+/** Records one machine may hold (RECORDS_PER_MACHINE): a reconcile's largest set, so a valid sync always fits. */
+export const DEFAULT_RECORDS_PER_MACHINE = MAX_RECONCILE_RESOURCES;
+/** Bytes of record text one machine may hold (RECORD_BYTES_PER_MACHINE): a reconcile's body bound, so a valid sync always fits. */
+export const DEFAULT_RECORD_BYTES_PER_MACHINE = 8 * 1024 * 1024;
 /** The change log keeps the newest this many events (EVENTS_RETAIN_COUNT) ... */
 export const DEFAULT_EVENTS_RETAIN_COUNT = 100_000;
 /** ... and none older than this many days (EVENTS_RETAIN_DAYS). */
@@ -50,6 +56,8 @@ export interface Config {
   rateLimitWritesPerMinute: number;
   /** Change events one machine's activity may write per minute before its writes are refused (0: no bound). */
   eventsPerMachinePerMinute: number;
+  /** Each machine's record quota (docs/decisions/record-quotas.md); 0 in either turns that bound off. */
+  recordQuota: RecordQuota;
   /**
    * Failed authentications (401 without a recognized credential) per client address per minute; past it,
    * that address's requests needing a credential are refused 429 before authentication. 0 turns it off.
@@ -118,6 +126,8 @@ export const Env = Type.Object({
   DATABASE_POOL_SIZE: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$' })),
   RATE_LIMIT_WRITES_PER_MINUTE: Type.Optional(Type.String({ pattern: '^[0-9]{1,7}$' })),
   EVENTS_PER_MACHINE_PER_MINUTE: Type.Optional(Type.String({ pattern: '^[0-9]{1,7}$' })),
+  RECORDS_PER_MACHINE: Type.Optional(Type.String({ pattern: '^[0-9]{1,9}$' })),
+  RECORD_BYTES_PER_MACHINE: Type.Optional(Type.String({ pattern: '^[0-9]{1,15}$' })),
   AUTH_FAILURES_PER_MINUTE: Type.Optional(Type.String({ pattern: '^[0-9]{1,7}$' })),
   MAX_EVENT_LOOP_DELAY_MS: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
   AUDIT_MAX_BYTES: Type.Optional(Type.String({ pattern: '^[0-9]{1,15}$' })),
@@ -240,6 +250,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     rateLimitWritesPerMinute: e.RATE_LIMIT_WRITES_PER_MINUTE === undefined ? 1200 : Number(e.RATE_LIMIT_WRITES_PER_MINUTE),
     eventsPerMachinePerMinute:
       e.EVENTS_PER_MACHINE_PER_MINUTE === undefined ? DEFAULT_EVENTS_PER_MACHINE_PER_MINUTE : Number(e.EVENTS_PER_MACHINE_PER_MINUTE),
+    recordQuota: {
+      maxRecords: e.RECORDS_PER_MACHINE === undefined ? DEFAULT_RECORDS_PER_MACHINE : Number(e.RECORDS_PER_MACHINE),
+      maxBytes: e.RECORD_BYTES_PER_MACHINE === undefined ? DEFAULT_RECORD_BYTES_PER_MACHINE : Number(e.RECORD_BYTES_PER_MACHINE),
+    },
     authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE === undefined ? DEFAULT_AUTH_FAILURES_PER_MINUTE : Number(e.AUTH_FAILURES_PER_MINUTE),
     maxEventLoopDelayMs: e.MAX_EVENT_LOOP_DELAY_MS === undefined ? 1000 : Number(e.MAX_EVENT_LOOP_DELAY_MS),
     storeMaxBatch: e.STORE_MAX_BATCH === undefined ? undefined : Number(e.STORE_MAX_BATCH),

@@ -309,6 +309,10 @@ async function launchServer(dataDir: string, creds: Credentials, allEnv: Record<
         // The bench measures the service, not the limiter: 1200 writes/min per credential would cap a run
         // of 32 writers over five providers after a few seconds and turn the rest into fast 429s.
         RATE_LIMIT_WRITES_PER_MINUTE: '0',
+        // Its machines hold up to 2,000 seeded records each (scale 10,000 over five providers), past the default
+        // record quota; the bench measures the store's throughput, not a machine's quota.
+        RECORDS_PER_MACHINE: '0',
+        RECORD_BYTES_PER_MACHINE: '0',
         ...env,
       },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

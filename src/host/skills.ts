@@ -123,6 +123,8 @@ curl -fsS -X POST "$HUABU_RFS_URL/resources/local/receipts" \\
 The answer is \`{resource}\`: the catalogue record, with your machine as its \`provider\`. Recording the same
 \`id\` again replaces it. An \`id\` of the host or of another machine is refused (\`403\` or \`409\`): choose
 another. Text that looks like a secret is refused with \`422 secret_detected\`: remove it.
+\`409 record_quota_exceeded\` means your machine holds as many records (or as much text) as it may:
+remove records of installs that are gone, or tell the owner; do not retry as it is.
 
 ## Removing an install
 

@@ -28,6 +28,7 @@ import { planPut, type PutOutcome } from './ownership.js';
 import { labelOf, textFieldsOf } from './resource-versions.js';
 import { unknownPropertiesMessage } from '../schemas/unknown-properties.js';
 import { carryOwnerFields } from './ownership.js';
+import { assertWithinQuota, hasQuota, NO_USAGE, usageAfterPut, usageOf, type RecordQuota, type RecordUsage } from './record-quota.js';
 import { IMPORT_MARK, isManageable, manageableResourceIds, type InstallationLookup } from './manageable.js';
 
 /** A candidate as `POST /resources/validate` takes it: a reconcile entry (v1 or v2) whose provider may be omitted. */
@@ -79,7 +80,39 @@ export class ResourceRegistry {
     private readonly requiredResourceIds: readonly string[] = [],
     /** The hosted capabilities' IDs (HOSTED_CAPABILITIES_FILE): the host's too, invoked with its credentials. */
     private readonly hostedCapabilityIds: readonly string[] = [],
+    /** Each machine's record quota (RECORDS_PER_MACHINE, RECORD_BYTES_PER_MACHINE); none by default. */
+    private readonly recordQuota: RecordQuota = { maxRecords: 0, maxBytes: 0 },
   ) {}
+
+  /** The quota-checked writes in progress, by provider: one after another, so two at the limit never both pass. */
+  readonly #quotaTurns = new Map<string, Promise<unknown>>();
+
+  /**
+   * Runs `write` once the provider's earlier quota-checked writes have settled, handing it what the provider
+   * holds now; a provider without a quota writes at once. Every path that creates or grows a machine's
+   * records comes through here (register, reconcile), so the check and the write are one step per machine.
+   */
+  async #withinQuota<T>(provider: string, write: (usage: RecordUsage) => Promise<T>): Promise<T> {
+    if (!hasQuota(provider, this.recordQuota)) return write(NO_USAGE);
+    const previous = this.#quotaTurns.get(provider) ?? Promise.resolve();
+    const turn = previous.then(async () => write(await this.store.recordUsage(provider)));
+    const settled = turn.catch(() => undefined);
+    this.#quotaTurns.set(provider, settled);
+    void settled.then(() => {
+      if (this.#quotaTurns.get(provider) === settled) this.#quotaTurns.delete(provider);
+    });
+    return turn;
+  }
+
+  /**
+   * 409 `record_quota_exceeded` when `provider` has no room for one more record (its count is at the bound,
+   * or its bytes are: any record adds some). Reads only; the write that follows is checked again.
+   */
+  async assertRoomForRecord(provider: string): Promise<void> {
+    if (!hasQuota(provider, this.recordQuota)) return;
+    const usage = await this.store.recordUsage(provider);
+    assertWithinQuota(provider, usage, { count: usage.count + 1, bytes: usage.bytes + 1 }, this.recordQuota);
+  }
 
   /** A machine may not hold a required default ID or a hosted capability's (not even before the host registers it): 403. */
   #assertNotReserved(provider: string, ids: readonly string[]): void {
@@ -176,9 +209,16 @@ export class ResourceRegistry {
     this.#assertNotReserved(provider, [id]);
     // The registration and its audit entry in one store call (one transaction on PostgreSQL); a refusal is
     // audited here, as every refused change is.
-    const stored = await this.store
-      .registerResource(record, this.audit.intent(actor, action))
-      .catch((err: unknown) => this.audit.failure(actor, action, id, err));
+    const stored = await this.#withinQuota(provider, async (usage) => {
+      if (hasQuota(provider, this.recordQuota)) {
+        const existing = await this.store.getResource(id);
+        // Another provider's ID is the store's 409 below; the quota counts only the provider's own records.
+        if (existing === undefined || existing.provider === provider) {
+          assertWithinQuota(provider, usage, usageAfterPut(usage, existing, record), this.recordQuota);
+        }
+      }
+      return this.store.registerResource(record, this.audit.intent(actor, action));
+    }).catch((err: unknown) => this.audit.failure(actor, action, id, err));
     if ('auditError' in stored) this.audit.appendFailed(stored.auditError);
     // The answer is this request's record (never a concurrent writer's that landed after it) with the owner's
     // customization as the store carried it at this write (found by the crash test's response check).
@@ -243,11 +283,19 @@ export class ResourceRegistry {
       records.map((r) => r.id),
     );
     const refused = (err: unknown) => this.audit.failure(actor, 'resource.reconcile', `provider:${provider}`, err);
-    if (dryRun) return this.store.reconcileResources(provider, records, true).catch(refused);
+    // The set replaces the provider's whole set: what it holds afterwards is exactly the set.
+    const checkQuota = (usage: RecordUsage) => assertWithinQuota(provider, usage, usageOf(records), this.recordQuota);
+    if (dryRun) {
+      return this.#withinQuota(provider, async (usage) => {
+        checkQuota(usage);
+        return this.store.reconcileResources(provider, records, true);
+      }).catch(refused);
+    }
     // The change and its entries in one store call (one transaction on PostgreSQL), as for a registration.
-    const done = await this.store
-      .reconcileResourcesAudited(provider, records, this.audit.intent(actor, 'resource.reconcile'))
-      .catch(refused);
+    const done = await this.#withinQuota(provider, (usage) => {
+      checkQuota(usage);
+      return this.store.reconcileResourcesAudited(provider, records, this.audit.intent(actor, 'resource.reconcile'));
+    }).catch(refused);
     if ('auditError' in done) this.audit.appendFailed(done.auditError);
     return done.result;
   }

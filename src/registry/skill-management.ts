@@ -9,6 +9,7 @@ import { AppError, type ErrorCode } from '../errors.js';
 import type { AgentResourceV2 } from '../schemas/resource.js';
 import { ScanSkillsResult, SKILL_DIAGNOSTIC_CODES, type ImportSkillBody } from '../schemas/skill.js';
 import type { AllowedFinding, SecretScanner } from '../secrets/secret-scanner.js';
+import { WITHHELD_TEXT, withholdSecrets } from '../secrets/withhold.js';
 import type { ResourceRegistry } from './resource-registry.js';
 import { toV2 } from './resource-versions.js';
 
@@ -87,31 +88,47 @@ export class SkillManagement {
     return entries.length > 0 ? { secretAllowlist: entries } : {};
   }
 
-  /** A scan answer, checked, with any candidate whose text looks like a secret turned into a diagnostic. */
+  /**
+   * A scan answer, checked, with every text of the machine's scanned before it reaches the owner: a candidate
+   * whose SKILL.md or name looks like a secret becomes a diagnostic naming the finding (the owner may allow
+   * its fingerprint); a candidate with one in any other field (its path, ID, a warning) becomes a
+   * diagnostic too, its path withheld when that is where it is; the root path and the machine's own
+   * diagnostics have any such text withheld (src/secrets/withhold.ts).
+   */
   async #scanResult(machineId: string, result: unknown, route: 'resource.import' | 'resource.refresh'): Promise<ScanSkillsResult> {
     if (!checkScan.Check(result))
       throw new AppError('agentlet_job_failed', `Agentlet ${machineId} answered the scan with an unexpected result.`, { machineId });
+    const { scanner } = this.deps;
     const candidates = [];
-    const diagnostics = [...result.diagnostics];
+    const diagnostics = (await withholdSecrets(scanner, result.diagnostics, { route })).value;
     for (const candidate of result.candidates) {
-      const findings = await this.deps.scanner.scan(
+      const findings = await scanner.scan(
         [
           ['/name', candidate.name],
           ['/sourceContent', candidate.sourceContent],
+          ['/sourcePath', candidate.sourcePath],
+          ['/id', candidate.id],
+          ...(candidate.warnings ?? []).map((w, i): [string, string] => [`/warnings/${i}/message`, w.message]),
         ],
         { route },
       );
-      if (findings.length === 0) candidates.push(candidate);
-      else if (diagnostics.length < 256) {
-        const f = findings[0]!;
-        diagnostics.push({
-          path: candidate.sourcePath,
-          code: 'skill_invalid',
-          message: `SKILL.md looks like it contains a secret (${f.field === '/name' ? 'its name' : `line ${f.line}`}, rule ${f.rule}, fingerprint ${f.fingerprint}); remove it, or if it is none, allow the fingerprint (POST /api/acp/secret-allowlist)`,
-        });
+      if (findings.length === 0) {
+        candidates.push(candidate);
+        continue;
       }
+      if (diagnostics.length >= 256) continue;
+      const f = findings.find((x) => x.field === '/name' || x.field === '/sourceContent');
+      const path = findings.some((x) => x.field === '/sourcePath') ? WITHHELD_TEXT : candidate.sourcePath;
+      diagnostics.push({
+        path,
+        code: 'skill_invalid',
+        message: f
+          ? `SKILL.md looks like it contains a secret (${f.field === '/name' ? 'its name' : `line ${f.line}`}, rule ${f.rule}, fingerprint ${f.fingerprint}); remove it, or if it is none, allow the fingerprint (POST /api/acp/secret-allowlist)`
+          : `the candidate's ${findings[0]!.field.slice(1)} looks like it contains a secret (rule ${findings[0]!.rule}, fingerprint ${findings[0]!.fingerprint}); it was withheld`,
+      });
     }
-    return { rootPath: result.rootPath, candidates, diagnostics };
+    const rootPath = (await withholdSecrets(scanner, result.rootPath, { route })).value;
+    return { rootPath, candidates, diagnostics };
   }
 
   /** The machine's imported skill `id`: 404 when no record, 409 `resource_not_manageable` when it is not one the owner imported there. */
@@ -174,6 +191,9 @@ export class SkillManagement {
           { ids: [id] },
         );
       }
+      // A new record must fit the machine's record quota: refused before the machine copies anything (the
+      // bytes it will add are known only once it reads the skill; its publish is checked again in full).
+      if (!replace) await this.deps.registry.assertRoomForRecord(machineId);
       await this.#run(machineId, 'skill.import', {
         id,
         sourcePath: body.sourcePath.trim(),

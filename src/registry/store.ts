@@ -9,6 +9,7 @@ import type { ProfileChanges } from '../profiles/profile-rules.js';
 import type { AgentProfile } from '../schemas/profile.js';
 import type { WorkloadRecord } from '../schemas/workload.js';
 import type { ChangeFeed, EventDraft } from './events.js';
+import type { RecordUsage } from './record-quota.js';
 
 /**
  * A stored profile and its ETag value (`revision` here: an opaque digest of the record, which changes
@@ -175,4 +176,10 @@ export interface RegistryStore {
    */
   isAvailable(): Promise<boolean>;
   close(): Promise<void>;
+
+  /**
+   * What `provider` holds now: its record count and their bytes as src/registry/record-quota.ts
+   * `recordBytes` counts them (committed state). The registry checks the record quota against it.
+   */
+  recordUsage(provider: string): Promise<RecordUsage>;
 }

@@ -13,6 +13,7 @@ import { nestedDeeperThan } from '../invocation/outbound.js';
 import { JobAnswerBody, JobId, MAX_JOB_RESULT_DEPTH, RunJobBody, RunJobResult } from '../schemas/channel.js';
 import { HOST_PROVIDER, MachineId } from '../schemas/common.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
+import { withholdSecrets } from '../secrets/withhold.js';
 
 export interface ChannelRouteDeps {
   channels: MachineChannels;
@@ -158,7 +159,7 @@ export const machineChannelRoutes: FastifyPluginCallbackTypebox<ChannelRouteDeps
 };
 
 /** The owner's side, prefix `/machines`: run one job on a connected machine and wait for its answer. */
-export const machineJobRoutes: FastifyPluginCallbackTypebox<ChannelRouteDeps> = (app, { channels }, done) => {
+export const machineJobRoutes: FastifyPluginCallbackTypebox<ChannelRouteDeps> = (app, { channels, scanner }, done) => {
   protect(app, [app.requireOwner], ['ownerToken']);
 
   app.post(
@@ -169,7 +170,7 @@ export const machineJobRoutes: FastifyPluginCallbackTypebox<ChannelRouteDeps> = 
         operationId: 'runMachineJob',
         summary: 'Run a job on a connected machine',
         description:
-          "Sends the job over the machine's channel and answers with the machine's result. 503 `agentlet_unavailable` when the machine holds no channel (or loses it before answering), 503 `agentlet_busy` when too many of its jobs are in flight, 504 `agentlet_timeout` when it does not answer within `AGENTLET_JOB_TIMEOUT_MS`, 502 `agentlet_job_failed` when it answers with an error (`details.agentletCode`).",
+          "Sends the job over the machine's channel and answers with the machine's result; any string in it (a key too) that looks like a secret is withheld (replaced by a fixed text). 503 `agentlet_unavailable` when the machine holds no channel (or loses it before answering), 503 `agentlet_busy` when too many of its jobs are in flight, 504 `agentlet_timeout` when it does not answer within `AGENTLET_JOB_TIMEOUT_MS`, 502 `agentlet_job_failed` when it answers with an error (`details.agentletCode`).",
         params: MachineParams,
         body: RunJobBody,
         response: {
@@ -189,7 +190,9 @@ export const machineJobRoutes: FastifyPluginCallbackTypebox<ChannelRouteDeps> = 
           agentletCode: answer.error.code,
         });
       }
-      return { machineId, jobId, type, result: answer.result ?? null };
+      // The machine's words reach the owner scanned: a string that looks like a secret is withheld (src/secrets/withhold.ts).
+      const { value: result } = await withholdSecrets(scanner, answer.result ?? null);
+      return { machineId, jobId, type, result };
     },
   );
   done();

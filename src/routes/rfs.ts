@@ -172,12 +172,20 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
         operationId: 'recordLocalReceipt',
         summary: 'Record what the agent installed on its machine',
         description:
-          "Registers (or replaces) the record of a skill, tool or connector the agent installed on its machine: the token's machine is the provider, and the record is v2 `{name, sourceContent}` (the owner's `displayName` and `userContent` of a replaced record are kept). `kind`, `entrypoint` and `source` stay on the machine. An ID of the host (required defaults, seeded or hosted IDs, any record of `huabu`) is 403 `forbidden`; another machine's is 409 `resource_conflict`. Every text field is scanned for secrets (422 `secret_detected`). Audited as `receipt.record`; rate-limited like every write, and one carrying 64 Ki characters of text or more counts as expensive work (at most 2 in progress per credential, then 429 `rate_limited` with `Retry-After: 1`).",
+          "Registers (or replaces) the record of a skill, tool or connector the agent installed on its machine: the token's machine is the provider, and the record is v2 `{name, sourceContent}` (the owner's `displayName` and `userContent` of a replaced record are kept). `kind`, `entrypoint` and `source` stay on the machine. An ID of the host (required defaults, seeded or hosted IDs, any record of `huabu`) is 403 `forbidden`; another machine's is 409 `resource_conflict`; a new or larger record past the machine's record quota (`RECORDS_PER_MACHINE`, `RECORD_BYTES_PER_MACHINE`) is 409 `record_quota_exceeded`. Every text field is scanned for secrets (422 `secret_detected`). Audited as `receipt.record`; rate-limited like every write, and one carrying 64 Ki characters of text or more counts as expensive work (at most 2 in progress per credential, then 429 `rate_limited` with `Retry-After: 1`).",
         params: Type.Object({ canvasId: CanvasId }),
         body: LocalReceiptBody,
         response: {
           200: { ...LocalReceiptResult, description: 'The record, as record v2, in `resource`.' },
-          ...errors('validation_failed', 'forbidden', 'resource_conflict', 'secret_detected', 'rate_limited', 'storage_unavailable'),
+          ...errors(
+            'validation_failed',
+            'forbidden',
+            'resource_conflict',
+            'record_quota_exceeded',
+            'secret_detected',
+            'rate_limited',
+            'storage_unavailable',
+          ),
         },
       },
     },

@@ -43,7 +43,7 @@ export const skillRoutes: FastifyPluginCallbackTypebox<RouteDeps & { channels: M
         tags: ['skills'],
         operationId: 'scanSkills',
         summary: 'Scan a folder on a machine for skills',
-        description: `Lists the skills in \`rootPath\` on the machine: the folder (or a \`.zip\`/\`.skill\` archive) itself when it is a skill, else each direct sub-folder holding \`SKILL.md\` and each such archive in it. A candidate's \`sourceRevision\` is what \`POST /resources/import\` expects back; a folder that cannot be imported (no front matter \`name\`/\`description\`, a symbolic link leading out of it, too large, a secret in \`SKILL.md\`) is a diagnostic. The diagnostics also show the machine's own resource root: each receipt it cannot publish and each folder in \`skills/\` no receipt names. Nothing is written. ${MACHINE_NOTE} Audited as \`resource.import.scan\`.`,
+        description: `Lists the skills in \`rootPath\` on the machine: the folder (or a \`.zip\`/\`.skill\` archive) itself when it is a skill, else each direct sub-folder holding \`SKILL.md\` and each such archive in it. A candidate's \`sourceRevision\` is what \`POST /resources/import\` expects back; a folder that cannot be imported (no front matter \`name\`/\`description\`, a symbolic link leading out of it, too large, a secret in \`SKILL.md\`) is a diagnostic. The diagnostics also show the machine's own resource root: each receipt it cannot publish and each folder in \`skills/\` no receipt names. The machine's words are scanned: a root path or diagnostic text that looks like a secret is withheld (replaced by a fixed text), and a candidate with one in any field is a diagnostic instead. Nothing is written. ${MACHINE_NOTE} Audited as \`resource.import.scan\`.`,
         querystring: SkillMachineQuery,
         body: ScanSkillsBody,
         response: {
@@ -62,7 +62,7 @@ export const skillRoutes: FastifyPluginCallbackTypebox<RouteDeps & { channels: M
         tags: ['skills'],
         operationId: 'importSkill',
         summary: 'Import a skill onto a machine',
-        description: `Copies the skill folder \`sourcePath\` into the machine's resource root (\`skills/<id>/\`) with its receipt, publishes it, and applies the owner's \`displayName\` and \`userContent\`: answers \`{resource}\`, the machine's record v2, now listed in \`manageableResourceIds\`. 409 \`source_changed\` when the folder no longer has \`expectedRevision\` (scan again); 409 \`resource_conflict\` when the ID is held by any record but a skill the owner imported onto this machine: importing that one again replaces it (the folder becomes the new source whole, guarded by \`expectedRevision\`; the owner's fields are the new import's); 422 \`secret_detected\` when a file (or the owner's text) looks like a secret: nothing is copied. ${MACHINE_NOTE} Audited as \`resource.import\`.`,
+        description: `Copies the skill folder \`sourcePath\` into the machine's resource root (\`skills/<id>/\`) with its receipt, publishes it, and applies the owner's \`displayName\` and \`userContent\`: answers \`{resource}\`, the machine's record v2, now listed in \`manageableResourceIds\`. 409 \`source_changed\` when the folder no longer has \`expectedRevision\` (scan again); 409 \`resource_conflict\` when the ID is held by any record but a skill the owner imported onto this machine: importing that one again replaces it (the folder becomes the new source whole, guarded by \`expectedRevision\`; the owner's fields are the new import's); 422 \`secret_detected\` when a file (or the owner's text) looks like a secret: nothing is copied; 409 \`record_quota_exceeded\` when a new record would not fit the machine's record quota: nothing is copied. ${MACHINE_NOTE} Audited as \`resource.import\`.`,
         querystring: SkillMachineQuery,
         body: ImportSkillBody,
         response: {
@@ -71,6 +71,7 @@ export const skillRoutes: FastifyPluginCallbackTypebox<RouteDeps & { channels: M
             'validation_failed',
             'invalid_input',
             'resource_conflict',
+            'record_quota_exceeded',
             'source_changed',
             'secret_detected',
             'storage_unavailable',

@@ -11,6 +11,7 @@ import { migrateRegistryFile, type RegistryMigrationReport } from '../migrations
 import { REGISTRY_FILE_VERSION, serializeRegistryDocument } from '../migrations/registry-file.js';
 import { planCreate, planDelete, planUpdate, profileRevision, type ProfileChanges } from '../profiles/profile-rules.js';
 import { carryOwnerFields, planPut, planReconcile, planWithdraw, type PutOutcome } from '../registry/ownership.js';
+import { usageOf, type RecordUsage } from '../registry/record-quota.js';
 import type { AgentProfile } from '../schemas/profile.js';
 import { StoredResource, type AgentResource, type ReconcileResult } from '../schemas/resource.js';
 import { parseResourcesFile, readIfExists, serializeResourcesFile, writeResourcesFile } from '../migrations/resources-file.js';
@@ -691,6 +692,11 @@ export class JsonFileStore implements RegistryStore {
     await this.eventLog.close();
     await this.audit.close();
     await this.lock.release();
+  }
+
+  /** The provider's records and their bytes (src/registry/record-quota.ts), from the committed document. */
+  recordUsage(provider: string): Promise<RecordUsage> {
+    return Promise.resolve(usageOf([...this.resources.state.resources.values()].filter((r) => r.provider === provider)));
   }
 }
 

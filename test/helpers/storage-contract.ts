@@ -6,7 +6,8 @@ import { createHash } from 'node:crypto';
 import type { Test } from 'tap';
 import { AppError } from '../../src/errors.js';
 import type { AgentProfile } from '../../src/schemas/profile.js';
-import type { AgentResource } from '../../src/schemas/resource.js';
+import type { AgentResource, StoredResource } from '../../src/schemas/resource.js';
+import { recordBytes } from '../../src/registry/record-quota.js';
 import type { WorkloadRecord } from '../../src/schemas/workload.js';
 import type { AuditEntry, RegistryStore } from '../../src/registry/store.js';
 
@@ -632,6 +633,30 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
       );
     },
   );
+
+  t.test(`${name}: recordUsage counts a provider's records and the UTF-8 bytes of what it wrote, never the owner's fields`, async (t) => {
+    const s = await open(t);
+    t.same(await s.recordUsage('agentlet-a'), { count: 0, bytes: 0 }, 'nothing held');
+    const v1 = resource('agentlet-a', 'a-tool', 'Grüße 工具');
+    const v2: StoredResource = {
+      schemaVersion: 2,
+      id: 'b-skill',
+      name: 'Skill ✓',
+      provider: 'agentlet-a',
+      sourceContent: 'Emoji 🚀 and café.',
+      userContent: '',
+    };
+    await s.putResource(v1);
+    await s.reconcileResources('agentlet-b', [resource('agentlet-b', 'other')], false);
+    await s.putResource(v2);
+    const expected = { count: 2, bytes: recordBytes(v1) + recordBytes(v2) };
+    t.same(await s.recordUsage('agentlet-a'), expected, 'the sum src/registry/record-quota.ts defines');
+    await s.customizeResource('b-skill', { displayName: 'A long owner name', userContent: 'The owner wrote this much text.' });
+    t.same(await s.recordUsage('agentlet-a'), expected, "the owner's fields are not the machine's to spend");
+    t.same(await s.recordUsage('agentlet-b'), { count: 1, bytes: recordBytes(resource('agentlet-b', 'other')) });
+    await s.withdrawResource('agentlet-a', 'a-tool');
+    t.same(await s.recordUsage('agentlet-a'), { count: 1, bytes: recordBytes(v2) }, 'a withdrawal frees');
+  });
 
   if (target.replica) {
     t.test(`${name}: a change through one replica changes the other's resources revision`, async (t) => {

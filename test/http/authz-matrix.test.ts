@@ -5,9 +5,35 @@ import t from 'tap';
 import type { TestApp } from '../helpers/build.js';
 import { build, recordIssuedToken } from '../helpers/build.js';
 
-const PRINCIPALS = ['none', 'garbage', 'owner', 'huabu', 'machineA', 'machineB', 'revokedMachine', 'canvasX', 'expiredCanvas'] as const;
+const PRINCIPALS = [
+  'none',
+  'garbage',
+  'owner',
+  'huabu',
+  'machineA',
+  'machineB',
+  'revokedMachine',
+  'rotatedMachine',
+  'canvasX',
+  'expiredCanvas',
+  'revokedCanvas',
+  'canvasOfRevokedMachine',
+] as const;
 type PrincipalName = (typeof PRINCIPALS)[number];
-const UNAUTHENTICATED: PrincipalName[] = ['none', 'garbage', 'revokedMachine', 'expiredCanvas'];
+/**
+ * Refused before any route: no or an unknown token, a revoked machine's, machine A's token before its
+ * rotation, an expired canvas token, one minted before its canvas's tokens were revoked, and a canvas
+ * token for canvas X whose machine was revoked after it was minted.
+ */
+const UNAUTHENTICATED: PrincipalName[] = [
+  'none',
+  'garbage',
+  'revokedMachine',
+  'rotatedMachine',
+  'expiredCanvas',
+  'revokedCanvas',
+  'canvasOfRevokedMachine',
+];
 
 interface Entry {
   /** Concrete path (parameters filled in) and body. */
@@ -206,7 +232,10 @@ async function world(
 ): Promise<{ h: TestApp; tokens: Record<PrincipalName, string | undefined>; profileId: string }> {
   let now = new Date('2026-11-30T10:00:00Z');
   const h = await build(t, { now: () => now, env: { REQUIRED_RESOURCE_IDS: '' } });
-  const machineA = await h.enroll('agentlet-a');
+  const rotatedMachine = await h.enroll('agentlet-a');
+  const rotation = await h.app.inject({ method: 'POST', url: '/api/acp/machines/agentlet-a/rotate', headers: h.owner });
+  const machineA = rotation.json<{ token: string }>().token;
+  recordIssuedToken(machineA);
   const machineB = await h.enroll('agentlet-b');
   const revokedMachine = await h.enroll('agentlet-r');
   await h.put('agentlet-a', machineA, 'tool-a');
@@ -229,8 +258,13 @@ async function world(
     payload: { profileId: profile.json().id, canvasId: 'canvas-x', threadId: 'thread-1' },
   });
   const expiredCanvas = await h.canvasToken('canvas-x', 'agentlet-a', 60);
+  now = new Date('2026-11-30T11:00:00Z');
+  const revokedCanvas = await h.canvasToken('canvas-x', 'agentlet-a', 7200);
+  now = new Date('2026-11-30T11:30:00Z');
+  await h.app.inject({ method: 'POST', url: '/api/acp/canvas-tokens/revoke', headers: h.owner, payload: { canvasId: 'canvas-x' } });
   now = new Date('2026-11-30T12:00:00Z');
   const canvasX = await h.canvasToken('canvas-x', 'agentlet-a', 3600);
+  const canvasOfRevokedMachine = await h.canvasToken('canvas-x', 'agentlet-r', 3600);
   await h.app.inject({ method: 'DELETE', url: '/api/acp/machines/agentlet-r', headers: h.owner });
   const garbage = 'arr_machine_' + 'NeverIssued'.repeat(4).slice(0, 43); // distinctive: the canary scan looks for its first 12 characters
   recordIssuedToken(garbage);
@@ -245,8 +279,11 @@ async function world(
       machineA,
       machineB,
       revokedMachine,
+      rotatedMachine,
       canvasX,
       expiredCanvas,
+      revokedCanvas,
+      canvasOfRevokedMachine,
     },
   };
 }

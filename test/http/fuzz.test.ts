@@ -121,19 +121,22 @@ function invalid(s: Schema): fc.Arbitrary<unknown> {
   return fc.oneof(broken, fc.jsonValue({ maxDepth: 3 }), hostile);
 }
 
-const ROLES = ['none', 'owner', 'huabu', 'machineA', 'canvasX'] as const;
+/** `machineB` is another machine: every machine-A path it is sent to (its channel, its jobs, its records) must refuse it cleanly. */
+const ROLES = ['none', 'owner', 'huabu', 'machineA', 'machineB', 'canvasX'] as const;
 
 t.test('fuzz every operation as every role', async (t) => {
   // Every role calls from one address: the per-address bound on failed authentications would answer 429 to
   // all of them after the first 30 refusals (it has its own suite, hardening-audit-refusals).
   const h = await build(t, { env: { RATE_LIMIT_WRITES_PER_MINUTE: '0', AUTH_FAILURES_PER_MINUTE: '0' } });
   const machineA = await h.enroll('agentlet-a');
+  const machineB = await h.enroll('agentlet-b');
   const canvasX = await h.canvasToken('canvas-x', 'agentlet-a');
   const tokens: Record<(typeof ROLES)[number], string | undefined> = {
     none: undefined,
     owner: h.owner.authorization!.slice(7),
     huabu: h.huabu.authorization!.slice(7),
     machineA,
+    machineB,
     canvasX,
   };
   const spec = (await h.app.inject({ url: '/openapi.json' })).json<{ paths: Record<string, Record<string, Operation>> }>();

@@ -7,6 +7,7 @@ import { AuditTrail } from '../../src/audit/audit-trail.js';
 import type { JobAnswer } from '../../src/channel/machine-channels.js';
 import { AppError } from '../../src/errors.js';
 import { ResourceRegistry } from '../../src/registry/resource-registry.js';
+import type { RecordQuota } from '../../src/registry/record-quota.js';
 import { SkillManagement } from '../../src/registry/skill-management.js';
 import { SecretScanner } from '../../src/secrets/secret-scanner.js';
 import { JsonFileStore } from '../../src/storage/json-file-store.js';
@@ -18,12 +19,12 @@ const GITHUB_TOKEN = `ghp_${'A1b2C3d4E5'.repeat(3)}abcdef`;
 
 type Machine = (type: string, payload: Record<string, unknown>) => Promise<JobAnswer> | JobAnswer;
 
-async function setup(t: Test, machine: Machine, defaultMachine: string | null = MACHINE) {
+async function setup(t: Test, machine: Machine, defaultMachine: string | null = MACHINE, quota?: RecordQuota) {
   const store = await JsonFileStore.open({ dataDir: await tempDataDir() });
   t.teardown(() => store.close());
   const scanner = new SecretScanner();
   const audit = new AuditTrail(store, { now: () => new Date() });
-  const registry = new ResourceRegistry(store, scanner, audit);
+  const registry = new ResourceRegistry(store, scanner, audit, [], [], quota);
   const jobs: { type: string; payload: Record<string, unknown> }[] = [];
   const skills = new SkillManagement({
     channels: {
@@ -249,4 +250,24 @@ t.test('remove without a record asks the machine to clear what is left of the sk
   const unreachable = await failure(skills.remove(MACHINE, 'nothing-here', 'owner'));
   t.equal(unreachable.code, 'resource_not_found', 'no record, and the machine cannot be asked: 404');
   t.match(unreachable.message, /not connected/);
+});
+
+t.test('import: a machine at its record quota is refused before it copies anything; a replace still goes to the machine', async (t) => {
+  const { registry, skills, jobs } = await setup(
+    t,
+    async (type, payload) => {
+      if (type === 'skill.import') await registry.register(MACHINE, payload.id as string, SKILL, `provider:${MACHINE}`);
+      return { ok: true, result: {} };
+    },
+    MACHINE,
+    { maxRecords: 1, maxBytes: 0 },
+  );
+  const body = { id: 'pdf-split', sourcePath: '/skills/pdf-split', expectedRevision: 'a'.repeat(64) };
+  await skills.import(MACHINE, body, 'owner');
+  const sent = jobs.length;
+  const over = await failure(skills.import(MACHINE, { ...body, id: 'second' }, 'owner'));
+  t.match(over, { code: 'record_quota_exceeded', details: { provider: MACHINE, limit: 'records', records: { held: 1, max: 1 } } });
+  t.same(jobs.slice(sent), [], 'no job was sent: nothing copied on the machine');
+  t.match(await skills.import(MACHINE, { ...body, expectedRevision: 'b'.repeat(64) }, 'owner'), { id: 'pdf-split' }, 'a replace');
+  t.equal(jobs.at(-1)?.payload.replace, true);
 });

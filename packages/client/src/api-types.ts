@@ -143,7 +143,7 @@ export interface paths {
         put?: never;
         /**
          * Scan a folder on a machine for skills
-         * @description Lists the skills in `rootPath` on the machine: the folder (or a `.zip`/`.skill` archive) itself when it is a skill, else each direct sub-folder holding `SKILL.md` and each such archive in it. A candidate's `sourceRevision` is what `POST /resources/import` expects back; a folder that cannot be imported (no front matter `name`/`description`, a symbolic link leading out of it, too large, a secret in `SKILL.md`) is a diagnostic. The diagnostics also show the machine's own resource root: each receipt it cannot publish and each folder in `skills/` no receipt names. Nothing is written. The machine is `?agentletId=`, else `DEFAULT_AGENTLET_ID`, else the only enrolled machine; it must hold its channel (`agentlet-resources serve`): else 503 `agentlet_unavailable`, 504 `agentlet_timeout` when it does not answer in time. Audited as `resource.import.scan`.
+         * @description Lists the skills in `rootPath` on the machine: the folder (or a `.zip`/`.skill` archive) itself when it is a skill, else each direct sub-folder holding `SKILL.md` and each such archive in it. A candidate's `sourceRevision` is what `POST /resources/import` expects back; a folder that cannot be imported (no front matter `name`/`description`, a symbolic link leading out of it, too large, a secret in `SKILL.md`) is a diagnostic. The diagnostics also show the machine's own resource root: each receipt it cannot publish and each folder in `skills/` no receipt names. The machine's words are scanned: a root path or diagnostic text that looks like a secret is withheld (replaced by a fixed text), and a candidate with one in any field is a diagnostic instead. Nothing is written. The machine is `?agentletId=`, else `DEFAULT_AGENTLET_ID`, else the only enrolled machine; it must hold its channel (`agentlet-resources serve`): else 503 `agentlet_unavailable`, 504 `agentlet_timeout` when it does not answer in time. Audited as `resource.import.scan`.
          */
         post: operations["scanSkills"];
         delete?: never;
@@ -163,7 +163,7 @@ export interface paths {
         put?: never;
         /**
          * Import a skill onto a machine
-         * @description Copies the skill folder `sourcePath` into the machine's resource root (`skills/<id>/`) with its receipt, publishes it, and applies the owner's `displayName` and `userContent`: answers `{resource}`, the machine's record v2, now listed in `manageableResourceIds`. 409 `source_changed` when the folder no longer has `expectedRevision` (scan again); 409 `resource_conflict` when the ID is held by any record but a skill the owner imported onto this machine: importing that one again replaces it (the folder becomes the new source whole, guarded by `expectedRevision`; the owner's fields are the new import's); 422 `secret_detected` when a file (or the owner's text) looks like a secret: nothing is copied. The machine is `?agentletId=`, else `DEFAULT_AGENTLET_ID`, else the only enrolled machine; it must hold its channel (`agentlet-resources serve`): else 503 `agentlet_unavailable`, 504 `agentlet_timeout` when it does not answer in time. Audited as `resource.import`.
+         * @description Copies the skill folder `sourcePath` into the machine's resource root (`skills/<id>/`) with its receipt, publishes it, and applies the owner's `displayName` and `userContent`: answers `{resource}`, the machine's record v2, now listed in `manageableResourceIds`. 409 `source_changed` when the folder no longer has `expectedRevision` (scan again); 409 `resource_conflict` when the ID is held by any record but a skill the owner imported onto this machine: importing that one again replaces it (the folder becomes the new source whole, guarded by `expectedRevision`; the owner's fields are the new import's); 422 `secret_detected` when a file (or the owner's text) looks like a secret: nothing is copied; 409 `record_quota_exceeded` when a new record would not fit the machine's record quota: nothing is copied. The machine is `?agentletId=`, else `DEFAULT_AGENTLET_ID`, else the only enrolled machine; it must hold its channel (`agentlet-resources serve`): else 503 `agentlet_unavailable`, 504 `agentlet_timeout` when it does not answer in time. Audited as `resource.import`.
          */
         post: operations["importSkill"];
         delete?: never;
@@ -287,7 +287,7 @@ export interface paths {
         put?: never;
         /**
          * Run a job on a connected machine
-         * @description Sends the job over the machine's channel and answers with the machine's result. 503 `agentlet_unavailable` when the machine holds no channel (or loses it before answering), 503 `agentlet_busy` when too many of its jobs are in flight, 504 `agentlet_timeout` when it does not answer within `AGENTLET_JOB_TIMEOUT_MS`, 502 `agentlet_job_failed` when it answers with an error (`details.agentletCode`).
+         * @description Sends the job over the machine's channel and answers with the machine's result; any string in it (a key too) that looks like a secret is withheld (replaced by a fixed text). 503 `agentlet_unavailable` when the machine holds no channel (or loses it before answering), 503 `agentlet_busy` when too many of its jobs are in flight, 504 `agentlet_timeout` when it does not answer within `AGENTLET_JOB_TIMEOUT_MS`, 502 `agentlet_job_failed` when it answers with an error (`details.agentletCode`).
          */
         post: operations["runMachineJob"];
         delete?: never;
@@ -561,7 +561,7 @@ export interface paths {
         get: operations["listProviderResources"];
         /**
          * Reconcile the provider's whole set
-         * @description Replaces the provider's complete set (at most 1000 records, each record v1 or v2) in one atomic step; the owner's customization of a kept record survives: listed records are created or replaced, the provider's records left out are withdrawn. Any conflict rejects the whole request and changes nothing. `?dryRun=true` reports the plan only. A machine may add `problems`: the receipts it could not publish, shown for it in `GET /api/acp/machines` (a change of them is a `machine.problems` event); a reconcile without them clears them.
+         * @description Replaces the provider's complete set (at most 1000 records, each record v1 or v2) in one atomic step; the owner's customization of a kept record survives: listed records are created or replaced, the provider's records left out are withdrawn. Any conflict rejects the whole request and changes nothing. `?dryRun=true` reports the plan only. A machine may add `problems`: the receipts it could not publish, shown for it in `GET /api/acp/machines` (a change of them is a `machine.problems` event); a reconcile without them clears them. A machine's set past its record quota (`RECORDS_PER_MACHINE`, `RECORD_BYTES_PER_MACHINE`) is 409 `record_quota_exceeded`, dry run too, and changes nothing.
          */
         put: operations["reconcileProviderResources"];
         post?: never;
@@ -581,7 +581,7 @@ export interface paths {
         get?: never;
         /**
          * Register or replace one record
-         * @description Creates an unused ID (201) or replaces the provider's own record (200), as record v1 or v2 (`schemaVersion` of the body); the answer is the record in that version. The owner's `displayName` and `userContent` are never taken from a provider (400) and survive a replace. An ID held by another provider is 409 `resource_conflict` and the held record is left unchanged. `id` and `provider` may be repeated in the body and must match.
+         * @description Creates an unused ID (201) or replaces the provider's own record (200), as record v1 or v2 (`schemaVersion` of the body); the answer is the record in that version. The owner's `displayName` and `userContent` are never taken from a provider (400) and survive a replace. An ID held by another provider is 409 `resource_conflict` and the held record is left unchanged. `id` and `provider` may be repeated in the body and must match. A machine's write past its record quota (`RECORDS_PER_MACHINE`, `RECORD_BYTES_PER_MACHINE`) is 409 `record_quota_exceeded` and writes nothing.
          */
         put: operations["putProviderResource"];
         post?: never;
@@ -746,7 +746,7 @@ export interface paths {
         put?: never;
         /**
          * Record what the agent installed on its machine
-         * @description Registers (or replaces) the record of a skill, tool or connector the agent installed on its machine: the token's machine is the provider, and the record is v2 `{name, sourceContent}` (the owner's `displayName` and `userContent` of a replaced record are kept). `kind`, `entrypoint` and `source` stay on the machine. An ID of the host (required defaults, seeded or hosted IDs, any record of `huabu`) is 403 `forbidden`; another machine's is 409 `resource_conflict`. Every text field is scanned for secrets (422 `secret_detected`). Audited as `receipt.record`; rate-limited like every write, and one carrying 64 Ki characters of text or more counts as expensive work (at most 2 in progress per credential, then 429 `rate_limited` with `Retry-After: 1`).
+         * @description Registers (or replaces) the record of a skill, tool or connector the agent installed on its machine: the token's machine is the provider, and the record is v2 `{name, sourceContent}` (the owner's `displayName` and `userContent` of a replaced record are kept). `kind`, `entrypoint` and `source` stay on the machine. An ID of the host (required defaults, seeded or hosted IDs, any record of `huabu`) is 403 `forbidden`; another machine's is 409 `resource_conflict`; a new or larger record past the machine's record quota (`RECORDS_PER_MACHINE`, `RECORD_BYTES_PER_MACHINE`) is 409 `record_quota_exceeded`. Every text field is scanned for secrets (422 `secret_detected`). Audited as `receipt.record`; rate-limited like every write, and one carrying 64 Ki characters of text or more counts as expensive work (at most 2 in progress per credential, then 429 `rate_limited` with `Retry-After: 1`).
          */
         post: operations["recordLocalReceipt"];
         delete?: never;
@@ -2366,7 +2366,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `resource_conflict`, `source_changed` */
+            /** @description `resource_conflict`, `record_quota_exceeded`, `source_changed` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8281,7 +8281,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `resource_conflict` */
+            /** @description `resource_conflict`, `record_quota_exceeded` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8654,7 +8654,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `resource_conflict` */
+            /** @description `resource_conflict`, `record_quota_exceeded` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10207,7 +10207,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `resource_conflict` */
+            /** @description `resource_conflict`, `record_quota_exceeded` */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -23,6 +23,7 @@ export const ERROR_CODES = {
   machine_exists: 409,
   source_changed: 409,
   resource_not_manageable: 409,
+  record_quota_exceeded: 409,
   method_not_allowed: 405,
   request_timeout: 408,
   cursor_expired: 410,

@@ -13,6 +13,7 @@ import { DEFAULT_AUDIT_MAX_ROWS } from '../../config.js';
 import { AppError } from '../../errors.js';
 import { aliasKey, planDelete, planUpdate, profileRevision, type ProfileChanges } from '../../profiles/profile-rules.js';
 import { carryOwnerFields, conflictError, planReconcile, planWithdraw, sameRecord, type PutOutcome } from '../../registry/ownership.js';
+import type { RecordUsage } from '../../registry/record-quota.js';
 import { withOwnerFields, type CustomizationPatch } from '../../registry/resource-versions.js';
 import type { AgentProfile } from '../../schemas/profile.js';
 import { escapeControlCharactersDeep, findControlCharacter } from '../../text/control-characters.js';
@@ -980,6 +981,22 @@ export class PostgresStore implements RegistryStore {
     await this.#listener.close();
     await this.#events.close();
     await this.#pool.end();
+  }
+
+  /**
+   * The provider's records and their bytes: the sum `recordBytes` (src/registry/record-quota.ts) takes, in
+   * SQL over the provider's index (`octet_length` is UTF-8 bytes in a UTF-8 database).
+   */
+  recordUsage(provider: string): Promise<RecordUsage> {
+    return this.#guard(async () => {
+      const { rows } = await this.#query<{ count: string; bytes: string }>(
+        `SELECT count(*) AS count, COALESCE(sum(octet_length(id) + octet_length(name) + COALESCE(octet_length(description), 0)
+           + COALESCE(octet_length(instructions), 0) + COALESCE(octet_length(source_content), 0)), 0) AS bytes
+         FROM resources WHERE provider = $1`,
+        [provider],
+      );
+      return { count: Number(rows[0]!.count), bytes: Number(rows[0]!.bytes) };
+    });
   }
 }
 

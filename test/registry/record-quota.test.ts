@@ -1,0 +1,138 @@
+// Each machine's record quota (RECORDS_PER_MACHINE, RECORD_BYTES_PER_MACHINE) on every path that creates or
+// grows its records: an agent's receipts, the machine's own put and reconcile (dry run too). Past a bound the
+// answer is 409 `record_quota_exceeded` and nothing is written; a same-size replacement at the limit passes,
+// a withdrawal frees room, concurrent writes at the limit never both pass, and the host has no quota.
+import { readFile } from 'node:fs/promises';
+import t, { type Test } from 'tap';
+import { loadConfig } from '../../src/config.js';
+import { recordBytes } from '../../src/registry/record-quota.js';
+import { build, CANARY, tempDataDir, testEnv, type TestApp } from '../helpers/build.js';
+
+const receipt = (id: string, sourceContent = `Runs ${id}.`) => ({
+  id,
+  kind: 'tool',
+  name: `Tool ${id}`,
+  sourceContent,
+  entrypoint: `tools/${id}/run.sh`,
+});
+
+async function world(t: Test, env: Record<string, string>) {
+  const h = await build(t, { env: { RATE_LIMIT_WRITES_PER_MINUTE: '0', ...env } });
+  const machine = await h.enroll('agentlet-a');
+  const canvas = await h.canvasToken('canvas-x', 'agentlet-a');
+  const record = (body: unknown) =>
+    h.app.inject({ method: 'POST', url: '/api/rfs/canvas-x/resources/local/receipts', headers: h.bearer(canvas), payload: body as object });
+  const remove = (id: string) =>
+    h.app.inject({ method: 'DELETE', url: `/api/rfs/canvas-x/resources/local/receipts/${id}`, headers: h.bearer(canvas) });
+  const mine = async () => {
+    const res = await h.app.inject({ method: 'GET', url: '/api/acp/resources', headers: h.owner });
+    return res
+      .json<{ resources: { id: string; provider: string }[] }>()
+      .resources.filter((r) => r.provider === 'agentlet-a')
+      .map((r) => r.id);
+  };
+  return { h, machine, canvas, record, remove, mine };
+}
+
+const auditOf = async (h: TestApp) => {
+  const text = await readFile(`${h.dataDir}/audit.jsonl`, 'utf8');
+  return text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { action: string; id: string; outcome: string });
+};
+
+t.test('defaults: 1000 records (a reconcile set at its largest) and 8 MiB of record text (a reconcile body at its largest)', async (t) => {
+  const dir = await tempDataDir();
+  t.same(loadConfig(testEnv(dir)).recordQuota, { maxRecords: 1000, maxBytes: 8 * 1024 * 1024 });
+  t.same(loadConfig(testEnv(dir, { RECORDS_PER_MACHINE: '0', RECORD_BYTES_PER_MACHINE: '0' })).recordQuota, {
+    maxRecords: 0,
+    maxBytes: 0,
+  });
+  t.throws(() => loadConfig(testEnv(dir, { RECORDS_PER_MACHINE: '-1' })), /RECORDS_PER_MACHINE/);
+  t.throws(() => loadConfig(testEnv(dir, { RECORD_BYTES_PER_MACHINE: '8MiB' })), /RECORD_BYTES_PER_MACHINE/);
+});
+
+t.test(
+  'receipts: the count bound refuses the next new record with 409 and writes nothing; a replace and a removal still work',
+  async (t) => {
+    const { h, record, remove, mine } = await world(t, { RECORDS_PER_MACHINE: '3' });
+    for (const id of ['r-1', 'r-2', 'r-3']) t.equal((await record(receipt(id))).statusCode, 200, `${id} recorded`);
+    const over = await record(receipt('r-4'));
+    t.equal(over.statusCode, 409);
+    t.match(over.json(), {
+      code: 'record_quota_exceeded',
+      details: { provider: 'agentlet-a', limit: 'records', records: { held: 3, after: 4, max: 3 } },
+    });
+    t.same(await mine(), ['r-1', 'r-2', 'r-3'], 'nothing written');
+    t.match(
+      (await auditOf(h)).filter((e) => e.id === 'r-4'),
+      [{ action: 'receipt.record', outcome: 'record_quota_exceeded' }],
+      'the refusal is audited',
+    );
+    t.equal((await record(receipt('r-2', 'Runs r-2, now better.'))).statusCode, 200, 'a replacement at the limit passes');
+    t.equal((await remove('r-1')).statusCode, 200);
+    t.equal((await record(receipt('r-4'))).statusCode, 200, 'a withdrawal frees room');
+    t.same(await mine(), ['r-2', 'r-3', 'r-4']);
+  },
+);
+
+t.test('receipts: the byte bound refuses growth past it; a same-size or smaller replacement at the limit passes', async (t) => {
+  const stored = (id: string, text: string) =>
+    recordBytes({ schemaVersion: 2, id, name: `Tool ${id}`, provider: 'agentlet-a', sourceContent: text, userContent: '' });
+  const text = 'x'.repeat(1000);
+  const limit = stored('big-1', text) + stored('big-2', text);
+  const { record, mine } = await world(t, { RECORD_BYTES_PER_MACHINE: String(limit) });
+  t.equal((await record(receipt('big-1', text))).statusCode, 200);
+  t.equal((await record(receipt('big-2', text))).statusCode, 200, 'exactly at the limit');
+  const grown = await record(receipt('big-2', `${text}y`));
+  t.equal(grown.statusCode, 409, 'one more byte');
+  t.match(grown.json(), {
+    code: 'record_quota_exceeded',
+    details: { limit: 'bytes', bytes: { held: limit, after: limit + 1, max: limit } },
+  });
+  t.equal((await record(receipt('tiny', 'a'))).statusCode, 409, 'no room for another record');
+  t.equal((await record(receipt('big-2', 'z'.repeat(1000)))).statusCode, 200, 'a same-size replacement at the limit');
+  t.equal((await record(receipt('big-1', 'short'))).statusCode, 200, 'a smaller one');
+  t.equal((await record(receipt('tiny', 'a'))).statusCode, 200, 'the room it freed is usable');
+  t.same(await mine(), ['big-1', 'big-2', 'tiny']);
+});
+
+t.test("the machine's own put and reconcile (and its dry run) keep the same quota; a refused set changes nothing", async (t) => {
+  const { h, machine, mine } = await world(t, { RECORDS_PER_MACHINE: '3' });
+  const entry = (id: string) => ({ schemaVersion: 2, id, name: `Skill ${id}`, sourceContent: `Does ${id}.` });
+  const reconcile = (ids: string[], dryRun = false) =>
+    h.app.inject({
+      method: 'PUT',
+      url: `/api/acp/providers/agentlet-a/resources${dryRun ? '?dryRun=true' : ''}`,
+      headers: h.bearer(machine),
+      payload: { resources: ids.map(entry) },
+    });
+  t.equal((await reconcile(['s-1', 's-2'])).statusCode, 200);
+  for (const dryRun of [true, false]) {
+    const over = await reconcile(['s-1', 's-2', 's-3', 's-4'], dryRun);
+    t.equal(over.statusCode, 409, dryRun ? 'dry run' : 'the set');
+    t.match(over.json(), { code: 'record_quota_exceeded', details: { limit: 'records', records: { held: 2, after: 4, max: 3 } } });
+  }
+  t.same(await mine(), ['s-1', 's-2'], 'a refused set writes nothing');
+  t.equal((await h.put('agentlet-a', machine, 's-3')).statusCode, 201);
+  const put = await h.put('agentlet-a', machine, 's-4');
+  t.equal(put.statusCode, 409);
+  t.equal(put.json().code, 'record_quota_exceeded');
+  t.same(await mine(), ['s-1', 's-2', 's-3']);
+  t.equal((await reconcile(['s-2', 's-3', 's-5'])).statusCode, 200, 'a set at the limit that swaps records');
+  t.same(await mine(), ['s-2', 's-3', 's-5']);
+});
+
+t.test('concurrent writes at the limit: exactly one passes', async (t) => {
+  const { record, mine } = await world(t, { RECORDS_PER_MACHINE: '3' });
+  for (const id of ['c-1', 'c-2']) t.equal((await record(receipt(id))).statusCode, 200);
+  const answers = await Promise.all(['c-3', 'c-4', 'c-5', 'c-6', 'c-7', 'c-8'].map((id) => record(receipt(id))));
+  t.same(answers.map((a) => a.statusCode).sort(), [200, 409, 409, 409, 409, 409]);
+  t.equal((await mine()).length, 3);
+});
+
+t.test('the host provider has no record quota', async (t) => {
+  const { h } = await world(t, { RECORDS_PER_MACHINE: '1', RECORD_BYTES_PER_MACHINE: '1' });
+  for (const id of ['h-1', 'h-2', 'h-3']) t.equal((await h.put('huabu', CANARY.huabu, id)).statusCode, 201, id);
+});
