@@ -275,27 +275,17 @@ export class PgResources {
         }
         const writes = records.filter((r) => !plan.unchanged.includes(r.id));
         if (writes.length > 0) {
-          // The same conditional upsert as a single put, for the whole set: an ID another provider took
-          // after the read above comes back missing, and the whole transaction rolls back.
-          const { rows } = await client.query<{ id: string }>(
-            `INSERT INTO resources AS r (${SOURCE_COLUMNS})
-             SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[])
-             ON CONFLICT (id) DO UPDATE SET schema_version = EXCLUDED.schema_version, name = EXCLUDED.name,
-               description = EXCLUDED.description, instructions = EXCLUDED.instructions,
-               source_content = EXCLUDED.source_content, updated_at = now()
-             WHERE r.provider = EXCLUDED.provider
-             RETURNING id`,
-            [0, 1, 2, 3, 4, 5, 6].map((i) => writes.map((r) => sourceValues(r)[i])),
-          );
-          if (rows.length !== writes.length) {
-            const written = new Set(rows.map((r) => r.id));
-            const lost = writes.filter((r) => !written.has(r.id)).map((r) => r.id);
-            const holders = await client.query<{ id: string; provider: string }>(
-              'SELECT id, provider FROM resources WHERE id = ANY($1::text[]) ORDER BY id COLLATE "C"',
-              [lost],
-            );
-            throw conflictError(holders.rows.map((h) => ({ id: h.id, provider: h.provider })));
-          }
+          // The conditional upsert of a registration, for the whole set. The rows read above are locked, so
+          // an ID missing from its answer is one created since: by another provider (409; the whole
+          // transaction rolls back), or by this provider exactly as listed (nothing left to write).
+          const written = await upsertResources(client, writes);
+          const lost = writes.filter((r) => !written.has(r.id)).map((r) => r.id);
+          const holders = lost.length > 0 ? await readResources(client, lost) : new Map<string, StoredResource>();
+          const taken = lost.flatMap((id) => {
+            const held = holders.get(id);
+            return held && held.provider !== provider ? [{ id, provider: held.provider }] : [];
+          });
+          if (taken.length > 0) throw conflictError(taken.sort((a, b) => (a.id < b.id ? -1 : 1)));
         }
         const result = { dryRun, ...plan };
         if (audit) {
