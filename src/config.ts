@@ -4,6 +4,7 @@ import path from 'node:path';
 import Type from 'typebox';
 import { Compile } from 'typebox/compile';
 import { RESOURCE_ID_PATTERN, SLUG_ID_PATTERN } from './schemas/common.js';
+import { DEFAULT_REQUIRED_RESOURCE_IDS } from './schemas/record-rules.js';
 import { CapabilitiesFileError, type HostedCapabilities, loadHostedCapabilities } from './invocation/capabilities-file.js';
 import type { SecretAllowlistEntry } from './schemas/secret-allowlist.js';
 import { MAX_RECONCILE_RESOURCES } from './schemas/resource.js';
@@ -13,7 +14,6 @@ import { readSecretAllowlistSync, SecretAllowlistFileError } from './secrets/sec
 /** Addresses that mean "every interface": no client can use them to reach this process. */
 const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]', '::0', '0:0:0:0:0:0:0:0']);
 
-export const DEFAULT_REQUIRED_RESOURCE_IDS = ['huabu-access', 'local-resource-management'];
 export const MIN_TOKEN_LENGTH = 24;
 export const DEFAULT_AUDIT_MAX_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_AUDIT_MAX_FILES = 5;

@@ -6,7 +6,7 @@ import path from 'node:path';
 import Type, { type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { HOST_PROVIDER, ProviderId, RESOURCE_ID_PATTERN, ResourceId, SINGLE_LINE_PATTERN } from '../schemas/common.js';
-import { recordProblems } from '../schemas/record-rules.js';
+import { DEFAULT_REQUIRED_RESOURCE_IDS, recordProblems, reservedIdProblems } from '../schemas/record-rules.js';
 import { MAX_MACHINE_PROBLEMS, MAX_PROBLEM_MESSAGE, type MachineProblem } from '../schemas/machine.js';
 import { ReconcileEntry, ReconcileEntryV2, MAX_RECONCILE_RESOURCES, type ReconcileEntryV1 } from '../schemas/resource.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
@@ -218,6 +218,9 @@ async function entrypointCheck(realRoot: string, kind: ReceiptKind, entrypoint: 
   return [];
 }
 
+/** The host's IDs a receipt is refused without asking the server: its default required IDs. */
+const LOCALLY_RESERVED = { required: DEFAULT_REQUIRED_RESOURCE_IDS, hosted: [] };
+
 /** Text fields a receipt could leak a secret through. */
 function textFields(value: Record<string, unknown>): [string, string][] {
   return ['id', 'name', 'provider', 'description', 'instructions', 'sourceContent', 'entrypoint', 'source', 'sourceRevision']
@@ -293,8 +296,16 @@ async function checkReceipt(
   if (entry && !(entry.schemaVersion === 2 ? checkEntryV2.Check(entry) : checkEntryV1.Check(entry))) {
     problems.push('the record it publishes does not pass the registry rules'); // defensive: the schemas share fields
   }
-  // The registry's rules beyond the schema, as its write applies them (the provider checked above).
-  if (entry) for (const p of recordProblems(machineId ?? '', { name: entry.name })) problems.push(`${p.field}: ${p.message}`);
+  // The registry's rules beyond the schema, as its write applies them (the provider checked above). Of the
+  // host's reserved IDs the machine knows the defaults; a server configured with others refuses those when
+  // the set is published (403, reported as the receipt's problem).
+  if (entry) {
+    const ruled = [
+      ...recordProblems(machineId ?? '', { name: entry.name }),
+      ...reservedIdProblems(machineId ?? '', [entry.id], LOCALLY_RESERVED),
+    ];
+    for (const p of ruled) problems.push(`${p.field}: ${p.message}`);
+  }
   if (problems.length === 0) return { problems };
   return { problems, code: missing && problems.length === 1 ? 'entrypoint_missing' : 'receipt_invalid' };
 }

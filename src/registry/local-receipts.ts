@@ -13,21 +13,18 @@ export const RECORD_ACTION = 'receipt.record';
 export const REMOVE_ACTION = 'receipt.remove';
 
 export class LocalReceipts {
-  readonly #hostIds: ReadonlySet<string>;
-
   constructor(
     private readonly registry: ResourceRegistry,
     private readonly audit: AuditTrail,
-    /** IDs that belong to the host even before (or without) a host record: required defaults, seeded and hosted IDs. */
-    hostIds: Iterable<string>,
-  ) {
-    this.#hostIds = new Set(hostIds);
-  }
+  ) {}
 
-  /** 403 for an ID of the host: reserved, or held by the host now. Audited. */
-  async #assertNotHost(id: string, actor: string, action: string): Promise<void> {
+  /**
+   * 403 for an ID of the host: reserved (the rule every write applies, src/schemas/record-rules.ts), or held
+   * by the host now. Audited.
+   */
+  async #assertNotHost(machineId: string, id: string, actor: string, action: string): Promise<void> {
     const held = await this.registry.get(id).catch(() => undefined);
-    if (this.#hostIds.has(id) || held?.provider === HOST_PROVIDER) {
+    if (this.registry.reservedProblems(machineId, [id]).length > 0 || held?.provider === HOST_PROVIDER) {
       await this.audit.failure(
         actor,
         action,
@@ -43,7 +40,7 @@ export class LocalReceipts {
    * ID is 409 `resource_conflict`.
    */
   async record(machineId: string, receipt: LocalReceiptBody, actor: string): Promise<AgentResourceV2> {
-    await this.#assertNotHost(receipt.id, actor, RECORD_ACTION);
+    await this.#assertNotHost(machineId, receipt.id, actor, RECORD_ACTION);
     const extraTexts: [string, string][] = [['/entrypoint', receipt.entrypoint]];
     if (receipt.source !== undefined) extraTexts.push(['/source', receipt.source]);
     const { record } = await this.registry.register(
@@ -58,7 +55,7 @@ export class LocalReceipts {
 
   /** Withdraws the machine's record `id`: true when it did, false when no record has that ID. */
   async remove(machineId: string, id: string, actor: string): Promise<boolean> {
-    await this.#assertNotHost(id, actor, REMOVE_ACTION);
+    await this.#assertNotHost(machineId, id, actor, REMOVE_ACTION);
     try {
       await this.registry.withdraw(machineId, id, actor, REMOVE_ACTION);
       return true;

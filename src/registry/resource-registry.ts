@@ -4,7 +4,7 @@ import { Compile } from 'typebox/compile';
 import { canSeeTogether, nameKey, RUNTIME_VARIABLES, unknownVariables } from '../capabilities/rules.js';
 import { AppError } from '../errors.js';
 import { hasInvisible } from '../text/look-alike.js';
-import { recordProblems, reservedIdProblems, type ReservedIds } from '../schemas/record-rules.js';
+import { recordProblems, reservedIdProblems, type RecordProblem, type ReservedIds } from '../schemas/record-rules.js';
 import { HOST_PROVIDER, ProviderId } from '../schemas/common.js';
 import { visibleOnMachine } from './visibility.js';
 import { discriminatedErrors } from '../schemas/discriminated-errors.js';
@@ -116,8 +116,13 @@ export class ResourceRegistry {
 
   /** A machine may not hold a required default ID or a hosted capability's (not even before the host registers it): 403. */
   #assertNotReserved(provider: string, ids: readonly string[]): void {
-    const [problem] = reservedIdProblems(provider, ids, this.#reserved);
+    const [problem] = this.reservedProblems(provider, ids);
     if (problem) throw new AppError(problem.code, problem.message, problem.details);
+  }
+
+  /** The host's reserved IDs among `ids`, as every write by `provider` is refused them (record-rules.ts). */
+  reservedProblems(provider: string, ids: readonly string[]): RecordProblem[] {
+    return reservedIdProblems(provider, ids, this.#reserved);
   }
 
   get #reserved(): ReservedIds {
@@ -318,10 +323,7 @@ export class ResourceRegistry {
     const provider = callerProvider ?? (typeof body.provider === 'string' ? body.provider : undefined);
     // The rules every write applies beyond the schema (record-rules.ts), as that provider's write would.
     if (provider !== undefined) {
-      const ruled = [
-        ...recordProblems(provider, body),
-        ...(typeof body.id === 'string' ? reservedIdProblems(provider, [body.id], this.#reserved) : []),
-      ];
+      const ruled = [...recordProblems(provider, body), ...(typeof body.id === 'string' ? this.reservedProblems(provider, [body.id]) : [])];
       for (const p of ruled) issues.push({ code: p.code, field: p.field, severity: 'error', message: p.message });
     }
     // The body is any JSON, so a field may be far longer than the schema allows (that is reported above):

@@ -5,7 +5,6 @@ import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebo
 import Type from 'typebox';
 import { actorOf } from '../credentials/principal.js';
 import { AppError } from '../errors.js';
-import { HUABU_HOSTED_RESOURCES, HUABU_RESOURCES } from '../host/huabu.js';
 import { hostSkill, SKILL_INDEX } from '../host/skills.js';
 import { protect } from '../http/auth.js';
 import { errors } from '../http/openapi.js';
@@ -26,13 +25,7 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
   done,
 ) => {
   const byDefault = defaultRepresentation(config);
-  // The host's IDs whether or not a record holds them yet: required defaults, the seeded records, hosted capabilities.
-  const receipts = new LocalReceipts(registry, audit, [
-    ...config.requiredResourceIds,
-    ...HUABU_RESOURCES.map((r) => r.id),
-    ...HUABU_HOSTED_RESOURCES.map((r) => r.id),
-    ...config.hostedCapabilities.ids,
-  ]);
+  const receipts = new LocalReceipts(registry, audit);
   const machineOf = (principal: unknown) => (principal as { agentletId: string }).agentletId;
   protect(app, [app.requireCanvas], ['canvasToken']);
   app.addHook('onRequest', (request, _reply, done) => {
@@ -172,7 +165,7 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
         operationId: 'recordLocalReceipt',
         summary: 'Record what the agent installed on its machine',
         description:
-          "Registers (or replaces) the record of a skill, tool or connector the agent installed on its machine: the token's machine is the provider, and the record is v2 `{name, sourceContent}` (the owner's `displayName` and `userContent` of a replaced record are kept). `kind`, `entrypoint` and `source` stay on the machine. An ID of the host (required defaults, seeded or hosted IDs, any record of `huabu`) is 403 `forbidden`; another machine's is 409 `resource_conflict`; a new or larger record past the machine's record quota (`RECORDS_PER_MACHINE`, `RECORD_BYTES_PER_MACHINE`) is 409 `record_quota_exceeded`. Every text field is scanned for secrets (422 `secret_detected`). Audited as `receipt.record`; rate-limited like every write, and one carrying 64 Ki characters of text or more counts as expensive work (at most 2 in progress per credential, then 429 `rate_limited` with `Retry-After: 1`).",
+          "Registers (or replaces) the record of a skill, tool or connector the agent installed on its machine: the token's machine is the provider, and the record is v2 `{name, sourceContent}` (the owner's `displayName` and `userContent` of a replaced record are kept). `kind`, `entrypoint` and `source` stay on the machine. An ID of the host (the IDs every write reserves: required defaults and hosted capabilities; any record of `huabu`) is 403 `forbidden`; another machine's is 409 `resource_conflict`; a new or larger record past the machine's record quota (`RECORDS_PER_MACHINE`, `RECORD_BYTES_PER_MACHINE`) is 409 `record_quota_exceeded`. Every text field is scanned for secrets (422 `secret_detected`). Audited as `receipt.record`; rate-limited like every write, and one carrying 64 Ki characters of text or more counts as expensive work (at most 2 in progress per credential, then 429 `rate_limited` with `Retry-After: 1`).",
         params: Type.Object({ canvasId: CanvasId }),
         body: LocalReceiptBody,
         response: {

@@ -13,6 +13,9 @@ export interface RecordProblem {
   details?: Record<string, unknown>;
 }
 
+/** REQUIRED_RESOURCE_IDS when unset: Huabu's own records, which every agent gets. */
+export const DEFAULT_REQUIRED_RESOURCE_IDS: readonly string[] = ['huabu-access', 'local-resource-management'];
+
 /** The IDs only the host may hold: the required defaults and the hosted capabilities'. */
 export interface ReservedIds {
   required: readonly string[];

@@ -3,37 +3,35 @@
 import { constants as fsConstants } from 'node:fs';
 import { access, mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { Compile } from 'typebox/compile';
 import { AppError } from '../errors.js';
 import { DEFAULT_EVENTS_RETAIN_COUNT, DEFAULT_EVENTS_RETAIN_DAYS } from '../config.js';
 import type { JsonObject } from '../migrations/profile-v1.js';
 import { migrateRegistryFile, type RegistryMigrationReport } from '../migrations/registry-migration.js';
-import { REGISTRY_FILE_VERSION, serializeRegistryDocument } from '../migrations/registry-file.js';
-import { planCreate, planDelete, planUpdate, profileRevision, type ProfileChanges } from '../profiles/profile-rules.js';
+import { planCreate, planDelete, planUpdate, type ProfileChanges } from '../profiles/profile-rules.js';
 import { carryOwnerFields, planPut, planReconcile, planWithdraw, type PutOutcome } from '../registry/ownership.js';
 import { usageOf, type RecordUsage } from '../registry/record-quota.js';
 import type { AgentProfile } from '../schemas/profile.js';
-import { StoredResource, type AgentResource, type ReconcileResult } from '../schemas/resource.js';
-import { parseResourcesFile, readIfExists, serializeResourcesFile, writeResourcesFile } from '../migrations/resources-file.js';
-import { applyCustomization, toV1, type CustomizationPatch } from '../registry/resource-versions.js';
+import type { ReconcileResult, StoredResource } from '../schemas/resource.js';
+import { applyCustomization, type CustomizationPatch } from '../registry/resource-versions.js';
 import { AppendLog, type RotationOptions } from './append-log.js';
 import { backupControl, type BackupControlEvents } from './backup-control.js';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
-import { DurableDocument, type BatchObserver, type DocumentCodec, type JournalCodec } from './durable-document.js';
-import { nodeFileSystem, sweepTempFiles, writeFileDurably, type FileSystemSeam } from './durable-file.js';
-import { readVersionedFile } from './versioned-file.js';
+import { DurableDocument, type BatchObserver } from './durable-document.js';
+import { nodeFileSystem, sweepTempFiles, type FileSystemSeam } from './durable-file.js';
 import { JsonWorkloadFiles } from './json-workload-files.js';
 import type { WorkloadRecord } from '../schemas/workload.js';
 import type { AuditEntry, AuditIntent, MachineRecord, ProfileEntry, Registered, RegistryStore } from '../registry/store.js';
 import { realizedEntry, reconcileEntries } from '../audit/audit-trail.js';
 import { DataDirError, StoreFileError } from './store-file-error.js';
-import { JournalCorruptError, journalPathFor, readJournal } from './journal.js';
-import { OverlayMap, type RecordMap } from './overlay-map.js';
-import { EVENTS_FILE, JsonEventLog, recordCheck, type CheckedDraft, type EventSink, type RetentionOptions } from './event-log.js';
+import { sortedValues } from './overlay-map.js';
+import { EVENTS_FILE, JsonEventLog, recordCheck, type CheckedDraft, type RetentionOptions } from './event-log.js';
 import type { ChangeEventType, ChangeFeed, ChangeSubject, EventDraft } from '../registry/events.js';
+import { openResources, RESOURCES_FILE, type ResourcesState } from './json-resources-file.js';
+import { indexByDigest, loadMachines, MACHINES_FILE, machinesCodec, type MachinesState } from './json-machines-file.js';
+import { entryOf, loadRegistry, REGISTRY_FILE, registryCodec, type RegistryState } from './json-registry-file.js';
 
-export const RESOURCES_FILE = path.join('agent-resources', 'resources.json');
-export const MACHINES_FILE = 'machines.json';
+export { openResources, readStoredRecords, readStoredResources, RESOURCES_FILE } from './json-resources-file.js';
+export { MACHINES_FILE, REGISTRY_FILE };
 export const AUDIT_FILE = 'audit.jsonl';
 export { EVENTS_FILE };
 /** Default retention of the change log (EVENTS_RETAIN_COUNT, EVENTS_RETAIN_DAYS). */
@@ -41,7 +39,6 @@ export const DEFAULT_EVENT_RETENTION: RetentionOptions = {
   retainCount: DEFAULT_EVENTS_RETAIN_COUNT,
   retainDays: DEFAULT_EVENTS_RETAIN_DAYS,
 };
-export const REGISTRY_FILE = path.join('agent-team', 'registry.json');
 /** Present in a backup's temp directory until the backup is complete (src/storage/backup.ts). */
 export const INCOMPLETE_BACKUP_MARKER = 'BACKUP-INCOMPLETE';
 
@@ -59,189 +56,8 @@ export async function assertNotIncompleteBackup(dataDir: string): Promise<void> 
     );
   }
 }
-const MACHINES_FILE_VERSION = 1;
 
 export { DataDirError, StoreFileError };
-
-interface ResourcesState {
-  /** Committed: a Map; in a mutation's draft: an OverlayMap over it. */
-  resources: RecordMap<StoredResource>;
-}
-interface MachinesState {
-  machines: Map<string, MachineRecord>;
-  /** canvasId → ISO cut-off: canvas tokens of that canvas minted at or before it are refused. */
-  canvasRevocations: Map<string, string>;
-}
-
-interface RegistryState {
-  profiles: Map<string, AgentProfile>;
-  /** The v4 document around the profiles (Agent Team state and anything unknown), carried unchanged. */
-  doc: JsonObject;
-}
-
-const checkResource = Compile(StoredResource);
-
-const sortedValues = <T>(map: RecordMap<T>): T[] => [...map.keys()].sort().map((k) => map.get(k)!);
-
-/** One journaled change of resources.json: a record stored (created or replaced) or an ID withdrawn. */
-type ResourceChange = { put: StoredResource } | { withdraw: string };
-
-/**
- * resources.json is journaled: a batch appends its changes (`{put}` / `{withdraw}`) to
- * `resources.json.journal` instead of rewriting the whole catalogue; drafts are overlays, not copies.
- * Compaction writes the file in the version its records need (src/migrations/resources-file.ts), backing
- * up a v1 file before it first becomes v2.
- */
-const resourcesCodec = (file: string, fs: FileSystemSeam, onBackup: (backupFile: string) => void): JournalCodec<ResourcesState> => ({
-  clone: (s) => ({ resources: new OverlayMap(s.resources as Map<string, StoredResource>) }),
-  serialize: (s) => serializeResourcesFile(sortedValues(s.resources)),
-  async compact(s) {
-    const text = serializeResourcesFile(sortedValues(s.resources));
-    const backup = await writeResourcesFile(file, text, fs);
-    if (backup !== undefined) onBackup(backup);
-    return Buffer.byteLength(text);
-  },
-  changes: (draft) =>
-    (draft.resources as OverlayMap<StoredResource>)
-      .changes()
-      .map(([id, record]): ResourceChange => (record ? { put: record } : { withdraw: id })),
-  apply(state, changes) {
-    for (const change of changes as ResourceChange[]) {
-      if (change !== null && typeof change === 'object' && 'put' in change && checkResource.Check(change.put)) {
-        state.resources.set(change.put.id, Object.freeze(change.put));
-      } else if (change !== null && typeof change === 'object' && 'withdraw' in change && typeof change.withdraw === 'string') {
-        state.resources.delete(change.withdraw);
-      } else {
-        throw new Error('holds an invalid change');
-      }
-    }
-  },
-});
-
-const machinesCodec: DocumentCodec<MachinesState> = {
-  clone: (s) => ({ machines: new Map(s.machines), canvasRevocations: new Map(s.canvasRevocations) }),
-  serialize: (s) =>
-    JSON.stringify(
-      {
-        schemaVersion: MACHINES_FILE_VERSION,
-        state: {
-          machines: sortedValues(s.machines),
-          // Written only once used, so a DATA_DIR that never revoked a canvas keeps its exact v1 bytes.
-          ...(s.canvasRevocations.size > 0
-            ? {
-                canvasRevocations: [...s.canvasRevocations.keys()]
-                  .sort()
-                  .map((canvasId) => ({ canvasId, revokedBefore: s.canvasRevocations.get(canvasId)! })),
-              }
-            : {}),
-        },
-      },
-      null,
-      2,
-    ) + '\n',
-};
-
-const registryCodec: DocumentCodec<RegistryState> = {
-  clone: (s) => ({ profiles: new Map(s.profiles), doc: s.doc }),
-  serialize: (s) =>
-    serializeRegistryDocument({
-      ...s.doc,
-      schemaVersion: REGISTRY_FILE_VERSION,
-      state: { ...(s.doc.state as JsonObject), profiles: sortedValues(s.profiles) },
-    }),
-};
-
-/** The migration has already checked every record against the current schema. */
-function loadRegistry(migrated: RegistryMigrationReport): RegistryState {
-  // Upstream's empty state (its store.ts `emptyState`), so a file written from scratch is one it reads.
-  const doc = migrated.doc ?? { schemaVersion: REGISTRY_FILE_VERSION, state: { roots: [], members: [], profiles: [], configs: [] } };
-  const profiles = new Map<string, AgentProfile>();
-  for (const p of ((doc.state as JsonObject).profiles ?? []) as AgentProfile[]) profiles.set(p.id, Object.freeze(p));
-  return { profiles, doc };
-}
-
-function recordList(file: string, state: Record<string, unknown> | undefined, key: string): unknown[] {
-  if (!state) return [];
-  const list = state[key];
-  if (!Array.isArray(list)) throw new StoreFileError(file, `state.${key} is not an array`);
-  return list;
-}
-
-async function loadResources(file: string): Promise<ResourcesState> {
-  const resources = new Map<string, StoredResource>();
-  const bytes = await readIfExists(file);
-  if (bytes === undefined) return { resources };
-  for (const record of parseResourcesFile(file, bytes.toString('utf8')).records) resources.set(record.id, Object.freeze(record));
-  return { resources };
-}
-
-/** resources.json with its journal replayed (and compacted into it when the journal held anything). */
-export async function openResources(
-  file: string,
-  fs: FileSystemSeam,
-  observe: BatchObserver | undefined,
-  tuning: { maxBatch?: number; events?: EventSink },
-  onBackup: (backupFile: string) => void = () => undefined,
-) {
-  const state = await loadResources(file);
-  // The versioned file always exists, so the layout of a DATA_DIR is the same with or without a journal.
-  if ((await readIfExists(file)) === undefined) await writeFileDurably(file, serializeResourcesFile([]), fs);
-  try {
-    return await DurableDocument.openJournaled(file, state, resourcesCodec(file, fs, onBackup), fs, observe, undefined, tuning);
-  } catch (err) {
-    if (err instanceof JournalCorruptError) throw new StoreFileError(err.file, err.message.slice(path.basename(err.file).length + 1));
-    if (err instanceof Error && err.message === 'holds an invalid change') throw new StoreFileError(journalPathFor(file), err.message);
-    throw err;
-  }
-}
-
-/**
- * The resources as stored durably (the versioned file with its journal replayed), read without opening
- * the store: for tests and tools that look at a DATA_DIR from outside.
- */
-export async function readStoredRecords(dataDir: string): Promise<StoredResource[]> {
-  const file = path.join(dataDir, RESOURCES_FILE);
-  const state = await loadResources(file);
-  for (const changes of (await readJournal(journalPathFor(file))).batches)
-    resourcesCodec(file, nodeFileSystem, () => undefined).apply(state, changes);
-  return sortedValues(state.resources);
-}
-
-/** The stored resources as record v1 (records written as v1 exactly as written). */
-export async function readStoredResources(dataDir: string): Promise<AgentResource[]> {
-  return (await readStoredRecords(dataDir)).map(toV1);
-}
-
-function isMachineRecord(v: unknown): v is MachineRecord {
-  const m = v as MachineRecord;
-  return (
-    typeof m === 'object' &&
-    m !== null &&
-    typeof m.machineId === 'string' &&
-    typeof m.tokenDigest === 'string' &&
-    /^[0-9a-f]{64}$/.test(m.tokenDigest) &&
-    typeof m.enrolledAt === 'string' &&
-    (m.revokedAt === undefined || typeof m.revokedAt === 'string')
-  );
-}
-
-async function loadMachines(file: string): Promise<MachinesState> {
-  const machines = new Map<string, MachineRecord>();
-  const state = await readVersionedFile(file, MACHINES_FILE_VERSION);
-  for (const entry of recordList(file, state, 'machines')) {
-    if (!isMachineRecord(entry)) throw new StoreFileError(file, 'holds an invalid machine record');
-    machines.set(entry.machineId, Object.freeze(entry));
-  }
-  const canvasRevocations = new Map<string, string>();
-  const revocations = state && 'canvasRevocations' in state ? recordList(file, state, 'canvasRevocations') : [];
-  for (const entry of revocations as { canvasId?: unknown; revokedBefore?: unknown }[]) {
-    if (typeof entry?.canvasId !== 'string' || typeof entry.revokedBefore !== 'string') {
-      throw new StoreFileError(file, 'holds an invalid canvas-token revocation');
-    }
-    canvasRevocations.set(entry.canvasId, entry.revokedBefore);
-  }
-  return { machines, canvasRevocations };
-}
 
 export interface JsonStoreSnapshot {
   resources: readonly StoredResource[];
@@ -698,22 +514,4 @@ export class JsonFileStore implements RegistryStore {
   recordUsage(provider: string): Promise<RecordUsage> {
     return Promise.resolve(usageOf([...this.resources.state.resources.values()].filter((r) => r.provider === provider)));
   }
-}
-
-const revisions = new WeakMap<AgentProfile, string>();
-
-/** Stored records are frozen, so a record's revision is computed once. */
-function entryOf(profile: AgentProfile): ProfileEntry {
-  let revision = revisions.get(profile);
-  if (revision === undefined) {
-    revision = profileRevision(profile);
-    revisions.set(profile, revision);
-  }
-  return { profile, revision };
-}
-
-function indexByDigest(machines: Map<string, MachineRecord>): Map<string, MachineRecord> {
-  const index = new Map<string, MachineRecord>();
-  for (const m of machines.values()) if (!m.revokedAt) index.set(m.tokenDigest, m);
-  return index;
 }

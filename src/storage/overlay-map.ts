@@ -66,3 +66,6 @@ export class OverlayMap<V> implements RecordMap<V> {
     return [...this.#changes].map(([key, change]) => [key, change === DELETED ? undefined : change]);
   }
 }
+
+/** The values of `map` in the order of their keys (the order the files keep their records in). */
+export const sortedValues = <T>(map: RecordMap<T>): T[] => [...map.keys()].sort().map((k) => map.get(k)!);

@@ -76,6 +76,8 @@ t.test('record fields follow the server rules', async (t) => {
       '/provider is "agentlet-other" but this machine is "agentlet-7f3a"; a receipt publishes as the machine that holds it, so its provider must be this machine\'s ID',
     ],
     ['bad date', { installedAt: 'yesterday' }, /\/installedAt must be an RFC 3339 date-time/],
+    ["the host's required default ID", { id: 'huabu-access' }, '/id: huabu-access is a required default ID; it belongs to the host alone.'],
+    ["the host's other default ID", { id: 'local-resource-management' }, /^\/id: local-resource-management is a required default ID/],
     ['multi-line entrypoint', { entrypoint: 'skills/good\nSKILL.md' }, '/entrypoint must be one line without control characters'],
   ];
   for (const [name, override, problem] of cases) {

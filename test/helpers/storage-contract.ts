@@ -410,6 +410,50 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
     t.equal(outcomes.filter((o) => o.status === 'fulfilled' && o.value === 'created').length, 1, 'created once');
   });
 
+  t.test(`${name}: a reconcile racing registrations of the IDs it creates: one owner each, refused only by another provider`, async (t) => {
+    const s = await open(t);
+    const r = await openReplica(t, s);
+    for (let round = 0; round < 10; round++) {
+      const ids = Array.from({ length: 8 }, (_, i) => `race-${round}-${i}`);
+      // Even IDs: the reconciling provider's own identical registration; odd IDs: another provider's.
+      const putter = (i: number) => (i % 2 ? 'huabu' : 'agentlet-a');
+      const [reconciled, ...puts] = await Promise.allSettled([
+        s.reconcileResources(
+          'agentlet-a',
+          ids.map((id) => resource('agentlet-a', id)),
+          false,
+        ),
+        ...ids.map((id, i) => (i % 2 ? r : s).putResource(resource(putter(i), id))),
+      ]);
+      if (reconciled.status === 'rejected') {
+        const err = reconciled.reason as AppError;
+        t.equal(err.code, 'resource_conflict', `round ${round}: a refused reconcile is a conflict`);
+        const conflicts = (err.details as { conflicts: { provider: string }[] }).conflicts;
+        t.ok(
+          conflicts.length > 0 && conflicts.every((c) => c.provider === 'huabu'),
+          `round ${round}: it names only the other provider's IDs`,
+        );
+      } else {
+        const { created, replaced, unchanged } = reconciled.value;
+        t.same([...created, ...replaced, ...unchanged].sort(), [...ids].sort(), `round ${round}: every listed ID is the provider's`);
+      }
+      for (const [i, id] of ids.entries()) {
+        const owner = (await s.getResource(id))?.provider;
+        const put = puts[i]!;
+        if (putter(i) === 'agentlet-a') {
+          t.equal(put.status, 'fulfilled', `round ${round}: ${id}: the provider's own write is accepted`);
+          t.equal(owner, 'agentlet-a', `round ${round}: ${id}: held by the provider`);
+        } else if (put.status === 'fulfilled') {
+          t.equal(owner, 'huabu', `round ${round}: ${id}: the other provider's accepted write holds it`);
+          t.equal(reconciled.status, 'rejected', `round ${round}: ${id}: so the reconcile was refused`);
+        } else {
+          t.equal((put.reason as AppError).code, 'resource_conflict', `round ${round}: ${id}: the other provider's write is a conflict`);
+          t.equal(owner, 'agentlet-a', `round ${round}: ${id}: held by the provider that reconciled`);
+        }
+      }
+    }
+  });
+
   t.test(`${name}: concurrent first realizations of one thread store exactly one record`, async (t) => {
     const s = await open(t);
     const r = await openReplica(t, s);

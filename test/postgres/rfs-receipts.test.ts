@@ -10,7 +10,7 @@ const base = postgresOrSkip(t);
 if (base) {
   t.test('local receipts on PostgreSQL: record, replace with the owner fields kept, refuse, remove; audited', async (t) => {
     const url = await freshDatabase(t, base);
-    const h = await build(t, { env: { DATABASE_URL: url, REQUIRED_RESOURCE_IDS: '' } });
+    const h = await build(t, { env: { DATABASE_URL: url, REQUIRED_RESOURCE_IDS: 'huabu-access' } });
     const b = await h.enroll('agentlet-b');
     await h.enroll('agentlet-a');
     t.equal((await h.put('agentlet-b', b, 'b-tool')).statusCode, 201);

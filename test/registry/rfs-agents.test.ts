@@ -311,7 +311,7 @@ t.test('POST and DELETE /resources/local/receipts: the token machine records its
 });
 
 t.test('local receipts refuse host IDs, other machines, secrets, bad paths, other canvases; refusals are audited', async (t) => {
-  const h = await build(t, { env: { REQUIRED_RESOURCE_IDS: '' } });
+  const h = await build(t, { env: { REQUIRED_RESOURCE_IDS: 'huabu-access,local-resource-management' } });
   const b = await h.enroll('agentlet-b');
   await h.enroll('agentlet-a');
   const token = await h.canvasToken('canvas-x', 'agentlet-a');
@@ -320,14 +320,18 @@ t.test('local receipts refuse host IDs, other machines, secrets, bad paths, othe
   t.equal((await h.put('huabu', CANARY.huabu, 'host-notes')).statusCode, 201);
   const post = (body: unknown, canvas = 'canvas-x') => ask('POST', `/api/rfs/${canvas}/resources/local/receipts`, { token, body });
 
-  // Host IDs: the seeded ones even when not seeded and not required; any record of the host.
-  for (const id of ['huabu-access', 'local-resource-management', 'web-search', 'host-notes']) {
+  // Host IDs: the reserved ones (the rule of every write) even when not held; any record of the host.
+  for (const id of ['huabu-access', 'local-resource-management', 'host-notes']) {
     const res = await post(receipt(id));
     t.equal(res.status, 403, `${id} belongs to the host`);
     t.equal(res.json().code, 'forbidden');
     const del = await ask('DELETE', `/api/rfs/canvas-x/resources/local/receipts/${id}`, { token });
     t.equal(del.status, 403, `an agent cannot remove ${id}`);
   }
+  // An ID this server neither reserves nor holds for the host is the machine's, as for its own PUT.
+  const free = await post(receipt('web-search'));
+  t.equal(free.status, 200, 'web-search, a hosted capability this server does not offer, is an ordinary ID here');
+  t.equal((await ask('DELETE', '/api/rfs/canvas-x/resources/local/receipts/web-search', { token })).status, 200);
   const other = await post(receipt('b-tool'));
   t.equal(other.status, 409, "another machine's ID");
   t.equal(other.json().code, 'resource_conflict');
@@ -366,15 +370,15 @@ t.test('local receipts refuse host IDs, other machines, secrets, bad paths, othe
     [
       ['huabu-access', 'forbidden'],
       ['local-resource-management', 'forbidden'],
-      ['web-search', 'forbidden'],
       ['host-notes', 'forbidden'],
+      ['web-search', 'created'],
       ['b-tool', 'resource_conflict'],
       ['leaky', 'secret_detected'],
       ['leaky', 'secret_detected'],
       ['leaky', 'secret_detected'],
       ['leaky', 'secret_detected'],
     ],
-    'every refused record is audited',
+    'every record, each refusal included, is audited',
   );
   t.notOk((await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8')).includes(secret), 'no secret in the audit log');
   t.notOk((await readFile(h.logFile, 'utf8')).includes(secret), 'no secret in the log');

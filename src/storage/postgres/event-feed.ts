@@ -1,7 +1,8 @@
 // The PostgreSQL store's change log reader (docs/events.md). The events are written by triggers in the writing
 // transactions and numbered at COMMIT in commit order (migration 5). Every replica keeps the newest events
 // in memory, refreshed once per notification (its own commits and other replicas' alike), so a thousand
-// subscribers cost one query per change, not a thousand; older cursors are read from the table.
+// subscribers cost one query per change, not a thousand; older cursors are read from the table. Events that
+// announce no stored change are written here too.
 import type pg from 'pg';
 import {
   cursorExpired,
@@ -10,6 +11,7 @@ import {
   type ChangeEvent,
   type ChangeFeed,
   type ChangePage,
+  type EventDraft,
   type ReadOptions,
 } from '../../registry/events.js';
 
@@ -52,6 +54,20 @@ export class PgEventFeed implements ChangeFeed {
     private readonly retention: { retainCount: number; retainDays: number },
     private readonly log: (message: string, err: unknown) => void,
   ) {}
+
+  /** Events of no stored change, in one statement, so one transaction: numbered together at its commit (migration 5). */
+  async record(drafts: readonly EventDraft[]): Promise<void> {
+    if (drafts.length === 0) return;
+    await this.query(
+      'SELECT arr_event(d.type, d.kind, d.id, d.provider) FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS d(type, kind, id, provider)',
+      [
+        drafts.map((d) => d.type),
+        drafts.map((d) => d.subject.kind),
+        drafts.map((d) => d.subject.id),
+        drafts.map((d) => d.subject.provider ?? null),
+      ],
+    );
+  }
 
   /** Reads the newest cursor and floor (at open). */
   async load(): Promise<void> {

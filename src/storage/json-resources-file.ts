@@ -1,0 +1,101 @@
+// resources.json of the JSON store (docs/data-files.md): its records, journaled (`{put}` / `{withdraw}` lines
+// beside the file), opened as a durable document, and read from outside without opening the store.
+import path from 'node:path';
+import { Compile } from 'typebox/compile';
+import { parseResourcesFile, readIfExists, serializeResourcesFile, writeResourcesFile } from '../migrations/resources-file.js';
+import { toV1 } from '../registry/resource-versions.js';
+import { StoredResource, type AgentResource } from '../schemas/resource.js';
+import { DurableDocument, type BatchObserver, type JournalCodec } from './durable-document.js';
+import { nodeFileSystem, writeFileDurably, type FileSystemSeam } from './durable-file.js';
+import type { EventSink } from './event-log.js';
+import { JournalCorruptError, journalPathFor, readJournal } from './journal.js';
+import { OverlayMap, sortedValues, type RecordMap } from './overlay-map.js';
+import { StoreFileError } from './store-file-error.js';
+
+export const RESOURCES_FILE = path.join('agent-resources', 'resources.json');
+
+export interface ResourcesState {
+  /** Committed: a Map; in a mutation's draft: an OverlayMap over it. */
+  resources: RecordMap<StoredResource>;
+}
+const checkResource = Compile(StoredResource);
+
+/** One journaled change of resources.json: a record stored (created or replaced) or an ID withdrawn. */
+type ResourceChange = { put: StoredResource } | { withdraw: string };
+
+/**
+ * resources.json is journaled: a batch appends its changes (`{put}` / `{withdraw}`) to
+ * `resources.json.journal` instead of rewriting the whole catalogue; drafts are overlays, not copies.
+ * Compaction writes the file in the version its records need (src/migrations/resources-file.ts), backing
+ * up a v1 file before it first becomes v2.
+ */
+const resourcesCodec = (file: string, fs: FileSystemSeam, onBackup: (backupFile: string) => void): JournalCodec<ResourcesState> => ({
+  clone: (s) => ({ resources: new OverlayMap(s.resources as Map<string, StoredResource>) }),
+  serialize: (s) => serializeResourcesFile(sortedValues(s.resources)),
+  async compact(s) {
+    const text = serializeResourcesFile(sortedValues(s.resources));
+    const backup = await writeResourcesFile(file, text, fs);
+    if (backup !== undefined) onBackup(backup);
+    return Buffer.byteLength(text);
+  },
+  changes: (draft) =>
+    (draft.resources as OverlayMap<StoredResource>)
+      .changes()
+      .map(([id, record]): ResourceChange => (record ? { put: record } : { withdraw: id })),
+  apply(state, changes) {
+    for (const change of changes as ResourceChange[]) {
+      if (change !== null && typeof change === 'object' && 'put' in change && checkResource.Check(change.put)) {
+        state.resources.set(change.put.id, Object.freeze(change.put));
+      } else if (change !== null && typeof change === 'object' && 'withdraw' in change && typeof change.withdraw === 'string') {
+        state.resources.delete(change.withdraw);
+      } else {
+        throw new Error('holds an invalid change');
+      }
+    }
+  },
+});
+
+async function loadResources(file: string): Promise<ResourcesState> {
+  const resources = new Map<string, StoredResource>();
+  const bytes = await readIfExists(file);
+  if (bytes === undefined) return { resources };
+  for (const record of parseResourcesFile(file, bytes.toString('utf8')).records) resources.set(record.id, Object.freeze(record));
+  return { resources };
+}
+
+/** resources.json with its journal replayed (and compacted into it when the journal held anything). */
+export async function openResources(
+  file: string,
+  fs: FileSystemSeam,
+  observe: BatchObserver | undefined,
+  tuning: { maxBatch?: number; events?: EventSink },
+  onBackup: (backupFile: string) => void = () => undefined,
+) {
+  const state = await loadResources(file);
+  // The versioned file always exists, so the layout of a DATA_DIR is the same with or without a journal.
+  if ((await readIfExists(file)) === undefined) await writeFileDurably(file, serializeResourcesFile([]), fs);
+  try {
+    return await DurableDocument.openJournaled(file, state, resourcesCodec(file, fs, onBackup), fs, observe, undefined, tuning);
+  } catch (err) {
+    if (err instanceof JournalCorruptError) throw new StoreFileError(err.file, err.message.slice(path.basename(err.file).length + 1));
+    if (err instanceof Error && err.message === 'holds an invalid change') throw new StoreFileError(journalPathFor(file), err.message);
+    throw err;
+  }
+}
+
+/**
+ * The resources as stored durably (the versioned file with its journal replayed), read without opening
+ * the store: for tests and tools that look at a DATA_DIR from outside.
+ */
+export async function readStoredRecords(dataDir: string): Promise<StoredResource[]> {
+  const file = path.join(dataDir, RESOURCES_FILE);
+  const state = await loadResources(file);
+  for (const changes of (await readJournal(journalPathFor(file))).batches)
+    resourcesCodec(file, nodeFileSystem, () => undefined).apply(state, changes);
+  return sortedValues(state.resources);
+}
+
+/** The stored resources as record v1 (records written as v1 exactly as written). */
+export async function readStoredResources(dataDir: string): Promise<AgentResource[]> {
+  return (await readStoredRecords(dataDir)).map(toV1);
+}

@@ -1,0 +1,320 @@
+// The PostgreSQL store's resources: the rows and their mapping to records, the ownership rule as ONE
+// conditional upsert (src/registry/ownership.ts decides; this statement applies it inside the database, for
+// the group-committed registrations and the reconcile alike), reads, withdrawal, the owner's
+// customization, the whole-set reconcile, and the revision the catalogue caches follow.
+import { AppError } from '../../errors.js';
+import { carryOwnerFields, conflictError, planReconcile, planWithdraw, sameRecord } from '../../registry/ownership.js';
+import type { RecordUsage } from '../../registry/record-quota.js';
+import { withOwnerFields, type CustomizationPatch } from '../../registry/resource-versions.js';
+import type { AuditIntent, Registered } from '../../registry/store.js';
+import type { ReconcileResult, StoredResource } from '../../schemas/resource.js';
+import { reconcileEntries } from '../../audit/audit-trail.js';
+import { insertAudit, type AuditRetention } from './audit.js';
+import { MAX_ATTEMPTS, type PgDatabase, type Queryable } from './database.js';
+import type { OpOutcome } from './group-commit.js';
+
+interface ResourceRow {
+  id: string;
+  provider: string;
+  schema_version: number;
+  name: string;
+  description: string | null;
+  instructions: string | null;
+  source_content: string | null;
+  display_name: string | null;
+  user_content: string;
+  imported: boolean;
+}
+
+const RESOURCE_COLUMNS =
+  'id, provider, schema_version, name, description, instructions, source_content, display_name, user_content, imported';
+/** The columns a provider writes (the owner's display_name and user_content are never among them). */
+const SOURCE_COLUMNS = 'id, provider, schema_version, name, description, instructions, source_content';
+
+function resourceOf(row: ResourceRow): StoredResource {
+  // The order of the record as the JSON store keeps it, so catalogue bodies read the same.
+  const owner = {
+    ...(row.display_name === null ? {} : { displayName: row.display_name }),
+    userContent: row.user_content,
+    ...(row.imported ? { imported: true as const } : {}),
+  };
+  if (row.schema_version === 2) {
+    return withOwnerFields(
+      { schemaVersion: 2, id: row.id, name: row.name, provider: row.provider, sourceContent: row.source_content!, userContent: '' },
+      owner,
+    );
+  }
+  return withOwnerFields(
+    {
+      schemaVersion: 1,
+      id: row.id,
+      name: row.name,
+      provider: row.provider,
+      description: row.description!,
+      instructions: row.instructions!,
+    },
+    owner,
+  );
+}
+
+/** The provider's columns of a record, in SOURCE_COLUMNS order. */
+function sourceValues(r: StoredResource): [string, string, number, string, string | null, string | null, string | null] {
+  return r.schemaVersion === 2
+    ? [r.id, r.provider, 2, r.name, null, null, r.sourceContent]
+    : [r.id, r.provider, 1, r.name, r.description, r.instructions, null];
+}
+
+// The statements run on every write are named (prepared once per pooled connection, then only bound and
+// executed): parsing and planning them was a fifth to a third of their time in the database (EXPLAIN
+// ANALYZE of a 13-row upsert: planning 0.09–0.17 ms, execution 0.36–0.42 ms).
+
+/**
+ * The ownership rule as one statement for records of distinct IDs: each row written only when the ID is
+ * free, or already the record's provider's and different; the owner's columns are left as they are.
+ * Returns the IDs written, each with whether it was created and the record as stored. An ID missing from
+ * the answer is held by another provider, or is the provider's own record exactly as given.
+ */
+async function upsertResources(
+  client: Queryable,
+  records: readonly StoredResource[],
+): Promise<Map<string, { created: boolean; stored: StoredResource }>> {
+  const values = records.map(sourceValues);
+  const { rows } = await client.query<ResourceRow & { created: boolean }>({
+    name: 'arr_put_resources',
+    text: `INSERT INTO resources AS r (${SOURCE_COLUMNS})
+     SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[])
+     ON CONFLICT (id) DO UPDATE SET schema_version = EXCLUDED.schema_version, name = EXCLUDED.name,
+       description = EXCLUDED.description, instructions = EXCLUDED.instructions,
+       source_content = EXCLUDED.source_content, updated_at = now()
+     WHERE r.provider = EXCLUDED.provider
+       AND (r.schema_version, r.name, r.description, r.instructions, r.source_content)
+           IS DISTINCT FROM (EXCLUDED.schema_version, EXCLUDED.name, EXCLUDED.description, EXCLUDED.instructions, EXCLUDED.source_content)
+     RETURNING ${RESOURCE_COLUMNS}, (xmax = 0) AS created`,
+    values: [0, 1, 2, 3, 4, 5, 6].map((i) => values.map((v) => v[i])),
+  });
+  return new Map(rows.map((r) => [r.id, { created: r.created, stored: resourceOf(r) }]));
+}
+
+async function readResources(db: Queryable, ids: readonly string[]): Promise<Map<string, StoredResource>> {
+  const { rows } = await db.query<ResourceRow>({
+    name: 'arr_read_resources',
+    text: `SELECT ${RESOURCE_COLUMNS} FROM resources WHERE id = ANY($1::text[])`,
+    values: [ids],
+  });
+  return new Map(rows.map((row) => [row.id, resourceOf(row)]));
+}
+
+async function readResource(db: Queryable, id: string): Promise<StoredResource | undefined> {
+  const { rows } = await db.query<ResourceRow>({
+    name: 'arr_read_resource',
+    text: `SELECT ${RESOURCE_COLUMNS} FROM resources WHERE id = $1`,
+    values: [id],
+  });
+  return rows[0] && resourceOf(rows[0]);
+}
+
+/**
+ * The registrations of a batch on `client` (inside its transaction), a bounded number of statements
+ * whatever their number: the records through the conditional upsert, and the holders of the IDs that wrote
+ * nothing read in one more statement (409 or `unchanged`). The k-th write of one ID goes into the k-th
+ * upsert (a statement may change a row only once), so the writes of one ID keep their arrival order. Each
+ * value is a `Registered` carrying the record as stored (from the upsert's RETURNING, or the holders read
+ * for `unchanged`): no read-back after the COMMIT. A refusal is that registration's outcome; a database
+ * error throws. Answers the outcomes in the order of `records`, and whether a row changed.
+ */
+export async function registerResources(
+  client: Queryable,
+  records: readonly StoredResource[],
+): Promise<{ outcomes: OpOutcome[]; changed: boolean }> {
+  const outcomes: OpOutcome[] = [];
+  const rounds: { index: number; record: StoredResource }[][] = [];
+  const writesOf = new Map<string, number>();
+  records.forEach((record, index) => {
+    const k = writesOf.get(record.id) ?? 0;
+    writesOf.set(record.id, k + 1);
+    (rounds[k] ??= []).push({ index, record });
+  });
+  let changed = false;
+  for (const round of rounds) {
+    // In ID order, so concurrent batches (and reconciles) take their row locks in one order.
+    let pending = round.sort((a, b) => (a.record.id < b.record.id ? -1 : 1));
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      if (attempt === MAX_ATTEMPTS) {
+        for (const p of pending) {
+          const err = new AppError(
+            'storage_unavailable',
+            `Resource ${p.record.id} is changing too often to store this change; retry later.`,
+          );
+          outcomes[p.index] = { ok: false, err };
+        }
+        break;
+      }
+      const written = await upsertResources(
+        client,
+        pending.map((p) => p.record),
+      );
+      const missing = pending.filter((p) => !written.has(p.record.id));
+      for (const p of pending) {
+        const row = written.get(p.record.id);
+        if (row)
+          outcomes[p.index] = {
+            ok: true,
+            value: { outcome: row.created ? 'created' : 'replaced', record: row.stored } satisfies Registered,
+          };
+      }
+      if (written.size > 0) changed = true;
+      pending = [];
+      if (missing.length === 0) break;
+      // No row back: held by another provider (409), or the caller's own identical record.
+      const holders = await readResources(
+        client,
+        missing.map((p) => p.record.id),
+      );
+      for (const p of missing) {
+        const held = holders.get(p.record.id);
+        if (held && held.provider !== p.record.provider) {
+          outcomes[p.index] = { ok: false, err: conflictError([{ id: held.id, provider: held.provider }]) };
+        } else if (held && sameRecord(held, carryOwnerFields(held, p.record))) {
+          outcomes[p.index] = { ok: true, value: { outcome: 'unchanged', record: held } satisfies Registered };
+        } else {
+          pending.push(p); // withdrawn or changed between the two statements: again
+        }
+      }
+    }
+  }
+  return { outcomes, changed };
+}
+
+export class PgResources {
+  /** Local revision of the resources: bumped by this replica's commits and by every notification. */
+  #counter = 0;
+
+  constructor(
+    private readonly db: PgDatabase,
+    private readonly audit: AuditRetention,
+    /** Prefixes the revision, so two stores (or two starts) never share one. */
+    private readonly epoch: string,
+  ) {}
+
+  /** The set of resources changed (a commit here, or any replica's notification). */
+  changed(): void {
+    this.#counter++;
+  }
+
+  /**
+   * Served from this replica's view, not a query. While notifications may be missed (`listening` false),
+   * every call returns a new value, so caches rebuild from the database until they arrive again.
+   */
+  revision(listening: boolean): string {
+    if (!listening) this.#counter++;
+    return `${this.epoch}:${this.#counter}`;
+  }
+
+  list(): Promise<readonly StoredResource[]> {
+    return this.db.guard(async () => {
+      const { rows } = await this.db.query<ResourceRow>(`SELECT ${RESOURCE_COLUMNS} FROM resources ORDER BY id COLLATE "C"`);
+      return rows.map(resourceOf);
+    });
+  }
+
+  /**
+   * The provider's records and their bytes: the sum `recordBytes` (src/registry/record-quota.ts) takes, in
+   * SQL over the provider's index (`octet_length` is UTF-8 bytes in a UTF-8 database).
+   */
+  usage(provider: string): Promise<RecordUsage> {
+    return this.db.guard(async () => {
+      const { rows } = await this.db.query<{ count: string; bytes: string }>(
+        `SELECT count(*) AS count, COALESCE(sum(octet_length(id) + octet_length(name) + COALESCE(octet_length(description), 0)
+           + COALESCE(octet_length(instructions), 0) + COALESCE(octet_length(source_content), 0)), 0) AS bytes
+         FROM resources WHERE provider = $1`,
+        [provider],
+      );
+      return { count: Number(rows[0]!.count), bytes: Number(rows[0]!.bytes) };
+    });
+  }
+
+  get(id: string): Promise<StoredResource | undefined> {
+    return this.db.guard(() => readResource(this.db.pooled, id));
+  }
+
+  withdraw(provider: string, id: string): Promise<void> {
+    return this.db.guard(async () => {
+      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        const { rowCount } = await this.db.query('DELETE FROM resources WHERE id = $1 AND provider = $2', [id, provider]);
+        if (rowCount) {
+          this.changed();
+          return;
+        }
+        const held = await readResource(this.db.pooled, id);
+        planWithdraw(held, provider, id); // throws 404 or 409
+      }
+      throw new AppError('storage_unavailable', `Resource ${id} is changing too often; retry later.`);
+    });
+  }
+
+  customize(id: string, patch: CustomizationPatch): Promise<StoredResource> {
+    return this.db.guard(async () => {
+      const { rows } = await this.db.query<ResourceRow>(
+        `UPDATE resources SET display_name = CASE WHEN $2 THEN $3 ELSE display_name END,
+           user_content = COALESCE($4, user_content), imported = COALESCE($5, imported), updated_at = now()
+         WHERE id = $1 RETURNING ${RESOURCE_COLUMNS}`,
+        [id, patch.displayName !== undefined, patch.displayName ?? null, patch.userContent ?? null, patch.imported ?? null],
+      );
+      if (rows.length === 0) throw new AppError('resource_not_found', `No resource with ID ${id}.`, { id });
+      this.changed();
+      return resourceOf(rows[0]!);
+    });
+  }
+
+  /** The whole-set reconcile in one transaction; with `audit`, its entries are inserted in that transaction. */
+  reconcile(provider: string, incoming: readonly StoredResource[], dryRun: boolean, audit?: AuditIntent): Promise<ReconcileResult> {
+    const ids = incoming.map((r) => r.id);
+    let records: readonly StoredResource[] = incoming;
+    const planOn = async (client: Queryable, lock: boolean) => {
+      const { rows } = await client.query<ResourceRow>(
+        `SELECT ${RESOURCE_COLUMNS} FROM resources WHERE provider = $1 OR id = ANY($2::text[]) ORDER BY id COLLATE "C"${lock ? ' FOR UPDATE' : ''}`,
+        [provider, ids],
+      );
+      const current = new Map(rows.map((row) => [row.id, resourceOf(row)]));
+      const owned = rows.filter((r) => r.provider === provider).map((r) => r.id);
+      records = incoming.map((r) => carryOwnerFields(current.get(r.id), r));
+      return planReconcile((id) => current.get(id), owned, provider, records); // throws 409 on any conflict
+    };
+    if (dryRun) return this.db.guard(async () => ({ dryRun, ...(await planOn(this.db.pooled, false)) }));
+    return this.db.guard(async () => {
+      let auditRows = 0;
+      const result = await this.db.transaction(async (client) => {
+        // Reconciles of one provider run one after another, so each sees the set the previous one left.
+        await client.query(`SELECT pg_advisory_xact_lock(hashtextextended('arr-reconcile:' || $1, 0))`, [provider]);
+        const plan = await planOn(client, true);
+        if (plan.withdrawn.length > 0) {
+          await client.query('DELETE FROM resources WHERE provider = $1 AND id = ANY($2::text[])', [provider, plan.withdrawn]);
+        }
+        const writes = records.filter((r) => !plan.unchanged.includes(r.id));
+        if (writes.length > 0) {
+          // The conditional upsert of a registration, for the whole set. The rows read above are locked, so
+          // an ID missing from its answer is one created since: by another provider (409; the whole
+          // transaction rolls back), or by this provider exactly as listed (nothing left to write).
+          const written = await upsertResources(client, writes);
+          const lost = writes.filter((r) => !written.has(r.id)).map((r) => r.id);
+          const holders = lost.length > 0 ? await readResources(client, lost) : new Map<string, StoredResource>();
+          const taken = lost.flatMap((id) => {
+            const held = holders.get(id);
+            return held && held.provider !== provider ? [{ id, provider: held.provider }] : [];
+          });
+          if (taken.length > 0) throw conflictError(taken.sort((a, b) => (a.id < b.id ? -1 : 1)));
+        }
+        const result = { dryRun, ...plan };
+        if (audit) {
+          const entries = reconcileEntries(result, audit);
+          await insertAudit(client, entries);
+          auditRows = entries.length;
+        }
+        return result;
+      });
+      this.audit.written(auditRows);
+      if (result.created.length + result.replaced.length + result.withdrawn.length > 0) this.changed();
+      return result;
+    });
+  }
+}
