@@ -55,7 +55,7 @@ export async function measureMcpOverhead(
           timeoutMs: 10_000,
           maxInputBytes: 16_384,
           maxOutputBytes: 65_536,
-          perGrant: { concurrency: 8, perMinute: 100_000 },
+          perGrant: { concurrency: 8, perMinute: 10_000 },
         },
       },
     }),
