@@ -13,9 +13,12 @@ import {
   ResourceUpdatedNotificationSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
-import { CANARY } from './helpers/build.js';
-import { UPSTREAM_LEAK } from './helpers/hosted-endpoint.js';
-import { auditLines, SEARCH_KEY, world, type World } from './helpers/invocation-world.js';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { CANARY, DATA_ROOT } from './helpers/build.js';
+import { startHostedEndpoint, UPSTREAM_LEAK } from './helpers/hosted-endpoint.js';
+import { auditLines, capabilitiesFile, SEARCH_KEY, world, type World } from './helpers/invocation-world.js';
+import { PNG_B64, startVendorEndpoints } from './helpers/vendor-endpoints.js';
 
 const INIT = {
   jsonrpc: '2.0',
@@ -280,3 +283,51 @@ async function waitFor(check: () => Promise<boolean>, ms = 3000): Promise<void> 
   }
   throw new Error('timed out');
 }
+
+t.test('an image comes back as MCP image content', async (t) => {
+  const vendor = await startVendorEndpoints();
+  t.teardown(() => vendor.close());
+  const endpoint = await startHostedEndpoint();
+  t.teardown(() => endpoint.close());
+  const capsFile = path.join(DATA_ROOT, `caps-mcp-${process.pid}-${Math.random().toString(36).slice(2)}.json`);
+  const caps = capabilitiesFile(endpoint.origin);
+  const withImages = {
+    ...caps,
+    capabilities: {
+      ...caps.capabilities,
+      'generate-image': {
+        adapter: 'openai-images',
+        endpoint: `${vendor.origin}/v1/images/generations`,
+        credential: { env: 'ARR_TEST_SEARCH_KEY' },
+      },
+    },
+  };
+  await writeFile(capsFile, JSON.stringify(withImages));
+  const w = await world(t, { capsFile, endpoint });
+  t.equal((await w.h.put('huabu', CANARY.huabu, 'generate-image')).statusCode, 201);
+  const profile = await w.h.app.inject({
+    method: 'POST',
+    url: '/api/acp/profiles',
+    headers: w.h.owner,
+    payload: {
+      alias: 'Painter',
+      agentletId: 'mac-1',
+      workingDirPath: '/work',
+      launch: { kind: 'acp-command', command: 'agent' },
+      resourceIds: ['generate-image'],
+    },
+  });
+  t.equal(profile.statusCode, 201, profile.body);
+  const launched = await w.h.app.inject({
+    method: 'POST',
+    url: '/api/acp/launch',
+    headers: w.h.owner,
+    payload: { profileId: profile.json().id, canvasId: 'canvas-1', threadId: 'thread-paint' },
+  });
+  t.equal(launched.statusCode, 201, launched.body);
+  const client = await connect(t, w, { grant: await w.mint('canvas-1', 'thread-paint'), thread: 'thread-paint' });
+  const result = (await client.callTool({ name: 'generate-image', arguments: { prompt: 'a fox in the snow' } })) as CallToolResult;
+  t.notOk(result.isError, JSON.stringify(result).slice(0, 300));
+  t.same(result.content[0], { type: 'image', mimeType: 'image/png', data: PNG_B64 });
+  t.same(result.structuredContent, { width: 1024, height: 1024, revisedPrompt: 'A fox, in watercolour.' });
+});
