@@ -11,6 +11,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import {
   CallToolRequestSchema,
   CancelledNotificationSchema,
@@ -84,6 +85,9 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (app, { 
     done();
   });
 
+  // One validator for every request's server: the SDK's default builds an Ajv instance per server, which was
+  // most of a read's cost (it serves elicitation, which this server never asks for).
+  const jsonSchemaValidator = new AjvJsonSchemaValidator();
   /** Tool calls in flight in this process, so a `notifications/cancelled` (its own POST) can abort its call. */
   const inFlight = new Map<string, AbortController>();
   /** The streams open on this app, ended when it closes. */
@@ -108,7 +112,7 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (app, { 
   function serverFor(request: FastifyRequest, principal: CanvasPrincipal): Server {
     const server = new Server(
       { name: 'agent-resource-registry', version: API_VERSION },
-      { capabilities: { resources: { subscribe: true, listChanged: true }, tools: {} } },
+      { capabilities: { resources: { subscribe: true, listChanged: true }, tools: {} }, jsonSchemaValidator },
     );
     const machineId = principal.agentletId;
     const caller: InvocationCaller = {
