@@ -11,6 +11,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import {
   CallToolRequestSchema,
@@ -227,6 +228,41 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (app, { 
     await transport.handleRequest(request.raw, reply.raw, request.body);
   }
 
+  /**
+   * A POST or DELETE, answered whole (JSON, 202 or an error): the SDK's Web-standard transport is handed the
+   * request's method, URL and headers and its parsed body, and its answer is written as it is. Saves the
+   * Node-to-Web conversion of every request and answer, which cost a read a third of its time.
+   */
+  async function answerWhole(request: FastifyRequest, reply: FastifyReply) {
+    const server = serverFor(request, request.principal as CanvasPrincipal);
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    await server.connect(transport);
+    reply.hijack();
+    // A hang-up before the answer closes the server, which aborts its calls in flight.
+    const hungUp = () => {
+      if (!reply.raw.writableFinished) void server.close();
+    };
+    reply.raw.once('close', hungUp);
+    try {
+      const headers = new Headers();
+      for (const [name, value] of Object.entries(request.headers)) {
+        if (typeof value === 'string') headers.set(name, value);
+        else if (Array.isArray(value)) for (const v of value) headers.append(name, v);
+      }
+      const webRequest = { method: request.method, url: `${ownOrigin}${request.url}`, headers } as unknown as Request;
+      const response = await transport.handleRequest(webRequest, { parsedBody: request.body });
+      const body = response.body ? Buffer.from(await response.arrayBuffer()) : undefined;
+      const out: Record<string, string> = {};
+      response.headers.forEach((value, name) => (out[name] = value));
+      if (body) out['content-length'] = String(body.length);
+      reply.raw.writeHead(response.status, out);
+      reply.raw.end(body);
+    } finally {
+      reply.raw.off('close', hungUp);
+      void server.close();
+    }
+  }
+
   const routeSchema = (operationId: string, summary: string, description: string, ok: Record<number, unknown>) => ({
     tags: ['rfs'],
     operationId,
@@ -243,7 +279,7 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (app, { 
       404: JsonRpcError,
       405: JsonRpcError,
       406: JsonRpcError,
-      415: JsonRpcError,
+      415: Type.Union([errors('unsupported_media_type')[415]!, JsonRpcError], { description: 'Our envelope, or a JSON-RPC error.' }),
     },
   });
 
@@ -264,7 +300,7 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (app, { 
         body: Type.Unknown({ description: 'A JSON-RPC message or batch (MCP).' }),
       },
     },
-    (request, reply) => answer(request, reply),
+    (request, reply) => answerWhole(request, reply),
   );
 
   app.get(
@@ -329,7 +365,7 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (app, { 
         200: Type.Null({ description: 'Ended.' }),
       }),
     },
-    (request, reply) => answer(request, reply),
+    (request, reply) => answerWhole(request, reply),
   );
   done();
 };
