@@ -11278,13 +11278,29 @@ export interface operations {
                     };
                 };
             };
-            /** @description A JSON-RPC error of the MCP transport. */
+            /** @description Our envelope, or a JSON-RPC error. */
             415: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    } | {
                         /** @enum {string} */
                         jsonrpc: "2.0";
                         error: {
@@ -11507,13 +11523,29 @@ export interface operations {
                     };
                 };
             };
-            /** @description A JSON-RPC error of the MCP transport. */
+            /** @description Our envelope, or a JSON-RPC error. */
             415: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    } | {
                         /** @enum {string} */
                         jsonrpc: "2.0";
                         error: {
@@ -11722,13 +11754,29 @@ export interface operations {
                     };
                 };
             };
-            /** @description A JSON-RPC error of the MCP transport. */
+            /** @description Our envelope, or a JSON-RPC error. */
             415: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    } | {
                         /** @enum {string} */
                         jsonrpc: "2.0";
                         error: {
