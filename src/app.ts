@@ -42,6 +42,7 @@ import { profileRoutes } from './routes/profiles.js';
 import { operationsRoutes } from './routes/operations.js';
 import { providerRoutes } from './routes/providers.js';
 import { rfsRoutes } from './routes/rfs.js';
+import { mcpRoutes } from './routes/mcp.js';
 import { grantRoutes } from './routes/grants.js';
 import { secretAllowlistRoutes } from './routes/secret-allowlist.js';
 import { invokeRoutes } from './routes/invoke.js';
@@ -380,6 +381,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     await app.register(rfsRoutes, { ...deps, prefix: '/api/rfs/:canvasId' });
     await app.register(invokeRoutes, { invocations, prefix: '/api/rfs/:canvasId' });
     await app.register(rfsEventRoutes, { events: store.events, ...options.events, prefix: '/api/rfs/:canvasId' });
+    await app.register(mcpRoutes, { ...deps, events: store.events, invocations, prefix: '/api/rfs/:canvasId' });
 
     if (config.seedHuabuResources) {
       await seedHuabuResources(registry, config.hostedCapabilities.ids).catch((err: unknown) => {

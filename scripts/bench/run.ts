@@ -13,7 +13,8 @@
 // (1000: scenario 11's event subscribers), BENCH_STALLED_SUBSCRIBERS (50: its streams that never read),
 // BENCH_EVENT_RATE (100 writes/s while they listen), BENCH_STALL_SEC (15 s of writes with the never-reading streams open),
 // BENCH_EVENT_BACKLOG (30000 events in the log at start: what the never-reading streams are sent),
-// BENCH_RECONNECT_SKILLS (100: scenario 12's skill records published at once).
+// BENCH_RECONNECT_SKILLS (100: scenario 12's skill records published at once). Scenario 13 uses BENCH_CONNECTIONS,
+// BENCH_DURATION, BENCH_RUNS (its reads) and BENCH_INVOKE_CALLS (its calls).
 // Scenario 8 (PostgreSQL next to the JSON store) runs when BENCH_DATABASE_URL names a server where databases
 // may be created (not DATABASE_URL, which test runs set for other reasons); BENCH_PG_POOL sets its servers' DATABASE_POOL_SIZE; BENCH_BASELINE_BUILD (another build's
 // `dist`, e.g. of the previous commit) adds that build's PostgreSQL rows to the same run.
@@ -46,6 +47,7 @@ import {
 } from './harness.js';
 import type { LoadResult, LoadSpec } from './protocol.js';
 import { measureInvocationOverhead } from './invocation-overhead.js';
+import { measureMcpOverhead } from './mcp-overhead.js';
 import { measureEventFanout } from './event-fanout.js';
 import { measureReconnectPublish, summarize } from './reconnect-publish.js';
 import { loadavg } from 'node:os';
@@ -928,6 +930,37 @@ export const SCENARIOS: Scenario[] = [
         });
       };
       return [...rowsOf(rounds, ''), ...(baseline.length ? rowsOf(baseline, 'baseline build, ') : [])];
+    },
+  },
+  {
+    id: '13',
+    title: 'MCP next to RFS: resources/read vs the same GET, tools/call vs /invoke',
+    at: 'smallest',
+    async run(ctx) {
+      const dir = await copyDataDir(ctx.template, ctx.root);
+      const r = await measureMcpOverhead(dir, ctx.root, ctx.creds, {
+        calls: ctx.opts.invokeCalls,
+        connections: ctx.opts.connections,
+        durationSec: ctx.opts.durationSec,
+        runs: ctx.opts.runs,
+      });
+      await removeDir(dir);
+      const readRatio = r.read.mcp / r.read.rfs;
+      const added = r.call.mcp - r.call.invoke;
+      return [
+        {
+          measured: `MCP resources/read of ${r.read.record}: ${fmt(r.read.mcp)} req/s`,
+          baseline: `GET <rfs>/resources/${r.read.record}?schemaVersion=2: ${fmt(r.read.rfs)} req/s (${ctx.opts.connections} connections)`,
+          ratio: `${fmt(readRatio, 2)}×`,
+          target: verdict(readRatio, '≥ 0.7×', readRatio >= 0.7),
+        },
+        {
+          measured: `MCP tools/call p50 ${fmt(r.call.mcp, 2)} ms (+${fmt(added, 2)} ms)`,
+          baseline: `POST /invoke p50 ${fmt(r.call.invoke, 2)} ms; ${fmt(r.call.calls)} sequential calls each, alternating`,
+          ratio: `${fmt(r.call.mcp / r.call.invoke, 2)}×`,
+          target: verdict(added, '≤ +2 ms median', added <= 2),
+        },
+      ];
     },
   },
 ];

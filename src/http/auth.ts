@@ -280,3 +280,16 @@ export function protect(app: FastifyInstance, strategies: AuthStrategy[], securi
     };
   });
 }
+
+/**
+ * Admits, on the routes registered afterwards, only a canvas token of the canvas the URL names (`:canvasId`):
+ * another canvas's token is 403 and learns nothing. Follows `protect(app, [app.requireCanvas], ...)`.
+ */
+export function requireUrlCanvas(app: FastifyInstance): void {
+  app.addHook('onRequest', (request, _reply, done) => {
+    const principal = request.principal;
+    const { canvasId } = request.params as { canvasId?: string };
+    if (principal?.kind !== 'canvas' || principal.canvasId !== canvasId) throw forbidden('This token is not valid for this canvas.');
+    done();
+  });
+}

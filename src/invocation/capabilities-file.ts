@@ -136,6 +136,8 @@ export interface HostedCapability {
   readonly maxInputBytes: number;
   readonly maxOutputBytes: number;
   readonly perGrant: { readonly concurrency: number; readonly perMinute: number };
+  /** The agent's input schema (the operator's, or the built-in adapter's): what an MCP tool advertises. */
+  readonly inputSchema: Readonly<Record<string, unknown>>;
   /** Validates an agent's input against the operator's schema; `[]` when valid. */
   readonly checkInput: (input: unknown) => InputIssue[];
   /** Set for a built-in adapter: the vendor's request from a valid input, the agent's result from its answer. */
@@ -374,6 +376,7 @@ export function parseHostedCapabilities(
       maxInputBytes: entry.maxInputBytes,
       maxOutputBytes: entry.maxOutputBytes,
       perGrant: { ...entry.perGrant },
+      inputSchema: entry.inputSchema as Record<string, unknown>,
       checkInput: compileInput(id, entry.inputSchema as Record<string, unknown>),
     });
   }
@@ -446,6 +449,7 @@ function adapterCapability(
       maxInputBytes: entry.maxInputBytes ?? adapter.defaults.maxInputBytes,
       maxOutputBytes: entry.maxOutputBytes ?? adapter.defaults.maxOutputBytes,
       perGrant: { ...(entry.perGrant ?? adapter.defaults.perGrant) },
+      inputSchema: adapter.inputSchema,
       checkInput: (input) => {
         const issues = checkSchema(input);
         return issues.length > 0 ? issues : adapter.moreInputIssues(input as Record<string, unknown>, model);

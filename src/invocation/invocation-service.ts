@@ -170,6 +170,39 @@ export class InvocationService {
    * `resource_not_granted`), then 404 `resource_not_found` (reason `not_hosted`).
    */
   async authorize(ctx: InvocationContext, grant: string | undefined, caller: InvocationCaller): Promise<HostedCapability> {
+    const claims = await this.#grantFor(ctx, grant, caller);
+    if (!claims.allowedResourceIds.includes(ctx.resourceId)) {
+      throw invocationError('resource_not_granted', `The resource grant does not cover ${ctx.resourceId}.`, { id: ctx.resourceId });
+    }
+    const capability = await this.#hosted(ctx.resourceId);
+    if (!capability) throw invocationError('not_hosted', `${ctx.resourceId} is not a hosted capability here.`, { id: ctx.resourceId });
+    return capability;
+  }
+
+  /**
+   * The hosted capabilities `grant` lets this caller invoke, by the same checks as `authorize` (so an MCP
+   * client's tool list is what its invocations would be admitted to); `[]` for a grant that is refused.
+   */
+  async granted(grant: string | undefined, caller: InvocationCaller): Promise<HostedCapability[]> {
+    const ctx = this.begin('', caller);
+    const claims = await this.#grantFor(ctx, grant, caller).catch((err: unknown) => {
+      if (err instanceof AppError && err.code === 'forbidden') return undefined;
+      throw err;
+    });
+    if (!claims) return [];
+    const hosted = await Promise.all(claims.allowedResourceIds.map((id) => this.#hosted(id)));
+    return hosted.filter((c): c is HostedCapability => c !== undefined);
+  }
+
+  /** The capability of `id` when it is hosted here: configured, and its record the host's. */
+  async #hosted(id: string): Promise<HostedCapability | undefined> {
+    const capability = this.#o.capabilities.get(id);
+    const record = capability ? await this.#o.store.getResource(id) : undefined;
+    return capability && record && record.provider === HOST_PROVIDER ? capability : undefined;
+  }
+
+  /** The grant's claims once it is valid and bound to this caller (403 `forbidden` with the reason otherwise). */
+  async #grantFor(ctx: InvocationContext, grant: string | undefined, caller: InvocationCaller): Promise<GrantClaims> {
     const { store, capabilities } = this.#o;
     if (grant === undefined || grant === '')
       throw invocationError('grant_invalid', 'A resource grant is required in X-Huabu-Resource-Grant.', { cause: 'missing' });
@@ -208,15 +241,7 @@ export class InvocationService {
     if (caller.threadId !== claims.threadId) {
       throw invocationError('thread_mismatch', 'The resource grant belongs to another thread.');
     }
-    if (!claims.allowedResourceIds.includes(ctx.resourceId)) {
-      throw invocationError('resource_not_granted', `The resource grant does not cover ${ctx.resourceId}.`, { id: ctx.resourceId });
-    }
-    const capability = capabilities.get(ctx.resourceId);
-    const record = capability ? await store.getResource(ctx.resourceId) : undefined;
-    if (!capability || !record || record.provider !== HOST_PROVIDER) {
-      throw invocationError('not_hosted', `${ctx.resourceId} is not a hosted capability here.`, { id: ctx.resourceId });
-    }
-    return capability;
+    return claims;
   }
 
   /**

@@ -173,6 +173,15 @@ export class ResourceRegistry {
     return (await this.store.listResources()).filter((r) => visibleOnMachine(r.provider, machineId));
   }
 
+  /** One record an agent on `machineId` may read (404 `resource_not_found` for any other, revealing nothing). */
+  async getVisibleOnMachine(id: string, machineId: string): Promise<StoredResource> {
+    const record = await this.store.getResource(id).catch(() => undefined);
+    if (!record || !visibleOnMachine(record.provider, machineId)) {
+      throw new AppError('resource_not_found', `No resource with ID ${id} for this agent.`, { id });
+    }
+    return record;
+  }
+
   async get(id: string): Promise<StoredResource> {
     const record = await this.store.getResource(id);
     if (!record) throw new AppError('resource_not_found', `No resource with ID ${id}.`, { id });

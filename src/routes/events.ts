@@ -10,8 +10,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
-import { AppError } from '../errors.js';
-import { protect } from '../http/auth.js';
+import { protect, requireUrlCanvas } from '../http/auth.js';
 import { errors } from '../http/openapi.js';
 import { CHANGE_EVENT_TYPES, parseCursor, visibleToMachine, type ChangeEvent, type ChangeFeed } from '../registry/events.js';
 import { CanvasId } from '../schemas/common.js';
@@ -272,13 +271,7 @@ export const rfsEventRoutes: FastifyPluginCallbackTypebox<EventRouteOptions> = (
   const tuning = tuningOf(options);
   const streams = openStreams(app);
   protect(app, [app.requireCanvas], ['canvasToken']);
-  app.addHook('onRequest', (request, _reply, done) => {
-    const principal = request.principal;
-    const { canvasId } = request.params as { canvasId?: string };
-    if (principal?.kind !== 'canvas' || principal.canvasId !== canvasId)
-      throw new AppError('forbidden', 'This token is not valid for this canvas.');
-    done();
-  });
+  requireUrlCanvas(app);
 
   app.get(
     '/events',

@@ -6,10 +6,9 @@ import Type from 'typebox';
 import { actorOf } from '../credentials/principal.js';
 import { AppError } from '../errors.js';
 import { hostSkill, SKILL_INDEX } from '../host/skills.js';
-import { protect } from '../http/auth.js';
+import { protect, requireUrlCanvas } from '../http/auth.js';
 import { errors } from '../http/openapi.js';
 import { LocalReceipts } from '../registry/local-receipts.js';
-import { visibleOnMachine } from '../registry/visibility.js';
 import { CanvasId, ResourceId } from '../schemas/common.js';
 import { represent } from '../registry/resource-versions.js';
 import { AnyAgentResource, AnyResourceList, CompatSchemaVersionQuery } from '../schemas/resource.js';
@@ -28,14 +27,7 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
   const receipts = new LocalReceipts(registry, audit);
   const machineOf = (principal: unknown) => (principal as { agentletId: string }).agentletId;
   protect(app, [app.requireCanvas], ['canvasToken']);
-  app.addHook('onRequest', (request, _reply, done) => {
-    const principal = request.principal;
-    const { canvasId } = request.params as { canvasId?: string };
-    if (principal?.kind !== 'canvas' || principal.canvasId !== canvasId) {
-      throw new AppError('forbidden', 'This token is not valid for this canvas.');
-    }
-    done();
-  });
+  requireUrlCanvas(app);
 
   app.get(
     '/resources',
@@ -82,11 +74,7 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
     },
     async (request) => {
       const machineId = (request.principal as { agentletId: string }).agentletId;
-      const { id } = request.params;
-      const record = await registry.get(id).catch(() => undefined);
-      if (!record || !visibleOnMachine(record.provider, machineId)) {
-        throw new AppError('resource_not_found', `No resource with ID ${id} for this agent.`, { id });
-      }
+      const record = await registry.getVisibleOnMachine(request.params.id, machineId);
       return represent(record, request.query.schemaVersion ?? byDefault);
     },
   );

@@ -14,6 +14,29 @@ export const ThreadId = Type.String({
   examples: ['thread-1'],
 });
 
+/** The name of the registry's MCP server in a workload's `mcpServers`. */
+export const MCP_SERVER_NAME = 'huabu-registry';
+
+/** An ACP `McpServer` of the HTTP kind; header values are variable references (`$NAME`), never values. */
+export const McpServerEntry = Type.Object(
+  {
+    type: Type.Literal('http'),
+    name: Type.String({ description: 'The server name the agent sees.' }),
+    url: Type.String({ description: 'The MCP endpoint (`$HUABU_MCP_URL`).' }),
+    headers: Type.Array(
+      Type.Object(
+        {
+          name: Type.String(),
+          value: Type.String({ description: 'A variable reference such as `Bearer $AGENTLET_TOKEN`: the driver substitutes it.' }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false, title: 'McpServerEntry' },
+);
+export type McpServerEntry = Static<typeof McpServerEntry>;
+
 export const WorkloadRecord = Type.Object(
   {
     driverSchemaVersion: Type.Literal(DRIVER_SCHEMA_VERSION),
@@ -35,9 +58,21 @@ export const WorkloadRecord = Type.Object(
         env: Type.Object(
           {
             HUABU_RFS_URL: Type.String({ description: "The canvas's RFS base URL." }),
+            HUABU_MCP_URL: Type.Optional(
+              Type.String({
+                description: "The canvas's MCP endpoint, `<HUABU_RFS_URL>/mcp` (absent in records realized before it existed).",
+              }),
+            ),
             HUABU_THREAD_ID: ThreadId,
           },
           { additionalProperties: false },
+        ),
+        mcpServers: Type.Optional(
+          Type.Array(McpServerEntry, {
+            maxItems: 1,
+            description:
+              "What the driver hands ACP's `session/new` as `mcpServers`, once it has put the variables' values in the header values (absent in records realized before it existed).",
+          }),
         ),
         launch: Type.Optional({
           ...AcpHarnessLaunch,

@@ -9,7 +9,7 @@ import type { SecretScanner } from '../secrets/secret-scanner.js';
 import type { AuditIntent, RegistryStore } from '../registry/store.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
-import { bootstrapPreamble } from './bootstrap.js';
+import { bootstrapPreamble, mcpServerEntry } from './bootstrap.js';
 import { ACP_COMMAND, ACP_HARNESS } from '../profiles/profile-rules.js';
 
 export interface LaunchResult {
@@ -108,6 +108,8 @@ export class WorkloadService {
       await this.#o.scanner.assertClean([['/additionalInitialPreamble', request.additionalInitialPreamble]]);
     }
 
+    const rfsUrl = this.#o.rfsUrl(request.canvasId);
+    const mcpUrl = `${rfsUrl}/mcp`;
     const record: WorkloadRecord = {
       driverSchemaVersion: DRIVER_SCHEMA_VERSION,
       canvasId: request.canvasId,
@@ -123,7 +125,8 @@ export class WorkloadService {
           bootstrapPreamble(effective),
           ...(request.additionalInitialPreamble === undefined ? [] : [request.additionalInitialPreamble]),
         ],
-        env: { HUABU_RFS_URL: this.#o.rfsUrl(request.canvasId), HUABU_THREAD_ID: request.threadId },
+        env: { HUABU_RFS_URL: rfsUrl, HUABU_MCP_URL: mcpUrl, HUABU_THREAD_ID: request.threadId },
+        mcpServers: [mcpServerEntry(mcpUrl)],
         // A harness profile's driver needs to know which harness to start; a command profile's record
         // stays as it always was.
         ...(launch.kind === ACP_HARNESS ? { launch: harnessLaunch(launch) } : {}),

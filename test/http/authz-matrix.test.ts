@@ -183,6 +183,15 @@ const MATRIX: Record<string, Entry> = {
   'GET /api/rfs/{canvasId}/resources/{id}': { url: '/api/rfs/canvas-x/resources/tool-a', allowed: { canvasX: 200 } },
   'GET /api/rfs/{canvasId}/skill': { url: '/api/rfs/canvas-x/skill', allowed: { canvasX: 200 } },
   'GET /api/rfs/{canvasId}/skill/{name}': { url: '/api/rfs/canvas-x/skill/huabu-access', allowed: { canvasX: 200 } },
+  // MCP: admitted, the SDK's transport answers the rest (406 without `Accept: application/json, text/event-stream`;
+  // the SDK's client over a real socket is in test/mcp/sdk-client.test.ts).
+  'POST /api/rfs/{canvasId}/mcp': {
+    url: '/api/rfs/canvas-x/mcp',
+    payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+    allowed: { canvasX: 406 },
+  },
+  'GET /api/rfs/{canvasId}/mcp': { url: '/api/rfs/canvas-x/mcp', allowed: { canvasX: 200 }, stream: true },
+  'DELETE /api/rfs/{canvasId}/mcp': { url: '/api/rfs/canvas-x/mcp', allowed: { canvasX: 200 } },
   'GET /api/rfs/{canvasId}/agent/profiles': { url: '/api/rfs/canvas-x/agent/profiles', allowed: { canvasX: 200 } },
   'POST /api/rfs/{canvasId}/resources/local/receipts': {
     url: '/api/rfs/canvas-x/resources/local/receipts',

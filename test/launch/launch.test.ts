@@ -39,6 +39,29 @@ async function noWorkloadWritten(h: TestApp): Promise<boolean> {
 const launch = (h: TestApp, payload: Record<string, unknown>) =>
   h.app.inject({ method: 'POST', url: '/api/acp/launch', headers: h.owner, payload });
 
+t.test("a launch names the canvas's MCP endpoint and carries an ACP-ready mcpServers entry, with variable references only", async (t) => {
+  const { h, profileId } = await world(t);
+  const res = await launch(h, { profileId, canvasId: 'canvas-1', threadId: 'thread-1' });
+  t.equal(res.statusCode, 201);
+  const w = res.json();
+  t.equal(w.spec.env.HUABU_MCP_URL, 'http://registry.test/api/rfs/canvas-1/mcp', 'beside HUABU_RFS_URL');
+  t.same(w.spec.mcpServers, [
+    {
+      type: 'http',
+      name: 'huabu-registry',
+      url: 'http://registry.test/api/rfs/canvas-1/mcp',
+      headers: [
+        { name: 'Authorization', value: 'Bearer $AGENTLET_TOKEN' },
+        { name: 'X-Huabu-Resource-Grant', value: '$HUABU_RESOURCE_GRANT' },
+        { name: 'X-Huabu-Thread-Id', value: '$HUABU_THREAD_ID' },
+      ],
+    },
+  ]);
+  t.notMatch(JSON.stringify(w), /arr_(canvas|machine|owner|huabu|grant)_/, 'never a token or grant');
+  const read = await h.app.inject({ url: '/api/acp/workloads/canvas-1/thread-1', headers: h.owner });
+  t.same(read.json(), w, 'stored as answered');
+});
+
 t.test('the first launch realizes the thread with required defaults first, then the selection', async (t) => {
   const { h, profileId } = await world(t);
   const res = await launch(h, { profileId, canvasId: 'canvas-1', threadId: 'thread-1' });

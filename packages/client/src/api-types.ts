@@ -815,6 +815,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/rfs/{canvasId}/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow MCP notifications (Server-Sent Events)
+         * @description The server's stream (`Accept: text/event-stream`): `notifications/resources/list_changed` and `notifications/resources/updated` for the records this canvas may read, within a second of their change on any replica. It closes once the canvas token stops holding. MCP's Streamable HTTP transport (docs/mcp.md), stateless: any replica answers any request, no `Mcp-Session-Id`. Needs the canvas token (`Authorization: Bearer $AGENTLET_TOKEN`); the hosted capabilities are tools when the thread's grant (`X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT`) and thread (`X-Huabu-Thread-Id: $HUABU_THREAD_ID`) come with it. A browser's `Origin` other than this registry's is 403 `forbidden`. Refusals before JSON-RPC (401, 403, 429) are in this service's envelope; the transport's own (400, 404, 405, 406, 415) are JSON-RPC errors.
+         */
+        get: operations["mcpStream"];
+        put?: never;
+        /**
+         * Send MCP JSON-RPC messages
+         * @description A JSON-RPC request, notification or response (or a batch); send `Accept: application/json, text/event-stream`. Requests are answered as JSON; notifications with 202. MCP's Streamable HTTP transport (docs/mcp.md), stateless: any replica answers any request, no `Mcp-Session-Id`. Needs the canvas token (`Authorization: Bearer $AGENTLET_TOKEN`); the hosted capabilities are tools when the thread's grant (`X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT`) and thread (`X-Huabu-Thread-Id: $HUABU_THREAD_ID`) come with it. A browser's `Origin` other than this registry's is 403 `forbidden`. Refusals before JSON-RPC (401, 403, 429) are in this service's envelope; the transport's own (400, 404, 405, 406, 415) are JSON-RPC errors.
+         */
+        post: operations["mcpRequest"];
+        /**
+         * End an MCP session
+         * @description Stateless: there is no session to end; answered 200. MCP's Streamable HTTP transport (docs/mcp.md), stateless: any replica answers any request, no `Mcp-Session-Id`. Needs the canvas token (`Authorization: Bearer $AGENTLET_TOKEN`); the hosted capabilities are tools when the thread's grant (`X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT`) and thread (`X-Huabu-Thread-Id: $HUABU_THREAD_ID`) come with it. A browser's `Origin` other than this registry's is 403 `forbidden`. Refusals before JSON-RPC (401, 403, 429) are in this service's envelope; the transport's own (400, 404, 405, 406, 415) are JSON-RPC errors.
+         */
+        delete: operations["mcpEnd"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -6315,12 +6343,28 @@ export interface operations {
                             env: {
                                 /** @description The canvas's RFS base URL. */
                                 HUABU_RFS_URL: string;
+                                /** @description The canvas's MCP endpoint, `<HUABU_RFS_URL>/mcp` (absent in records realized before it existed). */
+                                HUABU_MCP_URL?: string;
                                 /**
                                  * @description Thread ID within the canvas.
                                  * @example thread-1
                                  */
                                 HUABU_THREAD_ID: string;
                             };
+                            /** @description What the driver hands ACP's `session/new` as `mcpServers`, once it has put the variables' values in the header values (absent in records realized before it existed). */
+                            mcpServers?: {
+                                /** @enum {string} */
+                                type: "http";
+                                /** @description The server name the agent sees. */
+                                name: string;
+                                /** @description The MCP endpoint (`$HUABU_MCP_URL`). */
+                                url: string;
+                                headers: {
+                                    name: string;
+                                    /** @description A variable reference such as `Bearer $AGENTLET_TOKEN`: the driver substitutes it. */
+                                    value: string;
+                                }[];
+                            }[];
                             /**
                              * AcpHarnessLaunch
                              * @description Present when the profile is an `acp-harness` one: the harness (and its options) the Agentlet starts, pinned at realization.
@@ -6405,12 +6449,28 @@ export interface operations {
                             env: {
                                 /** @description The canvas's RFS base URL. */
                                 HUABU_RFS_URL: string;
+                                /** @description The canvas's MCP endpoint, `<HUABU_RFS_URL>/mcp` (absent in records realized before it existed). */
+                                HUABU_MCP_URL?: string;
                                 /**
                                  * @description Thread ID within the canvas.
                                  * @example thread-1
                                  */
                                 HUABU_THREAD_ID: string;
                             };
+                            /** @description What the driver hands ACP's `session/new` as `mcpServers`, once it has put the variables' values in the header values (absent in records realized before it existed). */
+                            mcpServers?: {
+                                /** @enum {string} */
+                                type: "http";
+                                /** @description The server name the agent sees. */
+                                name: string;
+                                /** @description The MCP endpoint (`$HUABU_MCP_URL`). */
+                                url: string;
+                                headers: {
+                                    name: string;
+                                    /** @description A variable reference such as `Bearer $AGENTLET_TOKEN`: the driver substitutes it. */
+                                    value: string;
+                                }[];
+                            }[];
                             /**
                              * AcpHarnessLaunch
                              * @description Present when the profile is an `acp-harness` one: the harness (and its options) the Agentlet starts, pinned at realization.
@@ -6714,12 +6774,28 @@ export interface operations {
                                 env: {
                                     /** @description The canvas's RFS base URL. */
                                     HUABU_RFS_URL: string;
+                                    /** @description The canvas's MCP endpoint, `<HUABU_RFS_URL>/mcp` (absent in records realized before it existed). */
+                                    HUABU_MCP_URL?: string;
                                     /**
                                      * @description Thread ID within the canvas.
                                      * @example thread-1
                                      */
                                     HUABU_THREAD_ID: string;
                                 };
+                                /** @description What the driver hands ACP's `session/new` as `mcpServers`, once it has put the variables' values in the header values (absent in records realized before it existed). */
+                                mcpServers?: {
+                                    /** @enum {string} */
+                                    type: "http";
+                                    /** @description The server name the agent sees. */
+                                    name: string;
+                                    /** @description The MCP endpoint (`$HUABU_MCP_URL`). */
+                                    url: string;
+                                    headers: {
+                                        name: string;
+                                        /** @description A variable reference such as `Bearer $AGENTLET_TOKEN`: the driver substitutes it. */
+                                        value: string;
+                                    }[];
+                                }[];
                                 /**
                                  * AcpHarnessLaunch
                                  * @description Present when the profile is an `acp-harness` one: the harness (and its options) the Agentlet starts, pinned at realization.
@@ -6927,12 +7003,28 @@ export interface operations {
                             env: {
                                 /** @description The canvas's RFS base URL. */
                                 HUABU_RFS_URL: string;
+                                /** @description The canvas's MCP endpoint, `<HUABU_RFS_URL>/mcp` (absent in records realized before it existed). */
+                                HUABU_MCP_URL?: string;
                                 /**
                                  * @description Thread ID within the canvas.
                                  * @example thread-1
                                  */
                                 HUABU_THREAD_ID: string;
                             };
+                            /** @description What the driver hands ACP's `session/new` as `mcpServers`, once it has put the variables' values in the header values (absent in records realized before it existed). */
+                            mcpServers?: {
+                                /** @enum {string} */
+                                type: "http";
+                                /** @description The server name the agent sees. */
+                                name: string;
+                                /** @description The MCP endpoint (`$HUABU_MCP_URL`). */
+                                url: string;
+                                headers: {
+                                    name: string;
+                                    /** @description A variable reference such as `Bearer $AGENTLET_TOKEN`: the driver substitutes it. */
+                                    value: string;
+                                }[];
+                            }[];
                             /**
                              * AcpHarnessLaunch
                              * @description Present when the profile is an `acp-harness` one: the harness (and its options) the Agentlet starts, pinned at realization.
@@ -10985,6 +11077,715 @@ export interface operations {
                         details?: {
                             [key: string]: unknown;
                         };
+                    };
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    mcpStream: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The resource grant (`$HUABU_RESOURCE_GRANT`): the tools. */
+                "x-huabu-resource-grant"?: string;
+                /** @description The calling thread (`$HUABU_THREAD_ID`). */
+                "x-huabu-thread-id"?: string;
+            };
+            path: {
+                /**
+                 * @description Canvas ID.
+                 * @example canvas-42
+                 */
+                canvasId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Our envelope, or a JSON-RPC error. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    } | {
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        error: {
+                            code: number;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        id: string | number | null;
+                    };
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description A JSON-RPC error of the MCP transport. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        error: {
+                            code: number;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        id: string | number | null;
+                    };
+                };
+            };
+            /** @description A JSON-RPC error of the MCP transport. */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        error: {
+                            code: number;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        id: string | number | null;
+                    };
+                };
+            };
+            /** @description A JSON-RPC error of the MCP transport. */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        error: {
+                            code: number;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        id: string | number | null;
+                    };
+                };
+            };
+            /** @description Our envelope, or a JSON-RPC error. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    } | {
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        error: {
+                            code: number;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        id: string | number | null;
+                    };
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    mcpRequest: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The resource grant (`$HUABU_RESOURCE_GRANT`): the tools. */
+                "x-huabu-resource-grant"?: string;
+                /** @description The calling thread (`$HUABU_THREAD_ID`). */
+                "x-huabu-thread-id"?: string;
+            };
+            path: {
+                /**
+                 * @description Canvas ID.
+                 * @example canvas-42
+                 */
+                canvasId: string;
+            };
+            cookie?: never;
+        };
+        /** @description A JSON-RPC message or batch (MCP). */
+        requestBody: {
+            content: {
+                "application/json": unknown;
+            };
+        };
+        responses: {
+            /** @description The JSON-RPC answer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description A notification or response, accepted. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Our envelope, or a JSON-RPC error. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    } | {
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        error: {
+                            code: number;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        id: string | number | null;
+                    };
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description A JSON-RPC error of the MCP transport. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        error: {
+                            code: number;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        id: string | number | null;
+                    };
+                };
+            };
+            /** @description A JSON-RPC error of the MCP transport. */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        error: {
+                            code: number;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        id: string | number | null;
+                    };
+                };
+            };
+            /** @description A JSON-RPC error of the MCP transport. */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        error: {
+                            code: number;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        id: string | number | null;
+                    };
+                };
+            };
+            /** @description Our envelope, or a JSON-RPC error. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    } | {
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        error: {
+                            code: number;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        id: string | number | null;
+                    };
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    mcpEnd: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The resource grant (`$HUABU_RESOURCE_GRANT`): the tools. */
+                "x-huabu-resource-grant"?: string;
+                /** @description The calling thread (`$HUABU_THREAD_ID`). */
+                "x-huabu-thread-id"?: string;
+            };
+            path: {
+                /**
+                 * @description Canvas ID.
+                 * @example canvas-42
+                 */
+                canvasId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ended. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Our envelope, or a JSON-RPC error. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    } | {
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        error: {
+                            code: number;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        id: string | number | null;
+                    };
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description A JSON-RPC error of the MCP transport. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        error: {
+                            code: number;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        id: string | number | null;
+                    };
+                };
+            };
+            /** @description A JSON-RPC error of the MCP transport. */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        error: {
+                            code: number;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        id: string | number | null;
+                    };
+                };
+            };
+            /** @description A JSON-RPC error of the MCP transport. */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        error: {
+                            code: number;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        id: string | number | null;
+                    };
+                };
+            };
+            /** @description Our envelope, or a JSON-RPC error. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    } | {
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        error: {
+                            code: number;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        id: string | number | null;
                     };
                 };
             };

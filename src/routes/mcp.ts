@@ -1,0 +1,388 @@
+// RFS over the Model Context Protocol (docs/mcp.md): `/api/rfs/:canvasId/mcp`, MCP's Streamable HTTP
+// transport served by the official SDK. The canvas token is checked exactly as on the other RFS routes,
+// and the `Origin` header against the registry's own, before any JSON-RPC is read (refusals in our
+// envelope). Every request is answered by a fresh SDK server in stateless mode, so any replica answers
+// any request (docs/decisions/mcp.md). Resources are the records the canvas may read and the host's
+// guides; tools are the hosted capabilities the caller's grant admits, invoked through the same
+// invocation service as `POST /resources/:id/invoke`. The GET stream carries the resource notifications
+// the change feed drives, and closes when its credential stops holding.
+import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import Type from 'typebox';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import {
+  CallToolRequestSchema,
+  CancelledNotificationSchema,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+  type CallToolResult,
+  type Resource,
+} from '@modelcontextprotocol/sdk/types.js';
+import { actorOf, type Principal } from '../credentials/principal.js';
+import { AppError } from '../errors.js';
+import { HOST_SKILLS, hostSkill } from '../host/skills.js';
+import { protect, requireUrlCanvas } from '../http/auth.js';
+import { renderError } from '../http/error-handler.js';
+import { errors, API_VERSION } from '../http/openapi.js';
+import { GRANT_HEADER } from '../invocation/grants.js';
+import { asInvocationAnswer, invocationError } from '../invocation/invocation-errors.js';
+import type { InvocationCaller, InvocationService } from '../invocation/invocation-service.js';
+import { visibleToMachine, type ChangeFeed } from '../registry/events.js';
+import { guidanceOfV2, represent, toV2 } from '../registry/resource-versions.js';
+import type { StoredResource } from '../schemas/resource.js';
+import { CanvasId } from '../schemas/common.js';
+import type { RouteDeps } from './deps.js';
+import { THREAD_HEADER } from './invoke.js';
+
+export const RESOURCE_URI = 'registry://resources/';
+export const SKILL_URI = 'registry://skill/';
+const MARKDOWN = 'text/markdown';
+/** MCP's code for a resource that does not exist (or that this canvas may not read). */
+const RESOURCE_NOT_FOUND = -32002;
+/** Events read from the change log per step of a notification stream. */
+const PAGE = 256;
+
+export interface McpRouteOptions extends RouteDeps {
+  events: ChangeFeed;
+  invocations: InvocationService;
+}
+
+type CanvasPrincipal = Extract<Principal, { kind: 'canvas' }>;
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** A JSON-RPC error answer of the transport (the SDK's, past our checks). */
+const JsonRpcError = Type.Object(
+  {
+    jsonrpc: Type.Literal('2.0'),
+    error: Type.Object({ code: Type.Integer(), message: Type.String() }, { additionalProperties: true }),
+    id: Type.Union([Type.String(), Type.Number(), Type.Null()]),
+  },
+  { additionalProperties: false, description: 'A JSON-RPC error of the MCP transport.' },
+);
+const MCP_DOC =
+  "MCP's Streamable HTTP transport (docs/mcp.md), stateless: any replica answers any request, no `Mcp-Session-Id`. Needs the canvas token (`Authorization: Bearer $AGENTLET_TOKEN`); the hosted capabilities are tools when the thread's grant (`X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT`) and thread (`X-Huabu-Thread-Id: $HUABU_THREAD_ID`) come with it. A browser's `Origin` other than this registry's is 403 `forbidden`. Refusals before JSON-RPC (401, 403, 429) are in this service's envelope; the transport's own (400, 404, 405, 406, 415) are JSON-RPC errors.";
+
+export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (app, { registry, config, events, invocations }, done) => {
+  const ownOrigin = new URL(config.publicBaseUrl).origin;
+  protect(app, [app.requireCanvas], ['canvasToken']);
+  requireUrlCanvas(app);
+  // MCP's DNS-rebinding rule: a browser page of another origin must not reach this server. No Origin (an agent's
+  // HTTP client) is fine.
+  app.addHook('onRequest', (request, _reply, done) => {
+    const origin = header(request, 'origin');
+    if (origin !== undefined && origin !== ownOrigin)
+      throw new AppError('forbidden', "The request's Origin is not this registry's; MCP is not served to other origins.");
+    done();
+  });
+
+  // One validator for every request's server: the SDK's default builds an Ajv instance per server, which was
+  // most of a read's cost (it serves elicitation, which this server never asks for).
+  const jsonSchemaValidator = new AjvJsonSchemaValidator();
+  /** Tool calls in flight in this process, so a `notifications/cancelled` (its own POST) can abort its call. */
+  const inFlight = new Map<string, AbortController>();
+  /** The streams open on this app, ended when it closes. */
+  const streams = new Set<() => void>();
+  app.addHook('preClose', (done) => {
+    for (const end of streams) end();
+    done();
+  });
+
+  const resourceOf = (record: StoredResource): Resource => {
+    const v1 = represent(record, 1) as { description: string };
+    return {
+      uri: `${RESOURCE_URI}${record.id}`,
+      name: record.id,
+      title: record.displayName ?? record.name,
+      description: v1.description,
+      mimeType: MARKDOWN,
+    };
+  };
+
+  /** The SDK server answering one request of `principal`. */
+  function serverFor(request: FastifyRequest, principal: CanvasPrincipal): Server {
+    const server = new Server(
+      { name: 'agent-resource-registry', version: API_VERSION },
+      { capabilities: { resources: { subscribe: true, listChanged: true }, tools: {} }, jsonSchemaValidator },
+    );
+    const machineId = principal.agentletId;
+    const caller: InvocationCaller = {
+      tokenCanvasId: principal.canvasId,
+      tokenMachineId: machineId,
+      canvasId: principal.canvasId,
+      threadId: header(request, THREAD_HEADER),
+    };
+    const grant = header(request, GRANT_HEADER);
+    const callKey = (requestId: string | number) => `${actorOf(principal)}\n${caller.threadId ?? ''}\n${JSON.stringify(requestId)}`;
+
+    /** The record or guide `uri` names, when this canvas may read it. */
+    const read = async (uri: string): Promise<string> => {
+      if (uri.startsWith(RESOURCE_URI)) {
+        const record = await registry.getVisibleOnMachine(uri.slice(RESOURCE_URI.length), machineId).catch(() => undefined);
+        if (record) return guidanceOfV2(toV2(record));
+      } else if (uri.startsWith(SKILL_URI)) {
+        const skill = hostSkill(uri.slice(SKILL_URI.length));
+        if (skill) return skill.markdown;
+      }
+      throw new McpError(RESOURCE_NOT_FOUND, 'Resource not found', { uri });
+    };
+
+    server.setRequestHandler(ListResourcesRequestSchema, async () => ({
+      resources: [
+        ...(await registry.listVisibleOnMachine(machineId)).map(resourceOf),
+        ...HOST_SKILLS.map((s) => ({
+          uri: `${SKILL_URI}${s.name}`,
+          name: s.name,
+          title: s.title,
+          description: s.summary,
+          mimeType: MARKDOWN,
+        })),
+      ],
+    }));
+    server.setRequestHandler(ReadResourceRequestSchema, async ({ params }) => ({
+      contents: [{ uri: params.uri, mimeType: MARKDOWN, text: await read(params.uri) }],
+    }));
+    // The notification stream sends `resources/updated` for every record this canvas may read
+    // (docs/decisions/mcp.md): a subscription checks that the canvas may read what it names, and holds no state.
+    server.setRequestHandler(SubscribeRequestSchema, async ({ params }) => {
+      await read(params.uri);
+      return {};
+    });
+    server.setRequestHandler(UnsubscribeRequestSchema, () => ({}));
+
+    server.setRequestHandler(ListToolsRequestSchema, async () => {
+      const granted = await invocations.granted(grant, caller);
+      const records = await Promise.all(granted.map((c) => registry.get(c.id).catch(() => undefined)));
+      return {
+        tools: granted.flatMap((capability, i) => {
+          const record = records[i];
+          if (!record) return [];
+          const { uri: _u, mimeType: _m, ...about } = resourceOf(record);
+          return [{ ...about, inputSchema: capability.inputSchema as { type: 'object' } }];
+        }),
+      };
+    });
+    server.setRequestHandler(CallToolRequestSchema, async ({ params }, extra) => {
+      const ctx = invocations.begin(params.name, caller);
+      const actor = actorOf(principal);
+      const key = callKey(extra.requestId);
+      const aborted = new AbortController();
+      inFlight.set(key, aborted);
+      try {
+        const capability = await invocations.authorize(ctx, grant, caller);
+        const outcome = await invocations.invoke(ctx, capability, params.arguments ?? {}, AbortSignal.any([aborted.signal, extra.signal]));
+        if ('cancelled' in outcome) throw invocationError('client_disconnected', 'The call was cancelled; it was aborted.');
+        await invocations.finish(ctx, 'ok', actor);
+        return toolResult(outcome.output);
+      } catch (err) {
+        // The answer `/invoke` would give, in upstream's taxonomy: never a vendor body, header or key.
+        const answer = asInvocationAnswer(renderError(err as Error, request));
+        if (answer.code === 'internal_error') request.log.error({ err }, 'MCP tool call failed');
+        const reason = answer.details?.reason;
+        await invocations.finish(ctx, answer.code, actor, typeof reason === 'string' ? reason : undefined);
+        return {
+          isError: true,
+          content: [{ type: 'text', text: `${answer.code}: ${answer.message}` }],
+          structuredContent: { code: answer.code, message: answer.message, ...(answer.details ? { details: answer.details } : {}) },
+        } satisfies CallToolResult;
+      } finally {
+        if (inFlight.get(key) === aborted) inFlight.delete(key);
+      }
+    });
+    // A stateless server never sees the request a cancellation names: the call is found in this process.
+    server.setNotificationHandler(CancelledNotificationSchema, ({ params }) => {
+      if (params.requestId !== undefined) inFlight.get(callKey(params.requestId))?.abort();
+    });
+    return server;
+  }
+
+  /** Hands the request to a fresh stateless SDK server and transport; `stream` is told of the transport first. */
+  async function answer(request: FastifyRequest, reply: FastifyReply, stream?: (server: Server, end: () => void) => () => void) {
+    const principal = request.principal as CanvasPrincipal;
+    const server = serverFor(request, principal);
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    await server.connect(transport);
+    reply.hijack();
+    let stop = () => {};
+    const end = () => {
+      stop();
+      stop = () => {};
+      streams.delete(end);
+      void server.close();
+      // A stream ends with its socket: the client reconnects (and is asked for its credential again).
+      if (stream && !reply.raw.writableEnded) reply.raw.destroy();
+    };
+    streams.add(end);
+    reply.raw.once('close', end);
+    if (stream) stop = stream(server, end);
+    await transport.handleRequest(request.raw, reply.raw, request.body);
+  }
+
+  /**
+   * A POST or DELETE, answered whole (JSON, 202 or an error): the SDK's Web-standard transport is handed the
+   * request's method, URL and headers and its parsed body, and its answer is written as it is. Saves the
+   * Node-to-Web conversion of every request and answer, which cost a read a third of its time.
+   */
+  async function answerWhole(request: FastifyRequest, reply: FastifyReply) {
+    const server = serverFor(request, request.principal as CanvasPrincipal);
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    await server.connect(transport);
+    reply.hijack();
+    // A hang-up before the answer closes the server, which aborts its calls in flight.
+    const hungUp = () => {
+      if (!reply.raw.writableFinished) void server.close();
+    };
+    reply.raw.once('close', hungUp);
+    try {
+      const headers = new Headers();
+      for (const [name, value] of Object.entries(request.headers)) {
+        if (typeof value === 'string') headers.set(name, value);
+        else if (Array.isArray(value)) for (const v of value) headers.append(name, v);
+      }
+      const webRequest = { method: request.method, url: `${ownOrigin}${request.url}`, headers } as unknown as Request;
+      const response = await transport.handleRequest(webRequest, { parsedBody: request.body });
+      const body = response.body ? Buffer.from(await response.arrayBuffer()) : undefined;
+      const out: Record<string, string> = {};
+      response.headers.forEach((value, name) => (out[name] = value));
+      if (body) out['content-length'] = String(body.length);
+      reply.raw.writeHead(response.status, out);
+      reply.raw.end(body);
+    } finally {
+      reply.raw.off('close', hungUp);
+      void server.close();
+    }
+  }
+
+  const routeSchema = (operationId: string, summary: string, description: string, ok: Record<number, unknown>) => ({
+    tags: ['rfs'],
+    operationId,
+    summary,
+    description: `${description} ${MCP_DOC}`,
+    params: Type.Object({ canvasId: CanvasId }),
+    headers: Type.Object({
+      'x-huabu-resource-grant': Type.Optional(Type.String({ description: 'The resource grant (`$HUABU_RESOURCE_GRANT`): the tools.' })),
+      'x-huabu-thread-id': Type.Optional(Type.String({ description: 'The calling thread (`$HUABU_THREAD_ID`).' })),
+    }),
+    response: {
+      ...ok,
+      400: Type.Union([errors('validation_failed')[400]!, JsonRpcError], { description: 'Our envelope, or a JSON-RPC error.' }),
+      404: JsonRpcError,
+      405: JsonRpcError,
+      406: JsonRpcError,
+      415: Type.Union([errors('unsupported_media_type')[415]!, JsonRpcError], { description: 'Our envelope, or a JSON-RPC error.' }),
+    },
+  });
+
+  app.post(
+    '/mcp',
+    {
+      config: { writesNoEvents: true },
+      schema: {
+        ...routeSchema(
+          'mcpRequest',
+          'Send MCP JSON-RPC messages',
+          'A JSON-RPC request, notification or response (or a batch); send `Accept: application/json, text/event-stream`. Requests are answered as JSON; notifications with 202.',
+          {
+            200: Type.Unknown({ description: 'The JSON-RPC answer.' }),
+            202: Type.Null({ description: 'A notification or response, accepted.' }),
+          },
+        ),
+        body: Type.Unknown({ description: 'A JSON-RPC message or batch (MCP).' }),
+      },
+    },
+    (request, reply) => answerWhole(request, reply),
+  );
+
+  app.get(
+    '/mcp',
+    {
+      schema: routeSchema(
+        'mcpStream',
+        'Follow MCP notifications (Server-Sent Events)',
+        "The server's stream (`Accept: text/event-stream`): `notifications/resources/list_changed` and `notifications/resources/updated` for the records this canvas may read, within a second of their change on any replica. It closes once the canvas token stops holding.",
+        { 200: { description: 'The stream.', content: { 'text/event-stream': { schema: Type.String() } } } },
+      ),
+    },
+    (request, reply) =>
+      answer(request, reply, (server, end) => {
+        const machineId = (request.principal as CanvasPrincipal).agentletId;
+        let cursor = events.head();
+        let running = false;
+        let again = false;
+        let ended = false;
+        const pump = async () => {
+          if (running) return void (again = true);
+          running = true;
+          try {
+            do {
+              again = false;
+              for (;;) {
+                if (ended) return;
+                const page = await events.read(cursor, PAGE, { published: true });
+                if (page.events.length === 0) break;
+                cursor = page.next;
+                const changed = new Set(page.events.filter((e) => visibleToMachine(e, machineId)).map((e) => e.subject.id));
+                if (changed.size === 0) continue;
+                await server.sendResourceListChanged();
+                for (const id of changed) await server.sendResourceUpdated({ uri: `${RESOURCE_URI}${id}` });
+              }
+            } while (again);
+          } catch (err) {
+            request.log.warn({ err }, 'MCP notification stream ended');
+            end();
+          } finally {
+            running = false;
+          }
+        };
+        const unsubscribe = events.onPublished(() => void pump());
+        // The credential is held to the same rules for as long as the stream is open.
+        const unwatch = app.watchCredential(request, (why) => {
+          request.log.info({ why }, 'MCP stream closed: its credential no longer holds');
+          end();
+        });
+        return () => {
+          ended = true;
+          unsubscribe();
+          unwatch();
+        };
+      }),
+  );
+
+  app.delete(
+    '/mcp',
+    {
+      schema: routeSchema('mcpEnd', 'End an MCP session', 'Stateless: there is no session to end; answered 200.', {
+        200: Type.Null({ description: 'Ended.' }),
+      }),
+    },
+    (request, reply) => answerWhole(request, reply),
+  );
+  done();
+};
+
+/** A capability's result as MCP tool content: an image (a `data:image/...;base64,` `src`) as image content. */
+export function toolResult(output: unknown): CallToolResult {
+  const record = typeof output === 'object' && output !== null && !Array.isArray(output) ? (output as Record<string, unknown>) : undefined;
+  const image = typeof record?.src === 'string' ? /^data:(image\/[a-z0-9.+-]+);base64,([A-Za-z0-9+/]+={0,2})$/.exec(record.src) : null;
+  if (record && image) {
+    const { src: _src, ...rest } = record;
+    return {
+      content: [
+        { type: 'image', mimeType: image[1]!, data: image[2]! },
+        { type: 'text', text: JSON.stringify(rest) },
+      ],
+      structuredContent: rest,
+    };
+  }
+  return { content: [{ type: 'text', text: JSON.stringify(output) }], ...(record ? { structuredContent: record } : {}) };
+}
