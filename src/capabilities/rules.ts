@@ -7,6 +7,7 @@ import { HOST_PROVIDER } from '../schemas/common.js';
 export const RUNTIME_VARIABLES: readonly string[] = [
   'AGENTLET_TOKEN',
   'AGENT_RESOURCE_DIR',
+  'HUABU_MCP_URL',
   'HUABU_RESOURCE_GRANT',
   'HUABU_RFS_URL',
   'HUABU_THREAD_ID',

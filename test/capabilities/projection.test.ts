@@ -185,7 +185,7 @@ t.test('unknown_variable: instructions name a $VARIABLE outside the runtime set 
   );
   t.match(snapshot.diagnostics[0]!.message, /\$HOME/);
   const fine =
-    'Read $HUABU_RFS_URL/resources with $AGENTLET_TOKEN in ${AGENT_RESOURCE_DIR}; thread $HUABU_THREAD_ID, grant $HUABU_RESOURCE_GRANT. Costs $5. Set $foo to your name; \\$LITERAL; pid $$';
+    'Read $HUABU_RFS_URL/resources (or over MCP at $HUABU_MCP_URL) with $AGENTLET_TOKEN in ${AGENT_RESOURCE_DIR}; thread $HUABU_THREAD_ID, grant $HUABU_RESOURCE_GRANT. Costs $5. Set $foo to your name; \\$LITERAL; pid $$';
   t.same(
     codes(state({ resources: [resource('tool', 'huabu', 'Tool', fine)] })),
     [],
@@ -458,7 +458,7 @@ t.test('selectionConflicts: what a profile save refuses', (t) => {
 // What a user reads in the snapshot and in a refused launch or profile save: every diagnostic's text names
 // what is wrong and whom it concerns, so each message is pinned whole.
 
-const RUNTIME_LIST = '$AGENTLET_TOKEN, $AGENT_RESOURCE_DIR, $HUABU_RESOURCE_GRANT, $HUABU_RFS_URL, $HUABU_THREAD_ID';
+const RUNTIME_LIST = '$AGENTLET_TOKEN, $AGENT_RESOURCE_DIR, $HUABU_MCP_URL, $HUABU_RESOURCE_GRANT, $HUABU_RFS_URL, $HUABU_THREAD_ID';
 const diag = (severity: Diagnostic['severity'], code: Diagnostic['code'], message: string, components: string[]): Diagnostic => ({
   severity,
   code,
