@@ -27,6 +27,7 @@ import type { ChangeFeed, EventDraft } from '../../registry/events.js';
 import { DEFAULT_EVENTS_RETAIN_COUNT, DEFAULT_EVENTS_RETAIN_DAYS } from '../../config.js';
 import { migrate, type MigrationReport } from './migrations.js';
 import { DatabaseUnavailableError, isUnavailable, storageUnavailable } from './pg-errors.js';
+import { currentTraceContext, inSharedSpan, type TraceContext } from '../../tracing/spans.js';
 
 export interface PostgresStoreOptions {
   databaseUrl: string;
@@ -64,6 +65,8 @@ type BatchOp = { kind: 'put'; record: StoredResource; audit?: AuditIntent } | { 
 
 interface BatchJob {
   op: BatchOp;
+  /** The trace context of the request that queued it (undefined without traces). */
+  trace: TraceContext | undefined;
   resolve(value: unknown): void;
   reject(err: unknown): void;
 }
@@ -477,7 +480,7 @@ export class PostgresStore implements RegistryStore {
    */
   #batched<T>(op: BatchOp): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#queue.push({ op, resolve, reject });
+      this.#queue.push({ op, trace: currentTraceContext(), resolve, reject });
       this.#running ??= this.#drain();
     });
   }
@@ -501,7 +504,13 @@ export class PostgresStore implements RegistryStore {
         }
         let statementsRan!: () => void;
         const ran = new Promise<void>((resolve) => (statementsRan = resolve));
-        const batch: Promise<void> = this.#runBatch(this.#queue.splice(0, this.#maxBatch), statementsRan).finally(() => {
+        const jobs = this.#queue.splice(0, this.#maxBatch);
+        const batch: Promise<void> = inSharedSpan(
+          'postgres batch',
+          { 'db.system.name': 'postgresql', 'db.operation.batch.size': jobs.length },
+          jobs.map((j) => j.trace),
+          () => this.#runBatch(jobs, statementsRan),
+        ).finally(() => {
           inFlight.delete(batch);
           statementsRan();
         });
