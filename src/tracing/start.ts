@@ -69,6 +69,10 @@ export function startTracing(config: TracingConfig): Tracing {
       span.updateName(route === undefined ? request.method : `${request.method} ${route}`);
       span.setAttribute(ATTR_URL_PATH, pathOf(request.url));
     },
+    // The handler's span by its route too (an anonymous plugin's name would be its source text).
+    lifecycleHook: (span: api.Span, { hookName, request }: { hookName: string; request: FastifyRequest }) => {
+      span.updateName(`${hookName} ${request.method} ${request.routeOptions.url ?? ''}`.trimEnd());
+    },
   });
   registerInstrumentations({
     tracerProvider: provider,
