@@ -64,6 +64,8 @@ export function startTracing(config: TracingConfig): Tracing {
   const fastify = new FastifyOtelInstrumentation({
     // One span per request and one for its handler; none per lifecycle hook (they would multiply the cost).
     instrumentHooks: false,
+    // A failed request's span says its error's message (status ERROR); no exception event with a stack.
+    recordExceptions: false,
     requestHook: (span: api.Span, request: FastifyRequest) => {
       const route = request.routeOptions.url;
       span.updateName(route === undefined ? request.method : `${request.method} ${route}`);
