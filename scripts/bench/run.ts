@@ -48,6 +48,7 @@ import type { LoadResult, LoadSpec } from './protocol.js';
 import { measureInvocationOverhead } from './invocation-overhead.js';
 import { measureEventFanout } from './event-fanout.js';
 import { measureReconnectPublish, summarize } from './reconnect-publish.js';
+import { startOtlpSink } from './otlp-sink.js';
 import { loadavg } from 'node:os';
 import { request } from 'undici';
 
@@ -928,6 +929,70 @@ export const SCENARIOS: Scenario[] = [
         });
       };
       return [...rowsOf(rounds, ''), ...(baseline.length ? rowsOf(baseline, 'baseline build, ') : [])];
+    },
+  },
+  {
+    id: '13',
+    title:
+      'owner catalogue GET with OpenTelemetry traces off (no OTEL_*), on (exporting to a local OTLP receiver), and a plain node:http server',
+    async run(ctx) {
+      const s = await ctx.shared();
+      const path = '/api/acp/resources';
+      const sink = await startOtlpSink();
+      const traced = await startServer(await copyDataDir(ctx.template, ctx.root), ctx.creds, { OTEL_EXPORTER_OTLP_ENDPOINT: sink.origin });
+      const plain = await startPlainServer(s.url, [{ path, headers: owner(ctx) }]);
+      const b = await ctx.baseline();
+      try {
+        let served = 0;
+        const counted = (run: (d: number) => Promise<LoadResult>) => async (d: number) => {
+          const r = await run(d);
+          served += r.expected + r.unexpected;
+          return r;
+        };
+        const r = await compare(
+          [
+            { name: 'off', run: getSpec(s, path, owner(ctx), ctx) },
+            { name: 'on', run: counted(getSpec(traced, path, owner(ctx), ctx)) },
+            { name: 'plain', run: getSpec(plain, path, owner(ctx), ctx) },
+            ...(b ? [{ name: 'base', run: getSpec(b, path, owner(ctx), ctx) }] : []),
+          ],
+          ctx.opts.runs,
+          ctx.opts.durationSec,
+          ctx.opts.warmupSec,
+        );
+        await new Promise((done) => setTimeout(done, 6000)); // the batch processor's last export (every 5 s)
+        const { spans, bytes } = sink.counts();
+        const on = r.on!.perSecond / r.off!.perSecond;
+        const mib = (n: number) => `${fmt(n / 2 ** 20, 1)} MiB`;
+        return [
+          {
+            measured: `traces on: ${rate(r.on!)} · ${fmt(spans / Math.max(1, served), 2)} spans per request received (${mib(bytes)} of OTLP JSON) · RSS at start ${mib(traced.ready.rss)}`,
+            baseline: `traces off: ${rate(r.off!)} · RSS at start ${mib(s.ready.rss)}`,
+            ratio: `${fmt(on, 2)}×`,
+            target: verdict(on, '≥ 0.9× (traces cost ≤ 10 %)', on >= 0.9),
+          },
+          {
+            measured: `traces off: ${rate(r.off!)}`,
+            baseline: `plain node:http: ${rate(r.plain!)}`,
+            ratio: `${fmt(r.off!.perSecond / r.plain!.perSecond, 2)}×`,
+            target: `traces on vs plain: ${fmt(r.on!.perSecond / r.plain!.perSecond, 2)}×`,
+          },
+          ...(b
+            ? [
+                {
+                  measured: `traces off: ${rate(r.off!)} · RSS at start ${mib(s.ready.rss)}`,
+                  baseline: `baseline build: ${rate(r.base!)} · RSS at start ${mib(b.ready.rss)}`,
+                  ratio: `${fmt(r.off!.perSecond / r.base!.perSecond, 2)}×`,
+                  target: '≈ 1× (off costs nothing measurable)',
+                },
+              ]
+            : []),
+        ];
+      } finally {
+        await plain.stop();
+        await traced.stop();
+        await sink.close();
+      }
     },
   },
 ];
