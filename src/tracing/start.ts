@@ -24,7 +24,8 @@ import { defaultResource, detectResources, envDetector, resourceFromAttributes }
 import { BatchSpanProcessor, ConsoleSpanExporter } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME, ATTR_URL_FULL, ATTR_URL_PATH, ATTR_URL_QUERY } from '@opentelemetry/semantic-conventions';
-import type { FastifyPluginCallback, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyPluginCallback, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import type { TracingConfig } from '../config.js';
 import { useTracer } from './spans.js';
 
@@ -62,8 +63,9 @@ export function startTracing(config: TracingConfig): Tracing {
   provider.register();
 
   const fastify = new FastifyOtelInstrumentation({
-    // One span per request and one for its handler; none per lifecycle hook (they would multiply the cost).
+    // One span per request; none per lifecycle hook or handler (each would add to the cost of every read).
     instrumentHooks: false,
+    instrumentHandler: false,
     // A failed request's span says its error's message (status ERROR); no exception event with a stack.
     recordExceptions: false,
     requestHook: (span: api.Span, request: FastifyRequest) => {
@@ -71,7 +73,7 @@ export function startTracing(config: TracingConfig): Tracing {
       span.updateName(route === undefined ? request.method : `${request.method} ${route}`);
       span.setAttribute(ATTR_URL_PATH, pathOf(request.url));
     },
-    // The handler's span by its route too (an anonymous plugin's name would be its source text).
+    // Any other span it makes (the not-found handler's) by route too (an anonymous plugin's name would be its source text).
     lifecycleHook: (span: api.Span, { hookName, request }: { hookName: string; request: FastifyRequest }) => {
       span.updateName(`${hookName} ${request.method} ${request.routeOptions.url ?? ''}`.trimEnd());
     },
@@ -94,8 +96,21 @@ export function startTracing(config: TracingConfig): Tracing {
   });
   useTracer(api, provider.getTracer('agent-resource-registry'));
 
+  // The handler runs in its request's context, so the spans it causes (the vendor call, the batch) are the
+  // request's children: the request's body is read on the socket's own context, which the request span's
+  // onRequest hook does not reach. Fastify calls the handler from the last preHandler hook's `done`.
+  const fastifyPlugin = fp((app: FastifyInstance, _opts: unknown, done: () => void) => {
+    void app.register(fastify.plugin());
+    app.addHook('preHandler', (request, _reply, next) => {
+      const { context } = request.opentelemetry();
+      if (context) api.context.with(context, next);
+      else next();
+    });
+    done();
+  });
+
   return {
-    fastifyPlugin: fastify.plugin(),
+    fastifyPlugin,
     shutdown: () => provider.shutdown(),
   };
 }
