@@ -943,16 +943,19 @@ export const SCENARIOS: Scenario[] = [
       const plain = await startPlainServer(s.url, [{ path, headers: owner(ctx) }]);
       const b = await ctx.baseline();
       try {
-        let served = 0;
-        const counted = (run: (d: number) => Promise<LoadResult>) => async (d: number) => {
+        // Requests each server answered and the CPU it spent meanwhile: CPU per request is the cost, and it
+        // holds on a busy machine, where req/s measures the neighbours too.
+        const served = { off: 0, on: 0 };
+        const counted = (which: 'off' | 'on', run: (d: number) => Promise<LoadResult>) => async (d: number) => {
           const r = await run(d);
-          served += r.expected + r.unexpected;
+          served[which] += r.expected + r.unexpected;
           return r;
         };
+        const cpuBefore = { off: (await s.probe(false)).cpuMs, on: (await traced.probe(false)).cpuMs };
         const r = await compare(
           [
-            { name: 'off', run: getSpec(s, path, owner(ctx), ctx) },
-            { name: 'on', run: counted(getSpec(traced, path, owner(ctx), ctx)) },
+            { name: 'off', run: counted('off', getSpec(s, path, owner(ctx), ctx)) },
+            { name: 'on', run: counted('on', getSpec(traced, path, owner(ctx), ctx)) },
             { name: 'plain', run: getSpec(plain, path, owner(ctx), ctx) },
             ...(b ? [{ name: 'base', run: getSpec(b, path, owner(ctx), ctx) }] : []),
           ],
@@ -960,16 +963,27 @@ export const SCENARIOS: Scenario[] = [
           ctx.opts.durationSec,
           ctx.opts.warmupSec,
         );
+        const cpuPer = {
+          off: ((await s.probe(false)).cpuMs - cpuBefore.off) / Math.max(1, served.off),
+          on: ((await traced.probe(false)).cpuMs - cpuBefore.on) / Math.max(1, served.on),
+        };
         await new Promise((done) => setTimeout(done, 6000)); // the batch processor's last export (every 5 s)
         const { spans, bytes } = sink.counts();
+        const spansPer = spans / Math.max(1, served.on);
         const on = r.on!.perSecond / r.off!.perSecond;
         const mib = (n: number) => `${fmt(n / 2 ** 20, 1)} MiB`;
         return [
           {
-            measured: `traces on: ${rate(r.on!)} · ${fmt(spans / Math.max(1, served), 2)} spans per request received (${mib(bytes)} of OTLP JSON) · RSS at start ${mib(traced.ready.rss)}`,
+            measured: `traces on: ${rate(r.on!)} · ${fmt(spansPer, 2)} spans per request received (${mib(bytes)} of OTLP JSON) · RSS at start ${mib(traced.ready.rss)}`,
             baseline: `traces off: ${rate(r.off!)} · RSS at start ${mib(s.ready.rss)}`,
             ratio: `${fmt(on, 2)}×`,
             target: verdict(on, '≥ 0.9× (traces cost ≤ 10 %)', on >= 0.9),
+          },
+          {
+            measured: `traces on: ${fmt(cpuPer.on, 3)} ms of server CPU per request`,
+            baseline: `traces off: ${fmt(cpuPer.off, 3)} ms`,
+            ratio: `${fmt(cpuPer.off / cpuPer.on, 2)}× (off / on)`,
+            target: verdict(0, '≥ 0.9× (traces cost ≤ 10 %)', cpuPer.off / cpuPer.on >= 0.9),
           },
           {
             measured: `traces off: ${rate(r.off!)}`,
