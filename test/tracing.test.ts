@@ -12,7 +12,8 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
-import { CANARY, tempDataDir } from './helpers/build.js';
+import { CANARY, tempDataDir, testEnv } from './helpers/build.js';
+import { loadConfig } from '../src/config.js';
 import { BUNDLE_ENTRY, startServer } from './crash/server-process.js';
 import { ancestorsOf, startOtlpReceiver } from './helpers/otlp-receiver.js';
 
@@ -269,4 +270,42 @@ t.test('OTEL_SDK_DISABLED=true and OTEL_TRACES_EXPORTER=none turn traces off eve
   }
   await sleep(500);
   t.same(receiver.requests, [], 'no request reached the receiver');
+});
+
+t.test('the OTEL_* settings: on only when asked, the standard endpoints, http/json only', async (t) => {
+  const dataDir = await tempDataDir();
+  const tracing = (extra: Record<string, string>) => loadConfig(testEnv(dataDir, extra)).tracing;
+  t.equal(tracing({}), undefined, 'nothing set: off (no default endpoint)');
+  t.equal(tracing({ OTEL_SERVICE_NAME: 'x' }), undefined, 'a service name alone turns nothing on');
+  t.same(tracing({ OTEL_TRACES_EXPORTER: 'otlp' }), {
+    exporter: 'otlp',
+    endpoint: 'http://localhost:4318/v1/traces',
+    serviceName: 'agent-resource-registry',
+  });
+  t.equal(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' })?.endpoint, 'http://collector:4318/v1/traces');
+  t.equal(
+    tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example/otlp' })
+      ?.endpoint,
+    'https://traces.example/otlp',
+    'the traces endpoint is used as it is',
+  );
+  t.equal(tracing({ OTEL_TRACES_EXPORTER: 'console' })?.exporter, 'console');
+  t.equal(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }), undefined);
+  for (const [name, value] of [
+    ['OTEL_EXPORTER_OTLP_PROTOCOL', 'grpc'],
+    ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'http/protobuf'],
+    ['OTEL_TRACES_EXPORTER', 'zipkin'],
+    ['OTEL_EXPORTER_OTLP_ENDPOINT', 'http://user:SECRETpassword@collector:4318'],
+  ] as const) {
+    t.throws(
+      () => tracing({ [name]: value }),
+      { name: 'ConfigError', message: new RegExp(name) },
+      `${name}=${value.slice(0, 8)}… is refused`,
+    );
+    try {
+      tracing({ [name]: value });
+    } catch (err) {
+      t.notMatch((err as Error).message, 'SECRETpassword', 'never echoing the value');
+    }
+  }
 });
