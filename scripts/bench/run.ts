@@ -13,7 +13,8 @@
 // (1000: scenario 11's event subscribers), BENCH_STALLED_SUBSCRIBERS (50: its streams that never read),
 // BENCH_EVENT_RATE (100 writes/s while they listen), BENCH_STALL_SEC (15 s of writes with the never-reading streams open),
 // BENCH_EVENT_BACKLOG (30000 events in the log at start: what the never-reading streams are sent),
-// BENCH_RECONNECT_SKILLS (100: scenario 12's skill records published at once).
+// BENCH_RECONNECT_SKILLS (100: scenario 12's skill records published at once), BENCH_TRACES_SAMPLER and
+// BENCH_TRACES_SAMPLER_ARG (scenario 13's traced server's OTEL_TRACES_SAMPLER and its argument).
 // Scenario 8 (PostgreSQL next to the JSON store) runs when BENCH_DATABASE_URL names a server where databases
 // may be created (not DATABASE_URL, which test runs set for other reasons); BENCH_PG_POOL sets its servers' DATABASE_POOL_SIZE; BENCH_BASELINE_BUILD (another build's
 // `dist`, e.g. of the previous commit) adds that build's PostgreSQL rows to the same run.
@@ -939,7 +940,12 @@ export const SCENARIOS: Scenario[] = [
       const s = await ctx.shared();
       const path = '/api/acp/resources';
       const sink = await startOtlpSink();
-      const traced = await startServer(await copyDataDir(ctx.template, ctx.root), ctx.creds, { OTEL_EXPORTER_OTLP_ENDPOINT: sink.origin });
+      const traced = await startServer(await copyDataDir(ctx.template, ctx.root), ctx.creds, {
+        OTEL_EXPORTER_OTLP_ENDPOINT: sink.origin,
+        // BENCH_TRACES_SAMPLER (e.g. `always_off`, or `traceidratio` with BENCH_TRACES_SAMPLER_ARG): the traced server's sampler.
+        ...(process.env.BENCH_TRACES_SAMPLER ? { OTEL_TRACES_SAMPLER: process.env.BENCH_TRACES_SAMPLER } : {}),
+        ...(process.env.BENCH_TRACES_SAMPLER_ARG ? { OTEL_TRACES_SAMPLER_ARG: process.env.BENCH_TRACES_SAMPLER_ARG } : {}),
+      });
       const plain = await startPlainServer(s.url, [{ path, headers: owner(ctx) }]);
       const b = await ctx.baseline();
       try {
