@@ -1,7 +1,7 @@
 // Builds the whole application (store, credentials, core services, HTTP routes, OpenAPI) and never
 // listens. Tests and scripts build it with their own configuration; src/server.ts runs it.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginCallback } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { AuditTrail } from './audit/audit-trail.js';
@@ -82,6 +82,8 @@ export interface BuildOptions {
   serializerFactory?: SerializerFactory;
   /** The event streams' heartbeat and per-subscriber bound (tests shorten them). */
   events?: { heartbeatMs?: number; maxUnsentBytes?: number; stallMs?: number };
+  /** With traces on (tracing/start.ts): the plugin that opens a span per request, registered before everything else. */
+  tracingPlugin?: FastifyPluginCallback;
 }
 
 declare module 'fastify' {
@@ -303,6 +305,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       clientErrorHandler,
       schemaController: { compilersFactory: { buildSerializer: options.serializerFactory ?? lazySerializerFactory() } },
     }).withTypeProvider<TypeBoxTypeProvider>();
+    if (options.tracingPlugin) await app.register(options.tracingPlugin);
     app.setValidatorCompiler(validatorCompiler);
     // Not ready while generated credentials are not yet on disk: whoever waits for /readyz can read them.
     let credentialsPending = options.deferCredentialWrite === true && resolved.generated;

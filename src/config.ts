@@ -106,7 +106,22 @@ export interface Config {
   huabuCompat: boolean;
   /** How long a job sent over a machine channel waits for the machine's answer (then 504 `agentlet_timeout`). */
   agentletJobTimeoutMs: number;
+  /** OpenTelemetry traces, from the standard `OTEL_*` variables; unset: nothing of OpenTelemetry is loaded. */
+  tracing?: TracingConfig;
 }
+
+/** Where and how spans are exported (docs/tracing.md). */
+export interface TracingConfig {
+  /** `otlp`: OTLP over HTTP with JSON bodies to `endpoint`; `console`: each span printed on stdout. */
+  exporter: 'otlp' | 'console';
+  /** The full URL spans are POSTed to (OTLP only), e.g. http://localhost:4318/v1/traces. */
+  endpoint: string;
+  serviceName: string;
+}
+
+/** The OTLP/HTTP receiver's default address (the OpenTelemetry specification's). */
+export const DEFAULT_OTLP_ENDPOINT = 'http://localhost:4318';
+export const DEFAULT_SERVICE_NAME = 'agent-resource-registry';
 
 export const Env = Type.Object({
   HOST: Type.Optional(Type.String({ minLength: 1 })),
@@ -142,6 +157,14 @@ export const Env = Type.Object({
   SECRET_ALLOWLIST_FILE: Type.Optional(Type.String({ minLength: 1 })),
   HUABU_COMPAT: Type.Optional(Type.Union(['1', '0', 'true', 'false'].map((v) => Type.Literal(v)))),
   AGENTLET_JOB_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
+  // OpenTelemetry's standard variables (https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/).
+  OTEL_SDK_DISABLED: Type.Optional(Type.Union(['true', 'false'].map((v) => Type.Literal(v)))),
+  OTEL_TRACES_EXPORTER: Type.Optional(Type.Union(['otlp', 'console', 'none'].map((v) => Type.Literal(v)))),
+  OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(Type.String({ pattern: '^https?://[^\\s@/?#]+(/[^\\s?#]*)?$' })),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: Type.Optional(Type.String({ pattern: '^https?://[^\\s@/?#]+(/[^\\s?#]*)?$' })),
+  OTEL_EXPORTER_OTLP_PROTOCOL: Type.Optional(Type.Literal('http/json')),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: Type.Optional(Type.Literal('http/json')),
+  OTEL_SERVICE_NAME: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
 });
 const checkEnv = Compile(Env);
 
@@ -272,5 +295,26 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     secretAllowlist: { file: allowlistFile, entries: allowlistEntries },
     huabuCompat: e.HUABU_COMPAT === '1' || e.HUABU_COMPAT === 'true',
     agentletJobTimeoutMs: e.AGENTLET_JOB_TIMEOUT_MS === undefined ? 30_000 : Number(e.AGENTLET_JOB_TIMEOUT_MS),
+    ...tracingConfig(e),
+  };
+}
+
+/**
+ * Traces are on only when asked for: an exporter named (`OTEL_TRACES_EXPORTER=otlp` or `console`) or an OTLP
+ * endpoint given, and the SDK not disabled (`OTEL_SDK_DISABLED=true`, `OTEL_TRACES_EXPORTER=none`). The
+ * OpenTelemetry default of exporting to localhost:4318 when nothing is set does not apply here.
+ */
+function tracingConfig(e: Partial<Record<keyof typeof Env.properties, string>>): { tracing?: TracingConfig } {
+  const endpointSet = e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined || e.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined;
+  if (e.OTEL_SDK_DISABLED === 'true' || e.OTEL_TRACES_EXPORTER === 'none') return {};
+  if (e.OTEL_TRACES_EXPORTER === undefined && !endpointSet) return {};
+  const endpoint =
+    e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? `${(e.OTEL_EXPORTER_OTLP_ENDPOINT ?? DEFAULT_OTLP_ENDPOINT).replace(/\/+$/, '')}/v1/traces`;
+  return {
+    tracing: {
+      exporter: e.OTEL_TRACES_EXPORTER === 'console' ? 'console' : 'otlp',
+      endpoint,
+      serviceName: e.OTEL_SERVICE_NAME ?? DEFAULT_SERVICE_NAME,
+    },
   };
 }

@@ -6,6 +6,7 @@ import { buildApp } from './app.js';
 import { ConfigError, loadProcessConfig } from './config.js';
 import { CredentialsFileError } from './credentials/credentials-file.js';
 import { createProcessLogger } from './logger.js';
+import { startTracingIfConfigured } from './tracing/load.js';
 import { DataDirLockedError } from './storage/data-dir-lock.js';
 import { DataDirError, StoreFileError } from './storage/json-file-store.js';
 import { DatabaseSchemaError } from './storage/postgres/migrations.js';
@@ -45,6 +46,7 @@ async function main(): Promise<void> {
     logger.flush();
     process.exitCode = 1;
   };
+  const tracing = await startTracingIfConfigured(config);
   const unsafeMs = config.unsafeAckBeforeWriteMs;
   if (unsafeMs !== undefined) logger.warn({ delayMs: unsafeMs }, 'UNSAFE TEST MODE: writes are acknowledged before they are committed');
   let app;
@@ -53,6 +55,7 @@ async function main(): Promise<void> {
       config,
       logger,
       deferCredentialWrite: true,
+      ...(tracing ? { tracingPlugin: tracing.fastifyPlugin } : {}),
       ...(unsafeMs === undefined
         ? {}
         : { fs: deferredCommitFileSystem(unsafeMs, (err) => logger.error({ err }, 'deferred commit failed')) }),
@@ -86,6 +89,7 @@ async function main(): Promise<void> {
     if (err) app.log.error({ err }, 'closing after an error');
     else app.log.info({ signal }, 'closing');
     await app.close();
+    await tracing?.shutdown();
   });
   // Only now, with the port bound, are generated credentials written (a failed start leaves none).
   await app.persistGeneratedCredentials();

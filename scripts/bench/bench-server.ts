@@ -6,11 +6,14 @@ import { runInNewContext } from 'node:vm';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
+import { startTracingIfConfigured } from '../../src/tracing/load.js';
 
 export const CONSTANT_ROUTE = '/bench/constant';
 
 const config = loadConfig(process.env);
-const app = await buildApp({ config, logger: createLogger(config.logLevel) });
+// Started as `npm start` starts it (src/server.ts): OTEL_* settings turn traces on (scenario 14).
+const tracing = await startTracingIfConfigured(config);
+const app = await buildApp({ config, logger: createLogger(config.logLevel), ...(tracing ? { tracingPlugin: tracing.fastifyPlugin } : {}) });
 
 // BENCH_SERVER_TIMING=1: the server's own time per request (Fastify's elapsedTime, from the request's first
 // byte parsed to the reply sent), printed per route at stop, to tell server time from client time.

@@ -13,8 +13,9 @@
 // (1000: scenario 11's event subscribers), BENCH_STALLED_SUBSCRIBERS (50: its streams that never read),
 // BENCH_EVENT_RATE (100 writes/s while they listen), BENCH_STALL_SEC (15 s of writes with the never-reading streams open),
 // BENCH_EVENT_BACKLOG (30000 events in the log at start: what the never-reading streams are sent),
-// BENCH_RECONNECT_SKILLS (100: scenario 12's skill records published at once). Scenario 13 uses BENCH_CONNECTIONS,
-// BENCH_DURATION, BENCH_RUNS (its reads) and BENCH_INVOKE_CALLS (its calls).
+// BENCH_RECONNECT_SKILLS (100: scenario 12's skill records published at once), BENCH_TRACES_SAMPLER and
+// BENCH_TRACES_SAMPLER_ARG (scenario 14's traced server's OTEL_TRACES_SAMPLER and its argument). Scenario 13 uses
+// BENCH_CONNECTIONS, BENCH_DURATION, BENCH_RUNS (its reads) and BENCH_INVOKE_CALLS (its calls).
 // Scenario 8 (PostgreSQL next to the JSON store) runs when BENCH_DATABASE_URL names a server where databases
 // may be created (not DATABASE_URL, which test runs set for other reasons); BENCH_PG_POOL sets its servers' DATABASE_POOL_SIZE; BENCH_BASELINE_BUILD (another build's
 // `dist`, e.g. of the previous commit) adds that build's PostgreSQL rows to the same run.
@@ -50,6 +51,7 @@ import { measureInvocationOverhead } from './invocation-overhead.js';
 import { measureMcpOverhead } from './mcp-overhead.js';
 import { measureEventFanout } from './event-fanout.js';
 import { measureReconnectPublish, summarize } from './reconnect-publish.js';
+import { startOtlpSink } from './otlp-sink.js';
 import { loadavg } from 'node:os';
 import { request } from 'undici';
 
@@ -961,6 +963,89 @@ export const SCENARIOS: Scenario[] = [
           target: verdict(added, '≤ +2 ms median', added <= 2),
         },
       ];
+    },
+  },
+  {
+    id: '14',
+    title:
+      'owner catalogue GET with OpenTelemetry traces off (no OTEL_*), on (exporting to a local OTLP receiver), and a plain node:http server',
+    async run(ctx) {
+      const s = await ctx.shared();
+      const path = '/api/acp/resources';
+      const sink = await startOtlpSink();
+      const traced = await startServer(await copyDataDir(ctx.template, ctx.root), ctx.creds, {
+        OTEL_EXPORTER_OTLP_ENDPOINT: sink.origin,
+        // BENCH_TRACES_SAMPLER (e.g. `always_off`, or `traceidratio` with BENCH_TRACES_SAMPLER_ARG): the traced server's sampler.
+        ...(process.env.BENCH_TRACES_SAMPLER ? { OTEL_TRACES_SAMPLER: process.env.BENCH_TRACES_SAMPLER } : {}),
+        ...(process.env.BENCH_TRACES_SAMPLER_ARG ? { OTEL_TRACES_SAMPLER_ARG: process.env.BENCH_TRACES_SAMPLER_ARG } : {}),
+      });
+      const plain = await startPlainServer(s.url, [{ path, headers: owner(ctx) }]);
+      const b = await ctx.baseline();
+      try {
+        // Requests each server answered and the CPU it spent meanwhile: CPU per request is the cost, and it
+        // holds on a busy machine, where req/s measures the neighbours too.
+        const served = { off: 0, on: 0 };
+        const counted = (which: 'off' | 'on', run: (d: number) => Promise<LoadResult>) => async (d: number) => {
+          const r = await run(d);
+          served[which] += r.expected + r.unexpected;
+          return r;
+        };
+        const cpuBefore = { off: (await s.probe(false)).cpuMs, on: (await traced.probe(false)).cpuMs };
+        const r = await compare(
+          [
+            { name: 'off', run: counted('off', getSpec(s, path, owner(ctx), ctx)) },
+            { name: 'on', run: counted('on', getSpec(traced, path, owner(ctx), ctx)) },
+            { name: 'plain', run: getSpec(plain, path, owner(ctx), ctx) },
+            ...(b ? [{ name: 'base', run: getSpec(b, path, owner(ctx), ctx) }] : []),
+          ],
+          ctx.opts.runs,
+          ctx.opts.durationSec,
+          ctx.opts.warmupSec,
+        );
+        const cpuPer = {
+          off: ((await s.probe(false)).cpuMs - cpuBefore.off) / Math.max(1, served.off),
+          on: ((await traced.probe(false)).cpuMs - cpuBefore.on) / Math.max(1, served.on),
+        };
+        await new Promise((done) => setTimeout(done, 6000)); // the batch processor's last export (every 5 s)
+        const { spans, bytes } = sink.counts();
+        const spansPer = spans / Math.max(1, served.on);
+        const on = r.on!.perSecond / r.off!.perSecond;
+        const mib = (n: number) => `${fmt(n / 2 ** 20, 1)} MiB`;
+        return [
+          {
+            measured: `traces on: ${rate(r.on!)} · ${fmt(spansPer, 2)} spans per request received (${mib(bytes)} of OTLP JSON) · RSS at start ${mib(traced.ready.rss)}`,
+            baseline: `traces off: ${rate(r.off!)} · RSS at start ${mib(s.ready.rss)}`,
+            ratio: `${fmt(on, 2)}×`,
+            target: verdict(on, '≥ 0.9× (traces cost ≤ 10 %)', on >= 0.9),
+          },
+          {
+            measured: `traces on: ${fmt(cpuPer.on, 3)} ms of server CPU per request`,
+            baseline: `traces off: ${fmt(cpuPer.off, 3)} ms`,
+            ratio: `${fmt(cpuPer.off / cpuPer.on, 2)}× (off / on)`,
+            target: verdict(0, '≥ 0.9× (traces cost ≤ 10 %)', cpuPer.off / cpuPer.on >= 0.9),
+          },
+          {
+            measured: `traces off: ${rate(r.off!)}`,
+            baseline: `plain node:http: ${rate(r.plain!)}`,
+            ratio: `${fmt(r.off!.perSecond / r.plain!.perSecond, 2)}×`,
+            target: `traces on vs plain: ${fmt(r.on!.perSecond / r.plain!.perSecond, 2)}×`,
+          },
+          ...(b
+            ? [
+                {
+                  measured: `traces off: ${rate(r.off!)} · RSS at start ${mib(s.ready.rss)}`,
+                  baseline: `baseline build: ${rate(r.base!)} · RSS at start ${mib(b.ready.rss)}`,
+                  ratio: `${fmt(r.off!.perSecond / r.base!.perSecond, 2)}×`,
+                  target: '≈ 1× (off costs nothing measurable)',
+                },
+              ]
+            : []),
+        ];
+      } finally {
+        await plain.stop();
+        await traced.stop();
+        await sink.close();
+      }
     },
   },
 ];

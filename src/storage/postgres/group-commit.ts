@@ -6,6 +6,7 @@ import type pg from 'pg';
 import type { BatchObserver } from '../durable-document.js';
 import type { PgDatabase, Queryable } from './database.js';
 import { isUnavailable, storageUnavailable } from './pg-errors.js';
+import { currentTraceContext, inSharedSpan, type TraceContext } from '../../tracing/spans.js';
 
 /** Batches of one process in flight at once: one running its statements while the previous one commits. */
 const MAX_BATCHES_IN_FLIGHT = 2;
@@ -34,6 +35,8 @@ export interface GroupCommitOptions<Op, R extends BatchRun> {
 
 interface Job<Op> {
   op: Op;
+  /** The trace context of the request that queued it (undefined without traces). */
+  trace: TraceContext | undefined;
   resolve(value: unknown): void;
   reject(err: unknown): void;
 }
@@ -56,7 +59,7 @@ export class GroupCommit<Op, R extends BatchRun> {
    */
   submit<T>(op: Op): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#queue.push({ op, resolve, reject });
+      this.#queue.push({ op, trace: currentTraceContext(), resolve, reject });
       this.#running ??= this.#drain();
     });
   }
@@ -85,7 +88,13 @@ export class GroupCommit<Op, R extends BatchRun> {
         }
         let statementsRan!: () => void;
         const ran = new Promise<void>((resolve) => (statementsRan = resolve));
-        const batch: Promise<void> = this.#runBatch(this.#queue.splice(0, this.options.maxBatch), statementsRan).finally(() => {
+        const jobs = this.#queue.splice(0, this.options.maxBatch);
+        const batch: Promise<void> = inSharedSpan(
+          'postgres batch',
+          { 'db.system.name': 'postgresql', 'db.operation.batch.size': jobs.length },
+          jobs.map((j) => j.trace),
+          () => this.#runBatch(jobs, statementsRan),
+        ).finally(() => {
           inFlight.delete(batch);
           statementsRan();
         });
