@@ -6,7 +6,8 @@
 import { readFile } from 'node:fs/promises';
 import t from 'tap';
 import { GrantQuotas } from '../../src/invocation/quotas.js';
-import { auditLines, SEARCH_KEY, world } from '../helpers/invocation-world.js';
+import { SEARCH_KEY, world } from '../helpers/invocation-world.js';
+import { auditLines } from '../helpers/audit.js';
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 

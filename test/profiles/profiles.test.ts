@@ -2,6 +2,7 @@ import t from 'tap';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { build, CANARY, type TestApp } from '../helpers/build.js';
+import { auditLines } from '../helpers/audit.js';
 
 const HUABU = CANARY.huabu;
 
@@ -79,10 +80,7 @@ t.test('the owner creates, reads, lists and deletes a profile that selects resou
   const again = await h.app.inject({ method: 'DELETE', url: `/api/acp/profiles/${profile.id}`, headers: h.owner });
   t.equal(again.json().code, 'profile_not_found');
 
-  const audit = (await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8'))
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l));
+  const audit = await auditLines(h);
   t.same(
     audit.filter((a) => a.action.startsWith('profile.')).map((a) => [a.actor, a.action, a.id, a.outcome]),
     [

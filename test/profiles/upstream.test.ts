@@ -20,6 +20,7 @@ import { ProfileRegistry } from '../../src/profiles/profile-registry.js';
 import { SecretScanner } from '../../src/secrets/secret-scanner.js';
 import { JsonFileStore } from '../../src/storage/json-file-store.js';
 import { build, CANARY, tempDataDir, type TestApp } from '../helpers/build.js';
+import { listen } from '../helpers/sockets.js';
 
 /** A create body as the Huabu UI's profile editor sends it (no agentletId). */
 const uiCommand = (fields: Record<string, unknown> = {}) => ({
@@ -326,18 +327,10 @@ t.test('create without agentletId: DEFAULT_AGENTLET_ID, else the one enrolled ma
   t.equal((await post(h, uiCommand({ alias: 'Third' }))).json().agentletId, 'laptop', 'a revoked machine does not count');
 });
 
-/** The app on a real socket, so status lines and empty bodies are what a client receives. */
-async function listen(h: TestApp): Promise<string> {
-  await h.app.listen({ host: '127.0.0.1', port: 0 });
-  const address = h.app.server.address();
-  if (address === null || typeof address === 'string') throw new Error('no TCP address');
-  return `http://127.0.0.1:${address.port}`;
-}
-
 t.test('HUABU_COMPAT=1: create answers 200 and delete 200 {deleted: true}; off: 201 and 204 with no body', async (t) => {
   for (const compat of [false, true]) {
     const h = await build(t, { env: { DEFAULT_AGENTLET_ID: 'mac-a', ...(compat ? { HUABU_COMPAT: '1' } : {}) } });
-    const base = await listen(h);
+    const base = await listen(h.app);
     const headers = { ...h.owner, 'content-type': 'application/json' };
     const created = await fetch(`${base}/api/acp/profiles`, { method: 'POST', headers, body: JSON.stringify(uiCommand()) });
     t.equal(created.status, compat ? 200 : 201, `compat ${compat}: create status`);

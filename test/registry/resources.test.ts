@@ -6,6 +6,7 @@ import { AuditTrail } from '../../src/audit/audit-trail.js';
 import { ResourceRegistry } from '../../src/registry/resource-registry.js';
 import { SecretScanner } from '../../src/secrets/secret-scanner.js';
 import { build, tempDataDir } from '../helpers/build.js';
+import { auditLines } from '../helpers/audit.js';
 
 /** The durable bytes of the catalogue: resources.json and its journal. */
 const storedBytes = async (dataDir: string) => {
@@ -41,10 +42,7 @@ t.test('a provider registers, replaces and withdraws its own record', async (t) 
   const onDisk = JSON.parse(await readFile(path.join(h.dataDir, 'agent-resources', 'resources.json'), 'utf8'));
   t.match(onDisk, { schemaVersion: 1, state: { resources: [] } });
   t.same(await readStoredResources(h.dataDir), [], 'the file with its journal replayed holds nothing');
-  const audit = (await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8'))
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l));
+  const audit = await auditLines(h);
   t.same(
     audit.map((a) => [a.actor, a.action, a.id, a.outcome]),
     [
