@@ -10,6 +10,7 @@ import type { AgentResource } from '../../src/schemas/resource.js';
 import type { WorkloadRecord } from '../../src/schemas/workload.js';
 import type { AuditEntry, RegistryStore } from '../../src/registry/store.js';
 import { until } from './wait.js';
+import { profileRecord } from './profiles.js';
 
 export interface ContractTarget {
   /** An empty store (closed by the contract in teardown). */
@@ -29,16 +30,8 @@ export const resource = (provider: string, id: string, name = `Name of ${id}`): 
   instructions: `Use ${id} via $HUABU_RFS_URL.`,
 });
 
-export const profile = (id: string, alias: string, over: Partial<AgentProfile> = {}): AgentProfile => ({
-  schemaVersion: 2,
-  id,
-  alias,
-  agentletId: 'agentlet-a',
-  workingDirPath: '/home/me/site',
-  resourceIds: [],
-  launch: { kind: 'acp-command', command: 'claude-code-acp' },
-  ...over,
-});
+export const profile = (id: string, alias: string, over: Partial<AgentProfile> = {}): AgentProfile =>
+  profileRecord(id, { alias, agentletId: 'agentlet-a', launch: { kind: 'acp-command', command: 'claude-code-acp' }, ...over });
 
 export const workload = (canvasId: string, threadId: string, agentletId = 'agentlet-a'): WorkloadRecord => ({
   driverSchemaVersion: 1,

@@ -3,18 +3,9 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { build, CANARY, type TestApp } from '../helpers/build.js';
 import { auditLines } from '../helpers/audit.js';
+import { profileBody } from '../helpers/profiles.js';
 
 const HUABU = CANARY.huabu;
-
-function profileBody(fields: Record<string, unknown> = {}) {
-  return {
-    alias: 'Reviewer',
-    agentletId: 'mac-a',
-    workingDirPath: '/home/me/site',
-    launch: { kind: 'acp-command', command: 'claude-code-acp' },
-    ...fields,
-  };
-}
 
 async function create(h: TestApp, fields: Record<string, unknown> = {}) {
   return h.app.inject({ method: 'POST', url: '/api/acp/profiles', headers: h.owner, payload: profileBody(fields) });
