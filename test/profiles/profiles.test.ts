@@ -388,3 +388,24 @@ t.test('profiles survive a restart on the same DATA_DIR', async (t) => {
   const clash = await create(second, { alias: 'REVIEWER' });
   t.equal(clash.json().code, 'alias_conflict', 'uniqueness holds against reloaded profiles');
 });
+
+t.test('an empty If-Match is 400, not "no condition"', async (t) => {
+  const h = await build(t);
+  await h.enroll('mac-a');
+  const created = await h.app.inject({
+    method: 'POST',
+    url: '/api/acp/profiles',
+    headers: h.owner,
+    payload: { alias: 'Reviewer', agentletId: 'mac-a', workingDirPath: '/home/me', launch: { kind: 'acp-command', command: 'agent' } },
+  });
+  const url = `/api/acp/profiles/${created.json().id}`;
+  for (const value of ['', ' ', ',']) {
+    const patch = await h.app.inject({ method: 'PATCH', url, headers: { ...h.owner, 'if-match': value }, payload: { alias: 'Changed' } });
+    t.equal(patch.statusCode, 400, `PATCH with If-Match "${value}"`);
+    t.equal(patch.json().code, 'validation_failed');
+    const del = await h.app.inject({ method: 'DELETE', url, headers: { ...h.owner, 'if-match': value } });
+    t.equal(del.statusCode, 400, `DELETE with If-Match "${value}"`);
+  }
+  const read = await h.app.inject({ url, headers: h.owner });
+  t.equal(read.json().alias, 'Reviewer', 'unchanged');
+});

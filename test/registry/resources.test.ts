@@ -373,3 +373,10 @@ t.test('holdsUnchanged: true only when the provider already holds the ID exactly
   await registry.customize('web-search', { displayName: 'Search the web' }, 'owner');
   t.equal(await registry.holdsUnchanged('huabu', 'web-search', body), true, "the owner's customization is not a difference");
 });
+
+t.test('the reconcile schema states that IDs must be unique', async (t) => {
+  const h = await build(t);
+  const doc = (await h.app.inject({ url: '/openapi.json' })).json();
+  const body = doc.paths['/api/acp/providers/{provider}/resources'].put.requestBody.content['application/json'].schema;
+  t.match(body.properties.resources.description, /only once|unique/i);
+});
