@@ -1,7 +1,7 @@
 // `npm run mutate`: StrykerJS over the domain core, one source file at a time, each against the suites
 // that target it (the map below). One run per file keeps the dry run small (only those suites, with
 // coverage), lets a long run stop between files without losing the files done (each file has its own
-// incremental file under reports/), and gives the per-file score docs/TESTING.md records.
+// incremental file under reports/), and gives a score per file.
 // Plain JavaScript so it runs before anything is compiled.
 //   npm run mutate                                   # every core file
 //   npm run mutate -- src/credentials/tokens.ts      # one (or a few) of them

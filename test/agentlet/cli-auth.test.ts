@@ -1,11 +1,9 @@
 // agentlet-resources and the machine token: its file, 401 after revocation, 403 for another machine.
-// The compiled CLI runs as a child process against a real registry on a loopback socket (fresh DATA_DIR); every
-// run is checked for leaked tokens (test/helpers/agentlet.ts).
+// The CLI runs in the test's process (its main(), from source) against a real registry on a loopback socket (fresh
+// DATA_DIR); every run is checked for leaked tokens (test/helpers/agentlet.ts).
 import t from 'tap';
 import path from 'node:path';
-import { addSkill, assertBuilt, catalogue, machine, tokenFile } from '../helpers/agentlet.js';
-
-assertBuilt();
+import { addSkill, catalogue, machine, tokenFile } from '../helpers/agentlet.js';
 
 t.test('a revoked machine token gets a clear 401 message', async (t) => {
   const m = await machine(t, 'agentlet-revoked');

@@ -1,21 +1,18 @@
 // agentlet-resources with an unreachable or silent registry, usage errors, and init.
-// The compiled CLI runs as a child process against a real registry on a loopback socket (fresh DATA_DIR); every
-// run is checked for leaked tokens (test/helpers/agentlet.ts).
+// The CLI runs in the test's process (its main(), from source) against a real registry on a loopback socket (fresh
+// DATA_DIR), and once as the compiled executable for its exit status; every run is checked for leaked tokens
+// (test/helpers/agentlet.ts).
 import t from 'tap';
 import { chmod, mkdir, stat } from 'node:fs/promises';
-import net, { type AddressInfo } from 'node:net';
+import net from 'node:net';
 import path from 'node:path';
-import { assertBuilt, cliRunner, machine, tempDir } from '../helpers/agentlet.js';
-
-assertBuilt();
+import { cliRunner, machine, tempDir } from '../helpers/agentlet.js';
+import { needsBuild } from '../helpers/built.js';
+import { freePort, listen } from '../helpers/sockets.js';
 
 t.test('an unreachable registry is named with a hint', async (t) => {
   const m = await machine(t);
-  const closed = net.createServer();
-  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-  const { port } = closed.address() as AddressInfo;
-  await new Promise((resolve) => closed.close(resolve));
-  const url = `http://127.0.0.1:${port}`;
+  const url = `http://127.0.0.1:${await freePort()}`;
   for (const command of ['sync', 'list']) {
     const run = await m.cli([command, '--registry', url, '--machine-id', 'agentlet-7f3a', '--token-file', m.tokenPath]);
     t.equal(run.code, 3, command);
@@ -40,12 +37,11 @@ t.test('a registry that does not answer times out within --timeout-ms', async (t
   const m = await machine(t);
   const sockets = new Set<net.Socket>();
   const silent = net.createServer((socket) => sockets.add(socket));
-  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const url = await listen(silent);
   t.teardown(() => {
     for (const s of sockets) s.destroy();
     silent.close();
   });
-  const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
   const started = Date.now();
   const run = await m.cli(['list', '--registry', url, '--machine-id', 'agentlet-7f3a', '--token-file', m.tokenPath, '--timeout-ms', '300']);
   t.equal(run.code, 3);
@@ -91,7 +87,7 @@ t.test('usage errors exit 2 and say what to do', async (t) => {
   t.match(help.stdout, /Exit codes\n {2}0 {2}success[\s\S]*3 {2}registry unavailable/);
 });
 
-t.test('the executable exits with the status main() returns', async (t) => {
+t.test('the executable exits with the status main() returns', { skip: needsBuild() }, async (t) => {
   // What a shell script or a systemd unit sees: the compiled executable in a process of its own.
   const cli = cliRunner(t, {}, 'process');
   const unknown = await cli(['frobnicate']);

@@ -1,21 +1,10 @@
 // agentlet-resources refuses to publish receipts whose entrypoint escapes the root or that hold a secret.
-// The compiled CLI runs as a child process against a real registry on a loopback socket (fresh DATA_DIR); every
-// run is checked for leaked tokens (test/helpers/agentlet.ts).
+// The CLI runs in the test's process (its main(), from source) against a real registry on a loopback socket (fresh
+// DATA_DIR); every run is checked for leaked tokens (test/helpers/agentlet.ts).
 import t from 'tap';
 import { rm, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  addSkill,
-  assertBuilt,
-  catalogue,
-  FAKE_GITHUB_TOKEN,
-  installFile,
-  machine,
-  receiptJson,
-  writeReceipt,
-} from '../helpers/agentlet.js';
-
-assertBuilt();
+import { addSkill, catalogue, FAKE_GITHUB_TOKEN, installFile, machine, receiptJson, writeReceipt } from '../helpers/agentlet.js';
 
 t.test('a receipt whose entrypoint escapes the root is rejected and nothing is sent', async (t) => {
   const m = await machine(t);

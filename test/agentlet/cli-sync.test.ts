@@ -1,12 +1,10 @@
 // agentlet-resources sync end to end: records created, replaced and withdrawn; dry run; conflicts with another provider.
-// The compiled CLI runs as a child process against a real registry on a loopback socket (fresh DATA_DIR); every
-// run is checked for leaked tokens (test/helpers/agentlet.ts).
+// The CLI runs in the test's process (its main(), from source) against a real registry on a loopback socket (fresh
+// DATA_DIR); every run is checked for leaked tokens (test/helpers/agentlet.ts).
 import t from 'tap';
 import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { addSkill, assertBuilt, catalogue, cliRunner, installFile, machine, tempDir } from '../helpers/agentlet.js';
-
-assertBuilt();
+import { addSkill, catalogue, cliRunner, installFile, machine, tempDir } from '../helpers/agentlet.js';
 
 t.test('a machine goes from an empty directory to its records in the catalogue, and withdraws one', async (t) => {
   const m = await machine(t);

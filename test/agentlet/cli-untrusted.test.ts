@@ -1,25 +1,15 @@
 // agentlet-resources trusts neither its registry nor what lies around its files: escape sequences never reach the
 // terminal, an answer is read only up to a cap, a token file that is a FIFO is refused at once, and an unsafe
 // receipts/ (a symbolic link, or writable by group or others) is refused rather than warned about.
-// The compiled CLI runs as a child process against a hostile registry on a loopback socket.
+// The CLI runs in the test's process (its main(), from source) against a hostile registry on a loopback socket.
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { chmod, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import type http from 'node:http';
 import path from 'node:path';
-import {
-  assertBuilt,
-  cliRunner,
-  fakeRegistry,
-  receiptJson,
-  tempDir,
-  tokenFile,
-  writeReceipt,
-  type TestContext,
-} from '../helpers/agentlet.js';
+import { cliRunner, fakeRegistry, receiptJson, tempDir, tokenFile, writeReceipt, type TestContext } from '../helpers/agentlet.js';
 
-assertBuilt();
 // About thirty CLI runs, each loading the secret scanner; on a loaded machine one takes seconds.
 t.setTimeout(900_000);
 

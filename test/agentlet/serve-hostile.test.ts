@@ -7,9 +7,11 @@ import t from 'tap';
 import type http from 'node:http';
 import path from 'node:path';
 import { MAX_RESPONSE_BYTES } from '../../src/agentlet/registry-client.js';
-import { assertBuilt, cliRunner, fakeRegistry, startServe, tempDir, tokenFile, type TestContext } from '../helpers/agentlet.js';
+import { cliRunner, fakeRegistry, startServe, tempDir, tokenFile, type TestContext } from '../helpers/agentlet.js';
+import { needsBuild } from '../helpers/built.js';
 
-assertBuilt();
+// Every test runs the compiled executable: they need the build (`npm run build`).
+const skip = needsBuild();
 t.setTimeout(300_000);
 
 const MACHINE = 'agentlet-7f3a';
@@ -50,6 +52,7 @@ const NOTHING_CHANGED = { dryRun: false, created: [], replaced: [], withdrawn: [
 
 t.test(
   'an endless channel line or event is dropped at the bound, with one line saying so; the bound on the reconnect delay keeps growing',
+  { skip },
   async (t) => {
     const { root, remote } = await local(t);
     const sent: number[] = [];
@@ -91,7 +94,7 @@ t.test(
   },
 );
 
-t.test("an endless answer to a job's answer is read only up to the bound; the daemon says so and keeps serving", async (t) => {
+t.test("an endless answer to a job's answer is read only up to the bound; the daemon says so and keeps serving", { skip }, async (t) => {
   const { root, remote } = await local(t);
   const sent: number[] = [];
   let answered = 0;
@@ -160,7 +163,7 @@ async function floodingRegistry(t: TestContext, events: string) {
   return { reg, puts, answers, overlapped: () => overlapped };
 }
 
-t.test('5,000 ready events on one channel: one connection, at most two publishes', async (t) => {
+t.test('5,000 ready events on one channel: one connection, at most two publishes', { skip }, async (t) => {
   const { root, remote } = await local(t);
   const { reg, puts, overlapped } = await floodingRegistry(t, READY.repeat(5000));
   const d = startServe(t, root, remote(reg.url));
@@ -172,7 +175,7 @@ t.test('5,000 ready events on one channel: one connection, at most two publishes
   t.equal(await d.stop(), 0);
 });
 
-t.test('60 sync jobs at once: each is answered with a publish, and the publishes are shared (at most two)', async (t) => {
+t.test('60 sync jobs at once: each is answered with a publish, and the publishes are shared (at most two)', { skip }, async (t) => {
   const { root, remote } = await local(t);
   const jobs = Array.from({ length: 60 }, (_, i) => job(`sync-${i}`, 'sync')).join('');
   const { reg, puts, answers, overlapped } = await floodingRegistry(t, jobs);
@@ -187,7 +190,7 @@ t.test('60 sync jobs at once: each is answered with a publish, and the publishes
   t.equal(await d.stop(), 0);
 });
 
-t.test('a flood of jobs: at most 64 run at once, the rest are not started, and the log says so in two lines', async (t) => {
+t.test('a flood of jobs: at most 64 run at once, the rest are not started, and the log says so in two lines', { skip }, async (t) => {
   const { root, remote } = await local(t);
   let answering = 0;
   let most = 0;
@@ -226,7 +229,7 @@ t.test('a flood of jobs: at most 64 run at once, the rest are not started, and t
 // eslint-disable-next-line no-control-regex -- control characters are what it finds
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
 
-t.test("on a terminal, a job's type and a scan's root path print as text on their own line, never as control sequences", async (t) => {
+t.test("on a terminal, a job's type and a scan's root path print as text on their own line, never as control sequences", { skip }, async (t) => {
   const { root, remote } = await local(t);
   const evilType = '\u001b]0;pwned\u0007x\nFAKE LINE';
   const evilRoot = '/nowhere/\u001b]8;;https://evil.example/\u001b\\click\u001b]8;;\u001b\\\r\nFAKE ROOT \u009b31m';

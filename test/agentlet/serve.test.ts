@@ -11,7 +11,6 @@ import { RECONNECT_BASE_MS } from '../../src/agentlet/serve-constants.js';
 import { build, CANARY, type TestApp } from '../helpers/build.js';
 import {
   addSkill,
-  assertBuilt,
   installFile,
   machine,
   receiptJson,
@@ -21,8 +20,11 @@ import {
   type Daemon,
   type Machine,
 } from '../helpers/agentlet.js';
+import { needsBuild } from '../helpers/built.js';
+import { until } from '../helpers/wait.js';
 
-assertBuilt();
+// The daemon runs as the compiled executable: those tests need the build (`npm run build`).
+const daemonBuild = needsBuild();
 
 /** The part of a tap test these helpers use. */
 type Test = Parameters<typeof build>[0] & { ok(v: unknown, m: string): boolean; same(a: unknown, b: unknown, m: string): boolean };
@@ -39,16 +41,6 @@ async function statusOf(h: TestApp, machineId: string): Promise<string | undefin
 async function problemsOf(h: TestApp, machineId = 'agentlet-7f3a'): Promise<unknown[] | undefined> {
   const res = await h.app.inject({ url: '/api/acp/machines', headers: h.owner });
   return (res.json().machines as { machineId: string; problems?: unknown[] }[]).find((x) => x.machineId === machineId)?.problems;
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 const problemEventCount = async (h: TestApp) =>
@@ -80,7 +72,7 @@ function assertLogs(t: Test, d: Daemon, tokens: string[]): void {
   );
 }
 
-t.test('serve: connects, runs jobs, publishes a dropped receipt within a second, exits 0 on SIGTERM', async (t) => {
+t.test('serve: connects, runs jobs, publishes a dropped receipt within a second, exits 0 on SIGTERM', { skip: daemonBuild }, async (t) => {
   const m = await machine(t);
   t.equal((await addSkill(m, 'first-skill')).code, 0);
   const d = startDaemon(t, m);
@@ -114,13 +106,15 @@ t.test('serve: connects, runs jobs, publishes a dropped receipt within a second,
   await installFile(m.root, 'skills/dropped-skill/SKILL.md', '# dropped\n');
   const dropped = Date.now();
   await writeReceipt(m.root, receiptJson('dropped-skill', { provider: 'agentlet-7f3a' }));
-  await until('the dropped receipt in the catalogue', async () => (await catalogueIds(m.reg.h)).includes('dropped-skill'), 5_000);
+  await until('the dropped receipt in the catalogue', async () => (await catalogueIds(m.reg.h)).includes('dropped-skill'), {
+    within: 5_000,
+  });
   const publishedIn = Date.now() - dropped;
   t.ok(publishedIn < 1000, `a dropped receipt is published within a second (${publishedIn} ms)`);
 
   await rm(`${m.root}/receipts/first-skill.json`);
   const removed = Date.now();
-  await until('the removed receipt withdrawn', async () => !(await catalogueIds(m.reg.h)).includes('first-skill'), 5_000);
+  await until('the removed receipt withdrawn', async () => !(await catalogueIds(m.reg.h)).includes('first-skill'), { within: 5_000 });
   t.ok(Date.now() - removed < 1000, `a removed receipt is withdrawn within a second (${Date.now() - removed} ms)`);
 
   // One invalid receipt is that receipt's problem: the rest is published, the machine reports it, a sync job too.
@@ -156,6 +150,7 @@ t.test('serve: connects, runs jobs, publishes a dropped receipt within a second,
 
 t.test(
   'a hand-deleted skill folder withdraws that skill only: the rest is published, the machine reports it, and it comes back',
+  { skip: daemonBuild },
   async (t) => {
     const m = await machine(t);
     for (const id of ['alpha-skill', 'beta-skill']) t.equal((await addSkill(m, id)).code, 0);
@@ -171,7 +166,9 @@ t.test(
       code: 'entrypoint_missing',
       message: '/entrypoint skills/alpha-skill does not exist',
     };
-    await until('the broken skill withdrawn', async () => JSON.stringify(await catalogueIds(m.reg.h)) === '["beta-skill"]', 5_000);
+    await until('the broken skill withdrawn', async () => JSON.stringify(await catalogueIds(m.reg.h)) === '["beta-skill"]', {
+      within: 5_000,
+    });
     t.pass('the deleted folder is noticed without any receipt changing, and only its record is withdrawn');
     await until('the problem shown', async () => isDeepStrictEqual(await problemsOf(m.reg.h), [gone]));
     t.pass('GET /machines shows the problem for that machine');
@@ -180,13 +177,13 @@ t.test(
     t.pass('announced as one machine.problems event');
 
     t.equal((await addSkill(m, 'gamma-skill')).code, 0);
-    await until('a later receipt published', async () => (await catalogueIds(m.reg.h)).includes('gamma-skill'), 5_000);
+    await until('a later receipt published', async () => (await catalogueIds(m.reg.h)).includes('gamma-skill'), { within: 5_000 });
     t.same(await catalogueIds(m.reg.h), ['beta-skill', 'gamma-skill'], 'later publishes go on');
     t.same(await problemsOf(m.reg.h), [gone], 'the problem is still reported');
     t.equal(await problemEventCount(m.reg.h), eventsBefore + 1, 'an unchanged problem is not announced again');
 
     await installFile(m.root, 'skills/alpha-skill/SKILL.md', '# alpha-skill\n');
-    await until('the repaired skill back', async () => (await catalogueIds(m.reg.h)).includes('alpha-skill'), 5_000);
+    await until('the repaired skill back', async () => (await catalogueIds(m.reg.h)).includes('alpha-skill'), { within: 5_000 });
     await until('the problem cleared', async () => (await problemsOf(m.reg.h)) === undefined);
     t.pass('putting the folder back publishes it again and clears the problem');
     t.equal(await d.stop(), 0);
@@ -194,7 +191,7 @@ t.test(
   },
 );
 
-t.test('a failed publish says it will retry, and does, without any receipt changing', async (t) => {
+t.test('a failed publish says it will retry, and does, without any receipt changing', { skip: daemonBuild }, async (t) => {
   const m = await machine(t);
   t.equal((await m.reg.h.put('huabu', CANARY.huabu, 'taken-skill')).statusCode, 201, 'the host holds the ID');
   t.equal((await addSkill(m, 'taken-skill')).code, 0);
@@ -206,23 +203,20 @@ t.test('a failed publish says it will retry, and does, without any receipt chang
       .statusCode,
     204,
   );
-  await until(
-    'the retried publish',
-    async () =>
-      (
-        (await m.reg.h.app.inject({ url: '/api/acp/resources', headers: m.reg.h.owner })).json().resources as {
-          id: string;
-          provider: string;
-        }[]
-      ).some((r) => r.id === 'taken-skill' && r.provider === 'agentlet-7f3a'),
-    10_000,
+  await until('the retried publish', async () =>
+    (
+      (await m.reg.h.app.inject({ url: '/api/acp/resources', headers: m.reg.h.owner })).json().resources as {
+        id: string;
+        provider: string;
+      }[]
+    ).some((r) => r.id === 'taken-skill' && r.provider === 'agentlet-7f3a'),
   );
   t.pass('published by the retry');
   t.equal(await d.stop(), 0);
   assertLogs(t, d, m.cli.tokens.concat(m.token));
 });
 
-t.test('serve reconnects after the registry restarts', async (t) => {
+t.test('serve reconnects after the registry restarts', { skip: daemonBuild }, async (t) => {
   const m = await machine(t);
   const port = (m.reg.h.app.server.address() as AddressInfo).port;
   const d = startDaemon(t, m);
@@ -246,28 +240,33 @@ t.test('serve reconnects after the registry restarts', async (t) => {
   assertLogs(t, d, m.cli.tokens.concat(m.token));
 });
 
-t.test('revoking the machine closes its channel; the daemon says why, without the token, and stays stoppable', async (t) => {
-  const m = await machine(t);
-  const d = startDaemon(t, m);
-  await d.waitFor(/^connected to /);
-  const revoked = await m.reg.h.app.inject({ method: 'DELETE', url: '/api/acp/machines/agentlet-7f3a', headers: m.reg.h.owner });
-  t.equal(revoked.statusCode, 204);
-  t.equal(await statusOf(m.reg.h, 'agentlet-7f3a'), 'disconnected', 'the channel closed at once');
-  const refused = await d.waitFor(/rejected the token for machine agentlet-7f3a \(401\)/);
-  t.match(refused.msg, m.tokenPath, 'names the token file to fix');
-  const job = await m.reg.h.app.inject({
-    method: 'POST',
-    url: '/api/acp/machines/agentlet-7f3a/jobs',
-    headers: m.reg.h.owner,
-    payload: { type: 'ping' },
-  });
-  t.equal(job.statusCode, 503, 'no job reaches a revoked machine');
-  t.equal(await d.stop(), 0);
-  assertLogs(t, d, m.cli.tokens.concat(m.token));
-});
+t.test(
+  'revoking the machine closes its channel; the daemon says why, without the token, and stays stoppable',
+  { skip: daemonBuild },
+  async (t) => {
+    const m = await machine(t);
+    const d = startDaemon(t, m);
+    await d.waitFor(/^connected to /);
+    const revoked = await m.reg.h.app.inject({ method: 'DELETE', url: '/api/acp/machines/agentlet-7f3a', headers: m.reg.h.owner });
+    t.equal(revoked.statusCode, 204);
+    t.equal(await statusOf(m.reg.h, 'agentlet-7f3a'), 'disconnected', 'the channel closed at once');
+    const refused = await d.waitFor(/rejected the token for machine agentlet-7f3a \(401\)/);
+    t.match(refused.msg, m.tokenPath, 'names the token file to fix');
+    const job = await m.reg.h.app.inject({
+      method: 'POST',
+      url: '/api/acp/machines/agentlet-7f3a/jobs',
+      headers: m.reg.h.owner,
+      payload: { type: 'ping' },
+    });
+    t.equal(job.statusCode, 503, 'no job reaches a revoked machine');
+    t.equal(await d.stop(), 0);
+    assertLogs(t, d, m.cli.tokens.concat(m.token));
+  },
+);
 
 t.test(
   "serve with another machine's token: the registry refuses the channel (403), the daemon says so and still stops cleanly",
+  { skip: daemonBuild },
   async (t) => {
     const m = await machine(t);
     const other = await m.reg.h.enroll('agentlet-other');

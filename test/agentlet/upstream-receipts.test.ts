@@ -1,16 +1,15 @@
 // Upstream Agentlet's receipts v1 and v2 (test/fixtures/agentlet-upstream, see its PROVENANCE.md) on a real file
 // system: `validate` and `sync` accept them as they are on real machines, `provider` must be this machine, a v2
 // receipt publishes record v2 and a v1 receipt record v1, every security check applies to the v2 fields, and the
-// receipts this CLI writes are ones upstream's parser reads. The CLI runs compiled against a real registry.
+// receipts this CLI writes are ones upstream's parser reads. The CLI runs in the test's process against a real registry.
 import t from 'tap';
 import { chmod, cp, readFile, readdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { formatReport, receiptProblems, serializeReceipt, toReconcileEntry, validateResourceRoot } from '../../src/agentlet/receipt.js';
 import { initResourceRoot } from '../../src/agentlet/resource-root.js';
 import { SecretScanner } from '../../src/secrets/secret-scanner.js';
-import { addSkill, assertBuilt, FAKE_GITHUB_TOKEN, installFile, machine, tempDir, type Machine } from '../helpers/agentlet.js';
+import { addSkill, FAKE_GITHUB_TOKEN, installFile, machine, tempDir, type Machine } from '../helpers/agentlet.js';
 
-assertBuilt();
 // About a dozen CLI runs, each loading the secret scanner: on a loaded machine this file nears tap's 120 s.
 t.setTimeout(300_000);
 

@@ -1,22 +1,12 @@
 // Required default IDs belong to the host alone; revoking a machine withdraws its
 // records (audited); launches, canvas-token mints, revocations and refused writes leave audit entries
 // without secrets.
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import t from 'tap';
 import { build, CANARY, type TestApp } from '../helpers/build.js';
+import { auditLines } from '../helpers/audit.js';
+import { until } from '../helpers/wait.js';
 
 const GITHUB = 'ghp_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8';
-
-async function audit(h: TestApp): Promise<{ actor: string; action: string; id: string; outcome: string }[]> {
-  // Audit lines are appended after the response; give the append a moment.
-  await new Promise((r) => setTimeout(r, 50));
-  const text = await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8').catch(() => '');
-  return text
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l));
-}
 
 t.test('a machine cannot register a required default ID, even before the host does', async (t) => {
   const h = await build(t);
@@ -51,11 +41,11 @@ t.test('revoking a machine withdraws its records, audited', async (t) => {
   t.equal(revoke.statusCode, 204);
   const list = await h.app.inject({ url: '/api/acp/resources?provider=mac-a', headers: h.owner });
   t.same(list.json().resources, [], 'its records are gone');
-  const entries = await audit(h);
-  t.ok(
-    entries.some((e) => e.action === 'machine.revoke' && e.id === 'mac-a' && e.outcome === 'revoked'),
-    'the revocation',
-  );
+  const entries = await until('the revocation audited', async () => {
+    const lines = await auditLines(h);
+    return lines.some((e) => e.action === 'machine.revoke' && e.id === 'mac-a' && e.outcome === 'revoked') && lines;
+  });
+  t.pass('the revocation');
   for (const id of ['tool-one', 'tool-two']) {
     t.ok(
       entries.some((e) => e.action === 'machine.revoke' && e.id === id && e.outcome === 'withdrawn'),
@@ -81,7 +71,13 @@ t.test('launches, canvas-token mints and refused writes are audited, never with 
   t.equal((await h.put('mac-a', token, 'leaky', { instructions: `use ${GITHUB}` })).statusCode, 422);
   t.equal((await h.put('mac-a', 'arr_machine_' + 'Z'.repeat(43), 'tool-x')).statusCode, 401);
   t.equal((await h.put('huabu', token, 'tool-x')).statusCode, 403);
-  const entries = await audit(h);
+  // Refusals and a launch's entry reach the log after their answers: wait for the last refusal and the launch.
+  const entries = await until('the 403 write and the launch audited', async () => {
+    const lines = await auditLines(h);
+    const refused = lines.some((e) => e.outcome === 'forbidden' && e.actor === 'provider:mac-a' && /^PUT /.test(e.action));
+    const launched = lines.some((e) => e.action === 'workload.launch' && e.outcome === 'realized');
+    return refused && launched && lines;
+  });
   const has = (action: string, id: string, outcome: string) =>
     t.ok(
       entries.some((e) => e.action === action && e.id === id && e.outcome === outcome),
@@ -108,7 +104,7 @@ t.test(
   'a restart leaves host records stored as they are alone (nothing scanned, nothing audited) and refreshes a changed one',
   async (t) => {
     const seeds = ['huabu-access', 'local-resource-management'];
-    const hostLines = async (h: TestApp) => (await audit(h)).filter((e) => e.actor === 'host:seed').map((e) => `${e.id} ${e.outcome}`);
+    const hostLines = async (h: TestApp) => (await auditLines(h)).filter((e) => e.actor === 'host:seed').map((e) => `${e.id} ${e.outcome}`);
     const first = await build(t, { env: { SEED_HUABU_RESOURCES: 'true' } });
     t.same(
       await hostLines(first),

@@ -19,6 +19,7 @@ import { buildSnapshot, narrowSnapshot, serializeSnapshot } from '../../src/capa
 import type { Diagnostic } from '../../src/schemas/capability.js';
 import type { AgentProfile } from '../../src/schemas/profile.js';
 import type { AgentResource } from '../../src/schemas/resource.js';
+import { profileRecord } from '../helpers/profiles.js';
 
 // The DOT the test fixture renders to, committed. `TAP_SNAPSHOT=1` rewrites it; review the diff before committing.
 // A file of its own rather than a tap snapshot: a snapshot's key names the test file's path, and this file
@@ -29,17 +30,8 @@ function resource(id: string, provider: string, name = `Name of ${id}`, instruct
   return { schemaVersion: 1, id, provider, name, description: `About ${id}.`, instructions };
 }
 
-function profile(id: string, agentletId: string, resourceIds: string[] = [], alias = `Alias of ${id}`): AgentProfile {
-  return {
-    schemaVersion: 2,
-    id,
-    alias,
-    agentletId,
-    workingDirPath: '/work',
-    resourceIds,
-    launch: { kind: 'acp-command', command: 'agent' },
-  };
-}
+const profile = (id: string, agentletId: string, resourceIds: string[] = [], alias = `Alias of ${id}`): AgentProfile =>
+  profileRecord(id, { agentletId, resourceIds, alias });
 
 function state(fields: Partial<SnapshotInput> = {}): SnapshotInput {
   return { resources: [], profiles: [], machines: [], requiredResourceIds: [], ...fields };

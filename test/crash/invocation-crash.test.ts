@@ -5,12 +5,13 @@
 // The endpoint sees the in-flight call end when the server dies.
 //   npm run build && npx tap test/crash/invocation-crash.test.ts
 import t from 'tap';
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { request } from 'undici';
 import { CANARY, DATA_ROOT, recordIssuedToken, tempDataDir, testEnv } from '../helpers/build.js';
 import { startHostedEndpoint } from '../helpers/hosted-endpoint.js';
 import { killAllServers, startServer } from './server-process.js';
+import { auditLines } from '../helpers/audit.js';
 
 const KEY = 'arr_credential_CANARYcrash0key0value0for0tests000';
 recordIssuedToken(KEY);
@@ -137,10 +138,7 @@ t.test('SIGKILL during an invocation loses no acknowledged write', async (t) => 
     'every acknowledged record survived',
   );
   t.equal((await call(second.origin, 'GET', '/api/acp/workloads/canvas-1/thread-1', CANARY.owner)).status, 200, 'the thread survived');
-  const audit = (await readFile(path.join(dataDir, 'audit.jsonl'), 'utf8'))
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l));
+  const audit = await auditLines(dataDir);
   t.ok(
     audit.some((a) => a.action === 'resource.invoke' && a.outcome === 'ok'),
     'the answered invocation is audited',

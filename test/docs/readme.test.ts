@@ -5,11 +5,11 @@
 // this test, so it fails CI.
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, symlink } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { WITHOUT_COVERAGE } from '../helpers/coverage.js';
+import { freePort } from '../helpers/sockets.js';
 
 t.setTimeout(600_000);
 
@@ -22,14 +22,6 @@ export function doctestBlocks(markdown: string, name: string): string[] {
   const end = markdown.indexOf('<!-- /doctest -->', start);
   if (start < 0 || end < 0) return [];
   return [...markdown.slice(start, end).matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
 }
 
 t.test('the README quick start and Agentlet walk-through run top to bottom', async (t) => {

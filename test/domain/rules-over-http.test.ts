@@ -3,9 +3,9 @@
 // focused-run ones (Bearer header shape, canvas-token expiry second and bad signatures, withdraw details,
 // another additional preamble, realizedAt from the injected clock). Pure checks: test/domain/rules.test.ts.
 import t from 'tap';
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { build, CANARY, type TestApp } from '../helpers/build.js';
+import { auditLines } from '../helpers/audit.js';
+import { until } from '../helpers/wait.js';
 
 t.test('over HTTP a canvas token is refused from its expiry second on', async (t) => {
   let now = new Date('2026-11-30T12:00:00.000Z');
@@ -169,16 +169,12 @@ t.test(
     t.equal((await launch(h, { profileId, canvasId: 'c', threadId: 't' })).statusCode, 201);
     t.equal((await launch(h, { profileId, canvasId: 'c', threadId: 't' })).statusCode, 200);
     t.equal((await launch(h, { profileId, canvasId: 'c', threadId: 't2' })).statusCode, 201);
-    const launches = async () =>
-      (await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8'))
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as Record<string, unknown>)
-        .filter((e) => e.action === 'workload.launch');
+    const launches = async () => (await auditLines(h)).filter((e) => e.action === 'workload.launch');
     // A realization's entry is durable with its journal line; the audit log takes it a moment after the answer.
-    const deadline = Date.now() + 2_000;
-    while ((await launches()).length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
-    const entries = await launches();
+    const entries = await until('the three launches audited', async () => {
+      const found = await launches();
+      return found.length >= 3 && found;
+    });
     t.same(
       entries.map(({ actor, id, outcome }) => ({ actor, id, outcome })),
       [
@@ -292,11 +288,4 @@ t.test('a reconcile conflicting on two IDs names both, in the plural', async (t)
 
 function pick(r: Record<string, unknown>) {
   return { name: String(r.name), description: String(r.description), instructions: String(r.instructions) };
-}
-
-async function auditLines(h: TestApp): Promise<Record<string, unknown>[]> {
-  return (await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8'))
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l));
 }

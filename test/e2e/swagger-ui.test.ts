@@ -2,50 +2,22 @@
 // (playwright-core, never a browser download). Lists the operations, runs "Try it out" on GET /healthz,
 // then authorizes with the owner token and runs GET /api/acp/resources.
 import t from 'tap';
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, existsSync, openSync, closeSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync, existsSync, openSync, closeSync, readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { once } from 'node:events';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { CANARY, canaryLogFile, tempDataDir, testEnv } from '../helpers/build.js';
+import { ensureBuilt } from '../helpers/built.js';
+import { freePort } from '../helpers/sockets.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 // tap runs from the project's root; `npm test` runs this file compiled, under dist/test.
 const ROOT = process.cwd();
 const SERVER = path.join(ROOT, 'dist', 'src', 'server.js');
 const READY_WITHIN_MS = 60_000;
-
-/** Rebuilds dist/ when it is missing or older than a source file (`npm test` has just built it). */
-function ensureBuilt(): void {
-  const newestSource = (dir: string): number =>
-    readdirSync(dir, { withFileTypes: true }).reduce((newest, entry) => {
-      const p = path.join(dir, entry.name);
-      const m = entry.isDirectory() ? newestSource(p) : entry.name.endsWith('.ts') ? statSync(p).mtimeMs : 0;
-      return Math.max(newest, m);
-    }, 0);
-  if (existsSync(SERVER) && statSync(SERVER).mtimeMs >= newestSource(path.join(ROOT, 'src'))) return;
-  try {
-    execFileSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], {
-      cwd: ROOT,
-      encoding: 'utf8',
-    });
-  } catch (err) {
-    throw new Error(`npm run build failed:\n${(err as { stdout?: string }).stdout ?? err}`, { cause: err });
-  }
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
-}
 
 interface RunningServer {
   baseUrl: string;

@@ -8,8 +8,9 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { CANARY } from '../helpers/build.js';
-import { listen, SseClient, type Received } from '../helpers/sse.js';
+import { buildListening, SseClient, type Received } from '../helpers/sse.js';
 import { EVENTS_FILE } from '../../src/storage/json-file-store.js';
+import { until } from '../helpers/wait.js';
 
 const changes = async (app: FastifyInstance, query = '') => {
   const res = await app.inject({ url: `/api/acp/changes${query}`, headers: { authorization: `Bearer ${CANARY.owner}` } });
@@ -31,7 +32,7 @@ async function allChanges(app: FastifyInstance, since?: string): Promise<Receive
 }
 
 t.test('a burst of concurrent writes: each change has exactly one event, in commit order, on the stream and in the pages', async (t) => {
-  const { h, origin } = await listen(t);
+  const { h, origin } = await buildListening(t);
   const sub = await SseClient.open(origin, '/api/acp/events', h.owner);
   t.teardown(() => sub.close());
   t.equal(sub.status, 200);
@@ -83,7 +84,7 @@ t.test('a burst of concurrent writes: each change has exactly one event, in comm
 });
 
 t.test('every privileged change has its event type', async (t) => {
-  const { h, origin } = await listen(t);
+  const { h, origin } = await buildListening(t);
   const sub = await SseClient.open(origin, '/api/acp/events', h.owner);
   t.teardown(() => sub.close());
   const m1 = await h.enroll('mac-a');
@@ -142,14 +143,14 @@ t.test('every privileged change has its event type', async (t) => {
 });
 
 t.test('a subscriber resumes by Last-Event-ID and ?since= after a restart', async (t) => {
-  const first = await listen(t);
+  const first = await buildListening(t);
   for (const id of ['r-1', 'r-2', 'r-3']) t.equal((await first.h.put('huabu', CANARY.huabu, id)).statusCode, 201);
   const seen = await allChanges(first.h.app);
   t.equal(seen.length, 3);
   const cursor = seen[1]!.id;
   await first.h.app.close();
 
-  const second = await listen(t, { dataDir: first.h.dataDir });
+  const second = await buildListening(t, { dataDir: first.h.dataDir });
   for (const id of ['r-4', 'r-5']) t.equal((await second.h.put('huabu', CANARY.huabu, id)).statusCode, 201);
   const after = await allChanges(second.h.app, cursor);
   t.same(
@@ -190,7 +191,7 @@ t.test('a subscriber resumes by Last-Event-ID and ?since= after a restart', asyn
 });
 
 t.test('a cursor older than the retention (or newer than the log) is 410 cursor_expired', async (t) => {
-  const { h, origin } = await listen(t, { env: { EVENTS_RETAIN_COUNT: '5' } });
+  const { h, origin } = await buildListening(t, { env: { EVENTS_RETAIN_COUNT: '5' } });
   for (let i = 0; i < 9; i++) t.equal((await h.put('huabu', CANARY.huabu, `k-${i}`)).statusCode, 201);
   const kept = await allChanges(h.app);
   t.same(
@@ -216,7 +217,7 @@ t.test('a cursor older than the retention (or newer than the log) is 410 cursor_
   t.equal(stream.status, 410, 'the stream refuses it before it starts');
   t.equal(JSON.parse(stream.body).code, 'cursor_expired');
   await h.app.close();
-  const again = await listen(t, { dataDir: h.dataDir, env: { EVENTS_RETAIN_COUNT: '5' } });
+  const again = await buildListening(t, { dataDir: h.dataDir, env: { EVENTS_RETAIN_COUNT: '5' } });
   t.equal((await changes(again.h.app, '?since=1')).statusCode, 410, 'and after a restart');
   t.same(
     (await allChanges(again.h.app)).map((c) => c.id),
@@ -226,7 +227,7 @@ t.test('a cursor older than the retention (or newer than the log) is 410 cursor_
 });
 
 t.test("a canvas sees only the resource events of the host and its token's machine", async (t) => {
-  const { h, origin } = await listen(t, { events: { heartbeatMs: 100 } });
+  const { h, origin } = await buildListening(t, { events: { heartbeatMs: 100 } });
   const a = await h.enroll('mac-a');
   const b = await h.enroll('mac-b');
   const canvas = await h.canvasToken('canvas-1', 'mac-a');
@@ -260,7 +261,7 @@ t.test("a canvas sees only the resource events of the host and its token's machi
 
 t.test('a canvas stream does not tell when each change it may not see happened: its cursor catches up with the heartbeat', async (t) => {
   const HEARTBEAT_MS = 3_000;
-  const { h, origin } = await listen(t, { events: { heartbeatMs: HEARTBEAT_MS } });
+  const { h, origin } = await buildListening(t, { events: { heartbeatMs: HEARTBEAT_MS } });
   await h.enroll('mac-a');
   const b = await h.enroll('mac-b');
   const canvas = await h.canvasToken('canvas-1', 'mac-a');
@@ -293,7 +294,7 @@ t.test('a canvas stream does not tell when each change it may not see happened: 
 t.test('a subscriber that never reads is cut off; writes go on at full speed and others keep receiving', async (t) => {
   // Retention far above what the writes below can reach: the reading subscriber never falls behind it. The
   // host writes far past its events per minute here, on purpose (test/events/connection-bounds.test.ts).
-  const { h, origin } = await listen(t, {
+  const { h, origin } = await buildListening(t, {
     events: { maxUnsentBytes: 64 * 1024, stallMs: 1_000 },
     env: { EVENTS_RETAIN_COUNT: '1000000', EVENTS_PER_MACHINE_PER_MINUTE: '0' },
   });
@@ -346,15 +347,14 @@ t.test('a subscriber that never reads is cut off; writes go on at full speed and
   stalled.setEncoding('utf8');
   stalled.on('data', (chunk: string) => (stalledBytes += chunk));
   stalled.resume();
-  const deadline = Date.now() + 20_000;
-  while (!stalledEnded && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  await until('the stalled stream to end', () => stalledEnded);
   t.ok(stalledEnded, 'the stalled subscriber saw its stream end');
   const got = stalledBytes.match(/^id: [0-9]+\nevent:/gm)?.length ?? 0;
   t.ok(got > 0 && got < writes, `it had received part of the stream (${got} of ${writes} events) and resumes by its last cursor`);
 });
 
 t.test('closing the service ends the open streams', async (t) => {
-  const { h, origin } = await listen(t);
+  const { h, origin } = await buildListening(t);
   const sub = await SseClient.open(origin, '/api/acp/events', h.owner);
   t.teardown(() => sub.close());
   const started = Date.now();
@@ -365,7 +365,7 @@ t.test('closing the service ends the open streams', async (t) => {
 });
 
 t.test('a quiet stream sends a comment line at the heartbeat interval', async (t) => {
-  const { h, origin } = await listen(t, { events: { heartbeatMs: 100 } });
+  const { h, origin } = await buildListening(t, { events: { heartbeatMs: 100 } });
   const sub = await SseClient.open(origin, '/api/acp/events', h.owner);
   t.teardown(() => sub.close());
   const first = sub.comments;
@@ -375,7 +375,7 @@ t.test('a quiet stream sends a comment line at the heartbeat interval', async (t
 });
 
 t.test('no token in any event, on the stream or in the log file', async (t) => {
-  const { h, origin } = await listen(t);
+  const { h, origin } = await buildListening(t);
   const sub = await SseClient.open(origin, '/api/acp/events', h.owner);
   t.teardown(() => sub.close());
   const m = await h.enroll('mac-s');

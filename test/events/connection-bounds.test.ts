@@ -2,10 +2,10 @@
 // in a loop writes at most one machine.connected/disconnected event per window (the latest state always
 // follows), so no credential can flush the retention with them and every mirror's cursor stays valid.
 import t from 'tap';
-import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { EventStreamParser } from '../../src/agentlet/channel-client.js';
 import { build, recordIssuedToken } from '../helpers/build.js';
+import { listen } from '../helpers/sockets.js';
 
 const WINDOW_MS = 1_000;
 
@@ -17,8 +17,7 @@ interface Change {
 
 t.test('a channel opened and dropped in a loop writes a bounded number of events; the latest state is right', async (t) => {
   const h = await build(t, { env: { EVENTS_RETAIN_COUNT: '50' }, statusEventWindowMs: WINDOW_MS });
-  await h.app.listen({ port: 0, host: '127.0.0.1' });
-  const url = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
+  const url = await listen(h.app);
   const token = await h.enroll('mac-loop');
   const changes = async (since?: string) => {
     const res = await h.app.inject({ url: `/api/acp/changes?limit=1000${since ? `&since=${since}` : ''}`, headers: h.owner });
@@ -131,8 +130,7 @@ t.test(
     t.equal(read.statusCode, 200, "a mirror's cursor from before is still kept");
 
     // Its answers to the owner's jobs add no event of its own: still accepted.
-    await h.app.listen({ port: 0, host: '127.0.0.1' });
-    const url = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
+    const url = await listen(h.app);
     const abort = new AbortController();
     t.teardown(() => abort.abort());
     const channel = await request(`${url}/api/acp/providers/mac-a/channel`, {

@@ -4,7 +4,7 @@
 // enrollment never reach it. A machine's channel closes when its machine is revoked.
 import t from 'tap';
 import { CANARY } from '../helpers/build.js';
-import { listen, SseClient } from '../helpers/sse.js';
+import { buildListening, SseClient } from '../helpers/sse.js';
 
 /** Within a second, as the contract says; measured from the moment the change was answered. */
 const WITHIN_MS = 1000;
@@ -15,7 +15,7 @@ async function closesWithin(sub: SseClient, since: number): Promise<number> {
 }
 
 t.test('a canvas stream closes within a second of its canvas tokens being revoked', async (t) => {
-  const { h, origin } = await listen(t);
+  const { h, origin } = await buildListening(t);
   await h.enroll('mac-a');
   const canvas = await h.canvasToken('canvas-1', 'mac-a');
   const sub = await SseClient.open(origin, '/api/rfs/canvas-1/events', h.bearer(canvas));
@@ -46,7 +46,7 @@ t.test('a canvas stream closes within a second of its canvas tokens being revoke
 
 t.test('a canvas stream closes within a second of its token expiring', async (t) => {
   let offsetMs = 0;
-  const { h, origin } = await listen(t, { now: () => new Date(Date.now() + offsetMs) });
+  const { h, origin } = await buildListening(t, { now: () => new Date(Date.now() + offsetMs) });
   await h.enroll('mac-a');
   const canvas = await h.canvasToken('canvas-1', 'mac-a', 3600);
   const sub = await SseClient.open(origin, '/api/rfs/canvas-1/events', h.bearer(canvas));
@@ -60,7 +60,7 @@ t.test('a canvas stream closes within a second of its token expiring', async (t)
 });
 
 t.test('a canvas stream closes within a second of its machine being revoked; enrolling the ID again never revives it', async (t) => {
-  const { h, origin } = await listen(t);
+  const { h, origin } = await buildListening(t);
   await h.enroll('mac-a');
   const canvas = await h.canvasToken('canvas-1', 'mac-a');
   const sub = await SseClient.open(origin, '/api/rfs/canvas-1/events', h.bearer(canvas));
@@ -89,7 +89,7 @@ t.test('a canvas stream closes within a second of its machine being revoked; enr
 });
 
 t.test("a canvas stream whose machine's token is only rotated stays open (the enrollment holds)", async (t) => {
-  const { h, origin } = await listen(t);
+  const { h, origin } = await buildListening(t);
   await h.enroll('mac-a');
   const canvas = await h.canvasToken('canvas-1', 'mac-a');
   const sub = await SseClient.open(origin, '/api/rfs/canvas-1/events', h.bearer(canvas));

@@ -2,14 +2,14 @@
 // process through its main() or as the compiled executable in a child process (either way its output is
 // checked for every token issued in the test and kept for the canary scan), and resource-root fixtures.
 import { execFile, spawn } from 'node:child_process';
-import { appendFileSync, existsSync, readdirSync, statSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import http from 'node:http';
 import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { main } from '../../src/agentlet/main.js';
 import { build, canaryLogFile, CANARY, type TestApp } from './build.js';
+import { clientBuilt } from './built.js';
+import { listen } from './sockets.js';
 
 /** The part of a tap test these helpers use. */
 export interface TestContext {
@@ -23,27 +23,6 @@ export interface TestContext {
  * node_modules, as the bundle's does. test/packages/pack-and-install.test.ts runs the bundle as installed.
  */
 export const CLI = path.resolve('dist', 'src', 'agentlet', 'cli.js');
-
-/** The tests run the compiled CLI; a missing or stale build would test old code, so say so instead. */
-export function assertBuilt(): void {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first (\`npm test\` does)`);
-  const stale: string[] = [];
-  // src/**.ts against dist/src/**.js; packages/client/src/*.ts against packages/client/dist/*.js (what the CLI imports).
-  const walk = (dir: string, out: (ts: string) => string) => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(full, out);
-      else if (entry.name.endsWith('.ts')) {
-        const js = out(full);
-        if (!existsSync(js) || statSync(js).mtimeMs < statSync(full).mtimeMs) stale.push(full);
-      }
-    }
-  };
-  walk('src', (ts) => path.join('dist', ts.replace(/\.ts$/, '.js')));
-  const client = path.join('packages', 'client');
-  walk(path.join(client, 'src'), (ts) => path.join(client, 'dist', path.relative(path.join(client, 'src'), ts).replace(/\.ts$/, '.js')));
-  if (stale.length > 0) throw new Error(`the build is older than ${stale.join(', ')}: run \`npm run build\` first`);
-}
 
 export interface Registry {
   h: TestApp;
@@ -59,9 +38,7 @@ export async function startRegistry(t: TestContext): Promise<Registry> {
     if (request.url.startsWith('/api/acp/providers/')) providerRequests.push(`${request.method} ${request.url}`);
     done();
   });
-  await h.app.listen({ port: 0, host: '127.0.0.1' });
-  const { port } = h.app.server.address() as AddressInfo;
-  return { h, url: `http://127.0.0.1:${port}`, providerRequests };
+  return { h, url: await listen(h.app), providerRequests };
 }
 
 export interface FakeRegistry {
@@ -84,12 +61,12 @@ export async function fakeRegistry(
     req.resume();
     req.on('end', () => handler(req, res));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = await listen(server);
   t.teardown(() => {
     server.closeAllConnections();
     return new Promise<void>((resolve) => server.close(() => resolve()));
   });
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests };
+  return { url, requests };
 }
 
 export interface Run {
@@ -122,6 +99,9 @@ async function runInProcess(args: string[], env: Record<string, string>): Promis
       stderr += text;
     },
   };
+  // The CLI's source imports the typed client by its package name: its dist/ must be there (2 s when not).
+  await clientBuilt();
+  const { main } = await import('../../src/agentlet/main.js');
   try {
     const code = await main(args, env, sink, () => new Date(), { isTty: false });
     return { code, stdout, stderr };

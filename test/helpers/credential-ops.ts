@@ -3,16 +3,10 @@
 import type { Test } from 'tap';
 import { request } from 'undici';
 import { recordIssuedToken, type TestApp } from './build.js';
+import { listen } from './sockets.js';
 
 /** Builds a fresh app, and a way to close it and open another on the same store (a restart). */
 type BuildFn = (t: Test) => Promise<{ h: TestApp; restart: () => Promise<TestApp> }>;
-
-async function listen(h: TestApp): Promise<string> {
-  await h.app.listen({ host: '127.0.0.1', port: 0 });
-  const addr = h.app.server.address();
-  if (!addr || typeof addr === 'string') throw new Error('no address');
-  return `http://127.0.0.1:${addr.port}`;
-}
 
 async function call(base: string, method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, token: string, body?: unknown) {
   const res = await request(base + path, {
@@ -29,7 +23,7 @@ const record = (id: string) => ({ schemaVersion: 1, name: `Name of ${id}`, descr
 export function credentialOperationSuite(t: Test, make: BuildFn): void {
   t.test('rotating a machine token: a new token works, the old one is refused at once, the enrollment stays', async (t) => {
     const { h, restart } = await make(t);
-    const base = await listen(h);
+    const base = await listen(h.app);
     const oldToken = await h.enroll('agentlet-rot');
     t.equal((await call(base, 'PUT', '/api/acp/providers/agentlet-rot/resources/rot-tool', oldToken, record('rot-tool'))).status, 201);
     const canvasToken = await h.canvasToken('canvas-rot', 'agentlet-rot');
@@ -65,7 +59,7 @@ export function credentialOperationSuite(t: Test, make: BuildFn): void {
     t.equal((await call(base, 'POST', '/api/acp/machines/agentlet-rot/rotate', rotated.json.token)).status, 403, 'not the machine itself');
 
     const again = await restart();
-    const base2 = await listen(again);
+    const base2 = await listen(again.app);
     t.equal(
       (await call(base2, 'GET', '/api/acp/providers/agentlet-rot/resources', oldToken)).status,
       401,
@@ -87,7 +81,7 @@ export function credentialOperationSuite(t: Test, make: BuildFn): void {
 
   t.test("revoking one canvas's tokens: tokens minted before die, other canvases and later tokens work", async (t) => {
     const { h, restart } = await make(t);
-    const base = await listen(h);
+    const base = await listen(h.app);
     await h.enroll('agentlet-cv');
     const first = await h.canvasToken('canvas-a', 'agentlet-cv');
     const other = await h.canvasToken('canvas-b', 'agentlet-cv');
@@ -117,7 +111,7 @@ export function credentialOperationSuite(t: Test, make: BuildFn): void {
     );
 
     const again = await restart();
-    const base2 = await listen(again);
+    const base2 = await listen(again.app);
     t.equal((await call(base2, 'GET', '/api/rfs/canvas-a/resources', first)).status, 401, 'the revocation survives a restart');
     t.equal((await call(base2, 'GET', '/api/rfs/canvas-a/resources', fresh)).status, 200);
   });

@@ -5,7 +5,7 @@
 // (the credential among them), /echo-base64 the credential header's value in base64 inside a longer
 // blob, /deep a JSON array nested 100,000 levels deep.
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listen } from './sockets.js';
 
 export interface Received {
   path: string;
@@ -77,8 +77,7 @@ export async function startHostedEndpoint(): Promise<HostedEndpoint> {
       }
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const origin = await listen(server);
   return {
     origin,
     received,

@@ -1,11 +1,12 @@
 // The invocation tests' world: a registry on a real socket with a hosted-capabilities file pointing at a
 // real local endpoint, two enrolled machines, four launched threads, their canvas tokens and grants, and an
 // agent-side `invoke` that speaks HTTP with undici.
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { request } from 'undici';
 import { build, CANARY, DATA_ROOT, recordIssuedToken, type TestApp } from './build.js';
 import { startHostedEndpoint, type HostedEndpoint } from './hosted-endpoint.js';
+import { listen } from './sockets.js';
 /** The hosted provider's credential: recognizable, so the canary scan looks for it everywhere. */
 export const SEARCH_KEY = 'arr_credential_CANARYsearch0key0value0for0tests0';
 recordIssuedToken(SEARCH_KEY);
@@ -135,8 +136,7 @@ export async function world(
     now: () => new Date(clock.ms),
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
   });
-  await h.app.listen({ port: 0, host: '127.0.0.1' });
-  const origin = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
+  const origin = await listen(h.app);
 
   const mint = async (canvasId: string, threadId: string, ttlSeconds?: number) => {
     const res = await h.app.inject({
@@ -241,13 +241,4 @@ export async function world(
     t4: await mint('canvas-1', 'thread-4'),
   };
   return w;
-}
-
-export type AuditLine = { at: string; actor: string; action: string; id: string; outcome: string; details?: Record<string, unknown> };
-export async function auditLines(h: TestApp): Promise<AuditLine[]> {
-  const text = await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8').catch(() => '');
-  return text
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as AuditLine);
 }

@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { Test } from 'tap';
+import { freePort } from './sockets.js';
 
 export const DATABASE_URL = process.env.DATABASE_URL || undefined;
 
@@ -82,7 +83,6 @@ export async function privateCluster(t: Pick<Tap, 'teardown'>): Promise<PrivateC
   const { existsSync, readdirSync } = await import('node:fs');
   const { chown, chmod, mkdtemp, rm } = await import('node:fs/promises');
   const os = await import('node:os');
-  const net = await import('node:net');
   const path = await import('node:path');
   const bindir =
     process.env.PG_PRIVATE_BINDIR ??
@@ -110,14 +110,7 @@ export async function privateCluster(t: Pick<Tap, 'teardown'>): Promise<PrivateC
     }));
     await chown(dir, uid, gid);
   }
-  const port = await new Promise<number>((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
+  const port = await freePort();
   const data = path.join(dir, 'data');
   await run('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8']);
   const start = () =>

@@ -1,8 +1,8 @@
 // Test helper: a real Server-Sent Events client over node:http, and an app listening on a real socket.
 import http from 'node:http';
-import type net from 'node:net';
 import type { Test } from 'tap';
 import { build, type TestApp } from './build.js';
+import { listen } from './sockets.js';
 
 export interface Received {
   id: string;
@@ -77,9 +77,8 @@ export class SseClient {
   }
 }
 
-export async function listen(t: Test, options: Parameters<typeof build>[1] = {}): Promise<{ h: TestApp; origin: string }> {
+/** A test app (`build`) listening on a real loopback socket, and its origin. */
+export async function buildListening(t: Test, options: Parameters<typeof build>[1] = {}): Promise<{ h: TestApp; origin: string }> {
   const h = await build(t, options);
-  await h.app.listen({ host: '127.0.0.1', port: 0 });
-  const { port } = h.app.server.address() as net.AddressInfo;
-  return { h, origin: `http://127.0.0.1:${port}` };
+  return { h, origin: await listen(h.app) };
 }

@@ -10,6 +10,8 @@ import type { AgentResource, StoredResource } from '../../src/schemas/resource.j
 import { recordBytes } from '../../src/registry/record-quota.js';
 import type { WorkloadRecord } from '../../src/schemas/workload.js';
 import type { AuditEntry, RegistryStore } from '../../src/registry/store.js';
+import { until } from './wait.js';
+import { profileRecord } from './profiles.js';
 
 export interface ContractTarget {
   /** An empty store (closed by the contract in teardown). */
@@ -29,16 +31,8 @@ export const resource = (provider: string, id: string, name = `Name of ${id}`): 
   instructions: `Use ${id} via $HUABU_RFS_URL.`,
 });
 
-export const profile = (id: string, alias: string, over: Partial<AgentProfile> = {}): AgentProfile => ({
-  schemaVersion: 2,
-  id,
-  alias,
-  agentletId: 'agentlet-a',
-  workingDirPath: '/home/me/site',
-  resourceIds: [],
-  launch: { kind: 'acp-command', command: 'claude-code-acp' },
-  ...over,
-});
+export const profile = (id: string, alias: string, over: Partial<AgentProfile> = {}): AgentProfile =>
+  profileRecord(id, { alias, agentletId: 'agentlet-a', launch: { kind: 'acp-command', command: 'claude-code-acp' }, ...over });
 
 export const workload = (canvasId: string, threadId: string, agentletId = 'agentlet-a'): WorkloadRecord => ({
   driverSchemaVersion: 1,
@@ -515,8 +509,7 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
     const before = (await target.readAudit()).length;
     t.equal((await s.realizeWorkload(workload('canvas-1', 'thread-1'), intent)).created, true);
     // The JSON store writes the entry to its audit log just after the journal line that carries it.
-    const deadline = Date.now() + 2_000;
-    while ((await target.readAudit()).length === before && Date.now() < deadline) await new Promise((res) => setTimeout(res, 5));
+    await until('the audit entry', async () => (await target.readAudit()).length !== before);
     t.same((await target.readAudit()).slice(before), [entry], 'the entry of the realization, once');
     t.equal((await s.realizeWorkload(workload('canvas-1', 'thread-1'), { ...intent, at: '2026-01-01T00:00:06.000Z' })).created, false);
     t.equal((await s.realizeWorkload(workload('canvas-1', 'thread-2'))).created, true, 'without an intent');
@@ -594,8 +587,7 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
       );
       // A store publishes a commit once it has read it back (PostgreSQL: on its notification), so head()
       // reaches the newest event soon after the write returns, not necessarily at once.
-      const deadline = Date.now() + 2_000;
-      while (s.events.head() !== page.next && Date.now() < deadline) await new Promise((res) => setTimeout(res, 5));
+      await until('the event published', () => s.events.head() === page.next);
       t.equal(s.events.head(), page.next, 'head is the newest event once published');
       // Pages.
       const two = await s.events.read(start, 2);
@@ -708,9 +700,8 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
       const r = await openReplica(t, s);
       const before = r.resourcesRevision();
       await s.putResource(resource('huabu', 'web-search'));
-      const deadline = Date.now() + 1_000;
-      while (r.resourcesRevision() === before && Date.now() < deadline) await new Promise((res) => setTimeout(res, 10));
-      t.not(r.resourcesRevision(), before, 'within one second');
+      await until('the other replica to see the write', () => r.resourcesRevision() !== before);
+      t.not(r.resourcesRevision(), before, 'the other replica sees the write');
       t.same(await r.getResource('web-search'), resource('huabu', 'web-search'));
     });
 
@@ -722,8 +713,7 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
       const off = r.events.onPublished(() => woken++);
       t.teardown(off);
       await s.putResource(resource('huabu', 'web-search'));
-      const deadline = Date.now() + 2_000;
-      while (woken === 0 && Date.now() < deadline) await new Promise((res) => setTimeout(res, 10));
+      await until('the other replica to wake its subscribers', () => woken > 0);
       t.ok(woken > 0, 'the other replica woke its subscribers');
       const { events } = await r.events.read(from, 10);
       t.same(

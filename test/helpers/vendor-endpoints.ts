@@ -12,7 +12,7 @@
 //   /echo-auth              a Tavily-shaped answer whose content is the request's Authorization header
 //   /not-json               200 HTML
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listen } from './sockets.js';
 
 export const VENDOR_LEAK = 'VENDOR-ERROR-BODY-MUST-NOT-LEAK';
 /** The image bytes the fake OpenAI answers with, and their base64. */
@@ -95,9 +95,9 @@ export async function startVendorEndpoints(): Promise<VendorEndpoints> {
       return json(404, { error: VENDOR_LEAK });
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const origin = await listen(server);
   return {
-    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    origin,
     received,
     held: () => held.size,
     releaseAll: () => [...held].forEach((r) => r()),

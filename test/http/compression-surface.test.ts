@@ -13,6 +13,7 @@ import { request } from 'undici';
 import { registerCompression, sendEncoded } from '../../src/http/compression.js';
 import { CachedBody, MIN_COMPRESSED_BYTES } from '../../src/registry/catalogue-cache.js';
 import { build, CANARY, type TestApp } from '../helpers/build.js';
+import { listen } from '../helpers/sockets.js';
 
 type Coding = 'br' | 'gzip' | 'identity';
 
@@ -34,8 +35,7 @@ interface Served {
 
 async function serve(t: Parameters<typeof build>[0]): Promise<Served> {
   const h = await build(t);
-  await h.app.listen({ port: 0, host: '127.0.0.1' });
-  const origin = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
+  const origin = await listen(h.app);
   return {
     h,
     origin,
@@ -376,9 +376,8 @@ t.test('a body a route chose to send as it is stays as it is: the plugin does no
   const kept = new CachedBody(body, '"now"');
   app.get('/superseded', (request, reply) => sendEncoded(reply, request.headers, superseded, { type: 'application/json; charset=utf-8' }));
   app.get('/kept', (request, reply) => sendEncoded(reply, request.headers, kept, { type: 'application/json; charset=utf-8' }));
-  await app.listen({ port: 0, host: '127.0.0.1' });
+  const origin = await listen(app);
   t.teardown(() => app.close());
-  const origin = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
   for (const coding of ['br', 'gzip'] as const) {
     const res = await request(`${origin}/superseded`, { headers: { 'accept-encoding': coding } });
     const bytes = Buffer.from(await res.body.arrayBuffer());

@@ -8,6 +8,7 @@ import { request } from 'undici';
 import { negotiateCoding } from '../../src/http/content-coding.js';
 import { CachedBody, MIN_COMPRESSED_BYTES } from '../../src/registry/catalogue-cache.js';
 import { build, CANARY, type TestApp } from '../helpers/build.js';
+import { listen } from '../helpers/sockets.js';
 
 type Coding = 'br' | 'gzip' | 'identity';
 
@@ -21,8 +22,7 @@ async function serve(
   t: Parameters<typeof build>[0],
 ): Promise<{ h: TestApp; get(path: string, headers: Record<string, string>): Promise<Answer> }> {
   const h = await build(t);
-  await h.app.listen({ port: 0, host: '127.0.0.1' });
-  const origin = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
+  const origin = await listen(h.app);
   return {
     h,
     async get(path, headers) {

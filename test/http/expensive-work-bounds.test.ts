@@ -9,22 +9,13 @@ import { EXPENSIVE_SCAN_CHARS } from '../../src/http/expensive-work.js';
 import type { AgentProfile } from '../../src/schemas/profile.js';
 import type { AgentResource } from '../../src/schemas/resource.js';
 import { build } from '../helpers/build.js';
+import { profileRecord } from '../helpers/profiles.js';
 
 function resource(id: string, provider: string): AgentResource {
   return { schemaVersion: 1, id, name: `Name of ${id}`, provider, description: `About ${id}.`, instructions: `Use ${id}.` };
 }
 
-function profile(id: string, agentletId: string, resourceIds: string[]): AgentProfile {
-  return {
-    schemaVersion: 2,
-    id,
-    alias: `Alias ${id}`,
-    agentletId,
-    workingDirPath: '/w',
-    resourceIds,
-    launch: { kind: 'acp-command', command: 'agent' },
-  };
-}
+const profile = (id: string, agentletId: string, resourceIds: string[]): AgentProfile => profileRecord(id, { agentletId, resourceIds });
 
 /** A dense graph: `n` nodes, every node linked to the next `k`. */
 function denseDot(n: number, k: number): string {

@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import t from 'tap';
 import { ERROR_CODES } from '../../src/errors.js';
 import { build } from '../helpers/build.js';
+import { until } from '../helpers/wait.js';
 
 const ENVELOPE_KEYS = ['code', 'error', 'message', 'statusCode'];
 
@@ -107,22 +108,26 @@ t.test('an error of any 4xx status a plugin raises leaves with a code whose list
 
 t.test("a client's hang-up is not an overloaded registry: no 503, no error logged, no 503 in the metrics", async (t) => {
   const h = await build(t);
-  let failed!: () => void;
-  const thrown = new Promise<void>((resolve) => (failed = resolve));
+  let working!: () => void;
+  const started = new Promise<void>((resolve) => (working = resolve));
   // Work cancelled because its client went away, as a render does (src/routes/capabilities.ts).
   h.app.get('/slow-work', async (_request, reply) => {
-    await new Promise((resolve) => reply.raw.once('close', resolve));
-    setImmediate(failed);
+    const gone = new Promise((resolve) => reply.raw.once('close', resolve));
+    working();
+    await gone;
     throw Object.assign(new Error('The client went away.'), { name: 'AbortError' });
   });
   await h.app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = h.app.server.address() as { port: number };
   const socket = connect(port, '127.0.0.1');
   socket.write('GET /slow-work HTTP/1.1\r\nHost: x\r\n\r\n');
-  await new Promise((r) => setTimeout(r, 200));
+  // Hang up once the work runs (a hang-up before would never reach the handler).
+  await started;
   socket.destroy();
-  await thrown;
-  await new Promise((r) => setTimeout(r, 200));
+  // The cancellation is logged once the request is done; its metrics are counted by then.
+  await until('the cancellation logged', async () =>
+    (await readFile(h.logFile, 'utf8')).includes('the client went away; its work was cancelled'),
+  );
   const metrics = (await h.app.inject({ url: '/metrics' })).body;
   const lines = metrics.split('\n').filter((l) => l.startsWith('http_request_duration_seconds_count') && l.includes('/slow-work'));
   t.notOk(
@@ -145,4 +150,23 @@ t.test("a client's hang-up is not an overloaded registry: no 503, no error logge
     log.some((l) => l.msg === 'the client went away; its work was cancelled'),
     'logged as a cancellation',
   );
+});
+
+t.test('a method a path does not serve is 405 with Allow, in our envelope', async (t) => {
+  const h = await build(t);
+  const cases: [string, string, string[]][] = [
+    ['POST', '/api/acp/resources/web-search', ['GET']],
+    ['PUT', '/api/acp/machines', ['GET', 'POST']],
+    ['DELETE', '/healthz', ['GET']],
+    ['PATCH', '/api/acp/providers/huabu/resources', ['GET', 'PUT']],
+  ];
+  for (const [method, url, allowed] of cases) {
+    const res = await h.app.inject({ method: method as 'POST', url, headers: h.owner });
+    t.equal(res.statusCode, 405, `${method} ${url}`);
+    t.equal(res.json().code, 'method_not_allowed');
+    const allow = String(res.headers.allow).split(/,\s*/);
+    for (const m of allowed) t.ok(allow.includes(m), `Allow lists ${m} (${res.headers.allow})`);
+  }
+  const unknown = await h.app.inject({ url: '/api/acp/nothing-here', headers: h.owner });
+  t.equal(unknown.statusCode, 404, 'an unknown path stays 404');
 });

@@ -6,11 +6,11 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { Compile } from 'typebox/compile';
-import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { EventStreamParser } from '../../src/agentlet/channel-client.js';
 import type { Job } from '../../src/channel/machine-channels.js';
 import { build, recordIssuedToken } from '../helpers/build.js';
+import { listen } from '../helpers/sockets.js';
 
 /** The subset of JSON Schema TypeBox emits for this API, as far as the generators read it. */
 interface Schema {
@@ -255,8 +255,7 @@ t.test('fuzz every operation as every role', async (t) => {
 t.test("fuzz a machine's answers to its jobs: whatever it posts, neither it nor the owner gets a 500", async (t) => {
   // Answers the route refuses leave their job to time out: a short timeout keeps the run short.
   const h = await build(t, { env: { RATE_LIMIT_WRITES_PER_MINUTE: '0', AUTH_FAILURES_PER_MINUTE: '0', AGENTLET_JOB_TIMEOUT_MS: '300' } });
-  await h.app.listen({ port: 0, host: '127.0.0.1' });
-  const url = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
+  const url = await listen(h.app);
   const token = await h.enroll('agentlet-a');
   const abort = new AbortController();
   t.teardown(() => abort.abort());

@@ -13,6 +13,7 @@ import { Compile } from 'typebox/compile';
 import { build, CANARY, DATA_ROOT, recordIssuedToken, type TestApp } from '../helpers/build.js';
 import { startHostedEndpoint, type HostedEndpoint } from '../helpers/hosted-endpoint.js';
 import { capabilitiesFile, SEARCH_KEY } from '../helpers/invocation-world.js';
+import { listen } from '../helpers/sockets.js';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type Schema = { [key: string]: Json };
@@ -199,8 +200,7 @@ async function world(t: Test, compat: boolean): Promise<{ h: TestApp; endpoint: 
       ...(compat ? { HUABU_COMPAT: '1' } : {}),
     },
   });
-  await h.app.listen({ port: 0, host: '127.0.0.1' });
-  const origin = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
+  const origin = await listen(h.app);
   // The machine Huabu's server runs on, enrolled, with one skill of its own for the owner to customize.
   const machineToken = await h.enroll(MACHINE);
   const published = await h.app.inject({

@@ -18,8 +18,10 @@ import { ConfigError, loadConfig } from '../../src/config.js';
 import { BUILT_IN_ADAPTERS, imageSizeProblem } from '../../src/invocation/adapters.js';
 import { parseHostedCapabilities, unboundedSchemaProblems } from '../../src/invocation/capabilities-file.js';
 import { build, CANARY, DATA_ROOT, recordIssuedToken, type TestApp } from '../helpers/build.js';
-import { auditLines, type InvokeAnswer } from '../helpers/invocation-world.js';
+import { type InvokeAnswer } from '../helpers/invocation-world.js';
 import { PNG_B64, startVendorEndpoints, VENDOR_LEAK, type VendorEndpoints } from '../helpers/vendor-endpoints.js';
+import { listen } from '../helpers/sockets.js';
+import { auditLines } from '../helpers/audit.js';
 
 const TAVILY_KEY = 'tvly-arr_credential_CANARYtavily0key0value0for0tests';
 const OPENAI_KEY = 'sk-arr_credential_CANARYopenai0key0value0for0tests';
@@ -80,8 +82,7 @@ async function world(t: Test): Promise<World> {
   const capsFile = path.join(DATA_ROOT, `caps-adapters-${process.pid}-${Math.random().toString(36).slice(2)}.json`);
   await writeFile(capsFile, JSON.stringify(capabilitiesFile(vendor.origin)));
   const h = await build(t, { env: { HOSTED_CAPABILITIES_FILE: capsFile, ...KEYS, REQUIRED_RESOURCE_IDS: '' } });
-  await h.app.listen({ port: 0, host: '127.0.0.1' });
-  const origin = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
+  const origin = await listen(h.app);
   await h.enroll('mac-1');
   for (const id of IDS) {
     const put = await h.put('huabu', CANARY.huabu, id);

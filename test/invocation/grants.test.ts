@@ -1,12 +1,13 @@
-// The second security review's findings on hosted invocation: a grant or canvas token re-spelled (lenient
-// base64url) must not pass nor get a fresh quota, a grant's in-flight calls are bounded across its
+// Grants and hosted invocation hold against misuse: a grant or canvas token re-spelled (lenient base64url)
+// must not pass nor get a fresh quota, a grant's in-flight calls are bounded across its
 // capabilities, a grant dies with its canvas's revocation cut-off and needs the thread header, hosted IDs
 // belong to the host, an answer carrying the capability's own credential never reaches the agent, and a
 // failed answer is audited as failed. Real sockets on both sides (test/helpers/invocation-world.ts).
 import { readFile } from 'node:fs/promises';
 import t from 'tap';
 import { GrantQuotas } from '../../src/invocation/quotas.js';
-import { auditLines, SEARCH_KEY, world } from '../helpers/invocation-world.js';
+import { SEARCH_KEY, world } from '../helpers/invocation-world.js';
+import { auditLines } from '../helpers/audit.js';
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 

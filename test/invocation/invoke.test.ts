@@ -7,7 +7,8 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CANARY, recordIssuedToken } from '../helpers/build.js';
 import { startHostedEndpoint, UPSTREAM_LEAK } from '../helpers/hosted-endpoint.js';
-import { auditLines, capabilitiesFile, HOSTED, SEARCH_KEY, world, type World } from '../helpers/invocation-world.js';
+import { capabilitiesFile, HOSTED, SEARCH_KEY, world, type World } from '../helpers/invocation-world.js';
+import { auditLines } from '../helpers/audit.js';
 
 t.test('an agent with a canvas token and a grant invokes a hosted capability end to end', async (t) => {
   const w = await world(t);

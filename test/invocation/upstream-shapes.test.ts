@@ -13,7 +13,8 @@ import t from 'tap';
 import { AppError, ERROR_CODES } from '../../src/errors.js';
 import { renderError } from '../../src/http/error-handler.js';
 import { asInvocationAnswer, INVOCATION_REASONS, invocationError } from '../../src/invocation/invocation-errors.js';
-import { auditLines, SEARCH_KEY, world, type World } from '../helpers/invocation-world.js';
+import { SEARCH_KEY, world, type World } from '../helpers/invocation-world.js';
+import { auditLines } from '../helpers/audit.js';
 
 const INPUT = { query: 'lichen growth rates' };
 const invokeLines = async (w: World) => (await auditLines(w.h)).filter((a) => a.action === 'resource.invoke');

@@ -12,6 +12,7 @@ import { readJournal } from '../../src/storage/journal.js';
 import { JsonWorkloadFiles } from '../../src/storage/json-workload-files.js';
 import type { WorkloadRecord } from '../../src/schemas/workload.js';
 import { workloadRecord } from '../helpers/workload-record.js';
+import { until } from '../helpers/wait.js';
 
 const dataDir = () => mkdtemp(path.join(tmpdir(), 'arr-wlcompact-'));
 const journalOf = (dir: string) => path.join(dir, 'workloads', 'workloads.journal');
@@ -24,13 +25,6 @@ const tick = (ms: number) => new Promise<'timeout'>((r) => setTimeout(() => r('t
 const COMPACT_AT = 2048;
 
 const record = workloadRecord;
-
-async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
-  for (const deadline = Date.now() + 20_000; !(await check());) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting: ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 /** A seam that holds every write of a canvas file (its temp file's open) until released. */
 function gatedCanvasWrites() {
@@ -108,7 +102,7 @@ t.test('a launch is answered while a compaction is held writing a canvas file', 
   );
 
   gate.release();
-  await eventually(async () => (await readJournal(journalOf(dir))).bytes < COMPACT_AT, 'the journal swapped for its tail');
+  await until('the journal swapped for its tail', async () => (await readJournal(journalOf(dir))).bytes < COMPACT_AT);
   const tail = (await readJournal(journalOf(dir))).batches.flat() as WorkloadRecord[];
   t.same(
     tail.map((w) => w.threadId).sort(),
@@ -142,18 +136,18 @@ t.test('a canvas touched during a compaction stays due: the next compaction writ
   await files.realize(late);
   all.push(late);
   gate.release();
-  await eventually(async () => (await readJournal(journalOf(dir))).bytes < COMPACT_AT, 'first compaction');
+  await until('first compaction', async () => (await readJournal(journalOf(dir))).bytes < COMPACT_AT);
   // A second compaction of other canvases only (c-1 gets nothing new): it must still write c-1.
   for (let i = 100; i < 140 && !(await onDisk(dir, 'c-1')).some((w) => w.threadId === 'late'); i++) {
     const r = record(`d-${i % 2}`, `t-${i}`);
     await files.realize(r);
     all.push(r);
   }
-  await eventually(async () => (await onDisk(dir, 'c-1')).some((w) => w.threadId === 'late'), 'c-1 written by the next compaction');
+  await until('c-1 written by the next compaction', async () => (await onDisk(dir, 'c-1')).some((w) => w.threadId === 'late'));
   // Its swap drops `late` from the journal (it came before the second fold point): only the file holds it then.
   const journalHasLate = async () =>
     ((await readJournal(journalOf(dir))).batches.flat() as WorkloadRecord[]).some((w) => w.threadId === 'late');
-  await eventually(async () => !(await journalHasLate()), 'second compaction swapped the journal');
+  await until('second compaction swapped the journal', async () => !(await journalHasLate()));
   // Every acknowledged launch is in its canvas file or in the journal at this moment: a kill here loses none.
   const journaled = (await readJournal(journalOf(dir))).batches.flat() as WorkloadRecord[];
   for (const r of all) {
@@ -287,7 +281,7 @@ t.test('a kill at any step of a compaction loses no acknowledged launch', async 
   const files = await JsonWorkloadFiles.open(fullDir, full.fs, undefined, COMPACT_AT);
   const opened = full.state.ops;
   await scenario(files, []);
-  await eventually(async () => (await readJournal(journalOf(fullDir))).bytes < COMPACT_AT, 'the unkilled run compacts');
+  await until('the unkilled run compacts', async () => (await readJournal(journalOf(fullDir))).bytes < COMPACT_AT);
   await tick(50);
   const total = full.state.ops;
   await files.close();
@@ -401,7 +395,7 @@ t.test('a compaction beside the launches writes one canvas file at a time and fs
   const from = seam.log.length;
   // Many canvases, so a compaction has many files to write.
   for (let i = 0; i < 12; i++) await launchSeries(files, i, 1, 12);
-  await eventually(async () => (await readJournal(journalOf(dir))).bytes < COMPACT_AT, 'a compaction');
+  await until('a compaction', async () => (await readJournal(journalOf(dir))).bytes < COMPACT_AT);
   const steps = seam.log.slice(from);
   // The first compaction: from its first canvas file to its journal swap (which fsyncs the directory itself).
   const first = steps.indexOf('canvas rename');
@@ -446,7 +440,7 @@ t.test('a directory fsync that fails fails the compaction: the journal is kept a
   failDirSync = false;
   // The next compaction (the journal doubled) writes every canvas again, the ones written before the failure too.
   const more = await launchSeries(files, 100, 16, 1);
-  await eventually(async () => (await readJournal(journalOf(dir))).bytes < COMPACT_AT, 'a later compaction');
+  await until('a later compaction', async () => (await readJournal(journalOf(dir))).bytes < COMPACT_AT);
   for (const r of [...launched, ...more]) {
     const tail = (await readJournal(journalOf(dir))).batches.flat() as WorkloadRecord[];
     t.ok(
@@ -471,10 +465,7 @@ t.test('a journal filled again while a compaction ran is compacted when it ends,
   t.ok((await readJournal(journalOf(dir))).bytes > 2 * COMPACT_AT, 'the journal is full again');
   gate.release();
   // No launch from here on: only the end of the first compaction can start the second.
-  await eventually(
-    async () => (await readJournal(journalOf(dir))).bytes < COMPACT_AT,
-    'the second compaction, started by the end of the first',
-  );
+  await until('the second compaction, started by the end of the first', async () => (await readJournal(journalOf(dir))).bytes < COMPACT_AT);
   for (const r of ['t-200', 't-211'])
     t.ok(
       (await onDisk(dir, `c-${Number(r.slice(2)) % 3}`)).some((w) => w.threadId === r),

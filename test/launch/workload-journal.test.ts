@@ -11,6 +11,7 @@ import { JsonWorkloadFiles } from '../../src/storage/json-workload-files.js';
 import { StoreFileError } from '../../src/storage/store-file-error.js';
 import type { WorkloadRecord } from '../../src/schemas/workload.js';
 import { workloadRecord } from '../helpers/workload-record.js';
+import { until } from '../helpers/wait.js';
 
 const dataDir = () => mkdtemp(path.join(tmpdir(), 'arr-wljournal-'));
 const journalOf = (dir: string) => path.join(dir, 'workloads', 'workloads.journal');
@@ -20,14 +21,6 @@ const canvasFile = async (dir: string, canvasId: string) =>
     schemaVersion: number;
     state: { workloads: WorkloadRecord[] };
   };
-
-/** Polls `check` until it holds (a background compaction settling), failing after 20 s. */
-async function eventually(check: () => Promise<boolean>): Promise<void> {
-  for (const deadline = Date.now() + 20_000; !(await check());) {
-    if (Date.now() > deadline) throw new Error('timed out waiting for the background compaction');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 const record = workloadRecord;
 
@@ -119,7 +112,7 @@ t.test('the journal is compacted into the touched canvas files once it passes th
   const files = await open(dir, 4096);
   for (let i = 0; i < 12; i++) await files.realize(record(`c-${i % 3}`, `t-${i}`));
   // The compaction runs beside the launches (the last ones did not wait for it): let it finish.
-  await eventually(async () => (await readJournal(journalOf(dir))).bytes < 4096);
+  await until('the background compaction', async () => (await readJournal(journalOf(dir))).bytes < 4096);
   const journal = await readJournal(journalOf(dir));
   t.ok(journal.bytes < 4096, `the journal was emptied on the way (${journal.bytes} bytes now)`);
   const onDisk = (

@@ -3,33 +3,18 @@
 // coverage maps back to src/ line for line); this one proves the bundle is the same service: it starts,
 // serves the same OpenAPI document, validates and serializes both record versions, answers errors in our
 // envelope, stops cleanly on SIGTERM, and opens the PostgreSQL store, whose code it loads only then.
-import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { CANARY, tempDataDir } from '../helpers/build.js';
+import { ensureBuilt } from '../helpers/built.js';
 import { BUNDLE_ENTRY, startServer } from '../crash/server-process.js';
 import { DATABASE_URL, freshDatabase } from '../helpers/postgres.js';
 
 t.setTimeout(300_000);
 // tap runs from the project's root; `npm test` runs this file compiled, under dist/test.
 const ROOT = process.cwd();
-
-/** Builds (tsc, then the bundle) when the bundle is missing or older than a source. */
-function ensureBundled(): void {
-  const newest = (dir: string): number =>
-    readdirSync(dir, { withFileTypes: true }).reduce(
-      (m, e) => Math.max(m, e.isDirectory() ? newest(path.join(dir, e.name)) : statSync(path.join(dir, e.name)).mtimeMs),
-      0,
-    );
-  if (
-    existsSync(BUNDLE_ENTRY) &&
-    statSync(BUNDLE_ENTRY).mtimeMs >= Math.max(newest(path.join(ROOT, 'src')), newest(path.join(ROOT, 'scripts')))
-  )
-    return;
-  execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'build-if-changed.mjs'), '--force'], { cwd: ROOT, stdio: 'inherit' });
-}
 
 /** The bare specifiers a bundle file imports statically (`import … from "x"` at top level). */
 function staticImports(file: string): string[] {
@@ -59,7 +44,7 @@ async function call(origin: string, method: string, url: string, token?: string,
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
-ensureBundled();
+ensureBuilt();
 
 t.test('the bundle holds our code and typebox; pg and the PostgreSQL store are not loaded with the JSON store', (t) => {
   const entryImports = staticImports(BUNDLE_ENTRY);

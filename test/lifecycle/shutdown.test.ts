@@ -2,13 +2,14 @@
 // audit file closes (the HTTP side closes first, then the app drains its handlers, then the store closes).
 import t from 'tap';
 import { readFile } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import pino from 'pino';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { readStoredResources } from '../../src/storage/json-file-store.js';
 import { CANARY, canaryLogFile, tempDataDir, testEnv } from '../helpers/build.js';
+import { listen } from '../helpers/sockets.js';
+import { auditLines } from '../helpers/audit.js';
 
 const body = (id: string) => ({
   schemaVersion: 1,
@@ -33,10 +34,7 @@ t.test('writes in flight when close begins are audited before the audit file clo
     for (let i = 0; i < delayTicks; i++) await new Promise((r) => setImmediate(r));
     await app.close();
     const answers = await Promise.all(requests);
-    const audit = (await readFile(path.join(dataDir, 'audit.jsonl'), 'utf8').catch(() => ''))
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l));
+    const audit = await auditLines(dataDir);
     const log = await readFile(logFile, 'utf8');
     t.notMatch(log, /audit log append failed/, `after ${delayTicks} ticks: no audit append failed`);
     const stored = new Set((await readStoredResources(dataDir)).map((r) => r.id));
@@ -85,10 +83,7 @@ t.test('profile writes in flight when close begins are stored and audited, and t
     for (let i = 0; i < delayTicks; i++) await new Promise((r) => setImmediate(r));
     await app.close();
     const answers = await Promise.all(requests);
-    const audit = (await readFile(path.join(dataDir, 'audit.jsonl'), 'utf8').catch(() => ''))
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l));
+    const audit = await auditLines(dataDir);
     const log = await readFile(logFile, 'utf8');
     t.notMatch(log, /audit log append failed/, `after ${delayTicks} ticks: no audit append failed`);
     const registry = JSON.parse(
@@ -125,8 +120,7 @@ t.test('writes whose clients hung up (as a load generator does at its end) still
     const logFile = canaryLogFile();
     const logger = pino({ level: 'info' }, pino.destination({ dest: logFile, sync: true, mkdir: true }));
     const app = await buildApp({ config: loadConfig(testEnv(dataDir, { SEED_HUABU_RESOURCES: 'false' })), logger });
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    const { port } = app.server.address() as AddressInfo;
+    const { port } = new URL(await listen(app));
     const ids = Array.from({ length: 16 }, (_, i) => `hup-${delayMs}-${i}`);
     const agent = new http.Agent({ keepAlive: false });
     await Promise.all(
@@ -155,10 +149,7 @@ t.test('writes whose clients hung up (as a load generator does at its end) still
     await app.close();
     const log = await readFile(logFile, 'utf8');
     t.notMatch(log, /audit log append failed/, `hung up after ${delayMs} ms: no audit append failed`);
-    const audit = (await readFile(path.join(dataDir, 'audit.jsonl'), 'utf8').catch(() => ''))
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l));
+    const audit = await auditLines(dataDir);
     const stored = await readStoredResources(dataDir);
     for (const r of stored)
       t.equal(audit.filter((a) => a.id === r.id).length, 1, `hung up after ${delayMs} ms: stored ${r.id} has its audit line`);
@@ -171,11 +162,10 @@ t.test('requests refused before their handler (a bad token, an unknown route) do
     config: loadConfig(testEnv(dataDir, { SEED_HUABU_RESOURCES: 'false' })),
     logger: pino({ level: 'silent' }),
   });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const { port } = app.server.address() as AddressInfo;
-  const refused = await fetch(`http://127.0.0.1:${port}/api/acp/resources`, { headers: { authorization: 'Bearer arr_owner_wrong' } });
+  const origin = await listen(app);
+  const refused = await fetch(`${origin}/api/acp/resources`, { headers: { authorization: 'Bearer arr_owner_wrong' } });
   t.equal(refused.status, 401);
-  const unknown = await fetch(`http://127.0.0.1:${port}/no/such/route`);
+  const unknown = await fetch(`${origin}/no/such/route`);
   t.equal(unknown.status, 404);
   const closed = await Promise.race([
     app.close().then(() => 'closed'),

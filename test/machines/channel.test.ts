@@ -5,12 +5,12 @@
 // @0e53b7eb538ed0c1b76c4018daca13e8c8fd82ce answers it; the profile list's `online` and `connectedAt` as
 // external/agenetes/packages/protocol/src/agentlet-status.ts @0a318194c735bc45bdd353773a60f78214b488ed defines them.
 import t from 'tap';
-import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { EventStreamParser, type ServerSentEvent } from '../../src/agentlet/channel-client.js';
 import { MachineChannels, type ChannelSink, type Job } from '../../src/channel/machine-channels.js';
 import { AppError } from '../../src/errors.js';
 import { build, recordIssuedToken, type TestApp } from '../helpers/build.js';
+import { listen } from '../helpers/sockets.js';
 
 interface Listening {
   h: TestApp;
@@ -23,8 +23,7 @@ async function listening(
   options: { statusEventWindowMs?: number } = {},
 ): Promise<Listening> {
   const h = await build(t, { env, ...options });
-  await h.app.listen({ port: 0, host: '127.0.0.1' });
-  return { h, url: `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}` };
+  return { h, url: await listen(h.app) };
 }
 
 /** A machine holding its channel: the events it has read so far, and whether the stream has ended. */

@@ -1,17 +1,16 @@
 // A machine's answer to a job, however odd its result, reaches the owner as a 200 or a clear 4xx/5xx with a
 // stable code, never a 500: deep nesting, and results that cannot be sent on as JSON.
 import t, { type Test } from 'tap';
-import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { EventStreamParser } from '../../src/agentlet/channel-client.js';
 import type { Job } from '../../src/channel/machine-channels.js';
 import { MAX_JOB_RESULT_DEPTH } from '../../src/schemas/channel.js';
 import { build } from '../helpers/build.js';
+import { listen } from '../helpers/sockets.js';
 
 async function setUp(t: Test) {
   const h = await build(t);
-  await h.app.listen({ port: 0, host: '127.0.0.1' });
-  const url = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
+  const url = await listen(h.app);
   const token = await h.enroll('mac-deep');
   const abort = new AbortController();
   t.teardown(() => abort.abort());

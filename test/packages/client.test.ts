@@ -2,7 +2,6 @@
 // as a RegistryError, answers that are not the registry's, and the token kept out of every error.
 import t from 'tap';
 import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
 import {
   ERROR_CODES,
@@ -15,6 +14,7 @@ import {
 import { ERROR_CODES as SERVER_ERROR_CODES } from '../../src/errors.js';
 import { CANARY } from '../helpers/build.js';
 import { fakeRegistry, startRegistry } from '../helpers/agentlet.js';
+import { freePort, listen } from '../helpers/sockets.js';
 
 const MACHINE = 'client-test-7f3a';
 
@@ -183,21 +183,17 @@ t.test('answers that are not the registry’s, and no answer at all', async (t) 
   );
   t.match(await caught(client.listProviderResources('text')), { problem: 'not_json', statusCode: 200 }, 'a success without JSON');
 
-  const closed = net.createServer();
-  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-  const { port } = closed.address() as AddressInfo;
-  await new Promise((resolve) => closed.close(resolve));
+  const port = await freePort();
   const refused = await caught(new RegistryClient({ baseUrl: `http://127.0.0.1:${port}`, token }).listProviderResources('m'));
   t.type(refused, RegistryConnectionError);
   t.match(refused, { timedOut: false, message: `cannot reach http://127.0.0.1:${port}` }, 'connection refused');
 
   const silent = http.createServer(() => {});
-  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const url = await listen(silent);
   t.teardown(() => {
     silent.closeAllConnections();
     silent.close();
   });
-  const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
   const timedOut = await caught(new RegistryClient({ baseUrl: url, token, timeoutMs: 200 }).listProviderResources('m'));
   t.match(timedOut, { name: 'RegistryConnectionError', timedOut: true, message: `${url} did not answer within 200 ms` }, 'a timeout');
 

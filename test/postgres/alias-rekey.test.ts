@@ -5,20 +5,11 @@ import { PostgresStore } from '../../src/storage/postgres/postgres-store.js';
 import { aliasKey, profileRevision } from '../../src/profiles/profile-rules.js';
 import type { AgentProfile } from '../../src/schemas/profile.js';
 import { freshDatabase, postgresOrSkip, queryOnce } from '../helpers/postgres.js';
+import { profileRecord } from '../helpers/profiles.js';
 
 const base = postgresOrSkip(t);
 
-function profile(id: string, alias: string): AgentProfile {
-  return {
-    schemaVersion: 2,
-    id,
-    alias,
-    agentletId: 'mac-a',
-    workingDirPath: '/w',
-    resourceIds: [],
-    launch: { kind: 'acp-command', command: 'agent' },
-  };
-}
+const profile = (id: string, alias: string): AgentProfile => profileRecord(id, { alias });
 
 if (base) {
   t.test('rows keyed under the old rule are re-keyed at start; look-alikes then clash', async (t) => {

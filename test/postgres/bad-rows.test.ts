@@ -8,21 +8,11 @@ import { freshDatabase, postgresOrSkip, queryOnce } from '../helpers/postgres.js
 import { PostgresStore } from '../../src/storage/postgres/postgres-store.js';
 import { aliasKey, profileRevision } from '../../src/profiles/profile-rules.js';
 import type { AgentProfile } from '../../src/schemas/profile.js';
+import { profileRecord } from '../helpers/profiles.js';
 
 const base = postgresOrSkip(t);
 
-function profile(id: string, alias: string, extra: Partial<AgentProfile> = {}): AgentProfile {
-  return {
-    schemaVersion: 2,
-    id,
-    alias,
-    agentletId: 'mac-a',
-    workingDirPath: '/w',
-    resourceIds: [],
-    launch: { kind: 'acp-command', command: 'agent' },
-    ...extra,
-  };
-}
+const profile = (id: string, alias: string, extra: Partial<AgentProfile> = {}): AgentProfile => profileRecord(id, { alias, ...extra });
 
 if (base) {
   t.test('a profile row holding a NUL: the start names it and serves every profile', async (t) => {

@@ -4,7 +4,7 @@
 import t from 'tap';
 import { CANARY } from '../helpers/build.js';
 import { freshDatabase, postgresOrSkip } from '../helpers/postgres.js';
-import { listen, SseClient } from '../helpers/sse.js';
+import { buildListening, SseClient } from '../helpers/sse.js';
 
 const base = postgresOrSkip(t);
 if (base) {
@@ -12,8 +12,8 @@ if (base) {
   const env = { DATABASE_URL: url, RATE_LIMIT_WRITES_PER_MINUTE: '0' };
 
   t.test('an event written through replica A reaches a subscriber on replica B, in commit order, once', async (t) => {
-    const a = await listen(t, { env });
-    const b = await listen(t, { env });
+    const a = await buildListening(t, { env });
+    const b = await buildListening(t, { env });
     const sub = await SseClient.open(b.origin, '/api/acp/events', b.h.owner);
     t.teardown(() => sub.close());
     t.equal(sub.status, 200);

@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { PostgresStore } from '../../src/storage/postgres/postgres-store.js';
 import { freshDatabase, postgresOrSkip, queryOnce } from '../helpers/postgres.js';
 import { resource } from '../helpers/storage-contract.js';
+import { until } from '../helpers/wait.js';
 
 const base = postgresOrSkip(t);
 if (base) {
@@ -43,8 +44,7 @@ if (base) {
       'the change made while down is read',
     );
     await a.putResource(resource('huabu', 'after'));
-    const deadline = Date.now() + 1_000;
-    while (b.resourcesRevision() === settled && Date.now() < deadline) await sleep(10);
+    await until('a notification after the reconnect', () => b.resourcesRevision() !== settled);
     t.not(b.resourcesRevision(), settled, 'notifications arrive again after the reconnect');
   });
 }

@@ -3,10 +3,10 @@
 // answers its jobs 503 `agentlet_unavailable` (the recorded limit), and a revoke or rotation made through
 // the other replica ends the channel at the holder's next heartbeat.
 import t from 'tap';
-import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { build, recordIssuedToken, type TestApp } from '../helpers/build.js';
 import { freshDatabase, postgresOrSkip } from '../helpers/postgres.js';
+import { listen } from '../helpers/sockets.js';
 
 const base = postgresOrSkip(t);
 if (base) {
@@ -14,8 +14,7 @@ if (base) {
     const url = await freshDatabase(t, base);
     const replica = async () => {
       const h = await build(t, { env: { DATABASE_URL: url }, channelHeartbeatMs: 100 });
-      await h.app.listen({ port: 0, host: '127.0.0.1' });
-      return { h, origin: `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}` };
+      return { h, origin: await listen(h.app) };
     };
     const a = await replica();
     const b = await replica();

@@ -8,6 +8,7 @@ import { request } from 'undici';
 import { CANARY, testEnv } from '../helpers/build.js';
 import { postgresOrSkip, privateCluster, queryOnce } from '../helpers/postgres.js';
 import { killAllServers, startServer } from '../crash/server-process.js';
+import { until } from '../helpers/wait.js';
 
 const base = postgresOrSkip(t);
 
@@ -66,13 +67,7 @@ if (base) {
       }
     };
     const writers = Promise.all(Array.from({ length: 8 }, (_, w) => writer(w)));
-    const waitFor = async (what: string, ok: () => boolean) => {
-      const deadline = Date.now() + 60_000;
-      while (!ok()) {
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-        await sleep(5);
-      }
-    };
+    const waitFor = (what: string, ok: () => boolean) => until(what, ok, { within: 60_000, every: 5 });
     try {
       await waitFor('100 acknowledged writes', () => acknowledged.length >= 100);
       await cluster.stop('immediate');

@@ -4,16 +4,16 @@ import t from 'tap';
 import { request } from 'undici';
 import { build } from '../helpers/build.js';
 import { freshDatabase, postgresOrSkip, queryOnce } from '../helpers/postgres.js';
+import { listen } from '../helpers/sockets.js';
 
 const base = postgresOrSkip(t);
 if (base) {
   t.test('/readyz is 503 while the database is unreachable and 200 once it is back', async (t) => {
     const url = await freshDatabase(t, base);
     const h = await build(t, { env: { DATABASE_URL: url } });
-    await h.app.listen({ host: '127.0.0.1', port: 0 });
-    const { port } = h.app.server.address() as { port: number };
+    const origin = await listen(h.app);
     const readyz = async () => {
-      const res = await request(`http://127.0.0.1:${port}/readyz`);
+      const res = await request(`${origin}/readyz`);
       return { status: res.statusCode, body: (await res.body.json()) as Record<string, unknown> };
     };
     t.same(await readyz(), { status: 200, body: { status: 'ready' } });

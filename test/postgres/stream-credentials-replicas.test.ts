@@ -2,10 +2,10 @@
 // replica is not told to the one holding the stream, which finds it at its next full re-check of the
 // credential (CREDENTIAL_RECHECK_MS, shortened here) and closes the stream.
 import t from 'tap';
-import type { AddressInfo } from 'node:net';
 import { build } from '../helpers/build.js';
 import { freshDatabase, postgresOrSkip } from '../helpers/postgres.js';
 import { SseClient } from '../helpers/sse.js';
+import { listen } from '../helpers/sockets.js';
 
 const RECHECK_MS = 200;
 
@@ -15,8 +15,7 @@ if (base) {
     const url = await freshDatabase(t, base);
     const replica = async () => {
       const h = await build(t, { env: { DATABASE_URL: url }, credentialRecheckMs: RECHECK_MS });
-      await h.app.listen({ port: 0, host: '127.0.0.1' });
-      return { h, origin: `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}` };
+      return { h, origin: await listen(h.app) };
     };
     const a = await replica();
     const b = await replica();

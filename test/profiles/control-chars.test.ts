@@ -5,16 +5,7 @@
 import t, { type Test } from 'tap';
 import { build, type TestApp } from '../helpers/build.js';
 import { DATABASE_URL, freshDatabase } from '../helpers/postgres.js';
-
-function profileBody(fields: Record<string, unknown> = {}) {
-  return {
-    alias: 'Reviewer',
-    agentletId: 'mac-a',
-    workingDirPath: '/home/me/site',
-    launch: { kind: 'acp-command', command: 'claude-code-acp' },
-    ...fields,
-  };
-}
+import { profileBody } from '../helpers/profiles.js';
 
 const REFUSED: [string, Record<string, unknown>][] = [
   ['a NUL in a customData value', { customData: { note: 'a\u0000b' } }],

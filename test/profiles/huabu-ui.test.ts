@@ -7,15 +7,8 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { build, tempDataDir, testEnv, type TestApp } from '../helpers/build.js';
+import { uiProfileBody } from '../helpers/profiles.js';
 
-const uiBody = (fields: Record<string, unknown> = {}) => ({
-  alias: 'Copilot',
-  workingDirPath: '/home/me/site',
-  launch: { kind: 'acp-command', command: 'copilot --acp' },
-  metadata: { cliId: 'copilot' },
-  customData: { icon: { shape: 'diamond', color: 'green' } },
-  ...fields,
-});
 const post = (h: TestApp, payload: Record<string, unknown>) =>
   h.app.inject({ method: 'POST', url: '/api/acp/profiles', headers: h.owner, payload });
 const patch = (h: TestApp, id: string, payload: Record<string, unknown>) =>
@@ -23,14 +16,14 @@ const patch = (h: TestApp, id: string, payload: Record<string, unknown>) =>
 
 t.test('create without agentletId lands on DEFAULT_AGENTLET_ID; without one it is still 400', async (t) => {
   const h = await build(t, { env: { DEFAULT_AGENTLET_ID: 'huabu-host-machine' } });
-  const created = await post(h, uiBody());
+  const created = await post(h, uiProfileBody());
   t.equal(created.statusCode, 201, created.body);
   t.equal(created.json().agentletId, 'huabu-host-machine');
-  const explicit = await post(h, uiBody({ alias: 'Elsewhere', agentletId: 'mac-b' }));
+  const explicit = await post(h, uiProfileBody({ alias: 'Elsewhere', agentletId: 'mac-b' }));
   t.equal(explicit.json().agentletId, 'mac-b', 'a given agentletId wins');
 
   const plain = await build(t);
-  const refused = await post(plain, uiBody());
+  const refused = await post(plain, uiProfileBody());
   t.equal(refused.statusCode, 400);
   t.equal(refused.json().code, 'validation_failed');
   t.equal(refused.json().details.field, '/agentletId');
@@ -47,7 +40,7 @@ t.test('DEFAULT_AGENTLET_ID is checked once at start', (t) => {
 
 t.test('metadata {cliId} is stored, returned, patchable, and null clears it; customData null clears it', async (t) => {
   const h = await build(t, { env: { DEFAULT_AGENTLET_ID: 'mac-a' } });
-  const created = await post(h, uiBody());
+  const created = await post(h, uiProfileBody());
   t.equal(created.statusCode, 201, created.body);
   const { id } = created.json();
   t.same(created.json().metadata, { cliId: 'copilot' });
@@ -67,13 +60,13 @@ t.test('metadata {cliId} is stored, returned, patchable, and null clears it; cus
 
   t.equal((await patch(h, id, { metadata: { cliId: 'x', other: 1 } })).statusCode, 400, 'metadata holds cliId only');
   t.equal((await patch(h, id, { metadata: { cliId: ' padded' } })).statusCode, 400, 'cliId without surrounding whitespace');
-  t.equal((await post(h, uiBody({ alias: 'Long cli', metadata: { cliId: 'c'.repeat(256) } }))).statusCode, 400, 'cliId at most 255');
+  t.equal((await post(h, uiProfileBody({ alias: 'Long cli', metadata: { cliId: 'c'.repeat(256) } }))).statusCode, 400, 'cliId at most 255');
 });
 
 t.test('metadata is scanned for secrets like every other field', async (t) => {
   const h = await build(t, { env: { DEFAULT_AGENTLET_ID: 'mac-a' } });
   const secret = 'ghp_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8';
-  const res = await post(h, uiBody({ metadata: { cliId: secret } }));
+  const res = await post(h, uiProfileBody({ metadata: { cliId: secret } }));
   t.equal(res.statusCode, 422);
   t.equal(res.json().code, 'secret_detected');
   t.notMatch(res.body, secret);
@@ -82,13 +75,13 @@ t.test('metadata is scanned for secrets like every other field', async (t) => {
 t.test('aliases up to 255 characters on create and PATCH; UNC working directories', async (t) => {
   const h = await build(t, { env: { DEFAULT_AGENTLET_ID: 'mac-a' } });
   const long = 'R'.repeat(255);
-  const created = await post(h, uiBody({ alias: long, workingDirPath: '\\\\fileserver\\share\\site' }));
+  const created = await post(h, uiProfileBody({ alias: long, workingDirPath: '\\\\fileserver\\share\\site' }));
   t.equal(created.statusCode, 201, created.body);
   t.equal(created.json().alias, long);
   t.equal(created.json().workingDirPath, '\\\\fileserver\\share\\site');
-  t.equal((await post(h, uiBody({ alias: 'S'.repeat(256) }))).statusCode, 400, '256 is too long');
+  t.equal((await post(h, uiProfileBody({ alias: 'S'.repeat(256) }))).statusCode, 400, '256 is too long');
   for (const alias of [' Padded', 'Padded '])
-    t.equal((await post(h, uiBody({ alias }))).statusCode, 400, `${JSON.stringify(alias)}: surrounding whitespace is refused`);
+    t.equal((await post(h, uiProfileBody({ alias }))).statusCode, 400, `${JSON.stringify(alias)}: surrounding whitespace is refused`);
   const renamed = await patch(h, created.json().id, { alias: 'Q'.repeat(255), workingDirPath: '\\\\other\\share' });
   t.equal(renamed.statusCode, 200, renamed.body);
   t.equal(renamed.json().alias.length, 255);

@@ -2,18 +2,10 @@ import t from 'tap';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { build, CANARY, type TestApp } from '../helpers/build.js';
+import { auditLines } from '../helpers/audit.js';
+import { profileBody } from '../helpers/profiles.js';
 
 const HUABU = CANARY.huabu;
-
-function profileBody(fields: Record<string, unknown> = {}) {
-  return {
-    alias: 'Reviewer',
-    agentletId: 'mac-a',
-    workingDirPath: '/home/me/site',
-    launch: { kind: 'acp-command', command: 'claude-code-acp' },
-    ...fields,
-  };
-}
 
 async function create(h: TestApp, fields: Record<string, unknown> = {}) {
   return h.app.inject({ method: 'POST', url: '/api/acp/profiles', headers: h.owner, payload: profileBody(fields) });
@@ -79,10 +71,7 @@ t.test('the owner creates, reads, lists and deletes a profile that selects resou
   const again = await h.app.inject({ method: 'DELETE', url: `/api/acp/profiles/${profile.id}`, headers: h.owner });
   t.equal(again.json().code, 'profile_not_found');
 
-  const audit = (await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8'))
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l));
+  const audit = await auditLines(h);
   t.same(
     audit.filter((a) => a.action.startsWith('profile.')).map((a) => [a.actor, a.action, a.id, a.outcome]),
     [
@@ -398,4 +387,25 @@ t.test('profiles survive a restart on the same DATA_DIR', async (t) => {
   t.equal(read.headers.etag, created.headers.etag, 'the ETag is stable across restarts');
   const clash = await create(second, { alias: 'REVIEWER' });
   t.equal(clash.json().code, 'alias_conflict', 'uniqueness holds against reloaded profiles');
+});
+
+t.test('an empty If-Match is 400, not "no condition"', async (t) => {
+  const h = await build(t);
+  await h.enroll('mac-a');
+  const created = await h.app.inject({
+    method: 'POST',
+    url: '/api/acp/profiles',
+    headers: h.owner,
+    payload: { alias: 'Reviewer', agentletId: 'mac-a', workingDirPath: '/home/me', launch: { kind: 'acp-command', command: 'agent' } },
+  });
+  const url = `/api/acp/profiles/${created.json().id}`;
+  for (const value of ['', ' ', ',']) {
+    const patch = await h.app.inject({ method: 'PATCH', url, headers: { ...h.owner, 'if-match': value }, payload: { alias: 'Changed' } });
+    t.equal(patch.statusCode, 400, `PATCH with If-Match "${value}"`);
+    t.equal(patch.json().code, 'validation_failed');
+    const del = await h.app.inject({ method: 'DELETE', url, headers: { ...h.owner, 'if-match': value } });
+    t.equal(del.statusCode, 400, `DELETE with If-Match "${value}"`);
+  }
+  const read = await h.app.inject({ url, headers: h.owner });
+  t.equal(read.json().alias, 'Reviewer', 'unchanged');
 });

@@ -20,19 +20,12 @@ import { ProfileRegistry } from '../../src/profiles/profile-registry.js';
 import { SecretScanner } from '../../src/secrets/secret-scanner.js';
 import { JsonFileStore } from '../../src/storage/json-file-store.js';
 import { build, CANARY, tempDataDir, type TestApp } from '../helpers/build.js';
+import { listen } from '../helpers/sockets.js';
+import { uiProfileBody } from '../helpers/profiles.js';
 
-/** A create body as the Huabu UI's profile editor sends it (no agentletId). */
-const uiCommand = (fields: Record<string, unknown> = {}) => ({
-  alias: 'Copilot',
-  workingDirPath: '/home/me/site',
-  launch: { kind: 'acp-command', command: 'copilot --acp' },
-  metadata: { cliId: 'copilot' },
-  customData: { icon: { shape: 'diamond', color: 'green' } },
-  ...fields,
-});
 /** A harness profile as upstream's create route stores one. */
 const uiHarness = (fields: Record<string, unknown> = {}) =>
-  uiCommand({
+  uiProfileBody({
     alias: 'Claude',
     launch: { kind: 'acp-harness', harnessId: 'claude-code', options: { autoApprove: true } },
     metadata: { cliId: 'claude-code' },
@@ -49,7 +42,7 @@ const registryFile = (h: TestApp) => path.join(h.dataDir, 'agent-team', 'registr
 
 t.test('revision: 1 at create, +1 per change that changes something, the same after a restart', async (t) => {
   const first = await build(t, { env: { DEFAULT_AGENTLET_ID: 'mac-a' } });
-  const created = await post(first, uiCommand());
+  const created = await post(first, uiProfileBody());
   t.equal(created.statusCode, 201, created.body);
   const { id } = created.json();
   t.equal(created.json().revision, 1);
@@ -79,7 +72,7 @@ t.test(
   'a stale expectedRevision is 409 profile_conflict and writes nothing; If-Match and expectedRevision refuse the same changes',
   async (t) => {
     const h = await build(t, { env: { DEFAULT_AGENTLET_ID: 'mac-a' } });
-    const created = (await post(h, uiCommand())).json();
+    const created = (await post(h, uiProfileBody())).json();
     const etag1 = (await get(h, created.id)).headers.etag as string;
     // Someone else changes the profile meanwhile.
     const other = await patch(h, created.id, { alias: 'Changed elsewhere', expectedRevision: 1 });
@@ -121,7 +114,7 @@ t.test(
 
 t.test('a profile stored without a revision reads as revision 1 and its first change stores 2', async (t) => {
   const first = await build(t, { env: { DEFAULT_AGENTLET_ID: 'mac-a' } });
-  const { id } = (await post(first, uiCommand())).json();
+  const { id } = (await post(first, uiProfileBody())).json();
   await first.app.close();
   // As an older version of this service (or upstream's store) wrote it: no revision.
   const doc = JSON.parse(await readFile(registryFile(first), 'utf8'));
@@ -198,7 +191,7 @@ t.test('acp-harness: created, read, listed, changed and launched like acp-comman
   t.equal(repeated.statusCode, 200);
   t.same(repeated.json(), launched.json(), 'the pinned record, harness included');
 
-  const command = (await post(h, uiCommand())).json();
+  const command = (await post(h, uiProfileBody())).json();
   const plain = await h.app.inject({
     method: 'POST',
     url: '/api/acp/launch',
@@ -225,10 +218,10 @@ t.test("acp-harness: upstream's bounds for harnessId and options", async (t) => 
     ['a command beside it', { kind: 'acp-harness', harnessId: 'claude', command: 'claude --acp' }],
   ];
   for (const [name, launch] of bad) {
-    const res = await post(h, uiCommand({ alias: `Bad ${name}`, launch }));
+    const res = await post(h, uiProfileBody({ alias: `Bad ${name}`, launch }));
     t.equal(res.statusCode, 400, `${name} is refused`);
   }
-  const longest = await post(h, uiCommand({ alias: 'Longest', launch: { kind: 'acp-harness', harnessId: 'a'.repeat(64) } }));
+  const longest = await post(h, uiProfileBody({ alias: 'Longest', launch: { kind: 'acp-harness', harnessId: 'a'.repeat(64) } }));
   t.equal(longest.statusCode, 201, '64 characters are allowed');
   t.same(longest.json().launch, { kind: 'acp-harness', harnessId: 'a'.repeat(64) }, 'no options: none stored');
   t.same(
@@ -300,46 +293,38 @@ t.test("the list's agentlet: the default machine and what the registry knows of 
 
 t.test('create without agentletId: DEFAULT_AGENTLET_ID, else the one enrolled machine, else 400 naming DEFAULT_AGENTLET_ID', async (t) => {
   const h = await build(t);
-  const nothing = await post(h, uiCommand());
+  const nothing = await post(h, uiProfileBody());
   t.equal(nothing.statusCode, 400);
   t.equal(nothing.json().code, 'validation_failed');
   t.match(nothing.json().message, 'DEFAULT_AGENTLET_ID');
   t.same(nothing.json().details, { field: '/agentletId' });
 
   await h.enroll('laptop');
-  const one = await post(h, uiCommand());
+  const one = await post(h, uiProfileBody());
   t.equal(one.statusCode, 201, one.body);
   t.equal(one.json().agentletId, 'laptop', 'the only enrolled machine');
 
   await h.enroll('desktop');
-  const two = await post(h, uiCommand({ alias: 'Second' }));
+  const two = await post(h, uiProfileBody({ alias: 'Second' }));
   t.equal(two.statusCode, 400, 'two machines: the service does not guess');
   t.match(two.json().message, 'DEFAULT_AGENTLET_ID');
   t.equal(
-    (await post(h, uiCommand({ alias: 'Second', agentletId: 'desktop' }))).json().agentletId,
+    (await post(h, uiProfileBody({ alias: 'Second', agentletId: 'desktop' }))).json().agentletId,
     'desktop',
     'a given agentletId still wins',
   );
 
   const revoke = await h.app.inject({ method: 'DELETE', url: '/api/acp/machines/desktop', headers: h.owner });
   t.equal(revoke.statusCode, 204);
-  t.equal((await post(h, uiCommand({ alias: 'Third' }))).json().agentletId, 'laptop', 'a revoked machine does not count');
+  t.equal((await post(h, uiProfileBody({ alias: 'Third' }))).json().agentletId, 'laptop', 'a revoked machine does not count');
 });
-
-/** The app on a real socket, so status lines and empty bodies are what a client receives. */
-async function listen(h: TestApp): Promise<string> {
-  await h.app.listen({ host: '127.0.0.1', port: 0 });
-  const address = h.app.server.address();
-  if (address === null || typeof address === 'string') throw new Error('no TCP address');
-  return `http://127.0.0.1:${address.port}`;
-}
 
 t.test('HUABU_COMPAT=1: create answers 200 and delete 200 {deleted: true}; off: 201 and 204 with no body', async (t) => {
   for (const compat of [false, true]) {
     const h = await build(t, { env: { DEFAULT_AGENTLET_ID: 'mac-a', ...(compat ? { HUABU_COMPAT: '1' } : {}) } });
-    const base = await listen(h);
+    const base = await listen(h.app);
     const headers = { ...h.owner, 'content-type': 'application/json' };
-    const created = await fetch(`${base}/api/acp/profiles`, { method: 'POST', headers, body: JSON.stringify(uiCommand()) });
+    const created = await fetch(`${base}/api/acp/profiles`, { method: 'POST', headers, body: JSON.stringify(uiProfileBody()) });
     t.equal(created.status, compat ? 200 : 201, `compat ${compat}: create status`);
     const profile = (await created.json()) as { id: string; revision: number };
     t.equal(profile.revision, 1, `compat ${compat}: the same profile either way`);

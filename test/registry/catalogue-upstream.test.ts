@@ -10,6 +10,7 @@ import { CatalogueCache } from '../../src/registry/catalogue-cache.js';
 import { isManageable, manageableResourceIds } from '../../src/registry/manageable.js';
 import type { StoredResource } from '../../src/schemas/resource.js';
 import { build, type TestApp } from '../helpers/build.js';
+import { listen } from '../helpers/sockets.js';
 
 /** The members of the answers this file reads: a list, one record, or a saved record (each has some). */
 interface Body {
@@ -21,8 +22,7 @@ interface Body {
 type Answer = { status: number; etag: string | null; text: string; json: () => Body };
 
 async function served(h: TestApp) {
-  await h.app.listen({ port: 0, host: '127.0.0.1' });
-  const origin = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
+  const origin = await listen(h.app);
   return async (url: string, headers: Record<string, string>, init: { method?: string; body?: unknown } = {}): Promise<Answer> => {
     const res = await fetch(origin + url, {
       method: init.method ?? 'GET',

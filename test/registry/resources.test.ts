@@ -6,6 +6,7 @@ import { AuditTrail } from '../../src/audit/audit-trail.js';
 import { ResourceRegistry } from '../../src/registry/resource-registry.js';
 import { SecretScanner } from '../../src/secrets/secret-scanner.js';
 import { build, tempDataDir } from '../helpers/build.js';
+import { auditLines } from '../helpers/audit.js';
 
 /** The durable bytes of the catalogue: resources.json and its journal. */
 const storedBytes = async (dataDir: string) => {
@@ -41,10 +42,7 @@ t.test('a provider registers, replaces and withdraws its own record', async (t) 
   const onDisk = JSON.parse(await readFile(path.join(h.dataDir, 'agent-resources', 'resources.json'), 'utf8'));
   t.match(onDisk, { schemaVersion: 1, state: { resources: [] } });
   t.same(await readStoredResources(h.dataDir), [], 'the file with its journal replayed holds nothing');
-  const audit = (await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8'))
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l));
+  const audit = await auditLines(h);
   t.same(
     audit.map((a) => [a.actor, a.action, a.id, a.outcome]),
     [
@@ -374,4 +372,11 @@ t.test('holdsUnchanged: true only when the provider already holds the ID exactly
   t.equal(await registry.holdsUnchanged('mac-a', 'web-search', body), false, "another provider's ID: false, not a conflict");
   await registry.customize('web-search', { displayName: 'Search the web' }, 'owner');
   t.equal(await registry.holdsUnchanged('huabu', 'web-search', body), true, "the owner's customization is not a difference");
+});
+
+t.test('the reconcile schema states that IDs must be unique', async (t) => {
+  const h = await build(t);
+  const doc = (await h.app.inject({ url: '/openapi.json' })).json();
+  const body = doc.paths['/api/acp/providers/{provider}/resources'].put.requestBody.content['application/json'].schema;
+  t.match(body.properties.resources.description, /only once|unique/i);
 });

@@ -11,6 +11,8 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { HUABU_RESOURCES } from '../../src/host/huabu.js';
 import { build, CANARY, tempDataDir, type TestApp } from '../helpers/build.js';
+import { listen } from '../helpers/sockets.js';
+import { auditLines } from '../helpers/audit.js';
 
 type Ask = (
   method: string,
@@ -31,8 +33,7 @@ interface Body {
 
 /** The app on a real socket, and a fetch with a bearer token. */
 async function served(h: TestApp): Promise<Ask> {
-  await h.app.listen({ port: 0, host: '127.0.0.1' });
-  const origin = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
+  const origin = await listen(h.app);
   return async (method, url, { token, body, headers = {} } = {}) => {
     const res = await fetch(origin + url, {
       method,
@@ -46,22 +47,6 @@ async function served(h: TestApp): Promise<Ask> {
     const text = await res.text();
     return { status: res.status, type: res.headers.get('content-type') ?? '', text, json: () => JSON.parse(text) as Body };
   };
-}
-
-async function auditLines(h: TestApp): Promise<{ actor: string; action: string; id: string; outcome: string }[]> {
-  // A refusal's entry is appended after its answer: read again while the last line is still being written.
-  let text = '';
-  for (let tries = 0; tries < 100; tries++) {
-    text = await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8').catch(() => '');
-    if (text === '' || text.endsWith('\n')) break;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return text.trim() === ''
-    ? []
-    : text
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l));
 }
 
 const receipt = (id: string, fields: Record<string, unknown> = {}) => ({

@@ -8,6 +8,7 @@ import t, { type Test } from 'tap';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { secretFingerprint } from '../../src/secrets/secret-scanner.js';
 import { build, tempDataDir, testEnv } from '../helpers/build.js';
+import { auditLines } from '../helpers/audit.js';
 
 const VALUE = 'Xk9#mQ2$vL7pR4tZ8wN3';
 const INSTRUCTIONS = `Set it up:\n\n1. Open the settings.\n2. Write password = "${VALUE}" in the form.`;
@@ -90,10 +91,7 @@ t.test('the owner allows exactly that fingerprint: listed, audited, applied, rem
   t.equal(gone.statusCode, 404);
   t.equal(gone.json().code, 'allowlist_entry_not_found');
 
-  const audit = (await readFile(path.join(h.dataDir, 'audit.jsonl'), 'utf8'))
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as { action: string; id: string; outcome: string });
+  const audit = await auditLines(h);
   t.same(
     audit.filter((e) => e.action.startsWith('secret-allowlist.')).map((e) => [e.action, e.id, e.outcome]),
     [

@@ -6,6 +6,7 @@ import { request } from 'undici';
 import { SecretScanner } from '../../src/secrets/secret-scanner.js';
 import { build } from '../helpers/build.js';
 import { ADVERSARIAL, fill, MIB, ORDINARY, timedScan } from '../helpers/secret-corpus.js';
+import { listen } from '../helpers/sockets.js';
 
 const timed = timedScan;
 
@@ -43,8 +44,7 @@ t.test('/healthz stays answered while a large field is scanned', async (t) => {
     ).statusCode,
     201,
   );
-  await h.app.listen({ port: 0, host: '127.0.0.1' });
-  const origin = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}`;
+  const origin = await listen(h.app);
   const sourceContent = fill('eyJ', 100_000);
   const writes = [
     // A v2 record at the schema's largest sourceContent.

@@ -13,12 +13,13 @@ import { existsSync } from 'node:fs';
 import { appendFile, chmod, copyFile, mkdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { assertBuilt, CLI, cliRunner, tempDir, tokenFile } from '../helpers/agentlet.js';
+import { CLI, cliRunner, tempDir, tokenFile } from '../helpers/agentlet.js';
+import { needsBuild } from '../helpers/built.js';
 import { CANARY, tempDataDir } from '../helpers/build.js';
 import { startServer } from '../crash/server-process.js';
 import { SseClient } from '../helpers/sse.js';
+import { until } from '../helpers/wait.js';
 
-assertBuilt();
 t.setTimeout(240_000);
 
 const MACHINE = 'agentlet-skills';
@@ -43,16 +44,6 @@ interface Body {
   removed: boolean;
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 async function writeSkill(dir: string, name: string, body = 'Use it well.\n', extra: Record<string, string> = {}): Promise<void> {
   await mkdir(dir, { recursive: true });
   await writeFile(path.join(dir, 'SKILL.md'), `---\nname: ${name}\ndescription: What ${name} does.\n---\n\n# ${name}\n\n${body}`);
@@ -62,7 +53,7 @@ async function writeSkill(dir: string, name: string, body = 'Use it well.\n', ex
   }
 }
 
-t.test('scan, import, refuse, refresh and delete a skill through a running Agentlet', async (t) => {
+t.test('scan, import, refuse, refresh and delete a skill through a running Agentlet', { skip: needsBuild() }, async (t) => {
   const dataDir = await tempDataDir();
   const server = await startServer({
     DATA_DIR: dataDir,

@@ -10,7 +10,7 @@ import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import type { FileSystemSeam } from '../../src/storage/durable-file.js';
 import { nodeFileSystem } from '../../src/storage/durable-file.js';
-import { readStoredResources, StoreFileError } from '../../src/storage/json-file-store.js';
+import { JsonFileStore, readStoredResources, StoreFileError } from '../../src/storage/json-file-store.js';
 import { DataDirLockedError, lockDataDir } from '../../src/storage/data-dir-lock.js';
 import { build, CANARY, canaryLogFile, tempDataDir, testEnv } from '../helpers/build.js';
 
@@ -200,4 +200,26 @@ t.test('a failed durable write answers 503, acknowledges nothing, leaves memory 
   const ok = await h.put('huabu', CANARY.huabu, 'web-search', { name: 'after the fault' });
   t.equal(ok.statusCode, 200, 'the next write succeeds once the fault clears');
   t.equal((await readStoredResources(h.dataDir))[0]!.name, 'after the fault');
+});
+
+t.test('a store that fails to open closes every file handle it opened', async (t) => {
+  const dir = await tempDataDir();
+  await mkdir(dir, { recursive: true });
+  await writeFile(path.join(dir, 'machines.json'), '{"schemaVersion": 1, "state": {"machines": [{"bad": true}]}}');
+  const open = new Set<fsp.FileHandle>();
+  const fs = {
+    ...nodeFileSystem,
+    open: async (file: string, flags: string, mode?: number) => {
+      const handle = await nodeFileSystem.open(file, flags, mode);
+      open.add(handle);
+      const close = handle.close.bind(handle);
+      handle.close = async () => {
+        open.delete(handle);
+        return close();
+      };
+      return handle;
+    },
+  };
+  await t.rejects(JsonFileStore.open({ dataDir: dir, fs }));
+  t.equal(open.size, 0, 'no handle left open');
 });
