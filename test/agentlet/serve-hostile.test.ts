@@ -229,39 +229,43 @@ t.test('a flood of jobs: at most 64 run at once, the rest are not started, and t
 // eslint-disable-next-line no-control-regex -- control characters are what it finds
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
 
-t.test("on a terminal, a job's type and a scan's root path print as text on their own line, never as control sequences", { skip }, async (t) => {
-  const { root, remote } = await local(t);
-  const evilType = '\u001b]0;pwned\u0007x\nFAKE LINE';
-  const evilRoot = '/nowhere/\u001b]8;;https://evil.example/\u001b\\click\u001b]8;;\u001b\\\r\nFAKE ROOT \u009b31m';
-  const reg = await fakeRegistry(t, (req, res) => {
-    if (req.method === 'GET') {
-      sse(res);
-      res.write(READY + job('job-type', evilType) + job('job-scan', 'skill.scan', { rootPath: evilRoot }));
-      return;
-    }
-    if (req.method === 'PUT') return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(NOTHING_CHANGED));
-    if (req.method === 'POST') return res.writeHead(204).end();
-    res.writeHead(404).end();
-  });
-  const d = startServe(t, root, remote(reg.url), ['--reconnect-max-ms', '500'], { tty: true });
-  await d.waitForLine(/job skill\.scan failed/);
-  await d.waitForLine(/pwned/);
-  await new Promise((resolve) => setTimeout(resolve, 300));
-  const text = d.lines.join('\n');
-  t.notOk(CONTROL.test(text), `no control character reaches the terminal: ${JSON.stringify(d.lines.filter((l) => CONTROL.test(l)))}`);
-  t.notOk(/[\u202a-\u202e\u2066-\u2069]/.test(text), 'no bidi override');
-  t.same(
-    d.lines.filter((l) => /^\s*FAKE/.test(l)),
-    [],
-    'no line of its own for what the registry sent',
-  );
-  t.ok(
-    d.lines.some((l) => /job .*pwned.*FAKE LINE/.test(l)),
-    'the job type is shown, as text, on the line that names it',
-  );
-  t.ok(
-    d.lines.some((l) => /job skill\.scan failed: .*nowhere.*FAKE ROOT/.test(l)),
-    'the root path likewise',
-  );
-  t.equal(await d.stop(), 0);
-});
+t.test(
+  "on a terminal, a job's type and a scan's root path print as text on their own line, never as control sequences",
+  { skip },
+  async (t) => {
+    const { root, remote } = await local(t);
+    const evilType = '\u001b]0;pwned\u0007x\nFAKE LINE';
+    const evilRoot = '/nowhere/\u001b]8;;https://evil.example/\u001b\\click\u001b]8;;\u001b\\\r\nFAKE ROOT \u009b31m';
+    const reg = await fakeRegistry(t, (req, res) => {
+      if (req.method === 'GET') {
+        sse(res);
+        res.write(READY + job('job-type', evilType) + job('job-scan', 'skill.scan', { rootPath: evilRoot }));
+        return;
+      }
+      if (req.method === 'PUT') return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(NOTHING_CHANGED));
+      if (req.method === 'POST') return res.writeHead(204).end();
+      res.writeHead(404).end();
+    });
+    const d = startServe(t, root, remote(reg.url), ['--reconnect-max-ms', '500'], { tty: true });
+    await d.waitForLine(/job skill\.scan failed/);
+    await d.waitForLine(/pwned/);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const text = d.lines.join('\n');
+    t.notOk(CONTROL.test(text), `no control character reaches the terminal: ${JSON.stringify(d.lines.filter((l) => CONTROL.test(l)))}`);
+    t.notOk(/[\u202a-\u202e\u2066-\u2069]/.test(text), 'no bidi override');
+    t.same(
+      d.lines.filter((l) => /^\s*FAKE/.test(l)),
+      [],
+      'no line of its own for what the registry sent',
+    );
+    t.ok(
+      d.lines.some((l) => /job .*pwned.*FAKE LINE/.test(l)),
+      'the job type is shown, as text, on the line that names it',
+    );
+    t.ok(
+      d.lines.some((l) => /job skill\.scan failed: .*nowhere.*FAKE ROOT/.test(l)),
+      'the root path likewise',
+    );
+    t.equal(await d.stop(), 0);
+  },
+);

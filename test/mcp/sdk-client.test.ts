@@ -17,7 +17,9 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CANARY, DATA_ROOT } from '../helpers/build.js';
 import { startHostedEndpoint, UPSTREAM_LEAK } from '../helpers/hosted-endpoint.js';
-import { auditLines, capabilitiesFile, SEARCH_KEY, world, type World } from '../helpers/invocation-world.js';
+import { auditLines } from '../helpers/audit.js';
+import { until } from '../helpers/wait.js';
+import { capabilitiesFile, SEARCH_KEY, world, type World } from '../helpers/invocation-world.js';
 import { PNG_B64, startVendorEndpoints } from '../helpers/vendor-endpoints.js';
 
 const INIT = {
@@ -210,10 +212,7 @@ t.test('notifications/cancelled aborts the vendor call', async (t) => {
   await t.rejects(call);
   t.equal(await held.aborted, true, 'the vendor saw the call aborted');
   // Audited once the call ends.
-  for (let i = 0; i < 50; i++) {
-    if ((await auditLines(w.h)).some((a) => a.action === 'resource.invoke')) break;
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await until('the cancelled call audited', async () => (await auditLines(w.h)).some((a) => a.action === 'resource.invoke'));
   t.match(
     (await auditLines(w.h)).filter((a) => a.action === 'resource.invoke'),
     [{ id: 'hold-search', outcome: 'cancelled', details: { reason: 'client_disconnected' } }],
@@ -229,7 +228,7 @@ t.test('the stream tells of changes to what the canvas may see, within a second'
   client.setNotificationHandler(ResourceListChangedNotificationSchema, () => void listChanged++);
   await client.subscribeResource({ uri: 'registry://resources/web-search' });
   // The client opens its stream after initializing; wait until it is open before writing.
-  await waitFor(async () => {
+  await until('the stream open', async () => {
     await w.h.put('huabu', CANARY.huabu, 'probe');
     return updated.includes('registry://resources/probe');
   });
@@ -239,7 +238,7 @@ t.test('the stream tells of changes to what the canvas may see, within a second'
   t.equal((await w.h.put('huabu', CANARY.huabu, 'web-search', { description: 'Changed.' })).statusCode, 200);
   t.equal((await w.h.put('mac-2', w.machines.m2, 'theirs')).statusCode, 201);
   t.equal((await w.h.put('mac-1', w.machines.m1, 'mine')).statusCode, 201);
-  await waitFor(() => Promise.resolve(updated.includes('registry://resources/mine')));
+  await until('the notification of mine', () => Promise.resolve(updated.includes('registry://resources/mine')));
   t.ok(performance.now() - started < 1000, 'within a second');
   t.ok(updated.includes('registry://resources/web-search'), 'a record it subscribed to, replaced');
   t.notOk(updated.includes('registry://resources/theirs'), "never another machine's record");
@@ -274,15 +273,6 @@ t.test('a revoked canvas token closes the stream', async (t) => {
   t.equal(again.statusCode, 401, 'and its reconnect is refused');
   await again.body.dump();
 });
-
-async function waitFor(check: () => Promise<boolean>, ms = 3000): Promise<void> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error('timed out');
-}
 
 t.test('an image comes back as MCP image content', async (t) => {
   const vendor = await startVendorEndpoints();
