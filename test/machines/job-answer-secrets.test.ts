@@ -4,12 +4,11 @@
 // the import decision (a candidate's name and SKILL.md) keeps its findings, fingerprints and allowlist.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
 import { request } from 'undici';
-import { EventStreamParser } from '../../src/agentlet/channel-client.js';
-import type { Job } from '../../src/channel/machine-channels.js';
 import { build } from '../helpers/build.js';
+import { holdChannel } from '../helpers/channel.js';
+import { listen } from '../helpers/sockets.js';
 
 const TOKEN = `ghp_${'Z9y8X7w6V5'.repeat(3)}uvwxyz`;
 const OTHER = `glpat-${'Q1w2E3r4T5'.repeat(2)}`;
@@ -17,34 +16,9 @@ const WITHHELD = /withheld/;
 
 async function setUp(t: Test) {
   const h = await build(t);
-  await h.app.listen({ port: 0, host: '127.0.0.1' });
-  const url = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
+  const url = await listen(h.app);
   const token = await h.enroll('mac-s');
-  const abort = new AbortController();
-  t.teardown(() => abort.abort());
-  const res = await request(`${url}/api/acp/providers/mac-s/channel`, {
-    headers: { authorization: `Bearer ${token}` },
-    signal: abort.signal,
-  });
-  t.equal(res.statusCode, 200);
-  const parser = new EventStreamParser();
-  res.body.setEncoding('utf8');
-  const jobs: Job[] = [];
-  let wake: (() => void) | undefined;
-  void (async () => {
-    try {
-      for await (const chunk of res.body as AsyncIterable<string>) {
-        for (const e of parser.feed(chunk)) if (e.event === 'job') jobs.push(JSON.parse(e.data) as Job);
-        wake?.();
-      }
-    } catch {
-      // closed by the test
-    }
-  })();
-  const nextJob = async (): Promise<Job> => {
-    while (jobs.length === 0) await new Promise<void>((r) => (wake = r));
-    return jobs.shift()!;
-  };
+  const { nextJob } = await holdChannel(t, url, 'mac-s', token);
   /** The owner's request; the machine answers its one job with `{ok: true, result}`; the owner's answer. */
   const exchange = async (ownerPath: string, ownerBody: unknown, result: unknown) => {
     const run = request(`${url}${ownerPath}`, {

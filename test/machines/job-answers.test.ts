@@ -2,41 +2,16 @@
 // stable code, never a 500: deep nesting, and results that cannot be sent on as JSON.
 import t, { type Test } from 'tap';
 import { request } from 'undici';
-import { EventStreamParser } from '../../src/agentlet/channel-client.js';
-import type { Job } from '../../src/channel/machine-channels.js';
 import { MAX_JOB_RESULT_DEPTH } from '../../src/schemas/channel.js';
 import { build } from '../helpers/build.js';
+import { holdChannel } from '../helpers/channel.js';
 import { listen } from '../helpers/sockets.js';
 
 async function setUp(t: Test) {
   const h = await build(t);
   const url = await listen(h.app);
   const token = await h.enroll('mac-deep');
-  const abort = new AbortController();
-  t.teardown(() => abort.abort());
-  const res = await request(`${url}/api/acp/providers/mac-deep/channel`, {
-    headers: { authorization: `Bearer ${token}` },
-    signal: abort.signal,
-  });
-  t.equal(res.statusCode, 200);
-  const parser = new EventStreamParser();
-  res.body.setEncoding('utf8');
-  const jobs: Job[] = [];
-  let wake: (() => void) | undefined;
-  void (async () => {
-    try {
-      for await (const chunk of res.body as AsyncIterable<string>) {
-        for (const e of parser.feed(chunk)) if (e.event === 'job') jobs.push(JSON.parse(e.data) as Job);
-        wake?.();
-      }
-    } catch {
-      // closed by the test
-    }
-  })();
-  const nextJob = async (): Promise<Job> => {
-    while (jobs.length === 0) await new Promise<void>((r) => (wake = r));
-    return jobs.shift()!;
-  };
+  const { nextJob } = await holdChannel(t, url, 'mac-deep', token);
   /** The owner runs a ping; the machine answers it with `body` (raw JSON text); both answers. */
   const exchange = async (body: string) => {
     const run = request(`${url}/api/acp/machines/mac-deep/jobs`, {
