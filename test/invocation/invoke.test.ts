@@ -102,7 +102,12 @@ t.test('grants: minted for realized threads only, never stored, covering only ho
   t.equal(machine.statusCode, 403, 'a canvas token cannot mint grants');
   const workload = await w.h.app.inject({ method: 'GET', url: '/api/acp/workloads/canvas-1/thread-1', headers: w.h.owner });
   t.notMatch(workload.body, /arr_grant_/, 'the workload record holds no grant');
-  t.notMatch(workload.body, /HUABU_RESOURCE_GRANT/, 'nor a grant variable in its env');
+  t.notOk('HUABU_RESOURCE_GRANT' in workload.json().spec.env, 'nor a grant variable in its env');
+  t.same(
+    workload.json().spec.mcpServers[0].headers.find((h: { name: string }) => h.name === 'X-Huabu-Resource-Grant'),
+    { name: 'X-Huabu-Resource-Grant', value: '$HUABU_RESOURCE_GRANT' },
+    'its MCP entry names the grant by its variable, never its value',
+  );
   const leaked = await w.h.put('huabu', CANARY.huabu, 'leaky-note', {
     instructions: `Send X-Huabu-Resource-Grant: ${w.grants.t1} with every call.`,
   });
