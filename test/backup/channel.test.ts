@@ -53,47 +53,57 @@ const squat = fakeService;
 
 const NOBODY = 65534;
 const asRoot = process.getuid?.() === 0;
-t.test('a squatter on the old abstract lock name gets nothing from a backup and stops neither a start nor a backup', async (t) => {
-  // A DATA_DIR whose channel path passes sun_path's 108 bytes: the channel must still work.
-  const dataDir = path.join(await tempDataDir(), 'a-data-directory-with-a-long-name-'.padEnd(120, 'x'));
-  await mkdir(dataDir, { mode: 0o700 });
-  const first = await startServer(generatingEnv(dataDir), START_MS);
-  const creds = await credentialsOf(dataDir);
-  await first.kill();
-  const credentialsBytes = await readFile(path.join(dataDir, 'credentials.json'), 'utf8');
+// On Node 24 (24.22.3) this file's test process can abort in native code under tap's async hooks
+// (`InternalCallbackScope::Close`: `execution_async_id() == 0`); docs/decisions/ci-node-versions.md. Its tests
+// run on Node 20, where CI's coverage gate runs too.
+const node24 =
+  Number(process.versions.node.split('.')[0]) >= 24 ? 'Node 24 can abort this file under tap (decisions/ci-node-versions.md)' : false;
 
-  const squatter = await squat(oldLockName(await realpath(dataDir)), 'credentials.json');
-  t.teardown(squatter.close);
-  const parent = await tempDataDir();
-  const offline = await backup(['--to', path.join(parent, 'offline')], { DATA_DIR: dataDir });
-  const sent = squatter.received.join('');
-  t.notOk(sent.includes(creds.ownerToken), 'the squatter never receives the owner token');
-  t.notOk(
-    [creds.huabuProviderToken, creds.canvasTokenSecret].some((v) => sent.includes(v)) ||
-      sent.includes(JSON.stringify(credentialsBytes).slice(1, 40)),
-    'nor anything else of credentials.json',
-  );
-  t.equal(sent, '', 'nor anything at all');
-  t.equal(offline.code, 0, `the backup is taken without the squatter (${offline.stderr})`);
-  t.match(offline.stdout, /offline: no service was running on it/);
-  t.notOk(existsSync(path.join(parent, 'offline', '.control')), "the lock's directory is not copied");
+t.test(
+  'a squatter on the old abstract lock name gets nothing from a backup and stops neither a start nor a backup',
+  { skip: node24 },
+  async (t) => {
+    // A DATA_DIR whose channel path passes sun_path's 108 bytes: the channel must still work.
+    const dataDir = path.join(await tempDataDir(), 'a-data-directory-with-a-long-name-'.padEnd(120, 'x'));
+    await mkdir(dataDir, { mode: 0o700 });
+    const first = await startServer(generatingEnv(dataDir), START_MS);
+    const creds = await credentialsOf(dataDir);
+    await first.kill();
+    const credentialsBytes = await readFile(path.join(dataDir, 'credentials.json'), 'utf8');
 
-  const server = await startServer(generatingEnv(dataDir), START_MS).catch((err: Error) => err);
-  t.notOk(
-    server instanceof Error,
-    `the service starts while the old name is held (${server instanceof Error ? server.message.split('\n')[0] : ''})`,
-  );
-  if (server instanceof Error) return;
-  const online = await backup(['--to', path.join(parent, 'online')], { DATA_DIR: dataDir });
-  t.equal(online.code, 0, online.stderr);
-  t.match(online.stdout, /online: the service paused its writes for \d+ ms/, 'and a backup reaches the service');
-  t.equal(squatter.received.join(''), '', 'the squatter still received nothing');
-  await server.kill();
-});
+    const squatter = await squat(oldLockName(await realpath(dataDir)), 'credentials.json');
+    t.teardown(squatter.close);
+    const parent = await tempDataDir();
+    const offline = await backup(['--to', path.join(parent, 'offline')], { DATA_DIR: dataDir });
+    const sent = squatter.received.join('');
+    t.notOk(sent.includes(creds.ownerToken), 'the squatter never receives the owner token');
+    t.notOk(
+      [creds.huabuProviderToken, creds.canvasTokenSecret].some((v) => sent.includes(v)) ||
+        sent.includes(JSON.stringify(credentialsBytes).slice(1, 40)),
+      'nor anything else of credentials.json',
+    );
+    t.equal(sent, '', 'nor anything at all');
+    t.equal(offline.code, 0, `the backup is taken without the squatter (${offline.stderr})`);
+    t.match(offline.stdout, /offline: no service was running on it/);
+    t.notOk(existsSync(path.join(parent, 'offline', '.control')), "the lock's directory is not copied");
+
+    const server = await startServer(generatingEnv(dataDir), START_MS).catch((err: Error) => err);
+    t.notOk(
+      server instanceof Error,
+      `the service starts while the old name is held (${server instanceof Error ? server.message.split('\n')[0] : ''})`,
+    );
+    if (server instanceof Error) return;
+    const online = await backup(['--to', path.join(parent, 'online')], { DATA_DIR: dataDir });
+    t.equal(online.code, 0, online.stderr);
+    t.match(online.stdout, /online: the service paused its writes for \d+ ms/, 'and a backup reaches the service');
+    t.equal(squatter.received.join(''), '', 'the squatter still received nothing');
+    await server.kill();
+  },
+);
 
 t.test(
   'another local user can neither reach the backup channel nor keep every backup refused',
-  { skip: asRoot ? false : 'needs root to run a process as another user' },
+  { skip: node24 || (asRoot ? false : 'needs root to run a process as another user') },
   async (t) => {
     // Even with DATA_DIR open for others to traverse, the channel stays the service user's.
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'arr-channel-'));
@@ -168,7 +178,7 @@ t.test(
 
 t.test(
   "a channel directory that is not the service user's own: the backup refuses in one line and sends nothing, the start refuses",
-  { skip: asRoot ? false : 'needs root to give a directory to another user' },
+  { skip: node24 || (asRoot ? false : 'needs root to give a directory to another user') },
   async (t) => {
     const dataDir = await tempDataDir();
     const first = await startServer(testEnv(dataDir), START_MS);
@@ -196,16 +206,20 @@ t.test(
   },
 );
 
-t.test('a DATA_DIR that group or others may write is refused at start; one only they may read or traverse is not', async (t) => {
-  const dataDir = await tempDataDir();
-  await chmod(dataDir, 0o777);
-  const start = await startServer(testEnv(dataDir), START_MS).then(
-    async (s) => (await s.kill(), 'started'),
-    (err: Error) => err.message,
-  );
-  t.match(start, /DATA_DIR .* is writable by group or others \(mode 777\); run chmod 700 on it/);
-  await chmod(dataDir, 0o755);
-  const ok = await startServer(testEnv(dataDir), START_MS);
-  t.pass('mode 755 starts');
-  await ok.kill();
-});
+t.test(
+  'a DATA_DIR that group or others may write is refused at start; one only they may read or traverse is not',
+  { skip: node24 },
+  async (t) => {
+    const dataDir = await tempDataDir();
+    await chmod(dataDir, 0o777);
+    const start = await startServer(testEnv(dataDir), START_MS).then(
+      async (s) => (await s.kill(), 'started'),
+      (err: Error) => err.message,
+    );
+    t.match(start, /DATA_DIR .* is writable by group or others \(mode 777\); run chmod 700 on it/);
+    await chmod(dataDir, 0o755);
+    const ok = await startServer(testEnv(dataDir), START_MS);
+    t.pass('mode 755 starts');
+    await ok.kill();
+  },
+);
