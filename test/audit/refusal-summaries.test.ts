@@ -223,7 +223,7 @@ t.test('a summary is written when its window ends; addresses beyond the bound sh
 });
 
 t.test('AUTH_FAILURES_PER_MINUTE: default 30, 0 turns the bound off, anything else is refused', async (t) => {
-  const base = { DATA_DIR: '/tmp/unused' };
+  const base = { DATA_DIR: '/var/lib/registry' };
   t.equal(loadConfig(base).authFailuresPerMinute, 30);
   t.equal(loadConfig({ ...base, AUTH_FAILURES_PER_MINUTE: '0' }).authFailuresPerMinute, 0);
   t.throws(() => loadConfig({ ...base, AUTH_FAILURES_PER_MINUTE: '-1' }), /AUTH_FAILURES_PER_MINUTE/);

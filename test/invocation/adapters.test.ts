@@ -415,7 +415,7 @@ t.test('the capabilities file: defaults, overrides, and refusals that stop the s
   for (const [what, entry, message] of refusals) {
     const file = path.join(DATA_ROOT, `caps-adapters-bad-${process.pid}-${Math.random().toString(36).slice(2)}.json`);
     await writeFile(file, doc({ 'web-search': entry }));
-    const env = { DATA_DIR: '/tmp/x', HOSTED_CAPABILITIES_FILE: file, ...KEYS };
+    const env = { DATA_DIR: '/var/lib/registry', HOSTED_CAPABILITIES_FILE: file, ...KEYS };
     try {
       loadConfig(env);
       t.fail(`${what}: the start must be refused`);

@@ -83,7 +83,7 @@ t.test('a bad file stops the start with an error naming the problem, never a val
   ];
   for (const [what, text, message] of cases) {
     const file = await fileWith(text);
-    const env = { DATA_DIR: '/tmp/x', HOSTED_CAPABILITIES_FILE: file, SEARCH_KEY: KEY };
+    const env = { DATA_DIR: '/var/lib/registry', HOSTED_CAPABILITIES_FILE: file, SEARCH_KEY: KEY };
     t.throws(() => loadConfig(env), ConfigError, what);
     try {
       loadConfig(env);

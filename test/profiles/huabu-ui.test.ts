@@ -31,10 +31,10 @@ t.test('create without agentletId lands on DEFAULT_AGENTLET_ID; without one it i
 
 t.test('DEFAULT_AGENTLET_ID is checked once at start', (t) => {
   for (const bad of ['huabu', 'has space', '-leading']) {
-    t.throws(() => loadConfig(testEnv('/tmp/x', { DEFAULT_AGENTLET_ID: bad })), ConfigError, `${bad} is refused`);
+    t.throws(() => loadConfig(testEnv('/var/lib/registry', { DEFAULT_AGENTLET_ID: bad })), ConfigError, `${bad} is refused`);
   }
-  t.equal(loadConfig(testEnv('/tmp/x', { DEFAULT_AGENTLET_ID: 'agentlet-7f3a' })).defaultAgentletId, 'agentlet-7f3a');
-  t.equal(loadConfig(testEnv('/tmp/x')).defaultAgentletId, undefined);
+  t.equal(loadConfig(testEnv('/var/lib/registry', { DEFAULT_AGENTLET_ID: 'agentlet-7f3a' })).defaultAgentletId, 'agentlet-7f3a');
+  t.equal(loadConfig(testEnv('/var/lib/registry')).defaultAgentletId, undefined);
   t.end();
 });
 
