@@ -11,7 +11,8 @@ import { Agent, request } from 'undici';
 import { benchProfileId, canvasToken, CANVAS_ID, startServer, type Credentials } from './harness.js';
 
 export interface McpOverheadResult {
-  read: { rfs: number; mcp: number; record: string };
+  /** Median req/s each way, and the server's CPU per request (ms) over all timed rounds each way. */
+  read: { rfs: number; mcp: number; record: string; rfsCpuMs: number; mcpCpuMs: number };
   call: { calls: number; invoke: number; mcp: number };
 }
 
@@ -141,7 +142,9 @@ export async function measureMcpOverhead(
       );
       if (!answer?.result) throw new Error(`resources/read: ${JSON.stringify(answer)}`);
     };
-    const rate = async (one: () => Promise<unknown>, seconds: number) => {
+    const cpu = { rfs: { ms: 0, n: 0 }, mcp: { ms: 0, n: 0 } };
+    const rate = async (one: () => Promise<unknown>, seconds: number, tally?: { ms: number; n: number }) => {
+      const cpuBefore = tally ? (await server.probe(false)).cpuMs : 0;
       const until = performance.now() + seconds * 1000;
       let done = 0;
       const started = performance.now();
@@ -153,15 +156,20 @@ export async function measureMcpOverhead(
           }
         }),
       );
-      return done / ((performance.now() - started) / 1000);
+      const seconds_ = (performance.now() - started) / 1000;
+      if (tally) {
+        tally.ms += (await server.probe(false)).cpuMs - cpuBefore;
+        tally.n += done;
+      }
+      return done / seconds_;
     };
     await rate(readRfs, 1);
     await rate(readMcp, 1);
     const rfsRates: number[] = [];
     const mcpRates: number[] = [];
     for (let i = 0; i < opts.runs; i++) {
-      rfsRates.push(await rate(readRfs, opts.durationSec));
-      mcpRates.push(await rate(readMcp, opts.durationSec));
+      rfsRates.push(await rate(readRfs, opts.durationSec, cpu.rfs));
+      mcpRates.push(await rate(readMcp, opts.durationSec, cpu.mcp));
     }
 
     // Calls: /invoke and tools/call alternately, one at a time.
@@ -196,7 +204,13 @@ export async function measureMcpOverhead(
       }
     }
     return {
-      read: { rfs: median(rfsRates), mcp: median(mcpRates), record },
+      read: {
+        rfs: median(rfsRates),
+        mcp: median(mcpRates),
+        record,
+        rfsCpuMs: cpu.rfs.ms / cpu.rfs.n,
+        mcpCpuMs: cpu.mcp.ms / cpu.mcp.n,
+      },
       call: { calls: opts.calls, invoke: median(invokeTimes), mcp: median(mcpTimes) },
     };
   } finally {

@@ -951,9 +951,9 @@ export const SCENARIOS: Scenario[] = [
       const added = r.call.mcp - r.call.invoke;
       return [
         {
-          measured: `MCP resources/read of ${r.read.record}: ${fmt(r.read.mcp)} req/s`,
-          baseline: `GET <rfs>/resources/${r.read.record}?schemaVersion=2: ${fmt(r.read.rfs)} req/s (${ctx.opts.connections} connections)`,
-          ratio: `${fmt(readRatio, 2)}×`,
+          measured: `MCP resources/read of ${r.read.record}: ${fmt(r.read.mcp)} req/s, ${fmt(r.read.mcpCpuMs, 3)} ms CPU/request`,
+          baseline: `GET <rfs>/resources/${r.read.record}?schemaVersion=2: ${fmt(r.read.rfs)} req/s, ${fmt(r.read.rfsCpuMs, 3)} ms CPU/request (${ctx.opts.connections} connections)`,
+          ratio: `${fmt(readRatio, 2)}× (CPU ${fmt(r.read.rfsCpuMs / r.read.mcpCpuMs, 2)}×)`,
           target: verdict(readRatio, '≥ 0.7×', readRatio >= 0.7),
         },
         {
