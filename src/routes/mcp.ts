@@ -1,8 +1,9 @@
 // RFS over the Model Context Protocol (docs/mcp.md): `/api/rfs/:canvasId/mcp`, MCP's Streamable HTTP
 // transport served by the official SDK. The canvas token is checked exactly as on the other RFS routes,
 // and the `Origin` header against the registry's own, before any JSON-RPC is read (refusals in our
-// envelope). Every request is answered by a fresh SDK server in stateless mode, so any replica answers
-// any request (docs/decisions/mcp.md). Resources are the records the canvas may read and the host's
+// envelope). The server is stateless, so any replica answers any request: one SDK server answers every POST
+// of the process over `ExchangeTransport`, and each GET stream has an SDK server of its own
+// (docs/decisions/mcp.md). Resources are the records the canvas may read and the host's
 // guides; tools are the hosted capabilities the caller's grant admits, invoked through the same
 // invocation service as `POST /resources/:id/invoke`. The GET stream carries the resource notifications
 // the change feed drives, and closes when its credential stops holding.
@@ -11,11 +12,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import {
   CallToolRequestSchema,
-  CancelledNotificationSchema,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
   McpError,
@@ -23,6 +22,7 @@ import {
   SubscribeRequestSchema,
   UnsubscribeRequestSchema,
   type CallToolResult,
+  type RequestId,
   type Resource,
 } from '@modelcontextprotocol/sdk/types.js';
 import { actorOf, type Principal } from '../credentials/principal.js';
@@ -39,6 +39,7 @@ import { guidanceOfV2, represent, toV2 } from '../registry/resource-versions.js'
 import type { StoredResource } from '../schemas/resource.js';
 import { CanvasId } from '../schemas/common.js';
 import type { RouteDeps } from './deps.js';
+import { contextOf, ExchangeTransport, type ExchangeAnswer } from './mcp-exchange.js';
 import { THREAD_HEADER } from './invoke.js';
 
 export const RESOURCE_URI = 'registry://resources/';
@@ -109,107 +110,159 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (app, { 
     };
   };
 
-  /** The SDK server answering one request of `principal`. */
-  function serverFor(request: FastifyRequest, principal: CanvasPrincipal): Server {
-    const server = new Server(
+  /** The caller of one request, as the handlers need it. */
+  interface Caller {
+    request: FastifyRequest;
+    principal: CanvasPrincipal;
+    invocation: InvocationCaller;
+    grant: string | undefined;
+  }
+  const callerOf = (request: FastifyRequest): Caller => {
+    const principal = request.principal as CanvasPrincipal;
+    return {
+      request,
+      principal,
+      invocation: {
+        tokenCanvasId: principal.canvasId,
+        tokenMachineId: principal.agentletId,
+        canvasId: principal.canvasId,
+        threadId: header(request, THREAD_HEADER),
+      },
+      grant: header(request, GRANT_HEADER),
+    };
+  };
+  const callKey = (caller: Caller, requestId: RequestId) =>
+    `${actorOf(caller.principal)}\n${caller.invocation.threadId ?? ''}\n${JSON.stringify(requestId)}`;
+
+  /** The record or guide `uri` names, when the canvas on `machineId` may read it. */
+  const read = async (uri: string, machineId: string): Promise<string> => {
+    if (uri.startsWith(RESOURCE_URI)) {
+      const record = await registry.getVisibleOnMachine(uri.slice(RESOURCE_URI.length), machineId).catch(() => undefined);
+      if (record) return guidanceOfV2(toV2(record));
+    } else if (uri.startsWith(SKILL_URI)) {
+      const skill = hostSkill(uri.slice(SKILL_URI.length));
+      if (skill) return skill.markdown;
+    }
+    throw new McpError(RESOURCE_NOT_FOUND, 'Resource not found', { uri });
+  };
+
+  const newServer = () =>
+    new Server(
       { name: 'agent-resource-registry', version: API_VERSION },
       { capabilities: { resources: { subscribe: true, listChanged: true }, tools: {} }, jsonSchemaValidator },
     );
-    const machineId = principal.agentletId;
-    const caller: InvocationCaller = {
-      tokenCanvasId: principal.canvasId,
-      tokenMachineId: machineId,
-      canvasId: principal.canvasId,
-      threadId: header(request, THREAD_HEADER),
+
+  // One SDK server answers every POST of this process; each request brings its caller (`contextOf`).
+  const exchanges = new ExchangeTransport<Caller>((caller, requestId) => inFlight.get(callKey(caller, requestId))?.abort());
+  const server = newServer();
+  const callerIn = (extra: Parameters<Parameters<typeof server.setRequestHandler>[1]>[1]) => contextOf<Caller>(extra);
+
+  server.setRequestHandler(ListResourcesRequestSchema, async (_request, extra) => ({
+    resources: [
+      ...(await registry.listVisibleOnMachine(callerIn(extra).context.principal.agentletId)).map(resourceOf),
+      ...HOST_SKILLS.map((s) => ({
+        uri: `${SKILL_URI}${s.name}`,
+        name: s.name,
+        title: s.title,
+        description: s.summary,
+        mimeType: MARKDOWN,
+      })),
+    ],
+  }));
+  server.setRequestHandler(ReadResourceRequestSchema, async ({ params }, extra) => ({
+    contents: [{ uri: params.uri, mimeType: MARKDOWN, text: await read(params.uri, callerIn(extra).context.principal.agentletId) }],
+  }));
+  // The notification stream sends `resources/updated` for every record this canvas may read
+  // (docs/decisions/mcp.md): a subscription checks that the canvas may read what it names, and holds no state.
+  server.setRequestHandler(SubscribeRequestSchema, async ({ params }, extra) => {
+    await read(params.uri, callerIn(extra).context.principal.agentletId);
+    return {};
+  });
+  server.setRequestHandler(UnsubscribeRequestSchema, () => ({}));
+
+  server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => {
+    const { grant, invocation } = callerIn(extra).context;
+    const granted = await invocations.granted(grant, invocation);
+    const records = await Promise.all(granted.map((c) => registry.get(c.id).catch(() => undefined)));
+    return {
+      tools: granted.flatMap((capability, i) => {
+        const record = records[i];
+        if (!record) return [];
+        const { uri: _u, mimeType: _m, ...about } = resourceOf(record);
+        return [{ ...about, inputSchema: capability.inputSchema as { type: 'object' } }];
+      }),
     };
-    const grant = header(request, GRANT_HEADER);
-    const callKey = (requestId: string | number) => `${actorOf(principal)}\n${caller.threadId ?? ''}\n${JSON.stringify(requestId)}`;
-
-    /** The record or guide `uri` names, when this canvas may read it. */
-    const read = async (uri: string): Promise<string> => {
-      if (uri.startsWith(RESOURCE_URI)) {
-        const record = await registry.getVisibleOnMachine(uri.slice(RESOURCE_URI.length), machineId).catch(() => undefined);
-        if (record) return guidanceOfV2(toV2(record));
-      } else if (uri.startsWith(SKILL_URI)) {
-        const skill = hostSkill(uri.slice(SKILL_URI.length));
-        if (skill) return skill.markdown;
-      }
-      throw new McpError(RESOURCE_NOT_FOUND, 'Resource not found', { uri });
-    };
-
-    server.setRequestHandler(ListResourcesRequestSchema, async () => ({
-      resources: [
-        ...(await registry.listVisibleOnMachine(machineId)).map(resourceOf),
-        ...HOST_SKILLS.map((s) => ({
-          uri: `${SKILL_URI}${s.name}`,
-          name: s.name,
-          title: s.title,
-          description: s.summary,
-          mimeType: MARKDOWN,
-        })),
-      ],
-    }));
-    server.setRequestHandler(ReadResourceRequestSchema, async ({ params }) => ({
-      contents: [{ uri: params.uri, mimeType: MARKDOWN, text: await read(params.uri) }],
-    }));
-    // The notification stream sends `resources/updated` for every record this canvas may read
-    // (docs/decisions/mcp.md): a subscription checks that the canvas may read what it names, and holds no state.
-    server.setRequestHandler(SubscribeRequestSchema, async ({ params }) => {
-      await read(params.uri);
-      return {};
-    });
-    server.setRequestHandler(UnsubscribeRequestSchema, () => ({}));
-
-    server.setRequestHandler(ListToolsRequestSchema, async () => {
-      const granted = await invocations.granted(grant, caller);
-      const records = await Promise.all(granted.map((c) => registry.get(c.id).catch(() => undefined)));
+  });
+  server.setRequestHandler(CallToolRequestSchema, async ({ params }, extra) => {
+    const { context: caller, requestId, signal: hungUp } = callerIn(extra);
+    const { request, principal, invocation, grant } = caller;
+    const ctx = invocations.begin(params.name, invocation);
+    const actor = actorOf(principal);
+    const key = callKey(caller, requestId);
+    const aborted = new AbortController();
+    inFlight.set(key, aborted);
+    try {
+      const capability = await invocations.authorize(ctx, grant, invocation);
+      const outcome = await invocations.invoke(
+        ctx,
+        capability,
+        params.arguments ?? {},
+        AbortSignal.any([aborted.signal, extra.signal, hungUp]),
+      );
+      if ('cancelled' in outcome) throw invocationError('client_disconnected', 'The call was cancelled; it was aborted.');
+      await invocations.finish(ctx, 'ok', actor);
+      return toolResult(outcome.output);
+    } catch (err) {
+      // The answer `/invoke` would give, in upstream's taxonomy: never a vendor body, header or key.
+      const answer = asInvocationAnswer(renderError(err as Error, request));
+      if (answer.code === 'internal_error') request.log.error({ err }, 'MCP tool call failed');
+      const reason = answer.details?.reason;
+      await invocations.finish(ctx, answer.code, actor, typeof reason === 'string' ? reason : undefined);
       return {
-        tools: granted.flatMap((capability, i) => {
-          const record = records[i];
-          if (!record) return [];
-          const { uri: _u, mimeType: _m, ...about } = resourceOf(record);
-          return [{ ...about, inputSchema: capability.inputSchema as { type: 'object' } }];
-        }),
-      };
-    });
-    server.setRequestHandler(CallToolRequestSchema, async ({ params }, extra) => {
-      const ctx = invocations.begin(params.name, caller);
-      const actor = actorOf(principal);
-      const key = callKey(extra.requestId);
-      const aborted = new AbortController();
-      inFlight.set(key, aborted);
-      try {
-        const capability = await invocations.authorize(ctx, grant, caller);
-        const outcome = await invocations.invoke(ctx, capability, params.arguments ?? {}, AbortSignal.any([aborted.signal, extra.signal]));
-        if ('cancelled' in outcome) throw invocationError('client_disconnected', 'The call was cancelled; it was aborted.');
-        await invocations.finish(ctx, 'ok', actor);
-        return toolResult(outcome.output);
-      } catch (err) {
-        // The answer `/invoke` would give, in upstream's taxonomy: never a vendor body, header or key.
-        const answer = asInvocationAnswer(renderError(err as Error, request));
-        if (answer.code === 'internal_error') request.log.error({ err }, 'MCP tool call failed');
-        const reason = answer.details?.reason;
-        await invocations.finish(ctx, answer.code, actor, typeof reason === 'string' ? reason : undefined);
-        return {
-          isError: true,
-          content: [{ type: 'text', text: `${answer.code}: ${answer.message}` }],
-          structuredContent: { code: answer.code, message: answer.message, ...(answer.details ? { details: answer.details } : {}) },
-        } satisfies CallToolResult;
-      } finally {
-        if (inFlight.get(key) === aborted) inFlight.delete(key);
-      }
-    });
-    // A stateless server never sees the request a cancellation names: the call is found in this process.
-    server.setNotificationHandler(CancelledNotificationSchema, ({ params }) => {
-      if (params.requestId !== undefined) inFlight.get(callKey(params.requestId))?.abort();
-    });
-    return server;
+        isError: true,
+        content: [{ type: 'text', text: `${answer.code}: ${answer.message}` }],
+        structuredContent: { code: answer.code, message: answer.message, ...(answer.details ? { details: answer.details } : {}) },
+      } satisfies CallToolResult;
+    } finally {
+      if (inFlight.get(key) === aborted) inFlight.delete(key);
+    }
+  });
+  app.addHook('onClose', async () => {
+    await server.close();
+  });
+
+  /** Writes an exchange's answer as it is: JSON, or no body. */
+  const write = (reply: FastifyReply, answer: ExchangeAnswer) => {
+    reply.hijack();
+    if (answer.body === undefined) return void reply.raw.writeHead(answer.status, { 'content-length': '0' }).end();
+    reply.raw
+      .writeHead(answer.status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(answer.body)) })
+      .end(answer.body);
+  };
+
+  /** A POST, answered whole by the process's server: a hang-up before the answer aborts its calls. */
+  async function answerPost(request: FastifyRequest, reply: FastifyReply) {
+    const hangUp = new AbortController();
+    const hungUp = () => {
+      if (!reply.raw.writableFinished) hangUp.abort();
+    };
+    reply.raw.once('close', hungUp);
+    try {
+      const answer = await exchanges.post(
+        { accept: header(request, 'accept'), version: header(request, 'mcp-protocol-version') },
+        request.body,
+        callerOf(request),
+        hangUp.signal,
+      );
+      if (!hangUp.signal.aborted) write(reply, answer);
+    } finally {
+      reply.raw.off('close', hungUp);
+    }
   }
 
-  /** Hands the request to a fresh stateless SDK server and transport; `stream` is told of the transport first. */
-  async function answer(request: FastifyRequest, reply: FastifyReply, stream?: (server: Server, end: () => void) => () => void) {
-    const principal = request.principal as CanvasPrincipal;
-    const server = serverFor(request, principal);
+  /** The GET stream: a server of its own on the SDK's transport, told of the stream's end. */
+  async function answerStream(request: FastifyRequest, reply: FastifyReply, follow: (server: Server, end: () => void) => () => void) {
+    const server = newServer();
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await server.connect(transport);
     reply.hijack();
@@ -220,47 +273,12 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (app, { 
       streams.delete(end);
       void server.close();
       // A stream ends with its socket: the client reconnects (and is asked for its credential again).
-      if (stream && !reply.raw.writableEnded) reply.raw.destroy();
+      if (!reply.raw.writableEnded) reply.raw.destroy();
     };
     streams.add(end);
     reply.raw.once('close', end);
-    if (stream) stop = stream(server, end);
+    stop = follow(server, end);
     await transport.handleRequest(request.raw, reply.raw, request.body);
-  }
-
-  /**
-   * A POST or DELETE, answered whole (JSON, 202 or an error): the SDK's Web-standard transport is handed the
-   * request's method, URL and headers and its parsed body, and its answer is written as it is. Saves the
-   * Node-to-Web conversion of every request and answer, which cost a read a third of its time.
-   */
-  async function answerWhole(request: FastifyRequest, reply: FastifyReply) {
-    const server = serverFor(request, request.principal as CanvasPrincipal);
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    await server.connect(transport);
-    reply.hijack();
-    // A hang-up before the answer closes the server, which aborts its calls in flight.
-    const hungUp = () => {
-      if (!reply.raw.writableFinished) void server.close();
-    };
-    reply.raw.once('close', hungUp);
-    try {
-      const headers = new Headers();
-      for (const [name, value] of Object.entries(request.headers)) {
-        if (typeof value === 'string') headers.set(name, value);
-        else if (Array.isArray(value)) for (const v of value) headers.append(name, v);
-      }
-      const webRequest = { method: request.method, url: `${ownOrigin}${request.url}`, headers } as unknown as Request;
-      const response = await transport.handleRequest(webRequest, { parsedBody: request.body });
-      const body = response.body ? Buffer.from(await response.arrayBuffer()) : undefined;
-      const out: Record<string, string> = {};
-      response.headers.forEach((value, name) => (out[name] = value));
-      if (body) out['content-length'] = String(body.length);
-      reply.raw.writeHead(response.status, out);
-      reply.raw.end(body);
-    } finally {
-      reply.raw.off('close', hungUp);
-      void server.close();
-    }
   }
 
   const routeSchema = (operationId: string, summary: string, description: string, ok: Record<number, unknown>) => ({
@@ -300,7 +318,7 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (app, { 
         body: Type.Unknown({ description: 'A JSON-RPC message or batch (MCP).' }),
       },
     },
-    (request, reply) => answerWhole(request, reply),
+    (request, reply) => answerPost(request, reply),
   );
 
   app.get(
@@ -314,7 +332,7 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (app, { 
       ),
     },
     (request, reply) =>
-      answer(request, reply, (server, end) => {
+      answerStream(request, reply, (server, end) => {
         const machineId = (request.principal as CanvasPrincipal).agentletId;
         let cursor = events.head();
         let running = false;
@@ -365,9 +383,9 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (app, { 
         200: Type.Null({ description: 'Ended.' }),
       }),
     },
-    (request, reply) => answerWhole(request, reply),
+    (request, reply) => write(reply, exchanges.delete({ version: header(request, 'mcp-protocol-version') })),
   );
-  done();
+  server.connect(exchanges).then(() => done(), done);
 };
 
 /** A capability's result as MCP tool content: an image (a `data:image/...;base64,` `src`) as image content. */

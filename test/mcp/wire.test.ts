@@ -1,0 +1,170 @@
+// MCP's Streamable HTTP rules for a POST, on the wire, as any client meets them: the answers the transport
+// gives for a wrong Accept, an unknown protocol version, a malformed or oversized batch; a batch answered
+// whole with each request's own ID; notifications and responses accepted with 202; DELETE answered for a
+// stateless server; many clients sending the same request ID at once, each answered with its own record
+// and never another machine's; and a tool call ended by its client hanging up aborts the vendor call.
+import t from 'tap';
+import { request } from 'undici';
+import { auditLines } from '../helpers/audit.js';
+import { until } from '../helpers/wait.js';
+import { world, type World } from '../helpers/invocation-world.js';
+
+const VERSION = '2025-06-18';
+const ACCEPT = 'application/json, text/event-stream';
+
+function post(w: World, body: unknown, headers: Record<string, string> = {}, token = w.tokens.c1m1, signal?: AbortSignal) {
+  return request(`${w.origin}/api/rfs/canvas-1/mcp`, {
+    method: 'POST',
+    signal,
+    headers: {
+      'content-type': 'application/json',
+      accept: ACCEPT,
+      'mcp-protocol-version': VERSION,
+      authorization: `Bearer ${token}`,
+      ...headers,
+    },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+const read = (id: string | number, uri: string) => ({ jsonrpc: '2.0', id, method: 'resources/read', params: { uri } });
+const initialize = (id: number) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'initialize',
+  params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: 'wire', version: '1' } },
+});
+
+async function answer(res: Awaited<ReturnType<typeof post>>) {
+  const text = await res.body.text();
+  return { status: res.statusCode, type: res.headers['content-type'], body: text ? (JSON.parse(text) as unknown) : undefined };
+}
+
+t.test("the transport's refusals are JSON-RPC errors with its codes", async (t) => {
+  const w = await world(t);
+  const noSse = await answer(await post(w, read(1, 'registry://skill/huabu-access'), { accept: 'application/json' }));
+  t.match(noSse, { status: 406, body: { jsonrpc: '2.0', id: null, error: { code: -32000, message: /Not Acceptable/ } } });
+  t.match(noSse.type, /^application\/json/);
+
+  const version = await answer(await post(w, read(1, 'registry://skill/huabu-access'), { 'mcp-protocol-version': '1999-01-01' }));
+  t.match(version, { status: 400, body: { id: null, error: { code: -32000, message: /Unsupported protocol version: 1999-01-01/ } } });
+  const init = await answer(await post(w, initialize(1), { 'mcp-protocol-version': '1999-01-01' }));
+  t.match(init, { status: 200, body: { id: 1, result: { protocolVersion: VERSION } } }, 'initialize negotiates instead');
+  const noHeader = await answer(await post(w, read(2, 'registry://skill/huabu-access'), { 'mcp-protocol-version': '' }));
+  t.match(noHeader, { status: 400 }, 'an empty version is no supported version');
+
+  for (const bad of [{ jsonrpc: '2.0' }, { jsonrpc: '1.0', id: 1, method: 'ping' }, [read(1, 'x'), { nope: true }], 42]) {
+    const res = await answer(await post(w, bad));
+    t.match(res, { status: 400, body: { id: null, error: { code: -32700, message: /Invalid JSON-RPC message/ } } }, JSON.stringify(bad));
+  }
+  const twoInits = await answer(await post(w, [initialize(1), read(2, 'registry://skill/huabu-access')]));
+  t.match(twoInits, { status: 400, body: { error: { code: -32600, message: /Only one initialization request/ } } });
+  const huge = await answer(
+    await post(
+      w,
+      Array.from({ length: 101 }, (_, i) => read(i, 'registry://skill/huabu-access')),
+    ),
+  );
+  t.match(huge, { status: 400, body: { error: { code: -32600, message: /Batch must not exceed 100/ } } });
+
+  const unknown = await answer(await post(w, { jsonrpc: '2.0', id: 'u', method: 'nothing/here' }));
+  t.match(unknown, { status: 200, body: { jsonrpc: '2.0', id: 'u', error: { code: -32601 } } }, 'an unknown method is an answer');
+});
+
+t.test('a batch is answered whole, each answer under its request ID; notifications and responses get 202', async (t) => {
+  const w = await world(t);
+  t.equal((await w.h.put('mac-1', w.machines.m1, 'mine', { description: 'Mine.' })).statusCode, 201);
+  const batch = await answer(
+    await post(w, [
+      read('first', 'registry://resources/mine'),
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      read(0, 'registry://resources/nothing'),
+      { jsonrpc: '2.0', id: 7, method: 'resources/list' },
+    ]),
+  );
+  t.equal(batch.status, 200);
+  t.match(batch.type, /^application\/json/);
+  const answers = batch.body as {
+    id: unknown;
+    result?: { contents?: { text: string }[]; resources?: { name: string }[] };
+    error?: { code: number };
+  }[];
+  t.same(
+    answers.map((a) => a.id),
+    ['first', 0, 7],
+    'one answer per request, in order, with its own ID (0 included)',
+  );
+  t.match(answers[0]!.result!.contents![0]!.text, /Mine|mine/);
+  t.equal(answers[1]!.error!.code, -32002, 'a missing resource is an error in its own answer');
+  t.ok(answers[2]!.result!.resources!.some((r) => r.name === 'mine'));
+
+  const single = await answer(await post(w, read(5, 'registry://resources/mine')));
+  t.equal(single.status, 200);
+  t.notOk(Array.isArray(single.body), 'a single request is answered with a single object');
+  t.match(single.body, { jsonrpc: '2.0', id: 5 });
+
+  const notification = await post(w, { jsonrpc: '2.0', method: 'notifications/initialized' });
+  t.equal(notification.statusCode, 202);
+  t.equal(await notification.body.text(), '', 'with no body');
+  const response = await post(w, [{ jsonrpc: '2.0', id: 3, result: {} }]);
+  t.equal(response.statusCode, 202, "a client's response is accepted too");
+  await response.body.dump();
+  t.equal(response.headers['mcp-session-id'], undefined, 'and no session is made');
+
+  const ended = await request(`${w.origin}/api/rfs/canvas-1/mcp`, {
+    method: 'DELETE',
+    headers: { authorization: `Bearer ${w.tokens.c1m1}`, 'mcp-protocol-version': VERSION },
+  });
+  t.equal(ended.statusCode, 200, 'DELETE: no session to end');
+  await ended.body.dump();
+  const badDelete = await request(`${w.origin}/api/rfs/canvas-1/mcp`, {
+    method: 'DELETE',
+    headers: { authorization: `Bearer ${w.tokens.c1m1}`, 'mcp-protocol-version': '1999-01-01' },
+  });
+  t.equal(badDelete.statusCode, 400, 'DELETE checks the protocol version too');
+  await badDelete.body.dump();
+});
+
+t.test('clients sending the same request ID at once each get their own answer, never another machine record', async (t) => {
+  const w = await world(t);
+  t.equal((await w.h.put('mac-1', w.machines.m1, 'one', { description: 'Of machine one.' })).statusCode, 201);
+  t.equal((await w.h.put('mac-2', w.machines.m2, 'two', { description: 'Of machine two.' })).statusCode, 201);
+  const asks = Array.from({ length: 60 }, (_, i) => {
+    const onTwo = i % 2 === 1;
+    const token = onTwo ? w.tokens.c1m2 : w.tokens.c1m1;
+    return { onTwo, res: post(w, [read(1, 'registry://resources/one'), read(2, 'registry://resources/two')], {}, token) };
+  });
+  for (const ask of asks) {
+    const { status, body } = await answer(await ask.res);
+    t.equal(status, 200);
+    const [one, two] = body as { id: number; result?: { contents: { text: string }[] }; error?: { code: number } }[];
+    t.equal(one!.id, 1);
+    t.equal(two!.id, 2);
+    const mine = ask.onTwo ? two : one;
+    const theirs = ask.onTwo ? one : two;
+    t.match(mine!.result?.contents[0]?.text, ask.onTwo ? /machine two/ : /machine one/, 'its own record');
+    t.equal(theirs!.error?.code, -32002, "never the other machine's");
+  }
+});
+
+t.test('a client hanging up on a tool call aborts the vendor call', async (t) => {
+  const w = await world(t);
+  const seen = w.endpoint.next();
+  const hangUp = new AbortController();
+  const call = post(
+    w,
+    { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'hold-search', arguments: { query: 'lichen' } } },
+    { 'x-huabu-resource-grant': w.grants.t4, 'x-huabu-thread-id': 'thread-4' },
+    w.tokens.c1m1,
+    hangUp.signal,
+  );
+  const held = await seen;
+  hangUp.abort();
+  await t.rejects(call, 'the client gave up');
+  t.equal(await held.aborted, true, 'the vendor saw the call aborted');
+  await until('the call audited', async () => (await auditLines(w.h)).some((a) => a.action === 'resource.invoke'));
+  t.match(
+    (await auditLines(w.h)).filter((a) => a.action === 'resource.invoke'),
+    [{ id: 'hold-search', outcome: 'cancelled' }],
+  );
+});
