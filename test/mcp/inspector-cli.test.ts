@@ -19,6 +19,9 @@ import { capabilitiesFile, SEARCH_KEY, world } from '../helpers/invocation-world
 // The package's own CLI proper (its `build/cli.js` launcher only prints a banner and spawns this file).
 const CLI = createRequire(import.meta.url).resolve('@modelcontextprotocol/inspector-cli/build/index.js');
 
+// None of this project's code runs in the CLI: it is started without the test runner's hooks and coverage.
+const CLI_ENV = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_OPTIONS' && name !== 'NODE_V8_COVERAGE'));
+
 interface Run {
   code: number | null;
   stdout: string;
@@ -45,7 +48,7 @@ t.test("the MCP Inspector's CLI against a running registry", async (t) => {
     const run = await new Promise<Run>((resolve) => {
       // Its working directory is its own build folder: the CLI reads its name and version from
       // `../package.json` relative to the working directory.
-      execFile(process.execPath, argv, { cwd: path.dirname(CLI), timeout: 20_000 }, (err, stdout, stderr) => {
+      execFile(process.execPath, argv, { cwd: path.dirname(CLI), env: CLI_ENV, timeout: 60_000 }, (err, stdout, stderr) => {
         resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr });
       });
     });
