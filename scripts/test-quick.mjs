@@ -3,7 +3,8 @@
 // two processes (one per core) that each import half of the suites: a process per suite file costs about 2 s
 // of CPU before its first test, most of such a suite's time. `npm test` keeps a process per file. Left out are
 // the suites that start real server processes, PostgreSQL, Chromium or the build (crash, backup, bundle, the
-// operator commands, start-up refusals, the Agentlet daemon, npm pack of the packages, the skill collections),
+// operator commands, start-up refusals, the Agentlet daemon, npm pack of the packages, the skill collections,
+// the MCP Inspector's CLI),
 // the long randomized ones (fuzz, model) and the canary scan. Extra arguments go to tap (e.g. `-- --bail`).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,7 +12,7 @@ import path from 'node:path';
 
 const SLOW = [
   /^test\/(crash|postgres|e2e|canary|slow|fixtures|backup|lifecycle)\//,
-  /^test\/(commands\/help-and-build|docs\/readme|packages\/pack-and-install|http\/fuzz|domain\/model|storage\/durability|storage\/data-dir-lock|launch\/workload-compaction|secrets\/scanner-linear-time|skills\/end-to-end|skills\/collections)\.test\.ts$/,
+  /^test\/(commands\/help-and-build|docs\/readme|packages\/pack-and-install|http\/fuzz|domain\/model|storage\/durability|storage\/data-dir-lock|launch\/workload-compaction|secrets\/scanner-linear-time|skills\/end-to-end|skills\/collections|mcp\/inspector-cli)\.test\.ts$/,
   /^test\/agentlet\/serve\.test\.ts$/,
 ];
 
