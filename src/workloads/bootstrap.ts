@@ -9,7 +9,8 @@ export function bootstrapPreamble(resourceIds: readonly string[]): string {
     'Resources available to you in this thread (their records describe them; a record grants no right by itself):',
     list,
     'Read the record of each before you rely on it: `GET $HUABU_RFS_URL/resources` lists them and `GET $HUABU_RFS_URL/resources/<id>` returns one.',
-    'Send `Authorization: Bearer $AGENTLET_TOKEN` with every request. Both variables are in your environment; never print, log or copy the token.',
+    "An MCP client reads the same records as resources at `$HUABU_MCP_URL`, and calls the hosted capabilities your grant allows as tools; the workload's `mcpServers` entry configures it.",
+    'Send `Authorization: Bearer $AGENTLET_TOKEN` with every request. These variables are in your environment; never print, log or copy the token.',
   ].join('\n');
 }
 

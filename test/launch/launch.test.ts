@@ -83,6 +83,7 @@ t.test('the first launch realizes the thread with required defaults first, then 
   const boot = w.spec.initialPreamble[0] as string;
   for (const id of w.spec.resourceIds) t.match(boot, `- ${id}`, `the bootstrap names ${id}`);
   t.match(boot, '$HUABU_RFS_URL/resources');
+  t.match(boot, '$HUABU_MCP_URL', 'and the MCP endpoint, by its variable');
   t.match(boot, 'Authorization: Bearer $AGENTLET_TOKEN');
   t.notMatch(boot, 'http://', 'no concrete URL');
   t.notMatch(JSON.stringify(w), /arr_(canvas|machine|owner|huabu)_/, 'no token anywhere in the record');
