@@ -11,10 +11,10 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   isInitializeRequest,
-  isJSONRPCRequest,
   JSONRPCMessageSchema,
   SUPPORTED_PROTOCOL_VERSIONS,
   type JSONRPCMessage,
+  type JSONRPCRequest,
   type RequestId,
   type ServerNotification,
   type ServerRequest,
@@ -41,6 +41,12 @@ type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 export function contextOf<C>(extra: Extra): ExchangeRequest<C> {
   return extra.authInfo?.extra?.exchange as ExchangeRequest<C>;
 }
+
+/** A checked message that is a request (the SDK's schema tells a request by its `id` and `method`). */
+const isRequest = (message: JSONRPCMessage): message is JSONRPCRequest => 'id' in message && 'method' in message;
+/** The SDK's test, asked only of a message whose method is `initialize` (a failed parse costs as much as a read). */
+const isInitialization = (message: JSONRPCMessage) =>
+  'method' in message && message.method === 'initialize' && isInitializeRequest(message);
 
 const refusal = (status: number, code: number, message: string): ExchangeAnswer => ({
   status,
@@ -108,18 +114,18 @@ export class ExchangeTransport<C> implements Transport {
       if (!parsed.success) return Promise.resolve(refusal(400, -32700, 'Parse error: Invalid JSON-RPC message'));
       messages.push(parsed.data);
     }
-    if (messages.some(isInitializeRequest)) {
+    if (messages.some(isInitialization)) {
       if (messages.length > 1) return Promise.resolve(refusal(400, -32600, 'Invalid Request: Only one initialization request is allowed'));
     } else {
       const refused = versionRefusal(headers.version);
       if (refused) return Promise.resolve(refused);
     }
 
-    const requests = messages.filter(isJSONRPCRequest);
+    const requests = messages.filter(isRequest);
     return new Promise<ExchangeAnswer>((settle) => {
       const pending: Pending = { answers: [], left: requests.length, settle };
       for (const message of messages) {
-        if (!isJSONRPCRequest(message)) {
+        if (!isRequest(message)) {
           if ('method' in message && message.method === 'notifications/cancelled') {
             const requestId = (message.params as { requestId?: RequestId } | undefined)?.requestId;
             if (requestId !== undefined) this.cancelled(context, requestId);
