@@ -15,6 +15,7 @@ import { errors } from '../http/openapi.js';
 import { CHANGE_EVENT_TYPES, parseCursor, visibleToMachine, type ChangeEvent, type ChangeFeed } from '../registry/events.js';
 import { CanvasId } from '../schemas/common.js';
 import { ChangeList, ChangesQuery, EventsQuery, EventStream } from '../schemas/events.js';
+import { feedReader } from './feed-reader.js';
 
 /** Every event type, grouped by subject: `resource.created|replaced|…`, `profile.…`. */
 const EVENT_TYPES_TEXT = [...new Set(CHANGE_EVENT_TYPES.map((type) => type.split('.')[0]!))]
@@ -32,8 +33,6 @@ export const MAX_UNSENT_BYTES = 256 * 1024;
 export const STALL_MS = 10_000;
 /** A comment line this often keeps proxies from closing a quiet stream. */
 export const HEARTBEAT_MS = 15_000;
-/** Events read from the log per step of a stream. */
-const PAGE = 256;
 /** A stream writes at most once this often: events published meanwhile share one write. */
 export const COALESCE_MS = 50;
 
@@ -75,8 +74,6 @@ function sse(e: ChangeEvent): string {
   return text;
 }
 
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
 /**
  * Answers with a Server-Sent Events stream of `feed` after `since` (validated first, so a bad or expired
  * cursor is an ordinary error answer), showing the events `show` accepts.
@@ -103,7 +100,6 @@ async function stream(
   });
   // The retry hint, and a first line so clients and proxies see the stream open.
   raw.write('retry: 2000\n: events\n\n');
-  let cursor = start;
   /** The cursor the client holds: the last `id:` it was sent. */
   let sentCursor = start;
   // The credential is held to the same rules for as long as the stream is open: it closes once it stops holding.
@@ -111,8 +107,6 @@ async function stream(
     request.log.info({ why }, 'event stream closed: its credential no longer holds');
     end();
   });
-  let running = false;
-  let again = false;
   let ended = false;
   /** When this stream last wrote events, and the pending wake-up that waits for COALESCE_MS to pass. */
   let wroteAt = -Infinity;
@@ -147,40 +141,31 @@ async function stream(
       raw.on('drain', onDrain);
       raw.on('close', onClose);
     });
-  const pump = async () => {
-    if (running) {
-      again = true;
-      return;
-    }
-    running = true;
-    try {
-      do {
-        again = false;
-        for (;;) {
-          if (ended) return;
-          const page = await feed.read(cursor, PAGE, { published: true });
-          if (page.events.length === 0) break;
-          const shown = page.events.filter(show);
-          cursor = page.next;
-          // Only what it may see; what it may not moves its client's cursor with the heartbeat (below).
-          if (shown.length > 0) {
-            raw.write(shown.map(sse).join(''));
-            sentCursor = shown[shown.length - 1]!.id;
-            wroteAt = performance.now();
-            if (raw.writableLength > options.maxUnsentBytes && !(await drained())) return cutOff();
-          }
-          // Behind by more than a page: let other streams and requests run before the next one.
-          if (page.events.length === PAGE) await nextTurn();
+  const reader = feedReader(
+    feed,
+    start,
+    () => ended,
+    async (events) => {
+      // Only what it may see; what it may not moves its client's cursor with the heartbeat (below).
+      const shown = events.filter(show);
+      if (shown.length > 0) {
+        raw.write(shown.map(sse).join(''));
+        sentCursor = shown[shown.length - 1]!.id;
+        wroteAt = performance.now();
+        if (raw.writableLength > options.maxUnsentBytes && !(await drained())) {
+          cutOff();
+          return false;
         }
-      } while (again);
-    } catch (err) {
+      }
+      return true;
+    },
+    (err) => {
       // Behind the retention (it fell that far behind) or the log is unreadable: the client reconnects and is told.
       request.log.warn({ err }, 'event stream ended');
       cutOff();
-    } finally {
-      running = false;
-    }
-  };
+    },
+  );
+  const pump = reader.read;
   /** Woken by a publish: pumps now, or once COALESCE_MS have passed since the last write. */
   const wake = () => {
     if (wakeTimer !== undefined || ended) return;
@@ -198,9 +183,9 @@ async function stream(
     // Past events it does not show, a filtered stream's client gets the cursor here, with the keep-alive (an
     // `id:` alone dispatches nothing): it resumes from there, and learns when the changes it may not see
     // happened only to the heartbeat (docs/decisions/canvas-stream-cursor.md).
-    if (sentCursor !== cursor) {
-      sentCursor = cursor;
-      raw.write(`id: ${cursor}\n: keep-alive\n\n`);
+    if (sentCursor !== reader.cursor) {
+      sentCursor = reader.cursor;
+      raw.write(`id: ${reader.cursor}\n: keep-alive\n\n`);
     } else raw.write(': keep-alive\n\n');
   }, options.heartbeatMs);
   heartbeat.unref();

@@ -39,6 +39,7 @@ import { guidanceOfV2, represent, toV2 } from '../registry/resource-versions.js'
 import type { StoredResource } from '../schemas/resource.js';
 import { CanvasId } from '../schemas/common.js';
 import type { RouteDeps } from './deps.js';
+import { feedReader } from './feed-reader.js';
 import { contextOf, ExchangeTransport, type ExchangeAnswer } from './mcp-exchange.js';
 import { THREAD_HEADER } from './invoke.js';
 
@@ -47,8 +48,6 @@ export const SKILL_URI = 'registry://skill/';
 const MARKDOWN = 'text/markdown';
 /** MCP's code for a resource that does not exist (or that this canvas may not read). */
 const RESOURCE_NOT_FOUND = -32002;
-/** Events read from the change log per step of a notification stream. */
-const PAGE = 256;
 
 export interface McpRouteOptions extends RouteDeps {
   events: ChangeFeed;
@@ -334,35 +333,24 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (app, { 
     (request, reply) =>
       answerStream(request, reply, (server, end) => {
         const machineId = (request.principal as CanvasPrincipal).agentletId;
-        let cursor = events.head();
-        let running = false;
-        let again = false;
         let ended = false;
-        const pump = async () => {
-          if (running) return void (again = true);
-          running = true;
-          try {
-            do {
-              again = false;
-              for (;;) {
-                if (ended) return;
-                const page = await events.read(cursor, PAGE, { published: true });
-                if (page.events.length === 0) break;
-                cursor = page.next;
-                const changed = new Set(page.events.filter((e) => visibleToMachine(e, machineId)).map((e) => e.subject.id));
-                if (changed.size === 0) continue;
-                await server.sendResourceListChanged();
-                for (const id of changed) await server.sendResourceUpdated({ uri: `${RESOURCE_URI}${id}` });
-              }
-            } while (again);
-          } catch (err) {
+        const reader = feedReader(
+          events,
+          events.head(),
+          () => ended,
+          async (page) => {
+            const changed = new Set(page.filter((e) => visibleToMachine(e, machineId)).map((e) => e.subject.id));
+            if (changed.size === 0) return true;
+            await server.sendResourceListChanged();
+            for (const id of changed) await server.sendResourceUpdated({ uri: `${RESOURCE_URI}${id}` });
+            return true;
+          },
+          (err) => {
             request.log.warn({ err }, 'MCP notification stream ended');
             end();
-          } finally {
-            running = false;
-          }
-        };
-        const unsubscribe = events.onPublished(() => void pump());
+          },
+        );
+        const unsubscribe = events.onPublished(() => void reader.read());
         // The credential is held to the same rules for as long as the stream is open.
         const unwatch = app.watchCredential(request, (why) => {
           request.log.info({ why }, 'MCP stream closed: its credential no longer holds');
