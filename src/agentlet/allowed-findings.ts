@@ -27,6 +27,11 @@ export async function readAllowedFindings(root: string): Promise<AllowedFinding[
   return Object.values(await readKept(root)).flat();
 }
 
+/** The entries kept for skill `id` (none when it has none). */
+export async function allowedFindingsOf(root: string, id: string): Promise<AllowedFinding[]> {
+  return (await readKept(root))[id] ?? [];
+}
+
 /** Keeps `entries` as skill `id`'s (none: forgets the skill's). */
 export async function keepAllowedFindings(root: string, id: string, entries: readonly AllowedFinding[]): Promise<void> {
   const kept = await readKept(root);

@@ -18,7 +18,7 @@ import type { SkillDiagnosticCode } from '../schemas/skill.js';
 import { checkSkillFrontMatter, type SkillFrontMatterWarning } from '../text/front-matter.js';
 import { JobError } from './job-error.js';
 import type { JobContext } from './job-context.js';
-import { keepAllowedFindings } from './allowed-findings.js';
+import { allowedFindingsOf, keepAllowedFindings } from './allowed-findings.js';
 import { ArchiveRefusal, archiveStem, isSkillArchive, readSkillArchive } from './skill-archive.js';
 import { serializeReceipt, type ReceiptV2 } from './receipt.js';
 import { DIR_MODE, KIND_DIRS, RECEIPTS_DIR } from './resource-root.js';
@@ -471,11 +471,17 @@ function asJobError(err: unknown): unknown {
   return err instanceof SkillProblem ? new JobError(err.code, err.message) : err;
 }
 
+/** A copy put in place: `keep` drops what it replaced, `undo` puts that back. */
+interface Installed {
+  keep(): Promise<void>;
+  undo(): Promise<void>;
+}
+
 /**
  * Copies the files into `<root>/skills/<id>/` through a temp folder beside it and a rename; a folder
- * already there (a refresh) is moved aside first and removed after.
+ * already there (a refresh) is moved aside, and removed by `keep` or put back by `undo`.
  */
-async function install(root: string, id: string, files: readonly SkillFile[]): Promise<void> {
+async function install(root: string, id: string, files: readonly SkillFile[]): Promise<Installed> {
   const skills = path.join(root, KIND_DIRS.skill);
   const skillsSt = await lstat(skills).catch(() => undefined);
   if (skillsSt?.isSymbolicLink() || (skillsSt && !skillsSt.isDirectory()))
@@ -484,24 +490,33 @@ async function install(root: string, id: string, files: readonly SkillFile[]): P
   const suffix = randomBytes(6).toString('hex');
   const temp = path.join(skills, `.${id}.import-${suffix}`);
   await mkdir(temp, { mode: DIR_MODE });
+  const target = skillDir(root, id);
+  const aside = path.join(skills, `.${id}.old-${suffix}`);
+  let existing = false;
   try {
     for (const file of files) {
-      const target = path.join(temp, ...file.rel.split('/'));
-      await mkdir(path.dirname(target), { recursive: true, mode: DIR_MODE });
-      await writeFile(target, file.bytes, { mode: 0o600, flag: 'wx' });
+      const into = path.join(temp, ...file.rel.split('/'));
+      await mkdir(path.dirname(into), { recursive: true, mode: DIR_MODE });
+      await writeFile(into, file.bytes, { mode: 0o600, flag: 'wx' });
       // The mode given to writeFile is filtered by the umask; the copy gets the source's kept bits.
-      await chmod(target, keptMode(file.mode));
+      await chmod(into, keptMode(file.mode));
     }
-    const target = skillDir(root, id);
-    const existing = await lstat(target).catch(() => undefined);
-    const aside = path.join(skills, `.${id}.old-${suffix}`);
+    existing = (await lstat(target).catch(() => undefined)) !== undefined;
     if (existing) await rename(target, aside);
     await rename(temp, target);
-    if (existing) await rm(aside, { recursive: true, force: true });
   } catch (err) {
     await rm(temp, { recursive: true, force: true });
     throw err;
   }
+  return {
+    keep: async () => {
+      if (existing) await rm(aside, { recursive: true, force: true });
+    },
+    undo: async () => {
+      await rm(target, { recursive: true, force: true });
+      if (existing) await rename(aside, target);
+    },
+  };
 }
 
 /** `skill.scan {rootPath}`, or `{id}`: a scan of that imported skill's source folder. */
@@ -595,7 +610,12 @@ export async function importJob(payload: unknown, context: JobContext): Promise<
       findings.slice(0, 10),
     );
   }
-  await install(context.root, id, skill.files);
+  const receiptFile = receiptPath(context.root, id);
+  const before = {
+    receipt: await readFile(receiptFile).catch(() => undefined),
+    allowed: await allowedFindingsOf(context.root, id),
+  };
+  const installed = await install(context.root, id, skill.files);
   const receipt: ReceiptV2 = {
     schemaVersion: 2,
     id,
@@ -608,9 +628,20 @@ export async function importJob(payload: unknown, context: JobContext): Promise<
     sourceRevision: skill.candidate.sourceRevision,
     installedAt: new Date().toISOString(),
   };
-  await keepAllowedFindings(context.root, id, allowedOf(body));
-  await writeFileDurably(receiptPath(context.root, id), serializeReceipt(receipt));
-  await context.publish();
+  try {
+    await keepAllowedFindings(context.root, id, allowedOf(body));
+    await writeFileDurably(receiptFile, serializeReceipt(receipt));
+    await context.publish();
+  } catch (err) {
+    // The registry did not take it (a quota, a refusal): the machine is put back as it was, so what it holds
+    // is what the registry lists, and the job answers with the refusal.
+    await installed.undo();
+    if (before.receipt) await writeFileDurably(receiptFile, before.receipt);
+    else await rm(receiptFile, { force: true });
+    await keepAllowedFindings(context.root, id, before.allowed);
+    throw err;
+  }
+  await installed.keep();
   return { id, sourceRevision: skill.candidate.sourceRevision, created: !refresh && !existing };
 }
 

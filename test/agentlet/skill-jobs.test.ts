@@ -20,6 +20,7 @@ import {
 } from '../../src/agentlet/skill-jobs.js';
 import { readSkillArchive } from '../../src/agentlet/skill-archive.js';
 import type { JobContext } from '../../src/agentlet/jobs.js';
+import { JobError } from '../../src/agentlet/job-error.js';
 import { SecretScanner } from '../../src/secrets/secret-scanner.js';
 import { tempDir } from '../helpers/agentlet.js';
 
@@ -599,4 +600,52 @@ t.test('import again under the same ID: a replace only when asked (the registry 
   await t.rejects(importJob({ id: 'hand', sourcePath: first, expectedRevision: await rev(first), replace: true }, context), {
     code: 'resource_conflict',
   });
+});
+
+t.test('an import or refresh the registry refuses to publish leaves the machine as it was', async (t) => {
+  const { dir, root, context } = await rootWithContext(t);
+  let refuse = false;
+  context.publish = () =>
+    refuse
+      ? Promise.reject(new JobError('record_quota_exceeded', 'this machine holds as many record bytes as it may'))
+      : Promise.resolve({ dryRun: false, created: [], replaced: [], withdrawn: [], unchanged: [] });
+  const snapshot = async () => {
+    const files: Record<string, string> = {};
+    const walk = async (rel: string): Promise<void> => {
+      for (const entry of await readdir(path.join(root, rel), { withFileTypes: true })) {
+        const child = path.join(rel, entry.name);
+        if (entry.isDirectory()) await walk(child);
+        else files[child] = await readFile(path.join(root, child), 'utf8');
+      }
+    };
+    await walk('.');
+    // The allowlist file is compared as data: an empty one holds what none does.
+    const allowed = files['.allowed-findings.json'];
+    if (allowed !== undefined && JSON.stringify(JSON.parse(allowed)) === '{}') delete files['.allowed-findings.json'];
+    return files;
+  };
+  const allowlist = [{ fingerprint: 'f'.repeat(64) }];
+
+  const src = await skill(path.join(dir, 'src', 'notes'), { 'SKILL.md': SKILL('Notes'), 'bin/run': 'run\n' });
+  const before = await snapshot();
+  refuse = true;
+  const revision = (await readSkill(src)).candidate.sourceRevision;
+  await t.rejects(
+    importJob({ id: 'notes', sourcePath: src, expectedRevision: revision, secretAllowlist: allowlist }, context),
+    { code: 'record_quota_exceeded' },
+    "the registry's refusal is the job's answer",
+  );
+  t.same(await snapshot(), before, 'a refused import leaves no folder, receipt or allowlist entry behind');
+
+  refuse = false;
+  await importJob({ id: 'notes', sourcePath: src, expectedRevision: revision }, context);
+  const imported = await snapshot();
+  t.ok(imported[path.join('skills', 'notes', 'bin', 'run')], 'imported once the registry takes it');
+  await skill(src, { 'SKILL.md': SKILL('Notes', 'A much longer body.'), 'bin/run': 'run again\n' });
+  refuse = true;
+  const newer = (await readSkill(src)).candidate.sourceRevision;
+  await t.rejects(importJob({ id: 'notes', expectedRevision: newer, refresh: true, secretAllowlist: allowlist }, context), {
+    code: 'record_quota_exceeded',
+  });
+  t.same(await snapshot(), imported, 'a refused refresh puts back the copy, receipt and allowlist it replaced');
 });
