@@ -44,6 +44,8 @@ export const providerRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { r
         tags: ['providers'],
         operationId: 'listProviderResources',
         summary: "List the provider's own records",
+        description:
+          'The records the provider (`huabu`, or the machine whose token calls) registered, in the record version `schemaVersion` asks for (1 by default), sorted by ID: what a machine compares with its receipts before it reconciles.',
         params: ProviderParams,
         querystring: Type.Object({ schemaVersion: SchemaVersionQuery }, { additionalProperties: false }),
         response: { 200: { ...AnyResourceList, description: "The provider's records, sorted by id." }, ...errors('validation_failed') },
@@ -121,7 +123,10 @@ export const providerRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { r
         summary: "Reconcile the provider's whole set",
         description: `Replaces the provider's complete set (at most ${MAX_RECONCILE_RESOURCES} records, each record v1 or v2) in one atomic step; the owner's customization of a kept record survives: listed records are created or replaced, the provider's records left out are withdrawn. Any conflict rejects the whole request and changes nothing. \`?dryRun=true\` reports the plan only. A machine may add \`problems\`: the receipts it could not publish, shown for it in \`GET /api/acp/machines\` (a change of them is a \`machine.problems\` event); a reconcile without them clears them. A machine's set past its record quota (\`RECORDS_PER_MACHINE\`, \`RECORD_BYTES_PER_MACHINE\`) is 409 \`record_quota_exceeded\`, dry run too, and changes nothing.`,
         params: ProviderParams,
-        querystring: Type.Object({ dryRun: Type.Optional(Type.Boolean({ default: false })) }, { additionalProperties: false }),
+        querystring: Type.Object(
+          { dryRun: Type.Optional(Type.Boolean({ default: false, description: 'True: answer with the plan and change nothing.' })) },
+          { additionalProperties: false },
+        ),
         body: ReconcileBody,
         response: {
           200: { ...ReconcileResult, description: 'What changed (or would change, with dryRun).' },

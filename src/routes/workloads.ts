@@ -72,6 +72,8 @@ export const workloadRoutes: FastifyPluginCallbackTypebox<RouteDeps & { workload
         operationId: 'listWorkloads',
         tags: ['workloads'],
         summary: "List a canvas's workloads",
+        description:
+          "The canvas's realized threads: each workload as its first launch snapshotted it (effective resource IDs, bootstrap, environment by variable, the MCP server entry). A canvas with none answers an empty list.",
         querystring: Type.Object({ canvasId: CanvasId }, { additionalProperties: false }),
         response: { 200: { ...WorkloadList, description: 'The realized threads of the canvas.' }, ...errors('validation_failed') },
       },
@@ -86,6 +88,8 @@ export const workloadRoutes: FastifyPluginCallbackTypebox<RouteDeps & { workload
         operationId: 'getWorkload',
         tags: ['workloads'],
         summary: 'Read one workload',
+        description:
+          "One thread's workload as its first launch snapshotted it; 404 `workload_not_found` for a thread never launched on the canvas.",
         params: Type.Object({ canvasId: CanvasId, threadId: ThreadId }),
         response: { 200: { ...WorkloadRecord, description: 'The workload record.' }, ...errors('validation_failed', 'workload_not_found') },
       },

@@ -455,7 +455,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List a canvas's workloads */
+        /**
+         * List a canvas's workloads
+         * @description The canvas's realized threads: each workload as its first launch snapshotted it (effective resource IDs, bootstrap, environment by variable, the MCP server entry). A canvas with none answers an empty list.
+         */
         get: operations["listWorkloads"];
         put?: never;
         post?: never;
@@ -472,7 +475,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read one workload */
+        /**
+         * Read one workload
+         * @description One thread's workload as its first launch snapshotted it; 404 `workload_not_found` for a thread never launched on the canvas.
+         */
         get: operations["getWorkload"];
         put?: never;
         post?: never;
@@ -557,7 +563,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the provider's own records */
+        /**
+         * List the provider's own records
+         * @description The records the provider (`huabu`, or the machine whose token calls) registered, in the record version `schemaVersion` asks for (1 by default), sorted by ID: what a machine compares with its receipts before it reconciles.
+         */
         get: operations["listProviderResources"];
         /**
          * Reconcile the provider's whole set
@@ -8207,6 +8216,7 @@ export interface operations {
     reconcileProviderResources: {
         parameters: {
             query?: {
+                /** @description True: answer with the plan and change nothing. */
                 dryRun?: boolean;
             };
             header?: never;
