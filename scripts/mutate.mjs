@@ -32,6 +32,8 @@ export const TARGETS = {
   'src/http/limits.ts': ['http/limits'],
   'src/registry/catalogue-cache.ts': ['registry/catalogue-cache', 'http/compression'],
   'src/storage/append-log.ts': ['audit/torn-append', 'audit/rotation', 'launch/audit-recovery', 'storage/contract'],
+  'src/routes/mcp-exchange.ts': ['mcp/wire', 'mcp/sdk-client'],
+  'src/routes/feed-reader.ts': ['events/change-events', 'events/connection-bounds', 'mcp/sdk-client'],
 };
 
 const args = process.argv.slice(2);
