@@ -1013,7 +1013,7 @@ export const SCENARIOS: Scenario[] = [
         const mib = (n: number) => `${fmt(n / 2 ** 20, 1)} MiB`;
         return [
           {
-            measured: `traces on: ${rate(r.on!)} · ${fmt(spansPer, 2)} spans per request received (${mib(bytes)} of OTLP JSON) · RSS at start ${mib(traced.ready.rss)}`,
+            measured: `traces on: ${rate(r.on!)} · ${fmt(spansPer, 2)} spans per request received (${mib(bytes)} of OTLP) · RSS at start ${mib(traced.ready.rss)}`,
             baseline: `traces off: ${rate(r.off!)} · RSS at start ${mib(s.ready.rss)}`,
             ratio: `${fmt(on, 2)}×`,
             target: verdict(on, '≥ 0.9× (traces cost ≤ 10 %)', on >= 0.9),
