@@ -112,12 +112,17 @@ export interface Config {
 
 /** Where and how spans are exported (docs/tracing.md). */
 export interface TracingConfig {
-  /** `otlp`: OTLP over HTTP with JSON bodies to `endpoint`; `console`: each span printed on stdout. */
+  /** `otlp`: OTLP over HTTP to `endpoint`; `console`: each span printed on stdout. */
   exporter: 'otlp' | 'console';
   /** The full URL spans are POSTed to (OTLP only), e.g. http://localhost:4318/v1/traces. */
   endpoint: string;
+  /** OTLP's body encoding: binary protobuf (the specification's default) or JSON. */
+  protocol: OtlpProtocol;
   serviceName: string;
 }
+
+export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
+export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
 
 /** The OTLP/HTTP receiver's default address (the OpenTelemetry specification's). */
 export const DEFAULT_OTLP_ENDPOINT = 'http://localhost:4318';
@@ -162,8 +167,8 @@ export const Env = Type.Object({
   OTEL_TRACES_EXPORTER: Type.Optional(Type.Union(['otlp', 'console', 'none'].map((v) => Type.Literal(v)))),
   OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(Type.String({ pattern: '^https?://[^\\s@/?#]+(/[^\\s?#]*)?$' })),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: Type.Optional(Type.String({ pattern: '^https?://[^\\s@/?#]+(/[^\\s?#]*)?$' })),
-  OTEL_EXPORTER_OTLP_PROTOCOL: Type.Optional(Type.Literal('http/json')),
-  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: Type.Optional(Type.Literal('http/json')),
+  OTEL_EXPORTER_OTLP_PROTOCOL: Type.Optional(Type.Union(OTLP_PROTOCOLS.map((v) => Type.Literal(v)))),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: Type.Optional(Type.Union(OTLP_PROTOCOLS.map((v) => Type.Literal(v)))),
   OTEL_SERVICE_NAME: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
 });
 const checkEnv = Compile(Env);
@@ -314,6 +319,7 @@ function tracingConfig(e: Partial<Record<keyof typeof Env.properties, string>>):
     tracing: {
       exporter: e.OTEL_TRACES_EXPORTER === 'console' ? 'console' : 'otlp',
       endpoint,
+      protocol: (e.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? e.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf') as OtlpProtocol,
       serviceName: e.OTEL_SERVICE_NAME ?? DEFAULT_SERVICE_NAME,
     },
   };

@@ -14,7 +14,8 @@
 // BENCH_EVENT_RATE (100 writes/s while they listen), BENCH_STALL_SEC (15 s of writes with the never-reading streams open),
 // BENCH_EVENT_BACKLOG (30000 events in the log at start: what the never-reading streams are sent),
 // BENCH_RECONNECT_SKILLS (100: scenario 12's skill records published at once), BENCH_TRACES_SAMPLER and
-// BENCH_TRACES_SAMPLER_ARG (scenario 14's traced server's OTEL_TRACES_SAMPLER and its argument). Scenario 13 uses
+// BENCH_TRACES_SAMPLER_ARG (scenario 14's traced server's OTEL_TRACES_SAMPLER and its argument), BENCH_TRACES_JSON
+// (1: scenario 14 also runs a traced server exporting JSON bodies, beside the default protobuf). Scenario 13 uses
 // BENCH_CONNECTIONS, BENCH_DURATION, BENCH_RUNS (its reads) and BENCH_INVOKE_CALLS (its calls).
 // Scenario 8 (PostgreSQL next to the JSON store) runs when BENCH_DATABASE_URL names a server where databases
 // may be created (not DATABASE_URL, which test runs set for other reasons); BENCH_PG_POOL sets its servers' DATABASE_POOL_SIZE; BENCH_BASELINE_BUILD (another build's
@@ -973,29 +974,46 @@ export const SCENARIOS: Scenario[] = [
       const s = await ctx.shared();
       const path = '/api/acp/resources';
       const sink = await startOtlpSink();
-      const traced = await startServer(await copyDataDir(ctx.template, ctx.root), ctx.creds, {
-        OTEL_EXPORTER_OTLP_ENDPOINT: sink.origin,
+      const otel = {
         // BENCH_TRACES_SAMPLER (e.g. `always_off`, or `traceidratio` with BENCH_TRACES_SAMPLER_ARG): the traced server's sampler.
         ...(process.env.BENCH_TRACES_SAMPLER ? { OTEL_TRACES_SAMPLER: process.env.BENCH_TRACES_SAMPLER } : {}),
         ...(process.env.BENCH_TRACES_SAMPLER_ARG ? { OTEL_TRACES_SAMPLER_ARG: process.env.BENCH_TRACES_SAMPLER_ARG } : {}),
+      };
+      const traced = await startServer(await copyDataDir(ctx.template, ctx.root), ctx.creds, {
+        OTEL_EXPORTER_OTLP_ENDPOINT: sink.origin,
+        ...otel,
       });
+      // BENCH_TRACES_JSON=1: a third server exporting JSON bodies (OTEL_EXPORTER_OTLP_PROTOCOL=http/json) to a sink of its own, alternated with the others.
+      const jsonSink = process.env.BENCH_TRACES_JSON === '1' ? await startOtlpSink() : undefined;
+      const tracedJson = jsonSink
+        ? await startServer(await copyDataDir(ctx.template, ctx.root), ctx.creds, {
+            OTEL_EXPORTER_OTLP_ENDPOINT: jsonSink.origin,
+            OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+            ...otel,
+          })
+        : undefined;
       const plain = await startPlainServer(s.url, [{ path, headers: owner(ctx) }]);
       const b = await ctx.baseline();
       try {
         // Requests each server answered and the CPU it spent meanwhile: CPU per request is the cost, and it
         // holds on a busy machine, where req/s measures the neighbours too.
-        const served = { off: 0, on: 0 };
-        const counted = (which: 'off' | 'on', run: (d: number) => Promise<LoadResult>) => async (d: number) => {
+        const served = { off: 0, on: 0, json: 0 };
+        const counted = (which: 'off' | 'on' | 'json', run: (d: number) => Promise<LoadResult>) => async (d: number) => {
           const r = await run(d);
           served[which] += r.expected + r.unexpected;
           return r;
         };
-        const cpuBefore = { off: (await s.probe(false)).cpuMs, on: (await traced.probe(false)).cpuMs };
+        const cpuBefore = {
+          off: (await s.probe(false)).cpuMs,
+          on: (await traced.probe(false)).cpuMs,
+          json: tracedJson ? (await tracedJson.probe(false)).cpuMs : 0,
+        };
         const r = await compare(
           [
             { name: 'off', run: counted('off', getSpec(s, path, owner(ctx), ctx)) },
             { name: 'on', run: counted('on', getSpec(traced, path, owner(ctx), ctx)) },
             { name: 'plain', run: getSpec(plain, path, owner(ctx), ctx) },
+            ...(tracedJson ? [{ name: 'json', run: counted('json', getSpec(tracedJson, path, owner(ctx), ctx)) }] : []),
             ...(b ? [{ name: 'base', run: getSpec(b, path, owner(ctx), ctx) }] : []),
           ],
           ctx.opts.runs,
@@ -1005,6 +1023,7 @@ export const SCENARIOS: Scenario[] = [
         const cpuPer = {
           off: ((await s.probe(false)).cpuMs - cpuBefore.off) / Math.max(1, served.off),
           on: ((await traced.probe(false)).cpuMs - cpuBefore.on) / Math.max(1, served.on),
+          json: tracedJson ? ((await tracedJson.probe(false)).cpuMs - cpuBefore.json) / Math.max(1, served.json) : 0,
         };
         await new Promise((done) => setTimeout(done, 6000)); // the batch processor's last export (every 5 s)
         const { spans, bytes } = sink.counts();
@@ -1013,7 +1032,7 @@ export const SCENARIOS: Scenario[] = [
         const mib = (n: number) => `${fmt(n / 2 ** 20, 1)} MiB`;
         return [
           {
-            measured: `traces on: ${rate(r.on!)} · ${fmt(spansPer, 2)} spans per request received (${mib(bytes)} of OTLP JSON) · RSS at start ${mib(traced.ready.rss)}`,
+            measured: `traces on: ${rate(r.on!)} · ${fmt(spansPer, 2)} spans per request received (${mib(bytes)} of OTLP) · RSS at start ${mib(traced.ready.rss)}`,
             baseline: `traces off: ${rate(r.off!)} · RSS at start ${mib(s.ready.rss)}`,
             ratio: `${fmt(on, 2)}×`,
             target: verdict(on, '≥ 0.9× (traces cost ≤ 10 %)', on >= 0.9),
@@ -1030,6 +1049,16 @@ export const SCENARIOS: Scenario[] = [
             ratio: `${fmt(r.off!.perSecond / r.plain!.perSecond, 2)}×`,
             target: `traces on vs plain: ${fmt(r.on!.perSecond / r.plain!.perSecond, 2)}×`,
           },
+          ...(tracedJson
+            ? [
+                {
+                  measured: `traces on, protobuf bodies: ${rate(r.on!)} · ${fmt(cpuPer.on, 3)} ms of server CPU per request`,
+                  baseline: `traces on, JSON bodies: ${rate(r.json!)} · ${fmt(cpuPer.json, 3)} ms · ${fmt(jsonSink!.counts().spans / Math.max(1, served.json), 2)} spans per request received`,
+                  ratio: `${fmt(r.on!.perSecond / r.json!.perSecond, 2)}× req/s; CPU over off ${fmt((cpuPer.on - cpuPer.off) * 1000, 1)} vs ${fmt((cpuPer.json - cpuPer.off) * 1000, 1)} µs`,
+                  target: '—',
+                },
+              ]
+            : []),
           ...(b
             ? [
                 {
@@ -1044,7 +1073,9 @@ export const SCENARIOS: Scenario[] = [
       } finally {
         await plain.stop();
         await traced.stop();
+        await tracedJson?.stop();
         await sink.close();
+        await jsonSink?.close();
       }
     },
   },

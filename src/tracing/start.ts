@@ -16,7 +16,8 @@
 import { register } from 'node:module';
 import * as api from '@opentelemetry/api';
 import { FastifyOtelInstrumentation } from '@fastify/otel';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { registerInstrumentations } from '@opentelemetry/instrumentation';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
@@ -54,7 +55,14 @@ export function startTracing(config: TracingConfig): Tracing {
   // instrumentation see them, limited to the modules it patches.
   register('@opentelemetry/instrumentation/hook.mjs', import.meta.url, { data: { include: ['pg', 'pg-pool'] } });
 
-  const exporter = config.exporter === 'console' ? new ConsoleSpanExporter() : new OTLPTraceExporter({ url: config.endpoint });
+  // Binary protobuf by default: the specification's default encoding, and less than half the CPU per span
+  // of OTLP's JSON encoding to serialize (docs/tracing.md, What traces cost).
+  const exporter =
+    config.exporter === 'console'
+      ? new ConsoleSpanExporter()
+      : config.protocol === 'http/json'
+        ? new OtlpJsonExporter({ url: config.endpoint })
+        : new OtlpProtobufExporter({ url: config.endpoint });
   const resource = defaultResource()
     .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName }))
     .merge(detectResources({ detectors: [envDetector] }));

@@ -191,6 +191,7 @@ t.test('with OTEL_* variables: spans continue traceparent, are named by route, h
   t.equal(span.attributes['http.route'], '/api/acp/resources/:id');
   t.equal(span.attributes['http.response.status_code'], 200);
   t.equal(span.attributes['url.path'], '/api/acp/resources/web-search');
+  t.equal(span.encoding, 'application/x-protobuf', 'sent as binary protobuf, OTLP’s default encoding');
 
   const refused = await receiver.waitFor((s) => s.kind === 2 && s.attributes['http.response.status_code'] === 401);
   t.equal(refused.name, 'GET /api/acp/resources/:id');
@@ -218,6 +219,12 @@ t.test('with OTEL_* variables: spans continue traceparent, are named by route, h
 
   // Everything exported, as sent: span names, attributes, links, resource. No credential of any kind.
   await sleep(300);
+  t.same(
+    receiver.spans.filter((s) => s.traceId === TRACE_ID).map((s) => s.name),
+    ['GET /api/acp/resources/:id'],
+    'a read is one span: no span per lifecycle hook or handler',
+  );
+  t.same([...new Set(receiver.requests)], ['POST /v1/traces application/x-protobuf'], 'every export is OTLP/HTTP with a protobuf body');
   const exported = receiver.bodies.join('\n');
   t.ok(exported.includes('registry-under-test'), 'the resource carries OTEL_SERVICE_NAME');
   for (const secret of [CANARY.owner, CANARY.huabu, CANARY.secret, SEARCH_KEY, QUERY_SECRET, ASKED_SECRET, ...secrets]) {
@@ -227,6 +234,30 @@ t.test('with OTEL_* variables: spans continue traceparent, are named by route, h
     recorder.modules().some((url) => OTEL_MODULE.test(url)),
     'the recorder sees the OpenTelemetry modules when traces are on',
   );
+});
+
+t.test('OTEL_EXPORTER_OTLP_PROTOCOL=http/json: the same spans, as JSON bodies', async (t) => {
+  const receiver = await startOtlpReceiver();
+  t.teardown(() => receiver.close());
+  const vendor = await startVendor();
+  t.teardown(() => vendor.close());
+  const server = await serve(t, vendor.origin, {
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.origin,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    OTEL_BSP_SCHEDULE_DELAY: '50',
+  });
+  const read = await call(server.origin, 'GET', '/api/acp/resources/web-search', {
+    ...owner,
+    traceparent: traceparent(TRACE_ID, PARENT_ID),
+  });
+  t.equal(read.status, 404);
+  const span = await receiver.waitFor((s) => s.traceId === TRACE_ID && s.kind === 2);
+  t.equal(span.encoding, 'application/json');
+  t.equal(span.name, 'GET /api/acp/resources/:id');
+  t.equal(span.parentSpanId, PARENT_ID);
+  t.equal(span.attributes['http.response.status_code'], 404);
+  t.same([...new Set(receiver.requests)], ['POST /v1/traces application/json']);
+  t.notOk(receiver.bodies.join('\n').includes(CANARY.owner), 'no owner token in any exported span');
 });
 
 t.test('without OTEL_* variables: nothing is exported and no OpenTelemetry module is loaded', async (t) => {
@@ -272,7 +303,7 @@ t.test('OTEL_SDK_DISABLED=true and OTEL_TRACES_EXPORTER=none turn traces off eve
   t.same(receiver.requests, [], 'no request reached the receiver');
 });
 
-t.test('the OTEL_* settings: on only when asked, the standard endpoints, http/json only', async (t) => {
+t.test('the OTEL_* settings: on only when asked, the standard endpoints, http/protobuf or http/json', async (t) => {
   const dataDir = await tempDataDir();
   const tracing = (extra: Record<string, string>) => loadConfig(testEnv(dataDir, extra)).tracing;
   t.equal(tracing({}), undefined, 'nothing set: off (no default endpoint)');
@@ -280,8 +311,16 @@ t.test('the OTEL_* settings: on only when asked, the standard endpoints, http/js
   t.same(tracing({ OTEL_TRACES_EXPORTER: 'otlp' }), {
     exporter: 'otlp',
     endpoint: 'http://localhost:4318/v1/traces',
+    protocol: 'http/protobuf',
     serviceName: 'agent-resource-registry',
   });
+  t.equal(tracing({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' })?.protocol, 'http/json');
+  t.equal(
+    tracing({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf' })
+      ?.protocol,
+    'http/protobuf',
+    'the traces protocol wins over the general one',
+  );
   t.equal(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' })?.endpoint, 'http://collector:4318/v1/traces');
   t.equal(
     tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example/otlp' })
@@ -293,7 +332,7 @@ t.test('the OTEL_* settings: on only when asked, the standard endpoints, http/js
   t.equal(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }), undefined);
   for (const [name, value] of [
     ['OTEL_EXPORTER_OTLP_PROTOCOL', 'grpc'],
-    ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'http/protobuf'],
+    ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'grpc'],
     ['OTEL_TRACES_EXPORTER', 'zipkin'],
     ['OTEL_EXPORTER_OTLP_ENDPOINT', 'http://user:SECRETpassword@collector:4318'],
   ] as const) {
