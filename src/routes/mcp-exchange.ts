@@ -31,8 +31,8 @@ export interface ExchangeRequest<C> {
   context: C;
   /** The request's ID as its client sent it. */
   requestId: RequestId;
-  /** Aborted when the client hangs up before its answer. */
-  signal: AbortSignal;
+  /** A signal aborted when the client hangs up before its answer (made when first asked for). */
+  hangUp: () => AbortSignal;
 }
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
@@ -103,7 +103,7 @@ export class ExchangeTransport<C> implements Transport {
   }
 
   /** A POST: its `Accept` and `Mcp-Protocol-Version` headers, its parsed body, its caller and hang-up signal. */
-  post(headers: { accept?: string; version?: string }, body: unknown, context: C, signal: AbortSignal): Promise<ExchangeAnswer> {
+  post(headers: { accept?: string; version?: string }, body: unknown, context: C, hangUp: () => AbortSignal): Promise<ExchangeAnswer> {
     if (!headers.accept?.includes('application/json') || !headers.accept.includes('text/event-stream'))
       return Promise.resolve(refusal(406, -32000, 'Not Acceptable: Client must accept both application/json and text/event-stream'));
     if (Array.isArray(body) && body.length > MAX_BATCH_SIZE)
@@ -135,7 +135,7 @@ export class ExchangeTransport<C> implements Transport {
         const id = ++this.#next;
         this.#inFlight.set(id, { pending, index: pending.answers.length, clientId: message.id });
         pending.answers.push(undefined);
-        const exchange: ExchangeRequest<C> = { context, requestId: message.id, signal };
+        const exchange: ExchangeRequest<C> = { context, requestId: message.id, hangUp };
         this.onmessage?.({ ...message, id }, { authInfo: { token: '', clientId: '', scopes: [], extra: { exchange } } });
       }
       if (requests.length === 0) settle({ status: 202 });

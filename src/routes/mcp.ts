@@ -193,7 +193,7 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (app, { 
     };
   });
   server.setRequestHandler(CallToolRequestSchema, async ({ params }, extra) => {
-    const { context: caller, requestId, signal: hungUp } = callerIn(extra);
+    const { context: caller, requestId, hangUp } = callerIn(extra);
     const { request, principal, invocation, grant } = caller;
     const ctx = invocations.begin(params.name, invocation);
     const actor = actorOf(principal);
@@ -206,7 +206,7 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (app, { 
         ctx,
         capability,
         params.arguments ?? {},
-        AbortSignal.any([aborted.signal, extra.signal, hungUp]),
+        AbortSignal.any([aborted.signal, extra.signal, hangUp()]),
       );
       if ('cancelled' in outcome) throw invocationError('client_disconnected', 'The call was cancelled; it was aborted.');
       await invocations.finish(ctx, 'ok', actor);
@@ -241,21 +241,31 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (app, { 
 
   /** A POST, answered whole by the process's server: a hang-up before the answer aborts its calls. */
   async function answerPost(request: FastifyRequest, reply: FastifyReply) {
-    const hangUp = new AbortController();
-    const hungUp = () => {
-      if (!reply.raw.writableFinished) hangUp.abort();
+    // The hang-up signal is made only when a call asks for it (most requests are reads): it is aborted at
+    // once if the client has hung up already, or when it does.
+    let hangUp: AbortController | undefined;
+    const onClose = () => {
+      if (!reply.raw.writableFinished) hangUp!.abort();
     };
-    reply.raw.once('close', hungUp);
+    const signal = () => {
+      if (!hangUp) {
+        hangUp = new AbortController();
+        if (reply.raw.destroyed) hangUp.abort();
+        else reply.raw.once('close', onClose);
+      }
+      return hangUp.signal;
+    };
     try {
       const answer = await exchanges.post(
         { accept: header(request, 'accept'), version: header(request, 'mcp-protocol-version') },
         request.body,
         callerOf(request),
-        hangUp.signal,
+        signal,
       );
-      if (!hangUp.signal.aborted) write(reply, answer);
+      if (reply.raw.destroyed) reply.hijack();
+      else write(reply, answer);
     } finally {
-      reply.raw.off('close', hungUp);
+      reply.raw.off('close', onClose);
     }
   }
 
