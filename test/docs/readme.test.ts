@@ -34,7 +34,17 @@ t.test('the README quick start and Agentlet walk-through run top to bottom', asy
   const blocks = [...quick, ...agentlet];
 
   const dir = await mkdtemp(path.join(os.tmpdir(), 'arr-readme-'));
-  for (const entry of ['package.json', 'package-lock.json', 'node_modules', 'dist', 'src', 'scripts', 'test', 'tsconfig.json', 'packages']) {
+  for (const entry of [
+    'package.json',
+    'package-lock.json',
+    'node_modules',
+    'dist',
+    'src',
+    'scripts',
+    'test',
+    'tsconfig.json',
+    'packages',
+  ]) {
     await symlink(path.join(ROOT, entry), path.join(dir, entry));
   }
   const port = await freePort();
