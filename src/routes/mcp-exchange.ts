@@ -96,7 +96,7 @@ export class ExchangeTransport<C> implements Transport {
     const { pending, index, clientId } = entry;
     pending.answers[index] = { ...message, id: clientId };
     if (--pending.left === 0) {
-      const answers = pending.answers.filter((a) => a !== undefined);
+      const answers = pending.answers as JSONRPCMessage[];
       pending.settle({ status: 200, body: JSON.stringify(answers.length === 1 ? answers[0] : answers) });
     }
     return Promise.resolve();

@@ -45,9 +45,17 @@ t.test("the transport's refusals are JSON-RPC errors with its codes", async (t) 
   const noSse = await answer(await post(w, read(1, 'registry://skill/huabu-access'), { accept: 'application/json' }));
   t.match(noSse, { status: 406, body: { jsonrpc: '2.0', id: null, error: { code: -32000, message: /Not Acceptable/ } } });
   t.match(noSse.type, /^application\/json/);
+  const noJson = await answer(await post(w, read(1, 'registry://skill/huabu-access'), { accept: 'text/event-stream' }));
+  t.match(noJson, { status: 406 }, 'nor without JSON');
 
   const version = await answer(await post(w, read(1, 'registry://skill/huabu-access'), { 'mcp-protocol-version': '1999-01-01' }));
-  t.match(version, { status: 400, body: { id: null, error: { code: -32000, message: /Unsupported protocol version: 1999-01-01/ } } });
+  t.match(version, {
+    status: 400,
+    body: {
+      id: null,
+      error: { code: -32000, message: /Unsupported protocol version: 1999-01-01 \(supported versions: .*2025-06-18, 2025-03-26/ },
+    },
+  });
   const init = await answer(await post(w, initialize(1), { 'mcp-protocol-version': '1999-01-01' }));
   t.match(init, { status: 200, body: { id: 1, result: { protocolVersion: VERSION } } }, 'initialize negotiates instead');
   const noHeader = await answer(await post(w, read(2, 'registry://skill/huabu-access'), { 'mcp-protocol-version': '' }));
@@ -59,6 +67,14 @@ t.test("the transport's refusals are JSON-RPC errors with its codes", async (t) 
   }
   const twoInits = await answer(await post(w, [initialize(1), read(2, 'registry://skill/huabu-access')]));
   t.match(twoInits, { status: 400, body: { error: { code: -32600, message: /Only one initialization request/ } } });
+  const full = await answer(
+    await post(
+      w,
+      Array.from({ length: 100 }, (_, i) => read(i, 'registry://skill/huabu-access')),
+    ),
+  );
+  t.equal(full.status, 200, 'a batch of 100 is answered');
+  t.equal((full.body as unknown[]).length, 100);
   const huge = await answer(
     await post(
       w,
