@@ -2,7 +2,7 @@
 // the Agent Skills format's rules for a skill's front matter. One parser for every reader: the Agentlet's
 // scan and import, and the registry's views of a record whose source content opens with front matter.
 // Framework-free; the only package is `yaml`.
-import { LineCounter, parseDocument } from 'yaml';
+import { isScalar, LineCounter, parseDocument, visit } from 'yaml';
 
 /** What a Markdown file's front matter holds, and the text after it. */
 export interface FrontMatter {
@@ -28,34 +28,98 @@ export type FrontMatterRead =
 const FENCED = /^\uFEFF?---[ \t]*\r?\n(?:([\s\S]*?)\r?\n)?---[ \t]*(?:\r?\n|$)/;
 
 /**
+ * How much front matter is read at all. Real skills' front matter is a few hundred characters and a handful
+ * of keys (the format's `description` is at most 1,024 characters); past these bounds it is refused before
+ * it is parsed, so no text makes a read cost more than a parse of this size.
+ */
+export const FRONT_MATTER_BOUNDS = {
+  /** Characters between the fences. */
+  chars: 16_000,
+  /** Keys of every mapping in it, nested ones included. */
+  keys: 256,
+} as const;
+
+/** A parsed front matter: its mapping, or why it is not one (the part of a read that does not depend on the body). */
+type Parsed = { ok: true; data: Record<string, unknown> } | { ok: false; message: string };
+
+/** Parses of recent front matter, by their YAML text: a record read again and again is parsed once. */
+const parsed = new Map<string, Parsed>();
+const PARSED_KEPT = 1024;
+
+/**
  * Reads the front matter at the top of `text`: a mapping parsed as YAML 1.2 (duplicate keys refused, at
- * most 10 aliases expanded), or why there is none.
+ * most 10 aliases expanded, within FRONT_MATTER_BOUNDS), or why there is none. The mapping is frozen and
+ * shared by every read of the same front matter.
  */
 export function readFrontMatter(text: string): FrontMatterRead {
   const match = FENCED.exec(text);
   if (!match) return { ok: false, problem: 'missing', message: 'no YAML front matter (a block between --- lines at the top)' };
   const body = text.slice(match[0].length);
+  const yaml = match[1] ?? '';
+  if (yaml.length > FRONT_MATTER_BOUNDS.chars)
+    return { ok: false, problem: 'invalid', message: `the front matter is longer than ${FRONT_MATTER_BOUNDS.chars} characters`, body };
+  let result = parsed.get(yaml);
+  if (result === undefined) {
+    result = parseMapping(yaml);
+    if (parsed.size >= PARSED_KEPT) parsed.delete(parsed.keys().next().value!);
+  } else parsed.delete(yaml);
+  parsed.set(yaml, result);
+  return result.ok ? { ok: true, data: result.data, body } : { ok: false, problem: 'invalid', message: result.message, body };
+}
+
+/**
+ * Parses front matter in time linear in its length: `yaml`'s own duplicate-key check compares each key with
+ * every earlier one, so keys are counted and compared here, with a set per mapping.
+ */
+function parseMapping(yaml: string): Parsed {
   const lineCounter = new LineCounter();
-  const doc = parseDocument(match[1] ?? '', { uniqueKeys: true, prettyErrors: false, lineCounter });
-  if (doc.errors.length > 0) {
-    // The YAML starts on the file's second line.
-    const { line } = lineCounter.linePos(doc.errors[0]!.pos[0]);
-    return {
-      ok: false,
-      problem: 'invalid',
-      message: `the front matter is not valid YAML (line ${line + 1}: ${doc.errors[0]!.code})`,
-      body,
-    };
-  }
+  const doc = parseDocument(yaml, { uniqueKeys: false, prettyErrors: false, lineCounter });
+  // The YAML starts on the file's second line.
+  const invalid = (offset: number, code: string): Parsed => ({
+    ok: false,
+    message: `the front matter is not valid YAML (line ${lineCounter.linePos(offset).line + 1}: ${code})`,
+  });
+  if (doc.errors.length > 0) return invalid(doc.errors[0]!.pos[0], doc.errors[0]!.code);
+  let keys = 0;
+  let duplicate: number | undefined;
+  visit(doc, {
+    Map(_, map) {
+      keys += map.items.length;
+      if (keys > FRONT_MATTER_BOUNDS.keys) return visit.BREAK;
+      const seen = new Set<string>();
+      for (const { key } of map.items) {
+        // Scalars are compared as the property they become (`1` and `"1"` are one key of the mapping read);
+        // a collection as a key is never equal to another, as in `yaml`'s own check.
+        if (!isScalar(key)) continue;
+        const property = String(key.value);
+        if (seen.has(property)) {
+          duplicate = key.range?.[0] ?? 0;
+          return visit.BREAK;
+        }
+        seen.add(property);
+      }
+      return undefined;
+    },
+  });
+  if (keys > FRONT_MATTER_BOUNDS.keys) return { ok: false, message: `the front matter has more than ${FRONT_MATTER_BOUNDS.keys} keys` };
+  if (duplicate !== undefined) return invalid(duplicate, 'DUPLICATE_KEY');
   let value: unknown;
   try {
     value = doc.toJS({ maxAliasCount: 10 });
   } catch {
-    return { ok: false, problem: 'invalid', message: 'the front matter expands too many YAML aliases', body };
+    return { ok: false, message: 'the front matter expands too many YAML aliases' };
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value))
-    return { ok: false, problem: 'invalid', message: 'the front matter is not a YAML mapping', body };
-  return { ok: true, data: value as Record<string, unknown>, body };
+    return { ok: false, message: 'the front matter is not a YAML mapping' };
+  return { ok: true, data: deepFreeze(value as Record<string, unknown>) };
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
 }
 
 /** The front matter's mapping and the body after it, or undefined when the text does not open with a valid one. */

@@ -649,3 +649,18 @@ t.test('an import or refresh the registry refuses to publish leaves the machine 
   });
   t.same(await snapshot(), imported, 'a refused refresh puts back the copy, receipt and allowlist it replaced');
 });
+
+t.test('a SKILL.md whose front matter is past its bounds is refused for that reason, not parsed', async (t) => {
+  const dir = await tempDir(t);
+  // 250 KB: a name, a description, then a flow mapping of 20,000 more keys.
+  const keys = Array.from({ length: 20_000 }, (_, i) => `key${i}: value${i}`).join(', ');
+  const src = await skill(path.join(dir, 'flood'), { 'SKILL.md': `---\n{name: flood, description: Floods., ${keys}}\n---\nBody.\n` });
+  t.ok((await stat(path.join(src, 'SKILL.md'))).size > 250_000);
+  await t.rejects(readSkill(src), {
+    code: 'skill_front_matter_invalid',
+    message: /SKILL\.md: the front matter is longer than 16000 characters/,
+  });
+  const many = Array.from({ length: 300 }, (_, i) => `k${i}: v`).join('\n');
+  const manyKeys = await skill(path.join(dir, 'many'), { 'SKILL.md': `---\nname: many\ndescription: Many.\n${many}\n---\nBody.\n` });
+  await t.rejects(readSkill(manyKeys), { code: 'skill_front_matter_invalid', message: /more than 256 keys/ });
+});

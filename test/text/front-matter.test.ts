@@ -2,7 +2,7 @@
 // between `---` lines at the top of SKILL.md, parsed as YAML, and the Agent Skills format's rules for a
 // skill's fields, each breach with its code and whether it refuses the skill or only warns.
 import t from 'tap';
-import { checkSkillFrontMatter, readFrontMatter, splitFrontMatter } from '../../src/text/front-matter.js';
+import { checkSkillFrontMatter, FRONT_MATTER_BOUNDS, readFrontMatter, splitFrontMatter } from '../../src/text/front-matter.js';
 
 const codes = (text: string, folder?: string) => checkSkillFrontMatter(text, folder).issues.map((i) => `${i.severity}:${i.code}`);
 
@@ -82,5 +82,53 @@ t.test('warnings: the format bounds real public skills often depart from', (t) =
   const warned = checkSkillFrontMatter('---\nname: My Skill\ndescription: d\n---\n', 'my-skill');
   t.equal(warned.name, 'My Skill', 'a warned skill keeps its name');
   t.match(warned.issues, [{ message: /"My Skill"/ }, { message: /"My Skill" differs from its folder's name "my-skill"/ }]);
+  t.end();
+});
+
+t.test('front matter past its bounds is refused before it is parsed, with the bound named', (t) => {
+  const flow = (keys: number) => `{${Array.from({ length: keys }, (_, i) => `k${i}: ${i}`).join(', ')}}`;
+  // The shape that once stalled every read: one flow mapping of 11,000 keys, about 140,000 characters.
+  const huge = readFrontMatter(`---\n${flow(11_000)}\n---\n# Body\n`);
+  t.match(huge, { ok: false, problem: 'invalid', body: '# Body\n' });
+  t.match(huge.ok ? '' : huge.message, new RegExp(`longer than ${FRONT_MATTER_BOUNDS.chars} characters`));
+  // Short keys fit many to the character bound: the key bound refuses them.
+  const many = readFrontMatter(`---\n${flow(FRONT_MATTER_BOUNDS.keys + 1)}\n---\nBody`);
+  t.match(many, { ok: false, problem: 'invalid', body: 'Body' });
+  t.match(many.ok ? '' : many.message, new RegExp(`more than ${FRONT_MATTER_BOUNDS.keys} keys`));
+  const nested = `---\nname: a\nmetadata:\n${Array.from({ length: FRONT_MATTER_BOUNDS.keys }, (_, i) => `  m${i}: v`).join('\n')}\n---\n`;
+  t.match(readFrontMatter(nested), { ok: false, message: /more than \d+ keys/ }, 'keys of nested mappings count too');
+  t.match(readFrontMatter(`---\n${flow(FRONT_MATTER_BOUNDS.keys)}\n---\n`), { ok: true }, 'at the bound it is read');
+  const atSize = `---\nname: a\ndescription: ${'x'.repeat(FRONT_MATTER_BOUNDS.chars - 'name: a\ndescription: '.length)}\n---\n`;
+  t.match(readFrontMatter(atSize), { ok: true }, 'exactly the character bound is read');
+  t.match(readFrontMatter(atSize.replace('name: a', 'name: ab')), { ok: false, message: /longer than/ }, 'one more is not');
+  t.match(
+    checkSkillFrontMatter(`---\n${flow(11_000)}\n---\n`).issues,
+    [{ code: 'skill_front_matter_invalid', severity: 'error', message: /longer than \d+ characters/ }],
+    'a skill with such front matter is refused with that reason',
+  );
+  t.end();
+});
+
+t.test('duplicate keys are refused at the line of the second, in nested mappings too', (t) => {
+  t.match(readFrontMatter('---\nname: a\ndescription: d\nname: b\n---\n'), {
+    ok: false,
+    problem: 'invalid',
+    message: 'the front matter is not valid YAML (line 4: DUPLICATE_KEY)',
+  });
+  t.match(readFrontMatter('---\nname: a\nmetadata: {x: 1, y: 2, x: 3}\n---\n'), { ok: false, message: /line 3: DUPLICATE_KEY/ });
+  t.match(readFrontMatter('---\n"1": a\n1: b\n---\n'), { ok: false, message: /DUPLICATE_KEY/ }, 'the same key, quoted or not');
+  t.match(readFrontMatter('---\na: {k: 1}\nb: {k: 2}\n---\n'), { ok: true }, 'the same key in two mappings');
+  t.end();
+});
+
+t.test('one content is parsed once: every read of it shares one frozen mapping', (t) => {
+  const text = '---\nname: pdf\ndescription: Reads PDFs.\nmetadata:\n  author: someone\n---\nBody\n';
+  const first = readFrontMatter(text);
+  const again = readFrontMatter(`${text}`);
+  t.ok(first.ok && again.ok && first.data === again.data, 'the same mapping, not a second parse');
+  t.ok(first.ok && Object.isFrozen(first.data) && Object.isFrozen(first.data.metadata), 'which no reader can change');
+  t.equal(again.ok && again.body, 'Body\n');
+  const other = readFrontMatter('---\nname: pdf\ndescription: Reads PDFs.\nmetadata:\n  author: someone\n---\nAnother body\n');
+  t.ok(other.ok && first.ok && other.data === first.data && other.body === 'Another body\n', 'the body is not part of the parse');
   t.end();
 });
