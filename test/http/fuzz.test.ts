@@ -102,6 +102,9 @@ const hostile = fc.constantFrom<unknown>(
   { ['arr_machine_' + 'F'.repeat(43)]: 1, ['ghp_' + 'A1b2'.repeat(9)]: 2 },
   { alias: 'Re\u200Bviewer', name: '\u202Eevil', machineId: 'huabu.' },
   'Ｒｅｖｉｅｗｅｒ',
+  // Source content opening with front matter that repeats keys, expands aliases, or is past its bounds.
+  { schemaVersion: 2, name: 'n', sourceContent: '---\n{a: &x [1, 2], a: *x, b: [*x, *x, *x]}\n---\nBody' },
+  { schemaVersion: 2, name: 'n', sourceContent: `---\n{${Array.from({ length: 3000 }, (_, i) => `${i}: 0`).join(', ')}}\n---\nBody` },
 );
 
 /** Values that are probably not valid: valid ones broken in one place, or anything at all. */

@@ -2,6 +2,8 @@
 // between `---` lines at the top of SKILL.md, parsed as YAML, and the Agent Skills format's rules for a
 // skill's fields, each breach with its code and whether it refuses the skill or only warns.
 import t from 'tap';
+import fc from 'fast-check';
+import { parseDocument } from 'yaml';
 import { checkSkillFrontMatter, FRONT_MATTER_BOUNDS, readFrontMatter, splitFrontMatter } from '../../src/text/front-matter.js';
 
 const codes = (text: string, folder?: string) => checkSkillFrontMatter(text, folder).issues.map((i) => `${i.severity}:${i.code}`);
@@ -130,5 +132,25 @@ t.test('one content is parsed once: every read of it shares one frozen mapping',
   t.equal(again.ok && again.body, 'Body\n');
   const other = readFrontMatter('---\nname: pdf\ndescription: Reads PDFs.\nmetadata:\n  author: someone\n---\nAnother body\n');
   t.ok(other.ok && first.ok && other.data === first.data && other.body === 'Another body\n', 'the body is not part of the parse');
+  t.end();
+});
+
+t.test("duplicate keys are found as yaml's own check finds them, whatever the mapping's shape", (t) => {
+  // Keys from a small alphabet so duplicates are common; block and flow mappings, nested one level.
+  const key = fc.constantFrom('a', 'b', 'c', 'd', 'name', '"a"', "'b'");
+  const flow = fc
+    .array(fc.tuple(key, fc.constantFrom('1', 'x', '[1, 2]')), { maxLength: 6 })
+    .map((pairs) => `{${pairs.map(([k, v]) => `${k}: ${v}`).join(', ')}}`);
+  const entry = fc.tuple(key, fc.oneof(fc.constantFrom('1', 'text', '[a, b]'), flow));
+  const block = fc.array(entry, { minLength: 1, maxLength: 8 }).map((entries) => entries.map(([k, v]) => `${k}: ${v}`).join('\n'));
+  fc.assert(
+    fc.property(block, (yaml) => {
+      const theirs = parseDocument(yaml, { uniqueKeys: true }).errors.some((e) => e.code === 'DUPLICATE_KEY');
+      const ours = readFrontMatter(`---\n${yaml}\n---\n`);
+      return theirs === (!ours.ok && /DUPLICATE_KEY/.test(ours.message));
+    }),
+    { numRuns: 500 },
+  );
+  t.pass('500 mappings agree');
   t.end();
 });
