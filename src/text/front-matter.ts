@@ -42,9 +42,14 @@ export const FRONT_MATTER_BOUNDS = {
 /** A parsed front matter: its mapping, or why it is not one (the part of a read that does not depend on the body). */
 type Parsed = { ok: true; data: Record<string, unknown> } | { ok: false; message: string };
 
-/** Parses of recent front matter, by their YAML text: a record read again and again is parsed once. */
-const parsed = new Map<string, Parsed>();
-const PARSED_KEPT = 1024;
+/**
+ * Parses of recent front matter, by their YAML text, least recently read first: a record read again and
+ * again is parsed once. At most PARSED_KEPT_CHARS characters of YAML are kept (thousands of real skills'
+ * front matter, 250 at the bound).
+ */
+const parsed = new Map<string, { yaml: string; result: Parsed }>();
+let parsedChars = 0;
+const PARSED_KEPT_CHARS = 4_000_000;
 
 /**
  * Reads the front matter at the top of `text`: a mapping parsed as YAML 1.2 (duplicate keys refused, at
@@ -58,12 +63,22 @@ export function readFrontMatter(text: string): FrontMatterRead {
   const yaml = match[1] ?? '';
   if (yaml.length > FRONT_MATTER_BOUNDS.chars)
     return { ok: false, problem: 'invalid', message: `the front matter is longer than ${FRONT_MATTER_BOUNDS.chars} characters`, body };
-  let result = parsed.get(yaml);
-  if (result === undefined) {
-    result = parseMapping(yaml);
-    if (parsed.size >= PARSED_KEPT) parsed.delete(parsed.keys().next().value!);
+  let entry = parsed.get(yaml);
+  if (entry === undefined) {
+    // A copy of its own (exact, lone surrogates included), so that neither the key nor the strings parsed
+    // from it keep the whole text they were cut from alive.
+    const own = JSON.parse(JSON.stringify(yaml)) as string;
+    entry = { yaml: own, result: parseMapping(own) };
+    parsedChars += own.length;
+    for (const [kept] of parsed) {
+      if (parsedChars <= PARSED_KEPT_CHARS) break;
+      parsed.delete(kept);
+      parsedChars -= kept.length;
+    }
   } else parsed.delete(yaml);
-  parsed.set(yaml, result);
+  // Most recently read last, under its own copy.
+  parsed.set(entry.yaml, entry);
+  const { result } = entry;
   return result.ok ? { ok: true, data: result.data, body } : { ok: false, problem: 'invalid', message: result.message, body };
 }
 
