@@ -15,6 +15,7 @@ import { ReconcileEntryV2, V2_BOUNDS } from '../schemas/resource.js';
 import type { AllowedFinding, ScanScope, SecretScanner } from '../secrets/secret-scanner.js';
 import { writeFileDurably } from '../storage/durable-file.js';
 import type { SkillDiagnosticCode } from '../schemas/skill.js';
+import { firstControlCharacter } from '../text/control-characters.js';
 import { checkSkillFrontMatter, type SkillFrontMatterWarning } from '../text/front-matter.js';
 import { JobError } from './job-error.js';
 import type { JobContext } from './job-context.js';
@@ -204,9 +205,28 @@ export function parseSkillFile(text: string, folderName?: string): { name: strin
   };
 }
 
-/** A skill's `sourceContent`: its whole SKILL.md (front matter included), trimmed, without a byte order mark. */
+/**
+ * A skill's `sourceContent`: its whole SKILL.md (front matter included) with CRLF line endings as LF,
+ * trimmed, without a byte order mark. The copy on the machine keeps the file's bytes, and the revision is
+ * over them.
+ */
 export function skillSourceContent(text: string): string {
-  return text.replace(/^\uFEFF/, '').trim();
+  return text
+    .replace(/^\uFEFF/, '')
+    .replaceAll('\r\n', '\n')
+    .trim();
+}
+
+/** Why SKILL.md's name or text cannot be a record's, naming the cause; undefined when they can. */
+function recordTextProblem(name: string, sourceContent: string): string | undefined {
+  const inName = firstControlCharacter(name);
+  if (inName) return `${SKILL_FILE}'s name holds a control character (${inName.character})`;
+  if (sourceContent.length > V2_BOUNDS.sourceContent)
+    return `${SKILL_FILE} is ${sourceContent.length.toLocaleString('en-US')} characters long as the record's text; at most ${V2_BOUNDS.sourceContent.toLocaleString('en-US')}`;
+  const inText = firstControlCharacter(sourceContent);
+  if (inText)
+    return `${SKILL_FILE} holds a control character (${inText.character}) on line ${inText.line}; only tab and line breaks are text`;
+  return undefined;
 }
 
 const MIN_TEXT_RUN = 8;
@@ -320,12 +340,11 @@ async function candidateOf(
       'skill_invalid',
       `the folder name gives no valid resource ID (lower-case letters and digits joined by hyphens): "${candidateId}"`,
     );
-  if (!checkEntry.Check({ schemaVersion: 2, id: candidateId, name, sourceContent })) {
-    throw new SkillProblem(
-      'skill_invalid',
-      `${SKILL_FILE} is longer than ${V2_BOUNDS.sourceContent} characters or holds control characters`,
-    );
-  }
+  const problem = recordTextProblem(name, sourceContent);
+  if (problem !== undefined) throw new SkillProblem('skill_invalid', problem);
+  // What the checks above leave to the record's schema (nothing today); refused, never sent.
+  if (!checkEntry.Check({ schemaVersion: 2, id: candidateId, name, sourceContent }))
+    throw new SkillProblem('skill_invalid', `${SKILL_FILE}'s name or text does not fit a record`);
   if (scanner) {
     const findings = await scanner.scan(
       [

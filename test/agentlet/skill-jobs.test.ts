@@ -649,3 +649,48 @@ t.test('an import or refresh the registry refuses to publish leaves the machine 
   });
   t.same(await snapshot(), imported, 'a refused refresh puts back the copy, receipt and allowlist it replaced');
 });
+
+t.test('SKILL.md with CRLF line endings: imported, its record text in LF, its copy byte for byte', async (t) => {
+  const { dir, root, context } = await rootWithContext(t);
+  const lf = SKILL('crlf-guide', Array.from({ length: 300 }, (_, i) => `Step ${i}: do the thing in a line of text.`).join('\n'));
+  const crlf = lf.replaceAll('\n', '\r\n');
+  t.ok(crlf.length > 12_000, `a real-sized file (${crlf.length} characters)`);
+  const src = await skill(path.join(dir, 'src', 'crlf-guide'), { 'SKILL.md': crlf });
+  const { candidate } = await readSkill(src, context.scanner);
+  t.equal(candidate.sourceContent, lf.trim(), "the record's text is the file with its line endings as LF");
+  t.equal(
+    candidate.sourceRevision,
+    skillRevision([{ rel: 'SKILL.md', bytes: Buffer.from(crlf), mode: (await stat(path.join(src, 'SKILL.md'))).mode }]),
+    'the revision is over the bytes as they are',
+  );
+  t.same(
+    (await scanJob({ rootPath: path.join(dir, 'src') }, context)).candidates.map((c) => c.id),
+    ['crlf-guide'],
+    'listed by a scan',
+  );
+  await importJob({ id: 'crlf-guide', sourcePath: src, expectedRevision: candidate.sourceRevision }, context);
+  t.equal(await readFile(path.join(root, 'skills', 'crlf-guide', 'SKILL.md'), 'utf8'), crlf, 'the copy is the file as it was');
+  const receipt = JSON.parse(await readFile(path.join(root, 'receipts', 'crlf-guide.json'), 'utf8'));
+  t.equal(receipt.sourceContent, lf.trim());
+});
+
+t.test('a refused SKILL.md is told its real cause: too long, or which control character on which line', async (t) => {
+  const dir = await tempDir(t, 'skill-causes-');
+  const long = await skill(path.join(dir, 'long'), { 'SKILL.md': SKILL('long', 'x'.repeat(120_000)) });
+  const tooLong = await readSkill(long).catch((e: unknown) => e);
+  t.equal(code(tooLong), 'skill_invalid');
+  t.match(message(tooLong), /SKILL\.md is 120,\d{3} characters long as the record's text; at most 100,000/);
+  t.notMatch(message(tooLong), /control/);
+
+  const bell = await skill(path.join(dir, 'bell'), { 'SKILL.md': SKILL('bell', 'one\ntwo\nring \u0007 here') });
+  const control = await readSkill(bell).catch((e: unknown) => e);
+  t.equal(code(control), 'skill_invalid');
+  t.match(message(control), 'SKILL.md holds a control character (U+0007) on line 8');
+  t.notMatch(message(control), /longer/);
+
+  const lone = await skill(path.join(dir, 'lone-cr'), { 'SKILL.md': SKILL('lone-cr', 'a\rb') });
+  t.match(message(await readSkill(lone).catch((e: unknown) => e)), 'control character (U+000D) on line 6');
+
+  const escaped = await skill(path.join(dir, 'escaped'), { 'SKILL.md': '---\nname: "esc\\u001bname"\ndescription: d\n---\n' });
+  t.match(message(await readSkill(escaped).catch((e: unknown) => e)), "SKILL.md's name holds a control character (U+001B)");
+});
