@@ -28,7 +28,8 @@ export const JobSecretFinding = Type.Object(
       minLength: 1,
       maxLength: 4096,
       pattern: SINGLE_LINE_PATTERN,
-      description: 'Where: `/files/<path within the skill>` (scanned for secrets itself).',
+      description:
+        'Where: `/files/<path within the skill>`, or in a scanned candidate its `/sourceContent` (`SKILL.md`) or `/name` (scanned for secrets itself).',
     }),
     line: Type.Integer({ minimum: 1, description: '1-based line of the file.' }),
     rule: Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-z0-9][a-z0-9-]*$' }),
