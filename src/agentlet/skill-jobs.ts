@@ -46,8 +46,11 @@ export const SKILL_LIMITS = {
   archiveRatio: 100,
 } as const;
 
-/** Why a folder is no candidate (src/schemas/skill.ts lists them); `secret_detected`: its SKILL.md looks like it holds a secret. */
-export type DiagnosticCode = SkillDiagnosticCode | 'secret_detected';
+/**
+ * Why a folder is no candidate (src/schemas/skill.ts lists them); `secret_detected`: its SKILL.md looks like
+ * it holds a secret; `skill_not_listed`: a full scan left it out.
+ */
+export type DiagnosticCode = SkillDiagnosticCode | 'secret_detected' | 'skill_not_listed';
 
 /** A departure from the Agent Skills format that does not refuse the skill. */
 export interface ScanWarning {
@@ -443,14 +446,20 @@ export async function scanSkills(rootPath: string, scanner?: SecretScanner, scop
     const archive = entry.isFile() && isSkillArchive(name);
     if (!archive && (!entry.isDirectory() || !(await lstat(path.join(dir, SKILL_FILE)).catch(() => undefined)))) continue;
     if (result.candidates.length >= SKILL_LIMITS.candidates) {
-      diagnose(dir, new SkillProblem('skill_invalid', `not scanned: a scan lists at most ${SKILL_LIMITS.candidates} skills`));
+      diagnose(
+        dir,
+        new SkillProblem(
+          'skill_not_listed',
+          `not scanned: a scan lists at most ${SKILL_LIMITS.candidates} skills; scan this folder on its own, or a folder holding fewer`,
+        ),
+      );
       continue;
     }
     try {
       const { candidate } = await readSkill(dir, scanner, undefined, scope);
       const size = Buffer.byteLength(JSON.stringify(candidate));
       if (answerBytes + size > SKILL_LIMITS.answerBytes) {
-        diagnose(dir, new SkillProblem('skill_invalid', 'not listed: the scan answer is full; scan this folder on its own'));
+        diagnose(dir, new SkillProblem('skill_not_listed', 'not listed: the scan answer is full; scan this folder on its own'));
         continue;
       }
       answerBytes += size;

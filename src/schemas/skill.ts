@@ -86,9 +86,9 @@ export const SkillCandidate = Type.Object(
 export const SkillScanDiagnostic = Type.Object(
   {
     path: Type.String({ description: 'The folder the diagnostic is about.' }),
-    code: Type.Enum([...SKILL_DIAGNOSTIC_CODES, 'secret_detected', ...ROOT_DIAGNOSTIC_CODES], {
+    code: Type.Enum([...SKILL_DIAGNOSTIC_CODES, 'secret_detected', 'skill_not_listed', ...ROOT_DIAGNOSTIC_CODES], {
       description:
-        "Why it is no candidate (docs/decisions/skill-management.md lists the codes): `secret_detected` when its `SKILL.md` looks like it holds a secret (`findings` say where); or, about the machine's own resource root, `skill_orphaned` (a folder in `skills/` no receipt names; DELETE clears it) and `entrypoint_missing` (its files are gone), `receipt_invalid`, `too_many_receipts` for a receipt it cannot publish.",
+        "Why it is no candidate (docs/decisions/skill-management.md lists the codes): `secret_detected` when its `SKILL.md` looks like it holds a secret (`findings` say where); `skill_not_listed` when the scan was full (256 skills, or 768 KiB of them): scan that folder on its own; or, about the machine's own resource root, `skill_orphaned` (a folder in `skills/` no receipt names; DELETE clears it) and `entrypoint_missing` (its files are gone), `receipt_invalid`, `too_many_receipts` for a receipt it cannot publish.",
     }),
     message: Type.String({ description: 'What is wrong, for a person.' }),
     id: Type.Optional({ ...ResourceId, description: '`secret_detected`: the ID the skill would be imported under.' }),

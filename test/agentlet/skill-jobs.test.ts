@@ -694,3 +694,26 @@ t.test('a refused SKILL.md is told its real cause: too long, or which control ch
   const escaped = await skill(path.join(dir, 'escaped'), { 'SKILL.md': '---\nname: "esc\\u001bname"\ndescription: d\n---\n' });
   t.match(message(await readSkill(escaped).catch((e: unknown) => e)), "SKILL.md's name holds a control character (U+001B)");
 });
+
+t.test('a full scan names the valid skills it leaves out as not listed, never as invalid', async (t) => {
+  const dir = await tempDir(t, 'skill-full-');
+  const many = path.join(dir, 'many');
+  for (let i = 0; i <= SKILL_LIMITS.candidates; i++) {
+    const name = `skill-${String(i).padStart(3, '0')}`;
+    await skill(path.join(many, name), { 'SKILL.md': SKILL(name) });
+  }
+  const counted = await scanSkills(many);
+  t.equal(counted.candidates.length, SKILL_LIMITS.candidates);
+  t.same(
+    counted.diagnostics.map((d) => [path.basename(d.path), d.code]),
+    [[`skill-${SKILL_LIMITS.candidates}`, 'skill_not_listed']],
+  );
+  t.match(counted.diagnostics[0]!.message, /at most 256 skills; scan this folder on its own/);
+
+  const large = path.join(dir, 'large');
+  for (let i = 0; i < 10; i++) await skill(path.join(large, `big-${i}`), { 'SKILL.md': SKILL(`big-${i}`, 'x'.repeat(90_000)) });
+  const full = await scanSkills(large);
+  t.ok(full.candidates.length > 0 && full.candidates.length < 10, `${full.candidates.length} listed before the answer is full`);
+  t.same(new Set(full.diagnostics.map((d) => d.code)), new Set(['skill_not_listed']), 'the others are not listed, not invalid');
+  t.equal(full.candidates.length + full.diagnostics.length, 10, 'each is listed or named');
+});
