@@ -30,14 +30,6 @@ async function owner(m: Machine, method: string, url: string, payload?: unknown)
   return { status: res.statusCode, body: res.json(), text: res.body };
 }
 
-async function connected(m: Machine) {
-  await until('the machine connected', async () =>
-    ((await owner(m, 'GET', '/api/acp/machines')).body.machines as { machineId: string; status: string }[]).some(
-      (x) => x.machineId === MACHINE && x.status === 'connected',
-    ),
-  );
-}
-
 async function writeSkill(dir: string, name: string, body: string) {
   await mkdir(dir, { recursive: true });
   await writeFile(path.join(dir, 'SKILL.md'), `---\nname: ${name}\ndescription: What ${name} does.\n---\n\n${body}`);
@@ -47,8 +39,8 @@ const ids = async (m: Machine) => ((await owner(m, 'GET', '/api/acp/resources'))
 
 t.test('a false finding in SKILL.md: scan, allow the fingerprint the scan names, import', { skip: daemonBuild }, async (t) => {
   const m = await machine(t, MACHINE);
-  startServe(t, m.root, m.remote);
-  await connected(m);
+  // A loaded machine starts the daemon slowly: its own log line says when it holds its channel.
+  await startServe(t, m.root, m.remote).waitFor(/^connected to /, 120_000);
   const sources = path.join(m.dir, 'sources');
   await writeSkill(path.join(sources, 'sign-in'), 'sign-in', `Sign in with the demo account:\n\n    password = "${VALUE}"\n`);
   await writeSkill(path.join(sources, 'plain'), 'plain', 'Nothing to see.\n');
@@ -86,8 +78,8 @@ t.test('a false finding in SKILL.md: scan, allow the fingerprint the scan names,
 
 t.test('a skill whose folder was deleted by hand is imported again, then refreshed and deleted', { skip: daemonBuild }, async (t) => {
   const m = await machine(t, MACHINE);
-  startServe(t, m.root, m.remote);
-  await connected(m);
+  // A loaded machine starts the daemon slowly: its own log line says when it holds its channel.
+  await startServe(t, m.root, m.remote).waitFor(/^connected to /, 120_000);
   const src = path.join(m.dir, 'sources', 'pdf-split');
   await writeSkill(src, 'pdf-split', 'Split PDFs.\n');
   const scan = async () =>
@@ -99,7 +91,7 @@ t.test('a skill whose folder was deleted by hand is imported again, then refresh
   t.equal((await owner(m, 'POST', `/api/acp/resources/import?agentletId=${MACHINE}`, body)).status, 200);
 
   await rm(path.join(m.root, 'skills', 'pdf-split'), { recursive: true });
-  await until('the record withdrawn once its folder is gone', async () => !(await ids(m)).includes('pdf-split'));
+  await until('the record withdrawn once its folder is gone', async () => !(await ids(m)).includes('pdf-split'), { within: 120_000 });
   t.match(
     (await scan()).diagnostics,
     [{ code: 'entrypoint_missing', path: path.join(m.root, 'receipts', 'pdf-split.json') }],
