@@ -5,6 +5,7 @@
 // folder may hold, and a compression ratio above the bound (a zip bomb).
 import path from 'node:path';
 import yauzl from 'yauzl';
+import { LINE_CONTROL_CHARACTER } from '../text/text-rules.js';
 
 export const ARCHIVE_EXTENSIONS = ['.zip', '.skill'] as const;
 
@@ -47,8 +48,6 @@ export function archiveStem(name: string): string {
 
 const invalid = (message: string) => new ArchiveRefusal('skill_archive_invalid', message);
 const tooLarge = (message: string) => new ArchiveRefusal('skill_archive_too_large', message);
-// eslint-disable-next-line no-control-regex -- control characters are what it refuses
-const CONTROL = /[\u0000-\u001F\u007F]/;
 const S_IFMT = 0o170000;
 const S_IFREG = 0o100000;
 const S_IFDIR = 0o040000;
@@ -114,7 +113,7 @@ export async function readSkillArchive(bytes: Buffer, limits: ArchiveLimits): Pr
     for (const entry of entries) {
       const name = entry.fileName;
       if (name.startsWith(MAC_METADATA)) continue;
-      if (CONTROL.test(name)) throw invalid(`an entry's name holds a control character`);
+      if (LINE_CONTROL_CHARACTER.test(name)) throw invalid(`an entry's name holds a control character`);
       const segments = name.replace(/\/$/, '').split('/');
       if (name.startsWith('/') || segments.some((s) => s === '' || s === '.' || s === '..'))
         throw invalid(`${JSON.stringify(name)} leads outside the skill folder`);

@@ -12,9 +12,10 @@ import path from 'node:path';
 import { Compile } from 'typebox/compile';
 import { ResourceId, SINGLE_LINE_PATTERN } from '../schemas/common.js';
 import { ReconcileEntryV2, V2_BOUNDS } from '../schemas/resource.js';
-import type { AllowedFinding, ScanScope, SecretScanner } from '../secrets/secret-scanner.js';
+import type { AllowedFinding, ScanScope, SecretFinding, SecretScanner } from '../secrets/secret-scanner.js';
 import { writeFileDurably } from '../storage/durable-file.js';
-import type { SkillDiagnosticCode } from '../schemas/skill.js';
+import { MAX_SCAN_FINDINGS, type SkillDiagnosticCode } from '../schemas/skill.js';
+import { firstControlCharacter } from '../text/control-characters.js';
 import { checkSkillFrontMatter, type SkillFrontMatterWarning } from '../text/front-matter.js';
 import { JobError } from './job-error.js';
 import type { JobContext } from './job-context.js';
@@ -37,14 +38,19 @@ export const SKILL_LIMITS = {
   sourcePath: 2048,
   /** Bytes of candidates one scan answers with (the registry takes a job answer of at most 1 MiB). */
   answerBytes: 768 * 1024,
+  /** Secret findings a scan's diagnostic names. */
+  findings: MAX_SCAN_FINDINGS,
   /** Entries of a skill archive, folders included. */
   archiveEntries: 2000,
   /** How many times its own size a skill archive may unpack to. */
   archiveRatio: 100,
 } as const;
 
-/** Why a folder is no candidate (src/schemas/skill.ts lists them). */
-export type DiagnosticCode = SkillDiagnosticCode;
+/**
+ * Why a folder is no candidate (src/schemas/skill.ts lists them); `secret_detected`: its SKILL.md looks like
+ * it holds a secret; `skill_not_listed`: a full scan left it out.
+ */
+export type DiagnosticCode = SkillDiagnosticCode | 'secret_detected' | 'skill_not_listed';
 
 /** A departure from the Agent Skills format that does not refuse the skill. */
 export interface ScanWarning {
@@ -62,7 +68,15 @@ export interface ScanCandidate {
   warnings?: ScanWarning[];
 }
 
-export interface ScanDiagnostic {
+/** What a skill refused for a secret finding still tells the owner: enough to allow the finding and import it. */
+export interface SecretRefusal {
+  id: string;
+  sourceRevision: string;
+  /** Where the secrets look to be (field, line, rule, fingerprint; never the value), at most SKILL_LIMITS.findings. */
+  findings: SecretFinding[];
+}
+
+export interface ScanDiagnostic extends Partial<SecretRefusal> {
   path: string;
   code: DiagnosticCode | RootDiagnostic['code'];
   message: string;
@@ -101,9 +115,16 @@ export class SkillProblem extends Error {
   constructor(
     readonly code: DiagnosticCode,
     message: string,
+    /** Set for `secret_detected`. */
+    readonly refusal?: SecretRefusal,
   ) {
     super(message);
   }
+}
+
+/** The scan's diagnostic for `path`: the problem's code and message, and what a secret refusal tells. */
+function diagnosticOf(where: string, problem: SkillProblem): ScanDiagnostic {
+  return { path: where, code: problem.code, message: problem.message, ...problem.refusal };
 }
 
 const checkId = Compile(ResourceId);
@@ -204,9 +225,28 @@ export function parseSkillFile(text: string, folderName?: string): { name: strin
   };
 }
 
-/** A skill's `sourceContent`: its whole SKILL.md (front matter included), trimmed, without a byte order mark. */
+/**
+ * A skill's `sourceContent`: its whole SKILL.md (front matter included) with CRLF line endings as LF,
+ * trimmed, without a byte order mark. The copy on the machine keeps the file's bytes, and the revision is
+ * over them.
+ */
 export function skillSourceContent(text: string): string {
-  return text.replace(/^\uFEFF/, '').trim();
+  return text
+    .replace(/^\uFEFF/, '')
+    .replaceAll('\r\n', '\n')
+    .trim();
+}
+
+/** Why SKILL.md's name or text cannot be a record's, naming the cause; undefined when they can. */
+function recordTextProblem(name: string, sourceContent: string): string | undefined {
+  const inName = firstControlCharacter(name);
+  if (inName) return `${SKILL_FILE}'s name holds a control character (${inName.character})`;
+  if (sourceContent.length > V2_BOUNDS.sourceContent)
+    return `${SKILL_FILE} is ${sourceContent.length.toLocaleString('en-US')} characters long as the record's text; at most ${V2_BOUNDS.sourceContent.toLocaleString('en-US')}`;
+  const inText = firstControlCharacter(sourceContent);
+  if (inText)
+    return `${SKILL_FILE} holds a control character (${inText.character}) on line ${inText.line}; only tab and line breaks are text`;
+  return undefined;
 }
 
 const MIN_TEXT_RUN = 8;
@@ -320,12 +360,11 @@ async function candidateOf(
       'skill_invalid',
       `the folder name gives no valid resource ID (lower-case letters and digits joined by hyphens): "${candidateId}"`,
     );
-  if (!checkEntry.Check({ schemaVersion: 2, id: candidateId, name, sourceContent })) {
-    throw new SkillProblem(
-      'skill_invalid',
-      `${SKILL_FILE} is longer than ${V2_BOUNDS.sourceContent} characters or holds control characters`,
-    );
-  }
+  const problem = recordTextProblem(name, sourceContent);
+  if (problem !== undefined) throw new SkillProblem('skill_invalid', problem);
+  // What the checks above leave to the record's schema (nothing today); refused, never sent.
+  if (!checkEntry.Check({ schemaVersion: 2, id: candidateId, name, sourceContent }))
+    throw new SkillProblem('skill_invalid', `${SKILL_FILE}'s name or text does not fit a record`);
   if (scanner) {
     const findings = await scanner.scan(
       [
@@ -335,10 +374,13 @@ async function candidateOf(
       scope,
     );
     if (findings.length > 0) {
-      const f = findings[0]!;
+      // No fingerprint in the words: the registry scans a machine's words; the findings go as data.
+      const kept = findings.slice(0, SKILL_LIMITS.findings);
+      const where = kept.map((f) => `${f.field === '/name' ? 'its name' : `line ${f.line}`}, rule ${f.rule}`).join('; ');
       throw new SkillProblem(
-        'skill_invalid',
-        `${SKILL_FILE} looks like it contains a secret (${f.field === '/name' ? 'its name' : `line ${f.line}`}, rule ${f.rule}); remove it before importing`,
+        'secret_detected',
+        `${SKILL_FILE} looks like it contains a secret (${where}); remove it, or if it is none, allow the fingerprints in findings (POST /api/acp/secret-allowlist) and import it with this sourceRevision`,
+        { id: candidateId, sourceRevision: skillRevision(files), findings: kept },
       );
     }
   }
@@ -363,7 +405,7 @@ export async function scanSkills(rootPath: string, scanner?: SecretScanner, scop
       err instanceof SkillProblem
         ? err
         : new SkillProblem('skill_unreadable', `cannot read it (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
-    result.diagnostics.push({ path: where, code: problem.code, message: problem.message });
+    result.diagnostics.push(diagnosticOf(where, problem));
   };
   const st = await stat(root).catch(() => undefined);
   if (st?.isFile() && isSkillArchive(root)) {
@@ -404,14 +446,20 @@ export async function scanSkills(rootPath: string, scanner?: SecretScanner, scop
     const archive = entry.isFile() && isSkillArchive(name);
     if (!archive && (!entry.isDirectory() || !(await lstat(path.join(dir, SKILL_FILE)).catch(() => undefined)))) continue;
     if (result.candidates.length >= SKILL_LIMITS.candidates) {
-      diagnose(dir, new SkillProblem('skill_invalid', `not scanned: a scan lists at most ${SKILL_LIMITS.candidates} skills`));
+      diagnose(
+        dir,
+        new SkillProblem(
+          'skill_not_listed',
+          `not scanned: a scan lists at most ${SKILL_LIMITS.candidates} skills; scan this folder on its own, or a folder holding fewer`,
+        ),
+      );
       continue;
     }
     try {
       const { candidate } = await readSkill(dir, scanner, undefined, scope);
       const size = Buffer.byteLength(JSON.stringify(candidate));
       if (answerBytes + size > SKILL_LIMITS.answerBytes) {
-        diagnose(dir, new SkillProblem('skill_invalid', 'not listed: the scan answer is full; scan this folder on its own'));
+        diagnose(dir, new SkillProblem('skill_not_listed', 'not listed: the scan answer is full; scan this folder on its own'));
         continue;
       }
       answerBytes += size;
@@ -536,7 +584,7 @@ export async function scanJob(payload: unknown, context: JobContext): Promise<Sc
       };
     } catch (err) {
       if (!(err instanceof SkillProblem)) throw err;
-      return { rootPath: source, candidates: [], diagnostics: [{ path: source, code: err.code, message: err.message }] };
+      return { rootPath: source, candidates: [], diagnostics: [diagnosticOf(source, err)] };
     }
   }
   const result = await scanSkills(body.rootPath as string, context.scanner, { route: 'resource.import', allowed: allowedOf(body) });
@@ -566,10 +614,12 @@ export async function importJob(payload: unknown, context: JobContext): Promise<
   } else {
     if (typeof body.sourcePath !== 'string') throw new JobError('invalid_payload', 'sourcePath must be a string');
     const replace = body.replace === true;
-    if (existing && !replace) {
+    // An imported skill whose folder is gone (deleted by hand) has nothing left to lose: importing it again
+    // replaces its receipt, as it replaces an imported skill the registry still lists.
+    if (existing && !replace && (await lstat(skillDir(context.root, id)).catch(() => undefined))) {
       throw new JobError(
         'resource_conflict',
-        `${id} is already imported on this machine; refresh it, or remove it (DELETE /api/acp/resources/${id}) and import it again`,
+        `${id} is already imported on this machine, without a record the registry lets an import replace; remove it (DELETE /api/acp/resources/${id}) and import it again`,
       );
     }
     if (!existing && (await lstat(skillDir(context.root, id)).catch(() => undefined))) {

@@ -7,7 +7,7 @@ import type { AuditTrail } from '../audit/audit-trail.js';
 import type { JobAnswer, MachineChannels } from '../channel/machine-channels.js';
 import { AppError, type ErrorCode } from '../errors.js';
 import type { AgentResourceV2 } from '../schemas/resource.js';
-import { ScanSkillsResult, SKILL_DIAGNOSTIC_CODES, type ImportSkillBody } from '../schemas/skill.js';
+import { MAX_SCAN_FINDINGS, ScanSkillsResult, SKILL_DIAGNOSTIC_CODES, type ImportSkillBody } from '../schemas/skill.js';
 import type { AllowedFinding, SecretScanner } from '../secrets/secret-scanner.js';
 import { WITHHELD_TEXT, withholdSecrets } from '../secrets/withhold.js';
 import type { ResourceRegistry } from './resource-registry.js';
@@ -100,7 +100,7 @@ export class SkillManagement {
       throw new AppError('agentlet_job_failed', `Agentlet ${machineId} answered the scan with an unexpected result.`, { machineId });
     const { scanner } = this.deps;
     const candidates = [];
-    const diagnostics = (await withholdSecrets(scanner, result.diagnostics, { route })).value;
+    const diagnostics = await this.#scannedDiagnostics(result.diagnostics, route);
     for (const candidate of result.candidates) {
       const findings = await scanner.scan(
         [
@@ -121,14 +121,38 @@ export class SkillManagement {
       const path = findings.some((x) => x.field === '/sourcePath') ? WITHHELD_TEXT : candidate.sourcePath;
       diagnostics.push({
         path,
-        code: 'skill_invalid',
+        code: 'secret_detected',
         message: f
-          ? `SKILL.md looks like it contains a secret (${f.field === '/name' ? 'its name' : `line ${f.line}`}, rule ${f.rule}, fingerprint ${f.fingerprint}); remove it, or if it is none, allow the fingerprint (POST /api/acp/secret-allowlist)`
+          ? `SKILL.md looks like it contains a secret (${f.field === '/name' ? 'its name' : `line ${f.line}`}, rule ${f.rule}, fingerprint ${f.fingerprint}); remove it, or if it is none, allow the fingerprint (POST /api/acp/secret-allowlist) and import it with this sourceRevision`
           : `the candidate's ${findings[0]!.field.slice(1)} looks like it contains a secret (rule ${findings[0]!.rule}, fingerprint ${findings[0]!.fingerprint}); it was withheld`,
+        ...(findings.some((x) => x.field === '/id') ? {} : { id: candidate.id }),
+        sourceRevision: candidate.sourceRevision,
+        findings: findings.slice(0, MAX_SCAN_FINDINGS),
       });
     }
     const rootPath = (await withholdSecrets(scanner, result.rootPath, { route })).value;
     return { rootPath, candidates, diagnostics };
+  }
+
+  /**
+   * The machine's diagnostics with its words scanned (src/secrets/withhold.ts): every text but a secret
+   * refusal's fingerprints, rules and revision, which their schema patterns already hold to a digest and a
+   * rule name (a fingerprint is itself a finding of gitleaks' generic rule).
+   */
+  async #scannedDiagnostics(machine: ScanSkillsResult['diagnostics'], route: string): Promise<ScanSkillsResult['diagnostics']> {
+    type Words = Omit<ScanSkillsResult['diagnostics'][number], 'sourceRevision' | 'findings'> & { findings?: { field: string }[] };
+    const words = machine.map(({ sourceRevision: _revision, findings, ...d }): Words =>
+      findings ? { ...d, findings: findings.map((f) => ({ field: f.field })) } : d,
+    );
+    const scanned = (await withholdSecrets(this.deps.scanner, words, { route })).value;
+    return scanned.map(({ findings: fields, ...d }, i) => {
+      const { sourceRevision, findings } = machine[i]!;
+      return {
+        ...d,
+        ...(sourceRevision === undefined ? {} : { sourceRevision }),
+        ...(findings === undefined ? {} : { findings: findings.map((f, j) => ({ ...f, field: fields![j]!.field })) }),
+      };
+    });
   }
 
   /** The machine's imported skill `id`: 404 when no record, 409 `resource_not_manageable` when it is not one the owner imported there. */

@@ -1,6 +1,7 @@
 // The machine channel's wire shapes: a job as the channel carries it, the answer a machine posts, and the
 // owner's request to run a job on a machine.
 import { SecretFingerprint } from './secret-allowlist.js';
+import { SINGLE_LINE_PATTERN } from '../text/text-rules.js';
 import Type, { type Static } from 'typebox';
 
 export const JobId = Type.String({
@@ -26,8 +27,9 @@ export const JobSecretFinding = Type.Object(
     field: Type.String({
       minLength: 1,
       maxLength: 4096,
-      pattern: '^[^\\u0000-\\u001F\\u007F]*$',
-      description: 'Where: `/files/<path within the skill>` (scanned for secrets itself).',
+      pattern: SINGLE_LINE_PATTERN,
+      description:
+        'Where: `/files/<path within the skill>`, or in a scanned candidate its `/sourceContent` (`SKILL.md`) or `/name` (scanned for secrets itself).',
     }),
     line: Type.Integer({ minimum: 1, description: '1-based line of the file.' }),
     rule: Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-z0-9][a-z0-9-]*$' }),

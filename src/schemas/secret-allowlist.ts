@@ -3,8 +3,9 @@
 // only in one field or file and only on one route. Read from SECRET_ALLOWLIST_FILE and edited through
 // `/api/acp/secret-allowlist`.
 import Type, { type Static } from 'typebox';
+import { VISIBLE_LINE_PATTERN } from '../text/text-rules.js';
 
-const NOT_BLANK_LINE = '^(?=[\\s\\S]*\\S)[^\\u0000-\\u001F\\u007F]*$';
+const NOT_BLANK_LINE = VISIBLE_LINE_PATTERN;
 
 /** The writes a finding can be allowed on (their audit actions): where the registry and the machine scan. */
 const Route = (description: string) =>

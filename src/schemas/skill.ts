@@ -6,6 +6,7 @@ import { MachineId, ResourceId, SINGLE_LINE_PATTERN, TrimmedText } from './commo
 import { V2_BOUNDS } from './resource.js';
 import { OPTIONAL_TEXT_PATTERN, VISIBLE_LINE_PATTERN } from '../text/text-rules.js';
 import { SKILL_FRONT_MATTER_ERRORS, SKILL_FRONT_MATTER_WARNINGS } from '../text/front-matter.js';
+import { JobSecretFinding } from './channel.js';
 
 /** Why a folder or archive is no candidate: each is a diagnostic of a scan, and 400 `invalid_input` at import. */
 export const SKILL_DIAGNOSTIC_CODES = [
@@ -23,6 +24,8 @@ export type SkillDiagnosticCode = (typeof SKILL_DIAGNOSTIC_CODES)[number];
 export const ROOT_DIAGNOSTIC_CODES = ['skill_orphaned', 'entrypoint_missing', 'receipt_invalid', 'too_many_receipts'] as const;
 
 const REVISION_PATTERN = '^[a-f0-9]{64}$';
+/** Secret findings a scan's diagnostic names at most. */
+export const MAX_SCAN_FINDINGS = 10;
 const NOT_BLANK_LINE = VISIBLE_LINE_PATTERN;
 
 const Path = (description: string) => Type.String({ minLength: 1, maxLength: 4096, pattern: NOT_BLANK_LINE, description });
@@ -83,11 +86,23 @@ export const SkillCandidate = Type.Object(
 export const SkillScanDiagnostic = Type.Object(
   {
     path: Type.String({ description: 'The folder the diagnostic is about.' }),
-    code: Type.Enum([...SKILL_DIAGNOSTIC_CODES, ...ROOT_DIAGNOSTIC_CODES], {
+    code: Type.Enum([...SKILL_DIAGNOSTIC_CODES, 'secret_detected', 'skill_not_listed', ...ROOT_DIAGNOSTIC_CODES], {
       description:
-        "Why it is no candidate (docs/decisions/skill-management.md lists the codes); or, about the machine's own resource root, `skill_orphaned` (a folder in `skills/` no receipt names; DELETE clears it) and `entrypoint_missing` (its files are gone), `receipt_invalid`, `too_many_receipts` for a receipt it cannot publish.",
+        "Why it is no candidate (docs/decisions/skill-management.md lists the codes): `secret_detected` when its `SKILL.md` looks like it holds a secret (`findings` say where); `skill_not_listed` when the scan was full (256 skills, or 768 KiB of them): scan that folder on its own; or, about the machine's own resource root, `skill_orphaned` (a folder in `skills/` no receipt names; DELETE clears it) and `entrypoint_missing` (its files are gone), `receipt_invalid`, `too_many_receipts` for a receipt it cannot publish.",
     }),
     message: Type.String({ description: 'What is wrong, for a person.' }),
+    id: Type.Optional({ ...ResourceId, description: '`secret_detected`: the ID the skill would be imported under.' }),
+    sourceRevision: Type.Optional({
+      ...SourceRevision,
+      description: '`secret_detected`: what `POST /resources/import` expects back once the owner has allowed the findings.',
+    }),
+    findings: Type.Optional(
+      Type.Array(JobSecretFinding, {
+        maxItems: MAX_SCAN_FINDINGS,
+        description:
+          '`secret_detected`: where the secrets look to be (`/sourceContent` is `SKILL.md`), each with the `fingerprint` `POST /api/acp/secret-allowlist` takes; never the value.',
+      }),
+    ),
   },
   { additionalProperties: false, title: 'AgentResourceScanDiagnostic' },
 );

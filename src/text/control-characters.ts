@@ -25,6 +25,21 @@ export function findControlCharacter(value: unknown): 'key' | 'string' | undefin
   return undefined;
 }
 
+/**
+ * The first control character a text field refuses (every C0 control and DEL but tab and newline; a line's
+ * `expression` refuses those too), as `U+000D`, with its 1-based line; undefined when there is none.
+ */
+export function firstControlCharacter(
+  text: string,
+  expression: RegExp = TEXT_CONTROL_CHARACTER,
+): { character: string; line: number } | undefined {
+  const found = new RegExp(expression.source).exec(text);
+  if (!found) return undefined;
+  let line = 1;
+  for (let at = text.indexOf('\n'); at !== -1 && at < found.index; at = text.indexOf('\n', at + 1)) line++;
+  return { character: `U+${found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`, line };
+}
+
 /** `text` with every control character written out as its JSON escape (`\u0000`), visible and NUL-free. */
 export function escapeControlCharacters(text: string): string {
   return text.replace(ANY_CONTROL_CHARACTERS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);

@@ -664,3 +664,71 @@ t.test('a SKILL.md whose front matter is past its bounds is refused for that rea
   const manyKeys = await skill(path.join(dir, 'many'), { 'SKILL.md': `---\nname: many\ndescription: Many.\n${many}\n---\nBody.\n` });
   await t.rejects(readSkill(manyKeys), { code: 'skill_front_matter_invalid', message: /more than 256 keys/ });
 });
+
+t.test('SKILL.md with CRLF line endings: imported, its record text in LF, its copy byte for byte', async (t) => {
+  const { dir, root, context } = await rootWithContext(t);
+  const lf = SKILL('crlf-guide', Array.from({ length: 300 }, (_, i) => `Step ${i}: do the thing in a line of text.`).join('\n'));
+  const crlf = lf.replaceAll('\n', '\r\n');
+  t.ok(crlf.length > 12_000, `a real-sized file (${crlf.length} characters)`);
+  const src = await skill(path.join(dir, 'src', 'crlf-guide'), { 'SKILL.md': crlf });
+  const { candidate } = await readSkill(src, context.scanner);
+  t.equal(candidate.sourceContent, lf.trim(), "the record's text is the file with its line endings as LF");
+  t.equal(
+    candidate.sourceRevision,
+    skillRevision([{ rel: 'SKILL.md', bytes: Buffer.from(crlf), mode: (await stat(path.join(src, 'SKILL.md'))).mode }]),
+    'the revision is over the bytes as they are',
+  );
+  t.same(
+    (await scanJob({ rootPath: path.join(dir, 'src') }, context)).candidates.map((c) => c.id),
+    ['crlf-guide'],
+    'listed by a scan',
+  );
+  await importJob({ id: 'crlf-guide', sourcePath: src, expectedRevision: candidate.sourceRevision }, context);
+  t.equal(await readFile(path.join(root, 'skills', 'crlf-guide', 'SKILL.md'), 'utf8'), crlf, 'the copy is the file as it was');
+  const receipt = JSON.parse(await readFile(path.join(root, 'receipts', 'crlf-guide.json'), 'utf8'));
+  t.equal(receipt.sourceContent, lf.trim());
+});
+
+t.test('a refused SKILL.md is told its real cause: too long, or which control character on which line', async (t) => {
+  const dir = await tempDir(t, 'skill-causes-');
+  const long = await skill(path.join(dir, 'long'), { 'SKILL.md': SKILL('long', 'x'.repeat(120_000)) });
+  const tooLong = await readSkill(long).catch((e: unknown) => e);
+  t.equal(code(tooLong), 'skill_invalid');
+  t.match(message(tooLong), /SKILL\.md is 120,\d{3} characters long as the record's text; at most 100,000/);
+  t.notMatch(message(tooLong), /control/);
+
+  const bell = await skill(path.join(dir, 'bell'), { 'SKILL.md': SKILL('bell', 'one\ntwo\nring \u0007 here') });
+  const control = await readSkill(bell).catch((e: unknown) => e);
+  t.equal(code(control), 'skill_invalid');
+  t.match(message(control), 'SKILL.md holds a control character (U+0007) on line 8');
+  t.notMatch(message(control), /longer/);
+
+  const lone = await skill(path.join(dir, 'lone-cr'), { 'SKILL.md': SKILL('lone-cr', 'a\rb') });
+  t.match(message(await readSkill(lone).catch((e: unknown) => e)), 'control character (U+000D) on line 6');
+
+  const escaped = await skill(path.join(dir, 'escaped'), { 'SKILL.md': '---\nname: "esc\\u001bname"\ndescription: d\n---\n' });
+  t.match(message(await readSkill(escaped).catch((e: unknown) => e)), "SKILL.md's name holds a control character (U+001B)");
+});
+
+t.test('a full scan names the valid skills it leaves out as not listed, never as invalid', async (t) => {
+  const dir = await tempDir(t, 'skill-full-');
+  const many = path.join(dir, 'many');
+  for (let i = 0; i <= SKILL_LIMITS.candidates; i++) {
+    const name = `skill-${String(i).padStart(3, '0')}`;
+    await skill(path.join(many, name), { 'SKILL.md': SKILL(name) });
+  }
+  const counted = await scanSkills(many);
+  t.equal(counted.candidates.length, SKILL_LIMITS.candidates);
+  t.same(
+    counted.diagnostics.map((d) => [path.basename(d.path), d.code]),
+    [[`skill-${SKILL_LIMITS.candidates}`, 'skill_not_listed']],
+  );
+  t.match(counted.diagnostics[0]!.message, /at most 256 skills; scan this folder on its own/);
+
+  const large = path.join(dir, 'large');
+  for (let i = 0; i < 10; i++) await skill(path.join(large, `big-${i}`), { 'SKILL.md': SKILL(`big-${i}`, 'x'.repeat(90_000)) });
+  const full = await scanSkills(large);
+  t.ok(full.candidates.length > 0 && full.candidates.length < 10, `${full.candidates.length} listed before the answer is full`);
+  t.same(new Set(full.diagnostics.map((d) => d.code)), new Set(['skill_not_listed']), 'the others are not listed, not invalid');
+  t.equal(full.candidates.length + full.diagnostics.length, 10, 'each is listed or named');
+});

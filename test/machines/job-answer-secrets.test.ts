@@ -113,10 +113,10 @@ t.test(
     t.match(body.diagnostics, [
       { path: WITHHELD, code: 'skill_invalid', message: 'no SKILL.md' },
       { path: '/skills/broken', code: 'skill_invalid', message: WITHHELD },
-      { path: WITHHELD, code: 'skill_invalid', message: /sourcePath looks like it contains a secret.*fingerprint/ },
+      { path: WITHHELD, code: 'secret_detected', message: /sourcePath looks like it contains a secret.*fingerprint/ },
       {
         path: '/skills/leaky-content',
-        code: 'skill_invalid',
+        code: 'secret_detected',
         message: /SKILL\.md looks like it contains a secret \(line 5, rule [a-z-]+, fingerprint /,
       },
     ]);

@@ -10,6 +10,7 @@ import { ResourceRegistry } from '../../src/registry/resource-registry.js';
 import type { RecordQuota } from '../../src/registry/record-quota.js';
 import { SkillManagement } from '../../src/registry/skill-management.js';
 import { SecretScanner } from '../../src/secrets/secret-scanner.js';
+import { WITHHELD_TEXT } from '../../src/secrets/withhold.js';
 import { JsonFileStore } from '../../src/storage/json-file-store.js';
 import { tempDataDir } from '../helpers/build.js';
 
@@ -110,8 +111,43 @@ t.test('a scan answer is checked; a candidate whose text holds a secret becomes 
     ['clean'],
     'only the clean candidate is offered',
   );
-  t.match(scan.diagnostics, [{ path: '/skills/leaky', code: 'skill_invalid', message: /secret/ }]);
+  t.match(scan.diagnostics, [
+    {
+      path: '/skills/leaky',
+      code: 'secret_detected',
+      message: /secret/,
+      id: 'leaky',
+      sourceRevision: 'a'.repeat(64),
+      findings: [{ field: '/sourceContent', line: 1, rule: 'github-pat', fingerprint: /^github-pat:[a-f0-9]{64}$/ }],
+    },
+  ]);
   t.notOk(JSON.stringify(scan).includes(GITHUB_TOKEN), 'the secret is not echoed');
+
+  // The machine's own secret refusal: its fingerprints and revision reach the owner as sent (the schema holds
+  // them to their patterns); its words, finding fields included, are scanned.
+  const refusal = {
+    path: '/skills/sign-in',
+    code: 'secret_detected',
+    message: 'SKILL.md looks like it contains a secret (line 8, rule credential-assignment)',
+    id: 'sign-in',
+    sourceRevision: 'b'.repeat(64),
+    findings: [{ field: '/sourceContent', line: 8, rule: 'credential-assignment', fingerprint: `credential-assignment:${'c'.repeat(64)}` }],
+  };
+  result = {
+    rootPath: '/skills',
+    candidates: [],
+    diagnostics: [
+      refusal,
+      { ...refusal, message: `token ${GITHUB_TOKEN}`, findings: [{ ...refusal.findings[0]!, field: `/files/${GITHUB_TOKEN}` }] },
+    ],
+  };
+  const passed = await skills.scan(MACHINE, '/skills', 'owner');
+  t.same(passed.diagnostics[0], refusal, 'a clean refusal arrives as the machine sent it');
+  t.match(passed.diagnostics[1], {
+    message: WITHHELD_TEXT,
+    findings: [{ field: WITHHELD_TEXT, fingerprint: refusal.findings[0]!.fingerprint }],
+  });
+  t.notOk(JSON.stringify(passed).includes(GITHUB_TOKEN), 'a secret in its words is withheld');
 
   // The front matter's warnings ride with their candidate; its refusals and an archive's are diagnostics.
   const warnings = [

@@ -2072,12 +2072,30 @@ export interface operations {
                             /** @description The folder the diagnostic is about. */
                             path: string;
                             /**
-                             * @description Why it is no candidate (docs/decisions/skill-management.md lists the codes); or, about the machine's own resource root, `skill_orphaned` (a folder in `skills/` no receipt names; DELETE clears it) and `entrypoint_missing` (its files are gone), `receipt_invalid`, `too_many_receipts` for a receipt it cannot publish.
+                             * @description Why it is no candidate (docs/decisions/skill-management.md lists the codes): `secret_detected` when its `SKILL.md` looks like it holds a secret (`findings` say where); `skill_not_listed` when the scan was full (256 skills, or 768 KiB of them): scan that folder on its own; or, about the machine's own resource root, `skill_orphaned` (a folder in `skills/` no receipt names; DELETE clears it) and `entrypoint_missing` (its files are gone), `receipt_invalid`, `too_many_receipts` for a receipt it cannot publish.
                              * @enum {unknown}
                              */
-                            code: "skill_unreadable" | "skill_invalid" | "skill_front_matter_missing" | "skill_front_matter_invalid" | "skill_name_missing" | "skill_description_missing" | "skill_archive_invalid" | "skill_archive_too_large" | "skill_orphaned" | "entrypoint_missing" | "receipt_invalid" | "too_many_receipts";
+                            code: "skill_unreadable" | "skill_invalid" | "skill_front_matter_missing" | "skill_front_matter_invalid" | "skill_name_missing" | "skill_description_missing" | "skill_archive_invalid" | "skill_archive_too_large" | "secret_detected" | "skill_not_listed" | "skill_orphaned" | "entrypoint_missing" | "receipt_invalid" | "too_many_receipts";
                             /** @description What is wrong, for a person. */
                             message: string;
+                            /**
+                             * @description `secret_detected`: the ID the skill would be imported under.
+                             * @example web-search
+                             */
+                            id?: string;
+                            /** @description `secret_detected`: what `POST /resources/import` expects back once the owner has allowed the findings. */
+                            sourceRevision?: string;
+                            /** @description `secret_detected`: where the secrets look to be (`/sourceContent` is `SKILL.md`), each with the `fingerprint` `POST /api/acp/secret-allowlist` takes; never the value. */
+                            findings?: {
+                                /** @description Where: `/files/<path within the skill>`, or in a scanned candidate its `/sourceContent` (`SKILL.md`) or `/name` (scanned for secrets itself). */
+                                field: string;
+                                /** @description 1-based line of the file. */
+                                line: number;
+                                rule: string;
+                                /** @description A finding's fingerprint as a 422 `secret_detected` names it: `<rule>:<SHA-256 hex of the matched text>`. */
+                                fingerprint: string;
+                                route?: string;
+                            }[];
                         }[];
                     };
                 };
@@ -2611,12 +2629,30 @@ export interface operations {
                             /** @description The folder the diagnostic is about. */
                             path: string;
                             /**
-                             * @description Why it is no candidate (docs/decisions/skill-management.md lists the codes); or, about the machine's own resource root, `skill_orphaned` (a folder in `skills/` no receipt names; DELETE clears it) and `entrypoint_missing` (its files are gone), `receipt_invalid`, `too_many_receipts` for a receipt it cannot publish.
+                             * @description Why it is no candidate (docs/decisions/skill-management.md lists the codes): `secret_detected` when its `SKILL.md` looks like it holds a secret (`findings` say where); `skill_not_listed` when the scan was full (256 skills, or 768 KiB of them): scan that folder on its own; or, about the machine's own resource root, `skill_orphaned` (a folder in `skills/` no receipt names; DELETE clears it) and `entrypoint_missing` (its files are gone), `receipt_invalid`, `too_many_receipts` for a receipt it cannot publish.
                              * @enum {unknown}
                              */
-                            code: "skill_unreadable" | "skill_invalid" | "skill_front_matter_missing" | "skill_front_matter_invalid" | "skill_name_missing" | "skill_description_missing" | "skill_archive_invalid" | "skill_archive_too_large" | "skill_orphaned" | "entrypoint_missing" | "receipt_invalid" | "too_many_receipts";
+                            code: "skill_unreadable" | "skill_invalid" | "skill_front_matter_missing" | "skill_front_matter_invalid" | "skill_name_missing" | "skill_description_missing" | "skill_archive_invalid" | "skill_archive_too_large" | "secret_detected" | "skill_not_listed" | "skill_orphaned" | "entrypoint_missing" | "receipt_invalid" | "too_many_receipts";
                             /** @description What is wrong, for a person. */
                             message: string;
+                            /**
+                             * @description `secret_detected`: the ID the skill would be imported under.
+                             * @example web-search
+                             */
+                            id?: string;
+                            /** @description `secret_detected`: what `POST /resources/import` expects back once the owner has allowed the findings. */
+                            sourceRevision?: string;
+                            /** @description `secret_detected`: where the secrets look to be (`/sourceContent` is `SKILL.md`), each with the `fingerprint` `POST /api/acp/secret-allowlist` takes; never the value. */
+                            findings?: {
+                                /** @description Where: `/files/<path within the skill>`, or in a scanned candidate its `/sourceContent` (`SKILL.md`) or `/name` (scanned for secrets itself). */
+                                field: string;
+                                /** @description 1-based line of the file. */
+                                line: number;
+                                rule: string;
+                                /** @description A finding's fingerprint as a 422 `secret_detected` names it: `<rule>:<SHA-256 hex of the matched text>`. */
+                                fingerprint: string;
+                                route?: string;
+                            }[];
                         }[];
                     };
                 };
@@ -4168,7 +4204,7 @@ export interface operations {
                         message: string;
                         /** @description `secret_detected`: where the secrets are, never what they are. */
                         findings?: {
-                            /** @description Where: `/files/<path within the skill>` (scanned for secrets itself). */
+                            /** @description Where: `/files/<path within the skill>`, or in a scanned candidate its `/sourceContent` (`SKILL.md`) or `/name` (scanned for secrets itself). */
                             field: string;
                             /** @description 1-based line of the file. */
                             line: number;
