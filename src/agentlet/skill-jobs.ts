@@ -12,7 +12,7 @@ import path from 'node:path';
 import { Compile } from 'typebox/compile';
 import { ResourceId, SINGLE_LINE_PATTERN } from '../schemas/common.js';
 import { ReconcileEntryV2, V2_BOUNDS } from '../schemas/resource.js';
-import type { AllowedFinding, ScanScope, SecretScanner } from '../secrets/secret-scanner.js';
+import { andMore, namedFindings, type AllowedFinding, type ScanScope, type SecretScanner } from '../secrets/secret-scanner.js';
 import { writeFileDurably } from '../storage/durable-file.js';
 import type { SkillDiagnosticCode } from '../schemas/skill.js';
 import { checkSkillFrontMatter, type SkillFrontMatterWarning } from '../text/front-matter.js';
@@ -603,11 +603,12 @@ export async function importJob(payload: unknown, context: JobContext): Promise<
   const findings = await context.scanner.scan(texts, { route: refresh ? 'resource.refresh' : 'resource.import', allowed: allowedOf(body) });
   if (findings.length > 0) {
     // No fingerprint in the message: the registry scans a machine's words, and names the fingerprints itself.
-    const where = findings.slice(0, 10).map((f) => `${f.field.slice('/files/'.length)} line ${f.line} (rule ${f.rule})`);
+    const { named, more } = namedFindings(findings);
+    const where = named.map((f) => `${f.field.slice('/files/'.length)} line ${f.line} (rule ${f.rule})`);
     throw new JobError(
       'secret_detected',
-      `nothing was copied: ${where.join(', ')} look${where.length === 1 ? 's' : ''} like it holds a secret`,
-      findings.slice(0, 10),
+      `nothing was copied: ${where.join(', ')}${andMore(more)} look${findings.length === 1 ? 's' : ''} like it holds a secret`,
+      named,
     );
   }
   const receiptFile = receiptPath(context.root, id);

@@ -4,6 +4,9 @@
 // `/api/acp/secret-allowlist`.
 import Type, { type Static } from 'typebox';
 
+/** A secret refusal names at most this many findings (the first, by field and line) and counts the others. */
+export const MAX_NAMED_FINDINGS = 20;
+
 const NOT_BLANK_LINE = '^(?=[\\s\\S]*\\S)[^\\u0000-\\u001F\\u007F]*$';
 
 /** The writes a finding can be allowed on (their audit actions): where the registry and the machine scan. */

@@ -24,6 +24,8 @@ export interface Candidate {
   rule: string;
   index: number;
   secret: string;
+  /** Past the rule's budget of candidates: not checked against entropy or allowlists, and the field is read no further. */
+  over?: true;
 }
 
 interface CompiledAllowlist {
@@ -229,7 +231,7 @@ export class GitleaksRules {
         if (allowed(this.#global, secret, match, lineTest)) continue;
         if (allowed(rule.allowlists, secret, match, lineTest)) continue;
       }
-      yield { rule: rule.id, index: Math.max(index, 0), secret };
+      yield { rule: rule.id, index: Math.max(index, 0), secret, ...(over ? { over: true as const } : {}) };
     }
   }
 }

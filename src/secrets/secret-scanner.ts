@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { Candidate, GitleaksRules } from './gitleaks-engine.js';
 import { AppError } from '../errors.js';
+import { MAX_NAMED_FINDINGS } from '../schemas/secret-allowlist.js';
 
 export interface SecretFinding {
   /** JSON pointer of the field, e.g. `/instructions` or `/customData/notes`; a skill file is `/files/<path>`. */
@@ -205,7 +206,7 @@ function engines(): Promise<Engine> {
               const found = { rule: r.rule, index: offset + Math.max(matcher.start(group), 0), secret };
               // Bounded: past this many let-through candidates the text is refused rather than read on.
               if (n++ >= MAX_CANDIDATES) {
-                yield found;
+                yield { ...found, over: true };
                 continue;
               }
               if (r.entropy !== undefined && shannonEntropy(secret) <= r.entropy) continue;
@@ -243,9 +244,10 @@ export class SecretScanner {
   }
 
   /**
-   * Scans every string, reporting at most one finding per field: its first one that the allowlist does not
-   * let through. A secret object key (a `#key` field from `stringLeaves`) ends the scan: the pointers after
-   * it could name that key.
+   * Scans every string, reporting every finding the allowlist does not let through, by field and then line
+   * (one per secret and rule: a secret two rules find is two findings, each with its own fingerprint). A
+   * field past a rule's budget of candidates is read no further. A secret object key (a `#key` field from
+   * `stringLeaves`) ends the scan: the pointers after it could name that key.
    */
   async scan(fields: Iterable<[field: string, value: string]>, scope: ScanScope = {}): Promise<SecretFinding[]> {
     const findings: SecretFinding[] = [];
@@ -256,22 +258,33 @@ export class SecretScanner {
       // write (a 1,000-record reconcile) does not hold every other request (agents' reads) until it ends.
       // Real skills are 2-100 k characters each, milliseconds of scanning apiece: each gets a turn of its own.
       if (++scanned % YIELD_EVERY_FIELDS === 0 || value.length >= YIELD_BEFORE_CHARS) await new Promise((resolve) => setImmediate(resolve));
-      let finding: SecretFinding | undefined;
+      const found = new Map<string, { index: number; finding: SecretFinding }>();
       for (const candidate of await this.#candidates(value)) {
-        const found = { field, rule: candidate.rule, fingerprint: secretFingerprint(candidate.rule, candidate.secret) };
+        const fingerprint = secretFingerprint(candidate.rule, candidate.secret);
+        // A match in the overlap of two windows comes twice.
+        const key = `${candidate.index}:${fingerprint}`;
+        if (found.has(key)) continue;
         entries ??= [...(scope.allowed ?? []), ...((await this.#allowlist?.()) ?? [])];
-        if (allowedBy(entries, found, scope.route)) continue;
-        finding = {
-          field,
-          line: lineOf(value, candidate.index),
-          rule: found.rule,
-          fingerprint: found.fingerprint,
-          ...(scope.route === undefined ? {} : { route: scope.route }),
-        };
-        break;
+        if (allowedBy(entries, { field, rule: candidate.rule, fingerprint }, scope.route)) continue;
+        found.set(key, {
+          index: candidate.index,
+          finding: {
+            field,
+            line: 0,
+            rule: candidate.rule,
+            fingerprint,
+            ...(scope.route === undefined ? {} : { route: scope.route }),
+          },
+        });
+        if (candidate.over) break;
       }
-      if (finding) findings.push(finding);
-      if (finding && field.endsWith(KEY_SUFFIX)) break;
+      const inField = [...found.values()].sort((a, b) => a.index - b.index);
+      const lines = linesOf(
+        value,
+        inField.map((f) => f.index),
+      );
+      for (const [i, f] of inField.entries()) findings.push({ ...f.finding, line: lines[i]! });
+      if (inField.length > 0 && field.endsWith(KEY_SUFFIX)) break;
     }
     return findings;
   }
@@ -299,11 +312,16 @@ export class SecretScanner {
   }
 }
 
-/** 1-based line of `index` in `text` (a `\r\n` ends one line, as `\n` does). */
-function lineOf(text: string, index: number): number {
+/** 1-based lines of ascending `indexes` in `text` (a `\r\n` ends one line, as `\n` does), in one pass. */
+function linesOf(text: string, indexes: readonly number[]): number[] {
+  const lines: number[] = [];
   let line = 1;
-  for (let at = text.indexOf('\n'); at !== -1 && at < index; at = text.indexOf('\n', at + 1)) line++;
-  return line;
+  let at = text.indexOf('\n');
+  for (const index of indexes) {
+    for (; at !== -1 && at < index; at = text.indexOf('\n', at + 1)) line++;
+    lines.push(line);
+  }
+  return lines;
 }
 
 /** Where a finding is, as a refusal names it: `<field> line <n> (rule <rule>, fingerprint <fingerprint>)`. */
@@ -311,13 +329,36 @@ export function describeFinding(f: SecretFinding): string {
   return `${f.field} line ${f.line} (rule ${f.rule}, fingerprint ${f.fingerprint}${f.route === undefined ? '' : `, route ${f.route}`})`;
 }
 
-/** The one 422 `secret_detected` of a write: the first finding in the message, every one in `details.findings`. */
+export { MAX_NAMED_FINDINGS };
+
+/** The findings a refusal names, and how many more it only counts. */
+export function namedFindings<T>(findings: readonly T[]): { named: T[]; more: number } {
+  return { named: findings.slice(0, MAX_NAMED_FINDINGS), more: Math.max(findings.length - MAX_NAMED_FINDINGS, 0) };
+}
+
+/** `, and 3 more` (or nothing): what a refusal says of the findings it does not name. */
+export function andMore(more: number): string {
+  return more > 0 ? `, and ${more} more` : '';
+}
+
+/**
+ * The one 422 `secret_detected` of a write: every finding in the message and in `details.findings`, up to
+ * MAX_NAMED_FINDINGS; `details.moreFindings` counts the others. One finding keeps the message it always had.
+ */
 export function secretDetected(findings: readonly SecretFinding[]): AppError {
-  const first = findings[0]!;
+  const { named, more } = namedFindings(findings);
+  const details = { findings: named, ...(more > 0 ? { moreFindings: more } : {}) };
+  if (named.length === 1) {
+    return new AppError(
+      'secret_detected',
+      `Field ${describeFinding(named[0]!)} looks like it contains a secret; secrets never belong in the registry. If it is none, the owner can allow this fingerprint.`,
+      details,
+    );
+  }
   return new AppError(
     'secret_detected',
-    `Field ${describeFinding(first)} looks like it contains a secret; secrets never belong in the registry. If it is none, the owner can allow this fingerprint.`,
-    { findings },
+    `${findings.length} findings look like secrets: ${named.map(describeFinding).join('; ')}${andMore(more)}. Secrets never belong in the registry. If one is none, the owner can allow its fingerprint.`,
+    details,
   );
 }
 
