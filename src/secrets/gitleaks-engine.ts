@@ -152,9 +152,15 @@ export class GitleaksRules {
   readonly #keywords: string[];
   readonly #keywordSet: RE2Set;
 
-  constructor(exclude: ReadonlySet<string> = new Set()) {
+  /**
+   * @param exclude rule IDs left out.
+   * @param allow per rule ID, one more allowlist (RE2, tested on the secret): what this service knows a rule
+   *   mistakes for a secret in skill documents (code shapes, placeholders), kept apart from the vendored file.
+   */
+  constructor(exclude: ReadonlySet<string> = new Set(), allow: Readonly<Record<string, string>> = {}) {
     this.#rules = (vendored.rules as RuleSource[])
       .filter((r) => !exclude.has(r.id))
+      .map((r) => (allow[r.id] === undefined ? r : { ...r, allowlists: [...(r.allowlists ?? []), { regexes: [allow[r.id]!] }] }))
       .map((source) => ({ source, keywords: (source.keywords ?? []).map((k) => k.toLowerCase()) }));
     this.#global = [compileAllowlist(vendored.allowlist)];
     this.#keywords = [...new Set(this.#rules.flatMap((r) => r.keywords))];

@@ -82,6 +82,8 @@ interface PatternRule {
   entropy?: number;
   /** A secret matching this (RE2) is a documented example or placeholder, not a secret. */
   allow?: string;
+  /** A match (the whole of it) matching this (RE2) is a placeholder, not a secret. */
+  allowMatch?: string;
 }
 
 /**
@@ -101,16 +103,52 @@ const BUILT_IN: readonly PatternRule[] = [
     group: 1,
     allow: 'EXAMPLE$',
   },
-  // A PEM private key, or its header alone: the header says what follows.
-  { rule: 'private-key', pattern: '-----BEGIN (?:[A-Z0-9]+ ){0,8}PRIVATE KEY(?: BLOCK)?-----' },
+  // A PEM private key, or its header alone: the header says what follows; unless what follows is a
+  // placeholder (`...`, `<key>`) or the end line at once, as in a manifest template.
+  {
+    rule: 'private-key',
+    pattern: '(-----BEGIN (?:[A-Z0-9]+ ){0,8}PRIVATE KEY(?: BLOCK)?-----)(?:\\s{0,16}(?:\\.\\.\\.|…|<[^>\\n]{0,64}>|-----END))?',
+    group: 1,
+    allowMatch: '(?:\\.\\.\\.|…|>|-----END)$',
+  },
 ];
 
 /**
  * Credential formats of the AI and developer platforms agent hosts use that gitleaks' rule set (run between
  * the built-in patterns and these) does not know, or knows only in an older shape.
  */
-/** A name in code (a variable, property, type or function). */
-const NAME = '[A-Za-z_][A-Za-z0-9_]*';
+/** A name in code (a variable, property, type or function; `#` opens a JavaScript private field). */
+const NAME = '#?[A-Za-z_][A-Za-z0-9_]*';
+/** What joins the names of a path in code: `.`, `::` (Rust, C++), `->` (PHP), `?.` (optional chaining). */
+const PATH_JOIN = '(?:\\.|::|->|\\?\\.)';
+
+/**
+ * Values that are code, not credentials: a name path followed by `(` or `[` (a call, an index:
+ * `Environment.GetEnvironmentVariable(…)`, `os.environ[…]`, `this.#hash(…)`), a path of two names or more
+ * (`process.env.X`, `process.env.X!`, `Curve25519.KeyAgreement`), words with at most two digits each joined by
+ * `_`, `-` or `.` (`msg2_wire_bytes`, `sk-or-v1-project1-key`), a file path with an extension
+ * (`path/to/credentials.json`). A bare high-entropy word is none of these.
+ */
+const CODE_SHAPES = [
+  `^${NAME}(?:${PATH_JOIN}${NAME})*[(\\[]`,
+  `^${NAME}(?:${PATH_JOIN}${NAME})+[!?]?$`,
+  '^[A-Za-z]+[0-9]{0,2}(?:[_.-][A-Za-z]+[0-9]{0,2})+$',
+  '^[.~]{0,2}/?(?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_-]+\\.[A-Za-z]{1,5}$',
+];
+/** Placeholders: `...`, `…`, `your-`/`YOUR_`, `-here`/`_here`, `changeme`, `replace_me`, `placeholder`. */
+const PLACEHOLDERS = ['\\.\\.\\.|…', '(?i:your[_-]|[_-]here$|replace[_-]?me|change[_-]?me|placeholder)'];
+
+/**
+ * What gitleaks' rules mistake for a secret in skill documents, by rule (tested on the secret, after the
+ * vendored allowlists): its generic rule reads code and placeholders after a key-named word; its curl rules
+ * read `Bearer YOUR_TOKEN`; and Google's documentation shows an API key whose body counts `A1B2C3D4…`.
+ */
+const GITLEAKS_ALLOW: Readonly<Record<string, string>> = {
+  'generic-api-key': [...CODE_SHAPES, ...PLACEHOLDERS].join('|'),
+  'curl-auth-header': PLACEHOLDERS.join('|'),
+  'curl-auth-user': PLACEHOLDERS.join('|'),
+  'gcp-api-key': '(?i:A1B2C3D4E5F6)',
+};
 
 const AGENT_HOST: readonly PatternRule[] = [
   // gitleaks asks 3 bits of entropy of a GitHub token; a patterned one (`a1B2a1B2...`) is still refused here,
@@ -148,17 +186,20 @@ const AGENT_HOST: readonly PatternRule[] = [
   // or a placeholder (`xoxp-new-...`, `sk-…`, `<your-key>`, `YOUR_API_KEY`, `your-token-here`).
   {
     rule: 'credential-assignment',
-    pattern: '(?i)(?:passw(?:or)?d|pwd|secret|api_?key|access_?key|token)["\']?[ \\t]{0,3}[:=][ \\t]{0,3}["\']?([^\\s"\'`,;]{12,128})',
+    // The value does not open with `:`: `token::transfer(…)` is a Rust path, not an assignment.
+    pattern: '(?i)(?:passw(?:or)?d|pwd|secret|api_?key|access_?key|token)["\']?[ \\t]{0,3}[:=][ \\t]{0,3}["\']?([^\\s"\'`,;:][^\\s"\'`,;]{11,127})',
     group: 1,
     entropy: 3.5,
     allow: [
       '^[$<{%]',
       '^(?:[A-Za-z]+[_.-]?)+$',
       'EXAMPLE',
-      `^${NAME}(?:(?:\\.|::|->)${NAME})*[(\\[]`,
-      `^${NAME}(?:(?:\\.|::|->)${NAME})+$`,
-      '\\.\\.\\.|…',
-      '(?i:your[_-]|[_-]here$|replace[_-]?me|change[_-]?me|placeholder)',
+      // A name before a query string's next parameter (`api_key=DEMO_KEY&date=…`).
+      '^[A-Za-z][A-Za-z_.-]*&',
+      // A sample password that says it is one (`securePassword123`).
+      '(?i:passw(?:or)?d)',
+      ...CODE_SHAPES,
+      ...PLACEHOLDERS,
     ].join('|'),
   },
 ];
@@ -191,6 +232,7 @@ function engines(): Promise<Engine> {
     const compile = (r: PatternRule): CompiledPattern => {
       const pattern = RE2JS.compile(r.pattern);
       const allow = r.allow === undefined ? undefined : RE2JS.compile(r.allow);
+      const allowMatch = r.allowMatch === undefined ? undefined : RE2JS.compile(r.allowMatch);
       return {
         rule: r.rule,
         *candidates(text) {
@@ -211,13 +253,14 @@ function engines(): Promise<Engine> {
               }
               if (r.entropy !== undefined && shannonEntropy(secret) <= r.entropy) continue;
               if (allow?.test(secret)) continue;
+              if (allowMatch?.test(matcher.group(0) ?? '')) continue;
               yield found;
             }
           }
         },
       };
     };
-    return { builtIn: BUILT_IN.map(compile), agentHost: AGENT_HOST.map(compile), gitleaks: new GitleaksRules() };
+    return { builtIn: BUILT_IN.map(compile), agentHost: AGENT_HOST.map(compile), gitleaks: new GitleaksRules(new Set(), GITLEAKS_ALLOW) };
   })().catch((err: unknown) => {
     engine = undefined;
     throw err;
