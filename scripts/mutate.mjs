@@ -34,6 +34,8 @@ export const TARGETS = {
   'src/storage/append-log.ts': ['audit/torn-append', 'audit/rotation', 'launch/audit-recovery', 'storage/contract'],
   'src/routes/mcp-exchange.ts': ['mcp/wire', 'mcp/sdk-client'],
   'src/routes/feed-reader.ts': ['events/change-events', 'events/connection-bounds', 'mcp/sdk-client'],
+  'src/secrets/secret-scanner.ts': ['secrets/findings', 'secrets/scanner-evasions', 'secrets/public-skills-false-findings'],
+  'src/secrets/secret-allowlist.ts': ['secrets/allowlist'],
 };
 
 const args = process.argv.slice(2);
