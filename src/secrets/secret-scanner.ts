@@ -187,7 +187,8 @@ const AGENT_HOST: readonly PatternRule[] = [
   {
     rule: 'credential-assignment',
     // The value does not open with `:`: `token::transfer(…)` is a Rust path, not an assignment.
-    pattern: '(?i)(?:passw(?:or)?d|pwd|secret|api_?key|access_?key|token)["\']?[ \\t]{0,3}[:=][ \\t]{0,3}["\']?([^\\s"\'`,;:][^\\s"\'`,;]{11,127})',
+    pattern:
+      '(?i)(?:passw(?:or)?d|pwd|secret|api_?key|access_?key|token)["\']?[ \\t]{0,3}[:=][ \\t]{0,3}["\']?([^\\s"\'`,;:][^\\s"\'`,;]{11,127})',
     group: 1,
     entropy: 3.5,
     allow: [

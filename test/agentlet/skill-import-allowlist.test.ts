@@ -71,8 +71,7 @@ t.test('a refused import names file, line, rule and fingerprint as data; its mes
 });
 
 const PASSWORD = (i: number) => `Xk9#mQ2$vL7pR4tZ${String(i).padStart(2, '0')}wN`;
-const PASSWORDS = (from: number, n: number) =>
-  Array.from({ length: n }, (_, i) => `    password = "${PASSWORD(from + i)}"`).join('\n');
+const PASSWORDS = (from: number, n: number) => Array.from({ length: n }, (_, i) => `    password = "${PASSWORD(from + i)}"`).join('\n');
 
 t.test('a refused import names every finding of every file at once, and one round of allowing imports it', async (t) => {
   const { root, context, job } = await world(t, {
@@ -99,7 +98,8 @@ t.test('a refused import names every finding of every file at once, and one roun
       route: 'resource.import',
     })),
   );
-  for (const [field, line] of expected) t.match(answer.error.message, `${field.slice('/files/'.length)} line ${line} (rule credential-assignment)`);
+  for (const [field, line] of expected)
+    t.match(answer.error.message, `${field.slice('/files/'.length)} line ${line} (rule credential-assignment)`);
   t.same(await readdir(path.join(root, 'skills')), [], 'nothing copied');
   const secretAllowlist = answer.error.findings!.map((f) => ({ fingerprint: f.fingerprint }));
   t.match(await importJob(job({ secretAllowlist }), context), { id: 'guide', created: true }, 'one round');

@@ -199,8 +199,7 @@ t.test('SECRET_ALLOWLIST_FILE: read at start, kept across a restart, a bad file 
 });
 
 /** `n` distinct high-entropy passwords, one a line, after a heading line. */
-const manySecrets = (n: number) =>
-  Array.from({ length: n }, (_, i) => `password = "Xk9#mQ2$vL7pR4tZ${String(i).padStart(2, '0')}wN"`);
+const manySecrets = (n: number) => Array.from({ length: n }, (_, i) => `password = "Xk9#mQ2$vL7pR4tZ${String(i).padStart(2, '0')}wN"`);
 
 t.test('a refusal names every finding of a field at once, so one round of allowing lets the text in', async (t) => {
   const h = await build(t);
@@ -228,7 +227,12 @@ t.test('a refusal names every finding of a field at once, so one round of allowi
   }
   t.equal(body.details.moreFindings, undefined, 'none left out');
   for (const f of body.details.findings) {
-    const add = await h.app.inject({ method: 'POST', url: ALLOWLIST, headers: h.owner, payload: { fingerprint: f.fingerprint, reason: 'samples' } });
+    const add = await h.app.inject({
+      method: 'POST',
+      url: ALLOWLIST,
+      headers: h.owner,
+      payload: { fingerprint: f.fingerprint, reason: 'samples' },
+    });
     t.equal(add.statusCode, 201);
   }
   const put = await h.put('huabu', token, 'three-secrets', { instructions });
