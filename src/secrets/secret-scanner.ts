@@ -113,10 +113,6 @@ const BUILT_IN: readonly PatternRule[] = [
   },
 ];
 
-/**
- * Credential formats of the AI and developer platforms agent hosts use that gitleaks' rule set (run between
- * the built-in patterns and these) does not know, or knows only in an older shape.
- */
 /** A name in code (a variable, property, type or function; `#` opens a JavaScript private field). */
 const NAME = '#?[A-Za-z_][A-Za-z0-9_]*';
 /** What joins the names of a path in code: `.`, `::` (Rust, C++), `->` (PHP), `?.` (optional chaining). */
@@ -150,6 +146,10 @@ const GITLEAKS_ALLOW: Readonly<Record<string, string>> = {
   'gcp-api-key': '(?i:A1B2C3D4E5F6)',
 };
 
+/**
+ * Credential formats of the AI and developer platforms agent hosts use that gitleaks' rule set (run between
+ * the built-in patterns and these) does not know, or knows only in an older shape.
+ */
 const AGENT_HOST: readonly PatternRule[] = [
   // gitleaks asks 3 bits of entropy of a GitHub token; a patterned one (`a1B2a1B2...`) is still refused here,
   // an x-filled placeholder is not.
