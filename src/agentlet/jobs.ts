@@ -1,7 +1,7 @@
 // The jobs `agentlet-resources serve` runs for the registry. Each job type is one registration: a handler
 // that takes the job's payload and the daemon's context and returns the result (or throws a JobError).
 import type { JobContext } from './job-context.js';
-import type { SecretFinding } from '../secrets/secret-scanner.js';
+import { MAX_NAMED_FINDINGS, type SecretFinding } from '../secrets/secret-scanner.js';
 import { JobError } from './job-error.js';
 import { scanJob, importJob, removeJob } from './skill-jobs.js';
 
@@ -41,7 +41,7 @@ export class JobRegistry {
     } catch (err) {
       // The registry takes a message of at most 2000 characters.
       if (err instanceof JobError) {
-        const findings = err.findings?.slice(0, 10);
+        const findings = err.findings?.slice(0, MAX_NAMED_FINDINGS);
         return {
           ok: false,
           error: { code: err.code, message: err.message.slice(0, 2000), ...(findings?.length ? { findings: [...findings] } : {}) },

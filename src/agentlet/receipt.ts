@@ -9,7 +9,7 @@ import { HOST_PROVIDER, ProviderId, RESOURCE_ID_PATTERN, ResourceId, SINGLE_LINE
 import { DEFAULT_REQUIRED_RESOURCE_IDS, recordProblems, reservedIdProblems } from '../schemas/record-rules.js';
 import { MAX_MACHINE_PROBLEMS, MAX_PROBLEM_MESSAGE, type MachineProblem } from '../schemas/machine.js';
 import { ReconcileEntry, ReconcileEntryV2, MAX_RECONCILE_RESOURCES, type ReconcileEntryV1 } from '../schemas/resource.js';
-import type { SecretScanner } from '../secrets/secret-scanner.js';
+import { namedFindings, type SecretScanner } from '../secrets/secret-scanner.js';
 import { TEMP_SUFFIX } from '../storage/durable-file.js';
 import { escapeControlCharacters } from '../text/control-characters.js';
 import { KIND_DIRS, RECEIPTS_DIR, type ReceiptKind } from './resource-root.js';
@@ -287,11 +287,13 @@ async function checkReceipt(
     problems.push(...checked.problems);
     missing = checked.missing === true;
   }
-  for (const finding of findings) {
+  const { named, more } = namedFindings(findings);
+  for (const finding of named) {
     problems.push(
       `${finding.field} looks like it contains a secret (line ${finding.line}, rule ${finding.rule}, fingerprint ${finding.fingerprint}); secrets never belong in a receipt`,
     );
   }
+  if (more > 0) problems.push(`${more} more finding(s) of the secret scan`);
   const entry = problems.length === 0 ? toReconcileEntry(value as Receipt) : undefined;
   if (entry && !(entry.schemaVersion === 2 ? checkEntryV2.Check(entry) : checkEntryV1.Check(entry))) {
     problems.push('the record it publishes does not pass the registry rules'); // defensive: the schemas share fields

@@ -12,9 +12,16 @@ import path from 'node:path';
 import { Compile } from 'typebox/compile';
 import { ResourceId, SINGLE_LINE_PATTERN } from '../schemas/common.js';
 import { ReconcileEntryV2, V2_BOUNDS } from '../schemas/resource.js';
-import type { AllowedFinding, ScanScope, SecretFinding, SecretScanner } from '../secrets/secret-scanner.js';
+import {
+  andMore,
+  namedFindings,
+  type AllowedFinding,
+  type ScanScope,
+  type SecretFinding,
+  type SecretScanner,
+} from '../secrets/secret-scanner.js';
 import { writeFileDurably } from '../storage/durable-file.js';
-import { MAX_SCAN_FINDINGS, type SkillDiagnosticCode } from '../schemas/skill.js';
+import type { SkillDiagnosticCode } from '../schemas/skill.js';
 import { firstControlCharacter } from '../text/control-characters.js';
 import { checkSkillFrontMatter, type SkillFrontMatterWarning } from '../text/front-matter.js';
 import { JobError } from './job-error.js';
@@ -38,8 +45,6 @@ export const SKILL_LIMITS = {
   sourcePath: 2048,
   /** Bytes of candidates one scan answers with (the registry takes a job answer of at most 1 MiB). */
   answerBytes: 768 * 1024,
-  /** Secret findings a scan's diagnostic names. */
-  findings: MAX_SCAN_FINDINGS,
   /** Entries of a skill archive, folders included. */
   archiveEntries: 2000,
   /** How many times its own size a skill archive may unpack to. */
@@ -72,7 +77,7 @@ export interface ScanCandidate {
 export interface SecretRefusal {
   id: string;
   sourceRevision: string;
-  /** Where the secrets look to be (field, line, rule, fingerprint; never the value), at most SKILL_LIMITS.findings. */
+  /** Where the secrets look to be (field, line, rule, fingerprint; never the value), at most MAX_NAMED_FINDINGS. */
   findings: SecretFinding[];
 }
 
@@ -375,11 +380,11 @@ async function candidateOf(
     );
     if (findings.length > 0) {
       // No fingerprint in the words: the registry scans a machine's words; the findings go as data.
-      const kept = findings.slice(0, SKILL_LIMITS.findings);
+      const { named: kept, more } = namedFindings(findings);
       const where = kept.map((f) => `${f.field === '/name' ? 'its name' : `line ${f.line}`}, rule ${f.rule}`).join('; ');
       throw new SkillProblem(
         'secret_detected',
-        `${SKILL_FILE} looks like it contains a secret (${where}); remove it, or if it is none, allow the fingerprints in findings (POST /api/acp/secret-allowlist) and import it with this sourceRevision`,
+        `${SKILL_FILE} looks like it contains a secret (${where}${andMore(more)}); remove it, or if it is none, allow the fingerprints in findings (POST /api/acp/secret-allowlist) and import it with this sourceRevision`,
         { id: candidateId, sourceRevision: skillRevision(files), findings: kept },
       );
     }
@@ -653,11 +658,12 @@ export async function importJob(payload: unknown, context: JobContext): Promise<
   const findings = await context.scanner.scan(texts, { route: refresh ? 'resource.refresh' : 'resource.import', allowed: allowedOf(body) });
   if (findings.length > 0) {
     // No fingerprint in the message: the registry scans a machine's words, and names the fingerprints itself.
-    const where = findings.slice(0, 10).map((f) => `${f.field.slice('/files/'.length)} line ${f.line} (rule ${f.rule})`);
+    const { named, more } = namedFindings(findings);
+    const where = named.map((f) => `${f.field.slice('/files/'.length)} line ${f.line} (rule ${f.rule})`);
     throw new JobError(
       'secret_detected',
-      `nothing was copied: ${where.join(', ')} look${where.length === 1 ? 's' : ''} like it holds a secret`,
-      findings.slice(0, 10),
+      `nothing was copied: ${where.join(', ')}${andMore(more)} look${findings.length === 1 ? 's' : ''} like it holds a secret`,
+      named,
     );
   }
   const receiptFile = receiptPath(context.root, id);

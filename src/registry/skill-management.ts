@@ -7,8 +7,8 @@ import type { AuditTrail } from '../audit/audit-trail.js';
 import type { JobAnswer, MachineChannels } from '../channel/machine-channels.js';
 import { AppError, type ErrorCode } from '../errors.js';
 import type { AgentResourceV2 } from '../schemas/resource.js';
-import { MAX_SCAN_FINDINGS, ScanSkillsResult, SKILL_DIAGNOSTIC_CODES, type ImportSkillBody } from '../schemas/skill.js';
-import type { AllowedFinding, SecretScanner } from '../secrets/secret-scanner.js';
+import { ScanSkillsResult, SKILL_DIAGNOSTIC_CODES, type ImportSkillBody } from '../schemas/skill.js';
+import { namedFindings, type AllowedFinding, type SecretScanner } from '../secrets/secret-scanner.js';
 import { WITHHELD_TEXT, withholdSecrets } from '../secrets/withhold.js';
 import type { ResourceRegistry } from './resource-registry.js';
 import { toV2 } from './resource-versions.js';
@@ -127,7 +127,7 @@ export class SkillManagement {
           : `the candidate's ${findings[0]!.field.slice(1)} looks like it contains a secret (rule ${findings[0]!.rule}, fingerprint ${findings[0]!.fingerprint}); it was withheld`,
         ...(findings.some((x) => x.field === '/id') ? {} : { id: candidate.id }),
         sourceRevision: candidate.sourceRevision,
-        findings: findings.slice(0, MAX_SCAN_FINDINGS),
+        findings: namedFindings(findings).named,
       });
     }
     const rootPath = (await withholdSecrets(scanner, result.rootPath, { route })).value;

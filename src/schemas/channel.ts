@@ -1,6 +1,6 @@
 // The machine channel's wire shapes: a job as the channel carries it, the answer a machine posts, and the
 // owner's request to run a job on a machine.
-import { SecretFingerprint } from './secret-allowlist.js';
+import { MAX_NAMED_FINDINGS, SecretFingerprint } from './secret-allowlist.js';
 import { SINGLE_LINE_PATTERN } from '../text/text-rules.js';
 import Type, { type Static } from 'typebox';
 
@@ -45,7 +45,10 @@ export const JobErrorAnswer = Type.Object(
     code: Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-z0-9_]+$', description: 'Stable snake_case code of the failure.' }),
     message: Type.String({ minLength: 1, maxLength: 2000, description: 'What went wrong, for a person (scanned for secrets).' }),
     findings: Type.Optional(
-      Type.Array(JobSecretFinding, { maxItems: 10, description: '`secret_detected`: where the secrets are, never what they are.' }),
+      Type.Array(JobSecretFinding, {
+        maxItems: MAX_NAMED_FINDINGS,
+        description: `\`secret_detected\`: where the secrets are (the first ${MAX_NAMED_FINDINGS}; the message counts the others), never what they are.`,
+      }),
     ),
   },
   { additionalProperties: false },

@@ -5,6 +5,9 @@
 import Type, { type Static } from 'typebox';
 import { VISIBLE_LINE_PATTERN } from '../text/text-rules.js';
 
+/** A secret refusal names at most this many findings (the first, by field and line) and counts the others. */
+export const MAX_NAMED_FINDINGS = 20;
+
 const NOT_BLANK_LINE = VISIBLE_LINE_PATTERN;
 
 /** The writes a finding can be allowed on (their audit actions): where the registry and the machine scan. */

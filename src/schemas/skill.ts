@@ -7,6 +7,7 @@ import { V2_BOUNDS } from './resource.js';
 import { OPTIONAL_TEXT_PATTERN, VISIBLE_LINE_PATTERN } from '../text/text-rules.js';
 import { SKILL_FRONT_MATTER_ERRORS, SKILL_FRONT_MATTER_WARNINGS } from '../text/front-matter.js';
 import { JobSecretFinding } from './channel.js';
+import { MAX_NAMED_FINDINGS } from './secret-allowlist.js';
 
 /** Why a folder or archive is no candidate: each is a diagnostic of a scan, and 400 `invalid_input` at import. */
 export const SKILL_DIAGNOSTIC_CODES = [
@@ -24,8 +25,6 @@ export type SkillDiagnosticCode = (typeof SKILL_DIAGNOSTIC_CODES)[number];
 export const ROOT_DIAGNOSTIC_CODES = ['skill_orphaned', 'entrypoint_missing', 'receipt_invalid', 'too_many_receipts'] as const;
 
 const REVISION_PATTERN = '^[a-f0-9]{64}$';
-/** Secret findings a scan's diagnostic names at most. */
-export const MAX_SCAN_FINDINGS = 10;
 const NOT_BLANK_LINE = VISIBLE_LINE_PATTERN;
 
 const Path = (description: string) => Type.String({ minLength: 1, maxLength: 4096, pattern: NOT_BLANK_LINE, description });
@@ -98,7 +97,7 @@ export const SkillScanDiagnostic = Type.Object(
     }),
     findings: Type.Optional(
       Type.Array(JobSecretFinding, {
-        maxItems: MAX_SCAN_FINDINGS,
+        maxItems: MAX_NAMED_FINDINGS,
         description:
           '`secret_detected`: where the secrets look to be (`/sourceContent` is `SKILL.md`), each with the `fingerprint` `POST /api/acp/secret-allowlist` takes; never the value.',
       }),

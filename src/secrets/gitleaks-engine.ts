@@ -24,6 +24,8 @@ export interface Candidate {
   rule: string;
   index: number;
   secret: string;
+  /** Past the rule's budget of candidates: not checked against entropy or allowlists, and the field is read no further. */
+  over?: true;
 }
 
 interface CompiledAllowlist {
@@ -150,9 +152,15 @@ export class GitleaksRules {
   readonly #keywords: string[];
   readonly #keywordSet: RE2Set;
 
-  constructor(exclude: ReadonlySet<string> = new Set()) {
+  /**
+   * @param exclude rule IDs left out.
+   * @param allow per rule ID, one more allowlist (RE2, tested on the secret): what this service knows a rule
+   *   mistakes for a secret in skill documents (code shapes, placeholders), kept apart from the vendored file.
+   */
+  constructor(exclude: ReadonlySet<string> = new Set(), allow: Readonly<Record<string, string>> = {}) {
     this.#rules = (vendored.rules as RuleSource[])
       .filter((r) => !exclude.has(r.id))
+      .map((r) => (allow[r.id] === undefined ? r : { ...r, allowlists: [...(r.allowlists ?? []), { regexes: [allow[r.id]!] }] }))
       .map((source) => ({ source, keywords: (source.keywords ?? []).map((k) => k.toLowerCase()) }));
     this.#global = [compileAllowlist(vendored.allowlist)];
     this.#keywords = [...new Set(this.#rules.flatMap((r) => r.keywords))];
@@ -229,7 +237,7 @@ export class GitleaksRules {
         if (allowed(this.#global, secret, match, lineTest)) continue;
         if (allowed(rule.allowlists, secret, match, lineTest)) continue;
       }
-      yield { rule: rule.id, index: Math.max(index, 0), secret };
+      yield { rule: rule.id, index: Math.max(index, 0), secret, ...(over ? { over: true as const } : {}) };
     }
   }
 }

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { Candidate, GitleaksRules } from './gitleaks-engine.js';
 import { AppError } from '../errors.js';
+import { MAX_NAMED_FINDINGS } from '../schemas/secret-allowlist.js';
 
 export interface SecretFinding {
   /** JSON pointer of the field, e.g. `/instructions` or `/customData/notes`; a skill file is `/files/<path>`. */
@@ -81,6 +82,8 @@ interface PatternRule {
   entropy?: number;
   /** A secret matching this (RE2) is a documented example or placeholder, not a secret. */
   allow?: string;
+  /** A match (the whole of it) matching this (RE2) is a placeholder, not a secret. */
+  allowMatch?: string;
 }
 
 /**
@@ -100,17 +103,53 @@ const BUILT_IN: readonly PatternRule[] = [
     group: 1,
     allow: 'EXAMPLE$',
   },
-  // A PEM private key, or its header alone: the header says what follows.
-  { rule: 'private-key', pattern: '-----BEGIN (?:[A-Z0-9]+ ){0,8}PRIVATE KEY(?: BLOCK)?-----' },
+  // A PEM private key, or its header alone: the header says what follows; unless what follows is a
+  // placeholder (`...`, `<key>`) or the end line at once, as in a manifest template.
+  {
+    rule: 'private-key',
+    pattern: '(-----BEGIN (?:[A-Z0-9]+ ){0,8}PRIVATE KEY(?: BLOCK)?-----)(?:\\s{0,16}(?:\\.\\.\\.|…|<[^>\\n]{0,64}>|-----END))?',
+    group: 1,
+    allowMatch: '(?:\\.\\.\\.|…|>|-----END)$',
+  },
 ];
+
+/** A name in code (a variable, property, type or function; `#` opens a JavaScript private field). */
+const NAME = '#?[A-Za-z_][A-Za-z0-9_]*';
+/** What joins the names of a path in code: `.`, `::` (Rust, C++), `->` (PHP), `?.` (optional chaining). */
+const PATH_JOIN = '(?:\\.|::|->|\\?\\.)';
+
+/**
+ * Values that are code, not credentials: a name path followed by `(` or `[` (a call, an index:
+ * `Environment.GetEnvironmentVariable(…)`, `os.environ[…]`, `this.#hash(…)`), a path of two names or more
+ * (`process.env.X`, `process.env.X!`, `Curve25519.KeyAgreement`), words with at most two digits each joined by
+ * `_`, `-` or `.` (`msg2_wire_bytes`, `sk-or-v1-project1-key`), a file path with an extension
+ * (`path/to/credentials.json`). A bare high-entropy word is none of these.
+ */
+const CODE_SHAPES = [
+  `^${NAME}(?:${PATH_JOIN}${NAME})*[(\\[]`,
+  `^${NAME}(?:${PATH_JOIN}${NAME})+[!?]?$`,
+  '^[A-Za-z]+[0-9]{0,2}(?:[_.-][A-Za-z]+[0-9]{0,2})+$',
+  '^[.~]{0,2}/?(?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_-]+\\.[A-Za-z]{1,5}$',
+];
+/** Placeholders: `...`, `…`, `your-`/`YOUR_`, `-here`/`_here`, `changeme`, `replace_me`, `placeholder`. */
+const PLACEHOLDERS = ['\\.\\.\\.|…', '(?i:your[_-]|[_-]here$|replace[_-]?me|change[_-]?me|placeholder)'];
+
+/**
+ * What gitleaks' rules mistake for a secret in skill documents, by rule (tested on the secret, after the
+ * vendored allowlists): its generic rule reads code and placeholders after a key-named word; its curl rules
+ * read `Bearer YOUR_TOKEN`; and Google's documentation shows an API key whose body counts `A1B2C3D4…`.
+ */
+const GITLEAKS_ALLOW: Readonly<Record<string, string>> = {
+  'generic-api-key': [...CODE_SHAPES, ...PLACEHOLDERS].join('|'),
+  'curl-auth-header': PLACEHOLDERS.join('|'),
+  'curl-auth-user': PLACEHOLDERS.join('|'),
+  'gcp-api-key': '(?i:A1B2C3D4E5F6)',
+};
 
 /**
  * Credential formats of the AI and developer platforms agent hosts use that gitleaks' rule set (run between
  * the built-in patterns and these) does not know, or knows only in an older shape.
  */
-/** A name in code (a variable, property, type or function). */
-const NAME = '[A-Za-z_][A-Za-z0-9_]*';
-
 const AGENT_HOST: readonly PatternRule[] = [
   // gitleaks asks 3 bits of entropy of a GitHub token; a patterned one (`a1B2a1B2...`) is still refused here,
   // an x-filled placeholder is not.
@@ -147,17 +186,21 @@ const AGENT_HOST: readonly PatternRule[] = [
   // or a placeholder (`xoxp-new-...`, `sk-…`, `<your-key>`, `YOUR_API_KEY`, `your-token-here`).
   {
     rule: 'credential-assignment',
-    pattern: '(?i)(?:passw(?:or)?d|pwd|secret|api_?key|access_?key|token)["\']?[ \\t]{0,3}[:=][ \\t]{0,3}["\']?([^\\s"\'`,;]{12,128})',
+    // The value does not open with `:`: `token::transfer(…)` is a Rust path, not an assignment.
+    pattern:
+      '(?i)(?:passw(?:or)?d|pwd|secret|api_?key|access_?key|token)["\']?[ \\t]{0,3}[:=][ \\t]{0,3}["\']?([^\\s"\'`,;:][^\\s"\'`,;]{11,127})',
     group: 1,
     entropy: 3.5,
     allow: [
       '^[$<{%]',
       '^(?:[A-Za-z]+[_.-]?)+$',
       'EXAMPLE',
-      `^${NAME}(?:(?:\\.|::|->)${NAME})*[(\\[]`,
-      `^${NAME}(?:(?:\\.|::|->)${NAME})+$`,
-      '\\.\\.\\.|…',
-      '(?i:your[_-]|[_-]here$|replace[_-]?me|change[_-]?me|placeholder)',
+      // A name before a query string's next parameter (`api_key=DEMO_KEY&date=…`).
+      '^[A-Za-z][A-Za-z_.-]*&',
+      // A sample password that says it is one (`securePassword123`).
+      '(?i:passw(?:or)?d)',
+      ...CODE_SHAPES,
+      ...PLACEHOLDERS,
     ].join('|'),
   },
 ];
@@ -190,6 +233,7 @@ function engines(): Promise<Engine> {
     const compile = (r: PatternRule): CompiledPattern => {
       const pattern = RE2JS.compile(r.pattern);
       const allow = r.allow === undefined ? undefined : RE2JS.compile(r.allow);
+      const allowMatch = r.allowMatch === undefined ? undefined : RE2JS.compile(r.allowMatch);
       return {
         rule: r.rule,
         *candidates(text) {
@@ -205,18 +249,19 @@ function engines(): Promise<Engine> {
               const found = { rule: r.rule, index: offset + Math.max(matcher.start(group), 0), secret };
               // Bounded: past this many let-through candidates the text is refused rather than read on.
               if (n++ >= MAX_CANDIDATES) {
-                yield found;
+                yield { ...found, over: true };
                 continue;
               }
               if (r.entropy !== undefined && shannonEntropy(secret) <= r.entropy) continue;
               if (allow?.test(secret)) continue;
+              if (allowMatch?.test(matcher.group(0) ?? '')) continue;
               yield found;
             }
           }
         },
       };
     };
-    return { builtIn: BUILT_IN.map(compile), agentHost: AGENT_HOST.map(compile), gitleaks: new GitleaksRules() };
+    return { builtIn: BUILT_IN.map(compile), agentHost: AGENT_HOST.map(compile), gitleaks: new GitleaksRules(new Set(), GITLEAKS_ALLOW) };
   })().catch((err: unknown) => {
     engine = undefined;
     throw err;
@@ -243,9 +288,10 @@ export class SecretScanner {
   }
 
   /**
-   * Scans every string, reporting at most one finding per field: its first one that the allowlist does not
-   * let through. A secret object key (a `#key` field from `stringLeaves`) ends the scan: the pointers after
-   * it could name that key.
+   * Scans every string, reporting every finding the allowlist does not let through, by field and then line
+   * (one per secret and rule: a secret two rules find is two findings, each with its own fingerprint). A
+   * field past a rule's budget of candidates is read no further. A secret object key (a `#key` field from
+   * `stringLeaves`) ends the scan: the pointers after it could name that key.
    */
   async scan(fields: Iterable<[field: string, value: string]>, scope: ScanScope = {}): Promise<SecretFinding[]> {
     const findings: SecretFinding[] = [];
@@ -256,22 +302,33 @@ export class SecretScanner {
       // write (a 1,000-record reconcile) does not hold every other request (agents' reads) until it ends.
       // Real skills are 2-100 k characters each, milliseconds of scanning apiece: each gets a turn of its own.
       if (++scanned % YIELD_EVERY_FIELDS === 0 || value.length >= YIELD_BEFORE_CHARS) await new Promise((resolve) => setImmediate(resolve));
-      let finding: SecretFinding | undefined;
+      const found = new Map<string, { index: number; finding: SecretFinding }>();
       for (const candidate of await this.#candidates(value)) {
-        const found = { field, rule: candidate.rule, fingerprint: secretFingerprint(candidate.rule, candidate.secret) };
+        const fingerprint = secretFingerprint(candidate.rule, candidate.secret);
+        // A match in the overlap of two windows comes twice.
+        const key = `${candidate.index}:${fingerprint}`;
+        if (found.has(key)) continue;
         entries ??= [...(scope.allowed ?? []), ...((await this.#allowlist?.()) ?? [])];
-        if (allowedBy(entries, found, scope.route)) continue;
-        finding = {
-          field,
-          line: lineOf(value, candidate.index),
-          rule: found.rule,
-          fingerprint: found.fingerprint,
-          ...(scope.route === undefined ? {} : { route: scope.route }),
-        };
-        break;
+        if (allowedBy(entries, { field, rule: candidate.rule, fingerprint }, scope.route)) continue;
+        found.set(key, {
+          index: candidate.index,
+          finding: {
+            field,
+            line: 0,
+            rule: candidate.rule,
+            fingerprint,
+            ...(scope.route === undefined ? {} : { route: scope.route }),
+          },
+        });
+        if (candidate.over) break;
       }
-      if (finding) findings.push(finding);
-      if (finding && field.endsWith(KEY_SUFFIX)) break;
+      const inField = [...found.values()].sort((a, b) => a.index - b.index);
+      const lines = linesOf(
+        value,
+        inField.map((f) => f.index),
+      );
+      for (const [i, f] of inField.entries()) findings.push({ ...f.finding, line: lines[i]! });
+      if (inField.length > 0 && field.endsWith(KEY_SUFFIX)) break;
     }
     return findings;
   }
@@ -299,11 +356,16 @@ export class SecretScanner {
   }
 }
 
-/** 1-based line of `index` in `text` (a `\r\n` ends one line, as `\n` does). */
-function lineOf(text: string, index: number): number {
+/** 1-based lines of ascending `indexes` in `text` (a `\r\n` ends one line, as `\n` does), in one pass. */
+function linesOf(text: string, indexes: readonly number[]): number[] {
+  const lines: number[] = [];
   let line = 1;
-  for (let at = text.indexOf('\n'); at !== -1 && at < index; at = text.indexOf('\n', at + 1)) line++;
-  return line;
+  let at = text.indexOf('\n');
+  for (const index of indexes) {
+    for (; at !== -1 && at < index; at = text.indexOf('\n', at + 1)) line++;
+    lines.push(line);
+  }
+  return lines;
 }
 
 /** Where a finding is, as a refusal names it: `<field> line <n> (rule <rule>, fingerprint <fingerprint>)`. */
@@ -311,13 +373,36 @@ export function describeFinding(f: SecretFinding): string {
   return `${f.field} line ${f.line} (rule ${f.rule}, fingerprint ${f.fingerprint}${f.route === undefined ? '' : `, route ${f.route}`})`;
 }
 
-/** The one 422 `secret_detected` of a write: the first finding in the message, every one in `details.findings`. */
+export { MAX_NAMED_FINDINGS };
+
+/** The findings a refusal names, and how many more it only counts. */
+export function namedFindings<T>(findings: readonly T[]): { named: T[]; more: number } {
+  return { named: findings.slice(0, MAX_NAMED_FINDINGS), more: Math.max(findings.length - MAX_NAMED_FINDINGS, 0) };
+}
+
+/** `, and 3 more` (or nothing): what a refusal says of the findings it does not name. */
+export function andMore(more: number): string {
+  return more > 0 ? `, and ${more} more` : '';
+}
+
+/**
+ * The one 422 `secret_detected` of a write: every finding in the message and in `details.findings`, up to
+ * MAX_NAMED_FINDINGS; `details.moreFindings` counts the others. One finding keeps the message it always had.
+ */
 export function secretDetected(findings: readonly SecretFinding[]): AppError {
-  const first = findings[0]!;
+  const { named, more } = namedFindings(findings);
+  const details = { findings: named, ...(more > 0 ? { moreFindings: more } : {}) };
+  if (named.length === 1) {
+    return new AppError(
+      'secret_detected',
+      `Field ${describeFinding(named[0]!)} looks like it contains a secret; secrets never belong in the registry. If it is none, the owner can allow this fingerprint.`,
+      details,
+    );
+  }
   return new AppError(
     'secret_detected',
-    `Field ${describeFinding(first)} looks like it contains a secret; secrets never belong in the registry. If it is none, the owner can allow this fingerprint.`,
-    { findings },
+    `${findings.length} findings look like secrets: ${named.map(describeFinding).join('; ')}${andMore(more)}. Secrets never belong in the registry. If one is none, the owner can allow its fingerprint.`,
+    details,
   );
 }
 

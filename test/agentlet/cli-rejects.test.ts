@@ -101,3 +101,33 @@ t.test('a receipt holding a secret is rejected without echoing it, and nothing i
   t.equal(sync.code, 1);
   t.same(m.reg.providerRequests, [], 'no request reached the registry');
 });
+
+t.test('a receipt holding several secrets names every one of them at once', async (t) => {
+  const m = await machine(t);
+  const password = 'Xk9#mQ2$vL7pR4tZ8wN3';
+  m.cli.tokens.push(FAKE_GITHUB_TOKEN, password);
+  await installFile(m.root, 'connectors/gh/connector.json', '{}');
+  const instructions = path.join(m.dir, 'gh.md');
+  await writeFile(instructions, `Call the API with token ${FAKE_GITHUB_TOKEN}.\n\nThen log in with password = "${password}".`);
+  const add = await m.cli([
+    'receipt',
+    'add',
+    'github-connector',
+    '--kind',
+    'connector',
+    '--entrypoint',
+    'connectors/gh/connector.json',
+    '--name',
+    'GitHub',
+    '--description',
+    'GitHub API.',
+    '--instructions-file',
+    instructions,
+  ]);
+  t.equal(add.code, 1);
+  t.match(add.stderr, /\/instructions looks like it contains a secret \(line 1, rule github-pat, fingerprint github-pat:[0-9a-f]{64}\)/);
+  t.match(
+    add.stderr,
+    /\/instructions looks like it contains a secret \(line 3, rule credential-assignment, fingerprint credential-assignment:[0-9a-f]{64}\)/,
+  );
+});

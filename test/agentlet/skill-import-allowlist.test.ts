@@ -70,6 +70,56 @@ t.test('a refused import names file, line, rule and fingerprint as data; its mes
   t.same(await readdir(path.join(root, 'skills')), [], 'nothing copied');
 });
 
+const PASSWORD = (i: number) => `Xk9#mQ2$vL7pR4tZ${String(i).padStart(2, '0')}wN`;
+const PASSWORDS = (from: number, n: number) => Array.from({ length: n }, (_, i) => `    password = "${PASSWORD(from + i)}"`).join('\n');
+
+t.test('a refused import names every finding of every file at once, and one round of allowing imports it', async (t) => {
+  const { root, context, job } = await world(t, {
+    'SKILL.md': SKILL('Guide'),
+    'references/setup.md': `# Setup\n\n${PASSWORDS(0, 3)}\n`,
+    'scripts/run.sh': `#!/bin/sh\n${PASSWORDS(3, 1)}\n`,
+  });
+  const answer = await JOBS.run('skill.import', job(), context);
+  t.equal(answer.ok, false);
+  if (answer.ok) return;
+  const expected = [
+    ['/files/references/setup.md', 3, 0],
+    ['/files/references/setup.md', 4, 1],
+    ['/files/references/setup.md', 5, 2],
+    ['/files/scripts/run.sh', 2, 3],
+  ] as const;
+  t.same(
+    answer.error.findings,
+    expected.map(([field, line, i]) => ({
+      field,
+      line,
+      rule: 'credential-assignment',
+      fingerprint: secretFingerprint('credential-assignment', PASSWORD(i)),
+      route: 'resource.import',
+    })),
+  );
+  for (const [field, line] of expected)
+    t.match(answer.error.message, `${field.slice('/files/'.length)} line ${line} (rule credential-assignment)`);
+  t.same(await readdir(path.join(root, 'skills')), [], 'nothing copied');
+  const secretAllowlist = answer.error.findings!.map((f) => ({ fingerprint: f.fingerprint }));
+  t.match(await importJob(job({ secretAllowlist }), context), { id: 'guide', created: true }, 'one round');
+});
+
+t.test('a refused import with many findings carries the first 20 and says how many more', async (t) => {
+  const { context, job } = await world(t, { 'SKILL.md': SKILL('Guide'), 'references/setup.md': `# Setup\n\n${PASSWORDS(0, 25)}\n` });
+  const answer = await JOBS.run('skill.import', job(), context);
+  t.equal(answer.ok, false);
+  if (answer.ok) return;
+  t.equal(answer.error.findings?.length, 20);
+  t.same(
+    answer.error.findings?.map((f) => f.line),
+    Array.from({ length: 20 }, (_, i) => i + 3),
+  );
+  t.match(answer.error.message, 'references/setup.md line 22 (rule credential-assignment)');
+  t.notMatch(answer.error.message, 'line 23 ');
+  t.match(answer.error.message, 'and 5 more');
+});
+
 t.test("the job's allowlist entries let exactly that fingerprint through, in that file, on that route", async (t) => {
   const { root, context, job } = await world(t, { 'SKILL.md': SKILL('Guide'), 'references/setup.md': SETUP });
   for (const [label, entry] of [

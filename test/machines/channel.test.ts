@@ -424,6 +424,30 @@ t.test(
     const text = await withheld.body.text();
     t.notOk(text.includes('ghp_'), 'the path is withheld');
     t.notOk('findings' in (JSON.parse(text) as { details: object }).details);
+
+    // A file with many findings: the machine names up to 20 at once, and each reaches the owner.
+    const many = importing('guide-3');
+    const third = JSON.parse((await channel.next('job')).data) as Job;
+    const twenty = Array.from({ length: 20 }, (_, i) => ({
+      ...finding,
+      line: i + 1,
+      fingerprint: `credential-assignment:${i.toString(16).padStart(64, 'e')}`,
+    }));
+    t.equal(
+      (
+        await answer(s, 'mac-a', token, third.jobId, {
+          ok: false,
+          error: { code: 'secret_detected', message: `nothing was copied: references/setup.md lines 1-20 and 5 more`, findings: twenty },
+        })
+      ).statusCode,
+      204,
+      'twenty findings are one answer',
+    );
+    const manyRes = await many;
+    t.equal(manyRes.statusCode, 422);
+    const manyBody = (await manyRes.body.json()) as { message: string; details: { findings: unknown[] } };
+    t.same(manyBody.details.findings, twenty);
+    for (const f of twenty) t.match(manyBody.message, `/files/references/setup.md line ${f.line}: ${f.fingerprint}`);
     channel.close();
     await channel.ended;
   },

@@ -324,11 +324,13 @@ t.test('a secret in customData is refused naming the field, never echoing the va
   t.equal(inKey.statusCode, 422, 'keys are scanned too');
   t.notMatch(inKey.body, CANARY.owner);
   const nested = await create(h, { customData: { [CANARY.owner]: { inner: `also ${secret}` } } });
-  t.same(
-    nested.json().details.findings.map((f: { field: string; rule: string; line: number }) => [f.field, f.rule, f.line]),
-    [['/customData#key', 'registry-token', 1]],
-    'no pointer names a secret key',
-  );
+  const inKeyFindings = nested.json().details.findings as { field: string; rule: string; line: number }[];
+  t.same(inKeyFindings[0] && [inKeyFindings[0].field, inKeyFindings[0].rule, inKeyFindings[0].line], [
+    '/customData#key',
+    'registry-token',
+    1,
+  ]);
+  t.same(new Set(inKeyFindings.map((f) => f.field)), new Set(['/customData#key']), 'no pointer names a secret key');
 
   const inPath = await create(h, { workingDirPath: `/home/${secret}` });
   t.equal(inPath.json().code, 'secret_detected');

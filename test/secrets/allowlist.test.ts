@@ -197,3 +197,62 @@ t.test('SECRET_ALLOWLIST_FILE: read at start, kept across a restart, a bad file 
     t.notOk((err as Error).message.includes(VALUE), 'its content is not quoted');
   }
 });
+
+/** `n` distinct high-entropy passwords, one a line, after a heading line. */
+const manySecrets = (n: number) => Array.from({ length: n }, (_, i) => `password = "Xk9#mQ2$vL7pR4tZ${String(i).padStart(2, '0')}wN"`);
+
+t.test('a refusal names every finding of a field at once, so one round of allowing lets the text in', async (t) => {
+  const h = await build(t);
+  const values = manySecrets(3).map((l) => l.slice('password = "'.length, -1));
+  const instructions = `Setup:\n${manySecrets(3).join('\n')}\nDone.`;
+  const token = h.huabu.authorization!.slice('Bearer '.length);
+  const refused = await h.put('huabu', token, 'three-secrets', { instructions });
+  t.equal(refused.statusCode, 422);
+  const body = refused.json();
+  t.same(
+    body.details.findings,
+    values.map((v, i) => ({
+      field: '/instructions',
+      line: i + 2,
+      rule: 'credential-assignment',
+      fingerprint: secretFingerprint('credential-assignment', v),
+      route: 'resource.register',
+    })),
+    'all three, in line order',
+  );
+  for (const [i, v] of values.entries()) {
+    t.match(body.message, `/instructions line ${i + 2}`);
+    t.match(body.message, secretFingerprint('credential-assignment', v));
+    t.notOk(refused.body.includes(v), 'never the value');
+  }
+  t.equal(body.details.moreFindings, undefined, 'none left out');
+  for (const f of body.details.findings) {
+    const add = await h.app.inject({
+      method: 'POST',
+      url: ALLOWLIST,
+      headers: h.owner,
+      payload: { fingerprint: f.fingerprint, reason: 'samples' },
+    });
+    t.equal(add.statusCode, 201);
+  }
+  const put = await h.put('huabu', token, 'three-secrets', { instructions });
+  t.equal(put.statusCode, 201, `one round of allowing was enough: ${put.body}`);
+});
+
+t.test('a refusal with many findings names the first 20 and says how many more', async (t) => {
+  const h = await build(t);
+  const refused = await h.put('huabu', h.huabu.authorization!.slice('Bearer '.length), 'many-secrets', {
+    instructions: `Setup:\n${manySecrets(25).join('\n')}`,
+  });
+  t.equal(refused.statusCode, 422);
+  const body = refused.json();
+  t.equal(body.details.findings.length, 20);
+  t.same(
+    body.details.findings.map((f: { line: number }) => f.line),
+    Array.from({ length: 20 }, (_, i) => i + 2),
+  );
+  t.equal(body.details.moreFindings, 5);
+  t.match(body.message, '/instructions line 21');
+  t.notMatch(body.message, '/instructions line 22 ');
+  t.match(body.message, 'and 5 more');
+});

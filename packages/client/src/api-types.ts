@@ -4202,7 +4202,7 @@ export interface operations {
                         code: string;
                         /** @description What went wrong, for a person (scanned for secrets). */
                         message: string;
-                        /** @description `secret_detected`: where the secrets are, never what they are. */
+                        /** @description `secret_detected`: where the secrets are (the first 20; the message counts the others), never what they are. */
                         findings?: {
                             /** @description Where: `/files/<path within the skill>`, or in a scanned candidate its `/sourceContent` (`SKILL.md`) or `/name` (scanned for secrets itself). */
                             field: string;
