@@ -130,8 +130,11 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (app, { 
       grant: header(request, GRANT_HEADER),
     };
   };
+  // A call is found by everything that made it: the canvas token's actor, the grant, the thread and the request
+  // ID. A cancel that does not bring the call's grant finds nothing (another thread on the canvas could name
+  // the thread and guess the ID; it cannot bring the grant).
   const callKey = (caller: Caller, requestId: RequestId) =>
-    `${actorOf(caller.principal)}\n${caller.invocation.threadId ?? ''}\n${JSON.stringify(requestId)}`;
+    JSON.stringify([actorOf(caller.principal), caller.grant ?? null, caller.invocation.threadId ?? null, requestId]);
 
   /** The record or guide `uri` names, when the canvas on `machineId` may read it. */
   const read = async (uri: string, machineId: string): Promise<string> => {
