@@ -184,3 +184,74 @@ t.test('a client hanging up on a tool call aborts the vendor call', async (t) =>
     [{ id: 'hold-search', outcome: 'cancelled' }],
   );
 });
+
+/** A record of machine one whose MCP read answers about 280 KB of JSON (three UTF-8 bytes a character, mostly). */
+async function bigRecord(w: World, id: string) {
+  const sourceContent = '地衣与苔藓的工具：先读"说明"，再运行它，最后报告它的"回答"。\n'.repeat(4000).slice(0, 100_000);
+  const res = await w.h.app.inject({
+    method: 'PUT',
+    url: `/api/acp/providers/mac-1/resources/${id}`,
+    headers: w.h.bearer(w.machines.m1),
+    payload: { schemaVersion: 2, name: `Big ${id}`, sourceContent },
+  });
+  if (res.statusCode !== 201) throw new Error(`put: ${res.statusCode} ${res.body}`);
+}
+
+t.test("a batch's answer is bounded: past MCP_ANSWER_BYTES the later reads are JSON-RPC errors of their own", async (t) => {
+  const budget = 1024 * 1024;
+  const w = await world(t, { env: { MCP_ANSWER_BYTES: String(budget) } });
+  await bigRecord(w, 'big');
+  const one = await post(w, read('one', 'registry://resources/big'));
+  const size = Buffer.byteLength(await one.body.text());
+  t.ok(size > 200_000, `one read answers ${size} bytes`);
+
+  const res = await post(w, Array.from({ length: 100 }, (_, i) => read(i, 'registry://resources/big')));
+  t.equal(res.statusCode, 200);
+  const text = await res.body.text();
+  const answers = JSON.parse(text) as { id: number; result?: unknown; error?: { code: number; message: string; data?: unknown } }[];
+  t.same(
+    answers.map((a) => a.id).sort((a, b) => a - b),
+    Array.from({ length: 100 }, (_, i) => i),
+    'every request is answered under its own ID',
+  );
+  const kept = answers.filter((a) => a.result !== undefined);
+  const refused = answers.filter((a) => a.error !== undefined);
+  // Answers are kept until their bytes reach the budget; the one that crosses it is the last kept.
+  t.equal(kept.length, Math.ceil(budget / size), `${kept.length} reads answered`);
+  t.equal(refused.length, 100 - kept.length);
+  t.ok(Buffer.byteLength(text) < budget + size + refused.length * 300, `the answer is ${Buffer.byteLength(text)} bytes, not ${100 * size}`);
+  for (const r of refused) {
+    t.match(r.error, { code: -32003, message: /MCP_ANSWER_BYTES/, data: { limitBytes: budget } });
+  }
+  t.equal(new Set(refused.map((r) => JSON.stringify(r.error))).size, 1, 'one refusal, the same for each');
+
+  const single = await post(w, read('alone', 'registry://resources/big'));
+  t.equal(single.statusCode, 200);
+  t.match(await single.body.json(), { id: 'alone', result: { contents: [{ uri: 'registry://resources/big' }] } }, 'a single read is always answered');
+});
+
+t.test('slow readers of large batches hold the expensive-work bound: the next batches are refused 429, not built', async (t) => {
+  const w = await world(t, { env: { MCP_ANSWER_BYTES: String(64 * 1024 * 1024) } });
+  await bigRecord(w, 'big');
+  const batch = Array.from({ length: 100 }, (_, i) => read(i, 'registry://resources/big'));
+  // Two clients that read nothing of their answers (about 24 MB each): the server cannot write them out.
+  const slow = [await post(w, batch), await post(w, batch)];
+  for (const s of slow) t.equal(s.statusCode, 200, 'a slow reader has its answer started');
+  const more = await Promise.all(Array.from({ length: 6 }, () => post(w, batch)));
+  for (const res of more) {
+    t.equal(res.statusCode, 429, 'the same credential is refused while its answers wait on the socket');
+    t.equal(res.headers['retry-after'], '1');
+    t.match(await res.body.json(), { code: 'rate_limited', details: { limit: 2 } });
+  }
+  const small = await post(w, [read(1, 'registry://resources/big'), read(2, 'registry://resources/big')]);
+  t.equal(small.statusCode, 200, 'a small batch is no expensive work');
+  await small.body.text();
+  const other = await post(w, batch, {}, w.tokens.c1m2);
+  t.equal(other.statusCode, 200, "another machine's agent is answered");
+  await other.body.text();
+
+  for (const s of slow) t.equal(((await s.body.json()) as unknown[]).length, 100, 'the slow readers get their whole answers');
+  const after = await post(w, batch);
+  t.equal(after.statusCode, 200, 'once they are read, the next batch is answered');
+  await after.body.text();
+});
