@@ -363,7 +363,12 @@ t.test('a credential named as an unknown property reaches no span: not its statu
   const canvas = { authorization: `Bearer ${canvasToken}`, 'x-huabu-resource-grant': grant, 'x-huabu-thread-id': 'thread-1' };
   // Each route's body is valid but for one property whose name is a credential.
   const asks: [string, string, Record<string, string>, Record<string, unknown>][] = [
-    ['POST', '/api/acp/profiles', owner, { alias: 'A', agentletId: 'mac-1', workingDirPath: '/w', launch: { kind: 'acp-command', command: 'a' } }],
+    [
+      'POST',
+      '/api/acp/profiles',
+      owner,
+      { alias: 'A', agentletId: 'mac-1', workingDirPath: '/w', launch: { kind: 'acp-command', command: 'a' } },
+    ],
     ['POST', '/api/acp/grants', owner, { canvasId: 'canvas-1', threadId: 'thread-1' }],
     ['POST', '/api/acp/machines', owner, { machineId: 'mac-2' }],
     [
@@ -376,7 +381,13 @@ t.test('a credential named as an unknown property reaches no span: not its statu
   ];
   for (const [method, url, headers, valid] of asks) {
     for (const [kind, token] of Object.entries(tokens)) {
-      const res = await call(server.origin, method, url, { ...headers, traceparent: traceparent(TRACE_ID, PARENT_ID) }, { ...valid, [token]: 1 });
+      const res = await call(
+        server.origin,
+        method,
+        url,
+        { ...headers, traceparent: traceparent(TRACE_ID, PARENT_ID) },
+        { ...valid, [token]: 1 },
+      );
       t.equal(res.status, 400, `${method} ${url} refuses a property named by the ${kind} token`);
       t.notOk(JSON.stringify(res.json).includes(token), 'and does not answer with its name');
     }
@@ -385,5 +396,5 @@ t.test('a credential named as an unknown property reaches no span: not its statu
   await until('every refusal exported', () => receiver.spans.filter((s) => s.traceId === TRACE_ID).length >= asks.length * 5);
   const exported = receiver.bodies.join('\n');
   for (const [kind, token] of Object.entries(tokens)) t.notOk(exported.includes(token), `no ${kind} token in any exported span`);
-  t.ok(exported.includes('must not have additional properties'), "the span still says what the answer said");
+  t.ok(exported.includes('must not have additional properties'), 'the span still says what the answer said');
 });

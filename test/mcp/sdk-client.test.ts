@@ -236,7 +236,11 @@ t.test("a cancel without the call's grant aborts nothing; one with it aborts the
     ],
   ];
   for (const [who, headers] of foreign) {
-    const res = await raw(w, { ...headers, 'mcp-protocol-version': '2025-06-18' }, Array.from({ length: 10 }, (_, id) => cancel(id)));
+    const res = await raw(
+      w,
+      { ...headers, 'mcp-protocol-version': '2025-06-18' },
+      Array.from({ length: 10 }, (_, id) => cancel(id)),
+    );
     t.equal(res.statusCode, 202, `the cancel with ${who} is accepted`);
     await res.body.dump();
   }
@@ -249,20 +253,33 @@ t.test("a cancel without the call's grant aborts nothing; one with it aborts the
   const again = w.endpoint.next();
   const second = raw(
     w,
-    { authorization: `Bearer ${w.tokens.c1m1}`, 'x-huabu-resource-grant': w.grants.t4, 'x-huabu-thread-id': 'thread-4', 'mcp-protocol-version': '2025-06-18' },
+    {
+      authorization: `Bearer ${w.tokens.c1m1}`,
+      'x-huabu-resource-grant': w.grants.t4,
+      'x-huabu-thread-id': 'thread-4',
+      'mcp-protocol-version': '2025-06-18',
+    },
     { jsonrpc: '2.0', id: 'mine', method: 'tools/call', params: { name: 'hold-search', arguments: { query: 'moss' } } },
   );
   const secondHeld = await again;
   const rightful = await raw(
     w,
-    { authorization: `Bearer ${w.tokens.c1m1}`, 'x-huabu-resource-grant': w.grants.t4, 'x-huabu-thread-id': 'thread-4', 'mcp-protocol-version': '2025-06-18' },
+    {
+      authorization: `Bearer ${w.tokens.c1m1}`,
+      'x-huabu-resource-grant': w.grants.t4,
+      'x-huabu-thread-id': 'thread-4',
+      'mcp-protocol-version': '2025-06-18',
+    },
     { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'mine' } },
   );
   t.equal(rightful.statusCode, 202);
   await rightful.body.dump();
   t.equal(await secondHeld.aborted, true, 'the rightful cancel aborts the vendor call');
   const answer = (await (await second).body.json()) as { id: string; result: CallToolResult };
-  t.match(answer, { id: 'mine', result: { isError: true, structuredContent: { code: 'cancelled', details: { reason: 'client_disconnected' } } } });
+  t.match(answer, {
+    id: 'mine',
+    result: { isError: true, structuredContent: { code: 'cancelled', details: { reason: 'client_disconnected' } } },
+  });
 });
 
 t.test('the stream tells of changes to what the canvas may see, within a second', async (t) => {

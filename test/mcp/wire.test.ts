@@ -205,7 +205,10 @@ t.test("a batch's answer is bounded: past MCP_ANSWER_BYTES the later reads are J
   const size = Buffer.byteLength(await one.body.text());
   t.ok(size > 200_000, `one read answers ${size} bytes`);
 
-  const res = await post(w, Array.from({ length: 100 }, (_, i) => read(i, 'registry://resources/big')));
+  const res = await post(
+    w,
+    Array.from({ length: 100 }, (_, i) => read(i, 'registry://resources/big')),
+  );
   t.equal(res.statusCode, 200);
   const text = await res.body.text();
   const answers = JSON.parse(text) as { id: number; result?: unknown; error?: { code: number; message: string; data?: unknown } }[];
@@ -227,7 +230,11 @@ t.test("a batch's answer is bounded: past MCP_ANSWER_BYTES the later reads are J
 
   const single = await post(w, read('alone', 'registry://resources/big'));
   t.equal(single.statusCode, 200);
-  t.match(await single.body.json(), { id: 'alone', result: { contents: [{ uri: 'registry://resources/big' }] } }, 'a single read is always answered');
+  t.match(
+    await single.body.json(),
+    { id: 'alone', result: { contents: [{ uri: 'registry://resources/big' }] } },
+    'a single read is always answered',
+  );
 });
 
 t.test('slow readers of large batches hold the expensive-work bound: the next batches are refused 429, not built', async (t) => {
