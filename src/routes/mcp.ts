@@ -88,7 +88,11 @@ export function manyReads(body: unknown): boolean {
   return Array.isArray(body) && body.filter(isRead).length >= EXPENSIVE_MCP_READS;
 }
 
-export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (app, { registry, config, events, invocations, expensive }, done) => {
+export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (
+  app,
+  { registry, config, events, invocations, expensive },
+  done,
+) => {
   const ownOrigin = new URL(config.publicBaseUrl).origin;
   protect(app, [app.requireCanvas], ['canvasToken']);
   requireUrlCanvas(app);
