@@ -1,8 +1,8 @@
 // OpenTelemetry traces, end to end against a local OTLP/HTTP receiver: the server `npm start` runs (the
 // esbuild bundle) with the standard OTEL_* variables continues a request's W3C `traceparent` in a server
 // span named by the route template, makes a hosted capability's vendor call a child span of it, and exports
-// no credential, grant or query-string value anywhere; without OTEL_* variables it exports nothing and loads
-// no OpenTelemetry module. The PostgreSQL store's batch span is proven in test/postgres/tracing.test.ts.
+// no credential, grant or query-string value anywhere (nor one a body names as an unknown property, in a
+// span's status); without OTEL_* variables it exports nothing and loads no OpenTelemetry module. The PostgreSQL store's batch span is proven in test/postgres/tracing.test.ts.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders } from 'node:http';

@@ -1,7 +1,7 @@
 // The registry as an MCP server, driven by the official SDK's own client over a real socket: an agent
 // lists and reads the records its canvas may see and the host's guides, is told of changes on the
 // notification stream, lists and calls the hosted capabilities its grant allows (the vendor a real local
-// server), cancels a call, and gets a capability's failure as an `isError` result without the vendor's
+// server), cancels a call (a cancel without the call's grant aborts nothing), and gets a capability's failure as an `isError` result without the vendor's
 // body or key. Refusals before JSON-RPC (token, canvas, Origin) are in our envelope; a revoked token
 // closes the stream.
 import t from 'tap';

@@ -2,7 +2,9 @@
 // gives for a wrong Accept, an unknown protocol version, a malformed or oversized batch; a batch answered
 // whole with each request's own ID; notifications and responses accepted with 202; DELETE answered for a
 // stateless server; many clients sending the same request ID at once, each answered with its own record
-// and never another machine's; and a tool call ended by its client hanging up aborts the vendor call.
+// and never another machine's; a tool call ended by its client hanging up aborts the vendor call; a batch's
+// answer bounded by MCP_ANSWER_BYTES, the reads past it JSON-RPC errors of their own; and batches of ten
+// reads or more held by the expensive-work bound until their answers are read, so slow readers are refused.
 import t from 'tap';
 import { request } from 'undici';
 import { auditLines } from '../helpers/audit.js';
@@ -250,9 +252,25 @@ t.test('slow readers of large batches hold the expensive-work bound: the next ba
     t.equal(res.headers['retry-after'], '1');
     t.match(await res.body.json(), { code: 'rate_limited', details: { limit: 2 } });
   }
-  const small = await post(w, [read(1, 'registry://resources/big'), read(2, 'registry://resources/big')]);
-  t.equal(small.statusCode, 200, 'a small batch is no expensive work');
-  await small.body.text();
+  // Ten reads (`resources/read` or `resources/list` requests) make a batch expensive; nine, or notifications, do not.
+  const reads = (n: number) => batch.slice(0, n);
+  const asRead = { jsonrpc: '2.0', method: 'resources/read', params: { uri: 'registry://resources/big' } };
+  const notExpensive = [
+    reads(9),
+    [...reads(9), asRead, { jsonrpc: '2.0', method: 'notifications/initialized' }],
+    [...reads(8), read(99, 'x')],
+  ];
+  for (const body of notExpensive) {
+    const small = await post(w, body);
+    t.equal(small.statusCode, 200, 'fewer than ten reads are no expensive work');
+    await small.body.text();
+  }
+  const list = { jsonrpc: '2.0', id: 'list', method: 'resources/list' };
+  for (const body of [reads(10), [...reads(9), list]]) {
+    const ten = await post(w, body);
+    t.equal(ten.statusCode, 429, 'ten reads are');
+    await ten.body.text();
+  }
   const other = await post(w, batch, {}, w.tokens.c1m2);
   t.equal(other.statusCode, 200, "another machine's agent is answered");
   await other.body.text();
