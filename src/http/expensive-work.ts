@@ -1,7 +1,6 @@
 // Work one caller can make expensive (an SVG layout, a reconcile of hundreds of records, an MCP batch of
-// reads) is bounded per
-// credential, so one caller cannot hold the event loop and starve everyone else (agents' RFS reads
-// above all): past the bound, 429 `rate_limited` with Retry-After, nothing started.
+// reads) is bounded per credential, so one caller cannot hold the event loop and starve everyone else
+// (agents' RFS reads above all): past the bound, 429 `rate_limited` with Retry-After, nothing started.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { actorOf } from '../credentials/principal.js';
 import { AppError } from '../errors.js';

@@ -255,15 +255,13 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (
     await server.close();
   });
 
-  /** Writes an exchange's answer as it is: JSON, or no body. Resolves once it is written out or the client is gone. */
-  const write = (reply: FastifyReply, answer: ExchangeAnswer): Promise<void> => {
+  /** Writes an exchange's answer as it is: JSON, or no body. */
+  const write = (reply: FastifyReply, answer: ExchangeAnswer) => {
     reply.hijack();
-    if (answer.body === undefined) reply.raw.writeHead(answer.status, { 'content-length': '0' }).end();
-    else
-      reply.raw
-        .writeHead(answer.status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(answer.body)) })
-        .end(answer.body);
-    return finished(reply.raw).catch(() => undefined);
+    if (answer.body === undefined) return void reply.raw.writeHead(answer.status, { 'content-length': '0' }).end();
+    reply.raw
+      .writeHead(answer.status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(answer.body)) })
+      .end(answer.body);
   };
 
   /** A POST, answered whole by the process's server: a hang-up before the answer aborts its calls. */
@@ -291,15 +289,18 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (
           signal,
         );
         if (reply.raw.destroyed) reply.hijack();
-        else await write(reply, answer);
+        else write(reply, answer);
       } finally {
         reply.raw.off('close', onClose);
       }
     };
     // A batch of many reads is expensive work until its answer is written out: a client that does not read
     // its answers holds its credential's share, and its next batches are refused (429) before anything is built.
-    if (manyReads(request.body)) await expensive.run(request, answer);
-    else await answer();
+    if (!manyReads(request.body)) return answer();
+    await expensive.run(request, async () => {
+      await answer();
+      await finished(reply.raw).catch(() => undefined);
+    });
   }
 
   /** The GET stream: a server of its own on the SDK's transport, told of the stream's end. */
@@ -414,7 +415,7 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (
         200: Type.Null({ description: 'Ended.' }),
       }),
     },
-    (request, reply) => void write(reply, exchanges.delete({ version: header(request, 'mcp-protocol-version') })),
+    (request, reply) => write(reply, exchanges.delete({ version: header(request, 'mcp-protocol-version') })),
   );
   server.connect(exchanges).then(() => done(), done);
 };
