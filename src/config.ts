@@ -24,6 +24,8 @@ export const DEFAULT_EVENTS_PER_MACHINE_PER_MINUTE = 2000;
 export const DEFAULT_RECORDS_PER_MACHINE = MAX_RECONCILE_RESOURCES;
 /** Bytes of record text one machine may hold (RECORD_BYTES_PER_MACHINE): a reconcile's body bound, so a valid sync always fits. */
 export const DEFAULT_RECORD_BYTES_PER_MACHINE = 8 * 1024 * 1024;
+/** Bytes of JSON one MCP POST's answer may reach before its later reads are refused (MCP_ANSWER_BYTES). */
+export const DEFAULT_MCP_ANSWER_BYTES = 4 * 1024 * 1024;
 /** The change log keeps the newest this many events (EVENTS_RETAIN_COUNT) ... */
 export const DEFAULT_EVENTS_RETAIN_COUNT = 100_000;
 /** ... and none older than this many days (EVENTS_RETAIN_DAYS). */
@@ -106,6 +108,11 @@ export interface Config {
   huabuCompat: boolean;
   /** How long a job sent over a machine channel waits for the machine's answer (then 504 `agentlet_timeout`). */
   agentletJobTimeoutMs: number;
+  /**
+   * Bytes of JSON an MCP POST's answer may reach: once a batch's answers reach it, its later `resources/read`
+   * and `resources/list` answers are JSON-RPC errors (docs/mcp.md).
+   */
+  mcpAnswerBytes: number;
   /** OpenTelemetry traces, from the standard `OTEL_*` variables; unset: nothing of OpenTelemetry is loaded. */
   tracing?: TracingConfig;
 }
@@ -162,6 +169,7 @@ export const Env = Type.Object({
   SECRET_ALLOWLIST_FILE: Type.Optional(Type.String({ minLength: 1 })),
   HUABU_COMPAT: Type.Optional(Type.Union(['1', '0', 'true', 'false'].map((v) => Type.Literal(v)))),
   AGENTLET_JOB_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
+  MCP_ANSWER_BYTES: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{5,9}$' })),
   // OpenTelemetry's standard variables (https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/).
   OTEL_SDK_DISABLED: Type.Optional(Type.Union(['true', 'false'].map((v) => Type.Literal(v)))),
   OTEL_TRACES_EXPORTER: Type.Optional(Type.Union(['otlp', 'console', 'none'].map((v) => Type.Literal(v)))),
@@ -300,6 +308,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     secretAllowlist: { file: allowlistFile, entries: allowlistEntries },
     huabuCompat: e.HUABU_COMPAT === '1' || e.HUABU_COMPAT === 'true',
     agentletJobTimeoutMs: e.AGENTLET_JOB_TIMEOUT_MS === undefined ? 30_000 : Number(e.AGENTLET_JOB_TIMEOUT_MS),
+    mcpAnswerBytes: e.MCP_ANSWER_BYTES === undefined ? DEFAULT_MCP_ANSWER_BYTES : Number(e.MCP_ANSWER_BYTES),
     ...tracingConfig(e),
   };
 }

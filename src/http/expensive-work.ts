@@ -1,6 +1,6 @@
-// Work one caller can make expensive (an SVG layout, a reconcile of hundreds of records) is bounded per
-// credential, so one caller cannot hold the event loop and starve everyone else (agents' RFS reads
-// above all): past the bound, 429 `rate_limited` with Retry-After, nothing started.
+// Work one caller can make expensive (an SVG layout, a reconcile of hundreds of records, an MCP batch of
+// reads) is bounded per credential, so one caller cannot hold the event loop and starve everyone else
+// (agents' RFS reads above all): past the bound, 429 `rate_limited` with Retry-After, nothing started.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { actorOf } from '../credentials/principal.js';
 import { AppError } from '../errors.js';
@@ -9,6 +9,8 @@ import { AppError } from '../errors.js';
 export const EXPENSIVE_PER_CREDENTIAL = 2;
 /** A reconcile of at least this many records counts as expensive (dry runs included). */
 export const EXPENSIVE_RECONCILE_RECORDS = 100;
+/** An MCP POST holding at least this many reads (`resources/read`, `resources/list`) counts as expensive. */
+export const EXPENSIVE_MCP_READS = 10;
 /** A write carrying at least this much text (UTF-16 code units, all of it secret-scanned) counts as expensive. */
 export const EXPENSIVE_SCAN_CHARS = 64 * 1024;
 

@@ -3,6 +3,7 @@
 // messages of each POST are checked by the SDK's own schemas and rules (Accept, protocol version, batch size,
 // one initialization), handed to the server under IDs unique in the process, and their answers collected
 // under the client's IDs again; so clients that send the same request ID at once never share an answer.
+// An answer is bounded: once a POST's answers hold `answerBytes`, its later reads are JSON-RPC errors.
 // Each request carries its caller's context to the handlers (`contextOf`); a hang-up aborts the exchange's
 // signal. Notifications and responses are accepted with 202; `notifications/cancelled` goes to `cancelled`
 // with its sender's context, since the SDK hands notification handlers no caller.
@@ -60,8 +61,16 @@ function versionRefusal(version: string | undefined): ExchangeAnswer | undefined
   return refusal(400, -32000, `Bad Request: Unsupported protocol version: ${version} (supported versions: ${supported})`);
 }
 
+/** The JSON-RPC code of a read refused because its batch's answer reached the byte budget. */
+export const ANSWER_TOO_LARGE = -32003;
+/** The requests whose answers the byte budget refuses: reads, which may be large and cost nothing to repeat. */
+const BUDGETED = new Set(['resources/read', 'resources/list']);
+
 interface Pending {
-  answers: (JSONRPCMessage | undefined)[];
+  /** Each request's answer, serialized, in the order of the requests. */
+  answers: string[];
+  /** The bytes of the answers so far. */
+  bytes: number;
   left: number;
   settle: (answer: ExchangeAnswer) => void;
 }
@@ -72,9 +81,16 @@ export class ExchangeTransport<C> implements Transport {
   onerror?: (error: Error) => void;
   #next = 0;
   /** The requests the server is answering: their exchange, their place in it, and the client's ID. */
-  readonly #inFlight = new Map<number, { pending: Pending; index: number; clientId: RequestId }>();
+  readonly #inFlight = new Map<number, { pending: Pending; index: number; clientId: RequestId; method: string }>();
 
-  constructor(private readonly cancelled: (context: C, requestId: RequestId) => void) {}
+  /**
+   * `answerBytes`: once a POST's answers hold this many bytes, its later reads are answered ANSWER_TOO_LARGE
+   * (the first answer is always kept, so one read is answered whatever its size).
+   */
+  constructor(
+    private readonly cancelled: (context: C, requestId: RequestId) => void,
+    private readonly answerBytes: number,
+  ) {}
 
   start(): Promise<void> {
     return Promise.resolve();
@@ -93,13 +109,21 @@ export class ExchangeTransport<C> implements Transport {
     const entry = id === undefined ? undefined : this.#inFlight.get(id);
     if (!entry) return Promise.resolve();
     this.#inFlight.delete(id!);
-    const { pending, index, clientId } = entry;
-    pending.answers[index] = { ...message, id: clientId };
+    const { pending, index, clientId, method } = entry;
+    const refused = pending.bytes >= this.answerBytes && BUDGETED.has(method);
+    const answer = JSON.stringify(refused ? this.#tooLarge(clientId) : { ...message, id: clientId });
+    pending.bytes += Buffer.byteLength(answer);
+    pending.answers[index] = answer;
     if (--pending.left === 0) {
-      const answers = pending.answers as JSONRPCMessage[];
-      pending.settle({ status: 200, body: JSON.stringify(answers.length === 1 ? answers[0] : answers) });
+      const { answers } = pending;
+      pending.settle({ status: 200, body: answers.length === 1 ? answers[0] : `[${answers.join(',')}]` });
     }
     return Promise.resolve();
+  }
+
+  #tooLarge(id: RequestId): JSONRPCMessage {
+    const message = `The answer to this request's batch reached ${this.answerBytes} bytes (MCP_ANSWER_BYTES); this read was not answered. Send it again in a request of its own or a smaller batch.`;
+    return { jsonrpc: '2.0', id, error: { code: ANSWER_TOO_LARGE, message, data: { limitBytes: this.answerBytes } } };
   }
 
   /** A POST: its `Accept` and `Mcp-Protocol-Version` headers, its parsed body, its caller and hang-up signal. */
@@ -123,7 +147,7 @@ export class ExchangeTransport<C> implements Transport {
 
     const requests = messages.filter(isRequest);
     return new Promise<ExchangeAnswer>((settle) => {
-      const pending: Pending = { answers: [], left: requests.length, settle };
+      const pending: Pending = { answers: [], bytes: 0, left: requests.length, settle };
       for (const message of messages) {
         if (!isRequest(message)) {
           if ('method' in message && message.method === 'notifications/cancelled') {
@@ -133,8 +157,8 @@ export class ExchangeTransport<C> implements Transport {
           continue;
         }
         const id = ++this.#next;
-        this.#inFlight.set(id, { pending, index: pending.answers.length, clientId: message.id });
-        pending.answers.push(undefined);
+        this.#inFlight.set(id, { pending, index: pending.answers.length, clientId: message.id, method: message.method });
+        pending.answers.push('');
         const exchange: ExchangeRequest<C> = { context, requestId: message.id, hangUp };
         this.onmessage?.({ ...message, id }, { authInfo: { token: '', clientId: '', scopes: [], extra: { exchange } } });
       }

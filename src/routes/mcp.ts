@@ -8,6 +8,7 @@
 // invocation service as `POST /resources/:id/invoke`. The GET stream carries the resource notifications
 // the change feed drives, and closes when its credential stops holding.
 import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
+import { finished } from 'node:stream/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -29,6 +30,7 @@ import { actorOf, type Principal } from '../credentials/principal.js';
 import { AppError } from '../errors.js';
 import { HOST_SKILLS, hostSkill } from '../host/skills.js';
 import { protect, requireUrlCanvas } from '../http/auth.js';
+import { EXPENSIVE_MCP_READS } from '../http/expensive-work.js';
 import { renderError } from '../http/error-handler.js';
 import { errors, API_VERSION } from '../http/openapi.js';
 import { GRANT_HEADER } from '../invocation/grants.js';
@@ -73,7 +75,24 @@ const JsonRpcError = Type.Object(
 const MCP_DOC =
   "MCP's Streamable HTTP transport (docs/mcp.md), stateless: any replica answers any request, no `Mcp-Session-Id`. Needs the canvas token (`Authorization: Bearer $AGENTLET_TOKEN`); the hosted capabilities are tools when the thread's grant (`X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT`) and thread (`X-Huabu-Thread-Id: $HUABU_THREAD_ID`) come with it. A browser's `Origin` other than this registry's is 403 `forbidden`. Refusals before JSON-RPC (401, 403, 429) are in this service's envelope; the transport's own (400, 404, 405, 406, 415) are JSON-RPC errors.";
 
-export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (app, { registry, config, events, invocations }, done) => {
+/** A request of a batch that reads records (the kind EXPENSIVE_MCP_READS counts). */
+const isRead = (message: unknown) =>
+  typeof message === 'object' &&
+  message !== null &&
+  'id' in message &&
+  'method' in message &&
+  (message.method === 'resources/read' || message.method === 'resources/list');
+
+/** Whether a POST's body holds enough reads to count as expensive work. */
+export function manyReads(body: unknown): boolean {
+  return Array.isArray(body) && body.filter(isRead).length >= EXPENSIVE_MCP_READS;
+}
+
+export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (
+  app,
+  { registry, config, events, invocations, expensive },
+  done,
+) => {
   const ownOrigin = new URL(config.publicBaseUrl).origin;
   protect(app, [app.requireCanvas], ['canvasToken']);
   requireUrlCanvas(app);
@@ -130,8 +149,11 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (app, { 
       grant: header(request, GRANT_HEADER),
     };
   };
+  // A call is found by everything that made it: the canvas token's actor, the grant, the thread and the request
+  // ID. A cancel that does not bring the call's grant finds nothing (another thread on the canvas could name
+  // the thread and guess the ID; it cannot bring the grant).
   const callKey = (caller: Caller, requestId: RequestId) =>
-    `${actorOf(caller.principal)}\n${caller.invocation.threadId ?? ''}\n${JSON.stringify(requestId)}`;
+    JSON.stringify([actorOf(caller.principal), caller.grant ?? null, caller.invocation.threadId ?? null, requestId]);
 
   /** The record or guide `uri` names, when the canvas on `machineId` may read it. */
   const read = async (uri: string, machineId: string): Promise<string> => {
@@ -152,7 +174,10 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (app, { 
     );
 
   // One SDK server answers every POST of this process; each request brings its caller (`contextOf`).
-  const exchanges = new ExchangeTransport<Caller>((caller, requestId) => inFlight.get(callKey(caller, requestId))?.abort());
+  const exchanges = new ExchangeTransport<Caller>(
+    (caller, requestId) => inFlight.get(callKey(caller, requestId))?.abort(),
+    config.mcpAnswerBytes,
+  );
   const server = newServer();
   const callerIn = (extra: Parameters<Parameters<typeof server.setRequestHandler>[1]>[1]) => contextOf<Caller>(extra);
 
@@ -255,18 +280,27 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (app, { 
       }
       return hangUp.signal;
     };
-    try {
-      const answer = await exchanges.post(
-        { accept: header(request, 'accept'), version: header(request, 'mcp-protocol-version') },
-        request.body,
-        callerOf(request),
-        signal,
-      );
-      if (reply.raw.destroyed) reply.hijack();
-      else write(reply, answer);
-    } finally {
-      reply.raw.off('close', onClose);
-    }
+    const answer = async () => {
+      try {
+        const answer = await exchanges.post(
+          { accept: header(request, 'accept'), version: header(request, 'mcp-protocol-version') },
+          request.body,
+          callerOf(request),
+          signal,
+        );
+        if (reply.raw.destroyed) reply.hijack();
+        else write(reply, answer);
+      } finally {
+        reply.raw.off('close', onClose);
+      }
+    };
+    // A batch of many reads is expensive work until its answer is written out: a client that does not read
+    // its answers holds its credential's share, and its next batches are refused (429) before anything is built.
+    if (!manyReads(request.body)) return answer();
+    await expensive.run(request, async () => {
+      await answer();
+      await finished(reply.raw).catch(() => undefined);
+    });
   }
 
   /** The GET stream: a server of its own on the SDK's transport, told of the stream's end. */

@@ -50,6 +50,17 @@ function pathOf(url: string): string {
   return q === -1 ? url : url.slice(0, q);
 }
 
+/** The `message` of an error answer (our envelope, serialized), or undefined. */
+export function answerMessage(payload: unknown): string | undefined {
+  if (typeof payload !== 'string') return undefined;
+  try {
+    const message = (JSON.parse(payload) as { message?: unknown } | null)?.message;
+    return typeof message === 'string' ? message : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export function startTracing(config: TracingConfig): Tracing {
   // ESM imports of `pg` do not pass through require(): the loader hook of import-in-the-middle lets the pg
   // instrumentation see them, limited to the modules it patches.
@@ -107,12 +118,26 @@ export function startTracing(config: TracingConfig): Tracing {
   // The handler runs in its request's context, so the spans it causes (the vendor call, the batch) are the
   // request's children: the request's body is read on the socket's own context, which the request span's
   // onRequest hook does not reach. Fastify calls the handler from the last preHandler hook's `done`.
+  //
+  // A failed request's span says what its answer said, never the error's own message: @fastify/otel records
+  // `error.message` (a schema error names the unknown property, which may be a pasted token), and the answer's
+  // message is the one that went through the error handler's withholding. These hooks are the app's, so they
+  // run before the route's own that @fastify/otel appends (its onSend ends the span).
+  const failed = new WeakSet<FastifyRequest>();
   const fastifyPlugin = fp((app: FastifyInstance, _opts: unknown, done: () => void) => {
     void app.register(fastify.plugin());
     app.addHook('preHandler', (request, _reply, next) => {
       const { context } = request.opentelemetry();
       if (context) api.context.with(context, next);
       else next();
+    });
+    app.addHook('onError', (request, _reply, _error, next) => {
+      failed.add(request);
+      next();
+    });
+    app.addHook('onSend', (request, _reply, payload, next) => {
+      if (failed.has(request)) request.opentelemetry().span?.setStatus({ code: api.SpanStatusCode.ERROR, message: answerMessage(payload) });
+      next(null, payload);
     });
     done();
   });

@@ -124,7 +124,7 @@ export interface InvokeAnswer {
 
 export async function world(
   t: Parameters<typeof build>[0],
-  options: { dataDir?: string; capsFile?: string; endpoint?: HostedEndpoint } = {},
+  options: { dataDir?: string; capsFile?: string; endpoint?: HostedEndpoint; env?: Record<string, string> } = {},
 ): Promise<World> {
   const endpoint = options.endpoint ?? (await startHostedEndpoint());
   if (!options.endpoint) t.teardown(() => endpoint.close());
@@ -132,7 +132,7 @@ export async function world(
   const capsFile = options.capsFile ?? path.join(DATA_ROOT, `caps-${process.pid}-${Math.random().toString(36).slice(2)}.json`);
   if (!options.capsFile) await writeFile(capsFile, JSON.stringify(capabilitiesFile(endpoint.origin)));
   const h = await build(t, {
-    env: { HOSTED_CAPABILITIES_FILE: capsFile, ARR_TEST_SEARCH_KEY: SEARCH_KEY, REQUIRED_RESOURCE_IDS: '' },
+    env: { HOSTED_CAPABILITIES_FILE: capsFile, ARR_TEST_SEARCH_KEY: SEARCH_KEY, REQUIRED_RESOURCE_IDS: '', ...options.env },
     now: () => new Date(clock.ms),
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
   });

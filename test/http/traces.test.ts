@@ -1,8 +1,8 @@
 // OpenTelemetry traces, end to end against a local OTLP/HTTP receiver: the server `npm start` runs (the
 // esbuild bundle) with the standard OTEL_* variables continues a request's W3C `traceparent` in a server
 // span named by the route template, makes a hosted capability's vendor call a child span of it, and exports
-// no credential, grant or query-string value anywhere; without OTEL_* variables it exports nothing and loads
-// no OpenTelemetry module. The PostgreSQL store's batch span is proven in test/postgres/tracing.test.ts.
+// no credential, grant or query-string value anywhere (nor one a body names as an unknown property, in a
+// span's status); without OTEL_* variables it exports nothing and loads no OpenTelemetry module. The PostgreSQL store's batch span is proven in test/postgres/tracing.test.ts.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
@@ -16,6 +16,7 @@ import { CANARY, tempDataDir, testEnv } from '../helpers/build.js';
 import { loadConfig } from '../../src/config.js';
 import { BUNDLE_ENTRY, startServer } from '../crash/server-process.js';
 import { ancestorsOf, startOtlpReceiver } from '../helpers/otlp-receiver.js';
+import { until } from '../helpers/wait.js';
 
 t.setTimeout(300_000);
 // The bundle `npm start` runs, built when a source is newer than it.
@@ -347,4 +348,53 @@ t.test('the OTEL_* settings: on only when asked, the standard endpoints, http/pr
       t.notMatch((err as Error).message, 'SECRETpassword', 'never echoing the value');
     }
   }
+});
+
+t.test('a credential named as an unknown property reaches no span: not its status, attributes or events', async (t) => {
+  const receiver = await startOtlpReceiver();
+  t.teardown(() => receiver.close());
+  const vendor = await startVendor();
+  t.teardown(() => vendor.close());
+  const server = await serve(t, vendor.origin, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.origin, OTEL_BSP_SCHEDULE_DELAY: '50' });
+  const { invoked, secrets } = await invokeOnce(server.origin, {});
+  t.equal(invoked.status, 200);
+  const [machineToken, canvasToken, grant] = secrets as [string, string, string];
+  const tokens = { owner: CANARY.owner, huabu: CANARY.huabu, machine: machineToken, canvas: canvasToken, grant };
+  const canvas = { authorization: `Bearer ${canvasToken}`, 'x-huabu-resource-grant': grant, 'x-huabu-thread-id': 'thread-1' };
+  // Each route's body is valid but for one property whose name is a credential.
+  const asks: [string, string, Record<string, string>, Record<string, unknown>][] = [
+    [
+      'POST',
+      '/api/acp/profiles',
+      owner,
+      { alias: 'A', agentletId: 'mac-1', workingDirPath: '/w', launch: { kind: 'acp-command', command: 'a' } },
+    ],
+    ['POST', '/api/acp/grants', owner, { canvasId: 'canvas-1', threadId: 'thread-1' }],
+    ['POST', '/api/acp/machines', owner, { machineId: 'mac-2' }],
+    [
+      'PUT',
+      '/api/acp/providers/huabu/resources/web-search',
+      { authorization: `Bearer ${CANARY.huabu}` },
+      { schemaVersion: 1, name: 'Web search', description: 'Searches.', instructions: 'Invoke it.' },
+    ],
+    ['POST', '/api/rfs/canvas-1/resources/web-search/invoke', canvas, { schemaVersion: 1, input: { query: 'lichen' } }],
+  ];
+  for (const [method, url, headers, valid] of asks) {
+    for (const [kind, token] of Object.entries(tokens)) {
+      const res = await call(
+        server.origin,
+        method,
+        url,
+        { ...headers, traceparent: traceparent(TRACE_ID, PARENT_ID) },
+        { ...valid, [token]: 1 },
+      );
+      t.equal(res.status, 400, `${method} ${url} refuses a property named by the ${kind} token`);
+      t.notOk(JSON.stringify(res.json).includes(token), 'and does not answer with its name');
+    }
+  }
+  await receiver.waitFor((s) => s.traceId === TRACE_ID && s.attributes['http.response.status_code'] === 400);
+  await until('every refusal exported', () => receiver.spans.filter((s) => s.traceId === TRACE_ID).length >= asks.length * 5);
+  const exported = receiver.bodies.join('\n');
+  for (const [kind, token] of Object.entries(tokens)) t.notOk(exported.includes(token), `no ${kind} token in any exported span`);
+  t.ok(exported.includes('must not have additional properties'), 'the span still says what the answer said');
 });

@@ -1,7 +1,7 @@
 // The registry as an MCP server, driven by the official SDK's own client over a real socket: an agent
 // lists and reads the records its canvas may see and the host's guides, is told of changes on the
 // notification stream, lists and calls the hosted capabilities its grant allows (the vendor a real local
-// server), cancels a call, and gets a capability's failure as an `isError` result without the vendor's
+// server), cancels a call (a cancel without the call's grant aborts nothing), and gets a capability's failure as an `isError` result without the vendor's
 // body or key. Refusals before JSON-RPC (token, canvas, Origin) are in our envelope; a revoked token
 // closes the stream.
 import t from 'tap';
@@ -217,6 +217,69 @@ t.test('notifications/cancelled aborts the vendor call', async (t) => {
     (await auditLines(w.h)).filter((a) => a.action === 'resource.invoke'),
     [{ id: 'hold-search', outcome: 'cancelled', details: { reason: 'client_disconnected' } }],
   );
+});
+
+t.test("a cancel without the call's grant aborts nothing; one with it aborts the call", async (t) => {
+  const w = await world(t);
+  const client = await connect(t, w, { grant: w.grants.t4, thread: 'thread-4' });
+  const seen = w.endpoint.next();
+  const call = client.callTool({ name: 'hold-search', arguments: { query: 'lichen' } });
+  const held = await seen;
+  // Another caller on the same canvas names the call's thread and guesses its request ID (SDK clients count
+  // from 0): with no grant, with another thread's grant, with the call's thread but another canvas token.
+  const cancel = (requestId: number) => ({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId } });
+  const foreign: [string, Record<string, string>][] = [
+    ['no grant', { authorization: `Bearer ${w.tokens.c1m1}`, 'x-huabu-thread-id': 'thread-4' }],
+    [
+      "another thread's grant",
+      { authorization: `Bearer ${w.tokens.c1m1}`, 'x-huabu-resource-grant': w.grants.t1, 'x-huabu-thread-id': 'thread-4' },
+    ],
+  ];
+  for (const [who, headers] of foreign) {
+    const res = await raw(
+      w,
+      { ...headers, 'mcp-protocol-version': '2025-06-18' },
+      Array.from({ length: 10 }, (_, id) => cancel(id)),
+    );
+    t.equal(res.statusCode, 202, `the cancel with ${who} is accepted`);
+    await res.body.dump();
+  }
+  w.endpoint.releaseAll();
+  const done = (await call) as CallToolResult;
+  t.notOk(done.isError, 'the call was not aborted: it ends with its result');
+  t.equal(await held.aborted, false, 'the vendor call was not aborted');
+
+  // The call's own grant and thread, in a POST of its own (as any client sends a cancel), still abort it.
+  const again = w.endpoint.next();
+  const second = raw(
+    w,
+    {
+      authorization: `Bearer ${w.tokens.c1m1}`,
+      'x-huabu-resource-grant': w.grants.t4,
+      'x-huabu-thread-id': 'thread-4',
+      'mcp-protocol-version': '2025-06-18',
+    },
+    { jsonrpc: '2.0', id: 'mine', method: 'tools/call', params: { name: 'hold-search', arguments: { query: 'moss' } } },
+  );
+  const secondHeld = await again;
+  const rightful = await raw(
+    w,
+    {
+      authorization: `Bearer ${w.tokens.c1m1}`,
+      'x-huabu-resource-grant': w.grants.t4,
+      'x-huabu-thread-id': 'thread-4',
+      'mcp-protocol-version': '2025-06-18',
+    },
+    { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'mine' } },
+  );
+  t.equal(rightful.statusCode, 202);
+  await rightful.body.dump();
+  t.equal(await secondHeld.aborted, true, 'the rightful cancel aborts the vendor call');
+  const answer = (await (await second).body.json()) as { id: string; result: CallToolResult };
+  t.match(answer, {
+    id: 'mine',
+    result: { isError: true, structuredContent: { code: 'cancelled', details: { reason: 'client_disconnected' } } },
+  });
 });
 
 t.test('the stream tells of changes to what the canvas may see, within a second', async (t) => {

@@ -2,7 +2,9 @@
 // gives for a wrong Accept, an unknown protocol version, a malformed or oversized batch; a batch answered
 // whole with each request's own ID; notifications and responses accepted with 202; DELETE answered for a
 // stateless server; many clients sending the same request ID at once, each answered with its own record
-// and never another machine's; and a tool call ended by its client hanging up aborts the vendor call.
+// and never another machine's; a tool call ended by its client hanging up aborts the vendor call; a batch's
+// answer bounded by MCP_ANSWER_BYTES, the reads past it JSON-RPC errors of their own; and batches of ten
+// reads or more held by the expensive-work bound until their answers are read, so slow readers are refused.
 import t from 'tap';
 import { request } from 'undici';
 import { auditLines } from '../helpers/audit.js';
@@ -183,4 +185,98 @@ t.test('a client hanging up on a tool call aborts the vendor call', async (t) =>
     (await auditLines(w.h)).filter((a) => a.action === 'resource.invoke'),
     [{ id: 'hold-search', outcome: 'cancelled' }],
   );
+});
+
+/** A record of machine one whose MCP read answers about 280 KB of JSON (three UTF-8 bytes a character, mostly). */
+async function bigRecord(w: World, id: string) {
+  const sourceContent = '地衣与苔藓的工具：先读"说明"，再运行它，最后报告它的"回答"。\n'.repeat(4000).slice(0, 100_000);
+  const res = await w.h.app.inject({
+    method: 'PUT',
+    url: `/api/acp/providers/mac-1/resources/${id}`,
+    headers: w.h.bearer(w.machines.m1),
+    payload: { schemaVersion: 2, name: `Big ${id}`, sourceContent },
+  });
+  if (res.statusCode !== 201) throw new Error(`put: ${res.statusCode} ${res.body}`);
+}
+
+t.test("a batch's answer is bounded: past MCP_ANSWER_BYTES the later reads are JSON-RPC errors of their own", async (t) => {
+  const budget = 1024 * 1024;
+  const w = await world(t, { env: { MCP_ANSWER_BYTES: String(budget) } });
+  await bigRecord(w, 'big');
+  const one = await post(w, read('one', 'registry://resources/big'));
+  const size = Buffer.byteLength(await one.body.text());
+  t.ok(size > 200_000, `one read answers ${size} bytes`);
+
+  const res = await post(
+    w,
+    Array.from({ length: 100 }, (_, i) => read(i, 'registry://resources/big')),
+  );
+  t.equal(res.statusCode, 200);
+  const text = await res.body.text();
+  const answers = JSON.parse(text) as { id: number; result?: unknown; error?: { code: number; message: string; data?: unknown } }[];
+  t.same(
+    answers.map((a) => a.id).sort((a, b) => a - b),
+    Array.from({ length: 100 }, (_, i) => i),
+    'every request is answered under its own ID',
+  );
+  const kept = answers.filter((a) => a.result !== undefined);
+  const refused = answers.filter((a) => a.error !== undefined);
+  // Answers are kept until their bytes reach the budget; the one that crosses it is the last kept.
+  t.equal(kept.length, Math.ceil(budget / size), `${kept.length} reads answered`);
+  t.equal(refused.length, 100 - kept.length);
+  t.ok(Buffer.byteLength(text) < budget + size + refused.length * 300, `the answer is ${Buffer.byteLength(text)} bytes, not ${100 * size}`);
+  for (const r of refused) {
+    t.match(r.error, { code: -32003, message: /MCP_ANSWER_BYTES/, data: { limitBytes: budget } });
+  }
+  t.equal(new Set(refused.map((r) => JSON.stringify(r.error))).size, 1, 'one refusal, the same for each');
+
+  const single = await post(w, read('alone', 'registry://resources/big'));
+  t.equal(single.statusCode, 200);
+  t.match(
+    await single.body.json(),
+    { id: 'alone', result: { contents: [{ uri: 'registry://resources/big' }] } },
+    'a single read is always answered',
+  );
+});
+
+t.test('slow readers of large batches hold the expensive-work bound: the next batches are refused 429, not built', async (t) => {
+  const w = await world(t, { env: { MCP_ANSWER_BYTES: String(64 * 1024 * 1024) } });
+  await bigRecord(w, 'big');
+  const batch = Array.from({ length: 100 }, (_, i) => read(i, 'registry://resources/big'));
+  // Two clients that read nothing of their answers (about 24 MB each): the server cannot write them out.
+  const slow = [await post(w, batch), await post(w, batch)];
+  for (const s of slow) t.equal(s.statusCode, 200, 'a slow reader has its answer started');
+  const more = await Promise.all(Array.from({ length: 6 }, () => post(w, batch)));
+  for (const res of more) {
+    t.equal(res.statusCode, 429, 'the same credential is refused while its answers wait on the socket');
+    t.equal(res.headers['retry-after'], '1');
+    t.match(await res.body.json(), { code: 'rate_limited', details: { limit: 2 } });
+  }
+  // Ten reads (`resources/read` or `resources/list` requests) make a batch expensive; nine, or notifications, do not.
+  const reads = (n: number) => batch.slice(0, n);
+  const asRead = { jsonrpc: '2.0', method: 'resources/read', params: { uri: 'registry://resources/big' } };
+  const notExpensive = [
+    reads(9),
+    [...reads(9), asRead, { jsonrpc: '2.0', method: 'notifications/initialized' }],
+    [...reads(8), read(99, 'x')],
+  ];
+  for (const body of notExpensive) {
+    const small = await post(w, body);
+    t.equal(small.statusCode, 200, 'fewer than ten reads are no expensive work');
+    await small.body.text();
+  }
+  const list = { jsonrpc: '2.0', id: 'list', method: 'resources/list' };
+  for (const body of [reads(10), [...reads(9), list]]) {
+    const ten = await post(w, body);
+    t.equal(ten.statusCode, 429, 'ten reads are');
+    await ten.body.text();
+  }
+  const other = await post(w, batch, {}, w.tokens.c1m2);
+  t.equal(other.statusCode, 200, "another machine's agent is answered");
+  await other.body.text();
+
+  for (const s of slow) t.equal(((await s.body.json()) as unknown[]).length, 100, 'the slow readers get their whole answers');
+  const after = await post(w, batch);
+  t.equal(after.statusCode, 200, 'once they are read, the next batch is answered');
+  await after.body.text();
 });
