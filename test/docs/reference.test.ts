@@ -1,8 +1,9 @@
 // The references a user looks things up in are complete: every error code the service can answer is in
 // docs/errors.md with its status, every setting the service reads is in docs/configuration.md, and
-// docs/CONTRACT.md names every route the running app serves (and no other) and every change event type.
+// docs/CONTRACT.md names every route the running app serves (and no other) and every change event type; and
+// the pages kept short stay short.
 import t from 'tap';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
 import { ERROR_CODES } from '../../src/errors.js';
 import { Env } from '../../src/config.js';
@@ -80,4 +81,16 @@ t.test('docs/CONTRACT.md and docs/events.md name every change event type', async
       `${file}: each type in a table row`,
     );
   }
+});
+
+t.test('pages stay short enough to read: BENCHMARKS.md holds the current figures, a decision record one decision', async (t) => {
+  t.ok((await stat('BENCHMARKS.md')).size <= 24 * 1024, 'BENCHMARKS.md is at most 24 KiB (earlier figures are in git)');
+  const records = (await readdir('docs/decisions')).filter((f) => f.endsWith('.md'));
+  t.ok(records.length > 50, `${records.length} decision records`);
+  const long: string[] = [];
+  for (const file of records) {
+    const { size } = await stat(`docs/decisions/${file}`);
+    if (size > 8 * 1024) long.push(`${file}: ${size} bytes`);
+  }
+  t.same(long, [], 'each decision record is at most 8 KiB');
 });
