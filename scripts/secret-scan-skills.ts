@@ -42,13 +42,8 @@ for (const root of roots) {
     refused.push(path.relative(process.cwd(), dir));
     console.log(`${path.relative(process.cwd(), dir)}:`);
     for (const f of findings) {
-      const line = show
-        ? `: ${texts
-            .find(([field]) => field === f.field)![1]
-            .split('\n')
-            [f.line - 1]!.trim()
-            .slice(0, 160)}`
-        : '';
+      const lines = texts.find(([field]) => field === f.field)![1].split('\n');
+      const line = show ? `: ${lines[f.line - 1]!.trim().slice(0, 160)}` : '';
       console.log(`  ${f.field.slice('/files/'.length)} line ${f.line} (${f.rule})${line}`);
     }
   }
