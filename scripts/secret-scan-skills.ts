@@ -4,7 +4,7 @@
 //   npx tsx scripts/secret-scan-skills.ts [--show] <dir>...     (--show: print the finding's line too)
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { scannedText } from '../src/agentlet/skill-jobs.js';
+import { scannedText } from '../src/agentlet/scanned-text.js';
 import { SecretScanner } from '../src/secrets/secret-scanner.js';
 
 const args = process.argv.slice(2);
