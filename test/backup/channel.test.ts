@@ -16,7 +16,8 @@ import { killAllServers, startServer } from '../crash/server-process.js';
 import { backup, credentialsOf, generatingEnv, START_MS } from '../helpers/backup.js';
 import { until } from '../helpers/wait.js';
 
-t.setTimeout(290_000);
+// Four server starts of up to START_MS each and five backups: on a loaded machine the file takes minutes.
+t.setTimeout(600_000);
 t.teardown(killAllServers);
 
 /** The name the lock was bound to before it moved into DATA_DIR: anyone can compute it from the path. */

@@ -5,11 +5,11 @@ import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 
 const ROOT = process.cwd();
 
-async function tempDir(t: Tap.Test): Promise<string> {
+async function tempDir(t: Test): Promise<string> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'arr-test-summary-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   return dir;
