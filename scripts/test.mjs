@@ -2,10 +2,32 @@
 // the bundles. The static checks (lint and format, the client's types and the OpenAPI lint, then, once the
 // build is there, the OpenAPI document against the routes) run beside the build and the test files, which
 // leave a core idle much of the time. After the tests: the coverage report and gate, and the leak scan over
-// what the tests wrote. The checks' output is printed at the end, and any failure fails the run. Extra
-// arguments go to tap (e.g. `npm test -- --bail`).
+// what the tests wrote. A check's output is printed at the end when it failed; the run ends with the failing
+// tests and steps by name and one line `N passed, N failed, N skipped` (scripts/test-summary.mjs), and any
+// failure fails it. Extra arguments go to tap (e.g. `npm test -- --bail`); `--help` prints this and runs nothing.
 import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
+import path from 'node:path';
+import { summarize, summaryLines } from './test-summary.mjs';
+
+const HELP = `Usage: npm test [-- tap options]
+
+The gate: builds once (tsc, then the bundles), runs every test file compiled (dist/test/**/*.test.js) under
+tap with coverage, two at a time, then the coverage report and per-area gate (scripts/coverage-thresholds.json)
+and the scan for leaked tokens. Lint and format, the OpenAPI drift check, the client's types and the OpenAPI
+lint run beside it; a check's output is printed when it failed.
+
+It ends with the failing tests and steps by name and one line: N passed, N failed, N skipped.
+Exit code 0 when everything passed.
+
+Arguments after -- go to tap, e.g.  npm test -- --bail
+One file while you work:            npx tap --disable-coverage test/<area>/<file>.test.ts
+More: docs/TESTING.md`;
+
+if (process.argv.slice(2).some((arg) => arg === '--help' || arg === '-h')) {
+  console.log(HELP);
+  process.exit(0);
+}
 
 const node = process.execPath;
 const tap = 'node_modules/.bin/tap';
@@ -58,17 +80,26 @@ if (!(await step(node, ['scripts/build-if-changed.mjs', '--force', '--with-tests
 built();
 
 rmSync('.tap/canary', { recursive: true, force: true });
-const tested =
-  (await step(tap, ['--node-arg=--enable-source-maps', ...process.argv.slice(2), 'dist/test/**/*.test.js'])) &&
-  (await step(node, ['dist/scripts/coverage-report.js'])) &&
-  (await step(node, ['dist/scripts/check-coverage.js'])) &&
-  (await step(tap, ['--disable-coverage', 'test/canary/scan.ts']));
+const RESULTS = path.join('.tap', 'test-results');
+rmSync(RESULTS, { recursive: true, force: true });
+const failedSteps = [];
+const after = [
+  ['the coverage report', node, ['dist/scripts/coverage-report.js']],
+  ['the coverage gate', node, ['dist/scripts/check-coverage.js']],
+  ['the leak scan', tap, ['--disable-coverage', 'test/canary/scan.ts']],
+];
+if (!(await step(tap, ['--node-arg=--enable-source-maps', ...process.argv.slice(2), 'dist/test/**/*.test.js']))) {
+  failedSteps.push('the test files (tap)');
+}
+// Run even when a test failed: the leak scan matters most then, and the gate names what lost coverage.
+for (const [name, command, args] of after) if (!(await step(command, args))) failedSteps.push(name);
 
-let checked = true;
 for (const { name, ok, output } of await checks) {
   console.log(`--- ${name}: ${ok ? 'passed' : 'FAILED'}`);
-  if (output.trim() !== '') process.stdout.write(output.endsWith('\n') ? output : `${output}\n`);
-  checked &&= ok;
+  if (!ok && output.trim() !== '') process.stdout.write(output.endsWith('\n') ? output : `${output}\n`);
+  if (!ok) failedSteps.push(name);
 }
-if (!tested) console.log('--- the tests FAILED (above)');
-process.exit(tested && checked ? 0 : 1);
+const summary = summarize(RESULTS);
+console.log('--- summary');
+console.log(summaryLines(summary, failedSteps).join('\n'));
+process.exit(summary.failed === 0 && failedSteps.length === 0 ? 0 : 1);

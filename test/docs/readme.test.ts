@@ -1,10 +1,12 @@
-// The README is tested, as rustdoc and doctest test theirs: the shell blocks of its quick start and then
-// those of the Agentlet walk-through (docs/agentlet-walkthrough.md), each between `<!-- doctest: NAME -->`
-// and `<!-- /doctest -->`, run in order, in one bash with `set -euo pipefail`, against a real server
-// (`npm start`) on a free port, from a temporary directory that mirrors the checkout. A broken step fails
-// this test, so it fails CI.
+// The README is tested, as rustdoc and doctest test theirs: the shell blocks of its quick start, then those
+// of the Agentlet walk-through (docs/agentlet-walkthrough.md), then the README's stop, each between
+// `<!-- doctest: NAME -->` and `<!-- /doctest -->`, run in order, in one bash with `set -euo pipefail`, against
+// the real server the quick start starts, on a free port, from a temporary directory that mirrors the
+// checkout. A broken step fails this test, so it fails CI; after the stop, nothing listens on the port and the
+// server's process is gone.
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, symlink } from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
@@ -29,9 +31,11 @@ t.test('the README quick start and Agentlet walk-through run top to bottom', asy
   const walkthrough = await readFile(path.join(ROOT, 'docs', 'agentlet-walkthrough.md'), 'utf8');
   const quick = doctestBlocks(readme, 'quickstart');
   const agentlet = doctestBlocks(walkthrough, 'agentlet');
+  const stop = doctestBlocks(readme, 'stop');
   t.ok(quick.length >= 10, `the quick start has its blocks (${quick.length})`);
   t.ok(agentlet.length >= 5, `the Agentlet walk-through has its blocks (${agentlet.length})`);
-  const blocks = [...quick, ...agentlet];
+  t.equal(stop.length, 1, 'the README says how to stop the service');
+  const blocks = [...quick, ...agentlet, ...stop];
 
   const dir = await mkdtemp(path.join(os.tmpdir(), 'arr-readme-'));
   for (const entry of [
@@ -111,4 +115,39 @@ t.test('the README quick start and Agentlet walk-through run top to bottom', asy
   t.match(step(q + 4), /ok summarize-pdf/, 'the receipt validates');
   t.match(step(q + 5), /summarize-pdf/, 'sync published it and list shows it');
   t.notMatch(out + err, /arr_owner_|arr_huabu_|arr_machine_|arr_canvas_/, 'no token printed by any step');
+
+  // What the README says a first start logs: three JSON lines, the last one the ready line.
+  const startLines = log
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => (JSON.parse(line) as { level: number; msg: string }).msg)
+    .slice(0, 3);
+  t.match(
+    startLines,
+    [
+      /^Server listening at http:\/\/127\.0\.0\.1:\d+$/,
+      /^generated missing credentials; read them from this file/,
+      /^agent-resource-registry ready: listening on /,
+    ],
+    'a first start logs: listening, credentials generated, ready',
+  );
+
+  // The README's stop stopped the service: its process is gone and its port is free.
+  const pids = [...new Set([...log.matchAll(/"pid":(\d+)/g)].map((m) => Number(m[1])))];
+  t.ok(pids.length > 0, 'registry.log names the server process');
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  t.same(pids.filter(alive), [], "the server's process has exited");
+  const connected = await new Promise<string>((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => (socket.destroy(), resolve('connected')));
+    socket.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+  });
+  t.equal(connected, 'ECONNREFUSED', `nothing listens on port ${port} any more`);
 });

@@ -1,7 +1,8 @@
 // The two published packages as a user gets them: `npm pack` of packages/agentlet and packages/client (their
-// prepack builds them), `npm install --offline` of the tarball into an empty folder, and the installed package
-// used there: the CLI's --help and a real sync against a registry on a loopback socket; the client imported
-// from JavaScript and type-checked from TypeScript. Offline works because neither package has dependencies.
+// prepack builds them), `npm install --offline` of the tarball into an empty folder from an empty npm cache (the
+// client's one dependency from a tarball of the workspace's copy), and the installed package used there: the
+// CLI's --help and a real sync against a registry on a loopback socket; the client imported from JavaScript and
+// type-checked from TypeScript.
 import t from 'tap';
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -20,14 +21,15 @@ const rootVersion = (JSON.parse(await readFile('package.json', 'utf8')) as { ver
 
 t.test('packages/agentlet packs, installs alone and runs without the server dependencies', async (t) => {
   const packs = await tempDir(t, 'packs-');
-  const { tarball, files } = await pack('agentlet', packs);
+  const packed = await pack('agentlet', packs);
+  const { files } = packed;
   t.same(
     files,
     ['LICENSE', 'README.md', 'dist/THIRD-PARTY-LICENSES.txt', 'dist/cli.js', 'package.json'],
     'the bundle, its notices, README and LICENSE',
   );
 
-  const dir = await installInEmptyFolder(t, tarball);
+  const dir = await installInEmptyFolder(t, packed);
   const installed = path.join(dir, 'node_modules', '@agent-resource-registry', 'agentlet');
   const manifest = JSON.parse(await readFile(path.join(installed, 'package.json'), 'utf8')) as Record<string, unknown>;
   t.equal(manifest.dependencies, undefined, 'no dependencies');
@@ -67,7 +69,8 @@ t.test('packages/agentlet packs, installs alone and runs without the server depe
 
 t.test('packages/client packs, installs alone, imports from JavaScript and type-checks from TypeScript', async (t) => {
   const packs = await tempDir(t, 'packs-');
-  const { tarball, files } = await pack('client', packs);
+  const packed = await pack('client', packs);
+  const { files } = packed;
   for (const file of [
     'dist/index.js',
     'dist/index.d.ts',
@@ -85,7 +88,7 @@ t.test('packages/client packs, installs alone, imports from JavaScript and type-
     'no sources',
   );
 
-  const dir = await installInEmptyFolder(t, tarball);
+  const dir = await installInEmptyFolder(t, packed);
   const manifest = JSON.parse(await readFile(path.join(dir, 'node_modules', '@agent-resource-registry', 'client', 'package.json'), 'utf8'));
   t.same(manifest.dependencies, { 'openapi-fetch': '0.17.0' }, 'one dependency, pinned');
   t.match(manifest, { license: 'MIT', version: rootVersion });
