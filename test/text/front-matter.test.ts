@@ -154,3 +154,86 @@ t.test("duplicate keys are found as yaml's own check finds them, whatever the ma
   t.pass('500 mappings agree');
   t.end();
 });
+
+t.test('what each refusal and warning says, for the person fixing the skill', (t) => {
+  const messages = (text: string, folder?: string) => checkSkillFrontMatter(text, folder).issues.map((i) => i.message);
+  t.same(messages('# Title\n'), ['SKILL.md has no YAML front matter (a block between --- lines at the top)']);
+  t.same(messages('---\n- a\n---\n'), ['SKILL.md: the front matter is not a YAML mapping']);
+  t.same(messages('---\na: &x [1]\nb: [*x,*x,*x,*x,*x,*x,*x,*x,*x,*x,*x]\n---\n'), [
+    'SKILL.md: the front matter expands too many YAML aliases',
+  ]);
+  t.same(messages('---\ndescription: d\n---\n'), ["SKILL.md's front matter has no name (a non-empty string)"]);
+  t.same(messages(`---\nname: a\ndescription: ${'d'.repeat(1025)}\n---\n`), [
+    'the description has 1025 characters; the format allows 1024',
+  ]);
+  t.same(messages('---\nname: a\ndescription: d\nlicense: 2\n---\n'), ['license must be a string']);
+  t.same(messages('---\nname: a\ndescription: d\ncompatibility: 2\n---\n'), ['compatibility must be a string']);
+  t.same(messages(`---\nname: a\ndescription: d\ncompatibility: ${'c'.repeat(501)}\n---\n`), [
+    'compatibility must be at most 500 characters',
+  ]);
+  t.same(
+    messages('---\nname: a\ndescription: d\nmetadata: {a: x, b: 1}\n---\n'),
+    ['metadata must map strings to strings'],
+    'every value a string',
+  );
+  t.same(messages('---\nname: a\ndescription: d\nallowed-tools: [Read]\n---\n'), [
+    'allowed-tools must be a string (tool names separated by spaces)',
+  ]);
+  t.same(messages('---\nname: a\ndescription: d\nx1: 1\nx2: 2\nx3: 3\nx4: 4\nx5: 5\n---\n'), [
+    'the format defines no field "x1", "x2", "x3", "x4", "x5"',
+  ]);
+  t.same(messages('---\nname: a\ndescription: d\nx1: 1\nx2: 2\nx3: 3\nx4: 4\nx5: 5\nx6: 6\nx7: 7\n---\n'), [
+    'the format defines no field "x1", "x2", "x3", "x4", "x5" (and 2 more)',
+  ]);
+  const long = 'N'.repeat(90);
+  t.same(messages(`---\nname: ${long}\ndescription: d\n---\n`), [
+    `the name "${'N'.repeat(80)}…" is not the format's: at most 64 lower-case letters, digits and single hyphens, no hyphen first or last`,
+  ]);
+  t.same(
+    checkSkillFrontMatter('---\nname: "  pdf  "\ndescription: "  Reads.  "\n---\n', 'pdf'),
+    {
+      name: 'pdf',
+      description: 'Reads.',
+      data: { name: '  pdf  ', description: '  Reads.  ' },
+      issues: [],
+    },
+    'name and description are read trimmed',
+  );
+  t.end();
+});
+
+t.test('the fences: trailing blanks allowed, nothing else on the line; an empty block is no mapping', (t) => {
+  t.match(readFrontMatter('--- \t\nname: a\n---  \nBody'), { ok: true, data: { name: 'a' }, body: 'Body' });
+  t.match(readFrontMatter('---yaml\nname: a\n---\nBody'), { ok: false, problem: 'missing' });
+  t.match(readFrontMatter('---\n---\nBody'), {
+    ok: false,
+    problem: 'invalid',
+    message: 'the front matter is not a YAML mapping',
+    body: 'Body',
+  });
+  t.end();
+});
+
+t.test('a duplicate is found in a mapping that is exactly at the key bound', (t) => {
+  const keys = Array.from({ length: FRONT_MATTER_BOUNDS.keys }, (_, i) => `k${i === FRONT_MATTER_BOUNDS.keys - 1 ? 0 : i}: v`);
+  t.match(readFrontMatter(`---\n${keys.join('\n')}\n---\n`), { ok: false, message: /DUPLICATE_KEY/ });
+  t.end();
+});
+
+t.test('the parses kept are bounded: the oldest is parsed again, the newest is not', (t) => {
+  // About 15,900 characters each: 300 of them pass the 4 M characters kept.
+  const text = (i: number) => `---\nname: n${i}\ndescription: ${`${i} `.padEnd(15_880, 'x')}\n---\n`;
+  const first = readFrontMatter(text(0));
+  const reads = [first];
+  for (let i = 1; i < 300; i++) reads.push(readFrontMatter(text(i)));
+  const firstAgain = readFrontMatter(text(0));
+  t.ok(
+    first.ok && firstAgain.ok && first.data !== firstAgain.data && firstAgain.data.name === 'n0',
+    'the oldest was let go and is read anew',
+  );
+  for (const i of [299, 298, 200]) {
+    const [before, again] = [reads[i]!, readFrontMatter(text(i))];
+    t.ok(before.ok && again.ok && before.data === again.data, `a recent one is still kept (${i})`);
+  }
+  t.end();
+});
