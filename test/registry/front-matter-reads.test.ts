@@ -4,7 +4,7 @@
 import t from 'tap';
 import { request } from 'undici';
 import { build } from '../helpers/build.js';
-import { listen } from '../helpers/sockets.js';
+import { listen, whileHealthProbed } from '../helpers/sockets.js';
 
 /** About 100,000 characters: one flow mapping of 11,000 short keys (the first a description), then a body. */
 function hostileSkill(): string {
@@ -30,45 +30,32 @@ t.test('a receipt with a front matter of 11,000 keys is read again and again wit
 
   const list = (id: number) => ({ jsonrpc: '2.0', id, method: 'resources/list', params: {} });
   /** Reads the record three times over RFS and in an MCP batch of three lists, timing the /healthz answers meanwhile. */
-  const readAll = async () => {
-    // The gaps between consecutive /healthz answers: a blocked event loop is one long gap.
-    const answered: number[] = [performance.now()];
-    let done = false;
-    const probe = (async () => {
-      while (!done) {
-        const res = await request(`${origin}/healthz`);
-        await res.body.dump();
-        answered.push(performance.now());
-        await new Promise((resolve) => setTimeout(resolve, 20));
+  const readAll = () =>
+    whileHealthProbed(origin, async () => {
+      const views: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const single = await request(`${origin}/api/rfs/canvas-x/resources/flood`, { headers: auth });
+        t.equal(single.statusCode, 200);
+        views.push(((await single.body.json()) as { description: string }).description);
       }
-    })();
-    const views: string[] = [];
-    for (let i = 0; i < 3; i++) {
-      const single = await request(`${origin}/api/rfs/canvas-x/resources/flood`, { headers: auth });
-      t.equal(single.statusCode, 200);
-      views.push(((await single.body.json()) as { description: string }).description);
-    }
-    const batch = await request(`${origin}/api/rfs/canvas-x/mcp`, {
-      method: 'POST',
-      headers: {
-        ...auth,
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': '2025-06-18',
-      },
-      body: JSON.stringify([list(1), list(2), list(3)]),
+      const batch = await request(`${origin}/api/rfs/canvas-x/mcp`, {
+        method: 'POST',
+        headers: {
+          ...auth,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2025-06-18',
+        },
+        body: JSON.stringify([list(1), list(2), list(3)]),
+      });
+      t.equal(batch.statusCode, 200);
+      const listed = (await batch.body.json()) as { result: { resources: { name: string; description?: string }[] } }[];
+      return { views, listed };
     });
-    t.equal(batch.statusCode, 200);
-    const listed = (await batch.body.json()) as { result: { resources: { name: string; description?: string }[] } }[];
-    done = true;
-    await probe;
-    const gaps = answered.slice(1).map((at, i) => at - answered[i]!);
-    return { views, listed, worst: Math.max(...gaps), answers: gaps.length };
-  };
 
   let read = await readAll();
-  t.same(read.views, ['# From the body', '# From the body', '# From the body'], 'the v1 view skips a front matter past its bounds');
-  for (const answer of read.listed) {
+  t.same(read.result.views, ['# From the body', '# From the body', '# From the body'], 'the v1 view skips a front matter past its bounds');
+  for (const answer of read.result.listed) {
     const flood = answer.result.resources.find((r) => r.name === 'flood');
     t.equal(flood?.description, '# From the body', 'and so does MCP');
   }
