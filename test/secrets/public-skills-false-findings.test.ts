@@ -20,9 +20,8 @@ interface Excerpt {
   excerptLine: number;
 }
 
-const excerpts = JSON.parse(
-  await readFile(new URL('../fixtures/secrets/negatives-public-skills.json', import.meta.url), 'utf8'),
-) as Excerpt[];
+// From the checkout's root, as every suite reads its fixtures (the compiled suite runs from dist/).
+const excerpts = JSON.parse(await readFile('test/fixtures/secrets/negatives-public-skills.json', 'utf8')) as Excerpt[];
 
 t.test('no excerpt of the public skill collections is a finding', async (t) => {
   const scanner = new SecretScanner();
