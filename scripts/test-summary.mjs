@@ -42,8 +42,14 @@ export function summarizeTap(file, tap) {
   watch(parser, []);
   parser.end(tap);
   const name = file.replace(/\.tap$/, '');
+  // A file that printed nothing stopped before its first test (it threw while loading): tap marks it not ok,
+  // and its TAP is empty.
+  if (tap.trim() === '') {
+    counts.failed++;
+    failures.push('(the file printed no test: it stopped before its first, see its output above)');
+  }
   // A file that ended without passing (a crash, a plan not met) counts as one failure even with no failing point.
-  if (!parser.ok && failures.length === 0) {
+  else if (!parser.ok && failures.length === 0) {
     counts.failed++;
     failures.push('(the file did not complete)');
   }

@@ -82,3 +82,16 @@ t.test('the summary: the failing tests by name, then N passed, N failed, N skipp
   t.equal(green.status, 0);
   t.equal(green.stdout, '2 passed, 0 failed, 1 skipped\n', 'all passed: one line');
 });
+
+t.test('a test file that stopped before its first test (it printed no TAP) is a failure by name', async (t) => {
+  const results = await tempDir(t);
+  await mkdir(path.join(results, 'dist', 'test'), { recursive: true });
+  await writeFile(path.join(results, 'dist', 'test', 'registry.test.js.tap'), PASSING);
+  await writeFile(path.join(results, 'dist', 'test', 'crashed.test.js.tap'), '');
+  const run = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'test-summary.mjs'), results], { encoding: 'utf8' });
+  t.equal(run.status, 1, 'a failure: exit 1');
+  t.same(run.stdout.trimEnd().split('\n'), [
+    'not ok: dist/test/crashed.test.js › (the file printed no test: it stopped before its first, see its output above)',
+    '2 passed, 1 failed, 1 skipped',
+  ]);
+});
