@@ -185,6 +185,11 @@ t.test('what each refusal and warning says, for the person fixing the skill', (t
   t.same(messages('---\nname: a\ndescription: d\nx1: 1\nx2: 2\nx3: 3\nx4: 4\nx5: 5\nx6: 6\nx7: 7\n---\n'), [
     'the format defines no field "x1", "x2", "x3", "x4", "x5" (and 2 more)',
   ]);
+  t.same(
+    messages(`---\nname: ${'N'.repeat(80)}\ndescription: d\n---\n`)[0],
+    `the name "${'N'.repeat(80)}" is not the format's: at most 64 lower-case letters, digits and single hyphens, no hyphen first or last`,
+    'a name of 80 characters is quoted whole',
+  );
   const long = 'N'.repeat(90);
   t.same(messages(`---\nname: ${long}\ndescription: d\n---\n`), [
     `the name "${'N'.repeat(80)}…" is not the format's: at most 64 lower-case letters, digits and single hyphens, no hyphen first or last`,
