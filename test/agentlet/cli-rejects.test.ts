@@ -61,13 +61,9 @@ t.test('a receipt whose entrypoint escapes the root is rejected and nothing is s
   t.same((await catalogue(m)).resources, []);
 });
 
-t.test('a receipt holding a secret is rejected without echoing it, and nothing is sent', async (t) => {
-  const m = await machine(t);
-  m.cli.tokens.push(FAKE_GITHUB_TOKEN);
-  await installFile(m.root, 'connectors/gh/connector.json', '{}');
-  const instructions = path.join(m.dir, 'gh.md');
-  await writeFile(instructions, `Call the API with token ${FAKE_GITHUB_TOKEN}.`);
-  const add = await m.cli([
+/** `receipt add` of a connector whose instructions are the file `instructions`. */
+const addGithubConnector = (m: Awaited<ReturnType<typeof machine>>, instructions: string) =>
+  m.cli([
     'receipt',
     'add',
     'github-connector',
@@ -82,6 +78,14 @@ t.test('a receipt holding a secret is rejected without echoing it, and nothing i
     '--instructions-file',
     instructions,
   ]);
+
+t.test('a receipt holding a secret is rejected without echoing it, and nothing is sent', async (t) => {
+  const m = await machine(t);
+  m.cli.tokens.push(FAKE_GITHUB_TOKEN);
+  await installFile(m.root, 'connectors/gh/connector.json', '{}');
+  const instructions = path.join(m.dir, 'gh.md');
+  await writeFile(instructions, `Call the API with token ${FAKE_GITHUB_TOKEN}.`);
+  const add = await addGithubConnector(m, instructions);
   t.equal(add.code, 1);
   t.match(add.stderr, /\/instructions looks like it contains a secret \(line \d+, rule github-pat, fingerprint github-pat:[0-9a-f]{64}\)/);
   await t.rejects(stat(path.join(m.root, 'receipts', 'github-connector.json')), { code: 'ENOENT' }, 'nothing written');
@@ -109,21 +113,7 @@ t.test('a receipt holding several secrets names every one of them at once', asyn
   await installFile(m.root, 'connectors/gh/connector.json', '{}');
   const instructions = path.join(m.dir, 'gh.md');
   await writeFile(instructions, `Call the API with token ${FAKE_GITHUB_TOKEN}.\n\nThen log in with password = "${password}".`);
-  const add = await m.cli([
-    'receipt',
-    'add',
-    'github-connector',
-    '--kind',
-    'connector',
-    '--entrypoint',
-    'connectors/gh/connector.json',
-    '--name',
-    'GitHub',
-    '--description',
-    'GitHub API.',
-    '--instructions-file',
-    instructions,
-  ]);
+  const add = await addGithubConnector(m, instructions);
   t.equal(add.code, 1);
   t.match(add.stderr, /\/instructions looks like it contains a secret \(line 1, rule github-pat, fingerprint github-pat:[0-9a-f]{64}\)/);
   t.match(

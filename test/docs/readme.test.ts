@@ -12,6 +12,7 @@ import path from 'node:path';
 import t from 'tap';
 import { WITHOUT_COVERAGE } from '../helpers/coverage.js';
 import { freePort } from '../helpers/sockets.js';
+import { processAlive } from '../helpers/wait.js';
 
 t.setTimeout(600_000);
 
@@ -135,15 +136,7 @@ t.test('the README quick start and Agentlet walk-through run top to bottom', asy
   // The README's stop stopped the service: its process is gone and its port is free.
   const pids = [...new Set([...log.matchAll(/"pid":(\d+)/g)].map((m) => Number(m[1])))];
   t.ok(pids.length > 0, 'registry.log names the server process');
-  const alive = (pid: number) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  t.same(pids.filter(alive), [], "the server's process has exited");
+  t.same(pids.filter(processAlive), [], "the server's process has exited");
   const connected = await new Promise<string>((resolve) => {
     const socket = net.connect(port, '127.0.0.1');
     socket.once('connect', () => (socket.destroy(), resolve('connected')));

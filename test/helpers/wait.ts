@@ -22,3 +22,13 @@ export async function until<T>(
     await new Promise((resolve) => setTimeout(resolve, every));
   }
 }
+
+/** Whether a process of this ID is still running (signal 0 checks without sending anything). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -8,18 +8,9 @@ import { CANARY, tempDataDir } from '../helpers/build.js';
 import { ensureBuilt } from '../helpers/built.js';
 import { WITHOUT_COVERAGE } from '../helpers/coverage.js';
 import { freePort } from '../helpers/sockets.js';
-import { until } from '../helpers/wait.js';
+import { processAlive, until } from '../helpers/wait.js';
 
 t.setTimeout(600_000);
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   t.test(`${signal} to npm start stops the server it started`, async (t) => {
@@ -52,12 +43,12 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     const pid = Number(/"pid":(\d+)/.exec(log)?.[1]);
     t.ok(pid > 0, pid > 0 ? 'the server logged its process' : `no server process in its log: ${log.slice(-600)}`);
     t.teardown(() => {
-      if (alive(pid)) process.kill(pid, 'SIGKILL');
+      if (processAlive(pid)) process.kill(pid, 'SIGKILL');
     });
 
     npm.kill(signal);
     await until('npm to exit', () => exited !== undefined, { within: 60_000 });
-    await until('the server process to be gone', () => !alive(pid), { within: 30_000 });
+    await until('the server process to be gone', () => !processAlive(pid), { within: 30_000 });
     t.match(log, new RegExp(`"signal":"${signal}","msg":"closing"`), 'the server received the signal and closed gracefully');
     const connected = await new Promise<string>((resolve) => {
       const socket = net.connect(port, '127.0.0.1');
