@@ -14,6 +14,8 @@ import { SecretScanner } from '../../src/secrets/secret-scanner.js';
 import { FAKE_GITHUB_TOKEN, tempDir } from '../helpers/agentlet.js';
 
 const SKILL = (name: string, body = 'Body.') => `---\nname: ${name}\ndescription: What ${name} does.\n---\n\n${body}\n`;
+// One finding (rule credential-assignment) in a file.
+const PASSWORD = 'password = "Xk9#mQ2$vL7pR4tZ8wN3"';
 const code = (err: unknown) => (err as { code?: string }).code;
 const message = (err: unknown) => (err as Error).message;
 const failure = (p: Promise<unknown>) =>
@@ -347,17 +349,15 @@ t.test('a secret in SKILL.md: the scan names where (line or name, rule) and carr
   t.same(scanned.candidates, []);
   t.equal(scanned.diagnostics.length, 1);
   const [d] = scanned.diagnostics;
-  t.match(d, {
-    path: src,
-    code: 'secret_detected',
-    id: 'leaky',
-    sourceRevision: revision,
-    findings: [{ field: '/sourceContent', line: 7, rule: /\S/, fingerprint: /^[a-f0-9]{64}$/ }],
-  });
-  t.equal(d!.findings!.length, 1);
-  t.match(d!.message, new RegExp(`^SKILL\\.md looks like it contains a secret \\(line 7, rule ${d!.findings![0]!.rule}\\); remove it`));
-  t.notMatch(d!.message, /ghp_|and \d+ more/);
-  t.notMatch(d!.message, d!.findings![0]!.fingerprint);
+  t.match(d, { path: src, code: 'secret_detected', id: 'leaky', sourceRevision: revision });
+  t.ok(d!.findings!.length > 0);
+  for (const f of d!.findings!) t.match(f, { field: '/sourceContent', line: 7, rule: /\S/, fingerprint: /^[a-z-]+:[a-f0-9]{64}$/ });
+  const where = d!.findings!.map((f) => `line 7, rule ${f.rule}`).join('; ');
+  t.equal(
+    d!.message,
+    `SKILL.md looks like it contains a secret (${where}); remove it, or if it is none, allow the fingerprints in findings (POST /api/acp/secret-allowlist) and import it with this sourceRevision`,
+  );
+  for (const f of d!.findings!) t.notMatch(d!.message, f.fingerprint);
 
   const named = await skill(path.join(dir, 'named', 'leaky-name'), { 'SKILL.md': SKILL(`Token ${FAKE_GITHUB_TOKEN}`) });
   t.match(await failure(readSkill(named, context.scanner)), { code: 'secret_detected', message: /\(its name, rule / });
@@ -366,19 +366,19 @@ t.test('a secret in SKILL.md: the scan names where (line or name, rule) and carr
   const crowded = await skill(path.join(dir, 'crowded', 'crowded'), { 'SKILL.md': SKILL('crowded', many) });
   const err = (await failure(readSkill(crowded, context.scanner))) as { message: string; refusal: { findings: unknown[] } };
   t.equal(err.refusal.findings.length, 20, 'at most 20 named');
-  t.match(err.message, /, and 3 more\); remove it/);
+  t.match(err.message, /, and [1-9]\d* more\); remove it/);
 });
 
 t.test('an import refused for secrets says each file, line and rule; one finding "looks", more "look"', async (t) => {
   const { dir, context, revision } = await world(t);
-  const one = await skill(path.join(dir, 'src', 'one'), { 'SKILL.md': SKILL('one'), 'env/.env': `A=1\nTOKEN=${FAKE_GITHUB_TOKEN}\n` });
+  const one = await skill(path.join(dir, 'src', 'one'), { 'SKILL.md': SKILL('one'), 'env/.env': `A=1\n${PASSWORD}\n` });
   const err = await failure(importJob({ id: 'one', sourcePath: one, expectedRevision: await revision(one) }, context));
   t.match(err, { code: 'secret_detected', findings: [{ field: '/files/env/.env', line: 2 }] });
   t.match(message(err), /^nothing was copied: env\/\.env line 2 \(rule [^)]+\) looks like it holds a secret$/);
   const two = await skill(path.join(dir, 'src', 'two'), {
     'SKILL.md': SKILL('two'),
-    'a.txt': FAKE_GITHUB_TOKEN,
-    'b.txt': `\n${FAKE_GITHUB_TOKEN}`,
+    'a.txt': PASSWORD,
+    'b.txt': `\n${PASSWORD}`,
   });
   const both = await failure(importJob({ id: 'two', sourcePath: two, expectedRevision: await revision(two) }, context));
   t.match(message(both), /^nothing was copied: a\.txt line 1 \(rule [^)]+\), b\.txt line 2 \(rule [^)]+\) look like it holds a secret$/);
