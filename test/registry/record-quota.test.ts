@@ -136,3 +136,78 @@ t.test('the host provider has no record quota', async (t) => {
   const { h } = await world(t, { RECORDS_PER_MACHINE: '1', RECORD_BYTES_PER_MACHINE: '1' });
   for (const id of ['h-1', 'h-2', 'h-3']) t.equal((await h.put('huabu', CANARY.huabu, id)).statusCode, 201, id);
 });
+
+t.test('a v1 record counts its ID, name, description and instructions; the refusal names the bound in words', async (t) => {
+  const { h, machine } = await world(t, { RECORDS_PER_MACHINE: '0', RECORD_BYTES_PER_MACHINE: '0' });
+  const fields = { name: 'Name of v-1', description: 'About v-1.', instructions: 'Use v-1.' };
+  const bytes = recordBytes({ schemaVersion: 1, id: 'v-1', provider: 'agentlet-a', ...fields });
+  t.equal(bytes, Buffer.byteLength('v-1' + fields.name + fields.description + fields.instructions));
+  t.equal((await h.put('agentlet-a', machine, 'v-1', fields)).statusCode, 201, 'both bounds 0: no quota');
+
+  const bounded = await world(t, { RECORDS_PER_MACHINE: '0', RECORD_BYTES_PER_MACHINE: String(bytes) });
+  const put = (f: Partial<typeof fields>) => bounded.h.put('agentlet-a', bounded.machine, 'v-1', { ...fields, ...f });
+  t.equal((await put({})).statusCode, 201, 'exactly at the byte bound, with no count bound');
+  for (const grown of [
+    { description: `${fields.description}!` },
+    { instructions: `${fields.instructions}!` },
+    { name: `${fields.name}!` },
+  ]) {
+    const over = await put(grown);
+    t.equal(over.statusCode, 409, Object.keys(grown).join());
+    t.match(over.json(), {
+      code: 'record_quota_exceeded',
+      message: `Machine agentlet-a would hold ${bytes + 1} bytes of record text (at most ${bytes}); nothing was changed. Withdraw records it no longer needs, or ask the operator to raise RECORDS_PER_MACHINE / RECORD_BYTES_PER_MACHINE.`,
+      details: {
+        provider: 'agentlet-a',
+        limit: 'bytes',
+        records: { held: 1, after: 1, max: 0 },
+        bytes: { held: bytes, after: bytes + 1, max: bytes },
+      },
+    });
+  }
+  t.equal((await put({ description: 'About.' })).statusCode, 200, 'a smaller replacement');
+
+  const counted = await world(t, { RECORDS_PER_MACHINE: '1', RECORD_BYTES_PER_MACHINE: '0' });
+  t.equal((await counted.h.put('agentlet-a', counted.machine, 'c-1', { instructions: 'x'.repeat(1000) })).statusCode, 201, 'no byte bound');
+  const second = await counted.h.put('agentlet-a', counted.machine, 'c-2');
+  t.equal(second.statusCode, 409);
+  t.match(second.json(), {
+    message: /^Machine agentlet-a would hold 2 records \(at most 1\); nothing was changed\./,
+    details: { limit: 'records', records: { held: 1, after: 2, max: 1 }, bytes: { max: 0 } },
+  });
+});
+
+t.test('a machine left over its bounds (the operator lowered them) may replace and withdraw, never grow', async (t) => {
+  const dataDir = await tempDataDir();
+  const first = await build(t, { dataDir, env: { RATE_LIMIT_WRITES_PER_MINUTE: '0' } });
+  const machine = await first.enroll('agentlet-a');
+  for (const id of ['o-1', 'o-2', 'o-3'])
+    t.equal((await first.put('agentlet-a', machine, id, { instructions: 'x'.repeat(100) })).statusCode, 201);
+  await first.app.close();
+
+  const held =
+    3 *
+    recordBytes({
+      schemaVersion: 1,
+      id: 'o-1',
+      name: 'Name of o-1',
+      description: 'About o-1.',
+      instructions: 'x'.repeat(100),
+    } as Parameters<typeof recordBytes>[0]);
+  const h = await build(t, {
+    dataDir,
+    env: { RATE_LIMIT_WRITES_PER_MINUTE: '0', RECORDS_PER_MACHINE: '2', RECORD_BYTES_PER_MACHINE: String(held - 50) },
+  });
+  t.equal((await h.put('agentlet-a', machine, 'o-1', { instructions: 'y'.repeat(100) })).statusCode, 200, 'a same-size replacement');
+  t.equal((await h.put('agentlet-a', machine, 'o-2', { instructions: 'y'.repeat(60) })).statusCode, 200, 'a smaller one');
+  const grown = await h.put('agentlet-a', machine, 'o-3', { instructions: 'y'.repeat(101) });
+  t.equal(grown.statusCode, 409, 'growing past the byte bound');
+  t.match(grown.json().details, { limit: 'bytes' });
+  const added = await h.put('agentlet-a', machine, 'o-4', { instructions: 'i' });
+  t.equal(added.statusCode, 409, 'a new record past the count bound');
+  t.match(added.json().details, { limit: 'records', records: { held: 3, after: 4, max: 2 } });
+  t.equal(
+    (await h.app.inject({ method: 'DELETE', url: '/api/acp/providers/agentlet-a/resources/o-3', headers: h.bearer(machine) })).statusCode,
+    204,
+  );
+});
