@@ -2,7 +2,7 @@
 // field, line, rule and fingerprint (never the value); the owner allows exactly that fingerprint
 // (SECRET_ALLOWLIST_FILE or /api/acp/secret-allowlist, listed, audited, kept in the file across restarts),
 // optionally only in one field or on one route; removing it refuses the text again.
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { ConfigError, loadConfig } from '../../src/config.js';
@@ -255,4 +255,123 @@ t.test('a refusal with many findings names the first 20 and says how many more',
   t.match(body.message, '/instructions line 21');
   t.notMatch(body.message, '/instructions line 22 ');
   t.match(body.message, 'and 5 more');
+});
+
+t.test('a bad SECRET_ALLOWLIST_FILE is named by its first problem; a missing one holds no entries', async (t) => {
+  const dataDir = await tempDataDir();
+  const file = path.join(dataDir, 'allow.json');
+  const configFor = (f: string) => loadConfig(testEnv(dataDir, { SECRET_ALLOWLIST_FILE: f }));
+  const refusal = (f: string) => {
+    try {
+      configFor(f);
+    } catch (err) {
+      t.ok(err instanceof ConfigError, f);
+      return (err as Error).message;
+    }
+    return t.fail(`${f} is refused`);
+  };
+  t.same(configFor(file).secretAllowlist.entries, [], 'no file: no entries');
+  await writeFile(path.join(dataDir, 'plain'), 'a file');
+  t.same(configFor(path.join(dataDir, 'plain', 'allow.json')).secretAllowlist.entries, [], 'a file on its path: no entries');
+  t.equal(refusal(dataDir), `SECRET_ALLOWLIST_FILE ${dataDir} cannot be read (EISDIR).`, 'a folder');
+  await writeFile(file, '[{"fingerprint": ');
+  t.equal(refusal(file), `SECRET_ALLOWLIST_FILE ${file} is not valid JSON (a JSON array of entries is expected).`);
+  await writeFile(file, '{"entries": []}');
+  t.match(
+    refusal(file),
+    new RegExp(`^SECRET_ALLOWLIST_FILE ${file}: / \\S.* \\(each entry is \\{fingerprint, file\\?, route\\?, reason\\}\\)\\.$`),
+  );
+  await writeFile(file, JSON.stringify([{ fingerprint: FINGERPRINT, reason: 'fine' }, { fingerprint: FINGERPRINT }]));
+  t.match(refusal(file), `SECRET_ALLOWLIST_FILE ${file}: /1`, 'the entry at fault');
+  await writeFile(file, JSON.stringify([{ fingerprint: FINGERPRINT, reason: 'fine', route: 'resource.register' }]));
+  t.same(configFor(file).secretAllowlist.entries, [{ fingerprint: FINGERPRINT, reason: 'fine', route: 'resource.register' }]);
+});
+
+t.test('the file changed by another process counts from the next scan; one turned bad or removed lets nothing through', async (t) => {
+  const dataDir = await tempDataDir();
+  const file = path.join(dataDir, 'allow.json');
+  const h = await build(t, { dataDir, env: { SECRET_ALLOWLIST_FILE: file } });
+  const token = h.huabu.authorization!.slice('Bearer '.length);
+  const put = async (id: string) => (await h.put('huabu', token, id, { instructions: INSTRUCTIONS })).statusCode;
+  t.equal(await put('g-1'), 422, 'no file yet');
+  await writeFile(file, JSON.stringify([{ fingerprint: FINGERPRINT, reason: 'written by the operator' }]));
+  t.equal(await put('g-2'), 201, 'written by another process: applies from the next scan');
+  t.equal(await put('g-3'), 201, 'and the one after');
+  await writeFile(file, '[{"fingerprint": "broken"');
+  t.equal(await put('g-4'), 422, 'a file turned bad: no entry applies');
+  t.match(await readFile(h.logFile, 'utf8'), /the secret allowlist file cannot be read; no entry applies until it is fixed/);
+  t.equal((await h.app.inject({ url: ALLOWLIST, headers: h.owner })).json().entries.length, 0, 'none listed');
+  await writeFile(file, JSON.stringify([{ fingerprint: FINGERPRINT, reason: 'fixed again' }]));
+  t.equal(await put('g-5'), 201, 'fixed: applies again');
+  await rm(file);
+  t.equal(await put('g-6'), 422, 'removed: none');
+  t.same((await h.app.inject({ url: ALLOWLIST, headers: h.owner })).json().entries, []);
+});
+
+t.test('entries are told apart by fingerprint, file and route: added, kept, removed and audited one by one', async (t) => {
+  const dataDir = await tempDataDir();
+  const file = path.join(dataDir, 'allow.json');
+  const h = await build(t, { dataDir, env: { SECRET_ALLOWLIST_FILE: file } });
+  const add = (payload: Record<string, string>) => h.app.inject({ method: 'POST', url: ALLOWLIST, headers: h.owner, payload });
+  const leaky = await add({ fingerprint: FINGERPRINT, file: `/notes/ghp_${'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8'}`, reason: 'x' });
+  t.equal(leaky.statusCode, 422, 'the file an entry names is scanned too');
+  t.match(leaky.json().details.findings, [{ field: '/file' }]);
+  t.equal((await add({ fingerprint: FINGERPRINT, reason: 'anywhere' })).statusCode, 201);
+  t.equal((await add({ fingerprint: FINGERPRINT, file: '/description', reason: 'in descriptions' })).statusCode, 201, 'another file');
+  const routed = await add({ fingerprint: FINGERPRINT, file: '/description', route: 'resource.validate', reason: 'checks' });
+  t.equal(routed.statusCode, 201, 'another route');
+  const again = await add({ fingerprint: FINGERPRINT, file: '/description', reason: 'said again' });
+  t.equal(again.statusCode, 200);
+  t.match(again.json(), { fingerprint: FINGERPRINT, file: '/description', reason: 'in descriptions' }, 'the entry held, its reason kept');
+  t.notOk('route' in again.json());
+  const listed = (await h.app.inject({ url: ALLOWLIST, headers: h.owner })).json().entries;
+  t.same(
+    listed.map((e: Record<string, string>) => [e.file, e.route, e.reason]),
+    [
+      [undefined, undefined, 'anywhere'],
+      ['/description', undefined, 'in descriptions'],
+      ['/description', 'resource.validate', 'checks'],
+    ],
+  );
+  t.same(JSON.parse(await readFile(file, 'utf8')), listed, 'the file holds what is listed');
+
+  const remove = (query: string) =>
+    h.app.inject({ method: 'DELETE', url: `${ALLOWLIST}?fingerprint=${FINGERPRINT}${query}`, headers: h.owner });
+  const missing = await remove('&file=/instructions&route=resource.register');
+  t.equal(missing.statusCode, 404);
+  t.match(missing.json(), {
+    code: 'allowlist_entry_not_found',
+    message: `No allowlist entry for ${FINGERPRINT} in /instructions on resource.register; GET lists them.`,
+    details: { fingerprint: FINGERPRINT },
+  });
+  t.equal((await remove('&file=/description')).statusCode, 204);
+  t.same(
+    (await h.app.inject({ url: ALLOWLIST, headers: h.owner })).json().entries.map((e: Record<string, string>) => [e.file, e.route]),
+    [
+      [undefined, undefined],
+      ['/description', 'resource.validate'],
+    ],
+    'only the entry with exactly that file and no route',
+  );
+  t.equal((await remove('&file=/description&route=resource.validate')).statusCode, 204);
+  t.equal((await remove('')).statusCode, 204);
+  t.same(JSON.parse(await readFile(file, 'utf8')), []);
+  t.match((await remove('')).json().message, `No allowlist entry for ${FINGERPRINT}; GET lists them.`);
+
+  const audit = (await auditLines(h)).filter((e) => e.action.startsWith('secret-allowlist.'));
+  t.same(
+    audit.map((e) => [e.action, e.outcome, e.details]),
+    [
+      ['secret-allowlist.add', 'secret_detected', undefined],
+      ['secret-allowlist.add', 'added', {}],
+      ['secret-allowlist.add', 'added', { file: '/description' }],
+      ['secret-allowlist.add', 'added', { file: '/description', route: 'resource.validate' }],
+      ['secret-allowlist.add', 'unchanged', { file: '/description' }],
+      ['secret-allowlist.remove', 'allowlist_entry_not_found', undefined],
+      ['secret-allowlist.remove', 'removed', { file: '/description' }],
+      ['secret-allowlist.remove', 'removed', { file: '/description', route: 'resource.validate' }],
+      ['secret-allowlist.remove', 'removed', {}],
+      ['secret-allowlist.remove', 'allowlist_entry_not_found', undefined],
+    ],
+  );
 });
