@@ -41,7 +41,11 @@ async function main(): Promise<void> {
   try {
     for (const count of scales) {
       const dir = await prepareDataDir(root, count, creds);
-      const server = await startServer(dir, creds, store === 'postgres' ? { BENCH_STORE: 'postgres' } : {});
+      // The load is the point: the event-loop guard would answer 503 to part of it.
+      const server = await startServer(dir, creds, {
+        MAX_EVENT_LOOP_DELAY_MS: '0',
+        ...(store === 'postgres' ? { BENCH_STORE: 'postgres' } : {}),
+      });
       try {
         const base = `/api/rfs/${CANVAS_ID}/resources`;
         // A cursor half way through the canvas's walk (the host's and bm0's records: 2/5 of the catalogue).
