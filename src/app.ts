@@ -31,7 +31,8 @@ import { machineChannelRoutes, machineJobRoutes } from './routes/channel.js';
 import { skillRoutes } from './routes/skills.js';
 import { ProfileRegistry } from './profiles/profile-registry.js';
 import { aliasCollisions } from './profiles/profile-rules.js';
-import { CatalogueCache } from './registry/catalogue-cache.js';
+import { CatalogueCache, viewLabel } from './registry/catalogue-cache.js';
+import { CataloguePages } from './registry/catalogue-pages.js';
 import { ResourceRegistry } from './registry/resource-registry.js';
 import { capabilityRoutes } from './routes/capabilities.js';
 import { canvasTokenRoutes, rfsUrl } from './routes/canvas-tokens.js';
@@ -244,8 +245,8 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       ...(config.defaultAgentletId !== undefined ? { defaultAgentletId: config.defaultAgentletId } : {}),
     });
     const catalogue = new CatalogueCache(
-      (view) => metrics.catalogueRebuilds.inc({ view: view.split(':')[0] }),
-      (view, encoding) => metrics.catalogueCompressions.inc({ view: view.split(':')[0], encoding }),
+      (view) => metrics.catalogueRebuilds.inc({ view: viewLabel(view) }),
+      (view, encoding) => metrics.catalogueCompressions.inc({ view: viewLabel(view), encoding }),
     );
     const capabilities = new CapabilityProjection(store, config.requiredResourceIds, config.hostedCapabilities.ids);
     const deps: RouteDeps = {
@@ -255,6 +256,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       machines,
       profiles,
       catalogue,
+      pages: new CataloguePages(store, credentials.canvasTokenSecret),
       capabilities,
       scanner,
       secretAllowlist,

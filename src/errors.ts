@@ -5,6 +5,8 @@ export const ERROR_CODES = {
   validation_failed: 400,
   invalid_input: 400,
   unsupported_version: 400,
+  invalid_cursor: 400,
+  search_too_broad: 400,
   unauthorized: 401,
   forbidden: 403,
   resource_not_found: 404,

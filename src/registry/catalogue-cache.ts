@@ -104,6 +104,30 @@ export class CachedBody {
   }
 }
 
+/**
+ * The `{resources, ...besides}` body of `records` in `representation`, with its content ETag: what the
+ * cache keeps for a whole view, and what a per-request view (a page, a search) is sent as without being
+ * kept (`kept: false`: no compressed variants either).
+ */
+export function catalogueBody(
+  records: readonly StoredResource[],
+  representation: Representation,
+  besides?: (records: readonly StoredResource[]) => Record<string, unknown>,
+  options: { kept?: boolean; onEncode?: (coding: ContentCoding) => void } = {},
+): CachedBody {
+  const body = JSON.stringify({ resources: records.map((r) => represent(r, representation)), ...besides?.(records) });
+  const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 32)}"`;
+  return new CachedBody(body, etag, options);
+}
+
+/**
+ * The metric label of a view key: its kind (`all`, `provider`, `machine`), never the provider or machine
+ * ID (one label value per kind, however many machines there are).
+ */
+export function viewLabel(viewKey: string): string {
+  return viewKey.split(':')[0]!;
+}
+
 /** A view's entry in one representation: each representation is cached on its own. */
 const entryKey = (viewKey: string, representation: Representation) => `v${representation} ${viewKey}`;
 
@@ -151,11 +175,9 @@ export class CatalogueCache {
     const hit = this.hit(revision, viewKey, representation);
     if (hit) return hit;
     const records = await select();
-    const body = JSON.stringify({ resources: records.map((r) => represent(r, representation)), ...besides?.(records) });
-    this.onRebuild(viewKey);
-    const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 32)}"`;
     const kept = this.#revision === revision;
-    const entry = new CachedBody(body, etag, { kept, onEncode: (coding) => this.onEncode(viewKey, coding) });
+    const entry = catalogueBody(records, representation, besides, { kept, onEncode: (coding) => this.onEncode(viewKey, coding) });
+    this.onRebuild(viewKey);
     if (kept) {
       if (this.#views.size >= CatalogueCache.MAX_VIEWS) this.#views.clear();
       this.#views.set(entryKey(viewKey, representation), entry);

@@ -10,6 +10,33 @@ import type { AgentProfile } from '../schemas/profile.js';
 import type { WorkloadRecord } from '../schemas/workload.js';
 import type { ChangeFeed, EventDraft } from './events.js';
 import type { RecordUsage } from './record-quota.js';
+import type { SearchTerm } from './search.js';
+
+/** Which providers' records a catalogue view holds (every provider's when `providers` is absent). */
+export interface ResourceScope {
+  providers?: readonly string[];
+}
+
+/** A place in a view's order: (tier desc, provider, id); `tier` only in a search. */
+export interface PagePosition {
+  provider: string;
+  id: string;
+  tier?: number;
+}
+
+/** What `findResources` is asked: a scope, optionally search terms, a position to start after, a count. */
+export interface FindRequest extends ResourceScope {
+  /** Only records whose texts hold every term (src/registry/search.ts), ordered by tier first. */
+  terms?: readonly SearchTerm[];
+  after?: PagePosition;
+  limit: number;
+}
+
+/** A record found, with its tier in a search (0 without one). */
+export interface FoundResource {
+  record: StoredResource;
+  tier: number;
+}
 
 /**
  * A stored profile and its ETag value (`revision` here: an opaque digest of the record, which changes
@@ -78,6 +105,13 @@ export interface RegistryStore {
   /** Sorted by id. */
   listResources(): Promise<readonly StoredResource[]>;
   getResource(id: string): Promise<StoredResource | undefined>;
+  /**
+   * At most `limit` records of the scope's providers, after `after`, in (provider, id) order — or, with
+   * `terms`, the records matching every term (src/registry/search.ts) in (tier desc, provider, id) order.
+   * The scope applies before the search. Costs what the page costs, not what the catalogue holds, without
+   * terms; with them, what the matches cost.
+   */
+  findResources(request: FindRequest): Promise<readonly FoundResource[]>;
   /** Opaque; changes whenever the set of resources changes. */
   resourcesRevision(): string;
   putResource(record: StoredResource): Promise<PutOutcome>;

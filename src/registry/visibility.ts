@@ -6,3 +6,8 @@ import { HOST_PROVIDER } from '../schemas/common.js';
 export function visibleOnMachine(provider: string, machineId: string): boolean {
   return provider === HOST_PROVIDER || provider === machineId;
 }
+
+/** The providers whose records an agent on `machineId` may see (the rule above, as a list for queries). */
+export function providersVisibleOnMachine(machineId: string): string[] {
+  return [HOST_PROVIDER, machineId];
+}

@@ -7,7 +7,9 @@ import Type from 'typebox';
 import { protect } from '../http/auth.js';
 import { sendEncoded } from '../http/compression.js';
 import { errors } from '../http/openapi.js';
-import type { CachedBody, CatalogueCache } from '../registry/catalogue-cache.js';
+import { catalogueBody, type CachedBody, type CatalogueCache } from '../registry/catalogue-cache.js';
+import { isPaged, type CataloguePages, type PageParams, type ViewScope } from '../registry/catalogue-pages.js';
+import { LINK_HEADER, PageQuery } from '../schemas/pages.js';
 import { ProviderId, ResourceId } from '../schemas/common.js';
 import { actorOf } from '../credentials/principal.js';
 import { represent, toV2 } from '../registry/resource-versions.js';
@@ -62,6 +64,29 @@ export function sendView(
   return sent === reply ? undefined : (sent as Promise<FastifyReply>);
 }
 
+/** The request URL with its `cursor` set to `cursor`: the page after this one. */
+function nextUrl(url: string, cursor: string): string {
+  const next = new URL(url, 'http://localhost');
+  next.searchParams.set('cursor', cursor);
+  return `${next.pathname}${next.search}`;
+}
+
+/**
+ * A paged or searched read of a view (`isPaged`): the page the parameters ask for, in `representation`,
+ * with `Link: <…>; rel="next"` while more remain. Built per request and never cached.
+ */
+export async function sendPage(
+  reply: FastifyReply,
+  request: { url: string; headers: IncomingHttpHeaders },
+  pages: CataloguePages,
+  view: { scope: ViewScope; representation: Representation; params: PageParams },
+  besides?: (records: readonly StoredResource[]) => Record<string, unknown>,
+): Promise<FastifyReply> {
+  const page = await pages.page(view.scope, view.params);
+  if (page.next !== undefined) reply.header('link', `<${nextUrl(request.url, page.next)}>; rel="next"`);
+  return sendCatalogue(reply, request.headers, catalogueBody(page.records, view.representation, besides, { kept: false }));
+}
+
 /** The response headers of a catalogue list, as @fastify/swagger documents them. */
 export const CATALOGUE_HEADERS = {
   etag: Type.String({
@@ -77,7 +102,7 @@ export const CATALOGUE_HEADERS = {
 
 export const NotModified = Type.Null({ description: 'Not modified: the `If-None-Match` ETag is current; no body.' });
 
-export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { registry, catalogue, expensive, config }) => {
+export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, { registry, catalogue, pages, expensive, config }) => {
   const byDefault = defaultRepresentation(config);
   await app.register((scope, _options, done) => {
     const owner = scope.withTypeProvider<TypeBoxTypeProvider>();
@@ -89,31 +114,38 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
         schema: {
           tags: ['catalogue'],
           operationId: 'listResources',
-          summary: 'Read the whole catalogue',
+          summary: 'Read the catalogue, whole or a page at a time',
           description:
-            'All records sorted by id, optionally of one provider, in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`). As record v2, the whole catalogue (no `provider`) also carries `manageableResourceIds`: the IDs the owner may import again, refresh or delete (`[]` when none); a v1 body, and a list of one provider, is `{resources}` alone. Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding.',
+            'Without `q`, `limit` and `cursor`: all records sorted by id, optionally of one provider, in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`). As record v2, the whole catalogue (no `provider`) also carries `manageableResourceIds`: the IDs the owner may import again, refresh or delete (`[]` when none); a v1 body, and a list of one provider, is `{resources}` alone. Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding. With any of `q`, `limit`, `cursor`: one page of the same body (`manageableResourceIds` then names the page\'s manageable records), in (provider, id) order or by relevance with `q`, and `Link: <…>; rel="next"` while more remain; a walk through the pages yields every record that existed for the whole walk exactly once, whatever is written meanwhile.',
           querystring: Type.Object(
-            { provider: Type.Optional(ProviderId), schemaVersion: CompatSchemaVersionQuery },
+            { provider: Type.Optional(ProviderId), schemaVersion: CompatSchemaVersionQuery, ...PageQuery },
             { additionalProperties: false },
           ),
           response: {
-            200: { ...AnyOwnerResourceList, description: 'The catalogue.', headers: CATALOGUE_HEADERS },
+            200: { ...AnyOwnerResourceList, description: 'The catalogue.', headers: { ...CATALOGUE_HEADERS, ...LINK_HEADER } },
             304: NotModified,
-            ...errors('validation_failed'),
+            ...errors('validation_failed', 'invalid_cursor', 'search_too_broad'),
           },
         },
       },
       (request, reply) => {
-        const { provider, schemaVersion = byDefault } = request.query;
+        const { provider, schemaVersion = byDefault, q, limit, cursor } = request.query;
         const key = provider === undefined ? 'all' : `provider:${provider}`;
+        const besides =
+          schemaVersion === 2 && provider === undefined
+            ? (records: readonly StoredResource[]) => ({ manageableResourceIds: registry.manageableIds(records) })
+            : undefined;
+        const params = { q, limit, cursor };
+        if (isPaged(params)) {
+          const scope = { binding: `owner:${key}`, ...(provider === undefined ? {} : { providers: [provider] }) };
+          return sendPage(reply, request, pages, { scope, representation: schemaVersion, params }, besides);
+        }
         return sendView(
           reply,
           request.headers,
           { catalogue, revision: registry.revision(), key, representation: schemaVersion },
           () => (provider === undefined ? registry.list() : registry.listByProvider(provider)),
-          schemaVersion === 2 && provider === undefined
-            ? (records) => ({ manageableResourceIds: registry.manageableIds(records) })
-            : undefined,
+          besides,
         );
       },
     );

@@ -5,6 +5,7 @@ import type { Credentials } from '../credentials/credentials-file.js';
 import type { MachineRegistry } from '../machines/machine-registry.js';
 import type { ProfileRegistry } from '../profiles/profile-registry.js';
 import type { CatalogueCache } from '../registry/catalogue-cache.js';
+import type { CataloguePages } from '../registry/catalogue-pages.js';
 import type { ResourceRegistry } from '../registry/resource-registry.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
 import type { ExpensiveWork } from '../http/expensive-work.js';
@@ -18,6 +19,8 @@ export interface RouteDeps {
   machines: MachineRegistry;
   profiles: ProfileRegistry;
   catalogue: CatalogueCache;
+  /** Pages and search of the catalogue views (per request, never cached). */
+  pages: CataloguePages;
   capabilities: CapabilityProjection;
   scanner: SecretScanner;
   /** The owner's secret allowlist (the skill import hands its entries to the machine). */

@@ -44,6 +44,8 @@ import type { RouteDeps } from './deps.js';
 import { feedReader } from './feed-reader.js';
 import { contextOf, ExchangeTransport, type ExchangeAnswer } from './mcp-exchange.js';
 import { THREAD_HEADER } from './invoke.js';
+import { FIND_TOOL, FIND_TOOL_NAME, findResources, listPage } from './mcp-find.js';
+import { machineScope } from './rfs.js';
 
 export const RESOURCE_URI = 'registry://resources/';
 export const SKILL_URI = 'registry://skill/';
@@ -90,7 +92,7 @@ export function manyReads(body: unknown): boolean {
 
 export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (
   app,
-  { registry, config, events, invocations, expensive },
+  { registry, pages, config, events, invocations, expensive },
   done,
 ) => {
   const ownOrigin = new URL(config.publicBaseUrl).origin;
@@ -181,18 +183,26 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (
   const server = newServer();
   const callerIn = (extra: Parameters<Parameters<typeof server.setRequestHandler>[1]>[1]) => contextOf<Caller>(extra);
 
-  server.setRequestHandler(ListResourcesRequestSchema, async (_request, extra) => ({
-    resources: [
-      ...(await registry.listVisibleOnMachine(callerIn(extra).context.principal.agentletId)).map(resourceOf),
-      ...HOST_SKILLS.map((s) => ({
-        uri: `${SKILL_URI}${s.name}`,
-        name: s.name,
-        title: s.title,
-        description: s.summary,
-        mimeType: MARKDOWN,
-      })),
-    ],
-  }));
+  const scopeOf = (principal: CanvasPrincipal) => machineScope(principal.canvasId, principal.agentletId);
+  // Pages of the records in the order of `GET <rfs>/resources?limit=` (provider, id); the host's guides on the first.
+  server.setRequestHandler(ListResourcesRequestSchema, async ({ params }, extra) => {
+    const page = await listPage(pages, scopeOf(callerIn(extra).context.principal), params?.cursor);
+    return {
+      resources: [
+        ...page.records.map(resourceOf),
+        ...(params?.cursor === undefined
+          ? HOST_SKILLS.map((s) => ({
+              uri: `${SKILL_URI}${s.name}`,
+              name: s.name,
+              title: s.title,
+              description: s.summary,
+              mimeType: MARKDOWN,
+            }))
+          : []),
+      ],
+      ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }),
+    };
+  });
   server.setRequestHandler(ReadResourceRequestSchema, async ({ params }, extra) => ({
     contents: [{ uri: params.uri, mimeType: MARKDOWN, text: await read(params.uri, callerIn(extra).context.principal.agentletId) }],
   }));
@@ -209,17 +219,26 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (
     const granted = await invocations.granted(grant, invocation);
     const records = await Promise.all(granted.map((c) => registry.get(c.id).catch(() => undefined)));
     return {
-      tools: granted.flatMap((capability, i) => {
-        const record = records[i];
-        if (!record) return [];
-        const { uri: _u, mimeType: _m, ...about } = resourceOf(record);
-        return [{ ...about, inputSchema: capability.inputSchema as { type: 'object' } }];
-      }),
+      tools: [
+        FIND_TOOL,
+        ...granted.flatMap((capability, i) => {
+          const record = records[i];
+          if (!record) return [];
+          const { uri: _u, mimeType: _m, ...about } = resourceOf(record);
+          return [{ ...about, inputSchema: capability.inputSchema as { type: 'object' } }];
+        }),
+      ],
     };
   });
   server.setRequestHandler(CallToolRequestSchema, async ({ params }, extra) => {
     const { context: caller, requestId, hangUp } = callerIn(extra);
     const { request, principal, invocation, grant } = caller;
+    if (params.name === FIND_TOOL_NAME) {
+      return findResources(pages, scopeOf(principal), params.arguments ?? {}, (record) => {
+        const { uri, name, title, description } = resourceOf(record);
+        return { id: name, title: title!, description: description!, uri };
+      });
+    }
     const ctx = invocations.begin(params.name, invocation);
     const actor = actorOf(principal);
     const key = callKey(caller, requestId);

@@ -13,14 +13,22 @@ import { CanvasId, ResourceId } from '../schemas/common.js';
 import { represent } from '../registry/resource-versions.js';
 import { AnyAgentResource, AnyResourceList, CompatSchemaVersionQuery } from '../schemas/resource.js';
 import { LocalReceiptBody, LocalReceiptRemoval, LocalReceiptResult, RfsAgentProfiles, SkillName } from '../schemas/rfs.js';
-import { CATALOGUE_HEADERS, defaultRepresentation, NotModified, sendView } from './catalogue.js';
+import { CATALOGUE_HEADERS, defaultRepresentation, NotModified, sendPage, sendView } from './catalogue.js';
+import { isPaged, type ViewScope } from '../registry/catalogue-pages.js';
+import { providersVisibleOnMachine } from '../registry/visibility.js';
+import { LINK_HEADER, PageQuery } from '../schemas/pages.js';
 import type { RouteDeps } from './deps.js';
 
 const MARKDOWN = 'text/markdown; charset=utf-8';
 
+/** The view of an agent on `canvasId` with a token of `machineId`: the host's records and the machine's. */
+export function machineScope(canvasId: string, machineId: string): ViewScope {
+  return { binding: `canvas:${canvasId}:machine:${machineId}`, providers: providersVisibleOnMachine(machineId) };
+}
+
 export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
   app,
-  { registry, catalogue, config, audit, profiles, expensive },
+  { registry, catalogue, pages, config, audit, profiles, expensive },
   done,
 ) => {
   const byDefault = defaultRepresentation(config);
@@ -37,19 +45,28 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
         operationId: 'listRfsResources',
         summary: "Read the agent's catalogue",
         description:
-          "The host's records and those of the token's machine, sorted by id, in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`). Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding.",
+          'The host\'s records and those of the token\'s machine, sorted by id, in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`). Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding. With any of `q`, `limit`, `cursor`: one page of the same body, in (provider, id) order or by relevance with `q` (only the records this token may read are searched), and `Link: <…>; rel="next"` while more remain; a walk through the pages yields every record that existed for the whole walk exactly once.',
         params: Type.Object({ canvasId: CanvasId }),
-        querystring: Type.Object({ schemaVersion: CompatSchemaVersionQuery }, { additionalProperties: false }),
+        querystring: Type.Object({ schemaVersion: CompatSchemaVersionQuery, ...PageQuery }, { additionalProperties: false }),
         response: {
-          200: { ...AnyResourceList, description: 'The records this agent may read about.', headers: CATALOGUE_HEADERS },
+          200: {
+            ...AnyResourceList,
+            description: 'The records this agent may read about.',
+            headers: { ...CATALOGUE_HEADERS, ...LINK_HEADER },
+          },
           304: NotModified,
-          ...errors('validation_failed'),
+          ...errors('validation_failed', 'invalid_cursor', 'search_too_broad'),
         },
       },
     },
     (request, reply) => {
       const machineId = (request.principal as { agentletId: string }).agentletId;
       const representation = request.query.schemaVersion ?? byDefault;
+      const { q, limit, cursor } = request.query;
+      if (isPaged({ q, limit, cursor })) {
+        const scope = machineScope(request.params.canvasId, machineId);
+        return sendPage(reply, request, pages, { scope, representation, params: { q, limit, cursor } });
+      }
       return sendView(
         reply,
         request.headers,

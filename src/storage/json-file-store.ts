@@ -20,7 +20,16 @@ import { DurableDocument, type BatchObserver } from './durable-document.js';
 import { nodeFileSystem, sweepTempFiles, type FileSystemSeam } from './durable-file.js';
 import { JsonWorkloadFiles } from './json-workload-files.js';
 import type { WorkloadRecord } from '../schemas/workload.js';
-import type { AuditEntry, AuditIntent, MachineRecord, ProfileEntry, Registered, RegistryStore } from '../registry/store.js';
+import type {
+  AuditEntry,
+  AuditIntent,
+  FindRequest,
+  FoundResource,
+  MachineRecord,
+  ProfileEntry,
+  Registered,
+  RegistryStore,
+} from '../registry/store.js';
 import { realizedEntry, reconcileEntries } from '../audit/audit-trail.js';
 import { DataDirError, StoreFileError } from './store-file-error.js';
 import { sortedValues } from './overlay-map.js';
@@ -247,6 +256,10 @@ export class JsonFileStore implements RegistryStore {
 
   listResources(): Promise<readonly StoredResource[]> {
     return Promise.resolve(this.#listOf(this.resources, () => sortedValues(this.resources.state.resources)));
+  }
+
+  findResources(request: FindRequest): Promise<readonly FoundResource[]> {
+    return Promise.resolve(this.resources.state.index!.find(request));
   }
 
   getResource(id: string): Promise<StoredResource | undefined> {

@@ -10,6 +10,7 @@ import { nodeFileSystem, writeFileDurably, type FileSystemSeam } from './durable
 import type { EventSink } from './event-log.js';
 import { JournalCorruptError, journalPathFor, readJournal } from './journal.js';
 import { OverlayMap, sortedValues, type RecordMap } from './overlay-map.js';
+import { ResourceIndex } from './resource-index.js';
 import { StoreFileError } from './store-file-error.js';
 
 export const RESOURCES_FILE = path.join('agent-resources', 'resources.json');
@@ -17,6 +18,8 @@ export const RESOURCES_FILE = path.join('agent-resources', 'resources.json');
 export interface ResourcesState {
   /** Committed: a Map; in a mutation's draft: an OverlayMap over it. */
   resources: RecordMap<StoredResource>;
+  /** The committed state's page order and search index (kept up to date by `apply`); none in a draft. */
+  index?: ResourceIndex;
 }
 const checkResource = Compile(StoredResource);
 
@@ -45,9 +48,14 @@ const resourcesCodec = (file: string, fs: FileSystemSeam, onBackup: (backupFile:
   apply(state, changes) {
     for (const change of changes as ResourceChange[]) {
       if (change !== null && typeof change === 'object' && 'put' in change && checkResource.Check(change.put)) {
-        state.resources.set(change.put.id, Object.freeze(change.put));
+        const previous = state.resources.get(change.put.id);
+        const record = Object.freeze(change.put);
+        state.resources.set(record.id, record);
+        state.index?.put(record, previous);
       } else if (change !== null && typeof change === 'object' && 'withdraw' in change && typeof change.withdraw === 'string') {
+        const previous = state.resources.get(change.withdraw);
         state.resources.delete(change.withdraw);
+        if (previous) state.index?.remove(previous);
       } else {
         throw new Error('holds an invalid change');
       }
@@ -71,7 +79,8 @@ export async function openResources(
   tuning: { maxBatch?: number; events?: EventSink },
   onBackup: (backupFile: string) => void = () => undefined,
 ) {
-  const state = await loadResources(file);
+  const loaded = await loadResources(file);
+  const state: ResourcesState = { ...loaded, index: new ResourceIndex(loaded.resources as Map<string, StoredResource>) };
   // The versioned file always exists, so the layout of a DATA_DIR is the same with or without a journal.
   if ((await readIfExists(file)) === undefined) await writeFileDurably(file, serializeResourcesFile([]), fs);
   try {

@@ -52,6 +52,8 @@ interface Entry {
    * caller's 200 is read over a real socket in test/machines/channel.test.ts).
    */
   stream?: true;
+  /** The same operation with other query parameters (a paged or searched read), held to the same matrix. */
+  alsoUrls?: string[];
 }
 
 const resource = { schemaVersion: 1, name: 'Tool', description: 'A tool.', instructions: 'Use it via $HUABU_RFS_URL.' };
@@ -61,7 +63,11 @@ const MATRIX: Record<string, Entry> = {
   'GET /healthz': { url: '/healthz', allowed: 'public', publicStatus: 200 },
   'GET /readyz': { url: '/readyz', allowed: 'public', publicStatus: 200 },
   'GET /metrics': { url: '/metrics', allowed: 'public', publicStatus: 200 },
-  'GET /api/acp/resources': { url: '/api/acp/resources', allowed: { owner: 200 } },
+  'GET /api/acp/resources': {
+    url: '/api/acp/resources',
+    allowed: { owner: 200 },
+    alsoUrls: ['/api/acp/resources?q=tool&limit=1', '/api/acp/resources?limit=1&provider=agentlet-a'],
+  },
   'GET /api/acp/resources/{id}': { url: '/api/acp/resources/tool-a', allowed: { owner: 200 } },
   'PATCH /api/acp/resources/{id}': {
     url: '/api/acp/resources/tool-a',
@@ -179,7 +185,11 @@ const MATRIX: Record<string, Entry> = {
     allowed: { canvasX: 410 },
     admittedCode: 'cursor_expired',
   },
-  'GET /api/rfs/{canvasId}/resources': { url: '/api/rfs/canvas-x/resources', allowed: { canvasX: 200 } },
+  'GET /api/rfs/{canvasId}/resources': {
+    url: '/api/rfs/canvas-x/resources',
+    allowed: { canvasX: 200 },
+    alsoUrls: ['/api/rfs/canvas-x/resources?q=tool&limit=1', '/api/rfs/canvas-x/resources?limit=1'],
+  },
   'GET /api/rfs/{canvasId}/resources/{id}': { url: '/api/rfs/canvas-x/resources/tool-a', allowed: { canvasX: 200 } },
   'GET /api/rfs/{canvasId}/skill': { url: '/api/rfs/canvas-x/skill', allowed: { canvasX: 200 } },
   'GET /api/rfs/{canvasId}/skill/{name}': { url: '/api/rfs/canvas-x/skill/huabu-access', allowed: { canvasX: 200 } },
@@ -316,34 +326,36 @@ t.test('every operation in the OpenAPI document has a matrix entry', async (t) =
 for (const [operation, entry] of Object.entries(MATRIX)) {
   t.test(operation, async (t) => {
     const { h, tokens, profileId } = await world(t);
-    const url = entry.url.replace('{profileId}', profileId);
-    const method = operation.split(' ')[0] as 'GET';
-    // Admitted principals last: their request may change state (revoke, withdraw).
-    const order = [...PRINCIPALS].sort(
-      (a, b) => Number(entry.allowed !== 'public' && a in entry.allowed) - Number(entry.allowed !== 'public' && b in entry.allowed),
-    );
-    for (const principal of order) {
-      if (entry.stream && entry.allowed !== 'public' && principal in entry.allowed) continue;
-      const token = tokens[principal];
-      const expected =
-        entry.allowed === 'public' ? entry.publicStatus! : UNAUTHENTICATED.includes(principal) ? 401 : (entry.allowed[principal] ?? 403);
-      const res = await h.app.inject({
-        method,
-        url,
-        headers: token ? { authorization: `Bearer ${token}` } : {},
-        ...(entry.payload === undefined ? {} : { payload: JSON.parse(JSON.stringify(entry.payload).replace('{profileId}', profileId)) }),
-      });
-      t.equal(res.statusCode, expected, `${principal} → ${expected}`);
-      if (entry.admittedCode && entry.allowed !== 'public' && principal in entry.allowed) {
-        t.equal(res.json().code, entry.admittedCode);
-        if (entry.admittedReason) t.equal(res.json().details?.reason, entry.admittedReason, 'admitted, then refused for its grant');
-      } else {
-        if (expected === 401) t.equal(res.json().code, 'unauthorized');
-        if (expected === 403) t.equal(res.json().code, 'forbidden');
+    for (const url of [entry.url, ...(entry.alsoUrls ?? [])].map((u) => u.replace('{profileId}', profileId))) await check(url);
+    async function check(url: string) {
+      const method = operation.split(' ')[0] as 'GET';
+      // Admitted principals last: their request may change state (revoke, withdraw).
+      const order = [...PRINCIPALS].sort(
+        (a, b) => Number(entry.allowed !== 'public' && a in entry.allowed) - Number(entry.allowed !== 'public' && b in entry.allowed),
+      );
+      for (const principal of order) {
+        if (entry.stream && entry.allowed !== 'public' && principal in entry.allowed) continue;
+        const token = tokens[principal];
+        const expected =
+          entry.allowed === 'public' ? entry.publicStatus! : UNAUTHENTICATED.includes(principal) ? 401 : (entry.allowed[principal] ?? 403);
+        const res = await h.app.inject({
+          method,
+          url,
+          headers: token ? { authorization: `Bearer ${token}` } : {},
+          ...(entry.payload === undefined ? {} : { payload: JSON.parse(JSON.stringify(entry.payload).replace('{profileId}', profileId)) }),
+        });
+        t.equal(res.statusCode, expected, `${url} ${principal} → ${expected}`);
+        if (entry.admittedCode && entry.allowed !== 'public' && principal in entry.allowed) {
+          t.equal(res.json().code, entry.admittedCode);
+          if (entry.admittedReason) t.equal(res.json().details?.reason, entry.admittedReason, 'admitted, then refused for its grant');
+        } else {
+          if (expected === 401) t.equal(res.json().code, 'unauthorized');
+          if (expected === 403) t.equal(res.json().code, 'forbidden');
+        }
+        if ((res.statusCode === 201 && /machines|canvas-tokens/.test(entry.url)) || (res.statusCode === 200 && /rotate$/.test(entry.url)))
+          recordIssuedToken(res.json().token);
+        if (res.statusCode === 201 && /grants/.test(entry.url)) recordIssuedToken(res.json().grant);
       }
-      if ((res.statusCode === 201 && /machines|canvas-tokens/.test(entry.url)) || (res.statusCode === 200 && /rotate$/.test(entry.url)))
-        recordIssuedToken(res.json().token);
-      if (res.statusCode === 201 && /grants/.test(entry.url)) recordIssuedToken(res.json().grant);
     }
   });
 }

@@ -255,6 +255,47 @@ t.test('fuzz every operation as every role', async (t) => {
   t.ok(cases >= RUNS * ROLES.length, `${cases} cases sent (seed ${SEED})`);
 });
 
+t.test('fuzz the search and page parameters of both catalogue lists: 200 or a 400 with its code, never a 5xx', async (t) => {
+  const h = await build(t, { env: { RATE_LIMIT_WRITES_PER_MINUTE: '0' } });
+  const machineA = await h.enroll('agentlet-a');
+  for (const id of ['web-search', 'web-fetch', 'image-tool', 'react-tool']) await h.put('agentlet-a', machineA, id);
+  const canvasX = await h.canvasToken('canvas-x', 'agentlet-a');
+  const hostile = fc.constantFrom(
+    "'; DROP TABLE resources; --",
+    '(.*)+[a-',
+    'a & b | !c <-> d:* \\',
+    'web\u0000\u0007\u001bsearch',
+    '%_ ** ?? $$ \'" `',
+    'x'.repeat(10_000),
+    'web '.repeat(9),
+    'ǅ 日本語 🙂',
+  );
+  const q = fc.oneof(hostile, fc.string({ maxLength: 300, unit: 'binary' }), fc.constantFrom('web', 'web sear', 'serch'));
+  const limit = fc.oneof(fc.integer({ min: -5, max: 600 }), fc.constantFrom('abc', '1.5', '', '1e2', '0x10'));
+  const cursor = fc.oneof(fc.string({ maxLength: 80 }), fc.constant('e30.AAAA'));
+  const input = fc.record({ q, limit, cursor }, { requiredKeys: [] });
+  const failures: string[] = [];
+  for (const [base, token] of [
+    ['/api/acp/resources', h.owner.authorization!.slice(7)],
+    ['/api/rfs/canvas-x/resources', canvasX],
+  ] as const) {
+    await fc
+      .assert(
+        fc.asyncProperty(input, async (query) => {
+          const url = `${base}?${new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString()}`;
+          const res = await h.app.inject({ url, headers: h.bearer(token) });
+          const code = res.statusCode === 400 ? String(res.json().code) : '';
+          const ok = res.statusCode === 200 || ['validation_failed', 'invalid_cursor', 'search_too_broad'].includes(code);
+          if (!ok) failures.push(`${url.slice(0, 120)}: ${res.statusCode} ${res.body.slice(0, 160)}`);
+          return ok;
+        }),
+        { numRuns: RUNS * 2, seed: SEED },
+      )
+      .catch(() => undefined);
+  }
+  t.same(failures.slice(0, 3), []);
+});
+
 t.test("fuzz a machine's answers to its jobs: whatever it posts, neither it nor the owner gets a 500", async (t) => {
   // Answers the route refuses leave their job to time out: a short timeout keeps the run short.
   const h = await build(t, { env: { RATE_LIMIT_WRITES_PER_MINUTE: '0', AUTH_FAILURES_PER_MINUTE: '0', AGENTLET_JOB_TIMEOUT_MS: '300' } });

@@ -67,12 +67,12 @@ t.test('an MCP client lists and reads what its canvas may see, exactly as RFS se
   const client = await connect(t, w);
   const { resources } = await client.listResources();
   const ids = resources.filter((r) => r.uri.startsWith('registry://resources/')).map((r) => r.name);
-  const rfs = await request(`${w.origin}/api/rfs/canvas-1/resources`, { headers: w.h.bearer(w.tokens.c1m1) });
+  const rfs = await request(`${w.origin}/api/rfs/canvas-1/resources?limit=500`, { headers: w.h.bearer(w.tokens.c1m1) });
   const catalogue = (await rfs.body.json()) as { resources: { id: string }[] };
   t.same(
     ids,
     catalogue.resources.map((r) => r.id),
-    'the same records as GET <rfs>/resources, in its order',
+    'the same records as GET <rfs>/resources, in the order of its pages',
   );
   t.ok(ids.includes('mine') && !ids.includes('theirs'), "its machine's records, never another machine's");
   t.same(
@@ -135,10 +135,75 @@ t.test('refused before any JSON-RPC, in our envelope: no token 401, another canv
   await late.body.dump();
 });
 
+t.test('resources/list pages with nextCursor; find_resources searches what the canvas may read, grant or not', async (t) => {
+  const w = await world(t);
+  const names = Array.from({ length: 230 }, (_, i) => `tool-${String(i).padStart(3, '0')}`);
+  const bulk = await w.h.app.inject({
+    method: 'PUT',
+    url: '/api/acp/providers/mac-1/resources',
+    headers: w.h.bearer(w.machines.m1),
+    payload: {
+      resources: names.map((id) => ({ schemaVersion: 1, id, name: `Tool ${id}`, description: `Tool ${id}.`, instructions: 'Use it.' })),
+    },
+  });
+  t.equal(bulk.statusCode, 200, bulk.body);
+  t.equal((await w.h.put('mac-1', w.machines.m1, 'pdf-reader', { description: 'Reads PDF files aloud.' })).statusCode, 201);
+  t.equal((await w.h.put('mac-2', w.machines.m2, 'pdf-writer', { description: 'Writes PDF files.' })).statusCode, 201);
+  const client = await connect(t, w);
+  const listed: string[] = [];
+  let cursor: string | undefined;
+  let pages = 0;
+  do {
+    const page = await client.listResources(cursor === undefined ? {} : { cursor });
+    listed.push(...page.resources.filter((r) => r.uri.startsWith('registry://resources/')).map((r) => r.name));
+    cursor = page.nextCursor;
+    pages++;
+  } while (cursor !== undefined);
+  t.ok(pages >= 3, `${pages} pages of at most 100 records`);
+  const rfs = await request(`${w.origin}/api/rfs/canvas-1/resources`, { headers: w.h.bearer(w.tokens.c1m1) });
+  const all = ((await rfs.body.json()) as { resources: { id: string }[] }).resources.map((r) => r.id);
+  t.same([...listed].sort(), [...all].sort(), 'every record the canvas may read, once');
+  t.equal(new Set(listed).size, listed.length);
+  await t.rejects(client.listResources({ cursor: 'not-a-cursor' }), /-32602|Invalid/, 'a cursor the list did not hand out');
+
+  const found = (await client.callTool({ name: 'find_resources', arguments: { query: 'pdf' } })) as CallToolResult;
+  t.notOk(found.isError);
+  t.same(
+    found.structuredContent,
+    {
+      resources: [
+        { id: 'pdf-reader', title: 'Name of pdf-reader', description: 'Reads PDF files aloud.', uri: 'registry://resources/pdf-reader' },
+      ],
+    },
+    "its machine's match, never another machine's",
+  );
+  t.same(found.content, [{ type: 'text', text: JSON.stringify(found.structuredContent) }]);
+  const read = await client.readResource({ uri: 'registry://resources/pdf-reader' });
+  t.match(read.contents[0], { uri: 'registry://resources/pdf-reader' }, 'then read what it found');
+  const limited = (await client.callTool({ name: 'find_resources', arguments: { query: 'tool', limit: 3 } })) as CallToolResult;
+  t.equal((limited.structuredContent as { resources: unknown[] }).resources.length, 3);
+  for (const args of [
+    {},
+    { query: '' },
+    { query: 'x', limit: 0 },
+    { query: 'x', limit: 51 },
+    { query: 'x', extra: 1 },
+    { query: 'y'.repeat(300) },
+  ]) {
+    const bad = (await client.callTool({ name: 'find_resources', arguments: args })) as CallToolResult;
+    t.equal(bad.isError, true, JSON.stringify(args).slice(0, 60));
+    t.match(bad.structuredContent, { code: 'validation_failed' });
+  }
+});
+
 t.test('tools are the hosted capabilities the grant allows; a call goes through the invocation service', async (t) => {
   const w = await world(t);
   const bare = await connect(t, w);
-  t.same((await bare.listTools()).tools, [], 'without a grant, no tools');
+  t.same(
+    (await bare.listTools()).tools.map((tool) => tool.name),
+    ['find_resources'],
+    'without a grant, no hosted capability: only the search',
+  );
   const refused = (await bare.callTool({ name: 'web-search', arguments: { query: 'lichen' } })) as CallToolResult;
   t.equal(refused.isError, true, 'and a call is refused');
   t.match(refused.structuredContent, { code: 'forbidden', details: { reason: 'grant_invalid' } });
@@ -161,7 +226,11 @@ t.test('tools are the hosted capabilities the grant allows; a call goes through 
     },
   );
   const otherThread = await connect(t, w, { grant: w.grants.t1, thread: 'thread-4' });
-  t.same((await otherThread.listTools()).tools, [], "a grant sent with another thread's ID lists nothing");
+  t.same(
+    (await otherThread.listTools()).tools.map((tool) => tool.name),
+    ['find_resources'],
+    "a grant sent with another thread's ID lists no capability",
+  );
 
   const seen = w.endpoint.next();
   const result = (await client.callTool({

@@ -72,6 +72,31 @@ t.test('typed calls succeed against a real registry', async (t) => {
   ]);
 });
 
+t.test('the page iterators walk the owner catalogue and an agent catalogue by Link rel="next"', async (t) => {
+  const reg = await startRegistry(t);
+  const token = await reg.h.enroll(MACHINE);
+  const provider = new RegistryClient({ baseUrl: reg.url, token });
+  await provider.reconcileProviderResources(MACHINE, { resources: ['alpha', 'beta', 'gamma', 'delta', 'web-search'].map(record) });
+  const owner = new RegistryClient({ baseUrl: reg.url, token: CANARY.owner });
+  const pages: string[][] = [];
+  for await (const page of owner.cataloguePages({ limit: 2, provider: MACHINE })) pages.push(page.resources.map((r) => r.id));
+  t.same(pages, [['alpha', 'beta'], ['delta', 'gamma'], ['web-search']], 'every record once, two at a time');
+  const found: string[] = [];
+  for await (const page of owner.cataloguePages({ q: 'web', limit: 1 })) found.push(...page.resources.map((r) => r.id));
+  t.same(found, ['web-search']);
+  const canvasToken = await reg.h.canvasToken('canvas-client', MACHINE);
+  const agent = new RegistryClient({ baseUrl: reg.url, token: canvasToken });
+  const seen: string[] = [];
+  for await (const page of agent.rfsPages('canvas-client', { limit: 3 })) seen.push(...page.resources.map((r) => r.id));
+  t.same(seen, ['alpha', 'beta', 'delta', 'gamma', 'web-search']);
+  const refused = await caught(
+    (async () => {
+      for await (const _ of owner.cataloguePages({ limit: 0 })) void _;
+    })(),
+  );
+  t.match(refused, { name: 'RegistryError', code: 'validation_failed' });
+});
+
 t.test('every route through client.api: an owner, a provider and an agent call, typed, errors thrown', async (t) => {
   const reg = await startRegistry(t);
   const machineToken = await reg.h.enroll(MACHINE);

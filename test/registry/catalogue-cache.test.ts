@@ -1,7 +1,7 @@
 // The catalogue cache on its own: which body a read gets at which revision, when a body is rebuilt, and how
 // If-None-Match is matched. The HTTP side (codings, Vary, 304 per coding) is test/http/compression.test.ts.
 import t from 'tap';
-import { CatalogueCache, etagMatches, MIN_COMPRESSED_BYTES } from '../../src/registry/catalogue-cache.js';
+import { catalogueBody, CatalogueCache, etagMatches, MIN_COMPRESSED_BYTES, viewLabel } from '../../src/registry/catalogue-cache.js';
 import type { StoredResource } from '../../src/schemas/resource.js';
 
 const record = (id: string, description = 'd'.repeat(MIN_COMPRESSED_BYTES)): StoredResource => ({
@@ -76,5 +76,24 @@ t.test('If-None-Match: lists, weak tags and `*`, and nothing else', (t) => {
   t.notOk(etagMatches('"abc-br"', etag), "another coding's tag");
   t.notOk(etagMatches('"aW/bc"', etag), '`W/` counts only as a prefix');
   t.notOk(etagMatches('abc', etag), 'an unquoted value');
+  t.end();
+});
+
+t.test('a per-request body is built as a cached one is, but kept by nobody and never compressed', async (t) => {
+  const { cache, rebuilt } = counted();
+  const records = [record('a'), record('b')];
+  const cached = await cache.get('1', 'all', 1, () => Promise.resolve(records));
+  const page = catalogueBody(records, 1, undefined, { kept: false });
+  t.equal(page.body, cached.body, 'the same bytes for the same records');
+  t.equal(page.etag, cached.etag, 'and the same ETag');
+  t.equal(page.compressible, false, 'not compressed for one read');
+  t.equal(cache.hit('1', 'all', 1), cached, 'the cache is untouched');
+  t.same(rebuilt, ['all'], 'and counted no rebuild for it');
+});
+
+t.test("a view's metric label is its kind, never a provider or machine ID", (t) => {
+  t.equal(viewLabel('all'), 'all');
+  t.equal(viewLabel('provider:agentlet-a'), 'provider');
+  t.equal(viewLabel('machine:m-0001'), 'machine');
   t.end();
 });

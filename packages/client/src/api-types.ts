@@ -72,8 +72,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Read the whole catalogue
-         * @description All records sorted by id, optionally of one provider, in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`). As record v2, the whole catalogue (no `provider`) also carries `manageableResourceIds`: the IDs the owner may import again, refresh or delete (`[]` when none); a v1 body, and a list of one provider, is `{resources}` alone. Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding.
+         * Read the catalogue, whole or a page at a time
+         * @description Without `q`, `limit` and `cursor`: all records sorted by id, optionally of one provider, in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`). As record v2, the whole catalogue (no `provider`) also carries `manageableResourceIds`: the IDs the owner may import again, refresh or delete (`[]` when none); a v1 body, and a list of one provider, is `{resources}` alone. Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding. With any of `q`, `limit`, `cursor`: one page of the same body (`manageableResourceIds` then names the page's manageable records), in (provider, id) order or by relevance with `q`, and `Link: <…>; rel="next"` while more remain; a walk through the pages yields every record that existed for the whole walk exactly once, whatever is written meanwhile.
          */
         get: operations["listResources"];
         put?: never;
@@ -653,7 +653,7 @@ export interface paths {
         };
         /**
          * Read the agent's catalogue
-         * @description The host's records and those of the token's machine, sorted by id, in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`). Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding.
+         * @description The host's records and those of the token's machine, sorted by id, in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`). Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding. With any of `q`, `limit`, `cursor`: one page of the same body, in (provider, id) order or by relevance with `q` (only the records this token may read are searched), and `Link: <…>; rel="next"` while more remain; a walk through the pages yields every record that existed for the whole walk exactly once.
          */
         get: operations["listRfsResources"];
         put?: never;
@@ -965,6 +965,12 @@ export interface operations {
                 provider?: string;
                 /** @description Representation: `1` (v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). Without it: `1`, or `2` when the service runs with `HUABU_COMPAT=1`. */
                 schemaVersion?: 1 | 2;
+                /** @description Search: records whose ID, name, displayName, description or body hold every word (the last word also as a prefix; words of 5 to 16 letters also one edit away), most relevant first (ID, name and displayName weigh more than the description, which weighs more than the body), then by (provider, id). At most 8 words. Answers a page (`limit`, default 100). */
+                q?: string;
+                /** @description Page size, 1..500: answers that many records at most, in (provider, id) order (relevance with `q`), with `Link: <…>; rel="next"` while more remain. */
+                limit?: number;
+                /** @description Opaque: the next page, as the `Link` header of the previous page names it. Bound to the list, the caller and the query it was handed out for; any other is 400 `invalid_cursor`. */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -981,6 +987,8 @@ export interface operations {
                     vary?: "Accept-Encoding";
                     /** @description Present when the body is compressed: `br` or `gzip` as `Accept-Encoding` ranks them (br on a tie); absent without `Accept-Encoding` and for bodies under 1 KiB. */
                     "content-encoding"?: "br" | "gzip";
+                    /** @description On a page (`q`, `limit` or `cursor` given) while more records remain: `<path?…&cursor=…>; rel="next"`, the same query with the next cursor. */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1075,7 +1083,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `validation_failed` */
+            /** @description `validation_failed`, `invalid_cursor`, `search_too_broad` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9429,6 +9437,12 @@ export interface operations {
             query?: {
                 /** @description Representation: `1` (v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). Without it: `1`, or `2` when the service runs with `HUABU_COMPAT=1`. */
                 schemaVersion?: 1 | 2;
+                /** @description Search: records whose ID, name, displayName, description or body hold every word (the last word also as a prefix; words of 5 to 16 letters also one edit away), most relevant first (ID, name and displayName weigh more than the description, which weighs more than the body), then by (provider, id). At most 8 words. Answers a page (`limit`, default 100). */
+                q?: string;
+                /** @description Page size, 1..500: answers that many records at most, in (provider, id) order (relevance with `q`), with `Link: <…>; rel="next"` while more remain. */
+                limit?: number;
+                /** @description Opaque: the next page, as the `Link` header of the previous page names it. Bound to the list, the caller and the query it was handed out for; any other is 400 `invalid_cursor`. */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -9451,6 +9465,8 @@ export interface operations {
                     vary?: "Accept-Encoding";
                     /** @description Present when the body is compressed: `br` or `gzip` as `Accept-Encoding` ranks them (br on a tie); absent without `Accept-Encoding` and for bodies under 1 KiB. */
                     "content-encoding"?: "br" | "gzip";
+                    /** @description On a page (`q`, `limit` or `cursor` given) while more records remain: `<path?…&cursor=…>; rel="next"`, the same query with the next cursor. */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9516,7 +9532,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `validation_failed` */
+            /** @description `validation_failed`, `invalid_cursor`, `search_too_broad` */
             400: {
                 headers: {
                     [name: string]: unknown;

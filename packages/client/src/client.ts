@@ -18,6 +18,21 @@ export type ReconcileRequest = JsonContent<ReconcileOperation['requestBody']>;
 export type ReconcileResponse = JsonContent<ReconcileOperation['responses'][200]>;
 /** Answer of `GET /api/acp/providers/{provider}/resources`. */
 export type ProviderResourceList = JsonContent<ListOperation['responses'][200]>;
+/** Answer of `GET /api/acp/resources` (the owner catalogue, whole or one page). */
+export type CatalogueList = JsonContent<operations['listResources']['responses'][200]>;
+/** The query of an owner catalogue page: `q`, `limit`, `provider`, `schemaVersion` (the cursor is the iterator's). */
+export type CataloguePageQuery = Omit<NonNullable<operations['listResources']['parameters']['query']>, 'cursor'>;
+/** Answer of `GET /api/rfs/{canvasId}/resources` (an agent's catalogue, whole or one page). */
+export type RfsList = JsonContent<operations['listRfsResources']['responses'][200]>;
+/** The query of an RFS page: `q`, `limit`, `schemaVersion`. */
+export type RfsPageQuery = Omit<NonNullable<operations['listRfsResources']['parameters']['query']>, 'cursor'>;
+
+/** The cursor of the `rel="next"` link of a `Link` header, if there is one. */
+export function nextCursor(link: string | null): string | undefined {
+  const target = /<([^>]*)>\s*;\s*rel="?next"?/.exec(link ?? '')?.[1];
+  return target === undefined ? undefined : (new URL(target, 'http://registry.invalid').searchParams.get('cursor') ?? undefined);
+}
+
 /** The registry's error envelope, as every error answer carries it. */
 export type ErrorBody = JsonContent<ReconcileOperation['responses'][409]>;
 
@@ -178,6 +193,37 @@ export class RegistryClient {
   }
 
   /**
+   * The owner catalogue a page at a time (`GET /api/acp/resources` with `limit`, default 100), following
+   * `Link: rel="next"` until the last page: with `q`, the matches most relevant first; without, every record
+   * once in (provider, id) order, whatever is written meanwhile. Yields each page's answer.
+   */
+  async *cataloguePages(query: CataloguePageQuery = {}): AsyncGenerator<CatalogueList, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const { data, response } = await this.api.GET('/api/acp/resources', {
+        params: { query: { limit: 100, ...query, ...(cursor === undefined ? {} : { cursor }) } },
+      });
+      yield data!;
+      cursor = nextCursor(response.headers.get('link'));
+    } while (cursor !== undefined);
+  }
+
+  /**
+   * An agent's catalogue a page at a time (`GET /api/rfs/{canvasId}/resources` with a canvas token as
+   * `token`), as `cataloguePages` walks the owner's.
+   */
+  async *rfsPages(canvasId: string, query: RfsPageQuery = {}): AsyncGenerator<RfsList, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const { data, response } = await this.api.GET('/api/rfs/{canvasId}/resources', {
+        params: { path: { canvasId }, query: { limit: 100, ...query, ...(cursor === undefined ? {} : { cursor }) } },
+      });
+      yield data!;
+      cursor = nextCursor(response.headers.get('link'));
+    } while (cursor !== undefined);
+  }
+
+  /**
    * The transport every call goes through: the token added, the time bounded, no redirect followed, the body
    * read within the byte bound; a success without JSON and every error answer thrown as this client's errors.
    */
@@ -188,6 +234,7 @@ export class RegistryClient {
     const signal = AbortSignal.timeout(this.#timeoutMs);
     let status: number;
     let contentType: string;
+    let link: string | null;
     let text: string;
     try {
       const body = request.body === null ? undefined : await request.text();
@@ -201,6 +248,7 @@ export class RegistryClient {
       });
       status = res.status;
       contentType = res.headers.get('content-type') ?? '';
+      link = res.headers.get('link');
       text = await this.#readText(res);
     } catch (err) {
       if (err instanceof RegistryResponseError) throw err;
@@ -219,7 +267,7 @@ export class RegistryClient {
       if (status === 204 || status === 205) return new Response(null, { status });
       if (json === undefined)
         throw new RegistryResponseError('not_json', status, `status ${status} from ${this.baseUrl} without a JSON body`);
-      return new Response(text, { status, headers: { 'content-type': 'application/json' } });
+      return new Response(text, { status, headers: { 'content-type': 'application/json', ...(link === null ? {} : { link }) } });
     }
     if (isEnvelope(json)) throw new RegistryError(json);
     throw new RegistryResponseError(

@@ -11,6 +11,7 @@ import { AUDIT_FILE, JsonFileStore } from '../json-file-store.js';
 import { logFilesOldestFirst } from '../append-log.js';
 import type { AuditEntry } from '../../registry/store.js';
 import { PostgresStore } from './postgres-store.js';
+import { indexUnindexedResources } from './resources.js';
 import { LARGE_ROW_COUNT, silentProgress, type Progress } from '../../progress.js';
 import { escapeControlCharactersDeep } from '../../text/control-characters.js';
 
@@ -172,7 +173,8 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string, re
          SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::boolean[])
          ON CONFLICT (id) DO UPDATE SET provider = EXCLUDED.provider, schema_version = EXCLUDED.schema_version, name = EXCLUDED.name,
            description = EXCLUDED.description, instructions = EXCLUDED.instructions, source_content = EXCLUDED.source_content,
-           display_name = EXCLUDED.display_name, user_content = EXCLUDED.user_content, imported = EXCLUDED.imported, updated_at = now()
+           display_name = EXCLUDED.display_name, user_content = EXCLUDED.user_content, imported = EXCLUDED.imported, updated_at = now(),
+           search_source = NULL
          WHERE (t.provider, t.schema_version, t.name, t.description, t.instructions, t.source_content, t.display_name, t.user_content, t.imported)
            IS DISTINCT FROM (EXCLUDED.provider, EXCLUDED.schema_version, EXCLUDED.name, EXCLUDED.description, EXCLUDED.instructions,
              EXCLUDED.source_content, EXCLUDED.display_name, EXCLUDED.user_content, EXCLUDED.imported)`,
@@ -190,6 +192,7 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string, re
           ],
         )
       ).rowCount ?? 0;
+    await indexUnindexedResources(client);
     progress.advance(r.length);
     const m = snapshot.machines;
     written.machines =

@@ -263,6 +263,25 @@ END
 $$;
 `,
   },
+  {
+    version: 7,
+    name: 'catalogue-search',
+    // Full-text search of the catalogue (docs/decisions/search-and-pages.md). The provider's texts and the
+    // owner's are separate vectors (a provider's upsert rewrites only its own; the owner's customization only
+    // the owner's), written by the application from the words of src/registry/search.ts `searchWords`
+    // (weights: A the ID, name and displayName; B the description; C the body); \`search\` is their union,
+    // GIN-indexed. A row written before this migration has no provider vector until the store fills it at
+    // start. Pages walk (provider, id) in byte order on their own index.
+    sql: `
+ALTER TABLE resources ADD COLUMN search_source tsvector;
+ALTER TABLE resources ADD COLUMN search_display tsvector NOT NULL DEFAULT ''::tsvector;
+ALTER TABLE resources ADD COLUMN search_notes tsvector NOT NULL DEFAULT ''::tsvector;
+ALTER TABLE resources ADD COLUMN search tsvector
+  GENERATED ALWAYS AS (COALESCE(search_source, ''::tsvector) || search_display || search_notes) STORED;
+CREATE INDEX resources_search_idx ON resources USING gin (search);
+CREATE INDEX resources_page_idx ON resources (provider COLLATE "C", id COLLATE "C");
+`,
+  },
 ];
 
 export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

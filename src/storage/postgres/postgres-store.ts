@@ -19,7 +19,16 @@ import type { AgentProfile } from '../../schemas/profile.js';
 import type { ReconcileResult, StoredResource } from '../../schemas/resource.js';
 import type { WorkloadRecord } from '../../schemas/workload.js';
 import type { BatchObserver } from '../durable-document.js';
-import type { AuditEntry, AuditIntent, MachineRecord, ProfileEntry, Registered, RegistryStore } from '../../registry/store.js';
+import type {
+  AuditEntry,
+  AuditIntent,
+  FindRequest,
+  FoundResource,
+  MachineRecord,
+  ProfileEntry,
+  Registered,
+  RegistryStore,
+} from '../../registry/store.js';
 import type { ChangeFeed, EventDraft } from '../../registry/events.js';
 import { AuditRetention, insertAudit } from './audit.js';
 import { ChangeListener } from './change-listener.js';
@@ -30,7 +39,7 @@ import { PgMachines } from './machines.js';
 import { migrate, type MigrationReport } from './migrations.js';
 import { DatabaseUnavailableError } from './pg-errors.js';
 import { PgProfiles, rekeyAliasesAtOpen } from './profiles.js';
-import { PgResources, registerResources } from './resources.js';
+import { indexUnindexedResources, PgResources, registerResources } from './resources.js';
 import { PgWorkloads } from './workloads.js';
 
 export interface PostgresStoreOptions {
@@ -152,6 +161,7 @@ export class PostgresStore implements RegistryStore {
         const report = await migrate(client);
         if (report.applied.length > 0) options.onMigrated?.(report);
         await rekeyAliasesAtOpen(client, log);
+        await indexUnindexedResources(client);
       } finally {
         client.release();
       }
@@ -195,6 +205,10 @@ export class PostgresStore implements RegistryStore {
 
   listResources(): Promise<readonly StoredResource[]> {
     return this.#resources.list();
+  }
+
+  findResources(request: FindRequest): Promise<readonly FoundResource[]> {
+    return this.#resources.find(request);
   }
 
   getResource(id: string): Promise<StoredResource | undefined> {

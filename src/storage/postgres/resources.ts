@@ -6,12 +6,13 @@ import { AppError } from '../../errors.js';
 import { carryOwnerFields, conflictError, planReconcile, planWithdraw, sameRecord } from '../../registry/ownership.js';
 import type { RecordUsage } from '../../registry/record-quota.js';
 import { withOwnerFields, type CustomizationPatch } from '../../registry/resource-versions.js';
-import type { AuditIntent, Registered } from '../../registry/store.js';
+import type { AuditIntent, FindRequest, FoundResource, Registered } from '../../registry/store.js';
 import type { ReconcileResult, StoredResource } from '../../schemas/resource.js';
 import { reconcileEntries } from '../../audit/audit-trail.js';
 import { insertAudit, type AuditRetention } from './audit.js';
 import { MAX_ATTEMPTS, type PgDatabase, type Queryable } from './database.js';
 import type { OpOutcome } from './group-commit.js';
+import { findResources, indexUnindexed, SEARCH_STATEMENT_TIMEOUT, sourceVectorSql, sourceWords, wordsText } from './resource-search.js';
 
 interface ResourceRow {
   id: string;
@@ -78,19 +79,21 @@ async function upsertResources(
   client: Queryable,
   records: readonly StoredResource[],
 ): Promise<Map<string, { created: boolean; stored: StoredResource }>> {
-  const values = records.map(sourceValues);
+  const values = records.map((r) => [...sourceValues(r), ...sourceWords(r)] as const);
   const { rows } = await client.query<ResourceRow & { created: boolean }>({
     name: 'arr_put_resources',
-    text: `INSERT INTO resources AS r (${SOURCE_COLUMNS})
-     SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[])
+    text: `INSERT INTO resources AS r (${SOURCE_COLUMNS}, search_source)
+     SELECT u.id, u.provider, u.schema_version, u.name, u.description, u.instructions, u.source_content, ${sourceVectorSql('u.k', 'u.s', 'u.b')}
+     FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
+       AS u(id, provider, schema_version, name, description, instructions, source_content, k, s, b)
      ON CONFLICT (id) DO UPDATE SET schema_version = EXCLUDED.schema_version, name = EXCLUDED.name,
        description = EXCLUDED.description, instructions = EXCLUDED.instructions,
-       source_content = EXCLUDED.source_content, updated_at = now()
+       source_content = EXCLUDED.source_content, search_source = EXCLUDED.search_source, updated_at = now()
      WHERE r.provider = EXCLUDED.provider
        AND (r.schema_version, r.name, r.description, r.instructions, r.source_content)
            IS DISTINCT FROM (EXCLUDED.schema_version, EXCLUDED.name, EXCLUDED.description, EXCLUDED.instructions, EXCLUDED.source_content)
      RETURNING ${RESOURCE_COLUMNS}, (xmax = 0) AS created`,
-    values: [0, 1, 2, 3, 4, 5, 6].map((i) => values.map((v) => v[i])),
+    values: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map((i) => values.map((v) => v[i])),
   });
   return new Map(rows.map((r) => [r.id, { created: r.created, stored: resourceOf(r) }]));
 }
@@ -185,6 +188,11 @@ export async function registerResources(
   return { outcomes, changed };
 }
 
+/** Fills the search vectors of rows that have none (at start, after an import). */
+export function indexUnindexedResources(client: Queryable): Promise<number> {
+  return indexUnindexed<ResourceRow>(client, RESOURCE_COLUMNS, resourceOf);
+}
+
 export class PgResources {
   /** Local revision of the resources: bumped by this replica's commits and by every notification. */
   #counter = 0;
@@ -214,6 +222,27 @@ export class PgResources {
     return this.db.guard(async () => {
       const { rows } = await this.db.query<ResourceRow>(`SELECT ${RESOURCE_COLUMNS} FROM resources ORDER BY id COLLATE "C"`);
       return rows.map(resourceOf);
+    });
+  }
+
+  find(request: FindRequest): Promise<readonly FoundResource[]> {
+    if (!request.terms || request.terms.length === 0) {
+      return this.db.guard(() => findResources<ResourceRow>(this.db.pooled, RESOURCE_COLUMNS, resourceOf, request));
+    }
+    return this.db.guard(async () => {
+      try {
+        return await this.db.transaction(async (client) => {
+          await client.query(SEARCH_STATEMENT_TIMEOUT);
+          return findResources<ResourceRow>(client, RESOURCE_COLUMNS, resourceOf, request);
+        });
+      } catch (err) {
+        if ((err as { code?: unknown }).code === '57014') {
+          throw new AppError('search_too_broad', 'The search matches too much to rank in time; add a word or a longer one.', {
+            field: '/q',
+          });
+        }
+        throw err;
+      }
     });
   }
 
@@ -256,9 +285,19 @@ export class PgResources {
     return this.db.guard(async () => {
       const { rows } = await this.db.query<ResourceRow>(
         `UPDATE resources SET display_name = CASE WHEN $2 THEN $3 ELSE display_name END,
-           user_content = COALESCE($4, user_content), imported = COALESCE($5, imported), updated_at = now()
+           user_content = COALESCE($4, user_content), imported = COALESCE($5, imported), updated_at = now(),
+           search_display = CASE WHEN $2 THEN setweight(to_tsvector('simple', $6), 'A') ELSE search_display END,
+           search_notes = CASE WHEN $4::text IS NULL THEN search_notes ELSE setweight(to_tsvector('simple', $7), 'C') END
          WHERE id = $1 RETURNING ${RESOURCE_COLUMNS}`,
-        [id, patch.displayName !== undefined, patch.displayName ?? null, patch.userContent ?? null, patch.imported ?? null],
+        [
+          id,
+          patch.displayName !== undefined,
+          patch.displayName ?? null,
+          patch.userContent ?? null,
+          patch.imported ?? null,
+          wordsText(patch.displayName ?? ''),
+          wordsText(patch.userContent ?? ''),
+        ],
       );
       if (rows.length === 0) throw new AppError('resource_not_found', `No resource with ID ${id}.`, { id });
       this.changed();

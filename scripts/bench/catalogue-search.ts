@@ -1,0 +1,111 @@
+// `npm run bench:search`: what a searched or paged catalogue read costs next to a single-record RFS read, on
+// the real server (a child process) loaded by autocannon (another), at two catalogue sizes, side by side in
+// one run. Per size: a single-record read `GET <rfs>/resources/<id>`; a selective search page
+// (`?q=bm0 17&limit=20`: two words, the last a prefix); a broad search page (`?q=benchmark&limit=20`: a word
+// every record holds, so every record in the scope is a match to rank); a page of 100 without `q`, from a
+// cursor in the middle of the walk. Variants alternate order each round (harness `compare`); medians of the
+// rounds' p99 and p50 and their ratio to the single read.
+//
+// Knobs: BENCH_SEARCH_SCALES (2000,20000), BENCH_RUNS (3), BENCH_DURATION (2 s), BENCH_WARMUP (1 s),
+// BENCH_CONNECTIONS (10), BENCH_STORE=postgres with BENCH_DATABASE_URL (a server where databases may be created).
+import { request } from 'undici';
+import {
+  canvasToken,
+  CANVAS_ID,
+  compare,
+  killChildren,
+  newCredentials,
+  prepareDataDir,
+  removeDir,
+  runLoad,
+  seededId,
+  startServer,
+  tempRoot,
+  type Variant,
+} from './harness.js';
+
+const num = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+const scales = (process.env.BENCH_SEARCH_SCALES ?? '2000,20000').split(',').map(Number);
+const runs = num('BENCH_RUNS', 3);
+const durationSec = num('BENCH_DURATION', 2);
+const warmupSec = num('BENCH_WARMUP', 1);
+const connections = num('BENCH_CONNECTIONS', 10);
+const store = process.env.BENCH_STORE === 'postgres' ? 'postgres' : 'json';
+
+async function main(): Promise<void> {
+  const root = await tempRoot();
+  const creds = newCredentials();
+  const token = canvasToken(creds);
+  const headers = { authorization: `Bearer ${token}` };
+  const rows: string[] = [];
+  try {
+    for (const count of scales) {
+      const dir = await prepareDataDir(root, count, creds);
+      // The load is the point: the event-loop guard would answer 503 to part of it.
+      const server = await startServer(dir, creds, {
+        MAX_EVENT_LOOP_DELAY_MS: '0',
+        ...(store === 'postgres' ? { BENCH_STORE: 'postgres' } : {}),
+      });
+      try {
+        const base = `/api/rfs/${CANVAS_ID}/resources`;
+        // A cursor half way through the canvas's walk (the host's and bm0's records: 2/5 of the catalogue).
+        const half = Math.max(1, Math.min(500, Math.floor((count * 2) / 5 / 2)));
+        let cursor: string | undefined;
+        for (let walked = 0; walked < (count * 2) / 5 / 2; walked += half) {
+          const res = await request(`${server.url}${base}?limit=${half}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, {
+            headers,
+          });
+          await res.body.dump();
+          const link = String(res.headers.link ?? '');
+          const next = /cursor=([^&>]+)/.exec(link)?.[1];
+          if (!next) break;
+          cursor = decodeURIComponent(next);
+        }
+        // The first search builds the JSON store's index (once per start): not part of what is measured.
+        await (await request(`${server.url}${base}?q=warm&limit=1`, { headers })).body.dump();
+        const get = (name: string, path: string): Variant => ({
+          name,
+          run: (sec) =>
+            runLoad({ url: server.url, connections, durationSec: sec, expectStatus: [200], request: { kind: 'get', path, headers } }),
+        });
+        const variants = [
+          get('single read', `${base}/${seededId('bm0', 1)}`),
+          get('search, selective (q=bm0 17, limit=20)', `${base}?q=bm0%2017&limit=20`),
+          get('search, broad (q=benchmark, limit=20)', `${base}?q=benchmark&limit=20`),
+          get('page of 100, no q (mid-walk cursor)', `${base}?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`),
+        ];
+        const result = await compare(variants, runs, durationSec, warmupSec);
+        const single = result['single read']!;
+        for (const v of variants) {
+          const r = result[v.name]!;
+          rows.push(
+            [
+              store,
+              String(count),
+              v.name.padEnd(42),
+              r.p50.toFixed(1).padStart(7),
+              r.p99.toFixed(1).padStart(7),
+              (r.p99 / single.p99).toFixed(2).padStart(6),
+              r.perSecond.toFixed(0).padStart(7),
+              r.unexpected + r.errors > 0 ? ` (${r.unexpected} unexpected, ${r.errors} errors)` : '',
+            ].join(' | '),
+          );
+        }
+      } finally {
+        await server.stop();
+      }
+    }
+  } finally {
+    await removeDir(root);
+  }
+  console.log(`catalogue search and pages: medians of ${runs} rounds of ${durationSec} s, ${connections} connections`);
+  console.log(['store', 'records', 'read'.padEnd(42), 'p50 ms', 'p99 ms', 'p99 ×', 'req/s'].join(' | '));
+  for (const row of rows) console.log(row);
+}
+
+process.on('exit', killChildren);
+main().catch((err: unknown) => {
+  console.error(err);
+  killChildren();
+  process.exit(1);
+});
