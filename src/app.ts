@@ -247,7 +247,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       (view) => metrics.catalogueRebuilds.inc({ view: view.split(':')[0] }),
       (view, encoding) => metrics.catalogueCompressions.inc({ view: view.split(':')[0], encoding }),
     );
-    const capabilities = new CapabilityProjection(store, config.requiredResourceIds, config.hostedCapabilities.ids);
+    const capabilities = new CapabilityProjection(store, config.requiredResourceIds, config.hostedCapabilities.ids, config.contextBudgetTokens);
     const deps: RouteDeps = {
       config,
       credentials,

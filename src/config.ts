@@ -26,6 +26,8 @@ export const DEFAULT_RECORDS_PER_MACHINE = MAX_RECONCILE_RESOURCES;
 export const DEFAULT_RECORD_BYTES_PER_MACHINE = 8 * 1024 * 1024;
 /** Bytes of JSON one MCP POST's answer may reach before its later reads are refused (MCP_ANSWER_BYTES). */
 export const DEFAULT_MCP_ANSWER_BYTES = 4 * 1024 * 1024;
+/** Tokens of resource names and descriptions an agent may hold from its start before it is warned about (CONTEXT_BUDGET_TOKENS). */
+export const DEFAULT_CONTEXT_BUDGET_TOKENS = 16_000;
 /** The change log keeps the newest this many events (EVENTS_RETAIN_COUNT) ... */
 export const DEFAULT_EVENTS_RETAIN_COUNT = 100_000;
 /** ... and none older than this many days (EVENTS_RETAIN_DAYS). */
@@ -113,6 +115,8 @@ export interface Config {
    * and `resources/list` answers are JSON-RPC errors (docs/mcp.md).
    */
   mcpAnswerBytes: number;
+  /** CONTEXT_BUDGET_TOKENS: above it an agent's always-loaded tokens are a `context_budget_exceeded` warning; 0: never. */
+  contextBudgetTokens: number;
   /** OpenTelemetry traces, from the standard `OTEL_*` variables; unset: nothing of OpenTelemetry is loaded. */
   tracing?: TracingConfig;
 }
@@ -170,6 +174,7 @@ export const Env = Type.Object({
   HUABU_COMPAT: Type.Optional(Type.Union(['1', '0', 'true', 'false'].map((v) => Type.Literal(v)))),
   AGENTLET_JOB_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   MCP_ANSWER_BYTES: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{5,9}$' })),
+  CONTEXT_BUDGET_TOKENS: Type.Optional(Type.String({ pattern: '^(0|[1-9][0-9]{0,8})$' })),
   // OpenTelemetry's standard variables (https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/).
   OTEL_SDK_DISABLED: Type.Optional(Type.Union(['true', 'false'].map((v) => Type.Literal(v)))),
   OTEL_TRACES_EXPORTER: Type.Optional(Type.Union(['otlp', 'console', 'none'].map((v) => Type.Literal(v)))),
@@ -309,6 +314,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     huabuCompat: e.HUABU_COMPAT === '1' || e.HUABU_COMPAT === 'true',
     agentletJobTimeoutMs: e.AGENTLET_JOB_TIMEOUT_MS === undefined ? 30_000 : Number(e.AGENTLET_JOB_TIMEOUT_MS),
     mcpAnswerBytes: e.MCP_ANSWER_BYTES === undefined ? DEFAULT_MCP_ANSWER_BYTES : Number(e.MCP_ANSWER_BYTES),
+    contextBudgetTokens: e.CONTEXT_BUDGET_TOKENS === undefined ? DEFAULT_CONTEXT_BUDGET_TOKENS : Number(e.CONTEXT_BUDGET_TOKENS),
     ...tracingConfig(e),
   };
 }
