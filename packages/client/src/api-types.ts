@@ -7266,6 +7266,16 @@ export interface operations {
                             tags: string[];
                             /** @description Aliases bound to the component (an agent's alias). */
                             aliases: string[];
+                            /**
+                             * ContextEstimate
+                             * @description An agent's effective resources (the host's required defaults, then its selection, as a launch resolves them) counted with gpt-tokenizer's o200k_base encoding; a text past 8,000 characters is counted on its first 8,000 and scaled by its length.
+                             */
+                            contextEstimate?: {
+                                /** @description Tokens of the names and descriptions of the effective resources: what the agent holds from its start. */
+                                alwaysLoadedTokens: number;
+                                /** @description Tokens of their bodies (instructions, or a record v2's source content and owner notes): what it reads on use. */
+                                onActivationTokens: number;
+                            };
                         }[];
                         /** @description Sorted by from, kind, to. */
                         edges: {
@@ -7295,8 +7305,8 @@ export interface operations {
                         /** @description Errors first, then by code, components and message. */
                         diagnostics: {
                             severity: "error" | "warning";
-                            /** @description Errors: `duplicate_resource_name`, `unresolved_reference`, `cross_machine_reference`, `alias_collision`, `missing_required_resource`. Warnings: `alias_shadows_component`, `unknown_variable`, `unresolved_hosted_capability` (a hosted capability without a record of the host's). */
-                            code: "duplicate_resource_name" | "unresolved_reference" | "cross_machine_reference" | "alias_collision" | "missing_required_resource" | "alias_shadows_component" | "unknown_variable" | "unresolved_hosted_capability";
+                            /** @description Errors: `duplicate_resource_name`, `unresolved_reference`, `cross_machine_reference`, `alias_collision`, `missing_required_resource`. Warnings: `alias_shadows_component`, `unknown_variable`, `unresolved_hosted_capability` (a hosted capability without a record of the host's), `context_budget_exceeded` (an agent's always-loaded tokens above `CONTEXT_BUDGET_TOKENS`). */
+                            code: "duplicate_resource_name" | "unresolved_reference" | "cross_machine_reference" | "alias_collision" | "missing_required_resource" | "alias_shadows_component" | "unknown_variable" | "unresolved_hosted_capability" | "context_budget_exceeded";
                             message: string;
                             /** @description The components concerned, sorted. An unresolved or missing reference names the ID it expected (`resource:<id>`), which is not a component. */
                             components: string[];
