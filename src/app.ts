@@ -8,6 +8,7 @@ import { AuditTrail } from './audit/audit-trail.js';
 import { CapabilityProjection } from './capabilities/capability-projection.js';
 import { assertNoErrors } from './capabilities/diagnostics.js';
 import { resolveCredentials } from './credentials/credentials-file.js';
+import { resolveSigningKeys } from './credentials/signing-keys.js';
 import { seedHuabuResources } from './host/huabu.js';
 import { authPlugin } from './http/auth.js';
 import { registerCompression } from './http/compression.js';
@@ -45,6 +46,7 @@ import { rfsRoutes } from './routes/rfs.js';
 import { mcpRoutes } from './routes/mcp.js';
 import { grantRoutes } from './routes/grants.js';
 import { secretAllowlistRoutes } from './routes/secret-allowlist.js';
+import { signingKeyRoutes } from './routes/signing-keys.js';
 import { invokeRoutes } from './routes/invoke.js';
 import { InvocationService } from './invocation/invocation-service.js';
 import { OutboundClient } from './invocation/outbound.js';
@@ -172,6 +174,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     };
     if (!options.deferCredentialWrite) announceCredentials();
     const { credentials } = resolved;
+    const signingKeys = await resolveSigningKeys(config.signingKeysFile, now, { deferWrite: options.deferCredentialWrite === true });
     for (const ids of aliasCollisions((await store.listProfiles()).map((e) => e.profile))) {
       logger.warn(
         { profileIds: ids },
@@ -308,9 +311,10 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     if (options.tracingPlugin) await app.register(options.tracingPlugin);
     app.setValidatorCompiler(validatorCompiler);
     // Not ready while generated credentials are not yet on disk: whoever waits for /readyz can read them.
-    let credentialsPending = options.deferCredentialWrite === true && resolved.generated;
+    let credentialsPending = options.deferCredentialWrite === true && (resolved.generated || signingKeys.generated);
     app.decorate('persistGeneratedCredentials', async () => {
       await resolved.persist();
+      await signingKeys.persist();
       credentialsPending = false;
       if (options.deferCredentialWrite) announceCredentials();
     });
@@ -362,6 +366,8 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       revocations,
       ...(options.credentialRecheckMs === undefined ? {} : { credentialRecheckMs: options.credentialRecheckMs }),
     });
+    const publicKeys = signingKeys.keys.map((k) => k.publicJwk);
+    await app.register(signingKeyRoutes, { publicKeys: () => publicKeys });
     await app.register(operationsRoutes, { isReady: async () => !closing && !credentialsPending && (await store.isAvailable()), metrics });
     await app.register(
       async (acp) => {
