@@ -37,6 +37,7 @@ import { capabilityRoutes } from './routes/capabilities.js';
 import { canvasTokenRoutes, rfsUrl } from './routes/canvas-tokens.js';
 import { catalogueRoutes } from './routes/catalogue.js';
 import { revisionRoutes } from './routes/revisions.js';
+import { ThreadReads } from './registry/thread-reads.js';
 import type { RouteDeps } from './routes/deps.js';
 import { machineRoutes } from './routes/machines.js';
 import { profileRoutes } from './routes/profiles.js';
@@ -262,6 +263,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       audit,
       expensive: new ExpensiveWork(),
       now,
+      threads: new ThreadReads(store),
     };
     const workloads = new WorkloadService({
       store,
