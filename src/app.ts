@@ -37,6 +37,8 @@ import { ResourceRegistry } from './registry/resource-registry.js';
 import { capabilityRoutes } from './routes/capabilities.js';
 import { canvasTokenRoutes, rfsUrl } from './routes/canvas-tokens.js';
 import { catalogueRoutes } from './routes/catalogue.js';
+import { revisionRoutes } from './routes/revisions.js';
+import { ThreadReads } from './registry/thread-reads.js';
 import type { RouteDeps } from './routes/deps.js';
 import { machineRoutes } from './routes/machines.js';
 import { profileRoutes } from './routes/profiles.js';
@@ -264,6 +266,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       audit,
       expensive: new ExpensiveWork(),
       now,
+      threads: new ThreadReads(store),
     };
     const workloads = new WorkloadService({
       store,
@@ -372,6 +375,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     await app.register(
       async (acp) => {
         await acp.register(catalogueRoutes, deps);
+        await acp.register(revisionRoutes, deps);
         await acp.register(skillRoutes, { ...deps, channels });
         await acp.register(machineRoutes, deps);
         await acp.register(machineJobRoutes, { channels, machines, scanner, prefix: '/machines' });

@@ -1,6 +1,6 @@
 // The workload (agent thread) record, driver schema version 1, and the launch request that realizes it.
 import Type, { type Static } from 'typebox';
-import { CanvasId, MachineId, ResourceId, SafeText, SLUG_ID_PATTERN } from './common.js';
+import { CanvasId, DIGEST_PATTERN, MachineId, ResourceId, SafeText, SLUG_ID_PATTERN } from './common.js';
 import { AcpHarnessLaunch, MAX_PROFILE_RESOURCE_IDS, ProfileId, WorkingDirPath } from './profile.js';
 
 export const DRIVER_SCHEMA_VERSION = 1;
@@ -37,6 +37,16 @@ export const McpServerEntry = Type.Object(
 );
 export type McpServerEntry = Static<typeof McpServerEntry>;
 
+/** One launch pin: a resource ID and the digest of the content the thread was launched with. */
+export const ResourcePin = Type.Object(
+  {
+    id: ResourceId,
+    digest: Type.String({ pattern: DIGEST_PATTERN, description: 'The record\'s content digest at realization (`sha256:<64 hex>`).' }),
+  },
+  { additionalProperties: false, title: 'ResourcePin' },
+);
+export type ResourcePin = Static<typeof ResourcePin>;
+
 export const WorkloadRecord = Type.Object(
   {
     driverSchemaVersion: Type.Literal(DRIVER_SCHEMA_VERSION),
@@ -51,6 +61,12 @@ export const WorkloadRecord = Type.Object(
         resourceIds: Type.Array(ResourceId, {
           description: 'The effective resources pinned at realization: required defaults first, then the selection.',
         }),
+        resourcePins: Type.Optional(
+          Type.Array(ResourcePin, {
+            description:
+              "The content each effective resource had at realization, in `resourceIds` order: the thread's reads that send `X-Huabu-Thread-Id` are served at these revisions (absent in records realized before pins existed: those read current content).",
+          }),
+        ),
         resourceScope: Type.Object({ canvasId: CanvasId, threadId: ThreadId }, { additionalProperties: false }),
         initialPreamble: Type.Array(Type.String(), {
           description: '[0] the durable bootstrap naming the resources; [1] the optional additional preamble.',

@@ -11,11 +11,20 @@ import { systemClock, type Clock } from '../clock.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
 import { bootstrapPreamble, mcpServerEntry } from './bootstrap.js';
 import { ACP_COMMAND, ACP_HARNESS } from '../profiles/profile-rules.js';
+import { digestOf, workloadHolder } from '../registry/record-digest.js';
 
 export interface LaunchResult {
   workload: WorkloadRecord;
   /** True when this launch realized the thread (201); false when it returned the stored record (200). */
   realized: boolean;
+}
+
+/**
+ * The body of the launch answer, built here and nowhere else: the workload record (its `spec.resourcePins`
+ * included). A field every launch answer carries beside the record is added here.
+ */
+export function launchAnswer(result: LaunchResult): WorkloadRecord {
+  return result.workload;
 }
 
 /**
@@ -108,6 +117,11 @@ export class WorkloadService {
       await this.#o.scanner.assertClean([['/additionalInitialPreamble', request.additionalInitialPreamble]]);
     }
 
+    // The content each resource has now, pinned: retention keeps these revisions before the record that
+    // names them is written (a crash between the two keeps too much, never too little).
+    const resourcePins = effective.map((id) => ({ id, digest: digestOf(records.get(id)!) }));
+    await store.holdRevisions(workloadHolder(request.canvasId, request.threadId), resourcePins);
+
     const rfsUrl = this.#o.rfsUrl(request.canvasId);
     const mcpUrl = `${rfsUrl}/mcp`;
     const record: WorkloadRecord = {
@@ -120,6 +134,7 @@ export class WorkloadService {
         agentletId: profile.agentletId,
         cwd: request.workingDirPath ?? profile.workingDirPath,
         resourceIds: effective,
+        resourcePins,
         resourceScope: { canvasId: request.canvasId, threadId: request.threadId },
         initialPreamble: [
           bootstrapPreamble(effective),
