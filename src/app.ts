@@ -276,6 +276,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       rfsUrl: (canvasId) => rfsUrl(config.publicBaseUrl, canvasId),
       clock,
       audit,
+      signer: signingKeys.active,
       // Fail closed: any error diagnostic touching the profile or its effective set stops the launch.
       preflight: async (profile, effective) =>
         assertNoErrors(await capabilities.diagnosticsFor(profile, effective), 'The launch would confuse the agent', {

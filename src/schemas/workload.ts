@@ -41,11 +41,36 @@ export type McpServerEntry = Static<typeof McpServerEntry>;
 export const ResourcePin = Type.Object(
   {
     id: ResourceId,
-    digest: Type.String({ pattern: DIGEST_PATTERN, description: 'The record\'s content digest at realization (`sha256:<64 hex>`).' }),
+    digest: Type.String({ pattern: DIGEST_PATTERN, description: "The record's content digest at realization (`sha256:<64 hex>`)." }),
   },
   { additionalProperties: false, title: 'ResourcePin' },
 );
 export type ResourcePin = Static<typeof ResourcePin>;
+
+/** A DSSE envelope (https://github.com/secure-systems-lab/dsse): the launch's signed in-toto statement. */
+export const LaunchAttestation = Type.Object(
+  {
+    payloadType: Type.Literal('application/vnd.in-toto+json'),
+    payload: Type.String({ description: 'The in-toto Statement v1 (JSON), base64.' }),
+    signatures: Type.Array(
+      Type.Object(
+        {
+          keyid: Type.String({ description: 'The `kid` of the signing key in `GET /.well-known/agent-resource-registry/keys`.' }),
+          sig: Type.String({ description: "Ed25519 signature over DSSE's pre-authentication encoding, base64." }),
+        },
+        { additionalProperties: false },
+      ),
+      { minItems: 1 },
+    ),
+  },
+  {
+    additionalProperties: false,
+    title: 'LaunchAttestation',
+    description:
+      "The registry's signature of the launch: a DSSE envelope of an in-toto Statement v1 whose subjects are `spec.resourcePins` and whose predicate (`launch-v1`) names canvas, thread, profile and its revision, machine and realization time. Made once at realization; absent in workloads realized before attestations existed. Check it before starting the agent: docs/attestation.md.",
+  },
+);
+export type LaunchAttestation = Static<typeof LaunchAttestation>;
 
 export const WorkloadRecord = Type.Object(
   {
@@ -98,6 +123,7 @@ export const WorkloadRecord = Type.Object(
       },
       { additionalProperties: false },
     ),
+    attestation: Type.Optional(LaunchAttestation),
   },
   { additionalProperties: false, title: 'Workload' },
 );

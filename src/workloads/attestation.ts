@@ -20,7 +20,7 @@ export interface DsseSignature {
 }
 
 export interface DsseEnvelope {
-  payloadType: string;
+  payloadType: typeof DSSE_PAYLOAD_TYPE;
   /** The statement's JSON, base64. */
   payload: string;
   signatures: DsseSignature[];

@@ -1,5 +1,6 @@
 // Launch: resolve which resources an agent thread gets, check them, and pin them durably into the
 // workload record at the first realization of (canvasId, threadId). Framework-free.
+import { createHash } from 'node:crypto';
 import { AppError } from '../errors.js';
 import type { ProfileRegistry } from '../profiles/profile-registry.js';
 import { assertPlacement } from '../profiles/placement.js';
@@ -12,6 +13,8 @@ import type { AuditTrail } from '../audit/audit-trail.js';
 import { bootstrapPreamble, mcpServerEntry } from './bootstrap.js';
 import { ACP_COMMAND, ACP_HARNESS } from '../profiles/profile-rules.js';
 import { digestOf, workloadHolder } from '../registry/record-digest.js';
+import type { StoredResource } from '../schemas/resource.js';
+import { launchStatement, signStatement, type AttestedResource, type Signer } from './attestation.js';
 
 export interface LaunchResult {
   workload: WorkloadRecord;
@@ -44,6 +47,17 @@ export interface WorkloadServiceOptions {
   clock?: Clock;
   preflight?: LaunchPreflight;
   audit?: AuditTrail;
+  /** The registry's signing key: each realization's attestation is signed with it (docs/attestation.md). */
+  signer?: Signer;
+}
+
+/** A pin as the attestation names it: the pinned record's provider and, for a record v2, its source content's SHA-256. */
+function attestedResource(pin: { id: string; digest: string }, record: StoredResource): AttestedResource {
+  return {
+    ...pin,
+    provider: record.provider,
+    ...(record.schemaVersion === 2 ? { sourceContentSha256: createHash('sha256').update(record.sourceContent, 'utf8').digest('hex') } : {}),
+  };
 }
 
 /** `dedupe([...required, ...selected])`, first occurrence wins, order otherwise kept. */
@@ -147,6 +161,21 @@ export class WorkloadService {
         ...(launch.kind === ACP_HARNESS ? { launch: harnessLaunch(launch) } : {}),
       },
     };
+    if (this.#o.signer) {
+      const pinned = resourcePins.map((pin) => attestedResource(pin, records.get(pin.id)!));
+      record.attestation = signStatement(
+        launchStatement({
+          canvasId: record.canvasId,
+          threadId: record.threadId,
+          profileId: profile.id,
+          profileRevision: profile.revision ?? 1,
+          machineId: profile.agentletId,
+          realizedAt: record.realizedAt,
+          resources: pinned,
+        }),
+        this.#o.signer,
+      );
+    }
     const outcome = await store.realizeWorkload(record, audit);
     // Another launch of the same thread may have realized it first: then this one is a repeat.
     return outcome.created

@@ -19,7 +19,7 @@ async function launched(t: Parameters<typeof machine>[0]) {
   await installFile(m.root, 'skills/pdf-split/scripts/split.py', 'print(1)\n');
   const added = await m.cli(['receipt', 'add', 'pdf-split', '--skill', path.join(m.root, 'skills', 'pdf-split'), '--machine-id', MACHINE]);
   t.equal(added.code, 0, added.stderr);
-  t.equal((await addSkill(m, 'notes')).code, 0);
+  t.equal((await addSkill(m, 'notes')).code, 0, 'a skill v1 beside it');
   const sync = await m.cli(['sync', ...m.remote]);
   t.equal(sync.code, 0, sync.stderr);
   for (const id of ['huabu-access', 'local-resource-management', 'web-search']) await m.reg.h.put('huabu', CANARY.huabu, id);
