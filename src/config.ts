@@ -10,6 +10,7 @@ import type { SecretAllowlistEntry } from './schemas/secret-allowlist.js';
 import { MAX_RECONCILE_RESOURCES } from './schemas/resource.js';
 import type { RecordQuota } from './registry/record-quota.js';
 import { readSecretAllowlistSync, SecretAllowlistFileError } from './secrets/secret-allowlist.js';
+import { SIGNING_KEYS_FILE } from './credentials/signing-keys.js';
 
 /** Addresses that mean "every interface": no client can use them to reach this process. */
 const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]', '::0', '0:0:0:0:0:0:0:0']);
@@ -103,6 +104,8 @@ export interface Config {
    * and its entries as read and validated at start (a bad file stops the start).
    */
   secretAllowlist: { file: string; entries: SecretAllowlistEntry[] };
+  /** The launch-signing keys' file (SIGNING_KEYS_FILE, default DATA_DIR/signing-keys.json). */
+  signingKeysFile: string;
   /**
    * HUABU_COMPAT=1: the few answers where upstream Huabu's registry line and this service's contract differ
    * follow upstream (reads default to record v2; profile create answers 200, delete 200 `{deleted: true}`).
@@ -171,6 +174,7 @@ export const Env = Type.Object({
   DEFAULT_AGENTLET_ID: Type.Optional(Type.String({ pattern: SLUG_ID_PATTERN })),
   HOSTED_CAPABILITIES_FILE: Type.Optional(Type.String({ minLength: 1 })),
   SECRET_ALLOWLIST_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  SIGNING_KEYS_FILE: Type.Optional(Type.String({ minLength: 1 })),
   HUABU_COMPAT: Type.Optional(Type.Union(['1', '0', 'true', 'false'].map((v) => Type.Literal(v)))),
   AGENTLET_JOB_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   MCP_ANSWER_BYTES: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{5,9}$' })),
@@ -311,6 +315,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     ...(e.DEFAULT_AGENTLET_ID === undefined ? {} : { defaultAgentletId: e.DEFAULT_AGENTLET_ID }),
     hostedCapabilities,
     secretAllowlist: { file: allowlistFile, entries: allowlistEntries },
+    signingKeysFile: path.resolve(e.SIGNING_KEYS_FILE ?? path.join(dataDir, SIGNING_KEYS_FILE)),
     huabuCompat: e.HUABU_COMPAT === '1' || e.HUABU_COMPAT === 'true',
     agentletJobTimeoutMs: e.AGENTLET_JOB_TIMEOUT_MS === undefined ? 30_000 : Number(e.AGENTLET_JOB_TIMEOUT_MS),
     mcpAnswerBytes: e.MCP_ANSWER_BYTES === undefined ? DEFAULT_MCP_ANSWER_BYTES : Number(e.MCP_ANSWER_BYTES),

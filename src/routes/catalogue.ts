@@ -10,7 +10,7 @@ import { errors } from '../http/openapi.js';
 import type { CachedBody, CatalogueCache } from '../registry/catalogue-cache.js';
 import { ProviderId, ResourceId } from '../schemas/common.js';
 import { actorOf } from '../credentials/principal.js';
-import { represent, toV2 } from '../registry/resource-versions.js';
+import { answerV2, represent } from '../registry/resource-versions.js';
 import {
   AnyAgentResource,
   AnyOwnerResourceList,
@@ -151,7 +151,7 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
           },
         },
       },
-      async (request) => ({ resource: toV2(await registry.customize(request.params.id, request.body, actorOf(request.principal!))) }),
+      async (request) => ({ resource: answerV2(await registry.customize(request.params.id, request.body, actorOf(request.principal!))) }),
     );
     done();
   });
