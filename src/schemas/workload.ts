@@ -1,5 +1,6 @@
 // The workload (agent thread) record, driver schema version 1, and the launch request that realizes it.
 import Type, { type Static } from 'typebox';
+import { ContextEstimate } from './capability.js';
 import { CanvasId, DIGEST_PATTERN, MachineId, ResourceId, SafeText, SLUG_ID_PATTERN } from './common.js';
 import { AcpHarnessLaunch, MAX_PROFILE_RESOURCE_IDS, ProfileId, WorkingDirPath } from './profile.js';
 
@@ -124,6 +125,11 @@ export const WorkloadRecord = Type.Object(
       { additionalProperties: false },
     ),
     attestation: Type.Optional(LaunchAttestation),
+    contextEstimate: Type.Optional({
+      ...ContextEstimate,
+      description:
+        "The launch's effective resources as the agent meets them (docs/capability-projection.md#context-estimate): the tokens of their names and descriptions, held from the start, and of their bodies, read on use. Absent in workloads realized before estimates existed.",
+    }),
   },
   { additionalProperties: false, title: 'Workload' },
 );

@@ -14,6 +14,7 @@ import { bootstrapPreamble, mcpServerEntry } from './bootstrap.js';
 import { ACP_COMMAND, ACP_HARNESS } from '../profiles/profile-rules.js';
 import { digestOf, workloadHolder } from '../registry/record-digest.js';
 import type { StoredResource } from '../schemas/resource.js';
+import { contextEstimate } from '../capabilities/context-estimate.js';
 import { launchStatement, signStatement, type AttestedResource, type Signer } from './attestation.js';
 
 export interface LaunchResult {
@@ -161,6 +162,7 @@ export class WorkloadService {
         ...(launch.kind === ACP_HARNESS ? { launch: harnessLaunch(launch) } : {}),
       },
     };
+    record.contextEstimate = contextEstimate(effective.map((id) => records.get(id)!));
     if (this.#o.signer) {
       const pinned = resourcePins.map((pin) => attestedResource(pin, records.get(pin.id)!));
       record.attestation = signStatement(

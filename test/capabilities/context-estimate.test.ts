@@ -131,6 +131,23 @@ t.test('CONTEXT_BUDGET_TOKENS: an agent above it is a warning naming it; a launc
     payload: { profileId, canvasId: 'canvas-1', threadId: 'thread-1' },
   });
   t.equal(launch.statusCode, 201, 'a warning never stops a launch');
+  t.same(
+    launch.json().contextEstimate,
+    s.components.find((c) => c.id === `agent:${profileId}`)!.contextEstimate,
+    "the launch answer carries its own estimate: the profile's, as nothing was overridden",
+  );
+  const narrowed = await h.app.inject({
+    method: 'POST',
+    url: '/api/acp/launch',
+    headers: h.owner,
+    payload: { profileId, canvasId: 'canvas-1', threadId: 'thread-2', resourceIds: [] },
+  });
+  const required = await stored(h);
+  t.same(
+    narrowed.json().contextEstimate,
+    contextEstimate(['huabu-access', 'local-resource-management'].map((id) => required.get(id)!)),
+    'a launch that replaces the selection is estimated for what it gives',
+  );
 
   const { h: off } = await world(t, { CONTEXT_BUDGET_TOKENS: '0' });
   t.notOk(
