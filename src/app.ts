@@ -8,6 +8,7 @@ import { AuditTrail } from './audit/audit-trail.js';
 import { CapabilityProjection } from './capabilities/capability-projection.js';
 import { assertNoErrors } from './capabilities/diagnostics.js';
 import { resolveCredentials } from './credentials/credentials-file.js';
+import { resolveSigningKeys } from './credentials/signing-keys.js';
 import { seedHuabuResources } from './host/huabu.js';
 import { authPlugin } from './http/auth.js';
 import { registerCompression } from './http/compression.js';
@@ -37,6 +38,8 @@ import { ResourceRegistry } from './registry/resource-registry.js';
 import { capabilityRoutes } from './routes/capabilities.js';
 import { canvasTokenRoutes, rfsUrl } from './routes/canvas-tokens.js';
 import { catalogueRoutes } from './routes/catalogue.js';
+import { revisionRoutes } from './routes/revisions.js';
+import { ThreadReads } from './registry/thread-reads.js';
 import type { RouteDeps } from './routes/deps.js';
 import { machineRoutes } from './routes/machines.js';
 import { profileRoutes } from './routes/profiles.js';
@@ -46,6 +49,7 @@ import { rfsRoutes } from './routes/rfs.js';
 import { mcpRoutes } from './routes/mcp.js';
 import { grantRoutes } from './routes/grants.js';
 import { secretAllowlistRoutes } from './routes/secret-allowlist.js';
+import { signingKeyRoutes } from './routes/signing-keys.js';
 import { invokeRoutes } from './routes/invoke.js';
 import { InvocationService } from './invocation/invocation-service.js';
 import { OutboundClient } from './invocation/outbound.js';
@@ -173,6 +177,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     };
     if (!options.deferCredentialWrite) announceCredentials();
     const { credentials } = resolved;
+    const signingKeys = await resolveSigningKeys(config.signingKeysFile, now, { deferWrite: options.deferCredentialWrite === true });
     for (const ids of aliasCollisions((await store.listProfiles()).map((e) => e.profile))) {
       logger.warn(
         { profileIds: ids },
@@ -248,7 +253,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       (view) => metrics.catalogueRebuilds.inc({ view: viewLabel(view) }),
       (view, encoding) => metrics.catalogueCompressions.inc({ view: viewLabel(view), encoding }),
     );
-    const capabilities = new CapabilityProjection(store, config.requiredResourceIds, config.hostedCapabilities.ids);
+    const capabilities = new CapabilityProjection(store, config.requiredResourceIds, config.hostedCapabilities.ids, config.contextBudgetTokens);
     const deps: RouteDeps = {
       config,
       credentials,
@@ -263,6 +268,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       audit,
       expensive: new ExpensiveWork(),
       now,
+      threads: new ThreadReads(store),
     };
     const workloads = new WorkloadService({
       store,
@@ -272,6 +278,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       rfsUrl: (canvasId) => rfsUrl(config.publicBaseUrl, canvasId),
       clock,
       audit,
+      signer: signingKeys.active,
       // Fail closed: any error diagnostic touching the profile or its effective set stops the launch.
       preflight: async (profile, effective) =>
         assertNoErrors(await capabilities.diagnosticsFor(profile, effective), 'The launch would confuse the agent', {
@@ -310,9 +317,10 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     if (options.tracingPlugin) await app.register(options.tracingPlugin);
     app.setValidatorCompiler(validatorCompiler);
     // Not ready while generated credentials are not yet on disk: whoever waits for /readyz can read them.
-    let credentialsPending = options.deferCredentialWrite === true && resolved.generated;
+    let credentialsPending = options.deferCredentialWrite === true && (resolved.generated || signingKeys.generated);
     app.decorate('persistGeneratedCredentials', async () => {
       await resolved.persist();
+      await signingKeys.persist();
       credentialsPending = false;
       if (options.deferCredentialWrite) announceCredentials();
     });
@@ -364,10 +372,13 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       revocations,
       ...(options.credentialRecheckMs === undefined ? {} : { credentialRecheckMs: options.credentialRecheckMs }),
     });
+    const publicKeys = signingKeys.keys.map((k) => k.publicJwk);
+    await app.register(signingKeyRoutes, { publicKeys: () => publicKeys });
     await app.register(operationsRoutes, { isReady: async () => !closing && !credentialsPending && (await store.isAvailable()), metrics });
     await app.register(
       async (acp) => {
         await acp.register(catalogueRoutes, deps);
+        await acp.register(revisionRoutes, deps);
         await acp.register(skillRoutes, { ...deps, channels });
         await acp.register(machineRoutes, deps);
         await acp.register(machineJobRoutes, { channels, machines, scanner, prefix: '/machines' });

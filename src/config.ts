@@ -10,6 +10,7 @@ import type { SecretAllowlistEntry } from './schemas/secret-allowlist.js';
 import { MAX_RECONCILE_RESOURCES } from './schemas/resource.js';
 import type { RecordQuota } from './registry/record-quota.js';
 import { readSecretAllowlistSync, SecretAllowlistFileError } from './secrets/secret-allowlist.js';
+import { SIGNING_KEYS_FILE } from './credentials/signing-keys.js';
 
 /** Addresses that mean "every interface": no client can use them to reach this process. */
 const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]', '::0', '0:0:0:0:0:0:0:0']);
@@ -26,6 +27,8 @@ export const DEFAULT_RECORDS_PER_MACHINE = MAX_RECONCILE_RESOURCES;
 export const DEFAULT_RECORD_BYTES_PER_MACHINE = 8 * 1024 * 1024;
 /** Bytes of JSON one MCP POST's answer may reach before its later reads are refused (MCP_ANSWER_BYTES). */
 export const DEFAULT_MCP_ANSWER_BYTES = 4 * 1024 * 1024;
+/** Tokens of resource names and descriptions an agent may hold from its start before it is warned about (CONTEXT_BUDGET_TOKENS). */
+export const DEFAULT_CONTEXT_BUDGET_TOKENS = 16_000;
 /** The change log keeps the newest this many events (EVENTS_RETAIN_COUNT) ... */
 export const DEFAULT_EVENTS_RETAIN_COUNT = 100_000;
 /** ... and none older than this many days (EVENTS_RETAIN_DAYS). */
@@ -101,6 +104,8 @@ export interface Config {
    * and its entries as read and validated at start (a bad file stops the start).
    */
   secretAllowlist: { file: string; entries: SecretAllowlistEntry[] };
+  /** The launch-signing keys' file (SIGNING_KEYS_FILE, default DATA_DIR/signing-keys.json). */
+  signingKeysFile: string;
   /**
    * HUABU_COMPAT=1: the few answers where upstream Huabu's registry line and this service's contract differ
    * follow upstream (reads default to record v2; profile create answers 200, delete 200 `{deleted: true}`).
@@ -113,6 +118,8 @@ export interface Config {
    * and `resources/list` answers are JSON-RPC errors (docs/mcp.md).
    */
   mcpAnswerBytes: number;
+  /** CONTEXT_BUDGET_TOKENS: above it an agent's always-loaded tokens are a `context_budget_exceeded` warning; 0: never. */
+  contextBudgetTokens: number;
   /** OpenTelemetry traces, from the standard `OTEL_*` variables; unset: nothing of OpenTelemetry is loaded. */
   tracing?: TracingConfig;
 }
@@ -167,9 +174,11 @@ export const Env = Type.Object({
   DEFAULT_AGENTLET_ID: Type.Optional(Type.String({ pattern: SLUG_ID_PATTERN })),
   HOSTED_CAPABILITIES_FILE: Type.Optional(Type.String({ minLength: 1 })),
   SECRET_ALLOWLIST_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  SIGNING_KEYS_FILE: Type.Optional(Type.String({ minLength: 1 })),
   HUABU_COMPAT: Type.Optional(Type.Union(['1', '0', 'true', 'false'].map((v) => Type.Literal(v)))),
   AGENTLET_JOB_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   MCP_ANSWER_BYTES: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{5,9}$' })),
+  CONTEXT_BUDGET_TOKENS: Type.Optional(Type.String({ pattern: '^(0|[1-9][0-9]{0,8})$' })),
   // OpenTelemetry's standard variables (https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/).
   OTEL_SDK_DISABLED: Type.Optional(Type.Union(['true', 'false'].map((v) => Type.Literal(v)))),
   OTEL_TRACES_EXPORTER: Type.Optional(Type.Union(['otlp', 'console', 'none'].map((v) => Type.Literal(v)))),
@@ -306,9 +315,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     ...(e.DEFAULT_AGENTLET_ID === undefined ? {} : { defaultAgentletId: e.DEFAULT_AGENTLET_ID }),
     hostedCapabilities,
     secretAllowlist: { file: allowlistFile, entries: allowlistEntries },
+    signingKeysFile: path.resolve(e.SIGNING_KEYS_FILE ?? path.join(dataDir, SIGNING_KEYS_FILE)),
     huabuCompat: e.HUABU_COMPAT === '1' || e.HUABU_COMPAT === 'true',
     agentletJobTimeoutMs: e.AGENTLET_JOB_TIMEOUT_MS === undefined ? 30_000 : Number(e.AGENTLET_JOB_TIMEOUT_MS),
     mcpAnswerBytes: e.MCP_ANSWER_BYTES === undefined ? DEFAULT_MCP_ANSWER_BYTES : Number(e.MCP_ANSWER_BYTES),
+    contextBudgetTokens: e.CONTEXT_BUDGET_TOKENS === undefined ? DEFAULT_CONTEXT_BUDGET_TOKENS : Number(e.CONTEXT_BUDGET_TOKENS),
     ...tracingConfig(e),
   };
 }

@@ -5,6 +5,7 @@ import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.js';
 import { ConfigError, loadProcessConfig } from './config.js';
 import { CredentialsFileError } from './credentials/credentials-file.js';
+import { SigningKeysFileError } from './credentials/signing-keys.js';
 import { createProcessLogger } from './logger.js';
 import { startTracingIfConfigured } from './tracing/load.js';
 import { DataDirLockedError } from './storage/data-dir-lock.js';
@@ -66,6 +67,7 @@ async function main(): Promise<void> {
       err instanceof StoreFileError ||
       err instanceof DataDirError ||
       err instanceof CredentialsFileError ||
+      err instanceof SigningKeysFileError ||
       err instanceof DatabaseSchemaError ||
       err instanceof DatabaseUnavailableError
     ) {

@@ -40,6 +40,13 @@ Commands
       --registry URL   --machine-id ID   --token-file FILE   [--dry-run]   [--timeout-ms MS]
   list                      Show what the registry holds for this machine.
       --registry URL   --machine-id ID   --token-file FILE   [--timeout-ms MS]
+  verify-launch <file>      Check a launch's attestation before starting its agent: <file> holds the launch
+                            answer (or its attestation alone). The signature must verify against the
+                            registry's published keys, the answer's resourcePins must be the signed ones, and,
+                            with --machine-id, each of this machine's own pinned skills (its receipt and its
+                            SKILL.md under the resource root) must still have the pinned text. Prints "ok <id>"
+                            or "mismatch <id>: <why>" per skill; exit 1 names every mismatch.
+      --registry URL | --keys FILE   [--machine-id ID]   [--timeout-ms MS]
   serve                     Run as a daemon: hold this machine's channel to the registry (reconnecting with
                             backoff), run the jobs it carries, and publish the receipts again whenever
                             receipts/ changes. Jobs: ping; sync (publish now); skill.scan (list the skill
@@ -88,6 +95,14 @@ const COMMAND_OPTIONS = {
   sync: { ...root, ...registry, 'dry-run': { type: 'boolean' }, ...help },
   serve: { ...root, ...registry, 'reconnect-max-ms': { type: 'string' }, ...help },
   list: { ...registry, ...help },
+  'verify-launch': {
+    ...root,
+    registry: { type: 'string' },
+    keys: { type: 'string' },
+    'machine-id': { type: 'string' },
+    'timeout-ms': { type: 'string' },
+    ...help,
+  },
   'receipt add': {
     ...root,
     kind: { type: 'string' },
@@ -224,9 +239,15 @@ async function dispatch(argv: string[], env: Environment, io: Output, now: () =>
     return EXIT.ok;
   }
   const v = values as Record<string, unknown>;
-  const expectedPositionals = command === 'receipt add' ? 1 : 0;
+  const expectedPositionals = command === 'receipt add' || command === 'verify-launch' ? 1 : 0;
   if (positionals.length !== expectedPositionals) {
-    throw usage(command === 'receipt add' ? 'receipt add takes exactly one receipt ID' : `${command} takes no positional arguments`);
+    throw usage(
+      command === 'receipt add'
+        ? 'receipt add takes exactly one receipt ID'
+        : command === 'verify-launch'
+          ? 'verify-launch takes exactly one file (the launch answer or its attestation)'
+          : `${command} takes no positional arguments`,
+    );
   }
   // Loaded only once the arguments are sound: the secret scanner's rules take a moment to load.
   const { initCommand, listCommand, receiptAddCommand, receiptAddSkillCommand, syncCommand, validateCommand } =
@@ -242,6 +263,25 @@ async function dispatch(argv: string[], env: Environment, io: Output, now: () =>
       return syncCommand(resourceRoot(), { ...registryInput(v, env, command), dryRun: v['dry-run'] === true }, io);
     case 'list':
       return listCommand(registryInput(v, env, command), io);
+    case 'verify-launch': {
+      const registryUrl = v.registry as string | undefined;
+      const keysFile = v.keys as string | undefined;
+      if ((registryUrl === undefined) === (keysFile === undefined))
+        throw usage('verify-launch needs one of --registry URL (its published keys) or --keys FILE (a saved copy of them)');
+      const machineId = optionalMachineId(v);
+      const { verifyLaunchCommand } = await import('./verify-launch.js');
+      return verifyLaunchCommand(
+        {
+          file: path.resolve(positionals[0]!),
+          keys:
+            registryUrl !== undefined
+              ? { registryUrl: parseRegistryUrl(registryUrl), timeoutMs: timeoutMs(v['timeout-ms'] as string | undefined, env) }
+              : { file: path.resolve(keysFile!) },
+          ...(machineId === undefined ? {} : { machine: { machineId, root: resourceRoot() } }),
+        },
+        io,
+      );
+    }
     case 'serve': {
       const input = { ...registryInput(v, env, command), reconnectMaxMs: reconnectMaxMs(v['reconnect-max-ms'] as string | undefined) };
       // Loaded only for the daemon: the one-shot commands do not pay for the logger.

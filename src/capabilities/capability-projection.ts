@@ -35,6 +35,7 @@ export class CapabilityProjection {
     private readonly store: ProjectionStore,
     private readonly requiredResourceIds: readonly string[],
     private readonly hostedCapabilityIds: readonly string[] = [],
+    private readonly contextBudgetTokens = 0,
   ) {}
 
   /**
@@ -60,6 +61,7 @@ export class CapabilityProjection {
       machines,
       requiredResourceIds: this.requiredResourceIds,
       hostedCapabilityIds: this.hostedCapabilityIds,
+      contextBudgetTokens: this.contextBudgetTokens,
     };
     this.#last = { lists, input };
     return this.#last;

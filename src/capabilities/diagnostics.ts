@@ -26,6 +26,8 @@ export interface SnapshotInput {
   requiredResourceIds: readonly string[];
   /** The operator's hosted capability IDs (HOSTED_CAPABILITIES_FILE); absent: none. */
   hostedCapabilityIds?: readonly string[];
+  /** CONTEXT_BUDGET_TOKENS: an agent holding more tokens from its start is warned about; absent or 0: no bound. */
+  contextBudgetTokens?: number;
 }
 
 /** The agent a selection is for: its ID (`agent:<id>`), alias and machine. */
@@ -45,6 +47,7 @@ const SEVERITY: Record<DiagnosticCode, Diagnostic['severity']> = {
   alias_shadows_component: 'warning',
   unknown_variable: 'warning',
   unresolved_hosted_capability: 'warning',
+  context_budget_exceeded: 'warning',
 };
 
 export const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
@@ -200,6 +203,15 @@ export function registryDiagnostics(input: SnapshotInput): Diagnostic[] {
   }
   out.push(...hostedCapabilityDiagnostics(resources, input.hostedCapabilityIds ?? []));
   return sortDiagnostics(out);
+}
+
+/** An agent whose effective resources' names and descriptions pass the budget: it holds them from its start. */
+export function contextBudgetExceeded(profile: SelectionProfile, alwaysLoadedTokens: number, budget: number): Diagnostic {
+  return diagnostic(
+    'context_budget_exceeded',
+    `Agent ${profile.id} (${profile.alias}) holds about ${alwaysLoadedTokens} tokens of resource names and descriptions from its start, more than CONTEXT_BUDGET_TOKENS (${budget}); select fewer resources, or let it find them (find_resources).`,
+    [agentComponent(profile.id)],
+  );
 }
 
 /** A hosted capability needs a record of the host's: without one, its invocations answer 404. */

@@ -11,10 +11,14 @@ import {
   byCodeUnits,
   HOST_COMPONENT,
   providerComponent,
+  contextBudgetExceeded,
   registryDiagnostics,
   resourceComponent,
+  sortDiagnostics,
   type SnapshotInput,
 } from './diagnostics.js';
+import { contextEstimate } from './context-estimate.js';
+import { effectiveResourceIds } from '../workloads/workload-service.js';
 
 export type { SnapshotInput } from './diagnostics.js';
 
@@ -83,10 +87,17 @@ export function buildSnapshot(input: SnapshotInput): CapabilitySnapshot {
     if (known.has(id)) edges.push(edge('requires', HOST_COMPONENT, resourceComponent(id)));
 
   const aliases: AliasBinding[] = [];
+  const byId = new Map(resources.map((r) => [r.id, r]));
+  const budget = input.contextBudgetTokens ?? 0;
+  const overBudget: Diagnostic[] = [];
   for (const p of profiles) {
     const id = agentComponent(p.id);
-    components.push(
-      component(
+    // What a launch of the profile would give the agent, as far as it resolves (what does not is diagnosed).
+    const effective = effectiveResourceIds(input.requiredResourceIds, p.resourceIds).flatMap((rid) => byId.get(rid) ?? []);
+    const estimate = contextEstimate(effective);
+    if (budget > 0 && estimate.alwaysLoadedTokens > budget) overBudget.push(contextBudgetExceeded(p, estimate.alwaysLoadedTokens, budget));
+    components.push({
+      ...component(
         id,
         'agent',
         p.alias,
@@ -94,7 +105,8 @@ export function buildSnapshot(input: SnapshotInput): CapabilitySnapshot {
         [`launch:${p.launch.kind}`, `machine:${p.agentletId}`],
         [p.alias],
       ),
-    );
+      contextEstimate: estimate,
+    });
     aliases.push({ alias: p.alias, component: id });
     edges.push(edge('placed-on', id, providerComponent(p.agentletId)));
     for (const rid of new Set(p.resourceIds)) if (known.has(rid)) edges.push(edge('selects', id, resourceComponent(rid)));
@@ -108,7 +120,7 @@ export function buildSnapshot(input: SnapshotInput): CapabilitySnapshot {
       (a, b) =>
         byCodeUnits(a.alias.toLowerCase(), b.alias.toLowerCase()) || byCodeUnits(a.alias, b.alias) || byCodeUnits(a.component, b.component),
     ),
-    diagnostics: registryDiagnostics({ ...input, resources, profiles, machines }),
+    diagnostics: sortDiagnostics([...registryDiagnostics({ ...input, resources, profiles, machines }), ...overBudget]),
   };
   return { digest: snapshotDigest(parts), ...parts };
 }

@@ -7,7 +7,7 @@ import { HOST_PROVIDER } from '../schemas/common.js';
 import type { AgentResourceV2 } from '../schemas/resource.js';
 import type { LocalReceiptBody } from '../schemas/rfs.js';
 import type { ResourceRegistry } from './resource-registry.js';
-import { toV2 } from './resource-versions.js';
+import { answerV2 } from './resource-versions.js';
 
 export const RECORD_ACTION = 'receipt.record';
 export const REMOVE_ACTION = 'receipt.remove';
@@ -50,7 +50,7 @@ export class LocalReceipts {
       actor,
       { action: RECORD_ACTION, extraTexts },
     );
-    return toV2(record);
+    return answerV2(record);
   }
 
   /** Withdraws the machine's record `id`: true when it did, false when no record has that ID. */

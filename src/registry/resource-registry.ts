@@ -29,6 +29,7 @@ import { labelOf, textFieldsOf } from './resource-versions.js';
 import { unknownPropertiesMessage } from '../schemas/unknown-properties.js';
 import { carryOwnerFields } from './ownership.js';
 import { assertWithinQuota, hasQuota, NO_USAGE, usageAfterPut, usageOf, type RecordQuota, type RecordUsage } from './record-quota.js';
+import { assertDigest, digestOf, type ResourceRevision, type RevisionSummary } from './record-digest.js';
 import { IMPORT_MARK, isManageable, manageableResourceIds, type InstallationLookup } from './manageable.js';
 
 /** A candidate as `POST /resources/validate` takes it: a reconcile entry (v1 or v2) whose provider may be omitted. */
@@ -190,6 +191,28 @@ export class ResourceRegistry {
 
   revision(): string {
     return this.store.resourcesRevision();
+  }
+
+  /**
+   * The kept revisions of `id`, newest first, and its current digest (`null` once withdrawn). 404
+   * `resource_not_found` when the registry holds neither a record nor a revision of that ID.
+   */
+  async revisionsOf(id: string): Promise<{ id: string; current: string | null; revisions: RevisionSummary[] }> {
+    const [record, kept] = await Promise.all([this.store.getResource(id), this.store.listRevisions(id)]);
+    if (!record && kept.length === 0) throw new AppError('resource_not_found', `No resource with ID ${id}.`, { id });
+    return {
+      id,
+      current: record ? digestOf(record) : null,
+      revisions: kept.map((r) => ({ digest: r.digest, provider: r.provider, createdAt: r.createdAt })),
+    };
+  }
+
+  /** One kept revision of `id`: 400 `invalid_input` for a malformed digest, 404 `revision_not_found` for one not kept. */
+  async revisionOf(id: string, digest: string): Promise<ResourceRevision> {
+    assertDigest(digest);
+    const revision = await this.store.getRevision(id, digest);
+    if (!revision) throw new AppError('revision_not_found', `No revision ${digest} of resource ${id} is kept.`, { id, digest });
+    return revision;
   }
 
   /**

@@ -12,6 +12,7 @@ import {
 import { HOST_PROVIDER } from '../schemas/common.js';
 import { readFrontMatter } from '../text/front-matter.js';
 import { cutMarkdownAtBlock } from '../text/markdown-cut.js';
+import { digestOf } from './record-digest.js';
 
 export const V1_DESCRIPTION_MAX = 512;
 export const V1_INSTRUCTIONS_MAX = 4000;
@@ -190,8 +191,14 @@ export function toV1(record: StoredResource): AgentResource {
   return record.schemaVersion === 1 ? v1AsWritten(record) : v2ToV1(record);
 }
 
+/** Record v2 as every answer carries it: `toV2` with the record's content digest last. */
+export function answerV2(record: StoredResource): AgentResourceV2 {
+  return { ...toV2(record), digest: digestOf(record) };
+}
+
+/** A record as a reader asked for it: v1 bodies exactly as ever, v2 with its digest. */
 export function represent(record: StoredResource, as: Representation): AgentResource | AgentResourceV2 {
-  return as === 2 ? toV2(record) : toV1(record);
+  return as === 2 ? answerV2(record) : toV1(record);
 }
 
 /** What people and agents see as the record's name: `displayName ?? name`. */

@@ -11,7 +11,7 @@ import { ScanSkillsResult, SKILL_DIAGNOSTIC_CODES, type ImportSkillBody } from '
 import { namedFindings, type AllowedFinding, type SecretScanner } from '../secrets/secret-scanner.js';
 import { WITHHELD_TEXT, withholdSecrets } from '../secrets/withhold.js';
 import type { ResourceRegistry } from './resource-registry.js';
-import { toV2 } from './resource-versions.js';
+import { answerV2 } from './resource-versions.js';
 
 export const SKILL_ACTIONS = {
   scan: 'resource.import.scan',
@@ -239,7 +239,7 @@ export class SkillManagement {
         throw err;
       }
       await this.deps.audit.record([{ actor, action, id, outcome: replace ? 'replaced' : 'imported', details: { machineId } }]);
-      return toV2(record);
+      return answerV2(record);
     } catch (err) {
       return this.deps.audit.failure(actor, action, id, err);
     }
@@ -284,7 +284,7 @@ export class SkillManagement {
       // The provider's replace kept the owner's fields and the import mark; marking again is a no-op then.
       const record = await this.deps.registry.markImported(id, {});
       await this.deps.audit.record([{ actor, action, id, outcome: 'refreshed', details: { machineId } }]);
-      return toV2(record);
+      return answerV2(record);
     } catch (err) {
       return this.deps.audit.failure(actor, action, id, err);
     }

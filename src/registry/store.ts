@@ -37,6 +37,7 @@ export interface FoundResource {
   record: StoredResource;
   tier: number;
 }
+import type { ResourceRevision } from './record-digest.js';
 
 /**
  * A stored profile and its ETag value (`revision` here: an opaque digest of the record, which changes
@@ -139,6 +140,23 @@ export interface RegistryStore {
   reconcileResources(provider: string, records: readonly StoredResource[], dryRun: boolean): Promise<ReconcileResult>;
   /** The owner's customization, applied atomically; 404 `resource_not_found` when there is no such record. */
   customizeResource(id: string, patch: CustomizationPatch): Promise<StoredResource>;
+
+  /**
+   * Revisions (src/registry/record-digest.ts, docs/decisions/record-digest.md): every write above that
+   * changes a record's digest keeps the new content as an immutable revision (and the previous one, if it
+   * was stored before revisions were kept), in the same durable write or transaction; retention drops the
+   * oldest beyond REVISIONS_KEPT per ID except the current one and every one held by `holdRevisions`.
+   * Withdrawal keeps them. `listRevisions` answers newest first (the current content first while its ID is
+   * held), `[]` for an ID never seen.
+   */
+  listRevisions(id: string): Promise<readonly ResourceRevision[]>;
+  getRevision(id: string, digest: string): Promise<ResourceRevision | undefined>;
+  /**
+   * Holds the given revisions for `holder` (`workload:<canvasId>/<threadId>`, `profile:<id>`): retention
+   * never drops them. Holds are only added or moved (never released): a launch holds its pins before its
+   * workload is written, so a crash between the two keeps too much, never too little.
+   */
+  holdRevisions(holder: string, holds: readonly { id: string; digest: string }[]): Promise<void>;
 
   listMachines(): Promise<readonly MachineRecord[]>;
   getMachine(machineId: string): Promise<MachineRecord | undefined>;

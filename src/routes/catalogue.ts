@@ -12,7 +12,7 @@ import { isPaged, type CataloguePages, type PageParams, type ViewScope } from '.
 import { LINK_HEADER, PageQuery } from '../schemas/pages.js';
 import { ProviderId, ResourceId } from '../schemas/common.js';
 import { actorOf } from '../credentials/principal.js';
-import { represent, toV2 } from '../registry/resource-versions.js';
+import { answerV2, represent } from '../registry/resource-versions.js';
 import {
   AnyAgentResource,
   AnyOwnerResourceList,
@@ -79,12 +79,19 @@ export async function sendPage(
   reply: FastifyReply,
   request: { url: string; headers: IncomingHttpHeaders },
   pages: CataloguePages,
-  view: { scope: ViewScope; representation: Representation; params: PageParams },
+  view: {
+    scope: ViewScope;
+    representation: Representation;
+    params: PageParams;
+    /** What the page's records are served as (a launched thread's pins); absent: as they are. */
+    served?: (records: readonly StoredResource[]) => Promise<readonly StoredResource[]>;
+  },
   besides?: (records: readonly StoredResource[]) => Record<string, unknown>,
 ): Promise<FastifyReply> {
   const page = await pages.page(view.scope, view.params);
   if (page.next !== undefined) reply.header('link', `<${nextUrl(request.url, page.next)}>; rel="next"`);
-  return sendCatalogue(reply, request.headers, catalogueBody(page.records, view.representation, besides, { kept: false }));
+  const records = view.served ? await view.served(page.records) : page.records;
+  return sendCatalogue(reply, request.headers, catalogueBody(records, view.representation, besides, { kept: false }));
 }
 
 /** The response headers of a catalogue list, as @fastify/swagger documents them. */
@@ -183,7 +190,7 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
           },
         },
       },
-      async (request) => ({ resource: toV2(await registry.customize(request.params.id, request.body, actorOf(request.principal!))) }),
+      async (request) => ({ resource: answerV2(await registry.customize(request.params.id, request.body, actorOf(request.principal!))) }),
     );
     done();
   });

@@ -11,6 +11,7 @@ import type { AuditTrail } from '../audit/audit-trail.js';
 import type { ExpensiveWork } from '../http/expensive-work.js';
 import type { SecretAllowlist } from '../secrets/secret-allowlist.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
+import type { ThreadReads } from '../registry/thread-reads.js';
 
 export interface RouteDeps {
   config: Config;
@@ -29,4 +30,6 @@ export interface RouteDeps {
   /** Per-credential bound on expensive requests (SVG renders, large reconciles). */
   expensive: ExpensiveWork;
   now: () => Date;
+  /** What a launched thread reads (its pins); the RFS and MCP reads choose through it. */
+  threads: ThreadReads;
 }

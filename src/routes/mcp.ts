@@ -92,7 +92,7 @@ export function manyReads(body: unknown): boolean {
 
 export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (
   app,
-  { registry, pages, config, events, invocations, expensive },
+  { registry, pages, config, events, invocations, expensive, threads },
   done,
 ) => {
   const ownOrigin = new URL(config.publicBaseUrl).origin;
@@ -157,10 +157,25 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (
   const callKey = (caller: Caller, requestId: RequestId) =>
     JSON.stringify([actorOf(caller.principal), caller.grant ?? null, caller.invocation.threadId ?? null, requestId]);
 
-  /** The record or guide `uri` names, when the canvas on `machineId` may read it. */
-  const read = async (uri: string, machineId: string): Promise<string> => {
+  /** The pins the caller's thread reads at (`X-Huabu-Thread-Id`), if it names a launched thread of this canvas and machine. */
+  const pinsOf = (caller: Caller) =>
+    threads.pinsOf(caller.principal.canvasId, caller.principal.agentletId, caller.invocation.threadId || undefined);
+
+  /** The record or guide `uri` names, when the caller's canvas on its machine may read it (a launched thread: as pinned). */
+  const read = async (uri: string, caller: Caller): Promise<string> => {
+    const machineId = caller.principal.agentletId;
     if (uri.startsWith(RESOURCE_URI)) {
-      const record = await registry.getVisibleOnMachine(uri.slice(RESOURCE_URI.length), machineId).catch(() => undefined);
+      const id = uri.slice(RESOURCE_URI.length);
+      let record = await registry.getVisibleOnMachine(id, machineId).catch(() => undefined);
+      const pins = await pinsOf(caller);
+      if (pins) {
+        record = await threads.contentFor(id, record, machineId, pins).catch((err: unknown) => {
+          if (err instanceof AppError && err.code === 'resource_withdrawn') {
+            throw new McpError(RESOURCE_NOT_FOUND, err.message, { uri, code: err.code });
+          }
+          throw err;
+        });
+      }
       if (record) return guidanceOfV2(toV2(record));
     } else if (uri.startsWith(SKILL_URI)) {
       const skill = hostSkill(uri.slice(SKILL_URI.length));
@@ -184,12 +199,16 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (
   const callerIn = (extra: Parameters<Parameters<typeof server.setRequestHandler>[1]>[1]) => contextOf<Caller>(extra);
 
   const scopeOf = (principal: CanvasPrincipal) => machineScope(principal.canvasId, principal.agentletId);
-  // Pages of the records in the order of `GET <rfs>/resources?limit=` (provider, id); the host's guides on the first.
+  // Pages of the records in the order of `GET <rfs>/resources?limit=` (provider, id); the host's guides on the
+  // first. A launched thread is served the records it pinned as pinned (withdrawn pins left out).
   server.setRequestHandler(ListResourcesRequestSchema, async ({ params }, extra) => {
-    const page = await listPage(pages, scopeOf(callerIn(extra).context.principal), params?.cursor);
+    const caller = callerIn(extra).context;
+    const page = await listPage(pages, scopeOf(caller.principal), params?.cursor);
+    const pins = await pinsOf(caller);
+    const records = pins ? await threads.listFor(page.records, caller.principal.agentletId, pins) : page.records;
     return {
       resources: [
-        ...page.records.map(resourceOf),
+        ...records.map(resourceOf),
         ...(params?.cursor === undefined
           ? HOST_SKILLS.map((s) => ({
               uri: `${SKILL_URI}${s.name}`,
@@ -204,12 +223,12 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (
     };
   });
   server.setRequestHandler(ReadResourceRequestSchema, async ({ params }, extra) => ({
-    contents: [{ uri: params.uri, mimeType: MARKDOWN, text: await read(params.uri, callerIn(extra).context.principal.agentletId) }],
+    contents: [{ uri: params.uri, mimeType: MARKDOWN, text: await read(params.uri, callerIn(extra).context) }],
   }));
   // The notification stream sends `resources/updated` for every record this canvas may read
   // (docs/decisions/mcp.md): a subscription checks that the canvas may read what it names, and holds no state.
   server.setRequestHandler(SubscribeRequestSchema, async ({ params }, extra) => {
-    await read(params.uri, callerIn(extra).context.principal.agentletId);
+    await read(params.uri, callerIn(extra).context);
     return {};
   });
   server.setRequestHandler(UnsubscribeRequestSchema, () => ({}));

@@ -18,6 +18,10 @@ import { isPaged, type ViewScope } from '../registry/catalogue-pages.js';
 import { providersVisibleOnMachine } from '../registry/visibility.js';
 import { LINK_HEADER, PageQuery } from '../schemas/pages.js';
 import type { RouteDeps } from './deps.js';
+import type { IncomingHttpHeaders } from 'node:http';
+import { THREAD_HEADER } from './invoke.js';
+import { digestOf } from '../registry/record-digest.js';
+import type { StoredResource } from '../schemas/resource.js';
 
 const MARKDOWN = 'text/markdown; charset=utf-8';
 
@@ -26,9 +30,25 @@ export function machineScope(canvasId: string, machineId: string): ViewScope {
   return { binding: `canvas:${canvasId}:machine:${machineId}`, providers: providersVisibleOnMachine(machineId) };
 }
 
+/** The optional thread header of the catalogue reads. */
+const ThreadHeaders = Type.Object({
+  'x-huabu-thread-id': Type.Optional(
+    Type.String({
+      description:
+        "The reading thread (`$HUABU_THREAD_ID`): a realized workload of this canvas and machine reads the records its launch pinned as they were pinned. Any other value reads as without it.",
+    }),
+  ),
+});
+
+/** The thread a read names (`X-Huabu-Thread-Id`), if any. */
+export function threadOf(headers: IncomingHttpHeaders): string | undefined {
+  const value = headers[THREAD_HEADER];
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
 export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
   app,
-  { registry, catalogue, pages, config, audit, profiles, expensive },
+  { registry, catalogue, pages, config, audit, profiles, expensive, threads },
   done,
 ) => {
   const byDefault = defaultRepresentation(config);
@@ -45,8 +65,9 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
         operationId: 'listRfsResources',
         summary: "Read the agent's catalogue",
         description:
-          'The host\'s records and those of the token\'s machine, sorted by id, in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`). Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding. With any of `q`, `limit`, `cursor`: one page of the same body, in (provider, id) order or by relevance with `q` (only the records this token may read are searched), and `Link: <…>; rel="next"` while more remain; a walk through the pages yields every record that existed for the whole walk exactly once.',
+          'The host\'s records and those of the token\'s machine, sorted by id, in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`). Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding. With any of `q`, `limit`, `cursor`: one page of the same body, in (provider, id) order or by relevance with `q` (only the records this token may read are searched), and `Link: <…>; rel="next"` while more remain; a walk through the pages yields every record that existed for the whole walk exactly once. With `X-Huabu-Thread-Id` of a realized workload of this canvas and machine, each record the thread\'s launch pinned is served as it was pinned (record v2 with that `digest`), and a pinned record withdrawn since is left out; pages are chosen from today\'s catalogue and then served so. Every other record, and a read without the header, is as above.',
         params: Type.Object({ canvasId: CanvasId }),
+        headers: ThreadHeaders,
         querystring: Type.Object({ schemaVersion: CompatSchemaVersionQuery, ...PageQuery }, { additionalProperties: false }),
         response: {
           200: {
@@ -59,19 +80,26 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
         },
       },
     },
-    (request, reply) => {
+    async (request, reply) => {
       const machineId = (request.principal as { agentletId: string }).agentletId;
       const representation = request.query.schemaVersion ?? byDefault;
+      const threadId = threadOf(request.headers);
+      const pins = threadId && (await threads.pinsOf(request.params.canvasId, machineId, threadId));
       const { q, limit, cursor } = request.query;
       if (isPaged({ q, limit, cursor })) {
         const scope = machineScope(request.params.canvasId, machineId);
-        return sendPage(reply, request, pages, { scope, representation, params: { q, limit, cursor } });
+        // A page is chosen from today's catalogue; a launched thread is then served the records it pinned as pinned.
+        const served = pins ? (records: readonly StoredResource[]) => threads.listFor(records, machineId, pins) : undefined;
+        return sendPage(reply, request, pages, { scope, representation, params: { q, limit, cursor }, ...(served ? { served } : {}) });
       }
+      // A launched thread's view is cached like the machine's, per thread (it changes with the catalogue).
       return sendView(
         reply,
         request.headers,
-        { catalogue, revision: registry.revision(), key: `machine:${machineId}`, representation },
-        () => registry.listVisibleOnMachine(machineId),
+        { catalogue, revision: registry.revision(), key: pins ? `thread:${machineId}:${threadId}` : `machine:${machineId}`, representation },
+        pins
+          ? async () => threads.listFor(await registry.listVisibleOnMachine(machineId), machineId, pins)
+          : () => registry.listVisibleOnMachine(machineId),
       );
     },
   );
@@ -83,15 +111,32 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
         tags: ['rfs'],
         operationId: 'getRfsResource',
         summary: 'Read one record',
-        description: 'One record in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`).',
+        description:
+          "One record in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`). With `X-Huabu-Thread-Id` of a realized workload of this canvas and machine, a record the thread's launch pinned is served as it was pinned, with its digest in `X-Resource-Digest` (every record read so carries the header); a pinned record withdrawn since is 410 `resource_withdrawn`. The header never shows a record the token could not read without it.",
         params: Type.Object({ canvasId: CanvasId, id: ResourceId }),
+        headers: ThreadHeaders,
         querystring: Type.Object({ schemaVersion: CompatSchemaVersionQuery }, { additionalProperties: false }),
-        response: { 200: { ...AnyAgentResource, description: 'The record.' }, ...errors('validation_failed', 'resource_not_found') },
+        response: {
+          200: {
+            ...AnyAgentResource,
+            description: 'The record.',
+            headers: {
+              'x-resource-digest': Type.String({ description: 'The served content\'s digest; sent on reads that name a launched thread.' }),
+            },
+          },
+          ...errors('validation_failed', 'resource_not_found', 'resource_withdrawn'),
+        },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const machineId = (request.principal as { agentletId: string }).agentletId;
-      const record = await registry.getVisibleOnMachine(request.params.id, machineId);
+      const { id } = request.params;
+      const pins = await threads.pinsOf(request.params.canvasId, machineId, threadOf(request.headers));
+      if (!pins) return represent(await registry.getVisibleOnMachine(id, machineId), request.query.schemaVersion ?? byDefault);
+      const current = await registry.getVisibleOnMachine(id, machineId).catch(() => undefined);
+      const record = await threads.contentFor(id, current, machineId, pins);
+      if (!record) throw new AppError('resource_not_found', `No resource with ID ${id} for this agent.`, { id });
+      reply.header('x-resource-digest', digestOf(record));
       return represent(record, request.query.schemaVersion ?? byDefault);
     },
   );

@@ -8,7 +8,7 @@ import { errors } from '../http/openapi.js';
 import type { Metrics } from '../metrics.js';
 import { CanvasId } from '../schemas/common.js';
 import { LaunchBody, ThreadId, WorkloadList, WorkloadRecord } from '../schemas/workload.js';
-import type { WorkloadService } from '../workloads/workload-service.js';
+import { launchAnswer, type WorkloadService } from '../workloads/workload-service.js';
 import type { RouteDeps } from './deps.js';
 
 const launchExample = {
@@ -54,10 +54,10 @@ export const workloadRoutes: FastifyPluginCallbackTypebox<RouteDeps & { workload
     },
     async (request, reply) => {
       try {
-        const { workload, realized } = await workloads.launch(request.body, actorOf(request.principal!));
-        metrics.launchOutcomes.inc({ outcome: realized ? 'realized' : 'repeated' });
-        reply.code(realized ? 201 : 200);
-        return workload;
+        const result = await workloads.launch(request.body, actorOf(request.principal!));
+        metrics.launchOutcomes.inc({ outcome: result.realized ? 'realized' : 'repeated' });
+        reply.code(result.realized ? 201 : 200);
+        return launchAnswer(result);
       } catch (err) {
         metrics.launchOutcomes.inc({ outcome: isAppError(err) ? err.code : 'internal_error' });
         throw err;

@@ -7,7 +7,7 @@ export type ComponentKind = (typeof COMPONENT_KINDS)[number];
 export const EDGE_KINDS = ['publishes', 'selects', 'placed-on', 'requires'] as const;
 export const DIAGNOSTIC_CODES = {
   error: ['duplicate_resource_name', 'unresolved_reference', 'cross_machine_reference', 'alias_collision', 'missing_required_resource'],
-  warning: ['alias_shadows_component', 'unknown_variable', 'unresolved_hosted_capability'],
+  warning: ['alias_shadows_component', 'unknown_variable', 'unresolved_hosted_capability', 'context_budget_exceeded'],
 } as const;
 export type DiagnosticCode = (typeof DIAGNOSTIC_CODES)['error' | 'warning'][number];
 
@@ -18,6 +18,26 @@ const ComponentId = Type.String({
     'Component ID, namespaced by kind: `resource:<resourceId>`, `agent:<profileId>`, `provider:huabu` (the host) or `provider:<machineId>`.',
   examples: ['resource:web-search'],
 });
+
+export const ContextEstimate = Type.Object(
+  {
+    alwaysLoadedTokens: Type.Integer({
+      minimum: 0,
+      description: 'Tokens of the names and descriptions of the effective resources: what the agent holds from its start.',
+    }),
+    onActivationTokens: Type.Integer({
+      minimum: 0,
+      description: "Tokens of their bodies (instructions, or a record v2's source content and owner notes): what it reads on use.",
+    }),
+  },
+  {
+    additionalProperties: false,
+    title: 'ContextEstimate',
+    description:
+      "An agent's effective resources (the host's required defaults, then its selection, as a launch resolves them) counted with gpt-tokenizer's o200k_base encoding; a text past 8,000 characters is counted on its first 8,000 and scaled by its length.",
+  },
+);
+export type ContextEstimate = Static<typeof ContextEstimate>;
 
 export const Component = Type.Object(
   {
@@ -30,6 +50,7 @@ export const Component = Type.Object(
         'Sorted facts: resources `provider:<id>` and `required`; agents `launch:<kind>` and `machine:<agentletId>`; providers `host` or `machine`, and `revoked` or `not-enrolled`.',
     }),
     aliases: Type.Array(Type.String(), { description: "Aliases bound to the component (an agent's alias)." }),
+    contextEstimate: Type.Optional(ContextEstimate),
   },
   { additionalProperties: false, title: 'CapabilityComponent' },
 );
@@ -67,10 +88,11 @@ export const Diagnostic = Type.Object(
         Type.Literal('alias_shadows_component'),
         Type.Literal('unknown_variable'),
         Type.Literal('unresolved_hosted_capability'),
+        Type.Literal('context_budget_exceeded'),
       ],
       {
         description:
-          "Errors: `duplicate_resource_name`, `unresolved_reference`, `cross_machine_reference`, `alias_collision`, `missing_required_resource`. Warnings: `alias_shadows_component`, `unknown_variable`, `unresolved_hosted_capability` (a hosted capability without a record of the host's).",
+          "Errors: `duplicate_resource_name`, `unresolved_reference`, `cross_machine_reference`, `alias_collision`, `missing_required_resource`. Warnings: `alias_shadows_component`, `unknown_variable`, `unresolved_hosted_capability` (a hosted capability without a record of the host's), `context_budget_exceeded` (an agent's always-loaded tokens above `CONTEXT_BUDGET_TOKENS`).",
       },
     ),
     message: Type.String(),

@@ -9,6 +9,8 @@ export const RESOURCE_ID_PATTERN = '^[a-z0-9]+(-[a-z0-9]+)*$';
 /** Machine IDs, canvas IDs and thread IDs: they appear in URLs and file names. */
 export const SLUG_ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$';
 export const HOST_PROVIDER = 'huabu';
+/** A record's content digest: `sha256:` and 64 lowercase hex digits (src/registry/record-digest.ts). */
+export const DIGEST_PATTERN = '^sha256:[0-9a-f]{64}$';
 
 export const SafeText = (minLength: number, maxLength: number, description: string) =>
   Type.String({ minLength, maxLength, pattern: SAFE_TEXT_PATTERN, description });

@@ -1,7 +1,7 @@
 // The AgentResource record (schemaVersion 1 and 2) and the request bodies that carry it. One definition
 // validates HTTP bodies, types handlers, serializes responses, feeds OpenAPI and backs the domain validator.
 import Type, { type Static, type TSchema } from 'typebox';
-import { ProviderId, ResourceId, SafeText, TrimmedText } from './common.js';
+import { DIGEST_PATTERN, ProviderId, ResourceId, SafeText, TrimmedText } from './common.js';
 import { MachineProblems } from './machine.js';
 import { OPTIONAL_TEXT_PATTERN } from '../text/text-rules.js';
 
@@ -61,6 +61,14 @@ const v2Fields = {
   ),
 };
 
+/** A record's content digest (docs/decisions/record-digest.md). */
+export const RecordDigest = Type.String({
+  pattern: DIGEST_PATTERN,
+  description:
+    'Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.',
+  examples: ['sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1'],
+});
+
 /** Record v2: the record Huabu uses today. `name` and `sourceContent` are the provider's; `displayName` and `userContent` the owner's. */
 export const AgentResourceV2 = Type.Object(
   {
@@ -71,6 +79,7 @@ export const AgentResourceV2 = Type.Object(
     provider: ProviderId,
     sourceContent: v2Fields.sourceContent,
     userContent: v2Fields.userContent,
+    digest: Type.Optional(RecordDigest),
   },
   { additionalProperties: false, title: 'AgentResourceV2' },
 );

@@ -1,6 +1,7 @@
 // The workload (agent thread) record, driver schema version 1, and the launch request that realizes it.
 import Type, { type Static } from 'typebox';
-import { CanvasId, MachineId, ResourceId, SafeText, SLUG_ID_PATTERN } from './common.js';
+import { ContextEstimate } from './capability.js';
+import { CanvasId, DIGEST_PATTERN, MachineId, ResourceId, SafeText, SLUG_ID_PATTERN } from './common.js';
 import { AcpHarnessLaunch, MAX_PROFILE_RESOURCE_IDS, ProfileId, WorkingDirPath } from './profile.js';
 
 export const DRIVER_SCHEMA_VERSION = 1;
@@ -37,6 +38,41 @@ export const McpServerEntry = Type.Object(
 );
 export type McpServerEntry = Static<typeof McpServerEntry>;
 
+/** One launch pin: a resource ID and the digest of the content the thread was launched with. */
+export const ResourcePin = Type.Object(
+  {
+    id: ResourceId,
+    digest: Type.String({ pattern: DIGEST_PATTERN, description: "The record's content digest at realization (`sha256:<64 hex>`)." }),
+  },
+  { additionalProperties: false, title: 'ResourcePin' },
+);
+export type ResourcePin = Static<typeof ResourcePin>;
+
+/** A DSSE envelope (https://github.com/secure-systems-lab/dsse): the launch's signed in-toto statement. */
+export const LaunchAttestation = Type.Object(
+  {
+    payloadType: Type.Literal('application/vnd.in-toto+json'),
+    payload: Type.String({ description: 'The in-toto Statement v1 (JSON), base64.' }),
+    signatures: Type.Array(
+      Type.Object(
+        {
+          keyid: Type.String({ description: 'The `kid` of the signing key in `GET /.well-known/agent-resource-registry/keys`.' }),
+          sig: Type.String({ description: "Ed25519 signature over DSSE's pre-authentication encoding, base64." }),
+        },
+        { additionalProperties: false },
+      ),
+      { minItems: 1 },
+    ),
+  },
+  {
+    additionalProperties: false,
+    title: 'LaunchAttestation',
+    description:
+      "The registry's signature of the launch: a DSSE envelope of an in-toto Statement v1 whose subjects are `spec.resourcePins` and whose predicate (`launch-v1`) names canvas, thread, profile and its revision, machine and realization time. Made once at realization; absent in workloads realized before attestations existed. Check it before starting the agent: docs/attestation.md.",
+  },
+);
+export type LaunchAttestation = Static<typeof LaunchAttestation>;
+
 export const WorkloadRecord = Type.Object(
   {
     driverSchemaVersion: Type.Literal(DRIVER_SCHEMA_VERSION),
@@ -51,6 +87,12 @@ export const WorkloadRecord = Type.Object(
         resourceIds: Type.Array(ResourceId, {
           description: 'The effective resources pinned at realization: required defaults first, then the selection.',
         }),
+        resourcePins: Type.Optional(
+          Type.Array(ResourcePin, {
+            description:
+              "The content each effective resource had at realization, in `resourceIds` order: the thread's reads that send `X-Huabu-Thread-Id` are served at these revisions (absent in records realized before pins existed: those read current content).",
+          }),
+        ),
         resourceScope: Type.Object({ canvasId: CanvasId, threadId: ThreadId }, { additionalProperties: false }),
         initialPreamble: Type.Array(Type.String(), {
           description: '[0] the durable bootstrap naming the resources; [1] the optional additional preamble.',
@@ -82,6 +124,12 @@ export const WorkloadRecord = Type.Object(
       },
       { additionalProperties: false },
     ),
+    attestation: Type.Optional(LaunchAttestation),
+    contextEstimate: Type.Optional({
+      ...ContextEstimate,
+      description:
+        "The launch's effective resources as the agent meets them (docs/capability-projection.md#context-estimate): the tokens of their names and descriptions, held from the start, and of their bodies, read on use. Absent in workloads realized before estimates existed.",
+    }),
   },
   { additionalProperties: false, title: 'Workload' },
 );

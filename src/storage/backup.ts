@@ -11,7 +11,7 @@
 // the very end: a kill at any moment leaves the target absent (or the empty directory it was), never a half
 // backup. The audit files are append-only (rotation only renames them), so they are opened and measured
 // during the pause and copied up to that length after it, which keeps the pause short.
-// credentials.json is left out unless asked for; temp files (`*.tmp`) and the lock's directory are never copied.
+// credentials.json and signing-keys.json are left out unless asked for; temp files (`*.tmp`) and the lock's directory are never copied.
 import { randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
 import * as fsp from 'node:fs/promises';
@@ -23,6 +23,7 @@ import { CONTROL_DIR, DataDirLockedError, connectToHolder, lockDataDir, type Dat
 import { FILE_MODE, TEMP_SUFFIX, fsyncDirectory } from './durable-file.js';
 import { AUDIT_FILE, INCOMPLETE_BACKUP_MARKER } from './json-file-store.js';
 import { CREDENTIALS_FILE } from '../credentials/credentials-file.js';
+import { SIGNING_KEYS_FILE } from '../credentials/signing-keys.js';
 
 export const BACKUP_USAGE = 'usage: npm run backup -- --to DIR [--data-dir DIR] [--with-credentials]';
 
@@ -115,7 +116,8 @@ async function copyTree(dataDir: string, temp: string, withCredentials: boolean)
       }
       // Sockets, symlinks and the like are not data this service writes.
       if (!entry.isFile() || entry.name.endsWith(TEMP_SUFFIX) || entry.name === INCOMPLETE_BACKUP_MARKER) continue;
-      if (relPath === CREDENTIALS_FILE) {
+      // The launch-signing keys are credentials too: they travel together.
+      if (relPath === CREDENTIALS_FILE || relPath === SIGNING_KEYS_FILE) {
         copied.credentials = withCredentials ? 'included' : 'left out';
         if (!withCredentials) continue;
       }

@@ -36,6 +36,8 @@ import { sortedValues } from './overlay-map.js';
 import { EVENTS_FILE, JsonEventLog, recordCheck, type CheckedDraft, type RetentionOptions } from './event-log.js';
 import type { ChangeEventType, ChangeFeed, ChangeSubject, EventDraft } from '../registry/events.js';
 import { openResources, RESOURCES_FILE, type ResourcesState } from './json-resources-file.js';
+import { holdRevisions, keepRevisions, listRevisionsOf, revisionKey } from './json-revisions.js';
+import type { ResourceRevision } from '../registry/record-digest.js';
 import { indexByDigest, loadMachines, MACHINES_FILE, machinesCodec, type MachinesState } from './json-machines-file.js';
 import { entryOf, loadRegistry, REGISTRY_FILE, registryCodec, type RegistryState } from './json-registry-file.js';
 
@@ -305,6 +307,7 @@ export class JsonFileStore implements RegistryStore {
       const outcome = planPut(existing, stored);
       if (outcome === 'unchanged') return { result: { outcome, stored: existing! }, changed: false };
       draft.resources.set(record.id, stored);
+      keepRevisions(draft, existing, stored, this.#now());
       const type = outcome === 'created' ? 'resource.created' : 'resource.replaced';
       return { result: { outcome, stored }, changed: true, events: [ev(type, resourceSubject(record.id, stored.provider), stored)] };
     });
@@ -318,14 +321,17 @@ export class JsonFileStore implements RegistryStore {
       const stored = changed ? Object.freeze(record) : existing;
       if (!changed) return { result: stored, changed };
       draft.resources.set(id, stored);
+      keepRevisions(draft, existing, stored, this.#now());
       return { result: stored, changed, events: [ev('resource.customized', resourceSubject(id, stored.provider), stored)] };
     });
   }
 
   withdrawResource(provider: string, id: string) {
     return this.resources.update((draft) => {
-      planWithdraw(draft.resources.get(id), provider, id);
+      const existing = draft.resources.get(id);
+      planWithdraw(existing, provider, id);
       draft.resources.delete(id);
+      keepRevisions(draft, existing, undefined, this.#now());
       return { result: undefined, changed: true, events: [ev('resource.withdrawn', resourceSubject(id, provider), undefined)] };
     });
   }
@@ -337,14 +343,49 @@ export class JsonFileStore implements RegistryStore {
       const plan = planReconcile((id) => draft.resources.get(id), owned, provider, records);
       const changed = !dryRun && plan.created.length + plan.replaced.length + plan.withdrawn.length > 0;
       if (!changed) return { result: { dryRun, ...plan }, changed };
-      for (const id of plan.withdrawn) draft.resources.delete(id);
-      for (const record of records) draft.resources.set(record.id, Object.freeze(record));
+      const now = this.#now();
+      for (const id of plan.withdrawn) {
+        keepRevisions(draft, draft.resources.get(id), undefined, now);
+        draft.resources.delete(id);
+      }
+      for (const record of records) {
+        const previous = draft.resources.get(record.id);
+        draft.resources.set(record.id, Object.freeze(record));
+        if (previous === undefined || !plan.unchanged.includes(record.id)) keepRevisions(draft, previous, record, now);
+      }
       const events = [
         ...plan.created.map((id) => ev('resource.created', resourceSubject(id, provider), draft.resources.get(id))),
         ...plan.replaced.map((id) => ev('resource.replaced', resourceSubject(id, provider), draft.resources.get(id))),
         ...plan.withdrawn.map((id) => ev('resource.withdrawn', resourceSubject(id, provider), undefined)),
       ];
       return { result: { dryRun, ...plan }, changed, events };
+    });
+  }
+
+  /** The time of a revision kept now. */
+  #now(): string {
+    return new Date().toISOString();
+  }
+
+  readonly #openedAt = new Date().toISOString();
+
+  listRevisions(id: string): Promise<readonly ResourceRevision[]> {
+    const state = this.resources.state;
+    return Promise.resolve(listRevisionsOf(state, id, state.resources.get(id), this.#openedAt));
+  }
+
+  async getRevision(id: string, digest: string): Promise<ResourceRevision | undefined> {
+    const state = this.resources.state;
+    const kept = state.revisions.get(revisionKey(id, digest));
+    if (kept) return kept;
+    return (await this.listRevisions(id)).find((r) => r.digest === digest);
+  }
+
+  async holdRevisions(holder: string, holds: readonly { id: string; digest: string }[]): Promise<void> {
+    if (holds.length === 0) return;
+    await this.resources.update((draft) => {
+      const changed = holdRevisions(draft, holder, holds, (id) => draft.resources.get(id), this.#now());
+      return { result: undefined, changed };
     });
   }
 

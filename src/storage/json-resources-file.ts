@@ -12,10 +12,27 @@ import { JournalCorruptError, journalPathFor, readJournal } from './journal.js';
 import { OverlayMap, sortedValues, type RecordMap } from './overlay-map.js';
 import { ResourceIndex } from './resource-index.js';
 import { StoreFileError } from './store-file-error.js';
+import {
+  applyRevisionChange,
+  cloneRevisions,
+  loadRevisions,
+  revisionChanges,
+  serializeRevisions,
+  type RevisionsState,
+} from './json-revisions.js';
+import { digestOf } from '../registry/record-digest.js';
+
+/** The record frozen, its digest computed once (when its write has not already). */
+function withDigest(record: StoredResource): StoredResource {
+  digestOf(record);
+  return Object.freeze(record);
+}
 
 export const RESOURCES_FILE = path.join('agent-resources', 'resources.json');
 
-export interface ResourcesState {
+export const REVISIONS_FILE = path.join('agent-resources', 'revisions.json');
+
+export interface ResourcesState extends RevisionsState {
   /** Committed: a Map; in a mutation's draft: an OverlayMap over it. */
   resources: RecordMap<StoredResource>;
   /** The committed state's page order and search index (kept up to date by `apply`); none in a draft. */
@@ -33,23 +50,29 @@ type ResourceChange = { put: StoredResource } | { withdraw: string };
  * up a v1 file before it first becomes v2.
  */
 const resourcesCodec = (file: string, fs: FileSystemSeam, onBackup: (backupFile: string) => void): JournalCodec<ResourcesState> => ({
-  clone: (s) => ({ resources: new OverlayMap(s.resources as Map<string, StoredResource>) }),
+  clone: (s) => ({ ...cloneRevisions(s), resources: new OverlayMap(s.resources as Map<string, StoredResource>) }),
   serialize: (s) => serializeResourcesFile(sortedValues(s.resources)),
   async compact(s) {
     const text = serializeResourcesFile(sortedValues(s.resources));
     const backup = await writeResourcesFile(file, text, fs);
     if (backup !== undefined) onBackup(backup);
-    return Buffer.byteLength(text);
+    // The revisions beside it, before the journal that also holds them is emptied.
+    const revisions = serializeRevisions(s);
+    await writeFileDurably(revisionsPathFor(file), revisions, fs);
+    return Buffer.byteLength(text) + Buffer.byteLength(revisions);
   },
-  changes: (draft) =>
-    (draft.resources as OverlayMap<StoredResource>)
+  changes: (draft) => [
+    ...(draft.resources as OverlayMap<StoredResource>)
       .changes()
       .map(([id, record]): ResourceChange => (record ? { put: record } : { withdraw: id })),
+    ...revisionChanges(draft),
+  ],
   apply(state, changes) {
     for (const change of changes as ResourceChange[]) {
+      if (applyRevisionChange(state, change)) continue;
       if (change !== null && typeof change === 'object' && 'put' in change && checkResource.Check(change.put)) {
         const previous = state.resources.get(change.put.id);
-        const record = Object.freeze(change.put);
+        const record = withDigest(change.put);
         state.resources.set(record.id, record);
         state.index?.put(record, previous);
       } else if (change !== null && typeof change === 'object' && 'withdraw' in change && typeof change.withdraw === 'string') {
@@ -63,12 +86,16 @@ const resourcesCodec = (file: string, fs: FileSystemSeam, onBackup: (backupFile:
   },
 });
 
+/** revisions.json beside resources.json. */
+const revisionsPathFor = (resourcesFile: string): string => path.join(path.dirname(resourcesFile), path.basename(REVISIONS_FILE));
+
 async function loadResources(file: string): Promise<ResourcesState> {
   const resources = new Map<string, StoredResource>();
+  const revisions = await loadRevisions(revisionsPathFor(file));
   const bytes = await readIfExists(file);
-  if (bytes === undefined) return { resources };
-  for (const record of parseResourcesFile(file, bytes.toString('utf8')).records) resources.set(record.id, Object.freeze(record));
-  return { resources };
+  if (bytes === undefined) return { ...revisions, resources };
+  for (const record of parseResourcesFile(file, bytes.toString('utf8')).records) resources.set(record.id, withDigest(record));
+  return { ...revisions, resources };
 }
 
 /** resources.json with its journal replayed (and compacted into it when the journal held anything). */

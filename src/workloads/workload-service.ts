@@ -1,5 +1,6 @@
 // Launch: resolve which resources an agent thread gets, check them, and pin them durably into the
 // workload record at the first realization of (canvasId, threadId). Framework-free.
+import { createHash } from 'node:crypto';
 import { AppError } from '../errors.js';
 import type { ProfileRegistry } from '../profiles/profile-registry.js';
 import { assertPlacement } from '../profiles/placement.js';
@@ -11,11 +12,23 @@ import { systemClock, type Clock } from '../clock.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
 import { bootstrapPreamble, mcpServerEntry } from './bootstrap.js';
 import { ACP_COMMAND, ACP_HARNESS } from '../profiles/profile-rules.js';
+import { digestOf, workloadHolder } from '../registry/record-digest.js';
+import type { StoredResource } from '../schemas/resource.js';
+import { contextEstimate } from '../capabilities/context-estimate.js';
+import { launchStatement, signStatement, type AttestedResource, type Signer } from './attestation.js';
 
 export interface LaunchResult {
   workload: WorkloadRecord;
   /** True when this launch realized the thread (201); false when it returned the stored record (200). */
   realized: boolean;
+}
+
+/**
+ * The body of the launch answer, built here and nowhere else: the workload record (its `spec.resourcePins`
+ * included). A field every launch answer carries beside the record is added here.
+ */
+export function launchAnswer(result: LaunchResult): WorkloadRecord {
+  return result.workload;
 }
 
 /**
@@ -35,6 +48,17 @@ export interface WorkloadServiceOptions {
   clock?: Clock;
   preflight?: LaunchPreflight;
   audit?: AuditTrail;
+  /** The registry's signing key: each realization's attestation is signed with it (docs/attestation.md). */
+  signer?: Signer;
+}
+
+/** A pin as the attestation names it: the pinned record's provider and, for a record v2, its source content's SHA-256. */
+function attestedResource(pin: { id: string; digest: string }, record: StoredResource): AttestedResource {
+  return {
+    ...pin,
+    provider: record.provider,
+    ...(record.schemaVersion === 2 ? { sourceContentSha256: createHash('sha256').update(record.sourceContent, 'utf8').digest('hex') } : {}),
+  };
 }
 
 /** `dedupe([...required, ...selected])`, first occurrence wins, order otherwise kept. */
@@ -108,6 +132,11 @@ export class WorkloadService {
       await this.#o.scanner.assertClean([['/additionalInitialPreamble', request.additionalInitialPreamble]]);
     }
 
+    // The content each resource has now, pinned: retention keeps these revisions before the record that
+    // names them is written (a crash between the two keeps too much, never too little).
+    const resourcePins = effective.map((id) => ({ id, digest: digestOf(records.get(id)!) }));
+    await store.holdRevisions(workloadHolder(request.canvasId, request.threadId), resourcePins);
+
     const rfsUrl = this.#o.rfsUrl(request.canvasId);
     const mcpUrl = `${rfsUrl}/mcp`;
     const record: WorkloadRecord = {
@@ -120,6 +149,7 @@ export class WorkloadService {
         agentletId: profile.agentletId,
         cwd: request.workingDirPath ?? profile.workingDirPath,
         resourceIds: effective,
+        resourcePins,
         resourceScope: { canvasId: request.canvasId, threadId: request.threadId },
         initialPreamble: [
           bootstrapPreamble(effective),
@@ -132,6 +162,22 @@ export class WorkloadService {
         ...(launch.kind === ACP_HARNESS ? { launch: harnessLaunch(launch) } : {}),
       },
     };
+    record.contextEstimate = contextEstimate(effective.map((id) => records.get(id)!));
+    if (this.#o.signer) {
+      const pinned = resourcePins.map((pin) => attestedResource(pin, records.get(pin.id)!));
+      record.attestation = signStatement(
+        launchStatement({
+          canvasId: record.canvasId,
+          threadId: record.threadId,
+          profileId: profile.id,
+          profileRevision: profile.revision ?? 1,
+          machineId: profile.agentletId,
+          realizedAt: record.realizedAt,
+          resources: pinned,
+        }),
+        this.#o.signer,
+      );
+    }
     const outcome = await store.realizeWorkload(record, audit);
     // Another launch of the same thread may have realized it first: then this one is a repeat.
     return outcome.created

@@ -81,6 +81,9 @@ t.test('a backup taken while writers register and launch holds every write ackno
 
   const files = await filesUnder(target);
   t.notOk(files.includes('credentials.json'), 'no credentials.json without --with-credentials');
+  t.notOk(files.includes('signing-keys.json'), 'nor the launch-signing keys');
+  const withCredsFiles = await filesUnder(target2);
+  t.ok(withCredsFiles.includes('signing-keys.json') && withCredsFiles.includes('credentials.json'), 'both with --with-credentials');
   t.notOk(
     files.some((f) => f.endsWith('.tmp') || f.includes('BACKUP-INCOMPLETE')),
     'no temp file, no marker',

@@ -1,19 +1,22 @@
 // The end-of-suite leak scan (run after every other test file by `npm test`): every credential the suite
 // used or was issued must appear in no log line, no response body (except the one that issued it) and no
-// file under any test DATA_DIR (backups and audit logs included). credentials.json is the one file whose
-// job is to hold generated credentials (mode 0600), so it is skipped.
+// file under any test DATA_DIR (backups and audit logs included). credentials.json and signing-keys.json are
+// the files whose job is to hold generated credentials (mode 0600), so they are skipped; the launch-signing
+// private keys they hold are looked for everywhere else too.
 import t from 'tap';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CANARY, CANARY_ROOT } from '../helpers/build.js';
 
-async function filesUnder(dir: string): Promise<string[]> {
+const CREDENTIAL_FILES = new Set(['credentials.json', 'signing-keys.json']);
+
+async function filesUnder(dir: string, skip = CREDENTIAL_FILES): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
   const out: string[] = [];
   for (const entry of entries) {
     const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...(await filesUnder(full)));
-    else if (entry.isFile() && entry.name !== 'credentials.json') out.push(full);
+    if (entry.isDirectory()) out.push(...(await filesUnder(full, skip)));
+    else if (entry.isFile() && !skip.has(entry.name)) out.push(full);
   }
   return out;
 }
@@ -21,7 +24,20 @@ async function filesUnder(dir: string): Promise<string[]> {
 const issued = (await Promise.all((await filesUnder(path.join(CANARY_ROOT, 'issued'))).map((f) => readFile(f, 'utf8'))))
   .flatMap((text) => text.split('\n'))
   .filter(Boolean);
-const tokens = [...Object.values(CANARY), ...issued];
+/**
+ * The private launch-signing keys (PKCS #8 DER, base64) of every test DATA_DIR, from character 24 on: the
+ * first 16 bytes are the same header in every Ed25519 key, the rest is the key's own.
+ */
+const signingKeys = (
+  await Promise.all(
+    (await filesUnder(path.join(CANARY_ROOT, 'data'), new Set()))
+      .filter((f) => path.basename(f) === 'signing-keys.json')
+      .map(async (f) =>
+        (JSON.parse(await readFile(f, 'utf8')) as { keys: { privateKey: string }[] }).keys.map((k) => k.privateKey.slice(24)),
+      ),
+  )
+).flat();
+const tokens = [...Object.values(CANARY), ...issued, ...signingKeys];
 /** A token's first 12 characters after its `arr_<kind>_` prefix: a text that holds the token holds these. */
 const PIECE = 12;
 const pieces = new Set(
@@ -63,6 +79,7 @@ const haystacks = [
 ];
 
 t.ok(issued.length > 0, `the suite issued tokens to look for (${issued.length})`);
+t.ok(signingKeys.length > 0, `and the launch-signing private keys (${signingKeys.length})`);
 t.ok(
   issued.some((token) => token.startsWith('arr_grant_')),
   'resource grants are among them',

@@ -4,6 +4,26 @@
  */
 
 export interface paths {
+    "/.well-known/agent-resource-registry/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Launch-signing public keys (JWKS)
+         * @description The Ed25519 keys whose signatures a launch's `attestation` carries, as a JSON Web Key Set: the signing key first, then the older keys kept for verifying attestations they signed. No credential.
+         */
+        get: operations["getSigningKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -864,6 +884,55 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    getSigningKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key set. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "keys": [
+                     *         {
+                     *           "kty": "OKP",
+                     *           "crv": "Ed25519",
+                     *           "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo",
+                     *           "kid": "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k",
+                     *           "alg": "EdDSA",
+                     *           "use": "sig"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        keys: {
+                            /** @enum {string} */
+                            kty: "OKP";
+                            /** @enum {string} */
+                            crv: "Ed25519";
+                            /** @description The public key, base64url (RFC 8037). */
+                            x: string;
+                            /** @description The key's RFC 7638 thumbprint: the `keyid` of the envelopes it signs. */
+                            kid: string;
+                            /** @enum {string} */
+                            alg: "EdDSA";
+                            /** @enum {string} */
+                            use: "sig";
+                        }[];
+                    };
+                };
+            };
+        };
+    };
     getHealth: {
         parameters: {
             query?: never;
@@ -7274,6 +7343,16 @@ export interface operations {
                             tags: string[];
                             /** @description Aliases bound to the component (an agent's alias). */
                             aliases: string[];
+                            /**
+                             * ContextEstimate
+                             * @description An agent's effective resources (the host's required defaults, then its selection, as a launch resolves them) counted with gpt-tokenizer's o200k_base encoding; a text past 8,000 characters is counted on its first 8,000 and scaled by its length.
+                             */
+                            contextEstimate?: {
+                                /** @description Tokens of the names and descriptions of the effective resources: what the agent holds from its start. */
+                                alwaysLoadedTokens: number;
+                                /** @description Tokens of their bodies (instructions, or a record v2's source content and owner notes): what it reads on use. */
+                                onActivationTokens: number;
+                            };
                         }[];
                         /** @description Sorted by from, kind, to. */
                         edges: {
@@ -7303,8 +7382,8 @@ export interface operations {
                         /** @description Errors first, then by code, components and message. */
                         diagnostics: {
                             severity: "error" | "warning";
-                            /** @description Errors: `duplicate_resource_name`, `unresolved_reference`, `cross_machine_reference`, `alias_collision`, `missing_required_resource`. Warnings: `alias_shadows_component`, `unknown_variable`, `unresolved_hosted_capability` (a hosted capability without a record of the host's). */
-                            code: "duplicate_resource_name" | "unresolved_reference" | "cross_machine_reference" | "alias_collision" | "missing_required_resource" | "alias_shadows_component" | "unknown_variable" | "unresolved_hosted_capability";
+                            /** @description Errors: `duplicate_resource_name`, `unresolved_reference`, `cross_machine_reference`, `alias_collision`, `missing_required_resource`. Warnings: `alias_shadows_component`, `unknown_variable`, `unresolved_hosted_capability` (a hosted capability without a record of the host's), `context_budget_exceeded` (an agent's always-loaded tokens above `CONTEXT_BUDGET_TOKENS`). */
+                            code: "duplicate_resource_name" | "unresolved_reference" | "cross_machine_reference" | "alias_collision" | "missing_required_resource" | "alias_shadows_component" | "unknown_variable" | "unresolved_hosted_capability" | "context_budget_exceeded";
                             message: string;
                             /** @description The components concerned, sorted. An unresolved or missing reference names the ID it expected (`resource:<id>`), which is not a component. */
                             components: string[];

@@ -282,6 +282,91 @@ CREATE INDEX resources_search_idx ON resources USING gin (search);
 CREATE INDEX resources_page_idx ON resources (provider COLLATE "C", id COLLATE "C");
 `,
   },
+  {
+    version: 8,
+    name: 'record-digests-and-revisions',
+    // Record digests and revisions (docs/decisions/record-digest.md). `arr_record_digest` is the canonical
+    // form of src/registry/record-digest.ts in SQL (the storage contract checks the two agree); a BEFORE
+    // trigger stores it with every write, whichever statement makes it. An AFTER trigger keeps each new
+    // content as a revision and applies the retention in the same transaction; the row lock of the record
+    // orders the writes of one ID across replicas. Holds pin revisions for workloads and profiles.
+    sql: `
+CREATE FUNCTION arr_digest_field(name text, value text) RETURNS text IMMUTABLE LANGUAGE sql AS $f$
+  SELECT CASE WHEN value IS NULL THEN '' ELSE name || ' ' || octet_length(value) || E'\n' || value || E'\n' END
+$f$;
+CREATE FUNCTION arr_record_digest(schema_version integer, id text, provider text, name text, display_name text,
+    description text, instructions text, source_content text, user_content text) RETURNS text IMMUTABLE LANGUAGE sql AS $f$
+  SELECT 'sha256:' || encode(sha256(convert_to('arr-record-digest/1' || E'\n'
+    || arr_digest_field('schemaVersion', schema_version::text) || arr_digest_field('id', id)
+    || arr_digest_field('provider', provider) || arr_digest_field('name', name)
+    || arr_digest_field('displayName', display_name)
+    || arr_digest_field('description', CASE WHEN schema_version = 1 THEN description END)
+    || arr_digest_field('instructions', CASE WHEN schema_version = 1 THEN instructions END)
+    || arr_digest_field('sourceContent', CASE WHEN schema_version = 2 THEN source_content END)
+    || arr_digest_field('userContent', NULLIF(user_content, '')), 'UTF8')), 'hex')
+$f$;
+ALTER TABLE resources ADD COLUMN digest text;
+UPDATE resources SET digest = arr_record_digest(schema_version, id, provider, name, display_name, description,
+  instructions, source_content, user_content);
+ALTER TABLE resources ALTER COLUMN digest SET NOT NULL;
+CREATE FUNCTION arr_resource_digest() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.digest := arr_record_digest(NEW.schema_version, NEW.id, NEW.provider, NEW.name, NEW.display_name,
+    NEW.description, NEW.instructions, NEW.source_content, NEW.user_content);
+  RETURN NEW;
+END
+$$;
+CREATE TRIGGER resources_digest BEFORE INSERT OR UPDATE ON resources FOR EACH ROW EXECUTE FUNCTION arr_resource_digest();
+
+CREATE TABLE resource_revisions (
+  id text NOT NULL,
+  digest text NOT NULL,
+  provider text NOT NULL,
+  schema_version integer NOT NULL,
+  name text NOT NULL,
+  description text,
+  instructions text,
+  source_content text,
+  display_name text,
+  user_content text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  seq bigserial NOT NULL,
+  PRIMARY KEY (id, digest)
+);
+CREATE INDEX resource_revisions_order_idx ON resource_revisions (id, seq DESC);
+INSERT INTO resource_revisions (id, digest, provider, schema_version, name, description, instructions, source_content,
+    display_name, user_content, created_at)
+  SELECT id, digest, provider, schema_version, name, description, instructions, source_content, display_name, user_content,
+    updated_at FROM resources ORDER BY id;
+
+CREATE TABLE revision_holds (
+  resource_id text NOT NULL,
+  holder text NOT NULL,
+  digest text NOT NULL,
+  PRIMARY KEY (resource_id, holder)
+);
+CREATE INDEX revision_holds_digest_idx ON revision_holds (resource_id, digest);
+
+CREATE FUNCTION arr_keep_revision() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'UPDATE' AND OLD.digest = NEW.digest THEN
+    RETURN NULL;
+  END IF;
+  INSERT INTO resource_revisions (id, digest, provider, schema_version, name, description, instructions, source_content,
+      display_name, user_content)
+    VALUES (NEW.id, NEW.digest, NEW.provider, NEW.schema_version, NEW.name, NEW.description, NEW.instructions,
+      NEW.source_content, NEW.display_name, NEW.user_content)
+    ON CONFLICT (id, digest) DO UPDATE SET created_at = now(), seq = nextval('resource_revisions_seq_seq');
+  DELETE FROM resource_revisions v
+    WHERE v.id = NEW.id AND v.digest <> NEW.digest
+      AND v.seq < (SELECT min(k.seq) FROM (SELECT seq FROM resource_revisions WHERE id = NEW.id ORDER BY seq DESC LIMIT 20) k)
+      AND NOT EXISTS (SELECT 1 FROM revision_holds h WHERE h.resource_id = v.id AND h.digest = v.digest);
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER resources_revision AFTER INSERT OR UPDATE ON resources FOR EACH ROW EXECUTE FUNCTION arr_keep_revision();
+`,
+  },
 ];
 
 export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

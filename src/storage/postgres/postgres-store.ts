@@ -14,6 +14,7 @@ import { DEFAULT_AUDIT_MAX_ROWS, DEFAULT_EVENTS_RETAIN_COUNT, DEFAULT_EVENTS_RET
 import type { ProfileChanges } from '../../profiles/profile-rules.js';
 import type { PutOutcome } from '../../registry/ownership.js';
 import type { RecordUsage } from '../../registry/record-quota.js';
+import type { ResourceRevision } from '../../registry/record-digest.js';
 import type { CustomizationPatch } from '../../registry/resource-versions.js';
 import type { AgentProfile } from '../../schemas/profile.js';
 import type { ReconcileResult, StoredResource } from '../../schemas/resource.js';
@@ -256,6 +257,18 @@ export class PostgresStore implements RegistryStore {
     audit: AuditIntent,
   ): Promise<{ result: ReconcileResult }> {
     return { result: await this.#resources.reconcile(provider, incoming, false, audit) };
+  }
+
+  listRevisions(id: string): Promise<readonly ResourceRevision[]> {
+    return this.#resources.revisions(id);
+  }
+
+  getRevision(id: string, digest: string): Promise<ResourceRevision | undefined> {
+    return this.#resources.readRevision(id, digest);
+  }
+
+  holdRevisions(holder: string, holds: readonly { id: string; digest: string }[]): Promise<void> {
+    return this.#resources.hold(holder, holds);
   }
 
   listMachines(): Promise<readonly MachineRecord[]> {

@@ -8,6 +8,7 @@ import type { RecordUsage } from '../../registry/record-quota.js';
 import { withOwnerFields, type CustomizationPatch } from '../../registry/resource-versions.js';
 import type { AuditIntent, FindRequest, FoundResource, Registered } from '../../registry/store.js';
 import type { ReconcileResult, StoredResource } from '../../schemas/resource.js';
+import { noteDigest, type ResourceRevision } from '../../registry/record-digest.js';
 import { reconcileEntries } from '../../audit/audit-trail.js';
 import { insertAudit, type AuditRetention } from './audit.js';
 import { MAX_ATTEMPTS, type PgDatabase, type Queryable } from './database.js';
@@ -25,14 +26,20 @@ interface ResourceRow {
   display_name: string | null;
   user_content: string;
   imported: boolean;
+  digest: string;
 }
 
 const RESOURCE_COLUMNS =
-  'id, provider, schema_version, name, description, instructions, source_content, display_name, user_content, imported';
+  'id, provider, schema_version, name, description, instructions, source_content, display_name, user_content, imported, digest';
 /** The columns a provider writes (the owner's display_name and user_content are never among them). */
 const SOURCE_COLUMNS = 'id, provider, schema_version, name, description, instructions, source_content';
 
-function resourceOf(row: ResourceRow): StoredResource {
+/** The record of a row, its digest the one the database stored with the write. */
+function resourceOf(row: Omit<ResourceRow, 'imported'> & { imported?: boolean }): StoredResource {
+  return noteDigest(recordOf(row), row.digest);
+}
+
+function recordOf(row: Omit<ResourceRow, 'imported'> & { imported?: boolean }): StoredResource {
   // The order of the record as the JSON store keeps it, so catalogue bodies read the same.
   const owner = {
     ...(row.display_name === null ? {} : { displayName: row.display_name }),
@@ -56,6 +63,25 @@ function resourceOf(row: ResourceRow): StoredResource {
     },
     owner,
   );
+}
+
+interface RevisionRow extends Omit<ResourceRow, 'imported'> {
+  created_at: Date;
+  seq: string;
+}
+
+const REVISION_COLUMNS =
+  'id, provider, schema_version, name, description, instructions, source_content, display_name, user_content, digest, created_at, seq';
+
+function revisionOf(row: RevisionRow): ResourceRevision {
+  return {
+    id: row.id,
+    digest: row.digest,
+    provider: row.provider,
+    createdAt: row.created_at.toISOString(),
+    seq: Number(row.seq),
+    record: Object.freeze(resourceOf(row)),
+  };
 }
 
 /** The provider's columns of a record, in SOURCE_COLUMNS order. */
@@ -302,6 +328,44 @@ export class PgResources {
       if (rows.length === 0) throw new AppError('resource_not_found', `No resource with ID ${id}.`, { id });
       this.changed();
       return resourceOf(rows[0]!);
+    });
+  }
+
+  /** The kept revisions of `id`, newest first (the trigger of migration 7 keeps them with each write). */
+  revisions(id: string): Promise<ResourceRevision[]> {
+    return this.db.guard(async () => {
+      const { rows } = await this.db.query<RevisionRow>({
+        name: 'arr_read_revisions',
+        text: `SELECT ${REVISION_COLUMNS} FROM resource_revisions WHERE id = $1 ORDER BY seq DESC`,
+        values: [id],
+      });
+      return rows.map(revisionOf);
+    });
+  }
+
+  readRevision(id: string, digest: string): Promise<ResourceRevision | undefined> {
+    return this.db.guard(async () => {
+      const { rows } = await this.db.query<RevisionRow>({
+        name: 'arr_read_revision',
+        text: `SELECT ${REVISION_COLUMNS} FROM resource_revisions WHERE id = $1 AND digest = $2`,
+        values: [id, digest],
+      });
+      return rows[0] && revisionOf(rows[0]);
+    });
+  }
+
+  /** Holds the revisions for `holder` (moving an earlier hold of the same ID), in one statement. */
+  hold(holder: string, holds: readonly { id: string; digest: string }[]): Promise<void> {
+    if (holds.length === 0) return Promise.resolve();
+    return this.db.guard(async () => {
+      await this.db.query({
+        name: 'arr_hold_revisions',
+        text: `INSERT INTO revision_holds (resource_id, holder, digest)
+          SELECT r, $1, d FROM unnest($2::text[], $3::text[]) AS h(r, d)
+          ON CONFLICT (resource_id, holder) DO UPDATE SET digest = EXCLUDED.digest
+          WHERE revision_holds.digest IS DISTINCT FROM EXCLUDED.digest`,
+        values: [holder, holds.map((h) => h.id), holds.map((h) => h.digest)],
+      });
     });
   }
 

@@ -1,0 +1,101 @@
+// What a launched thread reads (docs/decisions/record-digest.md, "Thread reads"): a read that names a
+// realized workload of the token's canvas and machine (`X-Huabu-Thread-Id`) is served each pinned record at
+// its pinned revision; a pinned record no longer there for that machine is withdrawn for the thread. The
+// thread only selects among its own pins: what is served is never more than the token may read today.
+// Framework-free; RFS and MCP both choose through `contentFor`.
+import { AppError } from '../errors.js';
+import type { StoredResource } from '../schemas/resource.js';
+import type { ResourcePin } from '../schemas/workload.js';
+import { digestOf } from './record-digest.js';
+import type { RegistryStore } from './store.js';
+import { visibleOnMachine } from './visibility.js';
+
+/** The pins one thread reads at: ID → pinned digest, in effective order. */
+export type ThreadPins = ReadonlyMap<string, string>;
+
+/** How many threads' pins and pinned revisions are kept in memory (both never change once written). */
+const CACHE_ENTRIES = 4096;
+
+/** A map that forgets its oldest entry beyond `max` (values that never change: no invalidation). */
+class Bounded<V> {
+  readonly #map = new Map<string, V>();
+  constructor(private readonly max: number) {}
+  get(key: string): V | undefined {
+    return this.#map.get(key);
+  }
+  set(key: string, value: V): void {
+    this.#map.set(key, value);
+    if (this.#map.size > this.max) this.#map.delete(this.#map.keys().next().value!);
+  }
+}
+
+export function resourceWithdrawn(id: string): AppError {
+  return new AppError(
+    'resource_withdrawn',
+    `Resource ${id} was pinned when this thread was launched and has been withdrawn since; it cannot be read for the thread.`,
+    { id },
+  );
+}
+
+export class ThreadReads {
+  readonly #pins = new Bounded<{ agentletId: string; map: ThreadPins } | null>(CACHE_ENTRIES);
+  readonly #revisions = new Bounded<StoredResource>(CACHE_ENTRIES);
+
+  constructor(private readonly store: RegistryStore) {}
+
+  /**
+   * The pins a read naming `threadId` selects: those of the realized workload of `canvasId` placed on
+   * `machineId`. `undefined` (reads are today's) without a thread, for a thread that is not such a
+   * workload, and for a workload realized before pins existed.
+   */
+  async pinsOf(canvasId: string, machineId: string, threadId: string | undefined): Promise<ThreadPins | undefined> {
+    if (threadId === undefined) return undefined;
+    const key = JSON.stringify([canvasId, threadId]);
+    let pins = this.#pins.get(key);
+    if (pins === undefined) {
+      const workload = await this.store.getWorkload(canvasId, threadId).catch(() => undefined);
+      if (!workload) return undefined; // not cached: the thread may be realized later
+      pins = workload.spec.resourcePins ? pinMap(workload.spec.agentletId, workload.spec.resourcePins) : null;
+      this.#pins.set(key, pins);
+    }
+    return pins !== null && pins.agentletId === machineId ? pins.map : undefined;
+  }
+
+  /**
+   * The one choice of content for a thread: for `id`, the record `current` (what the machine may read now,
+   * or undefined when it may read none) or, when the thread pins `id`, the pinned revision. Undefined when
+   * the machine may not read the ID today; 410 `resource_withdrawn` when it is pinned and no longer there.
+   */
+  async contentFor(id: string, current: StoredResource | undefined, machineId: string, pins: ThreadPins): Promise<StoredResource | undefined> {
+    const digest = pins.get(id);
+    if (digest === undefined) return current;
+    if (current === undefined) throw resourceWithdrawn(id);
+    if (digestOf(current) === digest) return current;
+    const key = `${id} ${digest}`;
+    let pinned = this.#revisions.get(key);
+    if (pinned === undefined) {
+      pinned = (await this.store.getRevision(id, digest))?.record;
+      // Retention keeps every pinned revision; one missing (or not this machine's to read) cannot be served.
+      if (pinned === undefined || !visibleOnMachine(pinned.provider, machineId)) throw resourceWithdrawn(id);
+      this.#revisions.set(key, pinned);
+    }
+    return pinned;
+  }
+
+  /** `records` (what the machine may read today) with each pinned one at its pin; withdrawn pins left out. */
+  async listFor(records: readonly StoredResource[], machineId: string, pins: ThreadPins): Promise<StoredResource[]> {
+    const served: StoredResource[] = [];
+    for (const record of records) {
+      const content = await this.contentFor(record.id, record, machineId, pins).catch((err: unknown) => {
+        if (err instanceof AppError && err.code === 'resource_withdrawn') return undefined;
+        throw err;
+      });
+      if (content) served.push(content);
+    }
+    return served;
+  }
+}
+
+function pinMap(agentletId: string, pins: readonly ResourcePin[]): { agentletId: string; map: ThreadPins } {
+  return { agentletId, map: new Map(pins.map((p) => [p.id, p.digest])) };
+}

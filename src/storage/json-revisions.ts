@@ -1,0 +1,240 @@
+// The revisions and pins of the JSON store (docs/decisions/record-digest.md): kept in the resources document's
+// state beside the records, so a write and the revision it keeps are one journal line; compaction writes
+// them to `agent-resources/revisions.json` beside resources.json (whose format stays upstream's).
+import { readFile } from 'node:fs/promises';
+import { Compile } from 'typebox/compile';
+import Type from 'typebox';
+import {
+  computeDigest,
+  digestOf,
+  newestFirst,
+  noteDigest,
+  revisionsToDrop,
+  type ResourceRevision,
+  type RevisionHold,
+} from '../registry/record-digest.js';
+import { StoredResource } from '../schemas/resource.js';
+import { OverlayMap, type RecordMap } from './overlay-map.js';
+import { StoreFileError } from './store-file-error.js';
+
+export const REVISIONS_FILE_VERSION = 1;
+
+/** The revision part of the resources document's state. */
+export interface RevisionsState {
+  /** Key `<id> <digest>`. */
+  revisions: RecordMap<ResourceRevision>;
+  /** Key `<id> <holder>`. */
+  holds: RecordMap<RevisionHold>;
+  /** Committed only (drafts share it and add their own changes): the digests kept per ID. */
+  revisionIndex: Map<string, Set<string>>;
+  /** Committed only: the holders and their digests per ID. */
+  holdIndex: Map<string, Map<string, string>>;
+  /** The next revision's `seq` (shared by drafts; a discarded draft leaves a gap, which orders nothing wrongly). */
+  seq: { next: number };
+}
+
+export const revisionKey = (id: string, digest: string): string => `${id} ${digest}`;
+export const holdKey = (id: string, holder: string): string => `${id} ${holder}`;
+
+/** What a draft changed in `map` (nothing for the committed state). */
+function draftChanges<V>(map: RecordMap<V>): [string, V | undefined][] {
+  return map instanceof OverlayMap ? (map as OverlayMap<V>).changes() : [];
+}
+
+/** The revisions of `id` in `state` (a draft's included), any order. */
+export function revisionsOf(state: RevisionsState, id: string): ResourceRevision[] {
+  const digests = new Set(state.revisionIndex.get(id) ?? []);
+  for (const [key, value] of draftChanges(state.revisions)) {
+    if (value?.id === id) digests.add(value.digest);
+    else if (value === undefined && key.startsWith(`${id} `)) digests.delete(key.slice(id.length + 1));
+  }
+  return [...digests].flatMap((d) => {
+    const r = state.revisions.get(revisionKey(id, d));
+    return r ? [r] : [];
+  });
+}
+
+/** The digests of `id` that a workload or profile pins (a draft's holds included). */
+export function pinnedDigestsOf(state: RevisionsState, id: string): Set<string> {
+  const holders = new Map(state.holdIndex.get(id) ?? []);
+  for (const [, hold] of draftChanges(state.holds)) if (hold?.id === id) holders.set(hold.holder, hold.digest);
+  return new Set(holders.values());
+}
+
+/**
+ * Keeps the revisions a change of one ID needs: the previous content's (when not kept yet: records stored
+ * before revisions existed) and the new content's, as the newest; then applies the retention rule.
+ */
+export function keepRevisions(
+  state: RevisionsState,
+  previous: StoredResource | undefined,
+  next: StoredResource | undefined,
+  now: string,
+): void {
+  const id = (previous ?? next)!.id;
+  if (previous && !state.revisions.has(revisionKey(id, digestOf(previous)))) add(state, previous, now);
+  if (next) {
+    const digest = digestOf(next);
+    if (previous === undefined || digestOf(previous) !== digest || !state.revisions.has(revisionKey(id, digest))) add(state, next, now);
+  }
+  const current = next ? digestOf(next) : undefined;
+  const kept = revisionsOf(state, id);
+  for (const digest of revisionsToDrop(kept, { ...(current ? { current } : {}), pinned: pinnedDigestsOf(state, id) })) {
+    state.revisions.delete(revisionKey(id, digest));
+  }
+}
+
+function add(state: RevisionsState, record: StoredResource, now: string): void {
+  const digest = digestOf(record);
+  state.revisions.set(
+    revisionKey(record.id, digest),
+    Object.freeze({ id: record.id, digest, provider: record.provider, createdAt: now, seq: state.seq.next++, record }),
+  );
+}
+
+/** Pins `holds` for `holder`; a current record's revision not kept yet (stored before revisions existed) is kept now. */
+export function holdRevisions(
+  state: RevisionsState,
+  holder: string,
+  holds: readonly { id: string; digest: string }[],
+  current: (id: string) => StoredResource | undefined,
+  now: string,
+): boolean {
+  let changed = false;
+  for (const { id, digest } of holds) {
+    const record = current(id);
+    if (record && digestOf(record) === digest && !state.revisions.has(revisionKey(id, digest))) {
+      add(state, record, now);
+      changed = true;
+    }
+    const key = holdKey(id, holder);
+    if (state.holds.get(key)?.digest === digest) continue;
+    state.holds.set(key, Object.freeze({ holder, id, digest }));
+    changed = true;
+  }
+  return changed;
+}
+
+/** The journal changes of a draft's revisions and holds (beside the records' `{put}` / `{withdraw}`). */
+export function revisionChanges(draft: RevisionsState): unknown[] {
+  return [
+    ...draftChanges(draft.revisions).map(([key, r]) => (r ? { revision: r } : { dropRevision: key })),
+    ...draftChanges(draft.holds).map(([, h]) => ({ hold: h })),
+  ];
+}
+
+const checkRevision = Compile(
+  Type.Object({
+    id: Type.String(),
+    digest: Type.String(),
+    provider: Type.String(),
+    createdAt: Type.String(),
+    seq: Type.Integer(),
+    record: StoredResource,
+  }),
+);
+const checkHold = Compile(Type.Object({ holder: Type.String(), id: Type.String(), digest: Type.String() }));
+
+function putRevision(state: RevisionsState, revision: ResourceRevision): void {
+  const record = Object.freeze(revision.record);
+  noteDigest(record, revision.digest);
+  state.revisions.set(revisionKey(revision.id, revision.digest), Object.freeze({ ...revision, record }));
+  let digests = state.revisionIndex.get(revision.id);
+  if (!digests) state.revisionIndex.set(revision.id, (digests = new Set()));
+  digests.add(revision.digest);
+  if (revision.seq >= state.seq.next) state.seq.next = revision.seq + 1;
+}
+
+function putHold(state: RevisionsState, hold: RevisionHold): void {
+  state.holds.set(holdKey(hold.id, hold.holder), Object.freeze(hold));
+  let holders = state.holdIndex.get(hold.id);
+  if (!holders) state.holdIndex.set(hold.id, (holders = new Map()));
+  holders.set(hold.holder, hold.digest);
+}
+
+/** Applies one journal change of revisions to the committed state; false when it is not one. */
+export function applyRevisionChange(state: RevisionsState, change: unknown): boolean {
+  if (change === null || typeof change !== 'object') return false;
+  if ('revision' in change) {
+    if (!checkRevision.Check(change.revision)) throw new Error('holds an invalid change');
+    putRevision(state, change.revision as ResourceRevision);
+    return true;
+  }
+  if ('dropRevision' in change && typeof change.dropRevision === 'string') {
+    const [id, digest] = change.dropRevision.split(' ') as [string, string];
+    state.revisions.delete(change.dropRevision);
+    state.revisionIndex.get(id)?.delete(digest);
+    return true;
+  }
+  if ('hold' in change) {
+    if (!checkHold.Check(change.hold)) throw new Error('holds an invalid change');
+    putHold(state, change.hold);
+    return true;
+  }
+  return false;
+}
+
+export function emptyRevisions(): RevisionsState {
+  return { revisions: new Map(), holds: new Map(), revisionIndex: new Map(), holdIndex: new Map(), seq: { next: 1 } };
+}
+
+/** A draft over the committed revisions. */
+export function cloneRevisions(state: RevisionsState): RevisionsState {
+  return {
+    revisions: new OverlayMap(state.revisions as Map<string, ResourceRevision>),
+    holds: new OverlayMap(state.holds as Map<string, RevisionHold>),
+    revisionIndex: state.revisionIndex,
+    holdIndex: state.holdIndex,
+    seq: state.seq,
+  };
+}
+
+/** revisions.json's text: revisions by ID and then oldest first, holds by ID and holder. */
+export function serializeRevisions(state: RevisionsState): string {
+  const revisions = [...state.revisions.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : a.seq - b.seq));
+  const holds = [...state.holds.keys()].sort().map((k) => state.holds.get(k)!);
+  return JSON.stringify({ schemaVersion: REVISIONS_FILE_VERSION, revisions, holds }) + '\n';
+}
+
+/** Loads revisions.json (absent: none yet). A file that does not parse, or of another version, stops the start. */
+export async function loadRevisions(file: string): Promise<RevisionsState> {
+  const state = emptyRevisions();
+  const text = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return undefined;
+    throw err;
+  });
+  if (text === undefined) return state;
+  let doc: { schemaVersion?: unknown; revisions?: unknown; holds?: unknown };
+  try {
+    doc = JSON.parse(text) as typeof doc;
+  } catch {
+    throw new StoreFileError(file, 'is not valid JSON');
+  }
+  if (doc?.schemaVersion !== REVISIONS_FILE_VERSION || !Array.isArray(doc.revisions) || !Array.isArray(doc.holds)) {
+    throw new StoreFileError(file, `has an unknown version or shape (this build reads version ${REVISIONS_FILE_VERSION})`);
+  }
+  for (const r of doc.revisions) {
+    if (!checkRevision.Check(r) || computeDigest(r.record as StoredResource) !== r.digest) throw new StoreFileError(file, 'holds an invalid revision');
+    putRevision(state, r as ResourceRevision);
+  }
+  for (const h of doc.holds) {
+    if (!checkHold.Check(h)) throw new StoreFileError(file, 'holds an invalid pin');
+    putHold(state, h);
+  }
+  return state;
+}
+
+/** The kept revisions of `id`, newest first; the current record's first when it was stored before revisions existed. */
+export function listRevisionsOf(
+  state: RevisionsState,
+  id: string,
+  current: StoredResource | undefined,
+  /** When the store opened: the time given to such a record's revision until a write keeps it. */
+  openedAt: string,
+): ResourceRevision[] {
+  const kept = newestFirst(revisionsOf(state, id));
+  if (current && !kept.some((r) => r.digest === digestOf(current))) {
+    kept.unshift({ id, digest: digestOf(current), provider: current.provider, createdAt: openedAt, seq: Infinity, record: current });
+  }
+  return kept;
+}

@@ -1,0 +1,105 @@
+// Digests and revisions in the storage contract: both stores give every record the digest of its canonical
+// form (the same on both, and after a reopen), keep each new content as a revision with the write that made
+// it (newest first), keep a withdrawn record's revisions, and drop the oldest beyond the retention unless a
+// hold pins them.
+import type { Test } from 'tap';
+import { computeDigest, digestOf, REVISIONS_KEPT } from '../../src/registry/record-digest.js';
+import type { RegistryStore } from '../../src/registry/store.js';
+import { resource, type ContractTarget } from './storage-contract.js';
+import { resourceV2 } from './storage-contract-v2.js';
+
+export function runRevisionContract(
+  t: Test,
+  name: string,
+  target: Pick<ContractTarget, 'fresh'> & { reopen(t: Test): Promise<RegistryStore> },
+): void {
+  const open = async (t: Test, how: 'fresh' | 'reopen' = 'fresh') => {
+    const store = await target[how](t);
+    t.teardown(() => store.close());
+    return store;
+  };
+
+  t.test(`${name}: every record has the digest of its canonical form, after a reopen too`, async (t) => {
+    let store = await open(t);
+    await store.putResource(resourceV2('huabu', 'web', 'Search the web.'));
+    await store.putResource(resource('mac-a', 'old'));
+    await store.customizeResource('old', { displayName: 'Old one', userContent: 'Ask first.' });
+    const web = (await store.getResource('web'))!;
+    const old = (await store.getResource('old'))!;
+    t.match(digestOf(web), /^sha256:[0-9a-f]{64}$/);
+    t.equal(digestOf(web), computeDigest(resourceV2('huabu', 'web', 'Search the web.')), 'the digest of the content, whoever computed it');
+    t.equal(digestOf(old), computeDigest({ ...resource('mac-a', 'old'), displayName: 'Old one', userContent: 'Ask first.' }));
+    t.not(digestOf(old), computeDigest(resource('mac-a', 'old')), "the owner's notes are part of what an agent reads");
+    const listed = await store.listResources();
+    t.same(
+      listed.map((r) => digestOf(r)),
+      [digestOf(old), digestOf(web)],
+    );
+    await store.close();
+    store = await open(t, 'reopen');
+    t.equal(digestOf((await store.getResource('web'))!), digestOf(web), 'the same digest after a restart');
+    t.equal(digestOf((await store.getResource('old'))!), digestOf(old));
+  });
+
+  t.test(`${name}: each write that changes the digest keeps a revision, newest first; withdrawal keeps them`, async (t) => {
+    let store = await open(t);
+    t.same(await store.listRevisions('web'), [], 'an ID never seen has none');
+    await store.putResource(resourceV2('mac-a', 'web', 'First.'));
+    const first = digestOf((await store.getResource('web'))!);
+    t.equal(await store.putResource(resourceV2('mac-a', 'web', 'First.')), 'unchanged');
+    await store.putResource(resourceV2('mac-a', 'web', 'Second.'));
+    const second = digestOf((await store.getResource('web'))!);
+    await store.customizeResource('web', { userContent: 'Be brief.' });
+    const third = digestOf((await store.getResource('web'))!);
+    await store.customizeResource('web', { imported: true });
+    t.equal(digestOf((await store.getResource('web'))!), third, 'the import mark is not agent-readable: same digest');
+    await store.reconcileResources('mac-a', [resourceV2('mac-a', 'web', 'Fourth.')], false);
+    const fourth = digestOf((await store.getResource('web'))!);
+    const revisions = await store.listRevisions('web');
+    t.same(
+      revisions.map((r) => r.digest),
+      [fourth, third, second, first],
+    );
+    t.ok(revisions.every((r) => r.provider === 'mac-a' && !Number.isNaN(Date.parse(r.createdAt))));
+    const kept = await store.getRevision('web', second);
+    t.same(kept?.record, resourceV2('mac-a', 'web', 'Second.'), 'a revision is the content exactly as it was');
+    t.equal(kept && digestOf(kept.record), second);
+    t.equal(await store.getRevision('web', `sha256:${'0'.repeat(64)}`), undefined);
+
+    await store.withdrawResource('mac-a', 'web');
+    t.same(
+      (await store.listRevisions('web')).map((r) => r.digest),
+      [fourth, third, second, first],
+      'withdrawal keeps the history',
+    );
+    await store.close();
+    store = await open(t, 'reopen');
+    t.same(
+      (await store.listRevisions('web')).map((r) => r.digest),
+      [fourth, third, second, first],
+      'revisions survive a restart',
+    );
+    t.same((await store.getRevision('web', third))?.record, { ...resourceV2('mac-a', 'web', 'Second.'), userContent: 'Be brief.' });
+  });
+
+  t.test(`${name}: retention keeps the newest ${REVISIONS_KEPT} and every held revision`, async (t) => {
+    let store = await open(t);
+    const digests: string[] = [];
+    for (let i = 0; i < REVISIONS_KEPT + 5; i++) {
+      await store.putResource(resourceV2('mac-a', 'busy', `Version ${i}.`));
+      digests.push(digestOf((await store.getResource('busy'))!));
+      if (i === 1) await store.holdRevisions('workload:canvas-1/thread-1', [{ id: 'busy', digest: digests[1]! }]);
+    }
+    const kept = (await store.listRevisions('busy')).map((r) => r.digest);
+    t.same(kept, [...digests.slice(-REVISIONS_KEPT).reverse(), digests[1]], 'the newest, then the held one');
+    t.equal(await store.getRevision('busy', digests[0]!), undefined, 'an old unheld revision is gone');
+    await store.close();
+    store = await open(t, 'reopen');
+    t.same(
+      (await store.listRevisions('busy')).map((r) => r.digest),
+      kept,
+      'the same after a restart',
+    );
+    t.same((await store.getRevision('busy', digests[1]!))?.record, resourceV2('mac-a', 'busy', 'Version 1.'));
+  });
+}
