@@ -8,6 +8,7 @@
 // concurrency and the endpoint (a proxy, a test server). The vendor's key comes from the variable the entry
 // names and travels only in the adapter's auth header. Framework-free.
 import type { BuiltInAdapter } from './adapters/adapter.js';
+import { braveSearch } from './adapters/brave-search.js';
 import { openaiImages } from './adapters/openai-images.js';
 import { tavilySearch } from './adapters/tavily-search.js';
 
@@ -15,7 +16,7 @@ export type { AdapterResult, BuiltInAdapter, VendorRequest } from './adapters/ad
 export { imageSizeProblem } from './adapters/openai-images.js';
 
 /** Every built-in adapter, one entry per vendor, in the order the docs list them. */
-const ADAPTERS = [tavilySearch, openaiImages] as const;
+const ADAPTERS = [tavilySearch, braveSearch, openaiImages] as const;
 
 export type AdapterName = (typeof ADAPTERS)[number]['name'];
 /** The names of a tuple of adapters, as a tuple of literal types. */
