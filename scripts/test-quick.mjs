@@ -12,7 +12,7 @@ import path from 'node:path';
 
 const SLOW = [
   /^test\/(crash|postgres|e2e|canary|slow|fixtures|backup|lifecycle)\//,
-  /^test\/(commands\/help-and-build|docs\/readme|packages\/pack-and-install|http\/fuzz|domain\/model|storage\/durability|storage\/data-dir-lock|launch\/workload-compaction|secrets\/scanner-linear-time|skills\/end-to-end|skills\/collections|mcp\/inspector-cli)\.test\.ts$/,
+  /^test\/(commands\/help-and-build|commands\/generate|docs\/readme|docs\/mcp|packages\/pack-and-install|http\/fuzz|domain\/model|storage\/durability|storage\/data-dir-lock|launch\/workload-compaction|secrets\/scanner-linear-time|skills\/end-to-end|skills\/collections|mcp\/inspector-cli)\.test\.ts$/,
   /^test\/agentlet\/serve\.test\.ts$/,
 ];
 

@@ -1,6 +1,6 @@
 // `npm test`: the gate. One build first: tsc typechecks and compiles src, scripts and the tests to dist/, then
-// the bundles. The static checks (lint and format, the client's types and the OpenAPI lint, then, once the
-// build is there, the OpenAPI document against the routes) run beside the build and the test files, which
+// the bundles. The static checks (lint and format and the OpenAPI lint, then, once the build is there, every
+// generated file against the code that generates it: `npm run generate -- --check`) run beside the build and the test files, which
 // leave a core idle much of the time. After the tests: the coverage report and gate, and the leak scan over
 // what the tests wrote. A check's output is printed at the end when it failed; the run ends with the failing
 // tests and steps by name and one line `N passed, N failed, N skipped` (scripts/test-summary.mjs), and any
@@ -14,8 +14,9 @@ const HELP = `Usage: npm test [-- tap options]
 
 The gate: builds once (tsc, then the bundles), runs every test file compiled (dist/test/**/*.test.js) under
 tap with coverage, two at a time, then the coverage report and per-area gate (scripts/coverage-thresholds.json)
-and the scan for leaked tokens. Lint and format, the OpenAPI drift check, the client's types and the OpenAPI
-lint run beside it; a check's output is printed when it failed.
+and the scan for leaked tokens. Lint and format, the OpenAPI lint and the drift check of every generated file
+(the OpenAPI document, the client's types; \`npm run generate\` regenerates them) run beside it; a check's
+output is printed when it failed.
 
 It ends with the failing tests and steps by name and one line: N passed, N failed, N skipped.
 Exit code 0 when everything passed.
@@ -66,12 +67,11 @@ const checks = (async () => {
   const results = [];
   for (const [name, command, args] of [
     ['lint', 'npm', ['run', '--silent', 'lint']],
-    ['openapi:types:check', 'npm', ['run', '--silent', 'openapi:types:check']],
     ['openapi:lint', 'npm', ['run', '--silent', 'openapi:lint']],
   ])
     results.push(await quiet(name, command, args));
   await build;
-  results.push(await quiet('openapi:check', node, ['dist/scripts/export-openapi.js', '--check']));
+  results.push(await quiet('generate:check', node, ['dist/scripts/generate.js', '--check']));
   return results;
 })();
 

@@ -1,6 +1,6 @@
 // OpenAPI: the document is generated from the route schemas (the same TypeBox objects that validate),
 // served at /openapi.json (serialized once, compressed once per coding), explored through Swagger UI at /docs,
-// and exported by scripts/export-openapi.ts.
+// and written to openapi/openapi.json by `npm run generate` (scripts/generate.ts).
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';

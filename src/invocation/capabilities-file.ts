@@ -4,16 +4,16 @@
 // returned, logged or serialized), a bounded JSON Schema for the input, a deadline, size bounds and a
 // per-grant quota, and a bound on one grant's calls in flight across its capabilities. Answers are checked
 // for the capability's own credential (an endpoint echoing request headers would hand it to the agent).
-// An entry may instead name a built-in adapter (src/invocation/adapters.ts): web search through Tavily or
-// image generation through OpenAI Images, with their input schemas and defaults.
+// An entry may instead name a built-in adapter (src/invocation/adapters.ts, e.g. web search through Tavily
+// or image generation through OpenAI Images), with its input schema, defaults and auth header.
 // The policy version is a digest of the file's bytes: any change to the file gives every
 // grant minted before it a different version, so they stop working. Framework-free.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import Type, { type Static } from 'typebox';
+import Type, { type Static, type TLiteral, type TUnion } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { RESOURCE_ID_PATTERN } from '../schemas/common.js';
-import { ADAPTER_NAMES, BUILT_IN_ADAPTERS, type AdapterResult, type BuiltInAdapter } from './adapters.js';
+import { ADAPTER_NAMES, BUILT_IN_ADAPTERS, type AdapterName, type AdapterResult } from './adapters.js';
 import type { InputIssue } from './input-issue.js';
 
 export class CapabilitiesFileError extends Error {
@@ -91,12 +91,20 @@ const CapabilityEntry = Type.Object(
 );
 
 /**
+ * One literal per value, typed as the union of the values (`Type.Union` over an array, not a tuple, would
+ * type as `never`).
+ */
+function literalUnion<const T extends readonly string[]>(values: T): TUnion<{ -readonly [K in keyof T]: TLiteral<T[K]> }> {
+  return Type.Union(values.map((value) => Type.Literal(value))) as never;
+}
+
+/**
  * A built-in adapter: the input schema is the adapter's; the endpoint, bounds and per-grant quota default
  * to the adapter's; the key's variable is required and the adapter sets the vendor's auth header.
  */
 const AdapterEntry = Type.Object(
   {
-    adapter: Type.Union([Type.Literal(ADAPTER_NAMES[0]), Type.Literal(ADAPTER_NAMES[1])]),
+    adapter: literalUnion(ADAPTER_NAMES),
     endpoint: Type.Optional(CapabilityEntry.properties.endpoint),
     credential: Type.Object({ env: Type.String({ pattern: ENV_NAME }) }, { additionalProperties: false }),
     model: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$' })),
@@ -131,6 +139,8 @@ const checkAdapterEntry = Compile(AdapterEntry);
 export interface HostedCapability {
   readonly id: string;
   readonly endpoint: URL;
+  /** POST for a generic endpoint; a built-in adapter's vendor may take GET. */
+  readonly method: 'GET' | 'POST';
   readonly credentialHeader: string | undefined;
   readonly timeoutMs: number;
   readonly maxInputBytes: number;
@@ -142,8 +152,9 @@ export interface HostedCapability {
   readonly checkInput: (input: unknown) => InputIssue[];
   /** Set for a built-in adapter: the vendor's request from a valid input, the agent's result from its answer. */
   readonly adapter?: {
-    readonly name: BuiltInAdapter['name'];
-    readonly request: (input: unknown) => string;
+    readonly name: AdapterName;
+    /** The vendor's URL (the endpoint, its query added) and JSON body (none for GET). */
+    readonly request: (input: unknown) => { url: URL; body: string | undefined };
     readonly result: (answer: unknown, input: unknown) => AdapterResult;
   };
 }
@@ -350,7 +361,7 @@ export function parseHostedCapabilities(
         throw new CapabilitiesFileError(`${source} is invalid: ${entryProblems(checkAdapterEntry, raw, id)}`);
       const built = adapterCapability(id, raw, env, source);
       capabilities.push(built.capability);
-      values.set(id, `Bearer ${built.key}`);
+      values.set(id, built.headerValue);
       credentials.set(id, built.key);
       continue;
     }
@@ -371,6 +382,7 @@ export function parseHostedCapabilities(
     capabilities.push({
       id,
       endpoint,
+      method: 'POST',
       credentialHeader: entry.credential?.header.toLowerCase(),
       timeoutMs: entry.timeoutMs,
       maxInputBytes: entry.maxInputBytes,
@@ -430,7 +442,7 @@ function adapterCapability(
   entry: AdapterEntry,
   env: Record<string, string | undefined>,
   source: string,
-): { capability: HostedCapability; key: string } {
+): { capability: HostedCapability; key: string; headerValue: string } {
   const adapter = BUILT_IN_ADAPTERS[entry.adapter];
   if (entry.model !== undefined && adapter.defaultModel === undefined) {
     throw new CapabilitiesFileError(`${source}: capabilities.${id}.model: ${adapter.name} takes no model`);
@@ -441,10 +453,12 @@ function adapterCapability(
   const checkSchema = compileInput(id, adapter.inputSchema);
   return {
     key,
+    headerValue: adapter.auth.scheme ? `${adapter.auth.scheme} ${key}` : key,
     capability: {
       id,
       endpoint,
-      credentialHeader: 'authorization',
+      method: adapter.method,
+      credentialHeader: adapter.auth.header,
       timeoutMs: entry.timeoutMs ?? adapter.defaults.timeoutMs,
       maxInputBytes: entry.maxInputBytes ?? adapter.defaults.maxInputBytes,
       maxOutputBytes: entry.maxOutputBytes ?? adapter.defaults.maxOutputBytes,
@@ -456,7 +470,12 @@ function adapterCapability(
       },
       adapter: {
         name: adapter.name,
-        request: (input) => JSON.stringify(adapter.request(input as Record<string, unknown>, model)),
+        request: (input) => {
+          const { query, body } = adapter.request(input as Record<string, unknown>, model);
+          const url = new URL(endpoint);
+          for (const [name, value] of Object.entries(query ?? {})) url.searchParams.set(name, value);
+          return { url, body: adapter.method === 'GET' ? undefined : JSON.stringify(body) };
+        },
         result: (answer, input) => adapter.result(answer, input as Record<string, unknown>),
       },
     },

@@ -302,11 +302,13 @@ export class InvocationService {
       });
     }
     try {
+      // A built-in adapter sends the vendor's request; a generic endpoint receives the input as it came.
+      const sent = capability.adapter ? capability.adapter.request(input) : { url: capability.endpoint, body };
       let result: OutboundResult = await this.#o.outbound.call({
-        endpoint: capability.endpoint,
+        endpoint: sent.url,
+        method: capability.method,
         headers: this.#o.capabilities.outboundHeaders(capability.id),
-        // A built-in adapter sends the vendor's request; a generic endpoint receives the input as it came.
-        body: capability.adapter ? capability.adapter.request(input) : body,
+        body: sent.body,
         timeoutMs: capability.timeoutMs,
         maxOutputBytes: capability.maxOutputBytes,
         signal,

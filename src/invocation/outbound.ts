@@ -1,5 +1,5 @@
-// The outbound call to a hosted capability's endpoint, with a gateway's discipline: one POST of the
-// agent's input as JSON (never retried: it may not be idempotent), a per-capability deadline, a bound on
+// The outbound call to a hosted capability's endpoint, with a gateway's discipline: one request (a POST of
+// the agent's input as JSON, or a built-in adapter's vendor request; never retried: it may not be idempotent), a per-capability deadline, a bound on
 // the answer's size read as it streams in and on its nesting, redirects not followed, and cancellation passed downstream (the
 // caller's AbortSignal aborts the request when the agent hangs up). Whatever goes wrong, the result names
 // only a reason: the endpoint's body and headers never travel further. Framework-free.
@@ -33,8 +33,10 @@ export type OutboundResult =
 
 export interface OutboundCall {
   endpoint: URL;
+  method: 'GET' | 'POST';
   headers: Record<string, string>;
-  body: string;
+  /** JSON; none for GET. */
+  body: string | undefined;
   timeoutMs: number;
   maxOutputBytes: number;
   /** Aborted when the agent hangs up. */
@@ -84,9 +86,13 @@ export class OutboundClient {
     try {
       const { agent, request } = await this.#client();
       const response = await request(call.endpoint, {
-        method: 'POST',
+        method: call.method,
         dispatcher: agent,
-        headers: { ...call.headers, 'content-type': 'application/json', accept: 'application/json' },
+        headers: {
+          ...call.headers,
+          ...(call.body === undefined ? {} : { 'content-type': 'application/json' }),
+          accept: 'application/json',
+        },
         body: call.body,
         signal: controller.signal,
         headersTimeout: call.timeoutMs,

@@ -23,6 +23,7 @@ t.test('--help on every script: exit 0 and a usage line', (t) => {
     ['dist/src/agentlet/cli.js', /agentlet-resources/],
     ['dist/src/server.js', /Usage: npm start/],
     ['scripts/build-if-changed.mjs', /usage: node scripts\/build-if-changed\.mjs/],
+    ['dist/scripts/generate.js', /Usage: npm run generate/],
   ];
   for (const [script, usage] of scripts) {
     const run = spawnSync(process.execPath, [script, '--help'], {

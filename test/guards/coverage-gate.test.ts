@@ -48,7 +48,7 @@ t.test('the command fails a low area, unless COVERAGE_THRESHOLDS=skip (the Node 
   const { spawnSync } = await import('node:child_process');
   const { mkdtemp, writeFile } = await import('node:fs/promises');
   const { tmpdir } = await import('node:os');
-  // dist/ is built before tap runs (npm test's openapi:check step), as for test/commands/help-and-build.test.ts.
+  // dist/ is built before tap runs (npm test's build step), as for test/commands/help-and-build.test.ts.
   const dir = await mkdtemp(path.join(tmpdir(), 'coverage-'));
   const summary = path.join(dir, 'summary.json');
   const thresholds = path.join(dir, 'thresholds.json');

@@ -1,15 +1,19 @@
-// A real local HTTP server speaking the two vendors' formats for the built-in adapters' tests: Tavily's
+// A real local HTTP server speaking the vendors' formats for the built-in adapters' tests: Tavily's
 // search API (POST JSON, `Authorization: Bearer <key>`, answer `{query, answer, results: [{title, url,
-// content, score, raw_content}], response_time}`) and OpenAI's Images API (POST /v1/images/generations,
+// content, score, raw_content}], response_time}`), Brave's Web Search API (GET /res/v1/web/search?q=&count=,
+// `X-Subscription-Token: <key>`, answer `{type: "search", query: {original}, web: {type, results: [{title,
+// url, description, meta_url: {favicon}}]}}`) and OpenAI's Images API (POST /v1/images/generations,
 // `Authorization: Bearer <key>`, answer `{created, data: [{b64_json, revised_prompt}]}`). The formats
 // follow the vendors' public API documentation. It records every request and answers by path:
 //   /search                 a Tavily answer built from the request (three results, one without a URL)
+//   /res/v1/web/search      a Brave answer built from the query (three results, one without a URL); none for q=nothing
 //   /v1/images/generations  an OpenAI answer with one base64 image
 //   /hold                   waits until released (for deadlines and concurrency)
 //   /status/<n>             answers <n> with a vendor error body that must never reach the agent
 //   /other-shape            200 JSON that is not the vendor's answer
 //   /url-image              an OpenAI answer carrying a URL instead of base64
-//   /echo-auth              a Tavily-shaped answer whose content is the request's Authorization header
+//   /echo-auth              a Tavily-shaped answer whose content is the request's Authorization (or
+//                           X-Subscription-Token) header
 //   /not-json               200 HTML
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { listen } from './sockets.js';
@@ -54,6 +58,43 @@ export async function startVendorEndpoints(): Promise<VendorEndpoints> {
         res.end(JSON.stringify(value));
       };
       const url = req.url ?? '';
+      const { pathname, searchParams } = new URL(url, 'http://vendor');
+      if (pathname === '/res/v1/web/search') {
+        const q = searchParams.get('q') ?? '';
+        if (q === 'nothing') return json(200, { type: 'search', query: { original: q, more_results_available: false } });
+        const meta = (host: string) => ({
+          scheme: 'https',
+          netloc: host,
+          hostname: host,
+          favicon: `https://imgs.search.brave.com/${host}.ico`,
+        });
+        return json(200, {
+          type: 'search',
+          query: { original: q, more_results_available: true },
+          web: {
+            type: 'search',
+            family_friendly: true,
+            results: [
+              {
+                type: 'search_result',
+                title: 'Lichen growth',
+                url: 'https://example.org/lichen',
+                description: 'Slow.',
+                meta_url: meta('example.org'),
+                age: 'May 1, 2024',
+              },
+              { type: 'search_result', title: 'No address', description: 'dropped' },
+              {
+                type: 'search_result',
+                title: 'Crustose lichens',
+                url: 'https://example.net/crustose',
+                description: 'Slower still.',
+                meta_url: meta('example.net'),
+              },
+            ],
+          },
+        });
+      }
       if (url === '/search') {
         const q = JSON.parse(record.body) as { query: string; include_answer?: boolean };
         return json(200, {
@@ -72,10 +113,16 @@ export async function startVendorEndpoints(): Promise<VendorEndpoints> {
         return json(200, { created: 1764547200, data: [{ b64_json: PNG_B64, revised_prompt: 'A fox, in watercolour.' }] });
       if (url === '/url-image') return json(200, { created: 1764547200, data: [{ url: 'https://images.example.org/fox.png' }] });
       if (url === '/other-shape') return json(200, { hello: VENDOR_LEAK });
-      if (url === '/echo-auth')
+      if (pathname === '/echo-auth')
         return json(200, {
           query: 'x',
-          results: [{ title: 'echo', url: 'https://example.org/', content: String(req.headers.authorization) }],
+          results: [
+            {
+              title: 'echo',
+              url: 'https://example.org/',
+              content: String(req.headers.authorization ?? req.headers['x-subscription-token']),
+            },
+          ],
         });
       if (url === '/not-json') {
         res.writeHead(200, { 'content-type': 'text/html' });

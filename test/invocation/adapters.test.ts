@@ -1,6 +1,6 @@
-// The built-in hosted capabilities, `adapter: "tavily-search"` and `adapter: "openai-images"`, end to end on
-// real sockets: an agent invokes the registry with undici, the registry calls a local server that speaks
-// Tavily's and OpenAI's formats (test/helpers/vendor-endpoints.ts). Covers the request each adapter sends
+// The built-in hosted capabilities, `adapter: "tavily-search"`, `"brave-search"` and `"openai-images"`, end to
+// end on real sockets: an agent invokes the registry with undici, the registry calls a local server that
+// speaks Tavily's, Brave's and OpenAI's formats (test/helpers/vendor-endpoints.ts). Covers the request each adapter sends
 // (path, method, auth header, body), the answer each hands the agent, the defaults (concurrency 4 and 1 per
 // grant), vendor errors and deadlines, the key absent at start, and the key never in an answer, a log
 // line or the audit file.
@@ -25,14 +25,22 @@ import { auditLines } from '../helpers/audit.js';
 
 const TAVILY_KEY = 'tvly-arr_credential_CANARYtavily0key0value0for0tests';
 const OPENAI_KEY = 'sk-arr_credential_CANARYopenai0key0value0for0tests';
+const BRAVE_KEY = 'BSA-arr_credential_CANARYbrave0key0value0for0tests';
 recordIssuedToken(TAVILY_KEY);
 recordIssuedToken(OPENAI_KEY);
-const KEYS = { ARR_TEST_TAVILY_KEY: TAVILY_KEY, ARR_TEST_OPENAI_KEY: OPENAI_KEY };
+recordIssuedToken(BRAVE_KEY);
+const KEYS = { ARR_TEST_TAVILY_KEY: TAVILY_KEY, ARR_TEST_OPENAI_KEY: OPENAI_KEY, ARR_TEST_BRAVE_KEY: BRAVE_KEY };
 
 const search = (origin: string, extra: Record<string, unknown> = {}) => ({
   adapter: 'tavily-search',
   endpoint: `${origin}/search`,
   credential: { env: 'ARR_TEST_TAVILY_KEY' },
+  ...extra,
+});
+const brave = (origin: string, extra: Record<string, unknown> = {}) => ({
+  adapter: 'brave-search',
+  endpoint: `${origin}/res/v1/web/search`,
+  credential: { env: 'ARR_TEST_BRAVE_KEY' },
   ...extra,
 });
 const images = (origin: string, extra: Record<string, unknown> = {}) => ({
@@ -47,6 +55,8 @@ function capabilitiesFile(origin: string) {
     schemaVersion: 1,
     capabilities: {
       'web-search': search(origin),
+      'brave-web-search': brave(origin),
+      'echo-brave': brave(origin, { endpoint: `${origin}/echo-auth` }),
       'generate-image': images(origin),
       'image-1': images(origin, { model: 'gpt-image-1' }),
       'url-image': images(origin, { endpoint: `${origin}/url-image` }),
@@ -199,6 +209,52 @@ t.test("tavily-search: Huabu's input becomes Tavily's request, its answer Huabu'
   for (const r of [res, defaults]) t.notOk(r.text.includes(TAVILY_KEY), 'the key is not in the answer');
 });
 
+t.test("brave-search: Huabu's input becomes Brave's GET with the key in X-Subscription-Token, its answer Huabu's result", async (t) => {
+  const w = await world(t);
+  const res = await w.invoke('brave-web-search', { query: '  lichen growth rates ', maxResults: 2, searchDepth: 'advanced' });
+  t.equal(res.status, 200, res.text);
+  t.same(
+    resultOf(res),
+    {
+      query: 'lichen growth rates',
+      results: [
+        {
+          title: 'Lichen growth',
+          url: 'https://example.org/lichen',
+          content: 'Slow.',
+          favicon: 'https://imgs.search.brave.com/example.org.ico',
+        },
+        {
+          title: 'Crustose lichens',
+          url: 'https://example.net/crustose',
+          content: 'Slower still.',
+          favicon: 'https://imgs.search.brave.com/example.net.ico',
+        },
+      ],
+    },
+    "Huabu's result: description as content, the favicon from meta_url, results without a URL dropped, no answer or score",
+  );
+  const sent = w.vendor.received.at(-1)!;
+  t.equal(sent.method, 'GET');
+  t.equal(sent.path, '/res/v1/web/search?q=lichen+growth+rates&count=2', 'the query and the count in the URL');
+  t.equal(sent.headers['x-subscription-token'], BRAVE_KEY, 'the key from the named variable, in the header Brave documents');
+  t.equal(sent.headers.authorization, undefined, 'and in no other header');
+  t.equal(sent.headers['content-type'], undefined, 'a GET without a body');
+  t.equal(sent.body, '');
+  t.match(sent.headers.accept, /application\/json/);
+
+  const defaults = await w.invoke('brave-web-search', { query: 'nothing' });
+  t.equal(w.vendor.received.at(-1)!.path, '/res/v1/web/search?q=nothing&count=5', "Huabu's default: 5 results");
+  t.same(resultOf(defaults), { query: 'nothing', results: [] }, 'no `web` in the answer: nothing found');
+  const long = await w.invoke('brave-web-search', { query: 'moss '.repeat(51) });
+  t.equal(long.status, 400, 'more words than Brave takes');
+  t.match(long.body.details.issues, [{ field: 'body/input/query', message: /at most 400 characters and 50 words/ }]);
+  t.equal(w.vendor.received.length, 2, 'the refused query was not sent');
+  const echo = await w.invoke('echo-brave', { query: 'x' });
+  t.equal(echo.body.details.cause, 'credential_echoed', 'an answer carrying the key is refused');
+  for (const r of [res, defaults, long, echo]) t.notOk(r.text.includes(BRAVE_KEY), 'the key is not in the answer');
+});
+
 t.test("openai-images: Huabu's input becomes an Images generation request, the image comes back in the result", async (t) => {
   const w = await world(t);
   const res = await w.invoke('generate-image', { prompt: 'a fox in the snow', size: '1536x1024', quality: 'high' });
@@ -323,19 +379,21 @@ t.test('the keys never appear in a log line, the audit file or any file the serv
   await w.invoke('generate-image', { prompt: 'a fox' });
   await w.invoke('refused-search', { query: 'x' });
   await w.invoke('failing-image', { prompt: 'a fox' });
+  await w.invoke('brave-web-search', { query: 'lichen' });
   t.equal(w.vendor.received.filter((r) => r.headers.authorization?.startsWith('Bearer ')).length, 4, 'every vendor call carried its key');
+  t.equal(w.vendor.received.filter((r) => r.headers['x-subscription-token'] === BRAVE_KEY).length, 1, "Brave's in its own header");
   const log = await readFile(w.h.logFile, 'utf8');
   t.match(log, /hosted capability call failed/, 'the failures were logged');
   const stored = await allText(w.h.dataDir);
   t.match(stored, /resource\.invoke/, 'the audit file is among the files read');
-  for (const key of [TAVILY_KEY, OPENAI_KEY]) {
+  for (const key of [TAVILY_KEY, OPENAI_KEY, BRAVE_KEY]) {
     for (const part of [key, key.slice(5, 30), Buffer.from(key).toString('base64').slice(4, 30)]) {
       t.notOk(log.includes(part), 'not in the log');
       t.notOk(stored.includes(part), 'not in the data directory (audit file included)');
     }
   }
   t.notOk(log.includes('fake-image-bytes') || log.includes(PNG_B64), 'nor the image in the log');
-  for (const key of [TAVILY_KEY, OPENAI_KEY]) {
+  for (const key of [TAVILY_KEY, OPENAI_KEY, BRAVE_KEY]) {
     const leaked = await w.h.put('huabu', CANARY.huabu, 'leaky-note', { instructions: `Call the vendor yourself with ${key}.` });
     t.equal(leaked.statusCode, 422, 'a vendor key pasted into a record is refused');
     t.equal(leaked.json().code, 'secret_detected');
@@ -348,6 +406,7 @@ t.test('the capabilities file: defaults, overrides, and refusals that stop the s
     doc({
       'web-search': { adapter: 'tavily-search', credential: { env: 'ARR_TEST_TAVILY_KEY' } },
       'generate-image': { adapter: 'openai-images', credential: { env: 'ARR_TEST_OPENAI_KEY' } },
+      'brave-search': { adapter: 'brave-search', credential: { env: 'ARR_TEST_BRAVE_KEY' } },
     }),
     KEYS,
   );
@@ -361,6 +420,12 @@ t.test('the capabilities file: defaults, overrides, and refusals that stop the s
   t.equal(i.timeoutMs, 120_000);
   t.equal(caps.maxInFlightPerGrant, 4);
   t.same(caps.outboundHeaders('web-search'), { authorization: `Bearer ${TAVILY_KEY}` });
+  const b = caps.get('brave-search')!;
+  t.equal(b.endpoint.href, 'https://api.search.brave.com/res/v1/web/search');
+  t.equal(b.method, 'GET');
+  t.same([b.timeoutMs, b.perGrant], [15_000, { concurrency: 4, perMinute: 60 }], "Huabu's search defaults");
+  t.same(caps.outboundHeaders('brave-search'), { 'x-subscription-token': BRAVE_KEY }, 'the key alone, in the header Brave documents');
+  t.notOk(JSON.stringify(caps).includes(BRAVE_KEY.slice(5)), 'not in the serialized capabilities');
   const over = parseHostedCapabilities(
     doc({
       'web-search': {
@@ -384,6 +449,16 @@ t.test('the capabilities file: defaults, overrides, and refusals that stop the s
       'the key variable unset',
       { adapter: 'tavily-search', credential: { env: 'ARR_NOT_SET_ANYWHERE' } },
       /names ARR_NOT_SET_ANYWHERE, which is not set/,
+    ],
+    [
+      "Brave's key variable unset",
+      { adapter: 'brave-search', credential: { env: 'ARR_NOT_SET_ANYWHERE' } },
+      /names ARR_NOT_SET_ANYWHERE, which is not set/,
+    ],
+    [
+      'a model for Brave search',
+      { adapter: 'brave-search', credential: { env: 'ARR_TEST_BRAVE_KEY' }, model: 'x' },
+      /brave-search takes no model/,
     ],
     ['an unknown adapter', { adapter: 'bing-search', credential: { env: 'ARR_TEST_TAVILY_KEY' } }, /adapter/],
     [
@@ -423,7 +498,7 @@ t.test('the capabilities file: defaults, overrides, and refusals that stop the s
       t.type(err, ConfigError, what);
       t.match((err as Error).message, message, what);
       t.notOk(
-        (err as Error).message.includes(TAVILY_KEY.slice(5)) || (err as Error).message.includes(OPENAI_KEY.slice(5)),
+        [TAVILY_KEY, OPENAI_KEY, BRAVE_KEY].some((key) => (err as Error).message.includes(key.slice(5))),
         `${what}: never a key`,
       );
     }

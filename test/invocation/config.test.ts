@@ -190,7 +190,9 @@ t.test("the hosted-capabilities guide's example capabilities file is valid", asy
 t.test('src/invocation is framework-free: no Fastify, no HTTP adapters', async (t) => {
   const fs = await import('node:fs/promises');
   const dir = path.join('src', 'invocation');
-  for (const name of await fs.readdir(dir)) {
+  const names = (await fs.readdir(dir, { recursive: true })).filter((name) => name.endsWith('.ts'));
+  t.ok(names.includes(path.join('adapters', 'tavily-search.ts')), 'the adapters folder included');
+  for (const name of names) {
     const text = await fs.readFile(path.join(dir, name), 'utf8');
     const imports = [...text.matchAll(/from '([^']+)'/g)].map((m) => m[1]!);
     t.same(

@@ -10,7 +10,7 @@ const run = promisify(execFile);
 
 t.test('the bench in --smoke mode prints a row for every scenario', async (t) => {
   // Compiled first, as `npm run bench` does: under the test's TypeScript loader every child process the
-  // bench forks would compile the app again. Inside `npm test` the build is already current (openapi:check
+  // bench forks would compile the app again. Inside `npm test` the build is already current (generate:check
   // built it), so this costs no second tsc run.
   await run(process.execPath, [path.resolve('scripts/build-if-changed.mjs')], { timeout: 120_000 });
   const { stdout } = await run(process.execPath, [path.resolve('dist/scripts/bench/run.js'), '--smoke'], {

@@ -1,5 +1,5 @@
 // Every stable `code` the registry answers with in its error envelope, and the HTTP status it comes with.
-// Generated from the server's list (src/errors.ts) by `npm run openapi`; `npm test` fails when it is out of date.
+// Generated from the server's list (src/errors.ts) by `npm run generate`; `npm test` fails when it is out of date.
 
 export const ERROR_CODES = {
   validation_failed: 400,
