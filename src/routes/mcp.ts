@@ -27,7 +27,7 @@ import {
   type Resource,
 } from '@modelcontextprotocol/sdk/types.js';
 import { actorOf, type Principal } from '../credentials/principal.js';
-import { AppError } from '../errors.js';
+import { AppError, type ErrorCode } from '../errors.js';
 import { HOST_SKILLS, hostSkill } from '../host/skills.js';
 import { protect, requireUrlCanvas } from '../http/auth.js';
 import { EXPENSIVE_MCP_READS } from '../http/expensive-work.js';
@@ -72,6 +72,23 @@ const JsonRpcError = Type.Object(
   },
   { additionalProperties: false, description: 'A JSON-RPC error of the MCP transport.' },
 );
+/** A JSON-RPC error response of the transport, with the example of what it sends. */
+const rpcError = (code: number, message: string) => ({
+  ...JsonRpcError,
+  'x-examples': { 'json-rpc': { summary: 'JSON-RPC error', value: { jsonrpc: '2.0', error: { code, message }, id: null } } },
+});
+
+/** Our envelope (refused before the transport) or the transport's JSON-RPC error, each with its example. */
+const envelopeOrRpc = (code: ErrorCode, rpc: ReturnType<typeof rpcError>) => {
+  const envelope = Object.values(errors(code))[0]!;
+  return Object.assign(
+    Type.Union([envelope, JsonRpcError], { description: `\`${code}\` in this service's envelope, or a JSON-RPC error.` }),
+    {
+      'x-examples': { ...envelope['x-examples'], ...rpc['x-examples'] },
+    },
+  );
+};
+
 const MCP_DOC =
   "MCP's Streamable HTTP transport (docs/mcp.md), stateless: any replica answers any request, no `Mcp-Session-Id`. Needs the canvas token (`Authorization: Bearer $AGENTLET_TOKEN`); the hosted capabilities are tools when the thread's grant (`X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT`) and thread (`X-Huabu-Thread-Id: $HUABU_THREAD_ID`) come with it. A browser's `Origin` other than this registry's is 403 `forbidden`. Refusals before JSON-RPC (401, 403, 429) are in this service's envelope; the transport's own (400, 404, 405, 406, 415) are JSON-RPC errors.";
 
@@ -336,11 +353,11 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (
     }),
     response: {
       ...ok,
-      400: Type.Union([errors('validation_failed')[400]!, JsonRpcError], { description: 'Our envelope, or a JSON-RPC error.' }),
-      404: JsonRpcError,
-      405: JsonRpcError,
-      406: JsonRpcError,
-      415: Type.Union([errors('unsupported_media_type')[415]!, JsonRpcError], { description: 'Our envelope, or a JSON-RPC error.' }),
+      400: envelopeOrRpc('validation_failed', rpcError(-32700, 'Parse error: Invalid JSON')),
+      404: rpcError(-32001, 'Session not found'),
+      405: rpcError(-32000, 'Method not allowed.'),
+      406: rpcError(-32000, 'Not Acceptable: Client must accept both application/json and text/event-stream'),
+      415: envelopeOrRpc('unsupported_media_type', rpcError(-32000, 'Unsupported Media Type: Content-Type must be application/json')),
     },
   });
 
