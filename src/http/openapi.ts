@@ -213,3 +213,11 @@ export function answer<T extends TSchema>(
 ): T & { description: string } {
   return { ...schema, description, examples };
 }
+
+/**
+ * A request body's schema with the example Swagger UI fills in when "Try it out" is pressed (checked
+ * against the schema by the same test): `body: sent(Body, { ... })`.
+ */
+export function sent<T extends TSchema>(schema: T, ...examples: [Static<T>, ...Static<T>[]]): T {
+  return { ...schema, examples };
+}

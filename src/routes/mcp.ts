@@ -32,7 +32,7 @@ import { HOST_SKILLS, hostSkill } from '../host/skills.js';
 import { protect, requireUrlCanvas } from '../http/auth.js';
 import { EXPENSIVE_MCP_READS } from '../http/expensive-work.js';
 import { renderError } from '../http/error-handler.js';
-import { errors, API_VERSION } from '../http/openapi.js';
+import { answer, errors, API_VERSION } from '../http/openapi.js';
 import { GRANT_HEADER } from '../invocation/grants.js';
 import { asInvocationAnswer, invocationError } from '../invocation/invocation-errors.js';
 import type { InvocationCaller, InvocationService } from '../invocation/invocation-service.js';
@@ -371,11 +371,28 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (
           'Send MCP JSON-RPC messages',
           'A JSON-RPC request, notification or response (or a batch); send `Accept: application/json, text/event-stream`. Requests are answered as JSON; notifications with 202.',
           {
-            200: Type.Unknown({ description: 'The JSON-RPC answer.' }),
+            200: answer(Type.Unknown(), 'The JSON-RPC answer.', {
+              jsonrpc: '2.0',
+              id: 1,
+              result: {
+                resources: [
+                  {
+                    uri: 'registry://resources/web-search',
+                    name: 'web-search',
+                    title: 'Web search',
+                    description: 'Searches the public web and answers titles, links and snippets.',
+                    mimeType: 'text/markdown',
+                  },
+                ],
+              },
+            }),
             202: Type.Null({ description: 'A notification or response, accepted.' }),
           },
         ),
-        body: Type.Unknown({ description: 'A JSON-RPC message or batch (MCP).' }),
+        body: Type.Unknown({
+          description: 'A JSON-RPC message or batch (MCP).',
+          examples: [{ jsonrpc: '2.0', id: 1, method: 'resources/list', params: {} }],
+        }),
       },
     },
     (request, reply) => answerPost(request, reply),

@@ -7,7 +7,8 @@ import { actorOf } from '../credentials/principal.js';
 import { AppError } from '../errors.js';
 import { hostSkill, SKILL_INDEX } from '../host/skills.js';
 import { protect, requireUrlCanvas } from '../http/auth.js';
-import { errors } from '../http/openapi.js';
+import { answer, errors } from '../http/openapi.js';
+import { WEB_SEARCH_V1, WEB_SEARCH_V2, PDF_GREP_V1, PDF_GREP_V2, PROFILE } from './examples.js';
 import { LocalReceipts } from '../registry/local-receipts.js';
 import { CanvasId, ResourceId } from '../schemas/common.js';
 import { represent } from '../registry/resource-versions.js';
@@ -41,7 +42,15 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
         params: Type.Object({ canvasId: CanvasId }),
         querystring: Type.Object({ schemaVersion: CompatSchemaVersionQuery }, { additionalProperties: false }),
         response: {
-          200: { ...AnyResourceList, description: 'The records this agent may read about.', headers: CATALOGUE_HEADERS },
+          200: {
+            ...answer(
+              AnyResourceList,
+              'The records this agent may read about.',
+              { resources: [PDF_GREP_V1, WEB_SEARCH_V1] },
+              { resources: [PDF_GREP_V2, WEB_SEARCH_V2] },
+            ),
+            headers: CATALOGUE_HEADERS,
+          },
           304: NotModified,
           ...errors('validation_failed'),
         },
@@ -69,7 +78,10 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
         description: 'One record in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`).',
         params: Type.Object({ canvasId: CanvasId, id: ResourceId }),
         querystring: Type.Object({ schemaVersion: CompatSchemaVersionQuery }, { additionalProperties: false }),
-        response: { 200: { ...AnyAgentResource, description: 'The record.' }, ...errors('validation_failed', 'resource_not_found') },
+        response: {
+          200: answer(AnyAgentResource, 'The record.', WEB_SEARCH_V1, WEB_SEARCH_V2),
+          ...errors('validation_failed', 'resource_not_found'),
+        },
       },
     },
     async (request) => {
@@ -133,7 +145,14 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
         description:
           "The profiles an agent on this canvas may start another agent from: the selectable profiles (every `acp-command` profile; a manifest-backed one once its Agent Team member is ready) placed on the token's machine, in the registry's order, as `{id, alias}`. The first carries `default: true`. Profiles of other machines are left out.",
         params: Type.Object({ canvasId: CanvasId }),
-        response: { 200: { ...RfsAgentProfiles, description: 'The profiles.' } },
+        response: {
+          200: answer(RfsAgentProfiles, 'The profiles.', {
+            profiles: [
+              { id: PROFILE.id, alias: PROFILE.alias, default: true },
+              { id: 'prf-w3x8c1v6b9n2m5q7', alias: 'Writer' },
+            ],
+          }),
+        },
       },
     },
     async (request) => {
@@ -157,7 +176,7 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
         params: Type.Object({ canvasId: CanvasId }),
         body: LocalReceiptBody,
         response: {
-          200: { ...LocalReceiptResult, description: 'The record, as record v2, in `resource`.' },
+          200: answer(LocalReceiptResult, 'The record, as record v2, in `resource`.', { resource: PDF_GREP_V2 }),
           ...errors(
             'validation_failed',
             'forbidden',
@@ -189,7 +208,7 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
           "Withdraws the token's machine's record `id` (remove the installed files first): `{removed: true}`, or `{removed: false}` when no record has that ID. An ID of the host is 403 `forbidden`; another machine's is 409 `resource_conflict`. Audited as `receipt.remove`; rate-limited like every write.",
         params: Type.Object({ canvasId: CanvasId, id: ResourceId }),
         response: {
-          200: { ...LocalReceiptRemoval, description: 'Whether a record was withdrawn.' },
+          200: answer(LocalReceiptRemoval, 'Whether a record was withdrawn.', { removed: true }),
           ...errors('validation_failed', 'forbidden', 'resource_conflict', 'rate_limited', 'storage_unavailable'),
         },
       },

@@ -47,6 +47,7 @@ t.test('the metadata is the project’s: MIT, the package’s name and version',
   t.same(doc.info.license, { name: 'MIT', identifier: 'MIT' });
   t.equal(doc.info.version, pkg.version, 'the version is package.json’s');
   t.equal(doc.info.title, 'Agent Resource Registry');
+  t.end();
 });
 
 t.test('every JSON success answer has an example of its own that its schema accepts', (t) => {
@@ -65,6 +66,7 @@ t.test('every JSON success answer has an example of its own that its schema acce
       }
     }
   t.ok(checked >= 35, `${checked} success examples checked`);
+  t.end();
 });
 
 t.test('every error answer has one example per documented code: that code, at that status, fitting the schema', (t) => {
@@ -94,6 +96,7 @@ t.test('every error answer has one example per documented code: that code, at th
       }
     }
   t.ok(checked >= 200, `${checked} error examples checked`);
+  t.end();
 });
 
 t.test('request body examples fit their schemas', (t) => {
@@ -104,6 +107,7 @@ t.test('request body examples fit their schemas', (t) => {
       for (const [name, value] of examplesOf(media))
         t.ok(check.Check(value), `${route} ${type} body example ${name} fits its schema`, { errors: [...check.Errors(value)].slice(0, 5) });
     }
+  t.end();
 });
 
 t.test('no query parameter carries an example Swagger UI would fill in as its value', (t) => {
@@ -119,4 +123,5 @@ t.test('no query parameter carries an example Swagger UI would fill in as its va
   t.same(withExample, []);
   const catalogue = doc.paths['/api/acp/resources']!.get!.parameters!.find((p) => p.name === 'provider');
   t.ok(catalogue, 'the catalogue still documents ?provider=');
+  t.end();
 });
