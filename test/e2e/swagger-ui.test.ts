@@ -149,7 +149,8 @@ if (missing && process.env.CI) {
       });
 
       await page.goto(`${server.baseUrl}/docs`);
-      await page.locator('.opblock-tag-section').first().waitFor();
+      // The first render parses the whole document: on a loaded machine that takes longer than one click.
+      await page.locator('.opblock-tag-section').first().waitFor({ timeout: 60_000 });
 
       await t.test('lists the tag sections and the operations', async (t) => {
         const tags = await page.locator('h3.opblock-tag').evaluateAll((els) => els.map((e) => e.getAttribute('data-tag')));
@@ -187,11 +188,10 @@ if (missing && process.env.CI) {
         t.match(schemes[0], /^ownerToken/, 'the owner token comes first');
         t.match(schemes[schemes.length - 1], /^resourceGrant/, 'the resource grant, sent with a canvas token, comes last');
         // The focus and the dialog's scroll position say where it opened.
-        await page.waitForFunction(() => document.activeElement?.closest('.auth-container') !== null);
-        const focused = await page.evaluate(() => {
-          const box = document.activeElement?.closest('.auth-container');
-          return [...document.querySelectorAll('.dialog-ux .auth-container')].indexOf(box!);
-        });
+        await page.waitForFunction("document.activeElement && document.activeElement.closest('.auth-container') !== null");
+        const focused = await dialog
+          .locator('.auth-container')
+          .evaluateAll((boxes) => boxes.findIndex((box) => box.contains(box.ownerDocument.activeElement)));
         t.equal(focused, 0, "the first scheme's field has the focus");
         t.equal(await dialog.locator('.modal-ux-content').evaluate((e) => e.scrollTop), 0, 'the dialog is scrolled to its top');
         mkdirSync(SCREENSHOTS, { recursive: true });

@@ -879,6 +879,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ok"
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {string} */
                         status: "ok";
@@ -902,6 +907,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ready"
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {string} */
                         status: "ready";
@@ -917,10 +927,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -958,10 +965,7 @@ export interface operations {
     listResources: {
         parameters: {
             query?: {
-                /**
-                 * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
-                 * @example huabu
-                 */
+                /** @description Provider: `huabu` (the host) or one exact Agentlet machine ID. */
                 provider?: string;
                 /** @description Representation: `1` (v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). Without it: `1`, or `2` when the service runs with `HUABU_COMPAT=1`. */
                 schemaVersion?: 1 | 2;
@@ -1084,10 +1088,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1109,10 +1110,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1134,10 +1132,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1159,10 +1154,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1259,10 +1251,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1284,10 +1273,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1309,10 +1295,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1334,10 +1317,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1359,10 +1339,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1380,10 +1357,7 @@ export interface operations {
     removeSkill: {
         parameters: {
             query?: {
-                /**
-                 * @description The machine to act on; without it `DEFAULT_AGENTLET_ID`, else the only enrolled machine.
-                 * @example agentlet-7f3a
-                 */
+                /** @description The machine to act on; without it `DEFAULT_AGENTLET_ID`, else the only enrolled machine. */
                 agentletId?: string;
             };
             header?: never;
@@ -1404,6 +1378,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "removed": true
+                     *     }
+                     */
                     "application/json": {
                         /** @description True: the skill was removed from the machine and its record withdrawn. */
                         removed: boolean;
@@ -1419,10 +1398,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1444,10 +1420,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1469,10 +1442,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1494,10 +1464,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1519,10 +1486,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1544,10 +1508,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1569,10 +1530,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1594,10 +1552,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1619,10 +1574,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1652,6 +1604,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "displayName": "Grep in PDFs",
+                 *       "userContent": "Prefer this to opening PDFs page by page."
+                 *     }
+                 */
                 "application/json": {
                     displayName?: string | null;
                     /** @description Owner instructions for every agent that selects the resource (trimmed when stored); `''` clears them. */
@@ -1666,6 +1624,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "resource": {
+                     *         "schemaVersion": 2,
+                     *         "id": "pdf-grep",
+                     *         "name": "PDF grep",
+                     *         "displayName": "Grep in PDFs",
+                     *         "provider": "agentlet-7f3a",
+                     *         "sourceContent": "---\nname: pdf-grep\ndescription: Searches text in PDF files.\n---\n\nRun `scripts/pdf-grep.sh PATTERN FILE` from this folder.",
+                     *         "userContent": "Prefer this to opening PDFs page by page."
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** AgentResourceV2 */
                         resource: {
@@ -1705,10 +1676,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1730,10 +1698,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1755,10 +1720,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1780,10 +1742,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1805,10 +1764,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1830,10 +1786,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1855,10 +1808,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1893,6 +1843,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "valid": false,
+                     *       "issues": [
+                     *         {
+                     *           "code": "unknown_variable",
+                     *           "field": "sourceContent",
+                     *           "severity": "warning",
+                     *           "message": "$SEARCH_URL is not a runtime variable; an agent will not find it in its environment."
+                     *         },
+                     *         {
+                     *           "code": "resource_conflict",
+                     *           "field": "id",
+                     *           "severity": "error",
+                     *           "message": "Resource pdf-grep belongs to provider agentlet-7f3a."
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         /** @description True when the record has no error-severity issue. */
                         valid: boolean;
@@ -1922,10 +1891,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1947,10 +1913,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1972,10 +1935,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1997,10 +1957,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2018,10 +1975,7 @@ export interface operations {
     scanSkills: {
         parameters: {
             query?: {
-                /**
-                 * @description The machine to act on; without it `DEFAULT_AGENTLET_ID`, else the only enrolled machine.
-                 * @example agentlet-7f3a
-                 */
+                /** @description The machine to act on; without it `DEFAULT_AGENTLET_ID`, else the only enrolled machine. */
                 agentletId?: string;
             };
             header?: never;
@@ -2030,6 +1984,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "rootPath": "/home/me/skills"
+                 *     }
+                 */
                 "application/json": {
                     /** @description Absolute path of a folder on the machine: a skill folder (with `SKILL.md`) or a folder of skill folders. */
                     rootPath: string;
@@ -2043,6 +2002,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "rootPath": "/home/me/skills",
+                     *       "candidates": [
+                     *         {
+                     *           "id": "pdf-grep",
+                     *           "name": "pdf-grep",
+                     *           "sourcePath": "/home/me/skills/pdf-grep",
+                     *           "sourceContent": "---\nname: pdf-grep\ndescription: Searches text in PDF files.\n---\n\nRun `scripts/pdf-grep.sh PATTERN FILE` from this folder.",
+                     *           "sourceRevision": "5d41402abc4b2a76b9719d911017c592b8c3e0f1a2d4c6e8f0a1b3c5d7e9f1a3"
+                     *         }
+                     *       ],
+                     *       "diagnostics": [
+                     *         {
+                     *           "path": "/home/me/skills/notes",
+                     *           "code": "skill_front_matter_missing",
+                     *           "message": "SKILL.md has no front matter (a --- block with name and description)."
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         /** @description The folder scanned. */
                         rootPath: string;
@@ -2109,10 +2089,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2134,10 +2111,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2159,10 +2133,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2184,10 +2155,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2209,10 +2177,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2234,10 +2199,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2259,10 +2221,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2280,10 +2239,7 @@ export interface operations {
     importSkill: {
         parameters: {
             query?: {
-                /**
-                 * @description The machine to act on; without it `DEFAULT_AGENTLET_ID`, else the only enrolled machine.
-                 * @example agentlet-7f3a
-                 */
+                /** @description The machine to act on; without it `DEFAULT_AGENTLET_ID`, else the only enrolled machine. */
                 agentletId?: string;
             };
             header?: never;
@@ -2292,6 +2248,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": "pdf-grep",
+                 *       "sourcePath": "/home/me/skills/pdf-grep",
+                 *       "expectedRevision": "5d41402abc4b2a76b9719d911017c592b8c3e0f1a2d4c6e8f0a1b3c5d7e9f1a3"
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
@@ -2316,6 +2279,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "resource": {
+                     *         "schemaVersion": 2,
+                     *         "id": "pdf-grep",
+                     *         "name": "PDF grep",
+                     *         "displayName": "Grep in PDFs",
+                     *         "provider": "agentlet-7f3a",
+                     *         "sourceContent": "---\nname: pdf-grep\ndescription: Searches text in PDF files.\n---\n\nRun `scripts/pdf-grep.sh PATTERN FILE` from this folder.",
+                     *         "userContent": "Prefer this to opening PDFs page by page."
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** AgentResourceV2 */
                         resource: {
@@ -2355,10 +2331,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2380,10 +2353,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2405,10 +2375,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2430,10 +2397,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2455,10 +2419,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2480,10 +2441,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2505,10 +2463,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2530,10 +2485,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2555,10 +2507,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2576,10 +2525,7 @@ export interface operations {
     scanSkillRefresh: {
         parameters: {
             query?: {
-                /**
-                 * @description The machine to act on; without it `DEFAULT_AGENTLET_ID`, else the only enrolled machine.
-                 * @example agentlet-7f3a
-                 */
+                /** @description The machine to act on; without it `DEFAULT_AGENTLET_ID`, else the only enrolled machine. */
                 agentletId?: string;
             };
             header?: never;
@@ -2600,6 +2546,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "rootPath": "/home/me/skills/pdf-grep",
+                     *       "candidates": [
+                     *         {
+                     *           "id": "pdf-grep",
+                     *           "name": "pdf-grep",
+                     *           "sourcePath": "/home/me/skills/pdf-grep",
+                     *           "sourceContent": "---\nname: pdf-grep\ndescription: Searches text in PDF files.\n---\n\nRun `scripts/pdf-grep.sh PATTERN FILE` from this folder.",
+                     *           "sourceRevision": "5d41402abc4b2a76b9719d911017c592b8c3e0f1a2d4c6e8f0a1b3c5d7e9f1a3"
+                     *         }
+                     *       ],
+                     *       "diagnostics": []
+                     *     }
+                     */
                     "application/json": {
                         /** @description The folder scanned. */
                         rootPath: string;
@@ -2666,10 +2627,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2691,10 +2649,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2716,10 +2671,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2741,10 +2693,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2766,10 +2715,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2791,10 +2737,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2816,10 +2759,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2841,10 +2781,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2866,10 +2803,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2887,10 +2821,7 @@ export interface operations {
     refreshSkill: {
         parameters: {
             query?: {
-                /**
-                 * @description The machine to act on; without it `DEFAULT_AGENTLET_ID`, else the only enrolled machine.
-                 * @example agentlet-7f3a
-                 */
+                /** @description The machine to act on; without it `DEFAULT_AGENTLET_ID`, else the only enrolled machine. */
                 agentletId?: string;
             };
             header?: never;
@@ -2905,6 +2836,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "expectedRevision": "5d41402abc4b2a76b9719d911017c592b8c3e0f1a2d4c6e8f0a1b3c5d7e9f1a3"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The `sourceRevision` of the refresh scan. */
                     expectedRevision: string;
@@ -2918,6 +2854,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "resource": {
+                     *         "schemaVersion": 2,
+                     *         "id": "pdf-grep",
+                     *         "name": "PDF grep",
+                     *         "displayName": "Grep in PDFs",
+                     *         "provider": "agentlet-7f3a",
+                     *         "sourceContent": "---\nname: pdf-grep\ndescription: Searches text in PDF files.\n---\n\nRun `scripts/pdf-grep.sh PATTERN FILE` from this folder.",
+                     *         "userContent": "Prefer this to opening PDFs page by page."
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** AgentResourceV2 */
                         resource: {
@@ -2957,10 +2906,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2982,10 +2928,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3007,10 +2950,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3032,10 +2972,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3057,10 +2994,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3082,10 +3016,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3107,10 +3038,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3132,10 +3060,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3157,10 +3082,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3182,10 +3104,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3215,6 +3134,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "machines": [
+                     *         {
+                     *           "machineId": "agentlet-7f3a",
+                     *           "enrolledAt": "2026-03-14T09:26:53.000Z",
+                     *           "status": "connected",
+                     *           "statusSince": "2026-03-14T09:26:53.000Z"
+                     *         },
+                     *         {
+                     *           "machineId": "agentlet-9b2c",
+                     *           "enrolledAt": "2026-03-14T09:26:53.000Z",
+                     *           "status": "disconnected",
+                     *           "problems": [
+                     *             {
+                     *               "receipt": "receipts/notes.json",
+                     *               "id": "notes",
+                     *               "code": "entrypoint_missing",
+                     *               "message": "skills/notes/SKILL.md is gone."
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         machines: {
                             /**
@@ -3266,10 +3210,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3291,10 +3232,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3316,10 +3254,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3343,6 +3278,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "machineId": "agentlet-7f3a"
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description Exact Agentlet machine ID (never `huabu`).
@@ -3359,6 +3299,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "machineId": "agentlet-7f3a",
+                     *       "token": "arr_machine_EXAMPLEonlyEXAMPLEonlyEXAMPLEonly0000"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * @description Exact Agentlet machine ID (never `huabu`).
@@ -3379,10 +3325,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3404,10 +3347,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3429,10 +3369,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3454,10 +3391,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3479,10 +3413,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3528,10 +3459,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3553,10 +3481,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3578,10 +3503,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3603,10 +3525,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3628,10 +3547,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3667,6 +3583,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "machineId": "agentlet-7f3a",
+                     *       "token": "arr_machine_EXAMPLEonlyEXAMPLEonlyEXAMPLEonly0000"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * @description Exact Agentlet machine ID (never `huabu`).
@@ -3687,10 +3609,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3712,10 +3631,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3737,10 +3653,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3762,10 +3675,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3787,10 +3697,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3820,6 +3727,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "type": "ping"
+                 *     }
+                 */
                 "application/json": {
                     /** @description `ping`: the machine answers at once; `sync`: it publishes its resource root now. */
                     type: "ping" | "sync";
@@ -3852,10 +3764,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3877,10 +3786,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3902,10 +3808,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3927,10 +3830,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3952,10 +3852,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3977,10 +3874,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4002,10 +3896,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4053,10 +3944,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4078,10 +3966,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4103,10 +3988,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4128,10 +4010,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4153,10 +4032,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4234,10 +4110,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4259,10 +4132,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4284,10 +4154,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4309,10 +4176,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4334,10 +4198,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4367,6 +4228,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "profiles": [
+                     *         {
+                     *           "schemaVersion": 2,
+                     *           "id": "prf-k7m2q9x4b8n3c5vd",
+                     *           "revision": 3,
+                     *           "alias": "Reviewer",
+                     *           "agentletId": "agentlet-7f3a",
+                     *           "workingDirPath": "/home/me/projects/site",
+                     *           "resourceIds": [
+                     *             "web-search",
+                     *             "pdf-grep"
+                     *           ],
+                     *           "metadata": {
+                     *             "cliId": "claude-code"
+                     *           },
+                     *           "launch": {
+                     *             "kind": "acp-harness",
+                     *             "harnessId": "claude-code"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "selectableProfileIds": [
+                     *         "prf-k7m2q9x4b8n3c5vd"
+                     *       ],
+                     *       "agentlet": {
+                     *         "id": "agentlet-7f3a",
+                     *         "status": "connected",
+                     *         "online": true,
+                     *         "connectedAt": "2026-03-14T09:26:53.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @description Profiles sorted by id. */
                         profiles: {
@@ -4495,10 +4390,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4520,10 +4412,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4545,10 +4434,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4573,6 +4459,21 @@ export interface operations {
         /** @description The registry assigns `id`, `schemaVersion` and `revision` (1); sending `id` or `schemaVersion` is 400. `acp-command` and `acp-harness` profiles can be created here: an `agent-team-manifest` launch is 409 `invalid_profile_kind`. `agentletId` defaults to `DEFAULT_AGENTLET_ID` when the service has one, else to the one enrolled machine. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "alias": "Reviewer",
+                 *       "agentletId": "agentlet-7f3a",
+                 *       "workingDirPath": "/home/me/projects/site",
+                 *       "launch": {
+                 *         "kind": "acp-harness",
+                 *         "harnessId": "claude-code"
+                 *       },
+                 *       "resourceIds": [
+                 *         "web-search",
+                 *         "pdf-grep"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description Display name the owner calls the agent by; 1..255 printable characters without surrounding whitespace, unique among profiles ignoring case.
@@ -4658,6 +4559,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "schemaVersion": 2,
+                     *       "id": "prf-k7m2q9x4b8n3c5vd",
+                     *       "revision": 1,
+                     *       "alias": "Reviewer",
+                     *       "agentletId": "agentlet-7f3a",
+                     *       "workingDirPath": "/home/me/projects/site",
+                     *       "resourceIds": [
+                     *         "web-search",
+                     *         "pdf-grep"
+                     *       ],
+                     *       "metadata": {
+                     *         "cliId": "claude-code"
+                     *       },
+                     *       "launch": {
+                     *         "kind": "acp-harness",
+                     *         "harnessId": "claude-code"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * @description Record schema version.
@@ -4758,6 +4680,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "schemaVersion": 2,
+                     *       "id": "prf-k7m2q9x4b8n3c5vd",
+                     *       "revision": 1,
+                     *       "alias": "Reviewer",
+                     *       "agentletId": "agentlet-7f3a",
+                     *       "workingDirPath": "/home/me/projects/site",
+                     *       "resourceIds": [
+                     *         "web-search",
+                     *         "pdf-grep"
+                     *       ],
+                     *       "metadata": {
+                     *         "cliId": "claude-code"
+                     *       },
+                     *       "launch": {
+                     *         "kind": "acp-harness",
+                     *         "harnessId": "claude-code"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * @description Record schema version.
@@ -4859,10 +4802,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4884,10 +4824,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4909,10 +4846,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4934,10 +4868,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4959,10 +4890,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4984,10 +4912,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5009,10 +4934,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5034,10 +4956,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5075,6 +4994,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "schemaVersion": 2,
+                     *       "id": "prf-k7m2q9x4b8n3c5vd",
+                     *       "revision": 3,
+                     *       "alias": "Reviewer",
+                     *       "agentletId": "agentlet-7f3a",
+                     *       "workingDirPath": "/home/me/projects/site",
+                     *       "resourceIds": [
+                     *         "web-search",
+                     *         "pdf-grep"
+                     *       ],
+                     *       "metadata": {
+                     *         "cliId": "claude-code"
+                     *       },
+                     *       "launch": {
+                     *         "kind": "acp-harness",
+                     *         "harnessId": "claude-code"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * @description Record schema version.
@@ -5176,10 +5116,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5201,10 +5138,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5226,10 +5160,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5251,10 +5182,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5276,10 +5204,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5318,6 +5243,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "deleted": true
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * @description Always true: a profile that does not exist is 404.
@@ -5343,10 +5273,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5368,10 +5295,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5393,10 +5317,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5418,10 +5339,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5443,10 +5361,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5468,10 +5383,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5493,10 +5405,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5518,10 +5427,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5555,6 +5461,14 @@ export interface operations {
         /** @description Fields left out stay as they are. `resourceIds` replaces the whole list (`[]` selects nothing); `customData` and `metadata` replace the whole object, and `null` removes it. `expectedRevision` changes nothing itself: it is the condition of the change. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "resourceIds": [
+                 *         "web-search"
+                 *       ],
+                 *       "expectedRevision": 3
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description Display name the owner calls the agent by; 1..255 printable characters without surrounding whitespace, unique among profiles ignoring case.
@@ -5602,6 +5516,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "schemaVersion": 2,
+                     *       "id": "prf-k7m2q9x4b8n3c5vd",
+                     *       "revision": 4,
+                     *       "alias": "Reviewer",
+                     *       "agentletId": "agentlet-7f3a",
+                     *       "workingDirPath": "/home/me/projects/site",
+                     *       "resourceIds": [
+                     *         "web-search",
+                     *         "pdf-grep"
+                     *       ],
+                     *       "metadata": {
+                     *         "cliId": "claude-code"
+                     *       },
+                     *       "launch": {
+                     *         "kind": "acp-harness",
+                     *         "harnessId": "claude-code"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * @description Record schema version.
@@ -5703,10 +5638,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5728,10 +5660,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5753,10 +5682,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5778,10 +5704,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5803,10 +5726,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5828,10 +5748,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5853,10 +5770,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5878,10 +5792,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5903,10 +5814,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5928,10 +5836,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5955,6 +5860,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "canvasId": "canvas-42",
+                 *       "agentletId": "agentlet-7f3a",
+                 *       "ttlSeconds": 3600
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description Canvas ID.
@@ -5978,6 +5890,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "token": "arr_canvas_eyJleGFtcGxlIjp0cnVlfQ.EXAMPLEonlyEXAMPLEonlyEXAMPLEonly00",
+                     *       "expiresAt": "2026-03-14T10:26:53.000Z",
+                     *       "rfsUrl": "https://registry.example.internal:8787/api/rfs/canvas-42"
+                     *     }
+                     */
                     "application/json": {
                         /** @description The canvas token: the agent's `$AGENTLET_TOKEN`. Shown only in this response. */
                         token: string;
@@ -5997,10 +5916,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6022,10 +5938,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6047,10 +5960,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6072,10 +5982,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6097,10 +6004,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6122,10 +6026,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6149,6 +6050,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "canvasId": "canvas-42"
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description Canvas ID.
@@ -6165,6 +6071,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "canvasId": "canvas-42",
+                     *       "revokedBefore": "2026-03-14T09:26:53.000Z"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * @description Canvas ID.
@@ -6188,10 +6100,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6213,10 +6122,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6238,10 +6144,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6263,10 +6166,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6335,6 +6235,63 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "driverSchemaVersion": 1,
+                     *       "canvasId": "canvas-42",
+                     *       "threadId": "thread-1",
+                     *       "realizedAt": "2026-03-14T09:26:53.000Z",
+                     *       "spec": {
+                     *         "binding": {
+                     *           "profileId": "prf-k7m2q9x4b8n3c5vd",
+                     *           "alias": "Reviewer"
+                     *         },
+                     *         "agentletId": "agentlet-7f3a",
+                     *         "cwd": "/home/me/projects/site",
+                     *         "resourceIds": [
+                     *           "web-search",
+                     *           "pdf-grep"
+                     *         ],
+                     *         "resourceScope": {
+                     *           "canvasId": "canvas-42",
+                     *           "threadId": "thread-1"
+                     *         },
+                     *         "initialPreamble": [
+                     *           "Resources available to you in this thread (their records describe them; a record grants no right by itself):\n- web-search\n- pdf-grep\nRead the record of each before you rely on it: `GET $HUABU_RFS_URL/resources` lists them and `GET $HUABU_RFS_URL/resources/<id>` returns one.\nAn MCP client reads the same records as resources at `$HUABU_MCP_URL`, and calls the hosted capabilities your grant allows as tools; the workload's `mcpServers` entry configures it.\nSend `Authorization: Bearer $AGENTLET_TOKEN` with every request. These variables are in your environment; never print, log or copy the token."
+                     *         ],
+                     *         "env": {
+                     *           "HUABU_RFS_URL": "https://registry.example.internal:8787/api/rfs/canvas-42",
+                     *           "HUABU_MCP_URL": "https://registry.example.internal:8787/api/rfs/canvas-42/mcp",
+                     *           "HUABU_THREAD_ID": "thread-1"
+                     *         },
+                     *         "mcpServers": [
+                     *           {
+                     *             "type": "http",
+                     *             "name": "huabu-registry",
+                     *             "url": "https://registry.example.internal:8787/api/rfs/canvas-42/mcp",
+                     *             "headers": [
+                     *               {
+                     *                 "name": "Authorization",
+                     *                 "value": "Bearer $AGENTLET_TOKEN"
+                     *               },
+                     *               {
+                     *                 "name": "X-Huabu-Resource-Grant",
+                     *                 "value": "$HUABU_RESOURCE_GRANT"
+                     *               },
+                     *               {
+                     *                 "name": "X-Huabu-Thread-Id",
+                     *                 "value": "$HUABU_THREAD_ID"
+                     *               }
+                     *             ]
+                     *           }
+                     *         ],
+                     *         "launch": {
+                     *           "kind": "acp-harness",
+                     *           "harnessId": "claude-code"
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {number} */
                         driverSchemaVersion: 1;
@@ -6441,6 +6398,63 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "driverSchemaVersion": 1,
+                     *       "canvasId": "canvas-42",
+                     *       "threadId": "thread-1",
+                     *       "realizedAt": "2026-03-14T09:26:53.000Z",
+                     *       "spec": {
+                     *         "binding": {
+                     *           "profileId": "prf-k7m2q9x4b8n3c5vd",
+                     *           "alias": "Reviewer"
+                     *         },
+                     *         "agentletId": "agentlet-7f3a",
+                     *         "cwd": "/home/me/projects/site",
+                     *         "resourceIds": [
+                     *           "web-search",
+                     *           "pdf-grep"
+                     *         ],
+                     *         "resourceScope": {
+                     *           "canvasId": "canvas-42",
+                     *           "threadId": "thread-1"
+                     *         },
+                     *         "initialPreamble": [
+                     *           "Resources available to you in this thread (their records describe them; a record grants no right by itself):\n- web-search\n- pdf-grep\nRead the record of each before you rely on it: `GET $HUABU_RFS_URL/resources` lists them and `GET $HUABU_RFS_URL/resources/<id>` returns one.\nAn MCP client reads the same records as resources at `$HUABU_MCP_URL`, and calls the hosted capabilities your grant allows as tools; the workload's `mcpServers` entry configures it.\nSend `Authorization: Bearer $AGENTLET_TOKEN` with every request. These variables are in your environment; never print, log or copy the token."
+                     *         ],
+                     *         "env": {
+                     *           "HUABU_RFS_URL": "https://registry.example.internal:8787/api/rfs/canvas-42",
+                     *           "HUABU_MCP_URL": "https://registry.example.internal:8787/api/rfs/canvas-42/mcp",
+                     *           "HUABU_THREAD_ID": "thread-1"
+                     *         },
+                     *         "mcpServers": [
+                     *           {
+                     *             "type": "http",
+                     *             "name": "huabu-registry",
+                     *             "url": "https://registry.example.internal:8787/api/rfs/canvas-42/mcp",
+                     *             "headers": [
+                     *               {
+                     *                 "name": "Authorization",
+                     *                 "value": "Bearer $AGENTLET_TOKEN"
+                     *               },
+                     *               {
+                     *                 "name": "X-Huabu-Resource-Grant",
+                     *                 "value": "$HUABU_RESOURCE_GRANT"
+                     *               },
+                     *               {
+                     *                 "name": "X-Huabu-Thread-Id",
+                     *                 "value": "$HUABU_THREAD_ID"
+                     *               }
+                     *             ]
+                     *           }
+                     *         ],
+                     *         "launch": {
+                     *           "kind": "acp-harness",
+                     *           "harnessId": "claude-code"
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {number} */
                         driverSchemaVersion: 1;
@@ -6550,10 +6564,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6575,10 +6586,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6600,10 +6608,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6625,10 +6630,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6650,10 +6652,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6675,10 +6674,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6700,10 +6696,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6725,10 +6718,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6746,10 +6736,7 @@ export interface operations {
     listWorkloads: {
         parameters: {
             query: {
-                /**
-                 * @description Canvas ID.
-                 * @example canvas-42
-                 */
+                /** @description Canvas ID. */
                 canvasId: string;
             };
             header?: never;
@@ -6764,6 +6751,67 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "workloads": [
+                     *         {
+                     *           "driverSchemaVersion": 1,
+                     *           "canvasId": "canvas-42",
+                     *           "threadId": "thread-1",
+                     *           "realizedAt": "2026-03-14T09:26:53.000Z",
+                     *           "spec": {
+                     *             "binding": {
+                     *               "profileId": "prf-k7m2q9x4b8n3c5vd",
+                     *               "alias": "Reviewer"
+                     *             },
+                     *             "agentletId": "agentlet-7f3a",
+                     *             "cwd": "/home/me/projects/site",
+                     *             "resourceIds": [
+                     *               "web-search",
+                     *               "pdf-grep"
+                     *             ],
+                     *             "resourceScope": {
+                     *               "canvasId": "canvas-42",
+                     *               "threadId": "thread-1"
+                     *             },
+                     *             "initialPreamble": [
+                     *               "Resources available to you in this thread (their records describe them; a record grants no right by itself):\n- web-search\n- pdf-grep\nRead the record of each before you rely on it: `GET $HUABU_RFS_URL/resources` lists them and `GET $HUABU_RFS_URL/resources/<id>` returns one.\nAn MCP client reads the same records as resources at `$HUABU_MCP_URL`, and calls the hosted capabilities your grant allows as tools; the workload's `mcpServers` entry configures it.\nSend `Authorization: Bearer $AGENTLET_TOKEN` with every request. These variables are in your environment; never print, log or copy the token."
+                     *             ],
+                     *             "env": {
+                     *               "HUABU_RFS_URL": "https://registry.example.internal:8787/api/rfs/canvas-42",
+                     *               "HUABU_MCP_URL": "https://registry.example.internal:8787/api/rfs/canvas-42/mcp",
+                     *               "HUABU_THREAD_ID": "thread-1"
+                     *             },
+                     *             "mcpServers": [
+                     *               {
+                     *                 "type": "http",
+                     *                 "name": "huabu-registry",
+                     *                 "url": "https://registry.example.internal:8787/api/rfs/canvas-42/mcp",
+                     *                 "headers": [
+                     *                   {
+                     *                     "name": "Authorization",
+                     *                     "value": "Bearer $AGENTLET_TOKEN"
+                     *                   },
+                     *                   {
+                     *                     "name": "X-Huabu-Resource-Grant",
+                     *                     "value": "$HUABU_RESOURCE_GRANT"
+                     *                   },
+                     *                   {
+                     *                     "name": "X-Huabu-Thread-Id",
+                     *                     "value": "$HUABU_THREAD_ID"
+                     *                   }
+                     *                 ]
+                     *               }
+                     *             ],
+                     *             "launch": {
+                     *               "kind": "acp-harness",
+                     *               "harnessId": "claude-code"
+                     *             }
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         /** @description The canvas threads, sorted by threadId. */
                         workloads: {
@@ -6876,10 +6924,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6901,10 +6946,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6926,10 +6968,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6951,10 +6990,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6995,6 +7031,63 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "driverSchemaVersion": 1,
+                     *       "canvasId": "canvas-42",
+                     *       "threadId": "thread-1",
+                     *       "realizedAt": "2026-03-14T09:26:53.000Z",
+                     *       "spec": {
+                     *         "binding": {
+                     *           "profileId": "prf-k7m2q9x4b8n3c5vd",
+                     *           "alias": "Reviewer"
+                     *         },
+                     *         "agentletId": "agentlet-7f3a",
+                     *         "cwd": "/home/me/projects/site",
+                     *         "resourceIds": [
+                     *           "web-search",
+                     *           "pdf-grep"
+                     *         ],
+                     *         "resourceScope": {
+                     *           "canvasId": "canvas-42",
+                     *           "threadId": "thread-1"
+                     *         },
+                     *         "initialPreamble": [
+                     *           "Resources available to you in this thread (their records describe them; a record grants no right by itself):\n- web-search\n- pdf-grep\nRead the record of each before you rely on it: `GET $HUABU_RFS_URL/resources` lists them and `GET $HUABU_RFS_URL/resources/<id>` returns one.\nAn MCP client reads the same records as resources at `$HUABU_MCP_URL`, and calls the hosted capabilities your grant allows as tools; the workload's `mcpServers` entry configures it.\nSend `Authorization: Bearer $AGENTLET_TOKEN` with every request. These variables are in your environment; never print, log or copy the token."
+                     *         ],
+                     *         "env": {
+                     *           "HUABU_RFS_URL": "https://registry.example.internal:8787/api/rfs/canvas-42",
+                     *           "HUABU_MCP_URL": "https://registry.example.internal:8787/api/rfs/canvas-42/mcp",
+                     *           "HUABU_THREAD_ID": "thread-1"
+                     *         },
+                     *         "mcpServers": [
+                     *           {
+                     *             "type": "http",
+                     *             "name": "huabu-registry",
+                     *             "url": "https://registry.example.internal:8787/api/rfs/canvas-42/mcp",
+                     *             "headers": [
+                     *               {
+                     *                 "name": "Authorization",
+                     *                 "value": "Bearer $AGENTLET_TOKEN"
+                     *               },
+                     *               {
+                     *                 "name": "X-Huabu-Resource-Grant",
+                     *                 "value": "$HUABU_RESOURCE_GRANT"
+                     *               },
+                     *               {
+                     *                 "name": "X-Huabu-Thread-Id",
+                     *                 "value": "$HUABU_THREAD_ID"
+                     *               }
+                     *             ]
+                     *           }
+                     *         ],
+                     *         "launch": {
+                     *           "kind": "acp-harness",
+                     *           "harnessId": "claude-code"
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {number} */
                         driverSchemaVersion: 1;
@@ -7104,10 +7197,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7129,10 +7219,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7154,10 +7241,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7179,10 +7263,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7204,10 +7285,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7246,6 +7324,106 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "digest": "c0ffee5d41402abc4b2a76b9719d911017c592b8c3e0f1a2d4c6e8f0a1b3c5d7",
+                     *       "components": [
+                     *         {
+                     *           "id": "agent:prf-k7m2q9x4b8n3c5vd",
+                     *           "kind": "agent",
+                     *           "name": "Reviewer",
+                     *           "description": "acp-harness agent on agentlet-7f3a, in /home/me/projects/site.",
+                     *           "tags": [
+                     *             "launch:acp-harness",
+                     *             "machine:agentlet-7f3a"
+                     *           ],
+                     *           "aliases": [
+                     *             "Reviewer"
+                     *           ]
+                     *         },
+                     *         {
+                     *           "id": "provider:agentlet-7f3a",
+                     *           "kind": "provider",
+                     *           "name": "agentlet-7f3a",
+                     *           "description": "Agentlet machine.",
+                     *           "tags": [
+                     *             "machine"
+                     *           ],
+                     *           "aliases": []
+                     *         },
+                     *         {
+                     *           "id": "provider:huabu",
+                     *           "kind": "provider",
+                     *           "name": "huabu",
+                     *           "description": "The host application.",
+                     *           "tags": [
+                     *             "host"
+                     *           ],
+                     *           "aliases": []
+                     *         },
+                     *         {
+                     *           "id": "resource:pdf-grep",
+                     *           "kind": "resource",
+                     *           "name": "PDF grep",
+                     *           "description": "Searches text in PDF files.",
+                     *           "tags": [
+                     *             "provider:agentlet-7f3a"
+                     *           ],
+                     *           "aliases": []
+                     *         },
+                     *         {
+                     *           "id": "resource:web-search",
+                     *           "kind": "resource",
+                     *           "name": "Web search",
+                     *           "description": "Searches the public web and answers titles, links and snippets.",
+                     *           "tags": [
+                     *             "provider:huabu",
+                     *             "required"
+                     *           ],
+                     *           "aliases": []
+                     *         }
+                     *       ],
+                     *       "edges": [
+                     *         {
+                     *           "kind": "placed-on",
+                     *           "from": "agent:prf-k7m2q9x4b8n3c5vd",
+                     *           "to": "provider:agentlet-7f3a"
+                     *         },
+                     *         {
+                     *           "kind": "selects",
+                     *           "from": "agent:prf-k7m2q9x4b8n3c5vd",
+                     *           "to": "resource:pdf-grep"
+                     *         },
+                     *         {
+                     *           "kind": "selects",
+                     *           "from": "agent:prf-k7m2q9x4b8n3c5vd",
+                     *           "to": "resource:web-search"
+                     *         },
+                     *         {
+                     *           "kind": "publishes",
+                     *           "from": "provider:agentlet-7f3a",
+                     *           "to": "resource:pdf-grep"
+                     *         },
+                     *         {
+                     *           "kind": "publishes",
+                     *           "from": "provider:huabu",
+                     *           "to": "resource:web-search"
+                     *         },
+                     *         {
+                     *           "kind": "requires",
+                     *           "from": "provider:huabu",
+                     *           "to": "resource:web-search"
+                     *         }
+                     *       ],
+                     *       "aliases": [
+                     *         {
+                     *           "alias": "Reviewer",
+                     *           "component": "agent:prf-k7m2q9x4b8n3c5vd"
+                     *         }
+                     *       ],
+                     *       "diagnostics": []
+                     *     }
+                     */
                     "application/json": {
                         /** @description SHA-256 (hex) of the canonical serialization of the whole snapshot (components, edges, aliases, diagnostics); the ETag. A `?kind=` view carries the digest of the whole snapshot. */
                         digest: string;
@@ -7322,10 +7500,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7347,10 +7522,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7372,10 +7544,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7397,10 +7566,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7422,10 +7588,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7449,6 +7612,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "canvasId": "canvas-42",
+                 *       "threadId": "thread-1",
+                 *       "ttlSeconds": 3600
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description Canvas ID.
@@ -7472,6 +7642,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "grant": "arr_grant_eyJleGFtcGxlIjp0cnVlfQ.EXAMPLEonlyEXAMPLEonlyEXAMPLEonly000",
+                     *       "expiresAt": "2026-03-14T10:26:53.000Z",
+                     *       "allowedResourceIds": [
+                     *         "web-search"
+                     *       ],
+                     *       "policyVersion": "b3f1c2d4e5a6"
+                     *     }
+                     */
                     "application/json": {
                         /** @description The opaque grant (`arr_grant_...`): the agent's `$HUABU_RESOURCE_GRANT`. Shown only in this response; never stored. */
                         grant: string;
@@ -7493,10 +7673,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7518,10 +7695,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7543,10 +7717,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7568,10 +7739,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7593,10 +7761,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7626,6 +7791,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "entries": [
+                     *         {
+                     *           "fingerprint": "github-pat:9f2c4e6a8b0d1f3e5a7c9b1d3f5e7a9c0b2d4f6e8a1c3e5b7d9f0a2c4e6b8d0f",
+                     *           "route": "resource.register",
+                     *           "reason": "A revoked token kept in a test fixture.",
+                     *           "addedAt": "2026-03-14T09:26:53.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         /** @description Every entry, in the order added. */
                         entries: {
@@ -7655,10 +7832,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7680,10 +7854,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7705,10 +7876,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7732,6 +7900,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "fingerprint": "github-pat:9f2c4e6a8b0d1f3e5a7c9b1d3f5e7a9c0b2d4f6e8a1c3e5b7d9f0a2c4e6b8d0f",
+                 *       "route": "resource.register",
+                 *       "reason": "A revoked token kept in a test fixture."
+                 *     }
+                 */
                 "application/json": {
                     /** @description A finding's fingerprint as a 422 `secret_detected` names it: `<rule>:<SHA-256 hex of the matched text>`. */
                     fingerprint: string;
@@ -7751,6 +7926,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "fingerprint": "github-pat:9f2c4e6a8b0d1f3e5a7c9b1d3f5e7a9c0b2d4f6e8a1c3e5b7d9f0a2c4e6b8d0f",
+                     *       "route": "resource.register",
+                     *       "reason": "A revoked token kept in a test fixture.",
+                     *       "addedAt": "2026-03-14T09:26:53.000Z"
+                     *     }
+                     */
                     "application/json": {
                         /** @description A finding's fingerprint as a 422 `secret_detected` names it: `<rule>:<SHA-256 hex of the matched text>`. */
                         fingerprint: string;
@@ -7774,6 +7957,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "fingerprint": "github-pat:9f2c4e6a8b0d1f3e5a7c9b1d3f5e7a9c0b2d4f6e8a1c3e5b7d9f0a2c4e6b8d0f",
+                     *       "route": "resource.register",
+                     *       "reason": "A revoked token kept in a test fixture.",
+                     *       "addedAt": "2026-03-14T09:26:53.000Z"
+                     *     }
+                     */
                     "application/json": {
                         /** @description A finding's fingerprint as a 422 `secret_detected` names it: `<rule>:<SHA-256 hex of the matched text>`. */
                         fingerprint: string;
@@ -7800,10 +7991,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7825,10 +8013,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7850,10 +8035,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7875,10 +8057,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7900,10 +8079,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7950,10 +8126,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7975,10 +8148,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8000,10 +8170,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8025,10 +8192,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8050,10 +8214,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8156,10 +8317,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8181,10 +8339,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8206,10 +8361,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8231,10 +8383,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8267,6 +8416,25 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "resources": [
+                 *         {
+                 *           "schemaVersion": 2,
+                 *           "id": "pdf-grep",
+                 *           "name": "PDF grep",
+                 *           "sourceContent": "---\nname: pdf-grep\ndescription: Searches text in PDF files.\n---\n\nRun `scripts/pdf-grep.sh PATTERN FILE` from this folder."
+                 *         },
+                 *         {
+                 *           "schemaVersion": 1,
+                 *           "id": "repo-map",
+                 *           "name": "Repo map",
+                 *           "description": "Lists the files of a repository.",
+                 *           "instructions": "Run git ls-files in the repository."
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     /** @description The provider's complete set; records left out are withdrawn. Each `id` may appear only once (listing one twice is 400 `validation_failed`). */
                     resources: ({
@@ -8330,6 +8498,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "dryRun": false,
+                     *       "created": [
+                     *         "pdf-grep"
+                     *       ],
+                     *       "replaced": [
+                     *         "csv-summary"
+                     *       ],
+                     *       "withdrawn": [
+                     *         "old-notes"
+                     *       ],
+                     *       "unchanged": [
+                     *         "repo-map"
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         /** @description True when nothing was changed (plan only). */
                         dryRun: boolean;
@@ -8353,10 +8538,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8378,10 +8560,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8403,10 +8582,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8428,10 +8604,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8453,10 +8626,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8478,10 +8648,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8503,10 +8670,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8528,10 +8692,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8726,10 +8887,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8751,10 +8909,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8776,10 +8931,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8801,10 +8953,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8826,10 +8975,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8851,10 +8997,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8876,10 +9019,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8930,10 +9070,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8955,10 +9092,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8980,10 +9114,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9005,10 +9136,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9030,10 +9158,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9055,10 +9180,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9080,10 +9202,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9131,10 +9250,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9156,10 +9272,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9181,10 +9294,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9206,10 +9316,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9231,10 +9338,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9269,6 +9373,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "changes": [
+                     *         {
+                     *           "id": "42",
+                     *           "type": "resource.replaced",
+                     *           "at": "2026-03-14T09:26:53.000Z",
+                     *           "subject": {
+                     *             "kind": "resource",
+                     *             "id": "pdf-grep",
+                     *             "provider": "agentlet-7f3a"
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "43",
+                     *           "type": "workload.launched",
+                     *           "at": "2026-03-14T09:26:53.000Z",
+                     *           "subject": {
+                     *             "kind": "workload",
+                     *             "id": "canvas-42/thread-1"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "next": "43"
+                     *     }
+                     */
                     "application/json": {
                         /** @description The events after the cursor asked with, oldest first. */
                         changes: {
@@ -9306,10 +9436,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9331,10 +9458,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9356,10 +9480,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9381,10 +9502,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9406,10 +9524,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9525,10 +9640,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9550,10 +9662,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9575,10 +9684,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9600,10 +9706,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9705,10 +9808,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9730,10 +9830,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9755,10 +9852,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9780,10 +9874,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9805,10 +9896,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9856,10 +9944,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9881,10 +9966,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9906,10 +9988,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9959,10 +10038,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9984,10 +10060,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10009,10 +10082,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10034,10 +10104,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10059,10 +10126,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10098,6 +10162,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "profiles": [
+                     *         {
+                     *           "id": "prf-k7m2q9x4b8n3c5vd",
+                     *           "alias": "Reviewer",
+                     *           "default": true
+                     *         },
+                     *         {
+                     *           "id": "prf-w3x8c1v6b9n2m5q7",
+                     *           "alias": "Writer"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         profiles: {
                             /** @description Profile ID. */
@@ -10122,10 +10201,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10147,10 +10223,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10172,10 +10245,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10240,6 +10310,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "resource": {
+                     *         "schemaVersion": 2,
+                     *         "id": "pdf-grep",
+                     *         "name": "PDF grep",
+                     *         "displayName": "Grep in PDFs",
+                     *         "provider": "agentlet-7f3a",
+                     *         "sourceContent": "---\nname: pdf-grep\ndescription: Searches text in PDF files.\n---\n\nRun `scripts/pdf-grep.sh PATTERN FILE` from this folder.",
+                     *         "userContent": "Prefer this to opening PDFs page by page."
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** AgentResourceV2 */
                         resource: {
@@ -10279,10 +10362,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10304,10 +10384,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10329,10 +10406,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10354,10 +10428,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10379,10 +10450,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10404,10 +10472,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10429,10 +10494,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10473,6 +10535,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "removed": true
+                     *     }
+                     */
                     "application/json": {
                         /** @description True when the machine's record was withdrawn; false when the machine held no record with that ID. */
                         removed: boolean;
@@ -10488,10 +10555,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10513,10 +10577,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10538,10 +10599,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10563,10 +10621,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10588,10 +10643,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10613,10 +10665,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10696,8 +10745,9 @@ export interface operations {
                      *       "result": {
                      *         "results": [
                      *           {
-                     *             "title": "A result",
-                     *             "url": "https://example.org/"
+                     *             "title": "Lichen growth rates",
+                     *             "url": "https://example.org/lichens",
+                     *             "snippet": "Crustose lichens grow 0.5 to 2 mm a year."
                      *           }
                      *         ]
                      *       },
@@ -10728,10 +10778,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10753,10 +10800,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10778,10 +10822,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10803,10 +10844,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10828,10 +10866,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10844,7 +10879,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `quota_exceeded` */
+            /** @description `rate_limited`, `quota_exceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -10853,10 +10888,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10878,10 +10910,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10903,10 +10932,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10928,10 +10954,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10953,10 +10976,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10978,10 +10998,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11035,10 +11052,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11060,10 +11074,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11085,10 +11096,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11110,10 +11118,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11135,10 +11140,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11182,7 +11184,7 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            /** @description Our envelope, or a JSON-RPC error. */
+            /** @description `validation_failed` in this service's envelope, or a JSON-RPC error. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11191,10 +11193,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11226,10 +11225,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11251,10 +11247,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11324,7 +11317,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Our envelope, or a JSON-RPC error. */
+            /** @description `unsupported_media_type` in this service's envelope, or a JSON-RPC error. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -11333,10 +11326,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11368,10 +11358,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11407,6 +11394,14 @@ export interface operations {
         /** @description A JSON-RPC message or batch (MCP). */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "jsonrpc": "2.0",
+                 *       "id": 1,
+                 *       "method": "resources/list",
+                 *       "params": {}
+                 *     }
+                 */
                 "application/json": unknown;
             };
         };
@@ -11417,6 +11412,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "jsonrpc": "2.0",
+                     *       "id": 1,
+                     *       "result": {
+                     *         "resources": [
+                     *           {
+                     *             "uri": "registry://resources/web-search",
+                     *             "name": "web-search",
+                     *             "title": "Web search",
+                     *             "description": "Searches the public web and answers titles, links and snippets.",
+                     *             "mimeType": "text/markdown"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": unknown;
                 };
             };
@@ -11427,7 +11439,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Our envelope, or a JSON-RPC error. */
+            /** @description `validation_failed` in this service's envelope, or a JSON-RPC error. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11436,10 +11448,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11471,10 +11480,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11496,10 +11502,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11569,7 +11572,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Our envelope, or a JSON-RPC error. */
+            /** @description `unsupported_media_type` in this service's envelope, or a JSON-RPC error. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -11578,10 +11581,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11613,10 +11613,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11658,7 +11655,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Our envelope, or a JSON-RPC error. */
+            /** @description `validation_failed` in this service's envelope, or a JSON-RPC error. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11667,10 +11664,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11702,10 +11696,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11727,10 +11718,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11800,7 +11788,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Our envelope, or a JSON-RPC error. */
+            /** @description `unsupported_media_type` in this service's envelope, or a JSON-RPC error. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -11809,10 +11797,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11844,10 +11829,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
