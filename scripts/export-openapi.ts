@@ -1,6 +1,7 @@
-// Writes what the typed client is generated from: the OpenAPI document of the real app
-// (openapi/openapi.json) and the client's list of error codes (packages/client/src/error-codes.ts, from
-// src/errors.ts). With --check it fails when a committed file differs from what the code produces now.
+// Writes what is generated from the code: the OpenAPI document of the real app (openapi/openapi.json, what
+// the typed client is generated from), the client's list of error codes (packages/client/src/error-codes.ts,
+// from src/errors.ts) and docs/CONTRACT.md's route tables (scripts/contract-routes.ts, from the document).
+// With --check it fails when a committed file differs from what the code produces now.
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,6 +10,7 @@ import { buildApp } from '../src/app.js';
 import { ERROR_CODES } from '../src/errors.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
+import { CONTRACT_FILE, generateContract } from './contract-routes.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const OPENAPI_FILE = path.join(root, 'openapi', 'openapi.json');
@@ -52,9 +54,11 @@ export async function generateOpenApi(): Promise<string> {
 }
 
 const check = process.argv.includes('--check');
+const openapi = await generateOpenApi();
 const files: [string, string][] = [
-  [OPENAPI_FILE, await generateOpenApi()],
+  [OPENAPI_FILE, openapi],
   [CLIENT_ERROR_CODES_FILE, generateClientErrorCodes()],
+  [path.join(root, CONTRACT_FILE), await generateContract(openapi, path.join(root, CONTRACT_FILE))],
 ];
 let stale = false;
 for (const [file, generated] of files) {

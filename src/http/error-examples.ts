@@ -13,8 +13,8 @@ interface ErrorExample {
 
 const EXAMPLES: Record<ErrorCode, ErrorExample> = {
   validation_failed: {
-    message: 'body must NOT have additional properties (instruction)',
-    details: { issues: [{ path: '/instruction', message: 'must NOT have additional properties' }] },
+    message: 'body must not have additional properties: description',
+    details: { issues: [{ field: 'body', message: 'must not have additional properties: description' }] },
   },
   invalid_input: { message: 'rootPath must be an absolute path.', details: { field: 'rootPath' } },
   unsupported_version: { message: 'schemaVersion 3 is not supported; send 1.', details: { reason: 'schema_version' } },
@@ -110,7 +110,7 @@ const EXAMPLES: Record<ErrorCode, ErrorExample> = {
   rate_limited: { message: 'Too many write requests for this credential; retry in 12 s.', details: { retryAfterSeconds: 12 } },
   quota_exceeded: { message: 'The web search quota is used up; retry later.', details: { reason: 'upstream_quota' } },
   headers_too_large: { message: 'The request headers are larger than 16384 bytes.' },
-  cancelled: { message: 'The client went away; its work was cancelled.' },
+  cancelled: { message: 'The client went away before the answer; the work was cancelled.' },
   internal_error: { message: 'Internal error.' },
   provider_failure: { message: 'The web search provider answered 500.', details: { reason: 'upstream_status', status: 500 } },
   agentlet_job_failed: {
