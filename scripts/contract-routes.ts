@@ -2,7 +2,10 @@
 // schemas): one section per tag, one row per operation with its caller (the security schemes), its summary
 // and description, and what it answers (statuses and error codes). The route schema is the one source of a
 // route's words; the page holds them between two markers and `npm run openapi` rewrites them.
-import { readFile } from 'node:fs/promises';
+// Run alone, `node dist/scripts/contract-routes.js [--check]` regenerates (or checks) the page from the
+// committed openapi/openapi.json.
+import { readFile, writeFile } from 'node:fs/promises';
+import { pathToFileURL } from 'node:url';
 
 export const CONTRACT_FILE = 'docs/CONTRACT.md';
 export const BEGIN = '<!-- routes: generated from the route schemas by `npm run openapi`; edit the schemas, not this table -->';
@@ -106,4 +109,13 @@ export function withRouteTables(page: string, doc: Document): string {
 /** What docs/CONTRACT.md should hold for the OpenAPI document `openapiJson`. */
 export async function generateContract(openapiJson: string, file = CONTRACT_FILE): Promise<string> {
   return withRouteTables(await readFile(file, 'utf8'), JSON.parse(openapiJson) as Document);
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const fresh = await generateContract(await readFile('openapi/openapi.json', 'utf8'));
+  if (!process.argv.includes('--check')) await writeFile(CONTRACT_FILE, fresh);
+  else if ((await readFile(CONTRACT_FILE, 'utf8')) !== fresh) {
+    console.error(`${CONTRACT_FILE} is out of date with the route schemas; run \`npm run openapi\` and commit the result.`);
+    process.exit(1);
+  }
 }
