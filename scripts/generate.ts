@@ -20,6 +20,7 @@ import { adapterTable } from '../src/invocation/adapters.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
 import { generateCapabilitiesExample } from './capabilities-example.js';
+import { CONTRACT_FILE, generateContract } from './contract-routes.js';
 
 /** The one command that regenerates everything generated; every drift check names it. */
 export const GENERATE_COMMAND = 'npm run generate';
@@ -99,6 +100,7 @@ export async function generatedFiles(root: string): Promise<[string, string][]> 
     [hostedDoc, withGeneratedSection(await readFile(path.join(root, hostedDoc), 'utf8'), 'adapters', adapterTable())],
     [path.join('docs', 'capabilities-example.dot'), example.dot],
     [path.join('docs', 'capabilities-example.svg'), example.svg],
+    [CONTRACT_FILE, await generateContract(openapi, path.join(root, CONTRACT_FILE))],
   ];
 }
 

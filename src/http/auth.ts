@@ -14,7 +14,7 @@ import type { Revocation, Revocations } from '../credentials/revocations.js';
 import { AppError } from '../errors.js';
 import type { MachineRegistry } from '../machines/machine-registry.js';
 import { HOST_PROVIDER } from '../schemas/common.js';
-import { errors } from './openapi.js';
+import { errors, withErrors } from './openapi.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -276,7 +276,10 @@ export function protect(app: FastifyInstance, strategies: AuthStrategy[], securi
       ...route.schema,
       security: security.map((s) => ({ [s]: [] })),
       // 429: the per-address bound on failed authentications (src/http/refusals.ts) answers before the token is read.
-      response: { ...errors('unauthorized', 'forbidden', 'rate_limited'), ...(route.schema?.response as object | undefined) },
+      response: withErrors(
+        errors('unauthorized', 'forbidden', 'rate_limited'),
+        route.schema?.response as Record<string, unknown> | undefined,
+      ),
     };
   });
 }

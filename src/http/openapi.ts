@@ -4,9 +4,10 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
-import Type from 'typebox';
+import Type, { type Static, type TSchema } from 'typebox';
 import { ErrorBody } from '../schemas/common.js';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
+import { errorExample } from './error-examples.js';
 import { CachedBody } from '../registry/catalogue-cache.js';
 import { sendEncoded } from './compression.js';
 import { DOCS_CSP } from './limits.js';
@@ -22,7 +23,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         version: API_VERSION,
         description:
           'The machine-aware catalogue of what an AI agent may use. Providers (the host `huabu` or one Agentlet machine) register their resources; owners read the catalogue and enroll machines; agents read it through the canvas-scoped RFS boundary. A record describes a resource; it never grants the right to use it.',
-        license: { name: 'UNLICENSED', identifier: 'UNLICENSED' },
+        license: { name: 'MIT', identifier: 'MIT' },
       },
       tags: [
         { name: 'operations', description: 'Health, readiness and this document. No credential.' },
@@ -59,6 +60,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         },
       ],
       components: {
+        // The Authorize dialog lists these in this order, and opens on the first (AUTHORIZE_FOCUS below):
+        // the owner token first, since the owner's console is who uses this page (docs/decisions/openapi-examples.md).
         securitySchemes: {
           ownerToken: { type: 'http', scheme: 'bearer', description: 'The owner token (OWNER_TOKEN).' },
           providerToken: {
@@ -81,10 +84,13 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         },
       },
     },
+    transformObject: (document) =>
+      withoutQueryExamples(('openapiObject' in document ? document.openapiObject : document.swaggerObject) as OpenApiDocument) as object,
   });
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     uiConfig: { docExpansion: 'list', tryItOutEnabled: false },
+    theme: { title: 'Agent Resource Registry API', js: [{ filename: 'authorize-focus.js', content: AUTHORIZE_FOCUS }] },
     uiHooks: {
       onRequest: (_request, reply, done) => {
         reply.header('content-security-policy', DOCS_CSP);
@@ -100,17 +106,118 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   });
 }
 
-/** Per-status error responses for a route schema, each described by the codes it can carry. */
-export function errors(...codes: ErrorCode[]): Record<number, typeof ErrorBody> {
+interface OpenApiDocument {
+  paths?: Record<
+    string,
+    Record<string, { parameters?: { in: string; example?: unknown; examples?: unknown; schema?: Record<string, unknown> }[] }>
+  >;
+}
+
+/**
+ * Drops every query parameter's example. Swagger UI fills a parameter's `example` (and the first of its
+ * `examples`) into the field as its value, so an example on an optional filter (`?provider=huabu`) made a
+ * plain Execute return a filtered answer. The description says what a value looks like.
+ */
+export function withoutQueryExamples<T extends OpenApiDocument>(document: T): T {
+  for (const operations of Object.values(document.paths ?? {}))
+    for (const operation of Object.values(operations))
+      for (const parameter of operation.parameters ?? []) {
+        if (parameter.in !== 'query') continue;
+        delete parameter.example;
+        delete parameter.examples;
+        if (parameter.schema) {
+          delete parameter.schema.example;
+          delete parameter.schema.examples;
+        }
+      }
+  return document;
+}
+
+/**
+ * Swagger UI's Authorize dialog focuses the input of every scheme as it opens, so the last one keeps the
+ * focus and the dialog opens scrolled down to it. This page script focuses the first scheme instead.
+ */
+const AUTHORIZE_FOCUS = `"use strict";
+new MutationObserver(function () {
+  var dialog = document.querySelector(".dialog-ux .modal-ux");
+  if (!dialog || dialog.getAttribute("data-focused")) return;
+  dialog.setAttribute("data-focused", "first");
+  var first = dialog.querySelector(".auth-container input");
+  if (first) first.focus();
+  var content = dialog.querySelector(".modal-ux-content");
+  if (content) content.scrollTop = 0;
+}).observe(document.documentElement, { childList: true, subtree: true });
+`;
+
+/** A named example of an OpenAPI media type: Swagger UI offers one per name. */
+export interface NamedExample {
+  summary: string;
+  value: unknown;
+}
+
+/** An error response's schema: the envelope, described by its codes, with one example per code. */
+export type ErrorResponse = typeof ErrorBody & { 'x-examples': Record<string, NamedExample> };
+
+/**
+ * Per-status error responses for a route schema, each described by the codes it can carry and with one
+ * example per code (the envelope as sent: that code, its status). List every code the route answers.
+ */
+export function errors(...codes: ErrorCode[]): Record<number, ErrorResponse> {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of codes) {
     const status = ERROR_CODES[code];
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
-  const out: Record<number, typeof ErrorBody> = {};
-  for (const [status, list] of byStatus) {
-    const description = list.map((c) => `\`${c}\``).join(', ');
-    out[status] = Type.Object(ErrorBody.properties, { additionalProperties: false, description });
+  const out: Record<number, ErrorResponse> = {};
+  for (const [status, list] of byStatus) out[status] = errorResponse(list);
+  return out;
+}
+
+function errorResponse(codes: readonly ErrorCode[]): ErrorResponse {
+  const unique = [...new Set(codes)];
+  const description = unique.map((c) => `\`${c}\``).join(', ');
+  const examples = Object.fromEntries(unique.map((c) => [c, { summary: c, value: errorExample(c) }]));
+  return Object.assign(Type.Object(ErrorBody.properties, { additionalProperties: false, description }), { 'x-examples': examples });
+}
+
+/** The codes an error response built by `errors()` documents (none for any other schema). */
+export function documentedCodes(schema: unknown): ErrorCode[] {
+  const examples = (schema as Partial<ErrorResponse> | undefined)?.['x-examples'];
+  return examples ? (Object.keys(examples).filter((c) => Object.hasOwn(ERROR_CODES, c)) as ErrorCode[]) : [];
+}
+
+/**
+ * A route's responses with `shared` (e.g. the refusals every protected route answers) added: where both
+ * document errors of one status, that status lists the codes of both; otherwise the route's own schema wins.
+ */
+export function withErrors(shared: Record<number, ErrorResponse>, own: Record<string, unknown> | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...shared, ...own };
+  for (const [status, schema] of Object.entries(shared)) {
+    const mine = own?.[status];
+    const codes = documentedCodes(mine);
+    if (mine !== undefined && codes.length > 0) out[status] = errorResponse([...documentedCodes(schema), ...codes]);
   }
   return out;
+}
+
+/**
+ * A success response: its schema, what it means, and the example Swagger UI shows for it: an answer as the
+ * route sends it (test/http/openapi-examples.test.ts checks each against the schema). Give two or more when
+ * the answer has shapes worth seeing apart. Written next to the route's schema:
+ * `200: answer(Schema, 'The record.', { ... })`.
+ */
+export function answer<T extends TSchema>(
+  schema: T,
+  description: string,
+  ...examples: [Static<T>, ...Static<T>[]]
+): T & { description: string } {
+  return { ...schema, description, examples };
+}
+
+/**
+ * A request body's schema with the example Swagger UI fills in when "Try it out" is pressed (checked
+ * against the schema by the same test): `body: sent(Body, { ... })`.
+ */
+export function sent<T extends TSchema>(schema: T, ...examples: [Static<T>, ...Static<T>[]]): T {
+  return { ...schema, examples };
 }

@@ -4,7 +4,8 @@ import { mintCanvasToken } from '../credentials/tokens.js';
 import { actorOf } from '../credentials/principal.js';
 import { AppError } from '../errors.js';
 import { protect } from '../http/auth.js';
-import { errors } from '../http/openapi.js';
+import { answer, errors, sent } from '../http/openapi.js';
+import { FAKE_TOKEN, MACHINE_ID, CANVAS_ID, RFS_URL, AT, EXPIRES_AT } from './examples.js';
 import {
   CanvasRevokeBody,
   CanvasRevokeResult,
@@ -34,9 +35,9 @@ export const canvasTokenRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
         summary: 'Mint a canvas token',
         description:
           "A token bound to one canvas and one enrolled Agentlet machine, expiring after `ttlSeconds`. It reads `$HUABU_RFS_URL/resources`: the host records and that machine's. Owner token or the Huabu provider token.",
-        body: CanvasTokenBody,
+        body: sent(CanvasTokenBody, { canvasId: CANVAS_ID, agentletId: MACHINE_ID, ttlSeconds: 3600 }),
         response: {
-          201: { ...CanvasTokenResult, description: 'Minted.' },
+          201: answer(CanvasTokenResult, 'Minted.', { token: FAKE_TOKEN.canvas, expiresAt: EXPIRES_AT, rfsUrl: RFS_URL }),
           ...errors('validation_failed', 'machine_not_found', 'secret_detected'),
         },
       },
@@ -68,8 +69,11 @@ export const canvasTokenRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
         summary: "Revoke a canvas's tokens",
         description:
           'Every canvas token of this canvas minted until now is refused from now on (401), whichever machine it was minted for; tokens minted afterwards work. Audited. Owner token or the Huabu provider token.',
-        body: CanvasRevokeBody,
-        response: { 200: { ...CanvasRevokeResult, description: 'Revoked.' }, ...errors('validation_failed') },
+        body: sent(CanvasRevokeBody, { canvasId: CANVAS_ID }),
+        response: {
+          200: answer(CanvasRevokeResult, 'Revoked.', { canvasId: CANVAS_ID, revokedBefore: AT }),
+          ...errors('validation_failed'),
+        },
       },
     },
     async (request) => machines.revokeCanvasTokens(request.body.canvasId, actorOf(request.principal!)),

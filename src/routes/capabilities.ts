@@ -9,8 +9,52 @@ import { errors } from '../http/openapi.js';
 import { sendEncoded } from '../http/compression.js';
 import { CachedBody } from '../registry/catalogue-cache.js';
 import { CapabilityQuery, CapabilitySnapshot } from '../schemas/capability.js';
+import { MACHINE_ID, PROFILE } from './examples.js';
 import { NotModified } from './catalogue.js';
 import type { RouteDeps } from './deps.js';
+
+/** The snapshot of the examples' world (src/routes/examples.ts): the host, one machine, its skill, one profile. */
+const CAPABILITIES: CapabilitySnapshot = {
+  digest: 'c0ffee5d41402abc4b2a76b9719d911017c592b8c3e0f1a2d4c6e8f0a1b3c5d7',
+  components: [
+    {
+      id: `agent:${PROFILE.id}`,
+      kind: 'agent',
+      name: PROFILE.alias,
+      description: `acp-harness agent on ${MACHINE_ID}, in ${PROFILE.workingDirPath}.`,
+      tags: ['launch:acp-harness', `machine:${MACHINE_ID}`],
+      aliases: [PROFILE.alias],
+    },
+    { id: `provider:${MACHINE_ID}`, kind: 'provider', name: MACHINE_ID, description: 'Agentlet machine.', tags: ['machine'], aliases: [] },
+    { id: 'provider:huabu', kind: 'provider', name: 'huabu', description: 'The host application.', tags: ['host'], aliases: [] },
+    {
+      id: 'resource:pdf-grep',
+      kind: 'resource',
+      name: 'PDF grep',
+      description: 'Searches text in PDF files.',
+      tags: [`provider:${MACHINE_ID}`],
+      aliases: [],
+    },
+    {
+      id: 'resource:web-search',
+      kind: 'resource',
+      name: 'Web search',
+      description: 'Searches the public web and answers titles, links and snippets.',
+      tags: ['provider:huabu', 'required'],
+      aliases: [],
+    },
+  ],
+  edges: [
+    { kind: 'placed-on', from: `agent:${PROFILE.id}`, to: `provider:${MACHINE_ID}` },
+    { kind: 'selects', from: `agent:${PROFILE.id}`, to: 'resource:pdf-grep' },
+    { kind: 'selects', from: `agent:${PROFILE.id}`, to: 'resource:web-search' },
+    { kind: 'publishes', from: `provider:${MACHINE_ID}`, to: 'resource:pdf-grep' },
+    { kind: 'publishes', from: 'provider:huabu', to: 'resource:web-search' },
+    { kind: 'requires', from: 'provider:huabu', to: 'resource:web-search' },
+  ],
+  aliases: [{ alias: PROFILE.alias, component: `agent:${PROFILE.id}` }],
+  diagnostics: [],
+};
 
 export const CONTENT_TYPES = {
   json: 'application/json; charset=utf-8',
@@ -57,7 +101,7 @@ export const capabilityRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, {
               vary: Type.Literal('Accept-Encoding', { description: "Always sent: the body's coding follows `Accept-Encoding`." }),
             },
             content: {
-              'application/json': { schema: CapabilitySnapshot },
+              'application/json': { schema: CapabilitySnapshot, example: CAPABILITIES },
               'text/vnd.graphviz': { schema: Type.String({ description: 'A Graphviz `digraph`.' }) },
               'image/svg+xml': { schema: Type.String({ description: 'The graph rendered as SVG.' }) },
             },

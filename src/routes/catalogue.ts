@@ -6,7 +6,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import Type from 'typebox';
 import { protect } from '../http/auth.js';
 import { sendEncoded } from '../http/compression.js';
-import { errors } from '../http/openapi.js';
+import { answer, errors, sent } from '../http/openapi.js';
+import { WEB_SEARCH_V1, WEB_SEARCH_V2, PDF_GREP_V1, PDF_GREP_V2 } from './examples.js';
 import { catalogueBody, type CachedBody, type CatalogueCache } from '../registry/catalogue-cache.js';
 import { isPaged, type CataloguePages, type PageParams, type ViewScope } from '../registry/catalogue-pages.js';
 import { LINK_HEADER, PageQuery } from '../schemas/pages.js';
@@ -129,7 +130,15 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
             { additionalProperties: false },
           ),
           response: {
-            200: { ...AnyOwnerResourceList, description: 'The catalogue.', headers: { ...CATALOGUE_HEADERS, ...LINK_HEADER } },
+            200: {
+              ...answer(
+                AnyOwnerResourceList,
+                'The catalogue.',
+                { resources: [PDF_GREP_V1, WEB_SEARCH_V1] },
+                { resources: [PDF_GREP_V2, WEB_SEARCH_V2], manageableResourceIds: ['pdf-grep'] },
+              ),
+              headers: { ...CATALOGUE_HEADERS, ...LINK_HEADER },
+            },
             304: NotModified,
             ...errors('validation_failed', 'invalid_cursor', 'search_too_broad'),
           },
@@ -167,7 +176,10 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
           description: 'One record in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`).',
           params: Type.Object({ id: ResourceId }),
           querystring: Type.Object({ schemaVersion: CompatSchemaVersionQuery }, { additionalProperties: false }),
-          response: { 200: { ...AnyAgentResource, description: 'The record.' }, ...errors('validation_failed', 'resource_not_found') },
+          response: {
+            200: answer(AnyAgentResource, 'The record.', WEB_SEARCH_V1, WEB_SEARCH_V2),
+            ...errors('validation_failed', 'resource_not_found'),
+          },
         },
       },
       async (request) => represent(await registry.get(request.params.id), request.query.schemaVersion ?? byDefault),
@@ -183,9 +195,9 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
           description:
             "Sets the owner's `displayName` (`null` clears it) and `userContent` (`''` clears it) of any record, whichever version its provider wrote. A provider's later replace or reconcile keeps them. Answers `{resource}`: the record v2. Both fields are scanned for secrets.",
           params: Type.Object({ id: ResourceId }),
-          body: ResourceCustomization,
+          body: sent(ResourceCustomization, { displayName: 'Grep in PDFs', userContent: 'Prefer this to opening PDFs page by page.' }),
           response: {
-            200: { ...ResourceMutationResult, description: 'The customized record, as record v2, in `resource`.' },
+            200: answer(ResourceMutationResult, 'The customized record, as record v2, in `resource`.', { resource: PDF_GREP_V2 }),
             ...errors('validation_failed', 'resource_not_found', 'secret_detected', 'storage_unavailable'),
           },
         },
@@ -212,7 +224,23 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
               'A candidate AgentResource: `{schemaVersion: 1, id, name, description, instructions, provider?}` or `{schemaVersion: 2, id, name, sourceContent, provider?}`.',
           }),
           response: {
-            200: { ...ValidateResult, description: 'The issues found (empty when valid).' },
+            200: answer(ValidateResult, 'The issues found (empty when valid).', {
+              valid: false,
+              issues: [
+                {
+                  code: 'unknown_variable',
+                  field: 'sourceContent',
+                  severity: 'warning',
+                  message: '$SEARCH_URL is not a runtime variable; an agent will not find it in its environment.',
+                },
+                {
+                  code: 'resource_conflict',
+                  field: 'id',
+                  severity: 'error',
+                  message: 'Resource pdf-grep belongs to provider agentlet-7f3a.',
+                },
+              ],
+            }),
             ...errors('validation_failed', 'rate_limited'),
           },
         },

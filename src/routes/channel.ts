@@ -7,7 +7,8 @@ import Type from 'typebox';
 import { HEARTBEAT_MS, type ChannelSink, type MachineChannels } from '../channel/machine-channels.js';
 import { AppError } from '../errors.js';
 import { protect } from '../http/auth.js';
-import { errors } from '../http/openapi.js';
+import { answer, errors, sent } from '../http/openapi.js';
+import { MACHINE_ID } from './examples.js';
 import type { MachineRegistry } from '../machines/machine-registry.js';
 import { nestedDeeperThan } from '../invocation/outbound.js';
 import { JobAnswerBody, JobId, MAX_JOB_RESULT_DEPTH, RunJobBody, RunJobResult } from '../schemas/channel.js';
@@ -172,9 +173,19 @@ export const machineJobRoutes: FastifyPluginCallbackTypebox<ChannelRouteDeps> = 
         description:
           "Sends the job over the machine's channel and answers with the machine's result; any string in it (a key too) that looks like a secret is withheld (replaced by a fixed text). 503 `agentlet_unavailable` when the machine holds no channel (or loses it before answering), 503 `agentlet_busy` when too many of its jobs are in flight, 504 `agentlet_timeout` when it does not answer within `AGENTLET_JOB_TIMEOUT_MS`, 502 `agentlet_job_failed` when it answers with an error (`details.agentletCode`).",
         params: MachineParams,
-        body: RunJobBody,
+        body: sent(RunJobBody, { type: 'ping' }),
         response: {
-          200: { ...RunJobResult, description: "The machine's answer." },
+          200: answer(
+            RunJobResult,
+            "The machine's answer.",
+            { machineId: MACHINE_ID, jobId: '4f0c2a9e-6b1d-4c3a-9e2f-7a8b5c6d1e0f', type: 'ping', result: { pong: true } },
+            {
+              machineId: MACHINE_ID,
+              jobId: '8d3e1f2a-5c4b-4a9e-b7d6-0e1f2a3b4c5d',
+              type: 'sync',
+              result: { dryRun: false, created: [], replaced: ['pdf-grep'], withdrawn: [], unchanged: [] },
+            },
+          ),
           ...errors('validation_failed', 'agentlet_job_failed', 'agentlet_unavailable', 'agentlet_busy', 'agentlet_timeout'),
         },
       },

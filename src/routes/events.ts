@@ -11,7 +11,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { protect, requireUrlCanvas } from '../http/auth.js';
-import { errors } from '../http/openapi.js';
+import { answer, errors } from '../http/openapi.js';
+import { CHANGE_EVENT, AT } from './examples.js';
 import { CHANGE_EVENT_TYPES, parseCursor, visibleToMachine, type ChangeEvent, type ChangeFeed } from '../registry/events.js';
 import { CanvasId } from '../schemas/common.js';
 import { ChangeList, ChangesQuery, EventsQuery, EventStream } from '../schemas/events.js';
@@ -239,7 +240,16 @@ export const eventRoutes: FastifyPluginCallbackTypebox<EventRouteOptions> = (app
         description:
           'The events after `since` (without it: from the oldest kept), oldest first, at most `limit`; ask again with `next`. A cursor older than the retention is 410 `cursor_expired`: read the current state again, then follow from `next` of a page read before.',
         querystring: ChangesQuery,
-        response: { 200: { ...ChangeList, description: 'A page of events.' }, ...errors('validation_failed', 'cursor_expired') },
+        response: {
+          200: answer(ChangeList, 'A page of events.', {
+            changes: [
+              CHANGE_EVENT,
+              { id: '43', type: 'workload.launched', at: AT, subject: { kind: 'workload', id: 'canvas-42/thread-1' } },
+            ],
+            next: '43',
+          }),
+          ...errors('validation_failed', 'cursor_expired'),
+        },
       },
     },
     async (request) => {

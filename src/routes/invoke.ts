@@ -13,7 +13,7 @@ import { actorOf } from '../credentials/principal.js';
 import { protect } from '../http/auth.js';
 import { renderError } from '../http/error-handler.js';
 import { markRefusalAudited } from '../http/refusals.js';
-import { errors } from '../http/openapi.js';
+import { answer, errors } from '../http/openapi.js';
 import type { HostedCapability } from '../invocation/capabilities-file.js';
 import { GRANT_HEADER } from '../invocation/grants.js';
 import { asInvocationAnswer, INVOCATION_ANSWER_CODES, invocationError } from '../invocation/invocation-errors.js';
@@ -110,7 +110,16 @@ export const invokeRoutes: FastifyPluginCallbackTypebox<{ invocations: Invocatio
         }),
         body: InvokeBody,
         response: {
-          200: { ...InvokeResult, description: "The endpoint's answer." },
+          200: answer(InvokeResult, "The endpoint's answer.", {
+            schemaVersion: 1,
+            resourceId: 'web-search',
+            result: {
+              results: [
+                { title: 'Lichen growth rates', url: 'https://example.org/lichens', snippet: 'Crustose lichens grow 0.5 to 2 mm a year.' },
+              ],
+            },
+            correlationId: 'search-1',
+          }),
           ...errors(...INVOCATION_ANSWER_CODES),
         },
       },

@@ -4,7 +4,8 @@ import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebo
 import Type from 'typebox';
 import { actorOf } from '../credentials/principal.js';
 import { protect } from '../http/auth.js';
-import { errors } from '../http/openapi.js';
+import { answer, errors, sent } from '../http/openapi.js';
+import { MACHINE, FAKE_TOKEN, MACHINE_ID, AT } from './examples.js';
 import { MachineId } from '../schemas/common.js';
 import { EnrollBody, EnrollResult, MachineList } from '../schemas/machine.js';
 import type { RouteDeps } from './deps.js';
@@ -21,8 +22,11 @@ export const machineRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { ma
         summary: 'Enroll a machine',
         description:
           'Issues the machine token. This response is the only time the token is shown; the registry keeps only its digest. A revoked machine may be enrolled again (new token).',
-        body: EnrollBody,
-        response: { 201: { ...EnrollResult, description: 'Enrolled.' }, ...errors('validation_failed', 'machine_exists') },
+        body: sent(EnrollBody, { machineId: MACHINE_ID }),
+        response: {
+          201: answer(EnrollResult, 'Enrolled.', { machineId: MACHINE_ID, token: FAKE_TOKEN.machine }),
+          ...errors('validation_failed', 'machine_exists'),
+        },
       },
     },
     async (request, reply) => {
@@ -39,7 +43,21 @@ export const machineRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { ma
         operationId: 'listMachines',
         summary: 'List machines',
         description: 'Enrolled and revoked machines, never their tokens.',
-        response: { 200: { ...MachineList, description: 'The machines, sorted by ID.' } },
+        response: {
+          200: answer(MachineList, 'The machines, sorted by ID.', {
+            machines: [
+              MACHINE,
+              {
+                machineId: 'agentlet-9b2c',
+                enrolledAt: AT,
+                status: 'disconnected',
+                problems: [
+                  { receipt: 'receipts/notes.json', id: 'notes', code: 'entrypoint_missing', message: 'skills/notes/SKILL.md is gone.' },
+                ],
+              },
+            ],
+          }),
+        },
       },
     },
     async () => ({ machines: await machines.list() }),
@@ -74,7 +92,10 @@ export const machineRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { ma
         description:
           "Issues a new machine token and refuses the old one from this moment. The enrollment stays: the machine's records, its `enrolledAt` and the canvas tokens minted for it are kept. This response is the only time the new token is shown.",
         params: Type.Object({ machineId: MachineId }),
-        response: { 200: { ...EnrollResult, description: 'Rotated.' }, ...errors('validation_failed', 'machine_not_found') },
+        response: {
+          200: answer(EnrollResult, 'Rotated.', { machineId: MACHINE_ID, token: FAKE_TOKEN.machine }),
+          ...errors('validation_failed', 'machine_not_found'),
+        },
       },
     },
     async (request, reply) => {

@@ -27,12 +27,12 @@ import {
   type Resource,
 } from '@modelcontextprotocol/sdk/types.js';
 import { actorOf, type Principal } from '../credentials/principal.js';
-import { AppError } from '../errors.js';
+import { AppError, type ErrorCode } from '../errors.js';
 import { HOST_SKILLS, hostSkill } from '../host/skills.js';
 import { protect, requireUrlCanvas } from '../http/auth.js';
 import { EXPENSIVE_MCP_READS } from '../http/expensive-work.js';
 import { renderError } from '../http/error-handler.js';
-import { errors, API_VERSION } from '../http/openapi.js';
+import { answer, errors, API_VERSION } from '../http/openapi.js';
 import { GRANT_HEADER } from '../invocation/grants.js';
 import { asInvocationAnswer, invocationError } from '../invocation/invocation-errors.js';
 import type { InvocationCaller, InvocationService } from '../invocation/invocation-service.js';
@@ -74,6 +74,23 @@ const JsonRpcError = Type.Object(
   },
   { additionalProperties: false, description: 'A JSON-RPC error of the MCP transport.' },
 );
+/** A JSON-RPC error response of the transport, with the example of what it sends. */
+const rpcError = (code: number, message: string) => ({
+  ...JsonRpcError,
+  'x-examples': { 'json-rpc': { summary: 'JSON-RPC error', value: { jsonrpc: '2.0', error: { code, message }, id: null } } },
+});
+
+/** Our envelope (refused before the transport) or the transport's JSON-RPC error, each with its example. */
+const envelopeOrRpc = (code: ErrorCode, rpc: ReturnType<typeof rpcError>) => {
+  const envelope = Object.values(errors(code))[0]!;
+  return Object.assign(
+    Type.Union([envelope, JsonRpcError], { description: `\`${code}\` in this service's envelope, or a JSON-RPC error.` }),
+    {
+      'x-examples': { ...envelope['x-examples'], ...rpc['x-examples'] },
+    },
+  );
+};
+
 const MCP_DOC =
   "MCP's Streamable HTTP transport (docs/mcp.md), stateless: any replica answers any request, no `Mcp-Session-Id`. Needs the canvas token (`Authorization: Bearer $AGENTLET_TOKEN`); the hosted capabilities are tools when the thread's grant (`X-Huabu-Resource-Grant: $HUABU_RESOURCE_GRANT`) and thread (`X-Huabu-Thread-Id: $HUABU_THREAD_ID`) come with it. A browser's `Origin` other than this registry's is 403 `forbidden`. Refusals before JSON-RPC (401, 403, 429) are in this service's envelope; the transport's own (400, 404, 405, 406, 415) are JSON-RPC errors.";
 
@@ -374,11 +391,11 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (
     }),
     response: {
       ...ok,
-      400: Type.Union([errors('validation_failed')[400]!, JsonRpcError], { description: 'Our envelope, or a JSON-RPC error.' }),
-      404: JsonRpcError,
-      405: JsonRpcError,
-      406: JsonRpcError,
-      415: Type.Union([errors('unsupported_media_type')[415]!, JsonRpcError], { description: 'Our envelope, or a JSON-RPC error.' }),
+      400: envelopeOrRpc('validation_failed', rpcError(-32700, 'Parse error: Invalid JSON')),
+      404: rpcError(-32001, 'Session not found'),
+      405: rpcError(-32000, 'Method not allowed.'),
+      406: rpcError(-32000, 'Not Acceptable: Client must accept both application/json and text/event-stream'),
+      415: envelopeOrRpc('unsupported_media_type', rpcError(-32000, 'Unsupported Media Type: Content-Type must be application/json')),
     },
   });
 
@@ -392,11 +409,28 @@ export const mcpRoutes: FastifyPluginCallbackTypebox<McpRouteOptions> = (
           'Send MCP JSON-RPC messages',
           'A JSON-RPC request, notification or response (or a batch); send `Accept: application/json, text/event-stream`. Requests are answered as JSON; notifications with 202.',
           {
-            200: Type.Unknown({ description: 'The JSON-RPC answer.' }),
+            200: answer(Type.Unknown(), 'The JSON-RPC answer.', {
+              jsonrpc: '2.0',
+              id: 1,
+              result: {
+                resources: [
+                  {
+                    uri: 'registry://resources/web-search',
+                    name: 'web-search',
+                    title: 'Web search',
+                    description: 'Searches the public web and answers titles, links and snippets.',
+                    mimeType: 'text/markdown',
+                  },
+                ],
+              },
+            }),
             202: Type.Null({ description: 'A notification or response, accepted.' }),
           },
         ),
-        body: Type.Unknown({ description: 'A JSON-RPC message or batch (MCP).' }),
+        body: Type.Unknown({
+          description: 'A JSON-RPC message or batch (MCP).',
+          examples: [{ jsonrpc: '2.0', id: 1, method: 'resources/list', params: {} }],
+        }),
       },
     },
     (request, reply) => answerPost(request, reply),

@@ -2,7 +2,7 @@
 import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { AppError } from '../errors.js';
-import { errors } from '../http/openapi.js';
+import { answer, errors } from '../http/openapi.js';
 import type { Metrics } from '../metrics.js';
 
 export const operationsRoutes: FastifyPluginCallbackTypebox<{ isReady: () => boolean | Promise<boolean>; metrics: Metrics }> = (
@@ -19,7 +19,7 @@ export const operationsRoutes: FastifyPluginCallbackTypebox<{ isReady: () => boo
         operationId: 'getHealth',
         summary: 'Liveness',
         description: 'Answers 200 while the process runs.',
-        response: { 200: Type.Object({ status: Type.Literal('ok') }, { description: 'The process is running.' }) },
+        response: { 200: answer(Type.Object({ status: Type.Literal('ok') }), 'The process is running.', { status: 'ok' }) },
       },
     },
     () => ({ status: 'ok' as const }),
@@ -34,7 +34,10 @@ export const operationsRoutes: FastifyPluginCallbackTypebox<{ isReady: () => boo
         summary: 'Readiness',
         description:
           'Answers 200 once the store is loaded and migrated, and 503 `not_ready` before that, while shutting down, or (PostgreSQL store) while the database does not answer.',
-        response: { 200: Type.Object({ status: Type.Literal('ready') }, { description: 'Ready for traffic.' }), ...errors('not_ready') },
+        response: {
+          200: answer(Type.Object({ status: Type.Literal('ready') }), 'Ready for traffic.', { status: 'ready' }),
+          ...errors('not_ready'),
+        },
       },
     },
     async () => {

@@ -8,7 +8,8 @@ import { actorOf } from '../credentials/principal.js';
 import { protect } from '../http/auth.js';
 import { sendEncoded } from '../http/compression.js';
 import { CachedBody } from '../registry/catalogue-cache.js';
-import { errors } from '../http/openapi.js';
+import { answer, errors, sent } from '../http/openapi.js';
+import { PROFILE, MACHINE_ID, AT } from './examples.js';
 import {
   AgentProfile,
   IfMatchHeaders,
@@ -54,7 +55,13 @@ export const profileRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { pr
         summary: 'List Agent Profiles',
         description:
           "Every profile, sorted by id; `selectableProfileIds`: the ones a new agent can be started from (upstream's meaning; the Huabu UI offers only these); and `agentlet`: the default machine (`DEFAULT_AGENTLET_ID`, else the one enrolled machine) with its status, absent when there is none. Manifest-backed profiles are listed with `resourceIds: []`.",
-        response: { 200: { ...ProfileList, description: 'The profiles.' } },
+        response: {
+          200: answer(ProfileList, 'The profiles.', {
+            profiles: [PROFILE],
+            selectableProfileIds: [PROFILE.id],
+            agentlet: { id: MACHINE_ID, status: 'connected', online: true, connectedAt: AT },
+          }),
+        },
       },
     },
     async () => profiles.listWithSelectable(),
@@ -68,12 +75,24 @@ export const profileRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { pr
         operationId: 'createProfile',
         summary: 'Create an Agent Profile',
         description: `Creates an \`acp-command\` or \`acp-harness\` profile; the registry assigns \`id\`, \`schemaVersion\` and \`revision\` (1). Answers 201; with \`HUABU_COMPAT=1\` 200, as upstream does. \`resourceIds\` (at most ${MAX_PROFILE_RESOURCE_IDS}, unique, order kept) may name only registered resources (else 422 \`unresolved_resource_ids\`) whose provider is \`huabu\` or the profile's \`agentletId\` (else 422 \`resource_not_eligible\`); \`details.ids\` lists the offenders. A selection that would show the agent two resources of the same name (ignoring case and surrounding space; required defaults included) is 422 \`capability_diagnostics_failed\` with \`details.diagnostics\`. Aliases are unique ignoring case and look-alike characters (409 \`alias_conflict\`). Alias, path, command, harness ID and every key and string of \`customData\` and \`metadata\` are scanned for secrets.`,
-        body: ProfileCreateBody,
+        body: sent(ProfileCreateBody, {
+          alias: PROFILE.alias,
+          agentletId: MACHINE_ID,
+          workingDirPath: PROFILE.workingDirPath,
+          launch: PROFILE.launch,
+          resourceIds: PROFILE.resourceIds,
+        }),
         response: {
-          201: { ...AgentProfile, description: 'Created. The `ETag` header carries its current version.', ...ETAG_HEADER },
+          201: {
+            ...answer(AgentProfile, 'Created. The `ETag` header carries its current version.', { ...PROFILE, revision: 1 }),
+            ...ETAG_HEADER,
+          },
           200: {
-            ...AgentProfile,
-            description: 'Created, with `HUABU_COMPAT=1` (upstream answers 200). The `ETag` header carries its current version.',
+            ...answer(
+              AgentProfile,
+              'Created, with `HUABU_COMPAT=1` (upstream answers 200). The `ETag` header carries its current version.',
+              { ...PROFILE, revision: 1 },
+            ),
             ...ETAG_HEADER,
           },
           ...errors(
@@ -107,7 +126,7 @@ export const profileRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { pr
         description: 'The profile and its `ETag`, for a later conditional PATCH or DELETE.',
         params: ProfileParams,
         response: {
-          200: { ...AgentProfile, description: 'The profile.', ...ETAG_HEADER },
+          200: { ...answer(AgentProfile, 'The profile.', PROFILE), ...ETAG_HEADER },
           ...errors('validation_failed', 'profile_not_found'),
         },
       },
@@ -130,9 +149,12 @@ export const profileRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { pr
           "Changes alias, workingDirPath, resourceIds, customData and metadata; fields left out stay. `resourceIds` replaces the whole list and is checked like on create (placement, then same-named resources); `customData` and `metadata` replace the whole object, and `null` removes it. A change that changes something raises `revision` by one. A change made meanwhile by someone else is refused instead of overwritten: with `If-Match` (the ETag from GET) by 412 `precondition_failed`, with `expectedRevision` in the body (upstream's way) by 409 `profile_conflict`; both refuse the same changes, and nothing is written. Manifest-backed profiles cannot be changed here (409 `invalid_profile_kind`).",
         params: ProfileParams,
         headers: IfMatchHeaders,
-        body: ProfilePatchBody,
+        body: sent(ProfilePatchBody, { resourceIds: ['web-search'], expectedRevision: 3 }),
         response: {
-          200: { ...AgentProfile, description: 'The profile as changed. The `ETag` header carries its new version.', ...ETAG_HEADER },
+          200: {
+            ...answer(AgentProfile, 'The profile as changed. The `ETag` header carries its new version.', { ...PROFILE, revision: 4 }),
+            ...ETAG_HEADER,
+          },
           ...errors(
             'validation_failed',
             'profile_not_found',
@@ -174,7 +196,7 @@ export const profileRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { pr
         headers: IfMatchHeaders,
         response: {
           204: Type.Null({ description: 'Deleted.' }),
-          200: { ...ProfileDeleted, description: "Deleted, with `HUABU_COMPAT=1` (upstream's answer)." },
+          200: answer(ProfileDeleted, "Deleted, with `HUABU_COMPAT=1` (upstream's answer).", { deleted: true }),
           ...errors('validation_failed', 'profile_not_found', 'invalid_profile_kind', 'precondition_failed', 'storage_unavailable'),
         },
       },

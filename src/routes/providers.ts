@@ -5,7 +5,8 @@ import Type from 'typebox';
 import { actorOf } from '../credentials/principal.js';
 import { AppError } from '../errors.js';
 import { protect } from '../http/auth.js';
-import { errors } from '../http/openapi.js';
+import { answer, errors, sent } from '../http/openapi.js';
+import { PDF_GREP_V1, PDF_GREP_V2 } from './examples.js';
 import { EXPENSIVE_RECONCILE_RECORDS } from '../http/expensive-work.js';
 import { HOST_PROVIDER, ProviderId, ResourceId } from '../schemas/common.js';
 import { represent } from '../registry/resource-versions.js';
@@ -48,7 +49,10 @@ export const providerRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { r
           'The records the provider (`huabu`, or the machine whose token calls) registered, in the record version `schemaVersion` asks for (1 by default), sorted by ID: what a machine compares with its receipts before it reconciles.',
         params: ProviderParams,
         querystring: Type.Object({ schemaVersion: SchemaVersionQuery }, { additionalProperties: false }),
-        response: { 200: { ...AnyResourceList, description: "The provider's records, sorted by id." }, ...errors('validation_failed') },
+        response: {
+          200: answer(AnyResourceList, "The provider's records, sorted by id.", { resources: [PDF_GREP_V1] }, { resources: [PDF_GREP_V2] }),
+          ...errors('validation_failed'),
+        },
       },
     },
     async (request) => ({
@@ -68,8 +72,8 @@ export const providerRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { r
         params: ResourceParams,
         body: AnyResourcePutBody,
         response: {
-          200: { ...AnyAgentResource, description: 'Replaced (or already identical).' },
-          201: { ...AnyAgentResource, description: 'Created.' },
+          200: answer(AnyAgentResource, 'Replaced (or already identical).', PDF_GREP_V1, PDF_GREP_V2),
+          201: answer(AnyAgentResource, 'Created.', PDF_GREP_V1, PDF_GREP_V2),
           ...errors(
             'validation_failed',
             'resource_conflict',
@@ -127,9 +131,26 @@ export const providerRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { r
           { dryRun: Type.Optional(Type.Boolean({ default: false, description: 'True: answer with the plan and change nothing.' })) },
           { additionalProperties: false },
         ),
-        body: ReconcileBody,
+        body: sent(ReconcileBody, {
+          resources: [
+            { schemaVersion: 2, id: 'pdf-grep', name: PDF_GREP_V2.name, sourceContent: PDF_GREP_V2.sourceContent },
+            {
+              schemaVersion: 1,
+              id: 'repo-map',
+              name: 'Repo map',
+              description: 'Lists the files of a repository.',
+              instructions: 'Run git ls-files in the repository.',
+            },
+          ],
+        }),
         response: {
-          200: { ...ReconcileResult, description: 'What changed (or would change, with dryRun).' },
+          200: answer(ReconcileResult, 'What changed (or would change, with dryRun).', {
+            dryRun: false,
+            created: ['pdf-grep'],
+            replaced: ['csv-summary'],
+            withdrawn: ['old-notes'],
+            unchanged: ['repo-map'],
+          }),
           ...errors(
             'validation_failed',
             'resource_conflict',

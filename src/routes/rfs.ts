@@ -7,7 +7,8 @@ import { actorOf } from '../credentials/principal.js';
 import { AppError } from '../errors.js';
 import { hostSkill, SKILL_INDEX } from '../host/skills.js';
 import { protect, requireUrlCanvas } from '../http/auth.js';
-import { errors } from '../http/openapi.js';
+import { answer, errors } from '../http/openapi.js';
+import { WEB_SEARCH_V1, WEB_SEARCH_V2, PDF_GREP_V1, PDF_GREP_V2, PROFILE } from './examples.js';
 import { LocalReceipts } from '../registry/local-receipts.js';
 import { CanvasId, ResourceId } from '../schemas/common.js';
 import { represent } from '../registry/resource-versions.js';
@@ -71,8 +72,12 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
         querystring: Type.Object({ schemaVersion: CompatSchemaVersionQuery, ...PageQuery }, { additionalProperties: false }),
         response: {
           200: {
-            ...AnyResourceList,
-            description: 'The records this agent may read about.',
+            ...answer(
+              AnyResourceList,
+              'The records this agent may read about.',
+              { resources: [PDF_GREP_V1, WEB_SEARCH_V1] },
+              { resources: [PDF_GREP_V2, WEB_SEARCH_V2] },
+            ),
             headers: { ...CATALOGUE_HEADERS, ...LINK_HEADER },
           },
           304: NotModified,
@@ -118,8 +123,7 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
         querystring: Type.Object({ schemaVersion: CompatSchemaVersionQuery }, { additionalProperties: false }),
         response: {
           200: {
-            ...AnyAgentResource,
-            description: 'The record.',
+            ...answer(AnyAgentResource, 'The record.', WEB_SEARCH_V1, WEB_SEARCH_V2),
             headers: {
               'x-resource-digest': Type.String({ description: 'The served content\'s digest; sent on reads that name a launched thread.' }),
             },
@@ -195,7 +199,14 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
         description:
           "The profiles an agent on this canvas may start another agent from: the selectable profiles (every `acp-command` profile; a manifest-backed one once its Agent Team member is ready) placed on the token's machine, in the registry's order, as `{id, alias}`. The first carries `default: true`. Profiles of other machines are left out.",
         params: Type.Object({ canvasId: CanvasId }),
-        response: { 200: { ...RfsAgentProfiles, description: 'The profiles.' } },
+        response: {
+          200: answer(RfsAgentProfiles, 'The profiles.', {
+            profiles: [
+              { id: PROFILE.id, alias: PROFILE.alias, default: true },
+              { id: 'prf-w3x8c1v6b9n2m5q7', alias: 'Writer' },
+            ],
+          }),
+        },
       },
     },
     async (request) => {
@@ -219,7 +230,7 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
         params: Type.Object({ canvasId: CanvasId }),
         body: LocalReceiptBody,
         response: {
-          200: { ...LocalReceiptResult, description: 'The record, as record v2, in `resource`.' },
+          200: answer(LocalReceiptResult, 'The record, as record v2, in `resource`.', { resource: PDF_GREP_V2 }),
           ...errors(
             'validation_failed',
             'forbidden',
@@ -251,7 +262,7 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
           "Withdraws the token's machine's record `id` (remove the installed files first): `{removed: true}`, or `{removed: false}` when no record has that ID. An ID of the host is 403 `forbidden`; another machine's is 409 `resource_conflict`. Audited as `receipt.remove`; rate-limited like every write.",
         params: Type.Object({ canvasId: CanvasId, id: ResourceId }),
         response: {
-          200: { ...LocalReceiptRemoval, description: 'Whether a record was withdrawn.' },
+          200: answer(LocalReceiptRemoval, 'Whether a record was withdrawn.', { removed: true }),
           ...errors('validation_failed', 'forbidden', 'resource_conflict', 'rate_limited', 'storage_unavailable'),
         },
       },

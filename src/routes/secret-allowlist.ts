@@ -4,7 +4,8 @@ import type { FastifyPluginCallbackTypebox } from '@fastify/type-provider-typebo
 import Type from 'typebox';
 import { actorOf } from '../credentials/principal.js';
 import { protect } from '../http/auth.js';
-import { errors } from '../http/openapi.js';
+import { answer, errors, sent } from '../http/openapi.js';
+import { AT, FINGERPRINT } from './examples.js';
 import { SecretAllowlistEntry, SecretAllowlistEntryBody, SecretAllowlistList, SecretAllowlistQuery } from '../schemas/secret-allowlist.js';
 import type { SecretAllowlist } from '../secrets/secret-allowlist.js';
 
@@ -26,7 +27,13 @@ export const secretAllowlistRoutes: FastifyPluginCallbackTypebox<{ secretAllowli
         operationId: 'listSecretAllowlist',
         summary: 'List the secret allowlist',
         description: `Every entry of the allowlist (SECRET_ALLOWLIST_FILE), in the order added. ${SCOPE}`,
-        response: { 200: { ...SecretAllowlistList, description: 'The entries.' } },
+        response: {
+          200: answer(SecretAllowlistList, 'The entries.', {
+            entries: [
+              { fingerprint: FINGERPRINT, route: 'resource.register', reason: 'A revoked token kept in a test fixture.', addedAt: AT },
+            ],
+          }),
+        },
       },
     },
     async () => ({ entries: [...(await secretAllowlist.entries())] }),
@@ -40,10 +47,24 @@ export const secretAllowlistRoutes: FastifyPluginCallbackTypebox<{ secretAllowli
         operationId: 'addSecretAllowlistEntry',
         summary: 'Allow one finding of the secret scan',
         description: `Adds an entry (201), or answers the entry already there with the same fingerprint, file and route (200, unchanged). ${SCOPE} \`reason\` and \`file\` are scanned for secrets (422 \`secret_detected\`). Every scan from now on reads it, the machine's skill import included. Audited as \`secret-allowlist.add\`.`,
-        body: SecretAllowlistEntryBody,
+        body: sent(SecretAllowlistEntryBody, {
+          fingerprint: FINGERPRINT,
+          route: 'resource.register',
+          reason: 'A revoked token kept in a test fixture.',
+        }),
         response: {
-          200: { ...SecretAllowlistEntry, description: 'Already there; unchanged.' },
-          201: { ...SecretAllowlistEntry, description: 'Added.' },
+          200: answer(SecretAllowlistEntry, 'Already there; unchanged.', {
+            fingerprint: FINGERPRINT,
+            route: 'resource.register',
+            reason: 'A revoked token kept in a test fixture.',
+            addedAt: AT,
+          }),
+          201: answer(SecretAllowlistEntry, 'Added.', {
+            fingerprint: FINGERPRINT,
+            route: 'resource.register',
+            reason: 'A revoked token kept in a test fixture.',
+            addedAt: AT,
+          }),
           ...errors('validation_failed', 'secret_detected'),
         },
       },

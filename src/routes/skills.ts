@@ -6,7 +6,8 @@ import Type from 'typebox';
 import type { MachineChannels } from '../channel/machine-channels.js';
 import { actorOf } from '../credentials/principal.js';
 import { protect } from '../http/auth.js';
-import { errors } from '../http/openapi.js';
+import { answer, errors, sent } from '../http/openapi.js';
+import { PDF_GREP_V2, SKILL_SCAN, SOURCE_REVISION } from './examples.js';
 import { SkillManagement } from '../registry/skill-management.js';
 import { ResourceId } from '../schemas/common.js';
 import { ResourceMutationResult } from '../schemas/resource.js';
@@ -45,9 +46,9 @@ export const skillRoutes: FastifyPluginCallbackTypebox<RouteDeps & { channels: M
         summary: 'Scan a folder on a machine for skills',
         description: `Lists the skills in \`rootPath\` on the machine: the folder (or a \`.zip\`/\`.skill\` archive) itself when it is a skill, else each direct sub-folder holding \`SKILL.md\` and each such archive in it. A candidate's \`sourceRevision\` is what \`POST /resources/import\` expects back; a folder that cannot be imported (no front matter \`name\`/\`description\`, a symbolic link leading out of it, too large, a secret in \`SKILL.md\`) is a diagnostic. The diagnostics also show the machine's own resource root: each receipt it cannot publish and each folder in \`skills/\` no receipt names. The machine's words are scanned: a root path or diagnostic text that looks like a secret is withheld (replaced by a fixed text), and a candidate with one in any field is a diagnostic instead. Nothing is written. ${MACHINE_NOTE} Audited as \`resource.import.scan\`.`,
         querystring: SkillMachineQuery,
-        body: ScanSkillsBody,
+        body: sent(ScanSkillsBody, { rootPath: '/home/me/skills' }),
         response: {
-          200: { ...ScanSkillsResult, description: 'The candidates and diagnostics.' },
+          200: answer(ScanSkillsResult, 'The candidates and diagnostics.', SKILL_SCAN),
           ...errors('validation_failed', 'invalid_input', ...MACHINE_ERRORS),
         },
       },
@@ -64,9 +65,9 @@ export const skillRoutes: FastifyPluginCallbackTypebox<RouteDeps & { channels: M
         summary: 'Import a skill onto a machine',
         description: `Copies the skill folder \`sourcePath\` into the machine's resource root (\`skills/<id>/\`) with its receipt, publishes it, and applies the owner's \`displayName\` and \`userContent\`: answers \`{resource}\`, the machine's record v2, now listed in \`manageableResourceIds\`. 409 \`source_changed\` when the folder no longer has \`expectedRevision\` (scan again); 409 \`resource_conflict\` when the ID is held by any record but a skill the owner imported onto this machine: importing that one again replaces it (the folder becomes the new source whole, guarded by \`expectedRevision\`; the owner's fields are the new import's); 422 \`secret_detected\` when a file (or the owner's text) looks like a secret: nothing is copied; 409 \`record_quota_exceeded\` when a new record would not fit the machine's record quota: nothing is copied. ${MACHINE_NOTE} Audited as \`resource.import\`.`,
         querystring: SkillMachineQuery,
-        body: ImportSkillBody,
+        body: sent(ImportSkillBody, { id: 'pdf-grep', sourcePath: '/home/me/skills/pdf-grep', expectedRevision: SOURCE_REVISION }),
         response: {
-          200: { ...ResourceMutationResult, description: 'The imported record, as record v2, in `resource`.' },
+          200: answer(ResourceMutationResult, 'The imported record, as record v2, in `resource`.', { resource: PDF_GREP_V2 }),
           ...errors(
             'validation_failed',
             'invalid_input',
@@ -94,7 +95,11 @@ export const skillRoutes: FastifyPluginCallbackTypebox<RouteDeps & { channels: M
         params: IdParams,
         querystring: SkillMachineQuery,
         response: {
-          200: { ...ScanSkillsResult, description: 'The scan of the source.' },
+          200: answer(ScanSkillsResult, 'The scan of the source.', {
+            rootPath: '/home/me/skills/pdf-grep',
+            candidates: SKILL_SCAN.candidates,
+            diagnostics: [],
+          }),
           ...errors(
             'validation_failed',
             'resource_not_found',
@@ -119,9 +124,9 @@ export const skillRoutes: FastifyPluginCallbackTypebox<RouteDeps & { channels: M
         description: `Copies the source folder again over the machine's copy and publishes it; the owner's \`displayName\` and \`userContent\` are kept. 409 \`source_changed\` when the folder no longer has \`expectedRevision\`; 422 \`secret_detected\` (nothing copied). 404 / 409 \`resource_not_manageable\` as for the refresh scan. ${MACHINE_NOTE} Audited as \`resource.refresh\`.`,
         params: IdParams,
         querystring: SkillMachineQuery,
-        body: RefreshSkillBody,
+        body: sent(RefreshSkillBody, { expectedRevision: SOURCE_REVISION }),
         response: {
-          200: { ...ResourceMutationResult, description: 'The refreshed record, as record v2, in `resource`.' },
+          200: answer(ResourceMutationResult, 'The refreshed record, as record v2, in `resource`.', { resource: PDF_GREP_V2 }),
           ...errors(
             'validation_failed',
             'resource_not_found',
@@ -157,7 +162,7 @@ export const skillRoutes: FastifyPluginCallbackTypebox<RouteDeps & { channels: M
         params: IdParams,
         querystring: SkillMachineQuery,
         response: {
-          200: { ...SkillRemovalResult, description: 'Removed.' },
+          200: answer(SkillRemovalResult, 'Removed.', { removed: true }),
           ...errors(
             'validation_failed',
             'resource_not_found',

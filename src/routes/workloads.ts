@@ -4,7 +4,8 @@ import Type from 'typebox';
 import { actorOf } from '../credentials/principal.js';
 import { isAppError } from '../errors.js';
 import { protect } from '../http/auth.js';
-import { errors } from '../http/openapi.js';
+import { answer, errors } from '../http/openapi.js';
+import { WORKLOAD } from './examples.js';
 import type { Metrics } from '../metrics.js';
 import { CanvasId } from '../schemas/common.js';
 import { LaunchBody, ThreadId, WorkloadList, WorkloadRecord } from '../schemas/workload.js';
@@ -36,8 +37,8 @@ export const workloadRoutes: FastifyPluginCallbackTypebox<RouteDeps & { workload
           "Resolves the thread's resources: `resourceIds` (when given) replaces the profile's selection, and the host's required defaults come first: `effective = dedupe([...required, ...selected])`. Every effective ID must resolve and be eligible for the profile's machine, else 422 and nothing is written. The first successful launch of a canvas/thread realizes it (201) and pins the record durably; a repeat that asks for nothing different returns the stored record (200); one that asks for another profile, directory, resource list or preamble is 409 `workload_already_realized`.",
         body: { ...LaunchBody, examples: [launchExample] },
         response: {
-          201: { ...WorkloadRecord, description: 'Realized: the durable workload record.' },
-          200: { ...WorkloadRecord, description: 'Already realized with the same request: the stored record.' },
+          201: answer(WorkloadRecord, 'Realized: the durable workload record.', WORKLOAD),
+          200: answer(WorkloadRecord, 'Already realized with the same request: the stored record.', WORKLOAD),
           ...errors(
             'validation_failed',
             'profile_not_found',
@@ -75,7 +76,10 @@ export const workloadRoutes: FastifyPluginCallbackTypebox<RouteDeps & { workload
         description:
           "The canvas's realized threads: each workload as its first launch snapshotted it (effective resource IDs, bootstrap, environment by variable, the MCP server entry). A canvas with none answers an empty list.",
         querystring: Type.Object({ canvasId: CanvasId }, { additionalProperties: false }),
-        response: { 200: { ...WorkloadList, description: 'The realized threads of the canvas.' }, ...errors('validation_failed') },
+        response: {
+          200: answer(WorkloadList, 'The realized threads of the canvas.', { workloads: [WORKLOAD] }),
+          ...errors('validation_failed'),
+        },
       },
     },
     async (request) => ({ workloads: [...(await workloads.list(request.query.canvasId))] }),
@@ -91,7 +95,7 @@ export const workloadRoutes: FastifyPluginCallbackTypebox<RouteDeps & { workload
         description:
           "One thread's workload as its first launch snapshotted it; 404 `workload_not_found` for a thread never launched on the canvas.",
         params: Type.Object({ canvasId: CanvasId, threadId: ThreadId }),
-        response: { 200: { ...WorkloadRecord, description: 'The workload record.' }, ...errors('validation_failed', 'workload_not_found') },
+        response: { 200: answer(WorkloadRecord, 'The workload record.', WORKLOAD), ...errors('validation_failed', 'workload_not_found') },
       },
     },
     async (request) => workloads.get(request.params.canvasId, request.params.threadId),

@@ -53,7 +53,7 @@ export const CanvasId = Type.String({
 export const ErrorBody = Type.Object(
   {
     statusCode: Type.Integer({ description: 'HTTP status, repeated.' }),
-    code: Type.String({ description: 'Stable snake_case error code.', examples: ['resource_conflict'] }),
+    code: Type.String({ description: 'Stable snake_case error code.' }),
     error: Type.String({ description: 'HTTP reason phrase.' }),
     message: Type.String({ description: 'Human-readable explanation; never contains a secret.' }),
     details: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Structured facts (IDs, fields, diagnostics).' })),

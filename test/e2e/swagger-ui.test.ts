@@ -1,11 +1,11 @@
 // End to end: the real built server as a child process, Swagger UI at /docs driven in Debian's Chromium
-// (playwright-core, never a browser download). Lists the operations, runs "Try it out" on GET /healthz,
-// then authorizes with the owner token and runs GET /api/acp/resources.
+// (playwright-core, never a browser download). Lists the operations; shows the project's licence, each
+// operation's own examples, an empty catalogue filter and the owner token first in the Authorize dialog;
+// runs "Try it out" on GET /healthz, then authorizes with the owner token and runs GET /api/acp/resources.
+// Screenshots go to .tap/screenshots/ (kept after the run, never committed).
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, existsSync, openSync, closeSync, readFileSync } from 'node:fs';
-import { mkdtemp } from 'node:fs/promises';
-import os from 'node:os';
+import { appendFileSync, existsSync, mkdirSync, openSync, closeSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { once } from 'node:events';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -18,6 +18,7 @@ const CHROMIUM = '/usr/bin/chromium';
 const ROOT = process.cwd();
 const SERVER = path.join(ROOT, 'dist', 'src', 'server.js');
 const READY_WITHIN_MS = 60_000;
+const SCREENSHOTS = path.join(ROOT, '.tap', 'screenshots');
 
 interface RunningServer {
   baseUrl: string;
@@ -80,6 +81,20 @@ async function tryItOut(page: Page, operation: string): Promise<void> {
   await block.locator('button.execute').click();
 }
 
+/** The operation block of `method path`. */
+function operation(page: Page, method: string, urlPath: string) {
+  return page
+    .locator('.opblock')
+    .filter({ has: page.locator('.opblock-summary-method', { hasText: new RegExp(`^${method}$`) }) })
+    .filter({ has: page.locator(`[data-path="${urlPath}"]`) });
+}
+
+/** The example Swagger UI shows for one documented response of an expanded operation. */
+async function responseExample(block: ReturnType<typeof operation>, status: number): Promise<string> {
+  const row = block.locator(`.responses-table tr.response[data-code="${status}"]`);
+  return (await row.locator('.example .highlight-code pre, .model-example .highlight-code pre').first().textContent()) ?? '';
+}
+
 /** Authorizes one security scheme with `token` through Swagger UI's dialog. */
 async function authorize(page: Page, scheme: string, token: string): Promise<void> {
   await page.locator('.auth-wrapper button.authorize').click();
@@ -134,7 +149,8 @@ if (missing && process.env.CI) {
       });
 
       await page.goto(`${server.baseUrl}/docs`);
-      await page.locator('.opblock-tag-section').first().waitFor();
+      // The first render parses the whole document: on a loaded machine that takes longer than one click.
+      await page.locator('.opblock-tag-section').first().waitFor({ timeout: 60_000 });
 
       await t.test('lists the tag sections and the operations', async (t) => {
         const tags = await page.locator('h3.opblock-tag').evaluateAll((els) => els.map((e) => e.getAttribute('data-tag')));
@@ -155,6 +171,62 @@ if (missing && process.env.CI) {
           'PUT /api/acp/providers/{provider}/resources/{id} is listed',
         );
         t.ok(ops.includes('GET /api/acp/resources'), 'GET /api/acp/resources is listed');
+      });
+
+      await t.test('the licence is MIT, not UNLICENSED', async (t) => {
+        const info = page.locator('.information-container .info');
+        const licence = info.locator('.info__license');
+        t.equal((await licence.textContent())?.trim(), 'MIT');
+        t.notMatch(await info.textContent(), /UNLICENSED/);
+      });
+
+      await t.test('the Authorize dialog lists the owner token first and opens on it', async (t) => {
+        await page.locator('.auth-wrapper button.authorize').click();
+        const dialog = page.locator('.dialog-ux .modal-ux');
+        await dialog.locator('.auth-container').first().waitFor();
+        const schemes = await dialog.locator('.auth-container h4').allTextContents();
+        t.match(schemes[0], /^ownerToken/, 'the owner token comes first');
+        t.match(schemes[schemes.length - 1], /^resourceGrant/, 'the resource grant, sent with a canvas token, comes last');
+        // The focus and the dialog's scroll position say where it opened.
+        await page.waitForFunction("document.activeElement && document.activeElement.closest('.auth-container') !== null");
+        const focused = await dialog
+          .locator('.auth-container')
+          .evaluateAll((boxes) => boxes.findIndex((box) => box.contains(box.ownerDocument.activeElement)));
+        t.equal(focused, 0, "the first scheme's field has the focus");
+        t.equal(await dialog.locator('.modal-ux-content').evaluate((e) => e.scrollTop), 0, 'the dialog is scrolled to its top');
+        mkdirSync(SCREENSHOTS, { recursive: true });
+        await page.screenshot({ path: path.join(SCREENSHOTS, 'swagger-ui-authorize.png') });
+        await dialog.locator('button.close-modal').click();
+        await dialog.waitFor({ state: 'detached' });
+      });
+
+      await t.test("the catalogue's Try it out starts with an empty provider filter", async (t) => {
+        const block = operation(page, 'GET', '/api/acp/resources');
+        await block.locator('.opblock-summary-control').click();
+        await block.locator('button.try-out__btn').click();
+        t.equal(await block.locator('tr[data-param-name="provider"] input').inputValue(), '', 'provider is empty');
+        await block.locator('button.try-out__btn.cancel').click();
+        await block.locator('.opblock-summary-control').click();
+      });
+
+      await t.test('an operation shows its own examples: a real record, and each error as sent', async (t) => {
+        const block = operation(page, 'GET', '/api/acp/resources/{id}');
+        await block.locator('.opblock-summary-control').click();
+        await block.locator('.responses-table').first().waitFor();
+        const ok = await responseExample(block, 200);
+        t.match(ok, /"id":\s*"web-search"/, 'the 200 example is a record');
+        t.match(ok, /"name":\s*"Web search"/);
+        t.notMatch(ok, /"string"/, 'no placeholder strings');
+        const missing = await responseExample(block, 404);
+        t.match(missing, /"statusCode":\s*404/, 'the 404 example says 404');
+        t.match(missing, /"code":\s*"resource_not_found"/, 'with the code this operation answers');
+        t.notMatch(missing, /"statusCode":\s*0/);
+        const refused = await responseExample(block, 401);
+        t.match(refused, /"statusCode":\s*401/);
+        t.match(refused, /"code":\s*"unauthorized"/);
+        mkdirSync(SCREENSHOTS, { recursive: true });
+        await block.screenshot({ path: path.join(SCREENSHOTS, 'swagger-ui-get-resource.png') });
+        await block.locator('.opblock-summary-control').click();
       });
 
       await t.test('"Try it out" on GET /healthz renders 200 {"status": "ok"}', async (t) => {
@@ -230,8 +302,8 @@ if (missing && process.env.CI) {
         }
       });
 
-      const shots = await mkdtemp(path.join(os.tmpdir(), 'arr-swagger-ui-'));
-      const shot = path.join(shots, 'docs.png');
+      mkdirSync(SCREENSHOTS, { recursive: true });
+      const shot = path.join(SCREENSHOTS, 'swagger-ui.png');
       // The curl box shows the Authorization header: keep the token out of the picture.
       await page.screenshot({ path: shot, fullPage: true, mask: [page.locator('.curl-command')] });
       await Promise.all(pending);

@@ -948,6 +948,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ok"
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {string} */
                         status: "ok";
@@ -971,6 +976,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ready"
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {string} */
                         status: "ready";
@@ -986,10 +996,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1027,10 +1034,7 @@ export interface operations {
     listResources: {
         parameters: {
             query?: {
-                /**
-                 * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
-                 * @example huabu
-                 */
+                /** @description Provider: `huabu` (the host) or one exact Agentlet machine ID. */
                 provider?: string;
                 /** @description Representation: `1` (v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). Without it: `1`, or `2` when the service runs with `HUABU_COMPAT=1`. */
                 schemaVersion?: 1 | 2;
@@ -1161,10 +1165,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1186,10 +1187,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1211,10 +1209,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1236,10 +1231,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1336,10 +1328,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1361,10 +1350,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1386,10 +1372,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1411,10 +1394,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1436,10 +1416,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1457,10 +1434,7 @@ export interface operations {
     removeSkill: {
         parameters: {
             query?: {
-                /**
-                 * @description The machine to act on; without it `DEFAULT_AGENTLET_ID`, else the only enrolled machine.
-                 * @example agentlet-7f3a
-                 */
+                /** @description The machine to act on; without it `DEFAULT_AGENTLET_ID`, else the only enrolled machine. */
                 agentletId?: string;
             };
             header?: never;
@@ -1481,6 +1455,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "removed": true
+                     *     }
+                     */
                     "application/json": {
                         /** @description True: the skill was removed from the machine and its record withdrawn. */
                         removed: boolean;
@@ -1496,10 +1475,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1521,10 +1497,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1546,10 +1519,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1571,10 +1541,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1596,10 +1563,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1621,10 +1585,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1646,10 +1607,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1671,10 +1629,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1696,10 +1651,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1729,6 +1681,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "displayName": "Grep in PDFs",
+                 *       "userContent": "Prefer this to opening PDFs page by page."
+                 *     }
+                 */
                 "application/json": {
                     displayName?: string | null;
                     /** @description Owner instructions for every agent that selects the resource (trimmed when stored); `''` clears them. */
@@ -1743,6 +1701,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "resource": {
+                     *         "schemaVersion": 2,
+                     *         "id": "pdf-grep",
+                     *         "name": "PDF grep",
+                     *         "displayName": "Grep in PDFs",
+                     *         "provider": "agentlet-7f3a",
+                     *         "sourceContent": "---\nname: pdf-grep\ndescription: Searches text in PDF files.\n---\n\nRun `scripts/pdf-grep.sh PATTERN FILE` from this folder.",
+                     *         "userContent": "Prefer this to opening PDFs page by page."
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** AgentResourceV2 */
                         resource: {
@@ -1782,10 +1753,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1807,10 +1775,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1832,10 +1797,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1857,10 +1819,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1882,10 +1841,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1907,10 +1863,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1932,10 +1885,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -1970,6 +1920,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "valid": false,
+                     *       "issues": [
+                     *         {
+                     *           "code": "unknown_variable",
+                     *           "field": "sourceContent",
+                     *           "severity": "warning",
+                     *           "message": "$SEARCH_URL is not a runtime variable; an agent will not find it in its environment."
+                     *         },
+                     *         {
+                     *           "code": "resource_conflict",
+                     *           "field": "id",
+                     *           "severity": "error",
+                     *           "message": "Resource pdf-grep belongs to provider agentlet-7f3a."
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         /** @description True when the record has no error-severity issue. */
                         valid: boolean;
@@ -1999,10 +1968,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2024,10 +1990,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2049,10 +2012,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2074,10 +2034,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2095,10 +2052,7 @@ export interface operations {
     scanSkills: {
         parameters: {
             query?: {
-                /**
-                 * @description The machine to act on; without it `DEFAULT_AGENTLET_ID`, else the only enrolled machine.
-                 * @example agentlet-7f3a
-                 */
+                /** @description The machine to act on; without it `DEFAULT_AGENTLET_ID`, else the only enrolled machine. */
                 agentletId?: string;
             };
             header?: never;
@@ -2107,6 +2061,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "rootPath": "/home/me/skills"
+                 *     }
+                 */
                 "application/json": {
                     /** @description Absolute path of a folder on the machine: a skill folder (with `SKILL.md`) or a folder of skill folders. */
                     rootPath: string;
@@ -2120,6 +2079,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "rootPath": "/home/me/skills",
+                     *       "candidates": [
+                     *         {
+                     *           "id": "pdf-grep",
+                     *           "name": "pdf-grep",
+                     *           "sourcePath": "/home/me/skills/pdf-grep",
+                     *           "sourceContent": "---\nname: pdf-grep\ndescription: Searches text in PDF files.\n---\n\nRun `scripts/pdf-grep.sh PATTERN FILE` from this folder.",
+                     *           "sourceRevision": "5d41402abc4b2a76b9719d911017c592b8c3e0f1a2d4c6e8f0a1b3c5d7e9f1a3"
+                     *         }
+                     *       ],
+                     *       "diagnostics": [
+                     *         {
+                     *           "path": "/home/me/skills/notes",
+                     *           "code": "skill_front_matter_missing",
+                     *           "message": "SKILL.md has no front matter (a --- block with name and description)."
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         /** @description The folder scanned. */
                         rootPath: string;
@@ -2186,10 +2166,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2211,10 +2188,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2236,10 +2210,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2261,10 +2232,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2286,10 +2254,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2311,10 +2276,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2336,10 +2298,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2357,10 +2316,7 @@ export interface operations {
     importSkill: {
         parameters: {
             query?: {
-                /**
-                 * @description The machine to act on; without it `DEFAULT_AGENTLET_ID`, else the only enrolled machine.
-                 * @example agentlet-7f3a
-                 */
+                /** @description The machine to act on; without it `DEFAULT_AGENTLET_ID`, else the only enrolled machine. */
                 agentletId?: string;
             };
             header?: never;
@@ -2369,6 +2325,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": "pdf-grep",
+                 *       "sourcePath": "/home/me/skills/pdf-grep",
+                 *       "expectedRevision": "5d41402abc4b2a76b9719d911017c592b8c3e0f1a2d4c6e8f0a1b3c5d7e9f1a3"
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
@@ -2393,6 +2356,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "resource": {
+                     *         "schemaVersion": 2,
+                     *         "id": "pdf-grep",
+                     *         "name": "PDF grep",
+                     *         "displayName": "Grep in PDFs",
+                     *         "provider": "agentlet-7f3a",
+                     *         "sourceContent": "---\nname: pdf-grep\ndescription: Searches text in PDF files.\n---\n\nRun `scripts/pdf-grep.sh PATTERN FILE` from this folder.",
+                     *         "userContent": "Prefer this to opening PDFs page by page."
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** AgentResourceV2 */
                         resource: {
@@ -2432,10 +2408,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2457,10 +2430,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2482,10 +2452,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2507,10 +2474,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2532,10 +2496,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2557,10 +2518,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2582,10 +2540,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2607,10 +2562,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2632,10 +2584,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2653,10 +2602,7 @@ export interface operations {
     scanSkillRefresh: {
         parameters: {
             query?: {
-                /**
-                 * @description The machine to act on; without it `DEFAULT_AGENTLET_ID`, else the only enrolled machine.
-                 * @example agentlet-7f3a
-                 */
+                /** @description The machine to act on; without it `DEFAULT_AGENTLET_ID`, else the only enrolled machine. */
                 agentletId?: string;
             };
             header?: never;
@@ -2677,6 +2623,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "rootPath": "/home/me/skills/pdf-grep",
+                     *       "candidates": [
+                     *         {
+                     *           "id": "pdf-grep",
+                     *           "name": "pdf-grep",
+                     *           "sourcePath": "/home/me/skills/pdf-grep",
+                     *           "sourceContent": "---\nname: pdf-grep\ndescription: Searches text in PDF files.\n---\n\nRun `scripts/pdf-grep.sh PATTERN FILE` from this folder.",
+                     *           "sourceRevision": "5d41402abc4b2a76b9719d911017c592b8c3e0f1a2d4c6e8f0a1b3c5d7e9f1a3"
+                     *         }
+                     *       ],
+                     *       "diagnostics": []
+                     *     }
+                     */
                     "application/json": {
                         /** @description The folder scanned. */
                         rootPath: string;
@@ -2743,10 +2704,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2768,10 +2726,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2793,10 +2748,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2818,10 +2770,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2843,10 +2792,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2868,10 +2814,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2893,10 +2836,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2918,10 +2858,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2943,10 +2880,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -2964,10 +2898,7 @@ export interface operations {
     refreshSkill: {
         parameters: {
             query?: {
-                /**
-                 * @description The machine to act on; without it `DEFAULT_AGENTLET_ID`, else the only enrolled machine.
-                 * @example agentlet-7f3a
-                 */
+                /** @description The machine to act on; without it `DEFAULT_AGENTLET_ID`, else the only enrolled machine. */
                 agentletId?: string;
             };
             header?: never;
@@ -2982,6 +2913,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "expectedRevision": "5d41402abc4b2a76b9719d911017c592b8c3e0f1a2d4c6e8f0a1b3c5d7e9f1a3"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The `sourceRevision` of the refresh scan. */
                     expectedRevision: string;
@@ -2995,6 +2931,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "resource": {
+                     *         "schemaVersion": 2,
+                     *         "id": "pdf-grep",
+                     *         "name": "PDF grep",
+                     *         "displayName": "Grep in PDFs",
+                     *         "provider": "agentlet-7f3a",
+                     *         "sourceContent": "---\nname: pdf-grep\ndescription: Searches text in PDF files.\n---\n\nRun `scripts/pdf-grep.sh PATTERN FILE` from this folder.",
+                     *         "userContent": "Prefer this to opening PDFs page by page."
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** AgentResourceV2 */
                         resource: {
@@ -3034,10 +2983,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3059,10 +3005,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3084,10 +3027,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3109,10 +3049,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3134,10 +3071,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3159,10 +3093,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3184,10 +3115,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3209,10 +3137,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3234,10 +3159,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3259,10 +3181,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3292,6 +3211,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "machines": [
+                     *         {
+                     *           "machineId": "agentlet-7f3a",
+                     *           "enrolledAt": "2026-03-14T09:26:53.000Z",
+                     *           "status": "connected",
+                     *           "statusSince": "2026-03-14T09:26:53.000Z"
+                     *         },
+                     *         {
+                     *           "machineId": "agentlet-9b2c",
+                     *           "enrolledAt": "2026-03-14T09:26:53.000Z",
+                     *           "status": "disconnected",
+                     *           "problems": [
+                     *             {
+                     *               "receipt": "receipts/notes.json",
+                     *               "id": "notes",
+                     *               "code": "entrypoint_missing",
+                     *               "message": "skills/notes/SKILL.md is gone."
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         machines: {
                             /**
@@ -3343,10 +3287,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3368,10 +3309,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3393,10 +3331,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3420,6 +3355,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "machineId": "agentlet-7f3a"
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description Exact Agentlet machine ID (never `huabu`).
@@ -3436,6 +3376,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "machineId": "agentlet-7f3a",
+                     *       "token": "arr_machine_EXAMPLEonlyEXAMPLEonlyEXAMPLEonly0000"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * @description Exact Agentlet machine ID (never `huabu`).
@@ -3456,10 +3402,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3481,10 +3424,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3506,10 +3446,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3531,10 +3468,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3556,10 +3490,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3605,10 +3536,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3630,10 +3558,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3655,10 +3580,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3680,10 +3602,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3705,10 +3624,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3744,6 +3660,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "machineId": "agentlet-7f3a",
+                     *       "token": "arr_machine_EXAMPLEonlyEXAMPLEonlyEXAMPLEonly0000"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * @description Exact Agentlet machine ID (never `huabu`).
@@ -3764,10 +3686,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3789,10 +3708,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3814,10 +3730,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3839,10 +3752,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3864,10 +3774,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3897,6 +3804,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "type": "ping"
+                 *     }
+                 */
                 "application/json": {
                     /** @description `ping`: the machine answers at once; `sync`: it publishes its resource root now. */
                     type: "ping" | "sync";
@@ -3929,10 +3841,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3954,10 +3863,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -3979,10 +3885,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4004,10 +3907,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4029,10 +3929,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4054,10 +3951,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4079,10 +3973,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4130,10 +4021,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4155,10 +4043,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4180,10 +4065,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4205,10 +4087,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4230,10 +4109,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4311,10 +4187,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4336,10 +4209,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4361,10 +4231,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4386,10 +4253,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4411,10 +4275,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4444,6 +4305,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "profiles": [
+                     *         {
+                     *           "schemaVersion": 2,
+                     *           "id": "prf-k7m2q9x4b8n3c5vd",
+                     *           "revision": 3,
+                     *           "alias": "Reviewer",
+                     *           "agentletId": "agentlet-7f3a",
+                     *           "workingDirPath": "/home/me/projects/site",
+                     *           "resourceIds": [
+                     *             "web-search",
+                     *             "pdf-grep"
+                     *           ],
+                     *           "metadata": {
+                     *             "cliId": "claude-code"
+                     *           },
+                     *           "launch": {
+                     *             "kind": "acp-harness",
+                     *             "harnessId": "claude-code"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "selectableProfileIds": [
+                     *         "prf-k7m2q9x4b8n3c5vd"
+                     *       ],
+                     *       "agentlet": {
+                     *         "id": "agentlet-7f3a",
+                     *         "status": "connected",
+                     *         "online": true,
+                     *         "connectedAt": "2026-03-14T09:26:53.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @description Profiles sorted by id. */
                         profiles: {
@@ -4572,10 +4467,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4597,10 +4489,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4622,10 +4511,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4650,6 +4536,21 @@ export interface operations {
         /** @description The registry assigns `id`, `schemaVersion` and `revision` (1); sending `id` or `schemaVersion` is 400. `acp-command` and `acp-harness` profiles can be created here: an `agent-team-manifest` launch is 409 `invalid_profile_kind`. `agentletId` defaults to `DEFAULT_AGENTLET_ID` when the service has one, else to the one enrolled machine. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "alias": "Reviewer",
+                 *       "agentletId": "agentlet-7f3a",
+                 *       "workingDirPath": "/home/me/projects/site",
+                 *       "launch": {
+                 *         "kind": "acp-harness",
+                 *         "harnessId": "claude-code"
+                 *       },
+                 *       "resourceIds": [
+                 *         "web-search",
+                 *         "pdf-grep"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description Display name the owner calls the agent by; 1..255 printable characters without surrounding whitespace, unique among profiles ignoring case.
@@ -4735,6 +4636,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "schemaVersion": 2,
+                     *       "id": "prf-k7m2q9x4b8n3c5vd",
+                     *       "revision": 1,
+                     *       "alias": "Reviewer",
+                     *       "agentletId": "agentlet-7f3a",
+                     *       "workingDirPath": "/home/me/projects/site",
+                     *       "resourceIds": [
+                     *         "web-search",
+                     *         "pdf-grep"
+                     *       ],
+                     *       "metadata": {
+                     *         "cliId": "claude-code"
+                     *       },
+                     *       "launch": {
+                     *         "kind": "acp-harness",
+                     *         "harnessId": "claude-code"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * @description Record schema version.
@@ -4835,6 +4757,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "schemaVersion": 2,
+                     *       "id": "prf-k7m2q9x4b8n3c5vd",
+                     *       "revision": 1,
+                     *       "alias": "Reviewer",
+                     *       "agentletId": "agentlet-7f3a",
+                     *       "workingDirPath": "/home/me/projects/site",
+                     *       "resourceIds": [
+                     *         "web-search",
+                     *         "pdf-grep"
+                     *       ],
+                     *       "metadata": {
+                     *         "cliId": "claude-code"
+                     *       },
+                     *       "launch": {
+                     *         "kind": "acp-harness",
+                     *         "harnessId": "claude-code"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * @description Record schema version.
@@ -4936,10 +4879,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4961,10 +4901,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -4986,10 +4923,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5011,10 +4945,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5036,10 +4967,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5061,10 +4989,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5086,10 +5011,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5111,10 +5033,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5152,6 +5071,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "schemaVersion": 2,
+                     *       "id": "prf-k7m2q9x4b8n3c5vd",
+                     *       "revision": 3,
+                     *       "alias": "Reviewer",
+                     *       "agentletId": "agentlet-7f3a",
+                     *       "workingDirPath": "/home/me/projects/site",
+                     *       "resourceIds": [
+                     *         "web-search",
+                     *         "pdf-grep"
+                     *       ],
+                     *       "metadata": {
+                     *         "cliId": "claude-code"
+                     *       },
+                     *       "launch": {
+                     *         "kind": "acp-harness",
+                     *         "harnessId": "claude-code"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * @description Record schema version.
@@ -5253,10 +5193,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5278,10 +5215,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5303,10 +5237,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5328,10 +5259,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5353,10 +5281,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5395,6 +5320,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "deleted": true
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * @description Always true: a profile that does not exist is 404.
@@ -5420,10 +5350,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5445,10 +5372,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5470,10 +5394,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5495,10 +5416,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5520,10 +5438,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5545,10 +5460,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5570,10 +5482,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5595,10 +5504,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5632,6 +5538,14 @@ export interface operations {
         /** @description Fields left out stay as they are. `resourceIds` replaces the whole list (`[]` selects nothing); `customData` and `metadata` replace the whole object, and `null` removes it. `expectedRevision` changes nothing itself: it is the condition of the change. */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "resourceIds": [
+                 *         "web-search"
+                 *       ],
+                 *       "expectedRevision": 3
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description Display name the owner calls the agent by; 1..255 printable characters without surrounding whitespace, unique among profiles ignoring case.
@@ -5679,6 +5593,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "schemaVersion": 2,
+                     *       "id": "prf-k7m2q9x4b8n3c5vd",
+                     *       "revision": 4,
+                     *       "alias": "Reviewer",
+                     *       "agentletId": "agentlet-7f3a",
+                     *       "workingDirPath": "/home/me/projects/site",
+                     *       "resourceIds": [
+                     *         "web-search",
+                     *         "pdf-grep"
+                     *       ],
+                     *       "metadata": {
+                     *         "cliId": "claude-code"
+                     *       },
+                     *       "launch": {
+                     *         "kind": "acp-harness",
+                     *         "harnessId": "claude-code"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * @description Record schema version.
@@ -5780,10 +5715,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5805,10 +5737,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5830,10 +5759,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5855,10 +5781,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5880,10 +5803,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5905,10 +5825,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5930,10 +5847,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5955,10 +5869,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -5980,10 +5891,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6005,10 +5913,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6032,6 +5937,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "canvasId": "canvas-42",
+                 *       "agentletId": "agentlet-7f3a",
+                 *       "ttlSeconds": 3600
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description Canvas ID.
@@ -6055,6 +5967,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "token": "arr_canvas_eyJleGFtcGxlIjp0cnVlfQ.EXAMPLEonlyEXAMPLEonlyEXAMPLEonly00",
+                     *       "expiresAt": "2026-03-14T10:26:53.000Z",
+                     *       "rfsUrl": "https://registry.example.internal:8787/api/rfs/canvas-42"
+                     *     }
+                     */
                     "application/json": {
                         /** @description The canvas token: the agent's `$AGENTLET_TOKEN`. Shown only in this response. */
                         token: string;
@@ -6074,10 +5993,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6099,10 +6015,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6124,10 +6037,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6149,10 +6059,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6174,10 +6081,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6199,10 +6103,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6226,6 +6127,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "canvasId": "canvas-42"
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description Canvas ID.
@@ -6242,6 +6148,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "canvasId": "canvas-42",
+                     *       "revokedBefore": "2026-03-14T09:26:53.000Z"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * @description Canvas ID.
@@ -6265,10 +6177,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6290,10 +6199,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6315,10 +6221,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6340,10 +6243,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6412,6 +6312,63 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "driverSchemaVersion": 1,
+                     *       "canvasId": "canvas-42",
+                     *       "threadId": "thread-1",
+                     *       "realizedAt": "2026-03-14T09:26:53.000Z",
+                     *       "spec": {
+                     *         "binding": {
+                     *           "profileId": "prf-k7m2q9x4b8n3c5vd",
+                     *           "alias": "Reviewer"
+                     *         },
+                     *         "agentletId": "agentlet-7f3a",
+                     *         "cwd": "/home/me/projects/site",
+                     *         "resourceIds": [
+                     *           "web-search",
+                     *           "pdf-grep"
+                     *         ],
+                     *         "resourceScope": {
+                     *           "canvasId": "canvas-42",
+                     *           "threadId": "thread-1"
+                     *         },
+                     *         "initialPreamble": [
+                     *           "Resources available to you in this thread (their records describe them; a record grants no right by itself):\n- web-search\n- pdf-grep\nRead the record of each before you rely on it: `GET $HUABU_RFS_URL/resources` lists them and `GET $HUABU_RFS_URL/resources/<id>` returns one.\nAn MCP client reads the same records as resources at `$HUABU_MCP_URL`, and calls the hosted capabilities your grant allows as tools; the workload's `mcpServers` entry configures it.\nSend `Authorization: Bearer $AGENTLET_TOKEN` with every request. These variables are in your environment; never print, log or copy the token."
+                     *         ],
+                     *         "env": {
+                     *           "HUABU_RFS_URL": "https://registry.example.internal:8787/api/rfs/canvas-42",
+                     *           "HUABU_MCP_URL": "https://registry.example.internal:8787/api/rfs/canvas-42/mcp",
+                     *           "HUABU_THREAD_ID": "thread-1"
+                     *         },
+                     *         "mcpServers": [
+                     *           {
+                     *             "type": "http",
+                     *             "name": "huabu-registry",
+                     *             "url": "https://registry.example.internal:8787/api/rfs/canvas-42/mcp",
+                     *             "headers": [
+                     *               {
+                     *                 "name": "Authorization",
+                     *                 "value": "Bearer $AGENTLET_TOKEN"
+                     *               },
+                     *               {
+                     *                 "name": "X-Huabu-Resource-Grant",
+                     *                 "value": "$HUABU_RESOURCE_GRANT"
+                     *               },
+                     *               {
+                     *                 "name": "X-Huabu-Thread-Id",
+                     *                 "value": "$HUABU_THREAD_ID"
+                     *               }
+                     *             ]
+                     *           }
+                     *         ],
+                     *         "launch": {
+                     *           "kind": "acp-harness",
+                     *           "harnessId": "claude-code"
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {number} */
                         driverSchemaVersion: 1;
@@ -6518,6 +6475,63 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "driverSchemaVersion": 1,
+                     *       "canvasId": "canvas-42",
+                     *       "threadId": "thread-1",
+                     *       "realizedAt": "2026-03-14T09:26:53.000Z",
+                     *       "spec": {
+                     *         "binding": {
+                     *           "profileId": "prf-k7m2q9x4b8n3c5vd",
+                     *           "alias": "Reviewer"
+                     *         },
+                     *         "agentletId": "agentlet-7f3a",
+                     *         "cwd": "/home/me/projects/site",
+                     *         "resourceIds": [
+                     *           "web-search",
+                     *           "pdf-grep"
+                     *         ],
+                     *         "resourceScope": {
+                     *           "canvasId": "canvas-42",
+                     *           "threadId": "thread-1"
+                     *         },
+                     *         "initialPreamble": [
+                     *           "Resources available to you in this thread (their records describe them; a record grants no right by itself):\n- web-search\n- pdf-grep\nRead the record of each before you rely on it: `GET $HUABU_RFS_URL/resources` lists them and `GET $HUABU_RFS_URL/resources/<id>` returns one.\nAn MCP client reads the same records as resources at `$HUABU_MCP_URL`, and calls the hosted capabilities your grant allows as tools; the workload's `mcpServers` entry configures it.\nSend `Authorization: Bearer $AGENTLET_TOKEN` with every request. These variables are in your environment; never print, log or copy the token."
+                     *         ],
+                     *         "env": {
+                     *           "HUABU_RFS_URL": "https://registry.example.internal:8787/api/rfs/canvas-42",
+                     *           "HUABU_MCP_URL": "https://registry.example.internal:8787/api/rfs/canvas-42/mcp",
+                     *           "HUABU_THREAD_ID": "thread-1"
+                     *         },
+                     *         "mcpServers": [
+                     *           {
+                     *             "type": "http",
+                     *             "name": "huabu-registry",
+                     *             "url": "https://registry.example.internal:8787/api/rfs/canvas-42/mcp",
+                     *             "headers": [
+                     *               {
+                     *                 "name": "Authorization",
+                     *                 "value": "Bearer $AGENTLET_TOKEN"
+                     *               },
+                     *               {
+                     *                 "name": "X-Huabu-Resource-Grant",
+                     *                 "value": "$HUABU_RESOURCE_GRANT"
+                     *               },
+                     *               {
+                     *                 "name": "X-Huabu-Thread-Id",
+                     *                 "value": "$HUABU_THREAD_ID"
+                     *               }
+                     *             ]
+                     *           }
+                     *         ],
+                     *         "launch": {
+                     *           "kind": "acp-harness",
+                     *           "harnessId": "claude-code"
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {number} */
                         driverSchemaVersion: 1;
@@ -6627,10 +6641,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6652,10 +6663,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6677,10 +6685,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6702,10 +6707,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6727,10 +6729,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6752,10 +6751,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6777,10 +6773,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6802,10 +6795,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6823,10 +6813,7 @@ export interface operations {
     listWorkloads: {
         parameters: {
             query: {
-                /**
-                 * @description Canvas ID.
-                 * @example canvas-42
-                 */
+                /** @description Canvas ID. */
                 canvasId: string;
             };
             header?: never;
@@ -6841,6 +6828,67 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "workloads": [
+                     *         {
+                     *           "driverSchemaVersion": 1,
+                     *           "canvasId": "canvas-42",
+                     *           "threadId": "thread-1",
+                     *           "realizedAt": "2026-03-14T09:26:53.000Z",
+                     *           "spec": {
+                     *             "binding": {
+                     *               "profileId": "prf-k7m2q9x4b8n3c5vd",
+                     *               "alias": "Reviewer"
+                     *             },
+                     *             "agentletId": "agentlet-7f3a",
+                     *             "cwd": "/home/me/projects/site",
+                     *             "resourceIds": [
+                     *               "web-search",
+                     *               "pdf-grep"
+                     *             ],
+                     *             "resourceScope": {
+                     *               "canvasId": "canvas-42",
+                     *               "threadId": "thread-1"
+                     *             },
+                     *             "initialPreamble": [
+                     *               "Resources available to you in this thread (their records describe them; a record grants no right by itself):\n- web-search\n- pdf-grep\nRead the record of each before you rely on it: `GET $HUABU_RFS_URL/resources` lists them and `GET $HUABU_RFS_URL/resources/<id>` returns one.\nAn MCP client reads the same records as resources at `$HUABU_MCP_URL`, and calls the hosted capabilities your grant allows as tools; the workload's `mcpServers` entry configures it.\nSend `Authorization: Bearer $AGENTLET_TOKEN` with every request. These variables are in your environment; never print, log or copy the token."
+                     *             ],
+                     *             "env": {
+                     *               "HUABU_RFS_URL": "https://registry.example.internal:8787/api/rfs/canvas-42",
+                     *               "HUABU_MCP_URL": "https://registry.example.internal:8787/api/rfs/canvas-42/mcp",
+                     *               "HUABU_THREAD_ID": "thread-1"
+                     *             },
+                     *             "mcpServers": [
+                     *               {
+                     *                 "type": "http",
+                     *                 "name": "huabu-registry",
+                     *                 "url": "https://registry.example.internal:8787/api/rfs/canvas-42/mcp",
+                     *                 "headers": [
+                     *                   {
+                     *                     "name": "Authorization",
+                     *                     "value": "Bearer $AGENTLET_TOKEN"
+                     *                   },
+                     *                   {
+                     *                     "name": "X-Huabu-Resource-Grant",
+                     *                     "value": "$HUABU_RESOURCE_GRANT"
+                     *                   },
+                     *                   {
+                     *                     "name": "X-Huabu-Thread-Id",
+                     *                     "value": "$HUABU_THREAD_ID"
+                     *                   }
+                     *                 ]
+                     *               }
+                     *             ],
+                     *             "launch": {
+                     *               "kind": "acp-harness",
+                     *               "harnessId": "claude-code"
+                     *             }
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         /** @description The canvas threads, sorted by threadId. */
                         workloads: {
@@ -6953,10 +7001,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -6978,10 +7023,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7003,10 +7045,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7028,10 +7067,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7072,6 +7108,63 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "driverSchemaVersion": 1,
+                     *       "canvasId": "canvas-42",
+                     *       "threadId": "thread-1",
+                     *       "realizedAt": "2026-03-14T09:26:53.000Z",
+                     *       "spec": {
+                     *         "binding": {
+                     *           "profileId": "prf-k7m2q9x4b8n3c5vd",
+                     *           "alias": "Reviewer"
+                     *         },
+                     *         "agentletId": "agentlet-7f3a",
+                     *         "cwd": "/home/me/projects/site",
+                     *         "resourceIds": [
+                     *           "web-search",
+                     *           "pdf-grep"
+                     *         ],
+                     *         "resourceScope": {
+                     *           "canvasId": "canvas-42",
+                     *           "threadId": "thread-1"
+                     *         },
+                     *         "initialPreamble": [
+                     *           "Resources available to you in this thread (their records describe them; a record grants no right by itself):\n- web-search\n- pdf-grep\nRead the record of each before you rely on it: `GET $HUABU_RFS_URL/resources` lists them and `GET $HUABU_RFS_URL/resources/<id>` returns one.\nAn MCP client reads the same records as resources at `$HUABU_MCP_URL`, and calls the hosted capabilities your grant allows as tools; the workload's `mcpServers` entry configures it.\nSend `Authorization: Bearer $AGENTLET_TOKEN` with every request. These variables are in your environment; never print, log or copy the token."
+                     *         ],
+                     *         "env": {
+                     *           "HUABU_RFS_URL": "https://registry.example.internal:8787/api/rfs/canvas-42",
+                     *           "HUABU_MCP_URL": "https://registry.example.internal:8787/api/rfs/canvas-42/mcp",
+                     *           "HUABU_THREAD_ID": "thread-1"
+                     *         },
+                     *         "mcpServers": [
+                     *           {
+                     *             "type": "http",
+                     *             "name": "huabu-registry",
+                     *             "url": "https://registry.example.internal:8787/api/rfs/canvas-42/mcp",
+                     *             "headers": [
+                     *               {
+                     *                 "name": "Authorization",
+                     *                 "value": "Bearer $AGENTLET_TOKEN"
+                     *               },
+                     *               {
+                     *                 "name": "X-Huabu-Resource-Grant",
+                     *                 "value": "$HUABU_RESOURCE_GRANT"
+                     *               },
+                     *               {
+                     *                 "name": "X-Huabu-Thread-Id",
+                     *                 "value": "$HUABU_THREAD_ID"
+                     *               }
+                     *             ]
+                     *           }
+                     *         ],
+                     *         "launch": {
+                     *           "kind": "acp-harness",
+                     *           "harnessId": "claude-code"
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {number} */
                         driverSchemaVersion: 1;
@@ -7181,10 +7274,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7206,10 +7296,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7231,10 +7318,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7256,10 +7340,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7281,10 +7362,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7323,6 +7401,106 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "digest": "c0ffee5d41402abc4b2a76b9719d911017c592b8c3e0f1a2d4c6e8f0a1b3c5d7",
+                     *       "components": [
+                     *         {
+                     *           "id": "agent:prf-k7m2q9x4b8n3c5vd",
+                     *           "kind": "agent",
+                     *           "name": "Reviewer",
+                     *           "description": "acp-harness agent on agentlet-7f3a, in /home/me/projects/site.",
+                     *           "tags": [
+                     *             "launch:acp-harness",
+                     *             "machine:agentlet-7f3a"
+                     *           ],
+                     *           "aliases": [
+                     *             "Reviewer"
+                     *           ]
+                     *         },
+                     *         {
+                     *           "id": "provider:agentlet-7f3a",
+                     *           "kind": "provider",
+                     *           "name": "agentlet-7f3a",
+                     *           "description": "Agentlet machine.",
+                     *           "tags": [
+                     *             "machine"
+                     *           ],
+                     *           "aliases": []
+                     *         },
+                     *         {
+                     *           "id": "provider:huabu",
+                     *           "kind": "provider",
+                     *           "name": "huabu",
+                     *           "description": "The host application.",
+                     *           "tags": [
+                     *             "host"
+                     *           ],
+                     *           "aliases": []
+                     *         },
+                     *         {
+                     *           "id": "resource:pdf-grep",
+                     *           "kind": "resource",
+                     *           "name": "PDF grep",
+                     *           "description": "Searches text in PDF files.",
+                     *           "tags": [
+                     *             "provider:agentlet-7f3a"
+                     *           ],
+                     *           "aliases": []
+                     *         },
+                     *         {
+                     *           "id": "resource:web-search",
+                     *           "kind": "resource",
+                     *           "name": "Web search",
+                     *           "description": "Searches the public web and answers titles, links and snippets.",
+                     *           "tags": [
+                     *             "provider:huabu",
+                     *             "required"
+                     *           ],
+                     *           "aliases": []
+                     *         }
+                     *       ],
+                     *       "edges": [
+                     *         {
+                     *           "kind": "placed-on",
+                     *           "from": "agent:prf-k7m2q9x4b8n3c5vd",
+                     *           "to": "provider:agentlet-7f3a"
+                     *         },
+                     *         {
+                     *           "kind": "selects",
+                     *           "from": "agent:prf-k7m2q9x4b8n3c5vd",
+                     *           "to": "resource:pdf-grep"
+                     *         },
+                     *         {
+                     *           "kind": "selects",
+                     *           "from": "agent:prf-k7m2q9x4b8n3c5vd",
+                     *           "to": "resource:web-search"
+                     *         },
+                     *         {
+                     *           "kind": "publishes",
+                     *           "from": "provider:agentlet-7f3a",
+                     *           "to": "resource:pdf-grep"
+                     *         },
+                     *         {
+                     *           "kind": "publishes",
+                     *           "from": "provider:huabu",
+                     *           "to": "resource:web-search"
+                     *         },
+                     *         {
+                     *           "kind": "requires",
+                     *           "from": "provider:huabu",
+                     *           "to": "resource:web-search"
+                     *         }
+                     *       ],
+                     *       "aliases": [
+                     *         {
+                     *           "alias": "Reviewer",
+                     *           "component": "agent:prf-k7m2q9x4b8n3c5vd"
+                     *         }
+                     *       ],
+                     *       "diagnostics": []
+                     *     }
+                     */
                     "application/json": {
                         /** @description SHA-256 (hex) of the canonical serialization of the whole snapshot (components, edges, aliases, diagnostics); the ETag. A `?kind=` view carries the digest of the whole snapshot. */
                         digest: string;
@@ -7409,10 +7587,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7434,10 +7609,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7459,10 +7631,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7484,10 +7653,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7509,10 +7675,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7536,6 +7699,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "canvasId": "canvas-42",
+                 *       "threadId": "thread-1",
+                 *       "ttlSeconds": 3600
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description Canvas ID.
@@ -7559,6 +7729,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "grant": "arr_grant_eyJleGFtcGxlIjp0cnVlfQ.EXAMPLEonlyEXAMPLEonlyEXAMPLEonly000",
+                     *       "expiresAt": "2026-03-14T10:26:53.000Z",
+                     *       "allowedResourceIds": [
+                     *         "web-search"
+                     *       ],
+                     *       "policyVersion": "b3f1c2d4e5a6"
+                     *     }
+                     */
                     "application/json": {
                         /** @description The opaque grant (`arr_grant_...`): the agent's `$HUABU_RESOURCE_GRANT`. Shown only in this response; never stored. */
                         grant: string;
@@ -7580,10 +7760,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7605,10 +7782,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7630,10 +7804,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7655,10 +7826,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7680,10 +7848,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7713,6 +7878,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "entries": [
+                     *         {
+                     *           "fingerprint": "github-pat:9f2c4e6a8b0d1f3e5a7c9b1d3f5e7a9c0b2d4f6e8a1c3e5b7d9f0a2c4e6b8d0f",
+                     *           "route": "resource.register",
+                     *           "reason": "A revoked token kept in a test fixture.",
+                     *           "addedAt": "2026-03-14T09:26:53.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         /** @description Every entry, in the order added. */
                         entries: {
@@ -7742,10 +7919,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7767,10 +7941,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7792,10 +7963,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7819,6 +7987,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "fingerprint": "github-pat:9f2c4e6a8b0d1f3e5a7c9b1d3f5e7a9c0b2d4f6e8a1c3e5b7d9f0a2c4e6b8d0f",
+                 *       "route": "resource.register",
+                 *       "reason": "A revoked token kept in a test fixture."
+                 *     }
+                 */
                 "application/json": {
                     /** @description A finding's fingerprint as a 422 `secret_detected` names it: `<rule>:<SHA-256 hex of the matched text>`. */
                     fingerprint: string;
@@ -7838,6 +8013,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "fingerprint": "github-pat:9f2c4e6a8b0d1f3e5a7c9b1d3f5e7a9c0b2d4f6e8a1c3e5b7d9f0a2c4e6b8d0f",
+                     *       "route": "resource.register",
+                     *       "reason": "A revoked token kept in a test fixture.",
+                     *       "addedAt": "2026-03-14T09:26:53.000Z"
+                     *     }
+                     */
                     "application/json": {
                         /** @description A finding's fingerprint as a 422 `secret_detected` names it: `<rule>:<SHA-256 hex of the matched text>`. */
                         fingerprint: string;
@@ -7861,6 +8044,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "fingerprint": "github-pat:9f2c4e6a8b0d1f3e5a7c9b1d3f5e7a9c0b2d4f6e8a1c3e5b7d9f0a2c4e6b8d0f",
+                     *       "route": "resource.register",
+                     *       "reason": "A revoked token kept in a test fixture.",
+                     *       "addedAt": "2026-03-14T09:26:53.000Z"
+                     *     }
+                     */
                     "application/json": {
                         /** @description A finding's fingerprint as a 422 `secret_detected` names it: `<rule>:<SHA-256 hex of the matched text>`. */
                         fingerprint: string;
@@ -7887,10 +8078,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7912,10 +8100,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7937,10 +8122,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7962,10 +8144,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -7987,10 +8166,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8037,10 +8213,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8062,10 +8235,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8087,10 +8257,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8112,10 +8279,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8137,10 +8301,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8243,10 +8404,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8268,10 +8426,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8293,10 +8448,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8318,10 +8470,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8354,6 +8503,25 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "resources": [
+                 *         {
+                 *           "schemaVersion": 2,
+                 *           "id": "pdf-grep",
+                 *           "name": "PDF grep",
+                 *           "sourceContent": "---\nname: pdf-grep\ndescription: Searches text in PDF files.\n---\n\nRun `scripts/pdf-grep.sh PATTERN FILE` from this folder."
+                 *         },
+                 *         {
+                 *           "schemaVersion": 1,
+                 *           "id": "repo-map",
+                 *           "name": "Repo map",
+                 *           "description": "Lists the files of a repository.",
+                 *           "instructions": "Run git ls-files in the repository."
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     /** @description The provider's complete set; records left out are withdrawn. Each `id` may appear only once (listing one twice is 400 `validation_failed`). */
                     resources: ({
@@ -8417,6 +8585,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "dryRun": false,
+                     *       "created": [
+                     *         "pdf-grep"
+                     *       ],
+                     *       "replaced": [
+                     *         "csv-summary"
+                     *       ],
+                     *       "withdrawn": [
+                     *         "old-notes"
+                     *       ],
+                     *       "unchanged": [
+                     *         "repo-map"
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         /** @description True when nothing was changed (plan only). */
                         dryRun: boolean;
@@ -8440,10 +8625,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8465,10 +8647,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8490,10 +8669,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8515,10 +8691,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8540,10 +8713,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8565,10 +8735,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8590,10 +8757,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8615,10 +8779,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8813,10 +8974,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8838,10 +8996,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8863,10 +9018,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8888,10 +9040,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8913,10 +9062,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8938,10 +9084,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -8963,10 +9106,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9017,10 +9157,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9042,10 +9179,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9067,10 +9201,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9092,10 +9223,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9117,10 +9245,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9142,10 +9267,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9167,10 +9289,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9218,10 +9337,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9243,10 +9359,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9268,10 +9381,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9293,10 +9403,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9318,10 +9425,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9356,6 +9460,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "changes": [
+                     *         {
+                     *           "id": "42",
+                     *           "type": "resource.replaced",
+                     *           "at": "2026-03-14T09:26:53.000Z",
+                     *           "subject": {
+                     *             "kind": "resource",
+                     *             "id": "pdf-grep",
+                     *             "provider": "agentlet-7f3a"
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "43",
+                     *           "type": "workload.launched",
+                     *           "at": "2026-03-14T09:26:53.000Z",
+                     *           "subject": {
+                     *             "kind": "workload",
+                     *             "id": "canvas-42/thread-1"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "next": "43"
+                     *     }
+                     */
                     "application/json": {
                         /** @description The events after the cursor asked with, oldest first. */
                         changes: {
@@ -9393,10 +9523,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9418,10 +9545,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9443,10 +9567,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9468,10 +9589,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9493,10 +9611,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9620,10 +9735,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9645,10 +9757,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9670,10 +9779,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9695,10 +9801,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9800,10 +9903,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9825,10 +9925,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9850,10 +9947,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9875,10 +9969,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9900,10 +9991,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9951,10 +10039,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -9976,10 +10061,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10001,10 +10083,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10054,10 +10133,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10079,10 +10155,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10104,10 +10177,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10129,10 +10199,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10154,10 +10221,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10193,6 +10257,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "profiles": [
+                     *         {
+                     *           "id": "prf-k7m2q9x4b8n3c5vd",
+                     *           "alias": "Reviewer",
+                     *           "default": true
+                     *         },
+                     *         {
+                     *           "id": "prf-w3x8c1v6b9n2m5q7",
+                     *           "alias": "Writer"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         profiles: {
                             /** @description Profile ID. */
@@ -10217,10 +10296,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10242,10 +10318,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10267,10 +10340,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10335,6 +10405,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "resource": {
+                     *         "schemaVersion": 2,
+                     *         "id": "pdf-grep",
+                     *         "name": "PDF grep",
+                     *         "displayName": "Grep in PDFs",
+                     *         "provider": "agentlet-7f3a",
+                     *         "sourceContent": "---\nname: pdf-grep\ndescription: Searches text in PDF files.\n---\n\nRun `scripts/pdf-grep.sh PATTERN FILE` from this folder.",
+                     *         "userContent": "Prefer this to opening PDFs page by page."
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** AgentResourceV2 */
                         resource: {
@@ -10374,10 +10457,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10399,10 +10479,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10424,10 +10501,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10449,10 +10523,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10474,10 +10545,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10499,10 +10567,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10524,10 +10589,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10568,6 +10630,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "removed": true
+                     *     }
+                     */
                     "application/json": {
                         /** @description True when the machine's record was withdrawn; false when the machine held no record with that ID. */
                         removed: boolean;
@@ -10583,10 +10650,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10608,10 +10672,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10633,10 +10694,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10658,10 +10716,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10683,10 +10738,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10708,10 +10760,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10791,8 +10840,9 @@ export interface operations {
                      *       "result": {
                      *         "results": [
                      *           {
-                     *             "title": "A result",
-                     *             "url": "https://example.org/"
+                     *             "title": "Lichen growth rates",
+                     *             "url": "https://example.org/lichens",
+                     *             "snippet": "Crustose lichens grow 0.5 to 2 mm a year."
                      *           }
                      *         ]
                      *       },
@@ -10823,10 +10873,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10848,10 +10895,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10873,10 +10917,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10898,10 +10939,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10923,10 +10961,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10939,7 +10974,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `quota_exceeded` */
+            /** @description `rate_limited`, `quota_exceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -10948,10 +10983,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10973,10 +11005,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -10998,10 +11027,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11023,10 +11049,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11048,10 +11071,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11073,10 +11093,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11130,10 +11147,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11155,10 +11169,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11180,10 +11191,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11205,10 +11213,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11230,10 +11235,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11277,7 +11279,7 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            /** @description Our envelope, or a JSON-RPC error. */
+            /** @description `validation_failed` in this service's envelope, or a JSON-RPC error. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11286,10 +11288,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11321,10 +11320,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11346,10 +11342,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11419,7 +11412,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Our envelope, or a JSON-RPC error. */
+            /** @description `unsupported_media_type` in this service's envelope, or a JSON-RPC error. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -11428,10 +11421,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11463,10 +11453,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11502,6 +11489,14 @@ export interface operations {
         /** @description A JSON-RPC message or batch (MCP). */
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "jsonrpc": "2.0",
+                 *       "id": 1,
+                 *       "method": "resources/list",
+                 *       "params": {}
+                 *     }
+                 */
                 "application/json": unknown;
             };
         };
@@ -11512,6 +11507,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "jsonrpc": "2.0",
+                     *       "id": 1,
+                     *       "result": {
+                     *         "resources": [
+                     *           {
+                     *             "uri": "registry://resources/web-search",
+                     *             "name": "web-search",
+                     *             "title": "Web search",
+                     *             "description": "Searches the public web and answers titles, links and snippets.",
+                     *             "mimeType": "text/markdown"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": unknown;
                 };
             };
@@ -11522,7 +11534,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Our envelope, or a JSON-RPC error. */
+            /** @description `validation_failed` in this service's envelope, or a JSON-RPC error. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11531,10 +11543,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11566,10 +11575,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11591,10 +11597,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11664,7 +11667,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Our envelope, or a JSON-RPC error. */
+            /** @description `unsupported_media_type` in this service's envelope, or a JSON-RPC error. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -11673,10 +11676,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11708,10 +11708,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11753,7 +11750,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Our envelope, or a JSON-RPC error. */
+            /** @description `validation_failed` in this service's envelope, or a JSON-RPC error. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11762,10 +11759,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11797,10 +11791,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11822,10 +11813,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11895,7 +11883,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Our envelope, or a JSON-RPC error. */
+            /** @description `unsupported_media_type` in this service's envelope, or a JSON-RPC error. */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -11904,10 +11892,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
@@ -11939,10 +11924,7 @@ export interface operations {
                     "application/json": {
                         /** @description HTTP status, repeated. */
                         statusCode: number;
-                        /**
-                         * @description Stable snake_case error code.
-                         * @example resource_conflict
-                         */
+                        /** @description Stable snake_case error code. */
                         code: string;
                         /** @description HTTP reason phrase. */
                         error: string;
