@@ -278,7 +278,8 @@ ALTER TABLE resources ADD COLUMN search_display tsvector NOT NULL DEFAULT ''::ts
 ALTER TABLE resources ADD COLUMN search_notes tsvector NOT NULL DEFAULT ''::tsvector;
 ALTER TABLE resources ADD COLUMN search tsvector
   GENERATED ALWAYS AS (COALESCE(search_source, ''::tsvector) || search_display || search_notes) STORED;
-CREATE INDEX resources_search_idx ON resources USING gin (search);
+-- No pending list: every search, and every probe for a fuzzy word's variants, would read it whole.
+CREATE INDEX resources_search_idx ON resources USING gin (search) WITH (fastupdate = off);
 CREATE INDEX resources_page_idx ON resources (provider COLLATE "C", id COLLATE "C");
 `,
   },
