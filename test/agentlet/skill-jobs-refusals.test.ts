@@ -500,3 +500,9 @@ t.test('skills/ in the resource root: made when missing (owner only), refused wh
   t.match(await failure(importJob({ id: 'one', sourcePath: src, expectedRevision: rev }, context)), { code: 'invalid_root' });
   t.same(await readdir(path.join(root, 'receipts')), []);
 });
+
+t.test('only a leading byte order mark is dropped: a U+FEFF inside the text is kept', async (t) => {
+  const { dir } = await world(t);
+  const src = await skill(path.join(dir, 'joiner'), { 'SKILL.md': SKILL('joiner', 'word\uFEFFjoiner') });
+  t.equal((await readSkill(src)).candidate.sourceContent, SKILL('joiner', 'word\uFEFFjoiner').trim());
+});
