@@ -4,10 +4,10 @@
 // SKILL.md, whose refusal says where (never what) and carries what the owner needs to allow it.
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, lstat, mkdir, readdir, readFile, rm, stat, symlink, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { crc32 } from 'node:zlib';
 import { idFromFolderName, importJob, readSkill, removeJob, scanJob, scanSkills, SKILL_LIMITS } from '../../src/agentlet/skill-jobs.js';
 import type { JobContext } from '../../src/agentlet/jobs.js';
 import { SecretScanner } from '../../src/secrets/secret-scanner.js';
@@ -30,6 +30,48 @@ async function skill(dir: string, files: Record<string, string>): Promise<string
     await writeFile(path.join(dir, rel), content);
   }
   return dir;
+}
+
+/** A zip archive of `files` stored uncompressed (regular files, mode 644), as any zip tool writes one. */
+function storedZip(files: Record<string, string>): Buffer {
+  const parts: Buffer[] = [];
+  const central: Buffer[] = [];
+  let offset = 0;
+  for (const [rel, content] of Object.entries(files)) {
+    const name = Buffer.from(rel);
+    const data = Buffer.from(content);
+    const crc = crc32(data);
+    const local = Buffer.alloc(30);
+    local.writeUInt32LE(0x04034b50, 0);
+    local.writeUInt16LE(20, 4);
+    local.writeUInt16LE(0x21, 12);
+    local.writeUInt32LE(crc, 14);
+    local.writeUInt32LE(data.length, 18);
+    local.writeUInt32LE(data.length, 22);
+    local.writeUInt16LE(name.length, 26);
+    const entry = Buffer.alloc(46);
+    entry.writeUInt32LE(0x02014b50, 0);
+    entry.writeUInt16LE(0x031e, 4);
+    entry.writeUInt16LE(20, 6);
+    entry.writeUInt16LE(0x21, 14);
+    entry.writeUInt32LE(crc, 16);
+    entry.writeUInt32LE(data.length, 20);
+    entry.writeUInt32LE(data.length, 24);
+    entry.writeUInt16LE(name.length, 28);
+    entry.writeUInt32LE((0o100644 << 16) >>> 0, 38);
+    entry.writeUInt32LE(offset, 42);
+    parts.push(local, name, data);
+    central.push(entry, name);
+    offset += local.length + name.length + data.length;
+  }
+  const directory = Buffer.concat(central);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(Object.keys(files).length, 8);
+  end.writeUInt16LE(Object.keys(files).length, 10);
+  end.writeUInt32LE(directory.length, 12);
+  end.writeUInt32LE(offset, 16);
+  return Buffer.concat([...parts, directory, end]);
 }
 
 async function world(t: Parameters<typeof tempDir>[0], { skillsDir = true } = {}) {
@@ -313,22 +355,17 @@ t.test('an archive past the byte bound is refused before it is read; one without
     code: 'skill_archive_too_large',
     message: `the archive is larger than ${SKILL_LIMITS.bytes} bytes`,
   });
-  const files = await skill(path.join(dir, 'files'), { 'notes/README.md': 'no skill here\n' });
-  t.equal(spawnSync('zip', ['-qr', path.join(dir, 'plain.zip'), '.'], { cwd: files }).status, 0);
+  await writeFile(path.join(dir, 'plain.zip'), storedZip({ 'notes/README.md': 'no skill here\n' }));
   t.match(await failure(readSkill(path.join(dir, 'plain.zip'))), {
     code: 'skill_invalid',
     message: "no SKILL.md at the archive's top or in its single top folder",
   });
-  const huge = await skill(path.join(dir, 'huge'), {
-    'SKILL.md': SKILL('huge', randomBytes(SKILL_LIMITS.skillFileBytes * 0.75).toString('base64')),
-  });
-  t.equal(spawnSync('zip', ['-qr', path.join(dir, 'huge.skill'), '.'], { cwd: huge }).status, 0);
+  await writeFile(path.join(dir, 'huge.skill'), storedZip({ 'SKILL.md': SKILL('huge', 'x'.repeat(SKILL_LIMITS.skillFileBytes)) }));
   t.match(await failure(readSkill(path.join(dir, 'huge.skill'))), {
     code: 'skill_invalid',
     message: `SKILL.md is larger than ${SKILL_LIMITS.skillFileBytes} bytes`,
   });
-  const named = await skill(path.join(dir, 'named'), { 'SKILL.md': SKILL('named') });
-  t.equal(spawnSync('zip', ['-qr', path.join(dir, 'Named Tool.zip'), '.'], { cwd: named }).status, 0);
+  await writeFile(path.join(dir, 'Named Tool.zip'), storedZip({ 'SKILL.md': SKILL('named') }));
   const archived = await readSkill(path.join(dir, 'Named Tool.zip'));
   t.equal(archived.candidate.id, 'named-tool', "an archive's ID is its file name's");
   t.match(
@@ -499,4 +536,10 @@ t.test('skills/ in the resource root: made when missing (owner only), refused wh
   await writeFile(path.join(root, 'skills'), 'a file');
   t.match(await failure(importJob({ id: 'one', sourcePath: src, expectedRevision: rev }, context)), { code: 'invalid_root' });
   t.same(await readdir(path.join(root, 'receipts')), []);
+});
+
+t.test('only a leading byte order mark is dropped: a U+FEFF inside the text is kept', async (t) => {
+  const { dir } = await world(t);
+  const src = await skill(path.join(dir, 'joiner'), { 'SKILL.md': SKILL('joiner', 'word\uFEFFjoiner') });
+  t.equal((await readSkill(src)).candidate.sourceContent, SKILL('joiner', 'word\uFEFFjoiner').trim());
 });

@@ -135,6 +135,15 @@ t.test('concurrent writes at the limit: exactly one passes', async (t) => {
 t.test('the host provider has no record quota', async (t) => {
   const { h } = await world(t, { RECORDS_PER_MACHINE: '1', RECORD_BYTES_PER_MACHINE: '1' });
   for (const id of ['h-1', 'h-2', 'h-3']) t.equal((await h.put('huabu', CANARY.huabu, id)).statusCode, 201, id);
+  const set = await h.app.inject({
+    method: 'PUT',
+    url: '/api/acp/providers/huabu/resources',
+    headers: h.huabu,
+    payload: {
+      resources: ['h-4', 'h-5', 'h-6'].map((id) => ({ schemaVersion: 1, id, name: id, description: 'About it.', instructions: 'Use it.' })),
+    },
+  });
+  t.equal(set.statusCode, 200, `a reconcile of the host's set: ${set.body}`);
 });
 
 t.test('a v1 record counts its ID, name, description and instructions; the refusal names the bound in words', async (t) => {
