@@ -132,6 +132,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/acp/resources/{id}/revisions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a record's kept revisions
+         * @description The revisions the registry keeps of the record, newest first: each write that changed its digest kept one. Kept: the last 20 per ID, every one a stored workload or profile pins, and the current one; a withdrawn record keeps them (`current` is then `null`).
+         */
+        get: operations["listResourceRevisions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/acp/resources/{id}/revisions/{digest}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one kept revision
+         * @description The record as that revision held it, in the representation `schemaVersion` asks for (as the catalogue: 1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`); record v2 carries its `digest`. 400 `invalid_input` for a digest that is not `sha256:<64 hex>`; 404 `revision_not_found` when no such revision is kept.
+         */
+        get: operations["getResourceRevision"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/acp/resources/import/scan": {
         parameters: {
             query?: never;
@@ -653,7 +693,7 @@ export interface paths {
         };
         /**
          * Read the agent's catalogue
-         * @description The host's records and those of the token's machine, sorted by id, in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`). Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding.
+         * @description The host's records and those of the token's machine, sorted by id, in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`). Each representation has its own `ETag`; answers `If-None-Match` with 304. Sent compressed (`br` or `gzip`) when `Accept-Encoding` asks for it, from a copy compressed once per change of the catalogue, with its own `ETag` per coding. With `X-Huabu-Thread-Id` of a realized workload of this canvas and machine, each record the thread's launch pinned is served as it was pinned (record v2 with that `digest`), and a pinned record withdrawn since is left out; every other record, and a read without the header, is as above.
          */
         get: operations["listRfsResources"];
         put?: never;
@@ -673,7 +713,7 @@ export interface paths {
         };
         /**
          * Read one record
-         * @description One record in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`).
+         * @description One record in the representation `schemaVersion` asks for (1 or 2; without it 1, or 2 under `HUABU_COMPAT=1`). With `X-Huabu-Thread-Id` of a realized workload of this canvas and machine, a record the thread's launch pinned is served as it was pinned, with its digest in `X-Resource-Digest` (every record read so carries the header); a pinned record withdrawn since is 410 `resource_withdrawn`. The header never shows a record the token could not read without it.
          */
         get: operations["getRfsResource"];
         put?: never;
@@ -1035,6 +1075,11 @@ export interface operations {
                             sourceContent: string;
                             /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                             userContent: string;
+                            /**
+                             * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
+                             * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
+                             */
+                            digest?: string;
                         }[];
                     } | {
                         /** @description Records sorted by id, as record v2. */
@@ -1062,6 +1107,11 @@ export interface operations {
                             sourceContent: string;
                             /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                             userContent: string;
+                            /**
+                             * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
+                             * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
+                             */
+                            digest?: string;
                         }[];
                         /** @description IDs among `resources` the owner may import again, refresh from their source or delete: skills the owner imported onto a machine. `[]` when none. Only in the whole catalogue as record v2; the v1 list and the list of one provider are `{resources}` alone. */
                         manageableResourceIds: string[];
@@ -1247,6 +1297,11 @@ export interface operations {
                         sourceContent: string;
                         /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                         userContent: string;
+                        /**
+                         * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
+                         * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
+                         */
+                        digest?: string;
                     };
                 };
             };
@@ -1692,6 +1747,11 @@ export interface operations {
                             sourceContent: string;
                             /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                             userContent: string;
+                            /**
+                             * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
+                             * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
+                             */
+                            digest?: string;
                         };
                     };
                 };
@@ -1965,6 +2025,387 @@ export interface operations {
             };
             /** @description `forbidden` */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listResourceRevisions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                 * @example web-search
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The revisions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                         * @example web-search
+                         */
+                        id: string;
+                        /** @description The record's digest now; `null` once it was withdrawn. */
+                        current: string | null;
+                        /** @description Newest first; the current content is the first while the record exists. */
+                        revisions: {
+                            /**
+                             * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
+                             * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
+                             */
+                            digest: string;
+                            /** @description The provider that held the record then. */
+                            provider: string;
+                            /**
+                             * Format: date-time
+                             * @description When this content became the record’s (last).
+                             */
+                            createdAt: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `resource_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getResourceRevision: {
+        parameters: {
+            query?: {
+                /** @description Representation: `1` (v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). Without it: `1`, or `2` when the service runs with `HUABU_COMPAT=1`. */
+                schemaVersion?: 1 | 2;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                 * @example web-search
+                 */
+                id: string;
+                /** @description `sha256:<64 hex>` */
+                digest: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The revision. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Record schema version.
+                         * @enum {number}
+                         */
+                        schemaVersion: 1;
+                        /**
+                         * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                         * @example web-search
+                         */
+                        id: string;
+                        /** @description Display name. */
+                        name: string;
+                        /**
+                         * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                         * @example huabu
+                         */
+                        provider: string;
+                        /** @description Short catalogue summary. */
+                        description: string;
+                        /** @description Natural-language guidance for an agent. May reference `$HUABU_RFS_URL`, `$AGENTLET_TOKEN`, `$AGENT_RESOURCE_DIR`, `$HUABU_THREAD_ID`, `$HUABU_RESOURCE_GRANT`; never a secret value. */
+                        instructions: string;
+                    } | {
+                        /**
+                         * @description Record schema version.
+                         * @enum {number}
+                         */
+                        schemaVersion: 2;
+                        /**
+                         * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                         * @example web-search
+                         */
+                        id: string;
+                        /** @description Source-owned canonical name (the provider writes it). */
+                        name: string;
+                        /** @description Owner-owned presentation name; absent when the owner set none. Show `displayName ?? name`. */
+                        displayName?: string;
+                        /**
+                         * @description Provider: `huabu` (the host) or one exact Agentlet machine ID.
+                         * @example huabu
+                         */
+                        provider: string;
+                        /** @description Source-owned agent-readable guidance (the provider writes it; trimmed). May reference the runtime variables; never a secret value. */
+                        sourceContent: string;
+                        /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
+                        userContent: string;
+                        /**
+                         * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
+                         * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
+                         */
+                        digest?: string;
+                    };
+                };
+            };
+            /** @description `validation_failed`, `invalid_input` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `revision_not_found` */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2342,6 +2783,11 @@ export interface operations {
                             sourceContent: string;
                             /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                             userContent: string;
+                            /**
+                             * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
+                             * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
+                             */
+                            digest?: string;
                         };
                     };
                 };
@@ -2944,6 +3390,11 @@ export interface operations {
                             sourceContent: string;
                             /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                             userContent: string;
+                            /**
+                             * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
+                             * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
+                             */
+                            digest?: string;
                         };
                     };
                 };
@@ -6371,6 +6822,16 @@ export interface operations {
                             cwd: string;
                             /** @description The effective resources pinned at realization: required defaults first, then the selection. */
                             resourceIds: string[];
+                            /** @description The content each effective resource had at realization, in `resourceIds` order: the thread's reads that send `X-Huabu-Thread-Id` are served at these revisions (absent in records realized before pins existed: those read current content). */
+                            resourcePins?: {
+                                /**
+                                 * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                                 * @example web-search
+                                 */
+                                id: string;
+                                /** @description The record's content digest at realization (`sha256:<64 hex>`). */
+                                digest: string;
+                            }[];
                             resourceScope: {
                                 /**
                                  * @description Canvas ID.
@@ -6477,6 +6938,16 @@ export interface operations {
                             cwd: string;
                             /** @description The effective resources pinned at realization: required defaults first, then the selection. */
                             resourceIds: string[];
+                            /** @description The content each effective resource had at realization, in `resourceIds` order: the thread's reads that send `X-Huabu-Thread-Id` are served at these revisions (absent in records realized before pins existed: those read current content). */
+                            resourcePins?: {
+                                /**
+                                 * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                                 * @example web-search
+                                 */
+                                id: string;
+                                /** @description The record's content digest at realization (`sha256:<64 hex>`). */
+                                digest: string;
+                            }[];
                             resourceScope: {
                                 /**
                                  * @description Canvas ID.
@@ -6802,6 +7273,16 @@ export interface operations {
                                 cwd: string;
                                 /** @description The effective resources pinned at realization: required defaults first, then the selection. */
                                 resourceIds: string[];
+                                /** @description The content each effective resource had at realization, in `resourceIds` order: the thread's reads that send `X-Huabu-Thread-Id` are served at these revisions (absent in records realized before pins existed: those read current content). */
+                                resourcePins?: {
+                                    /**
+                                     * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                                     * @example web-search
+                                     */
+                                    id: string;
+                                    /** @description The record's content digest at realization (`sha256:<64 hex>`). */
+                                    digest: string;
+                                }[];
                                 resourceScope: {
                                     /**
                                      * @description Canvas ID.
@@ -7031,6 +7512,16 @@ export interface operations {
                             cwd: string;
                             /** @description The effective resources pinned at realization: required defaults first, then the selection. */
                             resourceIds: string[];
+                            /** @description The content each effective resource had at realization, in `resourceIds` order: the thread's reads that send `X-Huabu-Thread-Id` are served at these revisions (absent in records realized before pins existed: those read current content). */
+                            resourcePins?: {
+                                /**
+                                 * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                                 * @example web-search
+                                 */
+                                id: string;
+                                /** @description The record's content digest at realization (`sha256:<64 hex>`). */
+                                digest: string;
+                            }[];
                             resourceScope: {
                                 /**
                                  * @description Canvas ID.
@@ -8143,6 +8634,11 @@ export interface operations {
                             sourceContent: string;
                             /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                             userContent: string;
+                            /**
+                             * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
+                             * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
+                             */
+                            digest?: string;
                         }[];
                     };
                 };
@@ -8659,6 +9155,11 @@ export interface operations {
                         sourceContent: string;
                         /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                         userContent: string;
+                        /**
+                         * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
+                         * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
+                         */
+                        digest?: string;
                     };
                 };
             };
@@ -8714,6 +9215,11 @@ export interface operations {
                         sourceContent: string;
                         /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                         userContent: string;
+                        /**
+                         * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
+                         * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
+                         */
+                        digest?: string;
                     };
                 };
             };
@@ -9430,7 +9936,10 @@ export interface operations {
                 /** @description Representation: `1` (v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). Without it: `1`, or `2` when the service runs with `HUABU_COMPAT=1`. */
                 schemaVersion?: 1 | 2;
             };
-            header?: never;
+            header?: {
+                /** @description The reading thread (`$HUABU_THREAD_ID`): a realized workload of this canvas and machine reads the records its launch pinned as they were pinned. Any other value reads as without it. */
+                "x-huabu-thread-id"?: string;
+            };
             path: {
                 /**
                  * @description Canvas ID.
@@ -9505,6 +10014,11 @@ export interface operations {
                             sourceContent: string;
                             /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                             userContent: string;
+                            /**
+                             * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
+                             * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
+                             */
+                            digest?: string;
                         }[];
                     };
                 };
@@ -9624,7 +10138,10 @@ export interface operations {
                 /** @description Representation: `1` (v1 records exactly as written, v2 records converted) or `2` (record v2; v1 records converted as upstream does). Without it: `1`, or `2` when the service runs with `HUABU_COMPAT=1`. */
                 schemaVersion?: 1 | 2;
             };
-            header?: never;
+            header?: {
+                /** @description The reading thread (`$HUABU_THREAD_ID`): a realized workload of this canvas and machine reads the records its launch pinned as they were pinned. Any other value reads as without it. */
+                "x-huabu-thread-id"?: string;
+            };
             path: {
                 /**
                  * @description Canvas ID.
@@ -9644,6 +10161,8 @@ export interface operations {
             /** @description The record. */
             200: {
                 headers: {
+                    /** @description The served content's digest; sent on reads that name a launched thread. */
+                    "x-resource-digest"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9693,6 +10212,11 @@ export interface operations {
                         sourceContent: string;
                         /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                         userContent: string;
+                        /**
+                         * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
+                         * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
+                         */
+                        digest?: string;
                     };
                 };
             };
@@ -9773,6 +10297,31 @@ export interface operations {
             };
             /** @description `resource_not_found` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /**
+                         * @description Stable snake_case error code.
+                         * @example resource_conflict
+                         */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `resource_withdrawn` */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10266,6 +10815,11 @@ export interface operations {
                             sourceContent: string;
                             /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                             userContent: string;
+                            /**
+                             * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
+                             * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
+                             */
+                            digest?: string;
                         };
                     };
                 };
