@@ -41,12 +41,12 @@ export async function measurePinnedReads(
       return text;
     };
     const huabu = { authorization: `Bearer ${creds.huabu}` };
-    const launched = `# Pinned guide\n\n${'Follow these steps carefully. '.repeat(60)}`;
+    const launched = `# Pinned guide\n\n${'Follow these steps carefully. '.repeat(60).trim()}`;
     const put = (id: string, sourceContent: string, status: number) =>
       call(
         `${server.url}/api/acp/providers/huabu/resources/${id}`,
         huabu,
-        { schemaVersion: 2, name: 'Bench pinned', sourceContent },
+        { schemaVersion: 2, name: `Bench ${id}`, sourceContent },
         status,
         'PUT',
       );

@@ -41,7 +41,7 @@ export type McpServerEntry = Static<typeof McpServerEntry>;
 export const ResourcePin = Type.Object(
   {
     id: ResourceId,
-    digest: Type.String({ pattern: DIGEST_PATTERN, description: 'The record\'s content digest at realization (`sha256:<64 hex>`).' }),
+    digest: Type.String({ pattern: DIGEST_PATTERN, description: "The record's content digest at realization (`sha256:<64 hex>`)." }),
   },
   { additionalProperties: false, title: 'ResourcePin' },
 );

@@ -395,7 +395,7 @@ t.test("object level: a thread header selects only among the canvas's own pins, 
   }
   const listB = await h.app.inject({ url: '/api/rfs/canvas-x/resources', headers: { ...h.bearer(canvasXofB), ...thread } });
   t.notOk(
-    (listB.json() as { resources: { id: string }[] }).resources.some((r) => r.id === 'tool-a'),
+    listB.json<{ resources: { id: string }[] }>().resources.some((r) => r.id === 'tool-a'),
     'nor list it',
   );
   const canvasY = await h.canvasToken('canvas-y', 'agentlet-a');

@@ -85,14 +85,17 @@ if (base) {
 
     const h = await build(t, { env: { DATABASE_URL: url, SEED_HUABU_RESOURCES: 'true' } });
     const seeded = HUABU_RESOURCES.find((r) => r.id === 'local-resource-management') as { sourceContent: string };
-    t.same(sansDigest((await h.app.inject({ url: '/api/acp/resources/local-resource-management?schemaVersion=2', headers: h.owner })).json()), {
-      schemaVersion: 2,
-      id: 'local-resource-management',
-      name: 'Local resource management',
-      displayName: 'Local',
-      provider: 'huabu',
-      sourceContent: seeded.sourceContent,
-      userContent: 'Ask first.',
-    });
+    t.same(
+      sansDigest((await h.app.inject({ url: '/api/acp/resources/local-resource-management?schemaVersion=2', headers: h.owner })).json()),
+      {
+        schemaVersion: 2,
+        id: 'local-resource-management',
+        name: 'Local resource management',
+        displayName: 'Local',
+        provider: 'huabu',
+        sourceContent: seeded.sourceContent,
+        userContent: 'Ask first.',
+      },
+    );
   });
 }

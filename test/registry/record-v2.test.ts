@@ -38,7 +38,11 @@ t.test('a provider writes record v2; readers choose the representation; a v1 rec
     },
     'stored trimmed, answered as v2',
   );
-  t.same(Object.keys(created.json()), ['schemaVersion', 'id', 'name', 'provider', 'sourceContent', 'userContent', 'digest'], "upstream's key order, then the digest");
+  t.same(
+    Object.keys(created.json()),
+    ['schemaVersion', 'id', 'name', 'provider', 'sourceContent', 'userContent', 'digest'],
+    "upstream's key order, then the digest",
+  );
 
   const v1Put = await h.put('huabu', CANARY.huabu, 'huabu-access', {
     name: ' Huabu access ',
