@@ -50,6 +50,7 @@ import {
 import type { LoadResult, LoadSpec } from './protocol.js';
 import { measureInvocationOverhead } from './invocation-overhead.js';
 import { measureMcpOverhead } from './mcp-overhead.js';
+import { measurePinnedReads } from './pinned-reads.js';
 import { measureEventFanout } from './event-fanout.js';
 import { measureReconnectPublish, summarize } from './reconnect-publish.js';
 import { startOtlpSink } from './otlp-sink.js';
@@ -964,6 +965,30 @@ export const SCENARIOS: Scenario[] = [
           target: verdict(added, '≤ +2 ms median', added <= 2),
         },
       ];
+    },
+  },
+  {
+    id: '15',
+    title: "a launched thread's read at its pin vs an ordinary read of the same bytes (RFS GET and MCP resources/read)",
+    at: 'smallest',
+    async run(ctx) {
+      const dir = await copyDataDir(ctx.template, ctx.root);
+      const r = await measurePinnedReads(dir, ctx.creds, {
+        connections: ctx.opts.connections,
+        durationSec: ctx.opts.durationSec,
+        runs: ctx.opts.runs,
+      });
+      await removeDir(dir);
+      return (['rfs', 'mcp'] as const).map((face) => {
+        const ratio = r[face].pinned / r[face].plain;
+        const what = face === 'rfs' ? 'GET <rfs>/resources/<id>?schemaVersion=2' : 'MCP resources/read';
+        return {
+          measured: `${what} with X-Huabu-Thread-Id, served at the pin: ${fmt(r[face].pinned)} req/s`,
+          baseline: `the same ${fmt(r.bytes)} bytes read without it: ${fmt(r[face].plain)} req/s (${ctx.opts.connections} connections)`,
+          ratio: `${fmt(ratio, 2)}×`,
+          target: verdict(ratio, '≥ 0.9×', ratio >= 0.9),
+        };
+      });
     },
   },
   {

@@ -66,7 +66,12 @@ export class ThreadReads {
    * or undefined when it may read none) or, when the thread pins `id`, the pinned revision. Undefined when
    * the machine may not read the ID today; 410 `resource_withdrawn` when it is pinned and no longer there.
    */
-  async contentFor(id: string, current: StoredResource | undefined, machineId: string, pins: ThreadPins): Promise<StoredResource | undefined> {
+  async contentFor(
+    id: string,
+    current: StoredResource | undefined,
+    machineId: string,
+    pins: ThreadPins,
+  ): Promise<StoredResource | undefined> {
     const digest = pins.get(id);
     if (digest === undefined) return current;
     if (current === undefined) throw resourceWithdrawn(id);

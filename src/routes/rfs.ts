@@ -36,7 +36,7 @@ const ThreadHeaders = Type.Object({
   'x-huabu-thread-id': Type.Optional(
     Type.String({
       description:
-        "The reading thread (`$HUABU_THREAD_ID`): a realized workload of this canvas and machine reads the records its launch pinned as they were pinned. Any other value reads as without it.",
+        'The reading thread (`$HUABU_THREAD_ID`): a realized workload of this canvas and machine reads the records its launch pinned as they were pinned. Any other value reads as without it.',
     }),
   ),
 });
@@ -101,7 +101,12 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
       return sendView(
         reply,
         request.headers,
-        { catalogue, revision: registry.revision(), key: pins ? `thread:${machineId}:${threadId}` : `machine:${machineId}`, representation },
+        {
+          catalogue,
+          revision: registry.revision(),
+          key: pins ? `thread:${machineId}:${threadId}` : `machine:${machineId}`,
+          representation,
+        },
         pins
           ? async () => threads.listFor(await registry.listVisibleOnMachine(machineId), machineId, pins)
           : () => registry.listVisibleOnMachine(machineId),
@@ -125,7 +130,7 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
           200: {
             ...answer(AnyAgentResource, 'The record.', WEB_SEARCH_V1, WEB_SEARCH_V2),
             headers: {
-              'x-resource-digest': Type.String({ description: 'The served content\'s digest; sent on reads that name a launched thread.' }),
+              'x-resource-digest': Type.String({ description: "The served content's digest; sent on reads that name a launched thread." }),
             },
           },
           ...errors('validation_failed', 'resource_not_found', 'resource_withdrawn'),

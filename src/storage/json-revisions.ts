@@ -157,7 +157,7 @@ export function applyRevisionChange(state: RevisionsState, change: unknown): boo
   if (change === null || typeof change !== 'object') return false;
   if ('revision' in change) {
     if (!checkRevision.Check(change.revision)) throw new Error('holds an invalid change');
-    putRevision(state, change.revision as ResourceRevision);
+    putRevision(state, change.revision);
     return true;
   }
   if ('dropRevision' in change && typeof change.dropRevision === 'string') {
@@ -214,8 +214,8 @@ export async function loadRevisions(file: string): Promise<RevisionsState> {
     throw new StoreFileError(file, `has an unknown version or shape (this build reads version ${REVISIONS_FILE_VERSION})`);
   }
   for (const r of doc.revisions) {
-    if (!checkRevision.Check(r) || computeDigest(r.record as StoredResource) !== r.digest) throw new StoreFileError(file, 'holds an invalid revision');
-    putRevision(state, r as ResourceRevision);
+    if (!checkRevision.Check(r) || computeDigest(r.record) !== r.digest) throw new StoreFileError(file, 'holds an invalid revision');
+    putRevision(state, r);
   }
   for (const h of doc.holds) {
     if (!checkHold.Check(h)) throw new StoreFileError(file, 'holds an invalid pin');

@@ -3,7 +3,6 @@
 // launched with, reads without the header get today's, the owner sees the history, a withdrawn pin fails
 // explicitly, and the header never shows more than the token may read. The pins survive a restart.
 import type { Test } from 'tap';
-import { request } from 'undici';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { build, CANARY, type TestApp } from './build.js';
@@ -81,10 +80,10 @@ async function mcp(t: Test, s: Scene, opts: { thread?: string } = {}): Promise<C
 }
 
 const ownerV2 = async (s: Scene, id: string) =>
-  (await s.h.app.inject({ method: 'GET', url: `/api/acp/resources/${id}?schemaVersion=2`, headers: s.h.owner })).json() as {
+  (await s.h.app.inject({ method: 'GET', url: `/api/acp/resources/${id}?schemaVersion=2`, headers: s.h.owner })).json<{
     digest: string;
     sourceContent: string;
-  };
+  }>();
 
 export function runPinScenarios(t: Test, name: string, storeEnv: StoreEnv): void {
   t.test(`${name}: a launch pins the content of each effective resource, in effective order, beside its IDs`, async (t) => {
@@ -123,7 +122,7 @@ export function runPinScenarios(t: Test, name: string, storeEnv: StoreEnv): void
     t.equal(unpinnedIsCurrent.headers['x-resource-digest'], s.pins[0]!.digest);
 
     const list = await rfs(s, '/resources?schemaVersion=2', { thread: 'thread-1' });
-    const listed = (list.json() as { resources: { id: string; sourceContent: string; digest: string }[] }).resources;
+    const listed = list.json<{ resources: { id: string; sourceContent: string; digest: string }[] }>().resources;
     t.same(
       listed.map((r) => [r.id, r.digest]),
       [
@@ -132,7 +131,7 @@ export function runPinScenarios(t: Test, name: string, storeEnv: StoreEnv): void
       ],
       'the thread list: each pinned record at its pin',
     );
-    const todayList = (await rfs(s, '/resources?schemaVersion=2')).json() as { resources: { id: string; digest: string }[] };
+    const todayList = (await rfs(s, '/resources?schemaVersion=2')).json<{ resources: { id: string; digest: string }[] }>();
     t.equal(todayList.resources.find((r) => r.id === 'skill-a')?.digest, current, "the list without the header: today's");
     const stranger = await rfs(s, '/resources/skill-a?schemaVersion=2', { thread: 'no-such-thread' });
     t.equal(stranger.json().digest, current, 'a thread that is not a launched workload of the canvas reads as without the header');
@@ -152,7 +151,7 @@ export function runPinScenarios(t: Test, name: string, storeEnv: StoreEnv): void
     t.equal(history.statusCode, 200);
     t.match(history.json(), { id: 'skill-a', current });
     t.same(
-      (history.json() as { revisions: { digest: string; provider: string }[] }).revisions.map((r) => [r.digest, r.provider]),
+      history.json<{ revisions: { digest: string; provider: string }[] }>().revisions.map((r) => [r.digest, r.provider]),
       [
         [current, 'mac-1'],
         [pinned, 'mac-1'],
@@ -198,7 +197,7 @@ export function runPinScenarios(t: Test, name: string, storeEnv: StoreEnv): void
     t.equal(thread.statusCode, 410);
     t.equal(thread.json().code, 'resource_withdrawn');
     t.equal((await rfs(s, '/resources/skill-a')).statusCode, 404, "without the header: today's 404");
-    const list = (await rfs(s, '/resources', { thread: 'thread-1' })).json() as { resources: { id: string }[] };
+    const list = (await rfs(s, '/resources', { thread: 'thread-1' })).json<{ resources: { id: string }[] }>();
     t.same(
       list.resources.map((r) => r.id),
       ['host-guide'],
@@ -226,7 +225,7 @@ export function runPinScenarios(t: Test, name: string, storeEnv: StoreEnv): void
       t.equal(otherCanvas.headers['x-resource-digest'], undefined);
       const otherMachine = await rfs(s, '/resources/skill-a', { token: c1m2, thread: 'thread-1' });
       t.equal(otherMachine.statusCode, 404, "another machine's token on the same canvas still cannot read the machine's skill");
-      const list = (await rfs(s, '/resources', { token: c1m2, thread: 'thread-1' })).json() as { resources: { id: string }[] };
+      const list = (await rfs(s, '/resources', { token: c1m2, thread: 'thread-1' })).json<{ resources: { id: string }[] }>();
       t.same(
         list.resources.map((r) => r.id),
         ['host-guide'],

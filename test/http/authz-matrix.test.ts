@@ -70,6 +70,13 @@ const MATRIX: Record<string, Entry> = {
     alsoUrls: ['/api/acp/resources?q=tool&limit=1', '/api/acp/resources?limit=1&provider=agentlet-a'],
   },
   'GET /api/acp/resources/{id}': { url: '/api/acp/resources/tool-a', allowed: { owner: 200 } },
+  'GET /api/acp/resources/{id}/revisions': { url: '/api/acp/resources/tool-a/revisions', allowed: { owner: 200 } },
+  // A digest no revision has: the owner is admitted and told so.
+  'GET /api/acp/resources/{id}/revisions/{digest}': {
+    url: `/api/acp/resources/tool-a/revisions/sha256:${'0'.repeat(64)}`,
+    allowed: { owner: 404 },
+    admittedCode: 'revision_not_found',
+  },
   'PATCH /api/acp/resources/{id}': {
     url: '/api/acp/resources/tool-a',
     payload: { userContent: 'Prefer the short form.' },
@@ -384,4 +391,37 @@ t.test('object level: machine A cannot touch machine B records; provider path mi
   t.equal(still.json().provider, 'agentlet-b');
   const canvasY = await h.app.inject({ url: '/api/rfs/canvas-y/resources', headers: h.bearer(tokens.canvasX!) });
   t.equal(canvasY.statusCode, 403, 'a canvas-X token cannot read canvas Y');
+});
+
+t.test("object level: a thread header selects only among the canvas's own pins, never widening what a token reads", async (t) => {
+  const { h, tokens } = await world(t);
+  // thread-1 of canvas X runs on machine A and pins tool-a; machine A then replaces tool-a.
+  t.equal((await h.put('agentlet-a', tokens.machineA!, 'tool-a', { instructions: 'Changed since the launch.' })).statusCode, 200);
+  const thread = { 'x-huabu-thread-id': 'thread-1' };
+  const own = await h.app.inject({ url: '/api/rfs/canvas-x/resources/tool-a', headers: { ...h.bearer(tokens.canvasX!), ...thread } });
+  t.equal(own.json().instructions, 'Use tool-a via $HUABU_RFS_URL.', 'the canvas X token of machine A reads its thread at the pin');
+  const canvasXofB = await h.canvasToken('canvas-x', 'agentlet-b');
+  for (const url of ['/api/rfs/canvas-x/resources/tool-a', '/api/rfs/canvas-x/resources/tool-a?schemaVersion=2']) {
+    const res = await h.app.inject({ url, headers: { ...h.bearer(canvasXofB), ...thread } });
+    t.equal(res.statusCode, 404, "machine B's token on the same canvas naming A's thread still cannot read A's record");
+    t.equal(res.headers['x-resource-digest'], undefined);
+  }
+  const listB = await h.app.inject({ url: '/api/rfs/canvas-x/resources', headers: { ...h.bearer(canvasXofB), ...thread } });
+  t.notOk(
+    listB.json<{ resources: { id: string }[] }>().resources.some((r) => r.id === 'tool-a'),
+    'nor list it',
+  );
+  const canvasY = await h.canvasToken('canvas-y', 'agentlet-a');
+  const otherCanvas = await h.app.inject({ url: '/api/rfs/canvas-y/resources/tool-a', headers: { ...h.bearer(canvasY), ...thread } });
+  t.equal(otherCanvas.json().instructions, 'Changed since the launch.', "canvas Y's token naming canvas X's thread reads as without it");
+  t.equal(otherCanvas.headers['x-resource-digest'], undefined);
+  const crossed = await h.app.inject({ url: '/api/rfs/canvas-x/resources/tool-a', headers: { ...h.bearer(canvasY), ...thread } });
+  t.equal(crossed.statusCode, 403, 'a token of another canvas is refused, header or not');
+  for (const principal of ['expiredCanvas', 'revokedCanvas', 'canvasOfRevokedMachine'] as const) {
+    const res = await h.app.inject({ url: '/api/rfs/canvas-x/resources/tool-a', headers: { ...h.bearer(tokens[principal]!), ...thread } });
+    t.equal(res.statusCode, 401, `${principal} with the thread header → 401`);
+  }
+  const ownerThread = await h.app.inject({ url: '/api/acp/workloads/canvas-x/no-such-thread', headers: h.owner });
+  t.equal(ownerThread.statusCode, 404);
+  t.equal(ownerThread.json().code, 'workload_not_found', 'an unknown thread on owner routes');
 });

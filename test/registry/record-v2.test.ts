@@ -7,6 +7,7 @@ import path from 'node:path';
 import { readStoredRecords } from '../../src/storage/json-file-store.js';
 import { build, CANARY, tempDataDir } from '../helpers/build.js';
 import { upstreamLoad } from '../helpers/upstream-resources.js';
+import { sansDigest } from '../helpers/digest.js';
 
 const v2Body = (name: string, sourceContent: string) => ({ schemaVersion: 2, name, sourceContent });
 const resourcesFile = (dataDir: string) => path.join(dataDir, 'agent-resources', 'resources.json');
@@ -26,7 +27,7 @@ t.test('a provider writes record v2; readers choose the representation; a v1 rec
   );
   t.equal(created.statusCode, 201);
   t.same(
-    created.json(),
+    sansDigest(created.json()),
     {
       schemaVersion: 2,
       id: 'web-search',
@@ -37,7 +38,11 @@ t.test('a provider writes record v2; readers choose the representation; a v1 rec
     },
     'stored trimmed, answered as v2',
   );
-  t.same(Object.keys(created.json()), ['schemaVersion', 'id', 'name', 'provider', 'sourceContent', 'userContent'], "upstream's key order");
+  t.same(
+    Object.keys(created.json()),
+    ['schemaVersion', 'id', 'name', 'provider', 'sourceContent', 'userContent', 'digest'],
+    "upstream's key order, then the digest",
+  );
 
   const v1Put = await h.put('huabu', CANARY.huabu, 'huabu-access', {
     name: ' Huabu access ',
@@ -58,7 +63,7 @@ t.test('a provider writes record v2; readers choose the representation; a v1 rec
   t.equal(v1Read.body, v1Put.body, 'a record written as v1 reads back as v1 byte for byte');
   const asV2 = await h.app.inject({ url: '/api/acp/resources/huabu-access?schemaVersion=2', headers: h.owner });
   t.same(
-    asV2.json(),
+    sansDigest(asV2.json()),
     {
       schemaVersion: 2,
       id: 'huabu-access',
@@ -165,7 +170,7 @@ t.test('the RFS list and one RFS record serve both representations to the canvas
     304,
   );
   const one = await h.app.inject({ url: '/api/rfs/canvas-1/resources/pdf-tools?schemaVersion=2', headers: canvas });
-  t.same(one.json(), {
+  t.same(sansDigest(one.json()), {
     schemaVersion: 2,
     id: 'pdf-tools',
     name: 'PDF tools',
@@ -188,7 +193,7 @@ t.test("the owner's customization survives a provider's replace and reconcile, i
   const custom = await patch('slides', { displayName: '  Slide builder ', userContent: ' Use the company template. ' });
   t.equal(custom.statusCode, 200);
   t.same(Object.keys(custom.json()), ['resource'], "upstream's envelope: the record is in `resource`");
-  t.same(custom.json().resource, {
+  t.same(sansDigest(custom.json().resource), {
     schemaVersion: 2,
     id: 'slides',
     name: 'slides',
@@ -246,7 +251,7 @@ t.test("the owner's customization survives a provider's replace and reconcile, i
   t.equal(rec.statusCode, 200);
   t.same(rec.json(), { dryRun: false, created: [], replaced: ['pdf-tools', 'slides'], withdrawn: [], unchanged: [] });
   const after = await h.app.inject({ url: '/api/acp/resources?schemaVersion=2', headers: h.owner });
-  t.same(after.json().resources, [
+  t.same(sansDigest(after.json().resources), [
     {
       schemaVersion: 2,
       id: 'pdf-tools',
@@ -290,7 +295,7 @@ t.test("the owner's customization survives a provider's replace and reconcile, i
   // Clearing.
   const cleared = await patch('pdf-tools', { displayName: null, userContent: '' });
   t.same(
-    cleared.json(),
+    sansDigest(cleared.json()),
     {
       resource: {
         schemaVersion: 2,
@@ -416,15 +421,15 @@ t.test(
     const h = await build(t, { dataDir });
     const served = await h.app.inject({ url: '/api/acp/resources?schemaVersion=2', headers: h.owner });
     t.equal(served.statusCode, 200);
-    t.same(served.json().resources, upstream, 'every record, field for field');
+    t.same(sansDigest(served.json().resources), upstream, 'every record, field for field');
     t.same(
-      served.json().resources.map((r: object) => Object.keys(r)),
+      served.json().resources.map((r: object) => Object.keys(sansDigest(r))),
       upstream.map((r) => Object.keys(r)),
       'same keys, same order',
     );
     for (const r of upstream) {
       const one = await h.app.inject({ url: `/api/acp/resources/${r.id}?schemaVersion=2`, headers: h.owner });
-      t.same(one.json(), r, `${r.id} one by one`);
+      t.same(sansDigest(one.json()), r, `${r.id} one by one`);
     }
     t.equal(
       (await h.app.inject({ url: '/api/acp/resources/slides', headers: h.owner })).json().schemaVersion,
@@ -457,7 +462,7 @@ t.test(
 
     const written = await readFile(resourcesFile(dataDir), 'utf8');
     t.match(written, /^\{\n {2}"schemaVersion": 2,\n {2}"state": \{\n {4}"resources": \[/, "upstream's envelope and layout");
-    t.same(upstreamLoad(written).resources, expected, "upstream's parser loads exactly what this service serves as v2");
+    t.same(upstreamLoad(written).resources, sansDigest(expected), "upstream's parser loads exactly what this service serves as v2");
     t.match(
       upstreamLoad(written).resources.find((r) => r.id === 'slides'),
       { displayName: 'Slide deck builder', userContent: 'Always use the company template in ~/templates/deck.pptx.' },
