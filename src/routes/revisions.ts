@@ -3,7 +3,8 @@
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { protect } from '../http/auth.js';
-import { errors } from '../http/openapi.js';
+import { answer, errors } from '../http/openapi.js';
+import { AT, PDF_GREP_V1, PDF_GREP_V2 } from './examples.js';
 import { represent } from '../registry/resource-versions.js';
 import { ResourceId } from '../schemas/common.js';
 import { AnyAgentResource, CompatSchemaVersionQuery, RecordDigest } from '../schemas/resource.js';
@@ -45,7 +46,17 @@ export const revisionRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
           description:
             'The revisions the registry keeps of the record, newest first: each write that changed its digest kept one. Kept: the last 20 per ID, every one a stored workload or profile pins, and the current one; a withdrawn record keeps them (`current` is then `null`).',
           params: Type.Object({ id: ResourceId }),
-          response: { 200: { ...RevisionList, description: 'The revisions.' }, ...errors('validation_failed', 'resource_not_found') },
+          response: {
+            200: answer(RevisionList, 'The revisions.', {
+              id: PDF_GREP_V2.id,
+              current: `sha256:${'3'.repeat(64)}`,
+              revisions: [
+                { digest: `sha256:${'3'.repeat(64)}`, provider: PDF_GREP_V2.provider, createdAt: AT },
+                { digest: `sha256:${'9'.repeat(64)}`, provider: PDF_GREP_V2.provider, createdAt: '2026-03-13T17:02:11.000Z' },
+              ],
+            }),
+            ...errors('validation_failed', 'resource_not_found'),
+          },
         },
       },
       async (request) => registry.revisionsOf(request.params.id),
@@ -63,7 +74,7 @@ export const revisionRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app, 
           params: Type.Object({ id: ResourceId, digest: Type.String({ maxLength: 256, description: '`sha256:<64 hex>`' }) }),
           querystring: Type.Object({ schemaVersion: CompatSchemaVersionQuery }, { additionalProperties: false }),
           response: {
-            200: { ...AnyAgentResource, description: 'The revision.' },
+            200: answer(AnyAgentResource, 'The revision.', PDF_GREP_V1, { ...PDF_GREP_V2, digest: `sha256:${'9'.repeat(64)}` }),
             ...errors('validation_failed', 'invalid_input', 'revision_not_found'),
           },
         },

@@ -18,6 +18,7 @@ const GENERATED = [
   'docs/hosted-capabilities.md',
   'docs/capabilities-example.dot',
   'docs/capabilities-example.svg',
+  'docs/CONTRACT.md',
 ];
 
 function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {

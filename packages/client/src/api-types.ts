@@ -2130,6 +2130,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "pdf-grep",
+                     *       "current": "sha256:3333333333333333333333333333333333333333333333333333333333333333",
+                     *       "revisions": [
+                     *         {
+                     *           "digest": "sha256:3333333333333333333333333333333333333333333333333333333333333333",
+                     *           "provider": "agentlet-7f3a",
+                     *           "createdAt": "2026-03-14T09:26:53.000Z"
+                     *         },
+                     *         {
+                     *           "digest": "sha256:9999999999999999999999999999999999999999999999999999999999999999",
+                     *           "provider": "agentlet-7f3a",
+                     *           "createdAt": "2026-03-13T17:02:11.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
