@@ -253,7 +253,12 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       (view) => metrics.catalogueRebuilds.inc({ view: viewLabel(view) }),
       (view, encoding) => metrics.catalogueCompressions.inc({ view: viewLabel(view), encoding }),
     );
-    const capabilities = new CapabilityProjection(store, config.requiredResourceIds, config.hostedCapabilities.ids, config.contextBudgetTokens);
+    const capabilities = new CapabilityProjection(
+      store,
+      config.requiredResourceIds,
+      config.hostedCapabilities.ids,
+      config.contextBudgetTokens,
+    );
     const deps: RouteDeps = {
       config,
       credentials,

@@ -49,7 +49,7 @@ async function launched(t: Parameters<typeof machine>[0]) {
   return {
     m,
     file,
-    answer: launch.json() as { spec: { resourcePins: { id: string; digest: string }[] }; attestation: { payload: string } },
+    answer: launch.json<{ spec: { resourcePins: { id: string; digest: string }[] }; attestation: { payload: string } }>(),
   };
 }
 

@@ -83,7 +83,7 @@ interface Snapshot {
   components: { id: string; contextEstimate?: { alwaysLoadedTokens: number; onActivationTokens: number } }[];
   diagnostics: { code: string; severity: string; message: string; components: string[] }[];
 }
-const snapshot = async (h: TestApp) => (await h.app.inject({ url: '/api/acp/capabilities', headers: h.owner })).json() as Snapshot;
+const snapshot = async (h: TestApp) => (await h.app.inject({ url: '/api/acp/capabilities', headers: h.owner })).json<Snapshot>();
 /** The records as stored: the host's v1 ones from the v1 catalogue, the machine's skill from the v2 one. */
 async function stored(h: TestApp): Promise<Map<string, StoredResource>> {
   const read = async (v: number) =>

@@ -63,7 +63,7 @@ async function seed(t: Test, h: TestApp): Promise<string> {
 const launch = (h: TestApp, profileId: string, threadId: string) =>
   h.app.inject({ method: 'POST', url: '/api/acp/launch', headers: h.owner, payload: { profileId, canvasId: 'canvas-1', threadId } });
 
-const keysOf = async (h: TestApp) => ((await h.app.inject({ url: KEYS })).json() as { keys: { kid: string }[] }).keys;
+const keysOf = async (h: TestApp) => (await h.app.inject({ url: KEYS })).json<{ keys: { kid: string }[] }>().keys;
 
 export function runAttestationScenarios(t: Test, name: string, storeEnv: StoreEnv): void {
   t.test(`${name}: the launch answer's attestation verifies and signs exactly its pins, profile revision, machine and time`, async (t) => {
@@ -72,7 +72,7 @@ export function runAttestationScenarios(t: Test, name: string, storeEnv: StoreEn
     const profileId = await seed(t, h);
     const res = await launch(h, profileId, 'thread-1');
     t.equal(res.statusCode, 201);
-    const answer = res.json() as Answer;
+    const answer = res.json<Answer>();
     const statement = verifyEnvelope(answer.attestation, await keysOf(h));
     t.same(
       statement.subject,
@@ -106,12 +106,12 @@ export function runAttestationScenarios(t: Test, name: string, storeEnv: StoreEn
     const h = await world(t, env, dataDir);
     const profileId = await seed(t, h);
     const first = await launch(h, profileId, 'thread-1');
-    const attestation = (first.json() as Answer).attestation;
+    const attestation = first.json<Answer>().attestation;
     const again = await launch(h, profileId, 'thread-1');
     t.equal(again.statusCode, 200);
-    t.same((again.json() as Answer).attestation, attestation, 'a repeat answers the stored envelope');
+    t.same(again.json<Answer>().attestation, attestation, 'a repeat answers the stored envelope');
     const read = await h.app.inject({ url: '/api/acp/workloads/canvas-1/thread-1', headers: h.owner });
-    t.same((read.json() as Answer).attestation, attestation, 'so does a read');
+    t.same(read.json<Answer>().attestation, attestation, 'so does a read');
     const oldKid = attestation.signatures[0]!.keyid;
     await h.app.close();
 
@@ -121,9 +121,9 @@ export function runAttestationScenarios(t: Test, name: string, storeEnv: StoreEn
     t.equal(keys.length, 2);
     t.equal(keys[1]!.kid, oldKid, 'the old key stays published');
     const kept = await restarted.app.inject({ url: '/api/acp/workloads/canvas-1/thread-1', headers: restarted.owner });
-    t.same((kept.json() as Answer).attestation, attestation, 'the restart and the rotation leave it as it was');
+    t.same(kept.json<Answer>().attestation, attestation, 'the restart and the rotation leave it as it was');
     t.ok(verifyEnvelope(attestation, keys), 'and it verifies against the published set');
-    const next = (await launch(restarted, profileId, 'thread-2')).json() as Answer;
+    const next = (await launch(restarted, profileId, 'thread-2')).json<Answer>();
     t.equal(next.attestation.signatures[0]!.keyid, keys[0]!.kid, 'a new launch is signed by the new key');
     t.ok(verifyEnvelope(next.attestation, keys));
   });

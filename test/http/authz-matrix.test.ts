@@ -63,7 +63,11 @@ const MATRIX: Record<string, Entry> = {
   'GET /healthz': { url: '/healthz', allowed: 'public', publicStatus: 200 },
   'GET /readyz': { url: '/readyz', allowed: 'public', publicStatus: 200 },
   'GET /metrics': { url: '/metrics', allowed: 'public', publicStatus: 200 },
-  'GET /.well-known/agent-resource-registry/keys': { url: '/.well-known/agent-resource-registry/keys', allowed: 'public', publicStatus: 200 },
+  'GET /.well-known/agent-resource-registry/keys': {
+    url: '/.well-known/agent-resource-registry/keys',
+    allowed: 'public',
+    publicStatus: 200,
+  },
   'GET /api/acp/resources': {
     url: '/api/acp/resources',
     allowed: { owner: 200 },

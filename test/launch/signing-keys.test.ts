@@ -92,7 +92,7 @@ t.test('the first start generates one key into signing-keys.json (0600); restart
   const res = await first.app.inject({ method: 'GET', url: KEYS });
   t.equal(res.statusCode, 200, 'no credential needed');
   t.match(res.headers['cache-control'], /public/);
-  const { keys } = res.json() as { keys: { kid: string; x: string; kty: string; crv: string; alg: string; use: string }[] };
+  const { keys } = res.json<{ keys: { kid: string; x: string; kty: string; crv: string; alg: string; use: string }[] }>();
   t.equal(keys.length, 1);
   t.same(Object.keys(keys[0]!).sort(), ['alg', 'crv', 'kid', 'kty', 'use', 'x'], 'public members only (no "d")');
   t.equal(keys[0]!.kid, keyIdOf(keys[0]!.x));
@@ -115,7 +115,7 @@ t.test('a rotation signs with a new key and keeps publishing the old ones', asyn
   t.equal(rotated.length, 2);
   t.equal(rotated[1]!.kid, before.active.kid, 'the old key is kept, after the new one');
   const h = await build(t, { dataDir });
-  const { keys } = (await h.app.inject({ method: 'GET', url: KEYS })).json() as { keys: { kid: string }[] };
+  const { keys } = (await h.app.inject({ method: 'GET', url: KEYS })).json<{ keys: { kid: string }[] }>();
   t.same(
     keys.map((k) => k.kid),
     [rotated[0]!.kid, before.active.kid],
