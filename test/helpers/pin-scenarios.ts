@@ -189,6 +189,39 @@ export function runPinScenarios(t: Test, name: string, storeEnv: StoreEnv): void
     t.equal(agentCannot.statusCode, 403, 'the history is the owner’s');
   });
 
+  t.test(`${name}: a page or a search names the thread's records as they were pinned (RFS and MCP)`, async (t) => {
+    const s = await launched(t, storeEnv);
+    const pinned = s.pins[1]!.digest;
+    t.equal((await putV2(s.h, 'mac-1', s.m1, 'skill-a', 'Version two: politely summarize nothing.')).statusCode, 200);
+    for (const query of ['limit=1&cursor=', 'limit=50', 'q=politely&limit=5']) {
+      const url = `/resources?schemaVersion=2&${query.replace('&cursor=', '')}`;
+      const walk: { id: string; sourceContent: string; digest: string }[] = [];
+      let next: string | undefined = url;
+      while (next) {
+        const page = await rfs(s, next, { thread: 'thread-1' });
+        t.equal(page.statusCode, 200, `${next}: 200`);
+        walk.push(...page.json<{ resources: { id: string; sourceContent: string; digest: string }[] }>().resources);
+        const link = /<\/api\/rfs\/canvas-1([^>]*)>; rel="next"/.exec(String(page.headers.link ?? ''));
+        next = link?.[1];
+      }
+      const skill = walk.find((r) => r.id === 'skill-a');
+      t.equal(skill?.digest, pinned, `${query}: the thread's page serves the pinned revision`);
+      t.equal(skill?.sourceContent, 'Version one: summarize politely.', `${query}: with its pinned text`);
+    }
+    const today = await rfs(s, '/resources?schemaVersion=2&limit=50');
+    t.equal(
+      today.json<{ resources: { id: string; sourceContent: string }[] }>().resources.find((r) => r.id === 'skill-a')?.sourceContent,
+      'Version two: politely summarize nothing.',
+      "a page without the header is today's",
+    );
+    const client = await mcp(t, s, { thread: 'thread-1' });
+    const listed = await client.listResources();
+    const entry = listed.resources.find((r) => r.uri.endsWith('/skill-a'));
+    t.ok(entry, 'MCP lists the skill on its first page');
+    const read = await client.readResource({ uri: entry!.uri });
+    t.match(JSON.stringify(read.contents), /Version one: summarize politely/, 'and reads it at the pin');
+  });
+
   t.test(`${name}: a withdrawn pin fails explicitly for the thread: 410 on RFS, a JSON-RPC error on MCP, left out of lists`, async (t) => {
     const s = await launched(t, storeEnv);
     const gone = await s.h.app.inject({ method: 'DELETE', url: '/api/acp/providers/mac-1/resources/skill-a', headers: s.h.bearer(s.m1) });
