@@ -216,7 +216,7 @@ t.test("the OpenAPI document lists the route's real codes and shapes", async (t)
       403: '`forbidden`',
       404: '`resource_not_found`',
       422: '`secret_detected`',
-      429: '`quota_exceeded`',
+      429: '`rate_limited`, `quota_exceeded`',
       499: '`cancelled`',
       500: '`internal_error`',
       502: '`provider_failure`',
