@@ -177,7 +177,10 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     };
     if (!options.deferCredentialWrite) announceCredentials();
     const { credentials } = resolved;
-    const signingKeys = await resolveSigningKeys(config.signingKeysFile, now, { deferWrite: options.deferCredentialWrite === true });
+    const signingKeys = await resolveSigningKeys(config.signingKeysFile, now, {
+      deferWrite: options.deferCredentialWrite === true,
+      ...(config.databaseUrl !== undefined && resolved.file === undefined ? { derivedFrom: credentials.canvasTokenSecret } : {}),
+    });
     for (const ids of aliasCollisions((await store.listProfiles()).map((e) => e.profile))) {
       logger.warn(
         { profileIds: ids },

@@ -2,7 +2,8 @@
 // DATA_DIR/signing-keys.json, mode 0600) like the other credentials, and rotated by adding a new key in front
 // (`npm run signing-keys -- rotate`): the first key signs, every key stays published for verification until
 // an operator removes it. Callers log the file's path and the key IDs, never a private key.
-import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, hkdfSync, type KeyObject } from 'node:crypto';
+import path from 'node:path';
 import { readFile, stat } from 'node:fs/promises';
 import { writeFileDurably } from '../storage/durable-file.js';
 import { publicJwkOf, type PublicJwk, type Signer } from '../workloads/attestation.js';
@@ -48,6 +49,19 @@ export class SigningKeysFileError extends Error {
 function newKey(createdAt: string): { stored: StoredKey; key: SigningKey } {
   const { privateKey } = generateKeyPairSync('ed25519');
   return keyOf({ kid: '', createdAt, privateKey: (privateKey.export({ format: 'der', type: 'pkcs8' }) as Buffer).toString('base64') });
+}
+
+/** PKCS #8 DER of an Ed25519 private key: this fixed prefix, then the 32-byte seed (RFC 8410). */
+const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
+
+/** The key a secret derives (HKDF-SHA-256 of the secret into an Ed25519 seed). */
+export function derivedKey(secret: string): { stored: StoredKey; key: SigningKey } {
+  const seed = Buffer.from(hkdfSync('sha256', secret, 'agent-resource-registry', 'launch-signing-key/1', 32));
+  return keyOf({
+    kid: '',
+    createdAt: '1970-01-01T00:00:00.000Z',
+    privateKey: Buffer.concat([ED25519_PKCS8_PREFIX, seed]).toString('base64'),
+  });
 }
 
 function keyOf(stored: StoredKey): { stored: StoredKey; key: SigningKey } {
@@ -104,11 +118,21 @@ function loaded(file: string, stored: StoredKey[]): SigningKey[] {
 const serialize = (stored: readonly StoredKey[]) => JSON.stringify({ schemaVersion: FILE_VERSION, keys: stored }, null, 2) + '\n';
 
 /** The keys in `file`, generating the first one when the file does not exist. */
-export async function resolveSigningKeys(file: string, now: () => Date, options: { deferWrite?: boolean } = {}): Promise<SigningKeys> {
+export async function resolveSigningKeys(
+  file: string,
+  now: () => Date,
+  options: { deferWrite?: boolean; derivedFrom?: string } = {},
+): Promise<SigningKeys> {
   const stored = await readStored(file);
   if (stored) {
     const keys = loaded(file, stored);
     return { active: keys[0]!, keys, file, generated: false, persist: () => Promise.resolve() };
+  }
+  // A PostgreSQL replica without a data directory (every credential from its environment) writes no file:
+  // its key comes from the canvas-token secret, so the replicas that share the secret share the key.
+  if (options.derivedFrom !== undefined && !(await stat(path.dirname(file)).catch(() => undefined))) {
+    const { key } = derivedKey(options.derivedFrom);
+    return { active: key, keys: [key], file, generated: false, persist: () => Promise.resolve() };
   }
   const first = newKey(now().toISOString());
   let written = false;

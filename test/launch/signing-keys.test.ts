@@ -166,3 +166,25 @@ t.test('npm run signing-keys: rotate and list print key IDs, never a private key
   t.equal(bad.status, 2);
   t.match(bad.stderr, /unknown command shred/);
 });
+
+t.test('a PostgreSQL replica without a data directory derives its key from the canvas-token secret, and writes nothing', async (t) => {
+  const missing = path.join(await tempDataDir(), 'no-such-dir', SIGNING_KEYS_FILE);
+  const a = await resolveSigningKeys(missing, now, { derivedFrom: 'arr_secret_shared0by0both0replicas000000' });
+  const b = await resolveSigningKeys(missing, now, { derivedFrom: 'arr_secret_shared0by0both0replicas000000' });
+  const other = await resolveSigningKeys(missing, now, { derivedFrom: 'arr_secret_another0secret0entirely0000000' });
+  t.equal(a.active.kid, b.active.kid, 'replicas that share the secret share the key');
+  t.not(a.active.kid, other.active.kid, 'another secret, another key');
+  t.notOk(a.generated);
+  await a.persist();
+  await t.rejects(stat(path.dirname(missing)), { code: 'ENOENT' }, 'no directory or file is written');
+  t.ok(
+    verifyEnvelope(signStatement(launchStatement(facts), a.active), [b.active.publicJwk]),
+    "one replica's attestation verifies with the other's key",
+  );
+  const dataDir = await tempDataDir();
+  const present = await resolveSigningKeys(path.join(dataDir, SIGNING_KEYS_FILE), now, {
+    derivedFrom: 'arr_secret_shared0by0both0replicas000000',
+  });
+  t.ok(present.generated, 'with a data directory the key is generated into the file as ever');
+  t.not(present.active.kid, a.active.kid);
+});
