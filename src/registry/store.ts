@@ -153,8 +153,8 @@ export interface RegistryStore {
   getRevision(id: string, digest: string): Promise<ResourceRevision | undefined>;
   /**
    * Holds the given revisions for `holder` (`workload:<canvasId>/<threadId>`, `profile:<id>`): retention
-   * never drops them. Holds are only added or moved (never released): a launch holds its pins before its
-   * workload is written, so a crash between the two keeps too much, never too little.
+   * never drops them. Holds are only added or moved (never released); a launch's are written by
+   * `realizeWorkload`.
    */
   holdRevisions(holder: string, holds: readonly { id: string; digest: string }[]): Promise<void>;
 
@@ -217,7 +217,10 @@ export interface RegistryStore {
    * "<canvasId>/<threadId>", outcome: "realized"}` (audit-trail.ts `realizedEntry`) with it, durable by the
    * same commit: PostgreSQL in the insert's statement; the JSON store in the journal line, which the audit
    * log takes after it (appended on its own, recovered from the journal at start if a crash came first). A
-   * repeat writes no entry (the caller audits it).
+   * repeat writes no entry (the caller audits it). A realization that creates the record holds its
+   * `spec.resourcePins` for its thread (`holdRevisions` with `workload:<canvasId>/<threadId>`), durable
+   * before it answers: PostgreSQL in the same statement; the JSON store beside the journal line, and held
+   * again from the journal's records before a compaction drops them. A repeat holds nothing.
    */
   realizeWorkload(record: WorkloadRecord, audit?: AuditIntent): Promise<{ workload: WorkloadRecord; created: boolean }>;
 

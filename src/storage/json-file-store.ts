@@ -36,8 +36,8 @@ import { sortedValues } from './overlay-map.js';
 import { EVENTS_FILE, JsonEventLog, recordCheck, type CheckedDraft, type RetentionOptions } from './event-log.js';
 import type { ChangeEventType, ChangeFeed, ChangeSubject, EventDraft } from '../registry/events.js';
 import { openResources, RESOURCES_FILE, type ResourcesState } from './json-resources-file.js';
-import { holdRevisions, keepRevisions, listRevisionsOf, revisionKey } from './json-revisions.js';
-import type { ResourceRevision } from '../registry/record-digest.js';
+import { holdRevisions, holdsAll, keepRevisions, listRevisionsOf, revisionKey } from './json-revisions.js';
+import { workloadHolder, type ResourceRevision } from '../registry/record-digest.js';
 import { indexByDigest, loadMachines, MACHINES_FILE, machinesCodec, type MachinesState } from './json-machines-file.js';
 import { entryOf, loadRegistry, REGISTRY_FILE, registryCodec, type RegistryState } from './json-registry-file.js';
 
@@ -113,6 +113,20 @@ const ev = (type: ChangeEventType, subject: ChangeSubject, record: unknown): Che
   check: recordCheck(record),
 });
 const resourceSubject = (id: string, provider: string): ChangeSubject => ({ kind: 'resource', id, provider });
+
+/** The revision holds of workloads' pins, in one durable write of the resources document (none when all are held). */
+async function holdWorkloadPins(resources: DurableDocument<ResourcesState>, records: readonly WorkloadRecord[]): Promise<void> {
+  const due = records
+    .map((r) => ({ holder: workloadHolder(r.canvasId, r.threadId), pins: r.spec.resourcePins ?? [] }))
+    .filter(({ holder, pins }) => !holdsAll(resources.state, holder, pins));
+  if (due.length === 0) return;
+  const now = new Date().toISOString();
+  await resources.update((draft) => {
+    let changed = false;
+    for (const { holder, pins } of due) changed = holdRevisions(draft, holder, pins, (id) => draft.resources.get(id), now) || changed;
+    return { result: undefined, changed };
+  });
+}
 
 export class JsonFileStore implements RegistryStore {
   private constructor(
@@ -201,6 +215,7 @@ export class JsonFileStore implements RegistryStore {
         options.onWorkloadFileUnreadable,
         eventLog,
         { carry: (entries) => audit.appendCarried(entries), sync: () => audit.sync(), recover: (entries) => audit.recoverCarried(entries) },
+        (records) => holdWorkloadPins(resources, records),
       );
       opened.push(workloads);
       // The batches a crash left undecided are decided against the state just loaded, before any write.
@@ -539,8 +554,10 @@ export class JsonFileStore implements RegistryStore {
    * returned function is called.
    */
   async pauseWrites(): Promise<() => void> {
-    const parts: { pause(): Promise<void>; resume(): void }[] = [this.resources, this.machines, this.registry, this.workloads];
-    await Promise.all(parts.map((p) => p.pause()));
+    // The workloads first: a compaction of theirs under way may still write revision holds (the resources').
+    await this.workloads.pause();
+    const parts: { pause(): Promise<void>; resume(): void }[] = [this.workloads, this.resources, this.machines, this.registry];
+    await Promise.all(parts.slice(1).map((p) => p.pause()));
     // The audit log after the documents: a workloads compaction under way makes the entries it folds
     // durable in the audit log (`sync`) before it ends.
     await this.audit.pause();
@@ -558,7 +575,9 @@ export class JsonFileStore implements RegistryStore {
 
   /** Waits for every queued write of every file, then the audit log, then releases the DATA_DIR lock. */
   async close(): Promise<void> {
-    await Promise.all([this.resources.close(), this.machines.close(), this.registry.close(), this.workloads.close()]);
+    // The workloads first: their compaction at close may still write revision holds (the resources').
+    await this.workloads.close();
+    await Promise.all([this.resources.close(), this.machines.close(), this.registry.close()]);
     await this.eventLog.close();
     await this.audit.close();
     await this.lock.release();

@@ -115,6 +115,11 @@ export function holdRevisions(
   return changed;
 }
 
+/** True when `holder` holds each of `holds` already (nothing to write). */
+export function holdsAll(state: RevisionsState, holder: string, holds: readonly { id: string; digest: string }[]): boolean {
+  return holds.every(({ id, digest }) => state.holds.get(holdKey(id, holder))?.digest === digest);
+}
+
 /** The journal changes of a draft's revisions and holds (beside the records' `{put}` / `{withdraw}`). */
 export function revisionChanges(draft: RevisionsState): unknown[] {
   return [

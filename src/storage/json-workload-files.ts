@@ -57,6 +57,15 @@ interface WorkloadsState {
 
 const threadKey = (canvasId: string, threadId: string) => `${canvasId}/${threadId}`;
 
+/**
+ * Keeps the revisions workloads pin (the store's revision holds, in another document): `hold` makes the
+ * holds of the given records durable, resolving at once when they are held already. A realization calls it
+ * as it decides to create its record, so the holds' flush runs beside the journal's; a compaction calls it
+ * for the records it folds before it writes, so no line leaves the journal before its pins are held (a crash
+ * between the two keeps too much, never too little: the journal's records are held again at start).
+ */
+export type HoldPins = (records: readonly WorkloadRecord[]) => Promise<void>;
+
 function serializeCanvas(workloads: readonly WorkloadRecord[]): string {
   const sorted = [...workloads].sort((a, b) => (a.threadId < b.threadId ? -1 : a.threadId > b.threadId ? 1 : 0));
   return JSON.stringify({ schemaVersion: WORKLOADS_FILE_VERSION, state: { workloads: sorted } }, null, 2) + '\n';
@@ -123,7 +132,7 @@ class CanvasLoader {
   }
 }
 
-function workloadsCodec(dir: string, fs: FileSystemSeam, loader: CanvasLoader): JournalCodec<WorkloadsState> {
+function workloadsCodec(dir: string, fs: FileSystemSeam, loader: CanvasLoader, holdPins?: HoldPins): JournalCodec<WorkloadsState> {
   const journalFile = journalPathFor(path.join(dir, JOURNAL_BASE));
   return {
     clone: (s) => ({ canvases: s.canvases, unread: s.unread, dirty: s.dirty, added: new Map() }),
@@ -155,8 +164,14 @@ function workloadsCodec(dir: string, fs: FileSystemSeam, loader: CanvasLoader): 
         due.set(canvasId, state.unread.has(canvasId) ? 'unread' : { workloads, size: workloads.size });
       }
       state.dirty.clear();
+      // The records this compaction folds, as they are now (a canvas not read yet: its journal records).
+      const folded = [...due.values()].flatMap((snapshot) =>
+        snapshot === 'unread' ? [] : [...snapshot.workloads.values()].slice(0, snapshot.size),
+      );
+      for (const [canvasId, snapshot] of due) if (snapshot === 'unread') folded.push(...state.canvases.get(canvasId)!.values());
       return {
         async write() {
+          if (holdPins) await holdPins(folded);
           let bytes = 0;
           let failure: { err: unknown } | undefined;
           const pending = [...due.keys()];
@@ -214,6 +229,7 @@ export class JsonWorkloadFiles {
   private constructor(
     private readonly doc: DurableDocument<WorkloadsState>,
     private readonly loader: CanvasLoader,
+    private readonly holdPins?: HoldPins,
   ) {}
 
   /**
@@ -229,6 +245,7 @@ export class JsonWorkloadFiles {
     onUnreadable: (err: StoreFileError, canvasId: string) => void = () => undefined,
     events?: EventSink,
     audit?: CarriedAudit,
+    holdPins?: HoldPins,
   ): Promise<JsonWorkloadFiles> {
     const dir = path.join(dataDir, WORKLOADS_DIR);
     await mkdir(dir, { recursive: true, mode: 0o700 });
@@ -250,7 +267,7 @@ export class JsonWorkloadFiles {
       const doc = await DurableDocument.openJournaled(
         path.join(dir, JOURNAL_BASE),
         state,
-        workloadsCodec(dir, fs, loader),
+        workloadsCodec(dir, fs, loader, holdPins),
         fs,
         observe,
         'workloads',
@@ -261,7 +278,7 @@ export class JsonWorkloadFiles {
           ...(audit ? { audit } : {}),
         },
       );
-      return new JsonWorkloadFiles(doc, loader);
+      return new JsonWorkloadFiles(doc, loader, holdPins);
     } catch (err) {
       if (err instanceof JournalCorruptError) throw new StoreFileError(err.file, err.message.slice(path.basename(err.file).length + 1));
       throw err;
@@ -302,10 +319,15 @@ export class JsonWorkloadFiles {
   #realize(record: WorkloadRecord, audit: AuditEntry | undefined): Promise<{ workload: WorkloadRecord; created: boolean }> {
     const frozen = Object.freeze(record);
     const key = threadKey(record.canvasId, record.threadId);
-    return this.doc.update<{ workload: WorkloadRecord; created: boolean }>((draft) => {
+    // Only the realization that creates the record holds its pins (a repeat's would move the winner's).
+    let held: Promise<void> | undefined;
+    const written = this.doc.update<{ workload: WorkloadRecord; created: boolean }>((draft) => {
       const existing = draft.added!.get(key) ?? draft.canvases.get(record.canvasId)?.get(record.threadId);
       if (existing) return { result: { workload: existing, created: false }, changed: false };
       draft.added!.set(key, frozen);
+      held = this.holdPins?.([frozen]);
+      // Awaited below; a failed journal write must not leave it unobserved.
+      held?.catch(() => undefined);
       return {
         result: { workload: frozen, created: true },
         changed: true,
@@ -313,6 +335,8 @@ export class JsonWorkloadFiles {
         ...(audit ? { audit: [audit] } : {}),
       };
     });
+    // Answered once both are durable (the journal line and the holds, flushed side by side).
+    return this.holdPins ? written.then(async (outcome) => (await held, outcome)) : written;
   }
 
   pause(): Promise<void> {

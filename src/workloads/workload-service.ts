@@ -12,7 +12,7 @@ import { systemClock, type Clock } from '../clock.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
 import { bootstrapPreamble, mcpServerEntry } from './bootstrap.js';
 import { ACP_COMMAND, ACP_HARNESS } from '../profiles/profile-rules.js';
-import { digestOf, workloadHolder } from '../registry/record-digest.js';
+import { digestOf } from '../registry/record-digest.js';
 import type { StoredResource } from '../schemas/resource.js';
 import { contextEstimate } from '../capabilities/context-estimate.js';
 import { launchStatement, signStatement, type AttestedResource, type Signer } from './attestation.js';
@@ -132,10 +132,8 @@ export class WorkloadService {
       await this.#o.scanner.assertClean([['/additionalInitialPreamble', request.additionalInitialPreamble]]);
     }
 
-    // The content each resource has now, pinned: retention keeps these revisions before the record that
-    // names them is written (a crash between the two keeps too much, never too little).
+    // The content each resource has now, pinned: the store holds these revisions with the record.
     const resourcePins = effective.map((id) => ({ id, digest: digestOf(records.get(id)!) }));
-    await store.holdRevisions(workloadHolder(request.canvasId, request.threadId), resourcePins);
 
     const rfsUrl = this.#o.rfsUrl(request.canvasId);
     const mcpUrl = `${rfsUrl}/mcp`;

@@ -1,11 +1,11 @@
 // Digests and revisions in the storage contract: both stores give every record the digest of its canonical
 // form (the same on both, and after a reopen), keep each new content as a revision with the write that made
 // it (newest first), keep a withdrawn record's revisions, and drop the oldest beyond the retention unless a
-// hold pins them.
+// hold pins them. A workload's realization holds its pins; a repeat moves none.
 import type { Test } from 'tap';
 import { computeDigest, digestOf, REVISIONS_KEPT } from '../../src/registry/record-digest.js';
 import type { RegistryStore } from '../../src/registry/store.js';
-import { resource, type ContractTarget } from './storage-contract.js';
+import { resource, workload, type ContractTarget } from './storage-contract.js';
 import { resourceV2 } from './storage-contract-v2.js';
 
 export function runRevisionContract(
@@ -101,5 +101,30 @@ export function runRevisionContract(
       'the same after a restart',
     );
     t.same((await store.getRevision('busy', digests[1]!))?.record, resourceV2('mac-a', 'busy', 'Version 1.'));
+  });
+  t.test(`${name}: a realization holds its pins, durable with the record; a repeat moves none`, async (t) => {
+    let store = await open(t);
+    const digests: string[] = [];
+    const put = async (i: number) => {
+      await store.putResource(resourceV2('mac-a', 'busy', `Version ${i}.`));
+      digests.push(digestOf((await store.getResource('busy'))!));
+    };
+    await put(0);
+    const pinned = (digest: string) => ({
+      ...workload('canvas-1', 'thread-1'),
+      spec: { ...workload('canvas-1', 'thread-1').spec, resourcePins: [{ id: 'busy', digest }] },
+    });
+    t.equal((await store.realizeWorkload(pinned(digests[0]!))).created, true);
+    await put(1);
+    // A second launch of the same thread that read the newer content loses: the winner's pin stays held.
+    const repeat = await store.realizeWorkload(pinned(digests[1]!));
+    t.equal(repeat.created, false);
+    t.same(repeat.workload.spec.resourcePins, [{ id: 'busy', digest: digests[0] }]);
+    await store.close();
+    store = await open(t, 'reopen');
+    for (let i = 2; i < REVISIONS_KEPT + 5; i++) await put(i);
+    const kept = (await store.listRevisions('busy')).map((r) => r.digest);
+    t.same(kept, [...digests.slice(-REVISIONS_KEPT).reverse(), digests[0]], "the newest, then the workload's pin");
+    t.same((await store.getRevision('busy', digests[0]!))?.record, resourceV2('mac-a', 'busy', 'Version 0.'));
   });
 }
