@@ -15,13 +15,17 @@ export interface RecordQuota {
   maxBytes: number;
 }
 
-/** What a provider holds: its records and the UTF-8 bytes of their provider-written text (`recordBytes`). */
+/**
+ * What a provider holds: its records, and the UTF-8 bytes of their provider-written text (`recordBytes`)
+ * plus its pinned history (`heldHistoryBytes`, also given on its own as `pinnedBytes`).
+ */
 export interface RecordUsage {
   count: number;
   bytes: number;
+  pinnedBytes: number;
 }
 
-export const NO_USAGE: RecordUsage = Object.freeze({ count: 0, bytes: 0 });
+export const NO_USAGE: RecordUsage = Object.freeze({ count: 0, bytes: 0, pinnedBytes: 0 });
 
 /**
  * The bytes a record counts: its ID and the text fields its provider writes (name, description and
@@ -30,27 +34,58 @@ export const NO_USAGE: RecordUsage = Object.freeze({ count: 0, bytes: 0 });
  * storage contract checks the two agree.
  */
 export function recordBytes(record: StoredResource): number {
-  const texts =
-    record.schemaVersion === 2
-      ? [record.id, record.name, record.sourceContent]
-      : [record.id, record.name, record.description, record.instructions];
-  return texts.reduce((sum, text) => sum + Buffer.byteLength(text, 'utf8'), 0);
+  return providerTexts(record).reduce((sum, text) => sum + Buffer.byteLength(text, 'utf8'), 0);
 }
 
-export function usageOf(records: Iterable<StoredResource>): RecordUsage {
-  let count = 0;
+/** The texts a record's provider wrote, the ones `recordBytes` counts. */
+function providerTexts(record: StoredResource): string[] {
+  return record.schemaVersion === 2
+    ? [record.id, record.name, record.sourceContent]
+    : [record.id, record.name, record.description, record.instructions];
+}
+
+/**
+ * The bytes of `provider`'s pinned history: the revisions some workload or profile holds, which retention
+ * may not drop, each distinct provider text of an ID counted once and none that is the text its current
+ * record carries (an owner's note changes the digest, not what the machine wrote). Added to `usage.bytes`
+ * by both stores; PostgreSQL computes the same in SQL.
+ */
+export function heldHistoryBytes(
+  provider: string,
+  held: Iterable<{ id: string; records: Iterable<StoredResource> }>,
+  current: (id: string) => StoredResource | undefined,
+): number {
   let bytes = 0;
+  for (const { id, records } of held) {
+    const seen = new Set<string>();
+    const now = current(id);
+    if (now?.provider === provider) seen.add(JSON.stringify(providerTexts(now)));
+    for (const record of records) {
+      if (record.provider !== provider) continue;
+      const text = JSON.stringify(providerTexts(record));
+      if (seen.has(text)) continue;
+      seen.add(text);
+      bytes += recordBytes(record);
+    }
+  }
+  return bytes;
+}
+
+/** The usage of exactly `records` beside `pinnedBytes` of pinned history. */
+export function usageOf(records: Iterable<StoredResource>, pinnedBytes = 0): RecordUsage {
+  let count = 0;
+  let bytes = pinnedBytes;
   for (const r of records) {
     count++;
     bytes += recordBytes(r);
   }
-  return { count, bytes };
+  return { count, bytes, pinnedBytes };
 }
 
 /** The usage after putting `record` over `existing` (the provider's own record of that ID, or none). */
 export function usageAfterPut(before: RecordUsage, existing: StoredResource | undefined, record: StoredResource): RecordUsage {
-  if (existing === undefined) return { count: before.count + 1, bytes: before.bytes + recordBytes(record) };
-  return { count: before.count, bytes: before.bytes - recordBytes(existing) + recordBytes(record) };
+  if (existing === undefined) return { ...before, count: before.count + 1, bytes: before.bytes + recordBytes(record) };
+  return { ...before, bytes: before.bytes - recordBytes(existing) + recordBytes(record) };
 }
 
 /** Whether the quota applies to `provider`: every machine, never the host. */

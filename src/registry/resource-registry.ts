@@ -112,7 +112,7 @@ export class ResourceRegistry {
   async assertRoomForRecord(provider: string): Promise<void> {
     if (!hasQuota(provider, this.recordQuota)) return;
     const usage = await this.store.recordUsage(provider);
-    assertWithinQuota(provider, usage, { count: usage.count + 1, bytes: usage.bytes + 1 }, this.recordQuota);
+    assertWithinQuota(provider, usage, { ...usage, count: usage.count + 1, bytes: usage.bytes + 1 }, this.recordQuota);
   }
 
   /** A machine may not hold a required default ID or a hosted capability's (not even before the host registers it): 403. */
@@ -321,7 +321,7 @@ export class ResourceRegistry {
     );
     const refused = (err: unknown) => this.audit.failure(actor, 'resource.reconcile', `provider:${provider}`, err);
     // The set replaces the provider's whole set: what it holds afterwards is exactly the set.
-    const checkQuota = (usage: RecordUsage) => assertWithinQuota(provider, usage, usageOf(records), this.recordQuota);
+    const checkQuota = (usage: RecordUsage) => assertWithinQuota(provider, usage, usageOf(records, usage.pinnedBytes), this.recordQuota);
     if (dryRun) {
       return this.#withinQuota(provider, async (usage) => {
         checkQuota(usage);

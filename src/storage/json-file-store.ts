@@ -9,7 +9,7 @@ import type { JsonObject } from '../migrations/profile-v1.js';
 import { migrateRegistryFile, type RegistryMigrationReport } from '../migrations/registry-migration.js';
 import { planCreate, planDelete, planUpdate, type ProfileChanges } from '../profiles/profile-rules.js';
 import { carryOwnerFields, planPut, planReconcile, planWithdraw, type PutOutcome } from '../registry/ownership.js';
-import { usageOf, type RecordUsage } from '../registry/record-quota.js';
+import { heldHistoryBytes, usageOf, type RecordUsage } from '../registry/record-quota.js';
 import type { AgentProfile } from '../schemas/profile.js';
 import type { ReconcileResult, StoredResource } from '../schemas/resource.js';
 import { applyCustomization, type CustomizationPatch } from '../registry/resource-versions.js';
@@ -36,7 +36,7 @@ import { sortedValues } from './overlay-map.js';
 import { EVENTS_FILE, JsonEventLog, recordCheck, type CheckedDraft, type RetentionOptions } from './event-log.js';
 import type { ChangeEventType, ChangeFeed, ChangeSubject, EventDraft } from '../registry/events.js';
 import { openResources, RESOURCES_FILE, type ResourcesState } from './json-resources-file.js';
-import { holdRevisions, holdsAll, keepRevisions, listRevisionsOf, revisionKey } from './json-revisions.js';
+import { heldRevisions, holdRevisions, holdsAll, keepRevisions, listRevisionsOf, revisionKey } from './json-revisions.js';
 import { workloadHolder, type ResourceRevision } from '../registry/record-digest.js';
 import { indexByDigest, loadMachines, MACHINES_FILE, machinesCodec, type MachinesState } from './json-machines-file.js';
 import { entryOf, loadRegistry, REGISTRY_FILE, registryCodec, type RegistryState } from './json-registry-file.js';
@@ -585,6 +585,13 @@ export class JsonFileStore implements RegistryStore {
 
   /** The provider's records and their bytes (src/registry/record-quota.ts), from the committed document. */
   recordUsage(provider: string): Promise<RecordUsage> {
-    return Promise.resolve(usageOf([...this.resources.state.resources.values()].filter((r) => r.provider === provider)));
+    const { state } = this.resources;
+    const pinned = heldHistoryBytes(provider, heldRevisions(state), (id) => state.resources.get(id));
+    return Promise.resolve(
+      usageOf(
+        [...state.resources.values()].filter((r) => r.provider === provider),
+        pinned,
+      ),
+    );
   }
 }

@@ -115,6 +115,14 @@ export function holdRevisions(
   return changed;
 }
 
+/** The held revisions per ID (committed state), for `heldHistoryBytes`. */
+export function* heldRevisions(state: RevisionsState): Generator<{ id: string; records: StoredResource[] }> {
+  for (const [id, holders] of state.holdIndex) {
+    const records = [...new Set(holders.values())].flatMap((digest) => state.revisions.get(revisionKey(id, digest))?.record ?? []);
+    if (records.length > 0) yield { id, records };
+  }
+}
+
 /** True when `holder` holds each of `holds` already (nothing to write). */
 export function holdsAll(state: RevisionsState, holder: string, holds: readonly { id: string; digest: string }[]): boolean {
   return holds.every(({ id, digest }) => state.holds.get(holdKey(id, holder))?.digest === digest);

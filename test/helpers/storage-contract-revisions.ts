@@ -4,9 +4,11 @@
 // hold pins them. A workload's realization holds its pins; a repeat moves none.
 import type { Test } from 'tap';
 import { computeDigest, digestOf, REVISIONS_KEPT } from '../../src/registry/record-digest.js';
+import { recordBytes } from '../../src/registry/record-quota.js';
 import type { RegistryStore } from '../../src/registry/store.js';
 import { resource, workload, type ContractTarget } from './storage-contract.js';
 import { resourceV2 } from './storage-contract-v2.js';
+import type { StoredResource } from '../../src/schemas/resource.js';
 
 export function runRevisionContract(
   t: Test,
@@ -126,5 +128,46 @@ export function runRevisionContract(
     const kept = (await store.listRevisions('busy')).map((r) => r.digest);
     t.same(kept, [...digests.slice(-REVISIONS_KEPT).reverse(), digests[0]], "the newest, then the workload's pin");
     t.same((await store.getRevision('busy', digests[0]!))?.record, resourceV2('mac-a', 'busy', 'Version 0.'));
+  });
+
+  t.test(`${name}: a machine's usage counts the pinned history of its records, once each, until nothing holds it`, async (t) => {
+    let store = await open(t);
+    const first = resourceV2('mac-a', 'doc', 'First text, pinned by a thread.');
+    const second = resourceV2('mac-a', 'doc', 'Second text, which the machine wrote after.');
+    const free = resourceV2('mac-a', 'free', 'Never pinned, replaced.');
+    /** The usage of `records` held now, beside `pinned` history. */
+    const usage = (records: StoredResource[], pinned: StoredResource[] = []) => {
+      const pinnedBytes = pinned.reduce((sum, r) => sum + recordBytes(r), 0);
+      return { count: records.length, bytes: records.reduce((sum, r) => sum + recordBytes(r), pinnedBytes), pinnedBytes };
+    };
+    await store.putResource(first);
+    await store.putResource(resourceV2('mac-a', 'free', 'Never pinned.'));
+    await store.putResource(free);
+    for (const thread of ['thread-1', 'thread-2'])
+      await store.holdRevisions(`workload:canvas-1/${thread}`, [{ id: 'doc', digest: computeDigest(first) }]);
+    t.same(await store.recordUsage('mac-a'), usage([first, free]), 'a pin of the current content costs nothing more');
+    await store.putResource(second);
+    t.same(
+      await store.recordUsage('mac-a'),
+      usage([second, free], [first]),
+      'the pinned old content counts, once for two holders; unpinned history does not',
+    );
+    await store.customizeResource('doc', { userContent: 'The owner notes this.' });
+    await store.holdRevisions('workload:canvas-1/thread-3', [{ id: 'doc', digest: digestOf((await store.getResource('doc'))!) }]);
+    await store.customizeResource('doc', { userContent: 'And this.' });
+    t.same(
+      await store.recordUsage('mac-a'),
+      usage([second, free], [first]),
+      "a pinned revision with the machine's text of today costs nothing more",
+    );
+    await store.close();
+    store = await open(t, 'reopen');
+    t.same(await store.recordUsage('mac-a'), usage([second, free], [first]), 'the same after a restart');
+    await store.withdrawResource('mac-a', 'doc');
+    t.same(await store.recordUsage('mac-a'), usage([free], [first, second]), 'withdrawn: its pinned revisions still count');
+    for (const thread of ['thread-1', 'thread-2'])
+      await store.holdRevisions(`workload:canvas-1/${thread}`, [{ id: 'doc', digest: computeDigest(second) }]);
+    t.same(await store.recordUsage('mac-a'), usage([free], [second]), 'a pin moved away frees what it held; one text counts once');
+    t.same(await store.recordUsage('mac-b'), usage([]), "another machine's usage is its own");
   });
 }

@@ -672,7 +672,7 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
 
   t.test(`${name}: recordUsage counts a provider's records and the UTF-8 bytes of what it wrote, never the owner's fields`, async (t) => {
     const s = await open(t);
-    t.same(await s.recordUsage('agentlet-a'), { count: 0, bytes: 0 }, 'nothing held');
+    t.same(await s.recordUsage('agentlet-a'), { count: 0, bytes: 0, pinnedBytes: 0 }, 'nothing held');
     const v1 = resource('agentlet-a', 'a-tool', 'Grüße 工具');
     const v2: StoredResource = {
       schemaVersion: 2,
@@ -685,13 +685,13 @@ export function runContract(t: Test, name: string, target: ContractTarget): void
     await s.putResource(v1);
     await s.reconcileResources('agentlet-b', [resource('agentlet-b', 'other')], false);
     await s.putResource(v2);
-    const expected = { count: 2, bytes: recordBytes(v1) + recordBytes(v2) };
+    const expected = { count: 2, bytes: recordBytes(v1) + recordBytes(v2), pinnedBytes: 0 };
     t.same(await s.recordUsage('agentlet-a'), expected, 'the sum src/registry/record-quota.ts defines');
     await s.customizeResource('b-skill', { displayName: 'A long owner name', userContent: 'The owner wrote this much text.' });
     t.same(await s.recordUsage('agentlet-a'), expected, "the owner's fields are not the machine's to spend");
-    t.same(await s.recordUsage('agentlet-b'), { count: 1, bytes: recordBytes(resource('agentlet-b', 'other')) });
+    t.same(await s.recordUsage('agentlet-b'), { count: 1, bytes: recordBytes(resource('agentlet-b', 'other')), pinnedBytes: 0 });
     await s.withdrawResource('agentlet-a', 'a-tool');
-    t.same(await s.recordUsage('agentlet-a'), { count: 1, bytes: recordBytes(v2) }, 'a withdrawal frees');
+    t.same(await s.recordUsage('agentlet-a'), { count: 1, bytes: recordBytes(v2), pinnedBytes: 0 }, 'a withdrawal frees');
   });
 
   if (target.replica) {

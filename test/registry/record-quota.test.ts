@@ -1,7 +1,8 @@
 // Each machine's record quota (RECORDS_PER_MACHINE, RECORD_BYTES_PER_MACHINE) on every path that creates or
 // grows its records: an agent's receipts, the machine's own put and reconcile (dry run too). Past a bound the
 // answer is 409 `record_quota_exceeded` and nothing is written; a same-size replacement at the limit passes,
-// a withdrawal frees room, concurrent writes at the limit never both pass, and the host has no quota.
+// a withdrawal frees room, concurrent writes at the limit never both pass, and the host has no quota. A
+// machine's old text a thread pins counts too (retention cannot drop it); unpinned history does not.
 import { readFile } from 'node:fs/promises';
 import t, { type Test } from 'tap';
 import { loadConfig } from '../../src/config.js';
@@ -97,6 +98,58 @@ t.test('receipts: the byte bound refuses growth past it; a same-size or smaller 
   t.equal((await record(receipt('tiny', 'a'))).statusCode, 200, 'the room it freed is usable');
   t.same(await mine(), ['big-1', 'big-2', 'tiny']);
 });
+
+t.test(
+  "a thread's pin of a machine's old text counts in its bytes: at the limit, the replace that leaves it pinned is refused",
+  async (t) => {
+    const stored = (id: string, text: string) =>
+      recordBytes({ schemaVersion: 2, id, name: `Tool ${id}`, provider: 'agentlet-a', sourceContent: text, userContent: '' });
+    const text = 'x'.repeat(1000);
+    const limit = 2 * stored('big-1', text);
+    const { h, machine, record } = await world(t, { RECORD_BYTES_PER_MACHINE: String(limit), REQUIRED_RESOURCE_IDS: '' });
+    t.equal((await record(receipt('big-1', text))).statusCode, 200);
+    t.equal((await record(receipt('big-1', 'y'.repeat(1000)))).statusCode, 200, 'unpinned history costs nothing: a same-size replace');
+    const profile = await h.app.inject({
+      method: 'POST',
+      url: '/api/acp/profiles',
+      headers: h.owner,
+      payload: {
+        alias: 'Pinning',
+        agentletId: 'agentlet-a',
+        workingDirPath: '/work',
+        launch: { kind: 'acp-command', command: 'agent' },
+        resourceIds: ['big-1'],
+      },
+    });
+    t.equal(profile.statusCode, 201);
+    const launch = await h.app.inject({
+      method: 'POST',
+      url: '/api/acp/launch',
+      headers: h.owner,
+      payload: { profileId: profile.json<{ id: string }>().id, canvasId: 'canvas-x', threadId: 'thread-1' },
+    });
+    t.equal(launch.statusCode, 201, launch.body);
+    t.equal(
+      (await record(receipt('big-1', 'z'.repeat(1000)))).statusCode,
+      200,
+      'the pinned text is now history: it fits (exactly at the limit)',
+    );
+    const refused = await record(receipt('big-1', 'w'.repeat(1001)));
+    t.equal(refused.statusCode, 409, 'one byte more, the pinned text counted');
+    t.match(refused.json(), {
+      code: 'record_quota_exceeded',
+      details: { limit: 'bytes', bytes: { held: limit, after: limit + 1, max: limit } },
+    });
+    const reconcile = await h.app.inject({
+      method: 'PUT',
+      url: '/api/acp/providers/agentlet-a/resources',
+      headers: h.bearer(machine),
+      payload: { resources: [{ schemaVersion: 2, id: 'big-1', name: 'Tool big-1', sourceContent: 'v'.repeat(1001) }] },
+    });
+    t.equal(reconcile.statusCode, 409, 'a reconcile counts the pinned text too');
+    t.equal((await record(receipt('big-1', 'short'))).statusCode, 200, 'a smaller replace passes');
+  },
+);
 
 t.test("the machine's own put and reconcile (and its dry run) keep the same quota; a refused set changes nothing", async (t) => {
   const { h, machine, mine } = await world(t, { RECORDS_PER_MACHINE: '3' });

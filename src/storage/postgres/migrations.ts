@@ -368,6 +368,14 @@ $$;
 CREATE TRIGGER resources_revision AFTER INSERT OR UPDATE ON resources FOR EACH ROW EXECUTE FUNCTION arr_keep_revision();
 `,
   },
+  {
+    version: 9,
+    name: 'revision-usage',
+    // A machine's usage counts its pinned history (src/registry/record-quota.ts heldHistoryBytes): its
+    // revisions are found by provider.
+    sql: `CREATE INDEX resource_revisions_provider_idx ON resource_revisions (provider);
+`,
+  },
 ];
 
 export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

@@ -219,6 +219,10 @@ export function indexUnindexedResources(client: Queryable): Promise<number> {
   return indexUnindexed<ResourceRow>(client, RESOURCE_COLUMNS, resourceOf);
 }
 
+/** `recordBytes` in SQL over a row of `resources` or `resource_revisions`. */
+const PROVIDER_BYTES = `octet_length(id) + octet_length(name) + COALESCE(octet_length(description), 0)
+  + COALESCE(octet_length(instructions), 0) + COALESCE(octet_length(source_content), 0)`;
+
 export class PgResources {
   /** Local revision of the resources: bumped by this replica's commits and by every notification. */
   #counter = 0;
@@ -274,17 +278,30 @@ export class PgResources {
 
   /**
    * The provider's records and their bytes: the sum `recordBytes` (src/registry/record-quota.ts) takes, in
-   * SQL over the provider's index (`octet_length` is UTF-8 bytes in a UTF-8 database).
+   * SQL over the provider's index (`octet_length` is UTF-8 bytes in a UTF-8 database), plus its pinned
+   * history as `heldHistoryBytes` defines it: held revisions of the provider, each distinct text of an ID
+   * once, none that is the text its current record carries.
    */
   usage(provider: string): Promise<RecordUsage> {
     return this.db.guard(async () => {
-      const { rows } = await this.db.query<{ count: string; bytes: string }>(
-        `SELECT count(*) AS count, COALESCE(sum(octet_length(id) + octet_length(name) + COALESCE(octet_length(description), 0)
-           + COALESCE(octet_length(instructions), 0) + COALESCE(octet_length(source_content), 0)), 0) AS bytes
-         FROM resources WHERE provider = $1`,
-        [provider],
-      );
-      return { count: Number(rows[0]!.count), bytes: Number(rows[0]!.bytes) };
+      const { rows } = await this.db.query<{ count: string; bytes: string; pinned: string }>({
+        name: 'arr_record_usage',
+        text: `WITH held AS (
+             SELECT DISTINCT v.id, v.name, v.description, v.instructions, v.source_content
+             FROM resource_revisions v
+             WHERE v.provider = $1
+               AND EXISTS (SELECT 1 FROM revision_holds h WHERE h.resource_id = v.id AND h.digest = v.digest)
+               AND NOT EXISTS (SELECT 1 FROM resources r WHERE r.id = v.id AND r.provider = v.provider AND r.name = v.name
+                 AND r.description IS NOT DISTINCT FROM v.description AND r.instructions IS NOT DISTINCT FROM v.instructions
+                 AND r.source_content IS NOT DISTINCT FROM v.source_content)
+           )
+           SELECT (SELECT count(*) FROM resources WHERE provider = $1) AS count,
+             (SELECT COALESCE(sum(${PROVIDER_BYTES}), 0) FROM resources WHERE provider = $1) AS bytes,
+             (SELECT COALESCE(sum(${PROVIDER_BYTES}), 0) FROM held) AS pinned`,
+        values: [provider],
+      });
+      const pinnedBytes = Number(rows[0]!.pinned);
+      return { count: Number(rows[0]!.count), bytes: Number(rows[0]!.bytes) + pinnedBytes, pinnedBytes };
     });
   }
 
