@@ -31,7 +31,7 @@ const drift = (h: TestApp, thread = 'thread-1', headers = h.owner) =>
 /** The events after `since`, every page. */
 async function changes(h: TestApp, since: string): Promise<Event[]> {
   const events: Event[] = [];
-  for (let cursor = since; ; ) {
+  for (let cursor = since; ;) {
     const page = await h.app.inject({ method: 'GET', url: `/api/acp/changes?since=${cursor}&limit=1000`, headers: h.owner });
     const body = page.json<{ changes: Event[]; next: string }>();
     if (body.changes.length === 0) return events;
@@ -82,21 +82,25 @@ export function runDriftScenarios(t: Test, name: string, storeEnv: StoreEnv): vo
     t.equal(guideNow.state, 'changed', "the owner's notes reach the agent: a change too");
     t.match(guideNow.diff, /^\+Answer in French\.$/m);
 
-    t.equal((await s.h.app.inject({ method: 'DELETE', url: '/api/acp/providers/mac-1/resources/skill-a', headers: s.h.bearer(s.m1) })).statusCode, 204);
+    t.equal(
+      (await s.h.app.inject({ method: 'DELETE', url: '/api/acp/providers/mac-1/resources/skill-a', headers: s.h.bearer(s.m1) })).statusCode,
+      204,
+    );
     const gone = (await drift(s.h)).json<{ pins: Pin[] }>().pins[1]!;
     t.same(gone, { id: 'skill-a', pinned: skill!.digest, state: 'withdrawn' }, 'withdrawn: no current digest, no diff');
   });
 
   t.test(`${name}: a large change's diff is cut at its bound and says so`, async (t) => {
     const s = await launched(t, storeEnv);
-    const lines = (tag: string) => Array.from({ length: 2000 }, (_, i) => `${tag} line ${i} ${'x'.repeat(40)}`).join('\n');
+    const lines = (tag: string) => Array.from({ length: 1700 }, (_, i) => `${tag} line ${i} ${'x'.repeat(40)}`).join('\n');
     t.equal((await putV2(s.h, 'mac-1', s.m1, 'skill-a', lines('old'))).statusCode, 200);
     const relaunch = await s.h.app.inject({
       method: 'POST',
       url: '/api/acp/launch',
       headers: s.h.owner,
       payload: {
-        profileId: (await s.h.app.inject({ url: '/api/acp/workloads/canvas-1/thread-1', headers: s.h.owner })).json().spec.binding.profileId,
+        profileId: (await s.h.app.inject({ url: '/api/acp/workloads/canvas-1/thread-1', headers: s.h.owner })).json().spec.binding
+          .profileId,
         canvasId: 'canvas-1',
         threadId: 'thread-big',
       },
@@ -238,10 +242,14 @@ export function runDriftScenarios(t: Test, name: string, storeEnv: StoreEnv): vo
     const owner = await SseClient.open(s.origin, `/api/acp/events?since=${cursor}`, s.h.owner);
     t.teardown(() => owner.close());
     await owner.waitFor(() => owner.events.some((e) => e.event === 'workload.drifted'));
-    t.match(owner.events.find((e) => e.event === 'workload.drifted')?.data, {
-      subject: { kind: 'workload', id: 'canvas-1/thread-1' },
-      detail: { resourceId: 'host-guide' },
-    }, "the owner's live stream shows it");
+    t.match(
+      owner.events.find((e) => e.event === 'workload.drifted')?.data,
+      {
+        subject: { kind: 'workload', id: 'canvas-1/thread-1' },
+        detail: { resourceId: 'host-guide' },
+      },
+      "the owner's live stream shows it",
+    );
   });
 
   t.test(`${name}: one write tells at most ${DRIFT_EVENTS_PER_WRITE} workloads one by one; the rest in one summary`, async (t) => {
