@@ -46,7 +46,7 @@ if (base) {
       );
       t.match(
         out.pop(),
-        /0 → 8 \(dry run: nothing applied\): 001-initial, 002-resource-record-v2, 003-canvas token revocations, 004-audit-details, 005-change-events, 006-imported-skills, 007-catalogue-search, 008-record-digests-and-revisions/,
+        /0 → 9 \(dry run: nothing applied\): 001-initial, 002-resource-record-v2, 003-canvas token revocations, 004-audit-details, 005-change-events, 006-imported-skills, 007-catalogue-search, 008-record-digests-and-revisions, 009-workload-drift/,
       );
       t.same(await queryOnce(url, 'SELECT * FROM schema_migrations'), [], 'the dry run applied nothing');
       t.equal(
@@ -60,7 +60,7 @@ if (base) {
       );
       t.match(
         out.pop(),
-        /0 → 8: 001-initial, 002-resource-record-v2, 003-canvas token revocations, 004-audit-details, 005-change-events, 006-imported-skills, 007-catalogue-search, 008-record-digests-and-revisions/,
+        /0 → 9: 001-initial, 002-resource-record-v2, 003-canvas token revocations, 004-audit-details, 005-change-events, 006-imported-skills, 007-catalogue-search, 008-record-digests-and-revisions, 009-workload-drift/,
       );
       t.equal(
         await runDatabaseMigrate(
@@ -71,7 +71,7 @@ if (base) {
         ),
         0,
       );
-      t.match(out.pop(), /already at version 8; nothing to do/);
+      t.match(out.pop(), /already at version 9; nothing to do/);
       t.equal(
         await runDatabaseMigrate(
           ['--bogus'],
