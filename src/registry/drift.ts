@@ -10,7 +10,7 @@ import { digestOf, type ResourceRevision } from './record-digest.js';
 import { guidanceOfV2, toV2 } from './resource-versions.js';
 
 /** Most `workload.drifted` events one write of one record appends one by one; the rest are summarized in one. */
-export const DRIFT_EVENTS_PER_WRITE = 50;
+export const DRIFT_EVENTS_PER_WRITE = 10;
 
 /** The largest diff a drift report carries per pin (UTF-8 bytes); a longer one is cut at a line and flagged. */
 export const DIFF_MAX_BYTES = 64 * 1024;

@@ -373,7 +373,7 @@ CREATE TRIGGER resources_revision AFTER INSERT OR UPDATE ON resources FOR EACH R
     name: 'workload-drift',
     // Drift of pinned launches (src/registry/drift.ts `planDrift` is the same rule): a write that moves a
     // record away from a workload's pin appends one `workload.drifted` event per affected workload, in the
-    // writing transaction, found through the holds of that ID (never a scan of the workloads). At most 50
+    // writing transaction, found through the holds of that ID (never a scan of the workloads). At most 10
     // (DRIFT_EVENTS_PER_WRITE) one by one, in holder order; the rest in one summary about the record.
     // `drift_notices` keeps what each workload was last told, so it is told once per digest. The trigger's
     // name sorts after `resources_event`: the record's own event comes first.
@@ -415,7 +415,7 @@ BEGIN
       LEFT JOIN drift_notices n ON n.resource_id = h.resource_id AND n.holder = h.holder
       WHERE h.resource_id = rid AND h.holder LIKE 'workload:%' AND h.digest IS DISTINCT FROM cur
         AND n.told IS DISTINCT FROM now_told
-      ORDER BY h.holder COLLATE "C" LIMIT 50
+      ORDER BY h.holder COLLATE "C" LIMIT 10
   ), noted AS (
     INSERT INTO drift_notices (resource_id, holder, told) SELECT rid, holder, now_told FROM told
       ON CONFLICT (resource_id, holder) DO UPDATE SET told = EXCLUDED.told
@@ -424,10 +424,10 @@ BEGIN
     SELECT at, 'workload.drifted', 'workload', substr(holder, 10), NULL,
         jsonb_strip_nulls(jsonb_build_object('resourceId', rid, 'provider', prov, 'pinned', digest, 'current', cur))
       FROM told ORDER BY holder COLLATE "C";
-  IF affected > 50 THEN
+  IF affected > 10 THEN
     INSERT INTO events (at, type, kind, object_id, provider, detail)
       VALUES (at, 'workload.drifted', 'resource', rid, prov,
-        jsonb_strip_nulls(jsonb_build_object('resourceId', rid, 'provider', prov, 'current', cur, 'more', affected - 50)));
+        jsonb_strip_nulls(jsonb_build_object('resourceId', rid, 'provider', prov, 'current', cur, 'more', affected - 10)));
   END IF;
   RETURN NULL;
 END
