@@ -54,6 +54,7 @@ import { invokeRoutes } from './routes/invoke.js';
 import { InvocationService } from './invocation/invocation-service.js';
 import { OutboundClient } from './invocation/outbound.js';
 import { workloadRoutes } from './routes/workloads.js';
+import { driftRoutes } from './routes/drift.js';
 import { eventRoutes, rfsEventRoutes } from './routes/events.js';
 import { WorkloadService } from './workloads/workload-service.js';
 import { SecretAllowlist } from './secrets/secret-allowlist.js';
@@ -394,6 +395,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
         await acp.register(profileRoutes, deps);
         await acp.register(canvasTokenRoutes, deps);
         await acp.register(workloadRoutes, { ...deps, workloads, metrics });
+        await acp.register(driftRoutes, { workloads, source: store });
         await acp.register(capabilityRoutes, deps);
         await acp.register(grantRoutes, { invocations });
         await acp.register(secretAllowlistRoutes, { secretAllowlist });

@@ -13,7 +13,8 @@
 // (1000: scenario 11's event subscribers), BENCH_STALLED_SUBSCRIBERS (50: its streams that never read),
 // BENCH_EVENT_RATE (100 writes/s while they listen), BENCH_STALL_SEC (15 s of writes with the never-reading streams open),
 // BENCH_EVENT_BACKLOG (30000 events in the log at start: what the never-reading streams are sent),
-// BENCH_RECONNECT_SKILLS (100: scenario 12's skill records published at once), BENCH_TRACES_SAMPLER and
+// BENCH_RECONNECT_SKILLS (100: scenario 12's skill records published at once), BENCH_DRIFT_WORKLOADS (100: scenario 16's
+// threads pinning the written record; the issue's figure is at 1000) and BENCH_DRIFT_WRITES (30: its writes per round), BENCH_TRACES_SAMPLER and
 // BENCH_TRACES_SAMPLER_ARG (scenario 14's traced server's OTEL_TRACES_SAMPLER and its argument), BENCH_TRACES_JSON
 // (1: scenario 14 also runs a traced server exporting JSON bodies, beside the default protobuf). Scenario 13 uses
 // BENCH_CONNECTIONS, BENCH_DURATION, BENCH_RUNS (its reads) and BENCH_INVOKE_CALLS (its calls).
@@ -51,6 +52,7 @@ import type { LoadResult, LoadSpec } from './protocol.js';
 import { measureInvocationOverhead } from './invocation-overhead.js';
 import { measureMcpOverhead } from './mcp-overhead.js';
 import { measurePinnedReads } from './pinned-reads.js';
+import { measureDriftWrite } from './drift-write.js';
 import { measureEventFanout } from './event-fanout.js';
 import { measureReconnectPublish, summarize } from './reconnect-publish.js';
 import { startOtlpSink } from './otlp-sink.js';
@@ -77,6 +79,9 @@ interface Options {
   backlog: number;
   /** Scenario 12: skill records in the publish. */
   reconnectSkills: number;
+  /** Scenario 16: threads pinning the written record, and writes per round. */
+  driftWorkloads: number;
+  driftWrites: number;
   only: Set<string> | undefined;
 }
 
@@ -108,6 +113,8 @@ function options(argv: string[], env: NodeJS.ProcessEnv): Options {
       stallSec: 1,
       backlog: 1000,
       reconnectSkills: 20,
+      driftWorkloads: 60,
+      driftWrites: 5,
       only: undefined,
     };
   }
@@ -132,6 +139,8 @@ function options(argv: string[], env: NodeJS.ProcessEnv): Options {
     stallSec: num('BENCH_STALL_SEC', 15),
     backlog: Math.round(num('BENCH_EVENT_BACKLOG', 30_000)),
     reconnectSkills: Math.round(num('BENCH_RECONNECT_SKILLS', 100)),
+    driftWorkloads: Math.round(num('BENCH_DRIFT_WORKLOADS', 100)),
+    driftWrites: Math.round(num('BENCH_DRIFT_WRITES', 30)),
     only: env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined,
   };
 }
@@ -989,6 +998,29 @@ export const SCENARIOS: Scenario[] = [
           target: verdict(ratio, '≥ 0.9×', ratio >= 0.9),
         };
       });
+    },
+  },
+  {
+    id: '16',
+    title: 'a provider write of a record pinned by BENCH_DRIFT_WORKLOADS launched threads vs the write of an unpinned record',
+    at: 'smallest',
+    async run(ctx) {
+      const dir = await copyDataDir(ctx.template, ctx.root);
+      const r = await measureDriftWrite(dir, ctx.creds, {
+        workloads: ctx.opts.driftWorkloads,
+        writes: ctx.opts.driftWrites,
+        runs: Math.max(3, ctx.opts.runs),
+      });
+      await removeDir(dir);
+      const ratio = r.pinned / r.unpinned;
+      return [
+        {
+          measured: `PUT of a record ${fmt(r.workloads)} threads pin, each write moving every pin (${fmt(r.eventsPerWrite)} workload.drifted events): p50 ${fmt(r.pinned, 2)} ms`,
+          baseline: `PUT of an unpinned record: p50 ${fmt(r.unpinned, 2)} ms (${fmt(r.writes)} sequential writes a round, median of ${Math.max(3, ctx.opts.runs)} rounds)`,
+          ratio: `${fmt(ratio, 2)}×`,
+          target: verdict(ratio, '≤ 2×', ratio <= 2),
+        },
+      ];
     },
   },
   {

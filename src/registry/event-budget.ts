@@ -1,8 +1,8 @@
 // How many change events each machine's activity wrote in the current minute, so that no one machine can
 // push the rest out of the change log's retention (every mirror's cursor would then be answered 410). The
 // count is read from the log itself as it is published (a replica counts what it publishes), by the
-// machine an event belongs to: a resource event by its provider (the host `huabu` too), a machine's own
-// events by its ID. The owner's changes (profiles, workloads, customizations) and the jobs the owner runs
+// machine an event belongs to: a resource event by its provider (the host `huabu` too), a workload's drift
+// by the provider of the record that moved, a machine's own events by its ID. The owner's changes (profiles, workloads, customizations) and the jobs the owner runs
 // are not counted. Framework-free: the HTTP side refuses a machine's writes while it is over.
 import type { ChangeEvent, ChangeFeed } from './events.js';
 
@@ -11,6 +11,7 @@ const PAGE = 1000;
 
 /** The machine (or provider) whose activity wrote `e`, if any. */
 export function producerOf(e: ChangeEvent): string | undefined {
+  if (e.detail) return e.detail.provider; // a workload's drift: the provider of the record that moved
   if (e.subject.kind === 'resource') return e.subject.provider;
   if (e.subject.kind === 'machine') return e.subject.id;
   return undefined;

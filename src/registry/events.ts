@@ -22,6 +22,7 @@ export const CHANGE_EVENT_TYPES = [
   'machine.disconnected',
   'machine.problems',
   'workload.launched',
+  'workload.drifted',
   'job.succeeded',
   'job.failed',
 ] as const;
@@ -37,6 +38,19 @@ export interface ChangeSubject {
   provider?: string;
 }
 
+/**
+ * What a `workload.drifted` event adds (the only events with a detail): the pinned record that moved, its
+ * provider, the workload's pin and the record's digest now (absent once withdrawn). A summary of the
+ * workloads past the per-write bound names no pin and says how many `more` there were.
+ */
+export interface DriftDetail {
+  resourceId: string;
+  provider: string;
+  pinned?: string;
+  current?: string;
+  more?: number;
+}
+
 export interface ChangeEvent {
   /** The cursor: a decimal sequence number, increasing in commit order. */
   id: string;
@@ -44,12 +58,14 @@ export interface ChangeEvent {
   /** When the change was committed (ISO time). */
   at: string;
   subject: ChangeSubject;
+  detail?: DriftDetail;
 }
 
 /** An event about to be written by a store, before it has its cursor and time. */
 export interface EventDraft {
   type: ChangeEventType;
   subject: ChangeSubject;
+  detail?: DriftDetail;
 }
 
 export interface ReadOptions {
@@ -116,7 +132,12 @@ export function pageAfter(events: readonly ChangeEvent[], since: number, limit: 
   return { events: page, next: page.length > 0 ? page[page.length - 1]!.id : String(since) };
 }
 
-/** What a canvas on `machineId` may see: the events of resources the host or that machine provides. */
+/** What a canvas on `machineId` may see: the `resource.*` events of resources the host or that machine provides. */
 export function visibleToMachine(event: ChangeEvent, machineId: string): boolean {
-  return event.subject.kind === 'resource' && event.subject.provider !== undefined && visibleOnMachine(event.subject.provider, machineId);
+  return (
+    event.type.startsWith('resource.') &&
+    event.subject.kind === 'resource' &&
+    event.subject.provider !== undefined &&
+    visibleOnMachine(event.subject.provider, machineId)
+  );
 }

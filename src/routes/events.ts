@@ -69,7 +69,7 @@ const sseText = new WeakMap<ChangeEvent, string>();
 function sse(e: ChangeEvent): string {
   let text = sseText.get(e);
   if (text === undefined) {
-    text = `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify({ id: e.id, type: e.type, at: e.at, subject: e.subject })}\n\n`;
+    text = `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify({ id: e.id, type: e.type, at: e.at, subject: e.subject, ...(e.detail ? { detail: e.detail } : {}) })}\n\n`;
     sseText.set(e, text);
   }
   return text;

@@ -92,6 +92,20 @@ export const WORKLOAD: WorkloadRecord = {
   },
 };
 
+/** A drift report: one pin still the same, one changed since the launch. */
+export const DRIFT_REPORT = {
+  pins: [
+    { id: 'web-search', pinned: `sha256:${'3'.repeat(64)}`, current: `sha256:${'3'.repeat(64)}`, state: 'same' as const },
+    {
+      id: 'pdf-grep',
+      pinned: `sha256:${'9'.repeat(64)}`,
+      current: `sha256:${'5'.repeat(64)}`,
+      state: 'changed' as const,
+      diff: `--- pdf-grep@sha256:${'9'.repeat(64)}\n+++ pdf-grep@sha256:${'5'.repeat(64)}\n@@ -3,3 +3,3 @@\n \n-Search text inside PDF files with pdfgrep.\n+Search text inside PDF and EPUB files.\n \n`,
+    },
+  ],
+};
+
 export const MACHINE: Machine = { machineId: MACHINE_ID, enrolledAt: AT, status: 'connected', statusSince: AT };
 
 export const SKILL_SCAN: Static<typeof ScanSkillsResult> = {

@@ -2,6 +2,7 @@
 // Server-Sent Events streams.
 import Type, { type Static } from 'typebox';
 import { CHANGE_EVENT_TYPES, CURSOR_PATTERN, type ChangeEventType } from '../registry/events.js';
+import { RecordDigest } from './resource.js';
 
 export const Cursor = Type.String({
   pattern: CURSOR_PATTERN,
@@ -34,6 +35,27 @@ export const ChangeEventSchema = Type.Object(
         ),
       },
       { additionalProperties: false },
+    ),
+    detail: Type.Optional(
+      Type.Object(
+        {
+          resourceId: Type.String({ description: 'The pinned record that moved.' }),
+          provider: Type.String({ description: 'Its provider as the write left it (the one withdrawn, for a withdrawal).' }),
+          pinned: Type.Optional(RecordDigest),
+          current: Type.Optional({ ...RecordDigest, description: "The record's digest now; absent once withdrawn." }),
+          more: Type.Optional(
+            Type.Integer({
+              minimum: 1,
+              description: 'A summary: how many more workloads pinning the record drifted in this write, past the per-write bound.',
+            }),
+          ),
+        },
+        {
+          additionalProperties: false,
+          description:
+            '`workload.drifted` only (every other event has none): which pin drifted, from what to what. Never a body, never a secret.',
+        },
+      ),
     ),
   },
   { additionalProperties: false, title: 'ChangeEvent', description: 'A change, named but not shown: never a record body, never a secret.' },

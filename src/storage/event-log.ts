@@ -37,9 +37,13 @@ import { StoreFileError } from './store-file-error.js';
 
 export const EVENTS_FILE = 'events.jsonl';
 
-/** An event draft with the digest of its object as the change leaves it (`null`: absent). */
+/**
+ * An event draft with the digest of its object as the change leaves it (`null`: absent). Without a check
+ * (a workload's drift, written with the change of the record that moved) the event stands or falls with
+ * the other events of its batch.
+ */
 export interface CheckedDraft extends EventDraft {
-  check: string | null;
+  check?: string | null;
 }
 
 /** A batch's events, prepared durably before the document's write; settled after it. */
@@ -226,7 +230,7 @@ export class JsonEventLog implements ChangeFeed, EventSink {
 
   prepare(drafts: readonly CheckedDraft[]): Promise<EventTicket> {
     const checks: Record<string, string | null> = {};
-    for (const d of drafts) checks[subjectKey(d.subject)] = d.check; // the last draft of an object wins
+    for (const d of drafts) if (d.check !== undefined) checks[subjectKey(d.subject)] = d.check; // the last draft of an object wins
     return this.#prepare(drafts, checks);
   }
 
@@ -251,6 +255,7 @@ export class JsonEventLog implements ChangeFeed, EventSink {
         d.subject.provider === undefined
           ? { kind: d.subject.kind, id: d.subject.id }
           : { kind: d.subject.kind, id: d.subject.id, provider: d.subject.provider },
+      ...(d.detail ? { detail: { ...d.detail } } : {}),
     }));
     this.#last += drafts.length;
     const batch: Batch = { first, events, checks };

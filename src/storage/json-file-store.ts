@@ -36,8 +36,13 @@ import { sortedValues } from './overlay-map.js';
 import { EVENTS_FILE, JsonEventLog, recordCheck, type CheckedDraft, type RetentionOptions } from './event-log.js';
 import type { ChangeEventType, ChangeFeed, ChangeSubject, EventDraft } from '../registry/events.js';
 import { openResources, RESOURCES_FILE, type ResourcesState } from './json-resources-file.js';
+<<<<<<< HEAD
 import { heldRevisions, holdRevisions, holdsAll, keepRevisions, listRevisionsOf, revisionKey } from './json-revisions.js';
 import { workloadHolder, type ResourceRevision } from '../registry/record-digest.js';
+=======
+import { driftOf, holdRevisions, keepRevisions, listRevisionsOf, revisionKey } from './json-revisions.js';
+import type { ResourceRevision } from '../registry/record-digest.js';
+>>>>>>> h-drift
 import { indexByDigest, loadMachines, MACHINES_FILE, machinesCodec, type MachinesState } from './json-machines-file.js';
 import { entryOf, loadRegistry, REGISTRY_FILE, registryCodec, type RegistryState } from './json-registry-file.js';
 
@@ -324,7 +329,11 @@ export class JsonFileStore implements RegistryStore {
       draft.resources.set(record.id, stored);
       keepRevisions(draft, existing, stored, this.#now());
       const type = outcome === 'created' ? 'resource.created' : 'resource.replaced';
-      return { result: { outcome, stored }, changed: true, events: [ev(type, resourceSubject(record.id, stored.provider), stored)] };
+      const events = [
+        ev(type, resourceSubject(record.id, stored.provider), stored),
+        ...driftOf(draft, record.id, stored.provider, existing, stored),
+      ];
+      return { result: { outcome, stored }, changed: true, events };
     });
   }
 
@@ -337,7 +346,11 @@ export class JsonFileStore implements RegistryStore {
       if (!changed) return { result: stored, changed };
       draft.resources.set(id, stored);
       keepRevisions(draft, existing, stored, this.#now());
-      return { result: stored, changed, events: [ev('resource.customized', resourceSubject(id, stored.provider), stored)] };
+      const events = [
+        ev('resource.customized', resourceSubject(id, stored.provider), stored),
+        ...driftOf(draft, id, stored.provider, existing, stored),
+      ];
+      return { result: stored, changed, events };
     });
   }
 
@@ -347,7 +360,11 @@ export class JsonFileStore implements RegistryStore {
       planWithdraw(existing, provider, id);
       draft.resources.delete(id);
       keepRevisions(draft, existing, undefined, this.#now());
-      return { result: undefined, changed: true, events: [ev('resource.withdrawn', resourceSubject(id, provider), undefined)] };
+      const events = [
+        ev('resource.withdrawn', resourceSubject(id, provider), undefined),
+        ...driftOf(draft, id, provider, existing, undefined),
+      ];
+      return { result: undefined, changed: true, events };
     });
   }
 
@@ -359,19 +376,26 @@ export class JsonFileStore implements RegistryStore {
       const changed = !dryRun && plan.created.length + plan.replaced.length + plan.withdrawn.length > 0;
       if (!changed) return { result: { dryRun, ...plan }, changed };
       const now = this.#now();
+      const drift: CheckedDraft[] = [];
       for (const id of plan.withdrawn) {
-        keepRevisions(draft, draft.resources.get(id), undefined, now);
+        const previous = draft.resources.get(id);
+        keepRevisions(draft, previous, undefined, now);
         draft.resources.delete(id);
+        drift.push(...driftOf(draft, id, provider, previous, undefined));
       }
       for (const record of records) {
         const previous = draft.resources.get(record.id);
         draft.resources.set(record.id, Object.freeze(record));
-        if (previous === undefined || !plan.unchanged.includes(record.id)) keepRevisions(draft, previous, record, now);
+        if (previous === undefined || !plan.unchanged.includes(record.id)) {
+          keepRevisions(draft, previous, record, now);
+          drift.push(...driftOf(draft, record.id, provider, previous, record));
+        }
       }
       const events = [
         ...plan.created.map((id) => ev('resource.created', resourceSubject(id, provider), draft.resources.get(id))),
         ...plan.replaced.map((id) => ev('resource.replaced', resourceSubject(id, provider), draft.resources.get(id))),
         ...plan.withdrawn.map((id) => ev('resource.withdrawn', resourceSubject(id, provider), undefined)),
+        ...drift,
       ];
       return { result: { dryRun, ...plan }, changed, events };
     });

@@ -13,6 +13,8 @@ import {
   type ResourceRevision,
   type RevisionHold,
 } from '../registry/record-digest.js';
+import { planDrift } from '../registry/drift.js';
+import type { EventDraft } from '../registry/events.js';
 import { StoredResource } from '../schemas/resource.js';
 import { OverlayMap, type RecordMap } from './overlay-map.js';
 import { StoreFileError } from './store-file-error.js';
@@ -25,12 +27,21 @@ export interface RevisionsState {
   revisions: RecordMap<ResourceRevision>;
   /** Key `<id> <holder>`. */
   holds: RecordMap<RevisionHold>;
+  /** Key `<id> <holder>`: the digest (or WITHDRAWN) a workload was last told its pin of `id` drifted to. */
+  notices: RecordMap<DriftNotice>;
   /** Committed only (drafts share it and add their own changes): the digests kept per ID. */
   revisionIndex: Map<string, Set<string>>;
   /** Committed only: the holders and their digests per ID. */
   holdIndex: Map<string, Map<string, string>>;
   /** The next revision's `seq` (shared by drafts; a discarded draft leaves a gap, which orders nothing wrongly). */
   seq: { next: number };
+}
+
+/** A workload told that its pin of `id` drifted to `told` (src/registry/drift.ts). */
+export interface DriftNotice {
+  id: string;
+  holder: string;
+  told: string;
 }
 
 export const revisionKey = (id: string, digest: string): string => `${id} ${digest}`;
@@ -56,9 +67,38 @@ export function revisionsOf(state: RevisionsState, id: string): ResourceRevision
 
 /** The digests of `id` that a workload or profile pins (a draft's holds included). */
 export function pinnedDigestsOf(state: RevisionsState, id: string): Set<string> {
+  return new Set(holdersOf(state, id).values());
+}
+
+/** The holders of `id` (a draft's holds included) with their pinned digest. */
+function holdersOf(state: RevisionsState, id: string): Map<string, string> {
   const holders = new Map(state.holdIndex.get(id) ?? []);
   for (const [, hold] of draftChanges(state.holds)) if (hold?.id === id) holders.set(hold.holder, hold.digest);
-  return new Set(holders.values());
+  return holders;
+}
+
+/**
+ * The drift events of a change of `id` to `next` (undefined: withdrawn), found through its holds, and the
+ * notices they leave in the draft (src/registry/drift.ts `planDrift`). A change that keeps the digest tells nothing.
+ */
+export function driftOf(
+  state: RevisionsState,
+  id: string,
+  provider: string,
+  previous: StoredResource | undefined,
+  next: StoredResource | undefined,
+): EventDraft[] {
+  const current = next && digestOf(next);
+  if (previous !== undefined && current === digestOf(previous)) return [];
+  const holders = holdersOf(state, id);
+  if (holders.size === 0) return [];
+  const candidates = [...holders].map(([holder, pinned]) => {
+    const told = state.notices.get(holdKey(id, holder))?.told;
+    return { holder, pinned, ...(told === undefined ? {} : { told }) };
+  });
+  const { drafts, told } = planDrift(id, provider, current, candidates);
+  for (const notice of told) state.notices.set(holdKey(id, notice.holder), Object.freeze({ id, ...notice }));
+  return drafts;
 }
 
 /**
@@ -133,6 +173,7 @@ export function revisionChanges(draft: RevisionsState): unknown[] {
   return [
     ...draftChanges(draft.revisions).map(([key, r]) => (r ? { revision: r } : { dropRevision: key })),
     ...draftChanges(draft.holds).map(([, h]) => ({ hold: h })),
+    ...draftChanges(draft.notices).map(([, n]) => ({ notice: n })),
   ];
 }
 
@@ -147,6 +188,7 @@ const checkRevision = Compile(
   }),
 );
 const checkHold = Compile(Type.Object({ holder: Type.String(), id: Type.String(), digest: Type.String() }));
+const checkNotice = Compile(Type.Object({ id: Type.String(), holder: Type.String(), told: Type.String() }));
 
 function putRevision(state: RevisionsState, revision: ResourceRevision): void {
   const record = Object.freeze(revision.record);
@@ -184,11 +226,16 @@ export function applyRevisionChange(state: RevisionsState, change: unknown): boo
     putHold(state, change.hold);
     return true;
   }
+  if ('notice' in change) {
+    if (!checkNotice.Check(change.notice)) throw new Error('holds an invalid change');
+    state.notices.set(holdKey(change.notice.id, change.notice.holder), Object.freeze(change.notice));
+    return true;
+  }
   return false;
 }
 
 export function emptyRevisions(): RevisionsState {
-  return { revisions: new Map(), holds: new Map(), revisionIndex: new Map(), holdIndex: new Map(), seq: { next: 1 } };
+  return { revisions: new Map(), holds: new Map(), notices: new Map(), revisionIndex: new Map(), holdIndex: new Map(), seq: { next: 1 } };
 }
 
 /** A draft over the committed revisions. */
@@ -196,17 +243,19 @@ export function cloneRevisions(state: RevisionsState): RevisionsState {
   return {
     revisions: new OverlayMap(state.revisions as Map<string, ResourceRevision>),
     holds: new OverlayMap(state.holds as Map<string, RevisionHold>),
+    notices: new OverlayMap(state.notices as Map<string, DriftNotice>),
     revisionIndex: state.revisionIndex,
     holdIndex: state.holdIndex,
     seq: state.seq,
   };
 }
 
-/** revisions.json's text: revisions by ID and then oldest first, holds by ID and holder. */
+/** revisions.json's text: revisions by ID and then oldest first, holds and drift notices by ID and holder. */
 export function serializeRevisions(state: RevisionsState): string {
   const revisions = [...state.revisions.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : a.seq - b.seq));
   const holds = [...state.holds.keys()].sort().map((k) => state.holds.get(k)!);
-  return JSON.stringify({ schemaVersion: REVISIONS_FILE_VERSION, revisions, holds }) + '\n';
+  const notices = [...state.notices.keys()].sort().map((k) => state.notices.get(k)!);
+  return JSON.stringify({ schemaVersion: REVISIONS_FILE_VERSION, revisions, holds, ...(notices.length > 0 ? { notices } : {}) }) + '\n';
 }
 
 /** Loads revisions.json (absent: none yet). A file that does not parse, or of another version, stops the start. */
@@ -217,7 +266,7 @@ export async function loadRevisions(file: string): Promise<RevisionsState> {
     throw err;
   });
   if (text === undefined) return state;
-  let doc: { schemaVersion?: unknown; revisions?: unknown; holds?: unknown };
+  let doc: { schemaVersion?: unknown; revisions?: unknown; holds?: unknown; notices?: unknown };
   try {
     doc = JSON.parse(text) as typeof doc;
   } catch {
@@ -233,6 +282,11 @@ export async function loadRevisions(file: string): Promise<RevisionsState> {
   for (const h of doc.holds) {
     if (!checkHold.Check(h)) throw new StoreFileError(file, 'holds an invalid pin');
     putHold(state, h);
+  }
+  // Absent in a file written before drift notices existed: no workload was told anything yet.
+  for (const n of Array.isArray(doc.notices) ? doc.notices : []) {
+    if (!checkNotice.Check(n)) throw new StoreFileError(file, 'holds an invalid drift notice');
+    state.notices.set(holdKey(n.id, n.holder), Object.freeze(n));
   }
   return state;
 }

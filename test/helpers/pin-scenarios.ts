@@ -17,7 +17,7 @@ interface Scene {
   c1m1: string;
 }
 
-const putV2 = (h: TestApp, machine: string, token: string, id: string, sourceContent: string) =>
+export const putV2 = (h: TestApp, machine: string, token: string, id: string, sourceContent: string) =>
   h.app.inject({
     method: 'PUT',
     url: `/api/acp/providers/${machine}/resources/${id}`,
@@ -26,9 +26,9 @@ const putV2 = (h: TestApp, machine: string, token: string, id: string, sourceCon
   });
 
 /** The store a scenario runs on: `{}` for the JSON files, `{DATABASE_URL}` of a fresh database for PostgreSQL. */
-type StoreEnv = (t: Test) => Promise<Record<string, string>>;
+export type StoreEnv = (t: Test) => Promise<Record<string, string>>;
 
-async function launched(
+export async function launched(
   t: Test,
   storeEnv: StoreEnv,
 ): Promise<Scene & { pins: { id: string; digest: string }[]; env: Record<string, string> }> {
@@ -79,7 +79,7 @@ async function mcp(t: Test, s: Scene, opts: { thread?: string } = {}): Promise<C
   return client;
 }
 
-const ownerV2 = async (s: Scene, id: string) =>
+export const ownerV2 = async (s: Scene, id: string) =>
   (await s.h.app.inject({ method: 'GET', url: `/api/acp/resources/${id}?schemaVersion=2`, headers: s.h.owner })).json<{
     digest: string;
     sourceContent: string;

@@ -548,6 +548,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/acp/workloads/{canvasId}/{threadId}/drift": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Compare a thread's pins with the records now
+         * @description Each resource the thread was launched with, its pin against the record now: `same`, `changed` (with a unified diff of what an agent reads, bounded) or `withdrawn`. A change is also announced as a `workload.drifted` event. 404 `workload_not_found` for a thread never launched on the canvas; a workload realized before pins existed answers `{pins: []}`.
+         */
+        get: operations["getWorkloadDrift"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/acp/capabilities": {
         parameters: {
             query?: never;
@@ -673,7 +693,7 @@ export interface paths {
         };
         /**
          * Follow the changes (Server-Sent Events)
-         * @description Every change the registry announces, once it is durable, in commit order: `resource.created|replaced|withdrawn|customized`, `profile.created|updated|deleted`, `machine.enrolled|rotated|revoked|connected|disconnected|problems`, `workload.launched`, `job.succeeded|failed`. Resume after a disconnect or a restart with `Last-Event-ID` (or `?since=`); a cursor older than the retention is 410 `cursor_expired`. A subscriber that falls behind by more than its buffer is closed and resumes by cursor.
+         * @description Every change the registry announces, once it is durable, in commit order: `resource.created|replaced|withdrawn|customized`, `profile.created|updated|deleted`, `machine.enrolled|rotated|revoked|connected|disconnected|problems`, `workload.launched|drifted`, `job.succeeded|failed`. Resume after a disconnect or a restart with `Last-Event-ID` (or `?since=`); a cursor older than the retention is 410 `cursor_expired`. A subscriber that falls behind by more than its buffer is closed and resumes by cursor.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -7960,6 +7980,194 @@ export interface operations {
             };
         };
     };
+    getWorkloadDrift: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Canvas ID.
+                 * @example canvas-42
+                 */
+                canvasId: string;
+                /**
+                 * @description Thread ID within the canvas.
+                 * @example thread-1
+                 */
+                threadId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pins, in order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "pins": [
+                     *         {
+                     *           "id": "web-search",
+                     *           "pinned": "sha256:3333333333333333333333333333333333333333333333333333333333333333",
+                     *           "current": "sha256:3333333333333333333333333333333333333333333333333333333333333333",
+                     *           "state": "same"
+                     *         },
+                     *         {
+                     *           "id": "pdf-grep",
+                     *           "pinned": "sha256:9999999999999999999999999999999999999999999999999999999999999999",
+                     *           "current": "sha256:5555555555555555555555555555555555555555555555555555555555555555",
+                     *           "state": "changed",
+                     *           "diff": "--- pdf-grep@sha256:9999999999999999999999999999999999999999999999999999999999999999\n+++ pdf-grep@sha256:5555555555555555555555555555555555555555555555555555555555555555\n@@ -3,3 +3,3 @@\n \n-Search text inside PDF files with pdfgrep.\n+Search text inside PDF and EPUB files.\n \n"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description In the workload's pin order; `[]` for a workload realized before pins existed. */
+                        pins: {
+                            /**
+                             * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                             * @example web-search
+                             */
+                            id: string;
+                            /**
+                             * @description The digest the thread reads the record at (its pin).
+                             * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
+                             */
+                            pinned: string;
+                            /**
+                             * @description The record's digest now; absent once it was withdrawn.
+                             * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
+                             */
+                            current?: string;
+                            /** @description `same`: the record is still at the pin; `changed`: it moved since; `withdrawn`: it is gone. */
+                            state: "same" | "changed" | "withdrawn";
+                            /** @description `changed` only: a unified diff from what the thread reads (the pinned revision) to the record now, of everything an agent reads of it (its name, provider and whole guidance). At most 65536 bytes. */
+                            diff?: string;
+                            /**
+                             * @description The diff was cut at its bound (or compared only the heads of two very different texts): read both revisions for the rest.
+                             * @enum {boolean}
+                             */
+                            diffTruncated?: true;
+                        }[];
+                    };
+                };
+            };
+            /** @description `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /** @description Stable snake_case error code. */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /** @description Stable snake_case error code. */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /** @description Stable snake_case error code. */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `workload_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /** @description Stable snake_case error code. */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /** @description Stable snake_case error code. */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
     getCapabilities: {
         parameters: {
             query?: {
@@ -10093,7 +10301,7 @@ export interface operations {
                              * @description What happened (also the SSE `event:` field).
                              * @enum {string}
                              */
-                            type: "resource.created" | "resource.replaced" | "resource.withdrawn" | "resource.customized" | "profile.created" | "profile.updated" | "profile.deleted" | "machine.enrolled" | "machine.rotated" | "machine.revoked" | "machine.connected" | "machine.disconnected" | "machine.problems" | "workload.launched" | "job.succeeded" | "job.failed";
+                            type: "resource.created" | "resource.replaced" | "resource.withdrawn" | "resource.customized" | "profile.created" | "profile.updated" | "profile.deleted" | "machine.enrolled" | "machine.rotated" | "machine.revoked" | "machine.connected" | "machine.disconnected" | "machine.problems" | "workload.launched" | "workload.drifted" | "job.succeeded" | "job.failed";
                             /**
                              * Format: date-time
                              * @description When the change was committed.
@@ -10105,6 +10313,25 @@ export interface operations {
                                 id: string;
                                 /** @description Resources: the provider that owns the record; jobs: the machine that ran it. */
                                 provider?: string;
+                            };
+                            /** @description `workload.drifted` only (every other event has none): which pin drifted, from what to what. Never a body, never a secret. */
+                            detail?: {
+                                /** @description The pinned record that moved. */
+                                resourceId: string;
+                                /** @description Its provider as the write left it (the one withdrawn, for a withdrawal). */
+                                provider: string;
+                                /**
+                                 * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
+                                 * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
+                                 */
+                                pinned?: string;
+                                /**
+                                 * @description The record's digest now; absent once withdrawn.
+                                 * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
+                                 */
+                                current?: string;
+                                /** @description A summary: how many more workloads pinning the record drifted in this write, past the per-write bound. */
+                                more?: number;
                             };
                         }[];
                         /** @description The cursor to ask with next (`?since=`): the last event of this page, or the one asked with when the page is empty. */

@@ -11,6 +11,7 @@ import {
   type ChangeEvent,
   type ChangeFeed,
   type ChangePage,
+  type DriftDetail,
   type EventDraft,
   type ReadOptions,
 } from '../../registry/events.js';
@@ -26,16 +27,28 @@ interface EventRow {
   kind: string;
   object_id: string;
   provider: string | null;
+  detail: DriftDetail | null;
 }
+
+/** A drift detail in its one key order (jsonb keeps its own). */
+const detailOf = ({ resourceId, provider, pinned, current, more }: DriftDetail): DriftDetail => ({
+  resourceId,
+  provider,
+  ...(pinned === undefined ? {} : { pinned }),
+  ...(current === undefined ? {} : { current }),
+  ...(more === undefined ? {} : { more }),
+});
 
 const eventOf = (r: EventRow): ChangeEvent => ({
   id: r.seq,
   type: r.type as ChangeEvent['type'],
   at: r.at,
   subject: { kind: r.kind as ChangeEvent['subject']['kind'], id: r.object_id, ...(r.provider === null ? {} : { provider: r.provider }) },
+  ...(r.detail === null ? {} : { detail: detailOf(r.detail) }),
 });
 
-const SELECT = 'SELECT seq::text, at, type, kind, object_id, provider FROM events WHERE events.seq > $1 ORDER BY events.seq LIMIT $2';
+const SELECT =
+  'SELECT seq::text, at, type, kind, object_id, provider, detail FROM events WHERE events.seq > $1 ORDER BY events.seq LIMIT $2';
 
 export class PgEventFeed implements ChangeFeed {
   /** The newest events seen, ascending; they cover every committed cursor in (`#base`, `#head`]. */

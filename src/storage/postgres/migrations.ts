@@ -370,6 +370,74 @@ CREATE TRIGGER resources_revision AFTER INSERT OR UPDATE ON resources FOR EACH R
   },
   {
     version: 9,
+    name: 'workload-drift',
+    // Drift of pinned launches (src/registry/drift.ts `planDrift` is the same rule): a write that moves a
+    // record away from a workload's pin appends one `workload.drifted` event per affected workload, in the
+    // writing transaction, found through the holds of that ID (never a scan of the workloads). At most 10
+    // (DRIFT_EVENTS_PER_WRITE) one by one, in holder order; the rest in one summary about the record.
+    // `drift_notices` keeps what each workload was last told, so it is told once per digest. The trigger's
+    // name sorts after `resources_event`: the record's own event comes first.
+    sql: `
+ALTER TABLE events ADD COLUMN detail jsonb;
+CREATE TABLE drift_notices (
+  resource_id text NOT NULL,
+  holder text NOT NULL,
+  told text NOT NULL,
+  PRIMARY KEY (resource_id, holder)
+);
+CREATE FUNCTION arr_workload_drift() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  rid text;
+  prov text;
+  cur text;
+  now_told text;
+  affected integer;
+  at text := to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"');
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    rid := OLD.id; prov := OLD.provider; cur := NULL;
+  ELSE
+    IF TG_OP = 'UPDATE' AND OLD.digest = NEW.digest THEN
+      RETURN NULL;
+    END IF;
+    rid := NEW.id; prov := NEW.provider; cur := NEW.digest;
+  END IF;
+  now_told := COALESCE(cur, 'withdrawn');
+  SELECT count(*) INTO affected FROM revision_holds h
+    LEFT JOIN drift_notices n ON n.resource_id = h.resource_id AND n.holder = h.holder
+    WHERE h.resource_id = rid AND h.holder LIKE 'workload:%' AND h.digest IS DISTINCT FROM cur
+      AND n.told IS DISTINCT FROM now_told;
+  IF affected = 0 THEN
+    RETURN NULL;
+  END IF;
+  WITH told AS (
+    SELECT h.holder, h.digest FROM revision_holds h
+      LEFT JOIN drift_notices n ON n.resource_id = h.resource_id AND n.holder = h.holder
+      WHERE h.resource_id = rid AND h.holder LIKE 'workload:%' AND h.digest IS DISTINCT FROM cur
+        AND n.told IS DISTINCT FROM now_told
+      ORDER BY h.holder COLLATE "C" LIMIT 10
+  ), noted AS (
+    INSERT INTO drift_notices (resource_id, holder, told) SELECT rid, holder, now_told FROM told
+      ON CONFLICT (resource_id, holder) DO UPDATE SET told = EXCLUDED.told
+  )
+  INSERT INTO events (at, type, kind, object_id, provider, detail)
+    SELECT at, 'workload.drifted', 'workload', substr(holder, 10), NULL,
+        jsonb_strip_nulls(jsonb_build_object('resourceId', rid, 'provider', prov, 'pinned', digest, 'current', cur))
+      FROM told ORDER BY holder COLLATE "C";
+  IF affected > 10 THEN
+    INSERT INTO events (at, type, kind, object_id, provider, detail)
+      VALUES (at, 'workload.drifted', 'resource', rid, prov,
+        jsonb_strip_nulls(jsonb_build_object('resourceId', rid, 'provider', prov, 'current', cur, 'more', affected - 10)));
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER resources_event_drift AFTER INSERT OR UPDATE OR DELETE ON resources
+  FOR EACH ROW EXECUTE FUNCTION arr_workload_drift();
+`,
+  },
+  {
+    version: 10,
     name: 'revision-usage',
     // A machine's usage counts its pinned history (src/registry/record-quota.ts heldHistoryBytes): its
     // revisions are found by provider.
