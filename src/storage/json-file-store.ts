@@ -36,13 +36,8 @@ import { sortedValues } from './overlay-map.js';
 import { EVENTS_FILE, JsonEventLog, recordCheck, type CheckedDraft, type RetentionOptions } from './event-log.js';
 import type { ChangeEventType, ChangeFeed, ChangeSubject, EventDraft } from '../registry/events.js';
 import { openResources, RESOURCES_FILE, type ResourcesState } from './json-resources-file.js';
-<<<<<<< HEAD
-import { heldRevisions, holdRevisions, holdsAll, keepRevisions, listRevisionsOf, revisionKey } from './json-revisions.js';
+import { driftOf, heldRevisions, holdRevisions, holdsAll, keepRevisions, listRevisionsOf, revisionKey } from './json-revisions.js';
 import { workloadHolder, type ResourceRevision } from '../registry/record-digest.js';
-=======
-import { driftOf, holdRevisions, keepRevisions, listRevisionsOf, revisionKey } from './json-revisions.js';
-import type { ResourceRevision } from '../registry/record-digest.js';
->>>>>>> h-drift
 import { indexByDigest, loadMachines, MACHINES_FILE, machinesCodec, type MachinesState } from './json-machines-file.js';
 import { entryOf, loadRegistry, REGISTRY_FILE, registryCodec, type RegistryState } from './json-registry-file.js';
 
