@@ -276,7 +276,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       audit,
       expensive: new ExpensiveWork(),
       now,
-      threads: new ThreadReads(store),
+      threads: new ThreadReads(store).follow(store.events),
     };
     const workloads = new WorkloadService({
       store,
@@ -354,6 +354,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       await capabilities.close();
       await outbound.close();
       eventBudget.close();
+      deps.threads.close();
       await Promise.all(eventWrites);
       await store.close();
     });

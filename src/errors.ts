@@ -23,6 +23,8 @@ export const ERROR_CODES = {
   invalid_profile_kind: 409,
   profile_conflict: 409,
   workload_already_realized: 409,
+  pin_conflict: 409,
+  pin_stale: 409,
   machine_exists: 409,
   source_changed: 409,
   resource_not_manageable: 409,

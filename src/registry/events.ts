@@ -22,6 +22,7 @@ export const CHANGE_EVENT_TYPES = [
   'machine.disconnected',
   'machine.problems',
   'workload.launched',
+  'workload.repinned',
   'job.succeeded',
   'job.failed',
 ] as const;

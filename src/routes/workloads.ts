@@ -8,7 +8,7 @@ import { answer, errors } from '../http/openapi.js';
 import { WORKLOAD } from './examples.js';
 import type { Metrics } from '../metrics.js';
 import { CanvasId } from '../schemas/common.js';
-import { LaunchBody, ThreadId, WorkloadList, WorkloadRecord } from '../schemas/workload.js';
+import { LaunchBody, PinMoveBody, ThreadId, WorkloadList, WorkloadRecord } from '../schemas/workload.js';
 import { launchAnswer, type WorkloadService } from '../workloads/workload-service.js';
 import type { RouteDeps } from './deps.js';
 
@@ -21,7 +21,7 @@ const launchExample = {
 
 export const workloadRoutes: FastifyPluginCallbackTypebox<RouteDeps & { workloads: WorkloadService; metrics: Metrics }> = (
   app,
-  { workloads, metrics },
+  { workloads, metrics, threads },
   done,
 ) => {
   protect(app, [app.requireOwner], ['ownerToken']);
@@ -99,6 +99,31 @@ export const workloadRoutes: FastifyPluginCallbackTypebox<RouteDeps & { workload
       },
     },
     async (request) => workloads.get(request.params.canvasId, request.params.threadId),
+  );
+
+  app.post(
+    '/workloads/:canvasId/:threadId/pins',
+    {
+      schema: {
+        operationId: 'moveWorkloadPin',
+        tags: ['workloads'],
+        summary: "Move one of a thread's pins (approve a record's content now)",
+        description:
+          "Moves the thread's pin of `id` from `from` (its pin now, else 409 `pin_conflict`; also for an ID the thread does not pin) to `to` (the record's digest now, else 409 `pin_stale`; also for a withdrawn record). A compare-and-set: of two moves from the same `from`, one wins and the other is 409 `pin_conflict`; a refusal writes nothing. The move, its audit entry and the event `workload.repinned` are stored together; the thread's RFS and MCP reads serve the new pin from then on. A workload with an attestation gets a new one over its new pins, signed at the move (`repinnedAt` in its predicate). Answers the workload record. Malformed digests are 400 `invalid_input`; an unknown thread 404 `workload_not_found`.",
+        params: Type.Object({ canvasId: CanvasId, threadId: ThreadId }),
+        body: { ...PinMoveBody, examples: [{ id: 'web-search', from: `sha256:${'9'.repeat(64)}`, to: `sha256:${'3'.repeat(64)}` }] },
+        response: {
+          200: answer(WorkloadRecord, 'Moved: the workload record with its new pin.', WORKLOAD),
+          ...errors('validation_failed', 'invalid_input', 'workload_not_found', 'pin_conflict', 'pin_stale', 'storage_unavailable'),
+        },
+      },
+    },
+    async (request) => {
+      const { canvasId, threadId } = request.params;
+      const moved = await workloads.movePin({ canvasId, threadId, ...request.body }, actorOf(request.principal!));
+      threads.forget(canvasId, threadId);
+      return moved;
+    },
   );
   done();
 };

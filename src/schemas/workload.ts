@@ -156,6 +156,18 @@ export const LaunchBody = Type.Object(
 );
 export type LaunchBody = Static<typeof LaunchBody>;
 
+const PinDigest = (description: string) => Type.String({ maxLength: 256, description, examples: [`sha256:${'9'.repeat(64)}`] });
+
+export const PinMoveBody = Type.Object(
+  {
+    id: ResourceId,
+    from: PinDigest("The thread's pin of `id` now (`sha256:<64 hex>`); another is 409 `pin_conflict`."),
+    to: PinDigest("The record's digest now, the content approved (`sha256:<64 hex>`); another is 409 `pin_stale`."),
+  },
+  { additionalProperties: false, title: 'PinMove' },
+);
+export type PinMoveBody = Static<typeof PinMoveBody>;
+
 export const WorkloadList = Type.Object(
   { workloads: Type.Array(WorkloadRecord, { description: 'The canvas threads, sorted by threadId.' }) },
   { additionalProperties: false },

@@ -57,7 +57,10 @@ export function revisionsOf(state: RevisionsState, id: string): ResourceRevision
 /** The digests of `id` that a workload or profile pins (a draft's holds included). */
 export function pinnedDigestsOf(state: RevisionsState, id: string): Set<string> {
   const holders = new Map(state.holdIndex.get(id) ?? []);
-  for (const [, hold] of draftChanges(state.holds)) if (hold?.id === id) holders.set(hold.holder, hold.digest);
+  for (const [key, hold] of draftChanges(state.holds)) {
+    if (hold?.id === id) holders.set(hold.holder, hold.digest);
+    else if (hold === undefined && key.startsWith(`${id} `)) holders.delete(key.slice(id.length + 1));
+  }
   return new Set(holders.values());
 }
 
@@ -115,11 +118,22 @@ export function holdRevisions(
   return changed;
 }
 
+/**
+ * Releases the hold of `holder` on `id` (a pin move's transient hold, once the move is decided); true when
+ * there was one.
+ */
+export function releaseHold(state: RevisionsState, holder: string, id: string): boolean {
+  const key = holdKey(id, holder);
+  if (!state.holds.has(key)) return false;
+  state.holds.delete(key);
+  return true;
+}
+
 /** The journal changes of a draft's revisions and holds (beside the records' `{put}` / `{withdraw}`). */
 export function revisionChanges(draft: RevisionsState): unknown[] {
   return [
     ...draftChanges(draft.revisions).map(([key, r]) => (r ? { revision: r } : { dropRevision: key })),
-    ...draftChanges(draft.holds).map(([, h]) => ({ hold: h })),
+    ...draftChanges(draft.holds).map(([key, h]) => (h ? { hold: h } : { dropHold: key })),
   ];
 }
 
@@ -164,6 +178,12 @@ export function applyRevisionChange(state: RevisionsState, change: unknown): boo
     const [id, digest] = change.dropRevision.split(' ') as [string, string];
     state.revisions.delete(change.dropRevision);
     state.revisionIndex.get(id)?.delete(digest);
+    return true;
+  }
+  if ('dropHold' in change && typeof change.dropHold === 'string') {
+    const space = change.dropHold.indexOf(' ');
+    state.holds.delete(change.dropHold);
+    state.holdIndex.get(change.dropHold.slice(0, space))?.delete(change.dropHold.slice(space + 1));
     return true;
   }
   if ('hold' in change) {

@@ -12,10 +12,11 @@ import { systemClock, type Clock } from '../clock.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
 import { bootstrapPreamble, mcpServerEntry } from './bootstrap.js';
 import { ACP_COMMAND, ACP_HARNESS } from '../profiles/profile-rules.js';
-import { digestOf, workloadHolder } from '../registry/record-digest.js';
+import { assertDigest, digestOf, workloadHolder } from '../registry/record-digest.js';
 import type { StoredResource } from '../schemas/resource.js';
 import { contextEstimate } from '../capabilities/context-estimate.js';
-import { launchStatement, signStatement, type AttestedResource, type Signer } from './attestation.js';
+import { launchStatement, repinnedStatement, signStatement, statementOf, type AttestedResource, type Signer } from './attestation.js';
+import { checkPinMove, movedPins, PIN_MOVE_ACTION, type PinMove } from './pin-move.js';
 
 export interface LaunchResult {
   workload: WorkloadRecord;
@@ -213,6 +214,69 @@ export class WorkloadService {
       );
     }
     return stored;
+  }
+
+  /**
+   * Moves one pin of a workload to the record's content now (src/workloads/pin-move.ts), audited (a refusal
+   * too) and announced by the store with the change. A workload with an attestation gets a new one over its
+   * new pins, signed now (`repinnedAt`); its context estimate is counted again over the pinned contents.
+   */
+  async movePin(move: PinMove, actor = 'owner'): Promise<WorkloadRecord> {
+    const audit = this.#o.audit;
+    const id = `${move.canvasId}/${move.threadId}`;
+    try {
+      assertDigest(move.from, '/from');
+      assertDigest(move.to, '/to');
+      const { store } = this.#o;
+      const workload = await this.get(move.canvasId, move.threadId);
+      const record = await store.getResource(move.id);
+      checkPinMove(workload, move, record && digestOf(record));
+      const pins = movedPins(workload, move);
+      const contents = await this.#pinnedContents(pins, record!);
+      const intent = audit?.intent(actor, PIN_MOVE_ACTION) ?? { at: this.#clock.now().toISOString(), actor, action: PIN_MOVE_ACTION };
+      return await store.movePin(
+        move,
+        (current) => {
+          const { attestation, ...rest } = current;
+          const next: WorkloadRecord = { ...rest, spec: { ...current.spec, resourcePins: movedPins(current, move) } };
+          // Counted over the pins as read before the move; another pin moved meanwhile keeps the count it had.
+          if (
+            contents &&
+            sameList(
+              movedPins(current, move).map((p) => p.digest),
+              pins.map((p) => p.digest),
+            )
+          ) {
+            next.contextEstimate = contextEstimate(contents);
+          }
+          if (attestation && this.#o.signer) {
+            const statement = repinnedStatement(
+              statementOf(attestation),
+              attestedResource({ id: move.id, digest: move.to }, record!),
+              intent.at,
+            );
+            next.attestation = signStatement(statement, this.#o.signer);
+          }
+          return next;
+        },
+        intent,
+      );
+    } catch (err) {
+      if (audit) await audit.failure(actor, PIN_MOVE_ACTION, id, err);
+      throw err;
+    }
+  }
+
+  /** The content each pin names (the kept revision; `current` for its own digest); undefined when one is no longer kept. */
+  async #pinnedContents(pins: readonly { id: string; digest: string }[], current: StoredResource): Promise<StoredResource[] | undefined> {
+    const contents: StoredResource[] = [];
+    for (const pin of pins) {
+      const content =
+        pin.id === current.id && digestOf(current) === pin.digest ? current : (await this.#o.store.getRevision(pin.id, pin.digest))?.record;
+      if (!content) return undefined;
+      contents.push(content);
+    }
+    return contents;
   }
 
   async get(canvasId: string, threadId: string): Promise<WorkloadRecord> {
