@@ -8,7 +8,7 @@ import { answer, errors } from '../http/openapi.js';
 import { WORKLOAD } from './examples.js';
 import type { Metrics } from '../metrics.js';
 import { CanvasId } from '../schemas/common.js';
-import { LaunchBody, PinMoveBody, ThreadId, WorkloadList, WorkloadRecord } from '../schemas/workload.js';
+import { LaunchAnswer, LaunchBody, PinMoveBody, ThreadId, WorkloadList, WorkloadRecord } from '../schemas/workload.js';
 import { launchAnswer, type WorkloadService } from '../workloads/workload-service.js';
 import type { RouteDeps } from './deps.js';
 
@@ -34,11 +34,11 @@ export const workloadRoutes: FastifyPluginCallbackTypebox<RouteDeps & { workload
         tags: ['workloads'],
         summary: 'Launch an agent thread',
         description:
-          "Resolves the thread's resources: `resourceIds` (when given) replaces the profile's selection, and the host's required defaults come first: `effective = dedupe([...required, ...selected])`. Every effective ID must resolve and be eligible for the profile's machine, else 422 and nothing is written. The first successful launch of a canvas/thread realizes it (201) and pins the record durably; a repeat that asks for nothing different returns the stored record (200); one that asks for another profile, directory, resource list or preamble is 409 `workload_already_realized`.",
+          "Resolves the thread's resources: `resourceIds` (when given) replaces the profile's selection, and the host's required defaults come first: `effective = dedupe([...required, ...selected])`. Every effective ID must resolve and be eligible for the profile's machine, else 422 and nothing is written. The first successful launch of a canvas/thread realizes it (201) and pins the record durably; a repeat that asks for nothing different returns the stored record (200); one that asks for another profile, directory, resource list or preamble is 409 `workload_already_realized`. A profile with `resourcePins` pins the content it approved for those IDs even when the records changed since (the thread reads that content; a revision no longer kept is 422 `unknown_pinned_revision`), and its answers carry `pendingUpdates`: the approved records whose content is another now.",
         body: { ...LaunchBody, examples: [launchExample] },
         response: {
-          201: answer(WorkloadRecord, 'Realized: the durable workload record.', WORKLOAD),
-          200: answer(WorkloadRecord, 'Already realized with the same request: the stored record.', WORKLOAD),
+          201: answer(LaunchAnswer, 'Realized: the durable workload record.', WORKLOAD),
+          200: answer(LaunchAnswer, 'Already realized with the same request: the stored record.', WORKLOAD),
           ...errors(
             'validation_failed',
             'profile_not_found',
@@ -48,6 +48,7 @@ export const workloadRoutes: FastifyPluginCallbackTypebox<RouteDeps & { workload
             'unresolved_resource_ids',
             'resource_not_eligible',
             'capability_diagnostics_failed',
+            'unknown_pinned_revision',
             'storage_unavailable',
           ),
         },

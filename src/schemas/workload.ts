@@ -135,6 +135,32 @@ export const WorkloadRecord = Type.Object(
 );
 export type WorkloadRecord = Static<typeof WorkloadRecord>;
 
+/** The launch answer: the workload record and, for a profile that approves content, `pendingUpdates`. */
+export const LaunchAnswer = Type.Object(
+  {
+    ...WorkloadRecord.properties,
+    pendingUpdates: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            id: ResourceId,
+            pinned: Type.String({ pattern: DIGEST_PATTERN, description: 'The approved content the thread is pinned to.' }),
+            current: Type.Union([Type.String({ pattern: DIGEST_PATTERN }), Type.Null()], {
+              description: "The record's digest now; `null` when it was withdrawn.",
+            }),
+          },
+          { additionalProperties: false },
+        ),
+        {
+          description:
+            "Only when the profile has `resourcePins`: each approved resource whose record has changed since the approval (the thread reads the approved content; move the profile's pin, or the thread's, to take the change).",
+        },
+      ),
+    ),
+  },
+  { additionalProperties: false, title: 'LaunchAnswer' },
+);
+
 export const LaunchBody = Type.Object(
   {
     profileId: ProfileId,

@@ -15,6 +15,7 @@ import { ACP_COMMAND, ACP_HARNESS } from '../profiles/profile-rules.js';
 import { assertDigest, digestOf, workloadHolder } from '../registry/record-digest.js';
 import type { StoredResource } from '../schemas/resource.js';
 import { contextEstimate } from '../capabilities/context-estimate.js';
+import { visibleOnMachine } from '../registry/visibility.js';
 import { launchStatement, repinnedStatement, signStatement, statementOf, type AttestedResource, type Signer } from './attestation.js';
 import { checkPinMove, movedPins, PIN_MOVE_ACTION, type PinMove } from './pin-move.js';
 
@@ -22,14 +23,26 @@ export interface LaunchResult {
   workload: WorkloadRecord;
   /** True when this launch realized the thread (201); false when it returned the stored record (200). */
   realized: boolean;
+  /**
+   * Only for a profile with `resourcePins`: each of the workload's pins the profile approved whose record
+   * has other content now (`current` null: withdrawn).
+   */
+  pendingUpdates?: PendingUpdate[];
+}
+
+export interface PendingUpdate {
+  id: string;
+  pinned: string;
+  current: string | null;
 }
 
 /**
  * The body of the launch answer, built here and nowhere else: the workload record (its `spec.resourcePins`
- * included). A field every launch answer carries beside the record is added here.
+ * included) and, for a profile that approves content (`resourcePins`), `pendingUpdates`: the approved
+ * records that changed since. A field every launch answer carries beside the record is added here.
  */
-export function launchAnswer(result: LaunchResult): WorkloadRecord {
-  return result.workload;
+export function launchAnswer(result: LaunchResult): WorkloadRecord & { pendingUpdates?: PendingUpdate[] } {
+  return result.pendingUpdates === undefined ? result.workload : { ...result.workload, pendingUpdates: result.pendingUpdates };
 }
 
 /**
@@ -114,7 +127,7 @@ export class WorkloadService {
       ...(request.workingDirPath === undefined ? [] : [['/workingDirPath', request.workingDirPath] as [string, string]]),
     ]);
     const stored = await store.getWorkload(request.canvasId, request.threadId);
-    if (stored) return { workload: this.#repeat(stored, request), realized: false };
+    if (stored) return this.#withPending({ workload: this.#repeat(stored, request), realized: false });
 
     const { profile } = await this.#o.profiles.get(request.profileId);
     const { launch } = profile;
@@ -133,9 +146,12 @@ export class WorkloadService {
       await this.#o.scanner.assertClean([['/additionalInitialPreamble', request.additionalInitialPreamble]]);
     }
 
-    // The content each resource has now, pinned: retention keeps these revisions before the record that
-    // names them is written (a crash between the two keeps too much, never too little).
-    const resourcePins = effective.map((id) => ({ id, digest: digestOf(records.get(id)!) }));
+    // The content each resource has now, pinned, or the content the profile approved (a quarantine: the
+    // record may have changed since): retention keeps these revisions before the record that names them
+    // is written (a crash between the two keeps too much, never too little).
+    const approved = profile.resourcePins ?? {};
+    const resourcePins = effective.map((id) => ({ id, digest: approved[id] ?? digestOf(records.get(id)!) }));
+    const contents = await this.#approvedContents(resourcePins, records, profile.agentletId);
     await store.holdRevisions(workloadHolder(request.canvasId, request.threadId), resourcePins);
 
     const rfsUrl = this.#o.rfsUrl(request.canvasId);
@@ -163,9 +179,9 @@ export class WorkloadService {
         ...(launch.kind === ACP_HARNESS ? { launch: harnessLaunch(launch) } : {}),
       },
     };
-    record.contextEstimate = contextEstimate(effective.map((id) => records.get(id)!));
+    record.contextEstimate = contextEstimate(effective.map((id) => contents.get(id)!));
     if (this.#o.signer) {
-      const pinned = resourcePins.map((pin) => attestedResource(pin, records.get(pin.id)!));
+      const pinned = resourcePins.map((pin) => attestedResource(pin, contents.get(pin.id)!));
       record.attestation = signStatement(
         launchStatement({
           canvasId: record.canvasId,
@@ -181,9 +197,60 @@ export class WorkloadService {
     }
     const outcome = await store.realizeWorkload(record, audit);
     // Another launch of the same thread may have realized it first: then this one is a repeat.
-    return outcome.created
-      ? { workload: outcome.workload, realized: true }
-      : { workload: this.#repeat(outcome.workload, request), realized: false };
+    return this.#withPending(
+      outcome.created
+        ? { workload: outcome.workload, realized: true }
+        : { workload: this.#repeat(outcome.workload, request), realized: false },
+      profile,
+    );
+  }
+
+  /**
+   * The content each pin names: the record itself when the pin is its digest now, else the kept revision
+   * the profile approved (422 `unknown_pinned_revision` when it is no longer kept or not the machine's).
+   */
+  async #approvedContents(
+    pins: readonly { id: string; digest: string }[],
+    records: ReadonlyMap<string, StoredResource | undefined>,
+    machineId: string,
+  ): Promise<Map<string, StoredResource>> {
+    const contents = new Map<string, StoredResource>();
+    for (const { id, digest } of pins) {
+      const current = records.get(id)!;
+      if (digestOf(current) === digest) {
+        contents.set(id, current);
+        continue;
+      }
+      const revision = (await this.#o.store.getRevision(id, digest))?.record;
+      if (!revision || !visibleOnMachine(revision.provider, machineId)) {
+        throw new AppError(
+          'unknown_pinned_revision',
+          `Resource ${id} has no kept revision ${digest} the profile approved; nothing was written.`,
+          {
+            id,
+            digest,
+          },
+        );
+      }
+      contents.set(id, revision);
+    }
+    return contents;
+  }
+
+  /** `result` with `pendingUpdates` when the workload's profile approves content (`resourcePins`). */
+  async #withPending(result: LaunchResult, launchedFrom?: AgentProfile): Promise<LaunchResult> {
+    const { workload } = result;
+    const profile = launchedFrom ?? (await this.#o.store.getProfile(workload.spec.binding.profileId))?.profile;
+    const approved = profile?.resourcePins;
+    if (approved === undefined) return result;
+    const pendingUpdates: PendingUpdate[] = [];
+    for (const pin of workload.spec.resourcePins ?? []) {
+      if (approved[pin.id] === undefined) continue;
+      const record = await this.#o.store.getResource(pin.id);
+      const current = record ? digestOf(record) : null;
+      if (current !== pin.digest) pendingUpdates.push({ id: pin.id, pinned: pin.digest, current });
+    }
+    return { ...result, pendingUpdates };
   }
 
   /** The stored record when the request asks for nothing different; 409 otherwise. */

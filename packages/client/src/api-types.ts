@@ -499,7 +499,7 @@ export interface paths {
         put?: never;
         /**
          * Launch an agent thread
-         * @description Resolves the thread's resources: `resourceIds` (when given) replaces the profile's selection, and the host's required defaults come first: `effective = dedupe([...required, ...selected])`. Every effective ID must resolve and be eligible for the profile's machine, else 422 and nothing is written. The first successful launch of a canvas/thread realizes it (201) and pins the record durably; a repeat that asks for nothing different returns the stored record (200); one that asks for another profile, directory, resource list or preamble is 409 `workload_already_realized`.
+         * @description Resolves the thread's resources: `resourceIds` (when given) replaces the profile's selection, and the host's required defaults come first: `effective = dedupe([...required, ...selected])`. Every effective ID must resolve and be eligible for the profile's machine, else 422 and nothing is written. The first successful launch of a canvas/thread realizes it (201) and pins the record durably; a repeat that asks for nothing different returns the stored record (200); one that asks for another profile, directory, resource list or preamble is 409 `workload_already_realized`. A profile with `resourcePins` pins the content it approved for those IDs even when the records changed since (the thread reads that content; a revision no longer kept is 422 `unknown_pinned_revision`), and its answers carry `pendingUpdates`: the approved records whose content is another now.
          */
         post: operations["launch"];
         delete?: never;
@@ -4838,6 +4838,15 @@ export interface operations {
                              *     ]
                              */
                             resourceIds: string[];
+                            /**
+                             * @description Optional. The content the owner approved for some of `resourceIds`: ID → record digest (`sha256:<64 hex>`, else 400 `invalid_input`). Each ID must be in `resourceIds` (else 400 `validation_failed`) and each digest a kept revision of that record visible on the profile's machine (else 422 `unknown_pinned_revision`); the profile's write holds those revisions. A launch from the profile pins these digests even after the records changed, and lists the changed ones in `pendingUpdates`.
+                             * @example {
+                             *       "pdf-split": "sha256:9999999999999999999999999999999999999999999999999999999999999999"
+                             *     }
+                             */
+                            resourcePins?: {
+                                [key: string]: string;
+                            };
                             /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 `validation_failed` otherwise). Every key and string inside is scanned for secrets. */
                             customData?: {
                                 [key: string]: unknown;
@@ -5068,6 +5077,15 @@ export interface operations {
                      *     ]
                      */
                     resourceIds?: string[];
+                    /**
+                     * @description Optional. The content the owner approved for some of `resourceIds`: ID → record digest (`sha256:<64 hex>`, else 400 `invalid_input`). Each ID must be in `resourceIds` (else 400 `validation_failed`) and each digest a kept revision of that record visible on the profile's machine (else 422 `unknown_pinned_revision`); the profile's write holds those revisions. A launch from the profile pins these digests even after the records changed, and lists the changed ones in `pendingUpdates`.
+                     * @example {
+                     *       "pdf-split": "sha256:9999999999999999999999999999999999999999999999999999999999999999"
+                     *     }
+                     */
+                    resourcePins?: {
+                        [key: string]: string;
+                    };
                     /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 `validation_failed` otherwise). Every key and string inside is scanned for secrets. */
                     customData?: {
                         [key: string]: unknown;
@@ -5154,6 +5172,15 @@ export interface operations {
                          *     ]
                          */
                         resourceIds: string[];
+                        /**
+                         * @description Optional. The content the owner approved for some of `resourceIds`: ID → record digest (`sha256:<64 hex>`, else 400 `invalid_input`). Each ID must be in `resourceIds` (else 400 `validation_failed`) and each digest a kept revision of that record visible on the profile's machine (else 422 `unknown_pinned_revision`); the profile's write holds those revisions. A launch from the profile pins these digests even after the records changed, and lists the changed ones in `pendingUpdates`.
+                         * @example {
+                         *       "pdf-split": "sha256:9999999999999999999999999999999999999999999999999999999999999999"
+                         *     }
+                         */
+                        resourcePins?: {
+                            [key: string]: string;
+                        };
                         /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 `validation_failed` otherwise). Every key and string inside is scanned for secrets. */
                         customData?: {
                             [key: string]: unknown;
@@ -5275,6 +5302,15 @@ export interface operations {
                          *     ]
                          */
                         resourceIds: string[];
+                        /**
+                         * @description Optional. The content the owner approved for some of `resourceIds`: ID → record digest (`sha256:<64 hex>`, else 400 `invalid_input`). Each ID must be in `resourceIds` (else 400 `validation_failed`) and each digest a kept revision of that record visible on the profile's machine (else 422 `unknown_pinned_revision`); the profile's write holds those revisions. A launch from the profile pins these digests even after the records changed, and lists the changed ones in `pendingUpdates`.
+                         * @example {
+                         *       "pdf-split": "sha256:9999999999999999999999999999999999999999999999999999999999999999"
+                         *     }
+                         */
+                        resourcePins?: {
+                            [key: string]: string;
+                        };
                         /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 `validation_failed` otherwise). Every key and string inside is scanned for secrets. */
                         customData?: {
                             [key: string]: unknown;
@@ -5329,7 +5365,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `validation_failed` */
+            /** @description `validation_failed`, `invalid_input` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5439,7 +5475,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `secret_detected`, `unresolved_resource_ids`, `resource_not_eligible`, `capability_diagnostics_failed` */
+            /** @description `secret_detected`, `unresolved_resource_ids`, `resource_not_eligible`, `capability_diagnostics_failed`, `unknown_pinned_revision` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5589,6 +5625,15 @@ export interface operations {
                          *     ]
                          */
                         resourceIds: string[];
+                        /**
+                         * @description Optional. The content the owner approved for some of `resourceIds`: ID → record digest (`sha256:<64 hex>`, else 400 `invalid_input`). Each ID must be in `resourceIds` (else 400 `validation_failed`) and each digest a kept revision of that record visible on the profile's machine (else 422 `unknown_pinned_revision`); the profile's write holds those revisions. A launch from the profile pins these digests even after the records changed, and lists the changed ones in `pendingUpdates`.
+                         * @example {
+                         *       "pdf-split": "sha256:9999999999999999999999999999999999999999999999999999999999999999"
+                         *     }
+                         */
+                        resourcePins?: {
+                            [key: string]: string;
+                        };
                         /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 `validation_failed` otherwise). Every key and string inside is scanned for secrets. */
                         customData?: {
                             [key: string]: unknown;
@@ -6023,6 +6068,10 @@ export interface operations {
                      *     ]
                      */
                     resourceIds?: string[];
+                    /** @description Replaces the whole map; `null` removes it (launches then pin the records as they are). */
+                    resourcePins?: {
+                        [key: string]: string;
+                    } | null;
                     /** @description Replaces the whole object; `null` removes it. */
                     customData?: {
                         [key: string]: unknown;
@@ -6111,6 +6160,15 @@ export interface operations {
                          *     ]
                          */
                         resourceIds: string[];
+                        /**
+                         * @description Optional. The content the owner approved for some of `resourceIds`: ID → record digest (`sha256:<64 hex>`, else 400 `invalid_input`). Each ID must be in `resourceIds` (else 400 `validation_failed`) and each digest a kept revision of that record visible on the profile's machine (else 422 `unknown_pinned_revision`); the profile's write holds those revisions. A launch from the profile pins these digests even after the records changed, and lists the changed ones in `pendingUpdates`.
+                         * @example {
+                         *       "pdf-split": "sha256:9999999999999999999999999999999999999999999999999999999999999999"
+                         *     }
+                         */
+                        resourcePins?: {
+                            [key: string]: string;
+                        };
                         /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 `validation_failed` otherwise). Every key and string inside is scanned for secrets. */
                         customData?: {
                             [key: string]: unknown;
@@ -6165,7 +6223,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `validation_failed` */
+            /** @description `validation_failed`, `invalid_input` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6319,7 +6377,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `secret_detected`, `unresolved_resource_ids`, `resource_not_eligible`, `capability_diagnostics_failed` */
+            /** @description `secret_detected`, `unresolved_resource_ids`, `resource_not_eligible`, `capability_diagnostics_failed`, `unknown_pinned_revision` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6961,6 +7019,18 @@ export interface operations {
                             /** @description Tokens of their bodies (instructions, or a record v2's source content and owner notes): what it reads on use. */
                             onActivationTokens: number;
                         };
+                        /** @description Only when the profile has `resourcePins`: each approved resource whose record has changed since the approval (the thread reads the approved content; move the profile's pin, or the thread's, to take the change). */
+                        pendingUpdates?: {
+                            /**
+                             * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                             * @example web-search
+                             */
+                            id: string;
+                            /** @description The approved content the thread is pinned to. */
+                            pinned: string;
+                            /** @description The record's digest now; `null` when it was withdrawn. */
+                            current: string | null;
+                        }[];
                     };
                 };
             };
@@ -7160,6 +7230,18 @@ export interface operations {
                             /** @description Tokens of their bodies (instructions, or a record v2's source content and owner notes): what it reads on use. */
                             onActivationTokens: number;
                         };
+                        /** @description Only when the profile has `resourcePins`: each approved resource whose record has changed since the approval (the thread reads the approved content; move the profile's pin, or the thread's, to take the change). */
+                        pendingUpdates?: {
+                            /**
+                             * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                             * @example web-search
+                             */
+                            id: string;
+                            /** @description The approved content the thread is pinned to. */
+                            pinned: string;
+                            /** @description The record's digest now; `null` when it was withdrawn. */
+                            current: string | null;
+                        }[];
                     };
                 };
             };
@@ -7273,7 +7355,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `secret_detected`, `unresolved_resource_ids`, `resource_not_eligible`, `capability_diagnostics_failed` */
+            /** @description `secret_detected`, `unresolved_resource_ids`, `resource_not_eligible`, `capability_diagnostics_failed`, `unknown_pinned_revision` */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -40,6 +40,7 @@ export const ERROR_CODES = {
   unresolved_resource_ids: 422,
   resource_not_eligible: 422,
   capability_diagnostics_failed: 422,
+  unknown_pinned_revision: 422,
   rate_limited: 429,
   quota_exceeded: 429,
   headers_too_large: 431,
