@@ -277,7 +277,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       audit,
       expensive: new ExpensiveWork(),
       now,
-      threads: new ThreadReads(store),
+      threads: new ThreadReads(store).follow(store.events),
     };
     const workloads = new WorkloadService({
       store,
@@ -355,6 +355,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       await capabilities.close();
       await outbound.close();
       eventBudget.close();
+      deps.threads.close();
       await Promise.all(eventWrites);
       await store.close();
     });

@@ -55,6 +55,22 @@ export function realizedEntry(record: { canvasId: string; threadId: string }, au
   return { at, actor, action, id: auditText(`${record.canvasId}/${record.threadId}`), outcome: 'realized' };
 }
 
+/** The entry a pin move writes with its change (both stores): the resource and both digests, nothing else. */
+export function repinnedEntry(
+  move: { canvasId: string; threadId: string; id: string; from: string; to: string },
+  audit: AuditIntent,
+): AuditEntry {
+  const { at, actor, action } = audit;
+  return {
+    at,
+    actor,
+    action,
+    id: auditText(`${move.canvasId}/${move.threadId}`),
+    outcome: 'repinned',
+    details: { resourceId: move.id, from: move.from, to: move.to },
+  };
+}
+
 export class AuditTrail {
   constructor(
     private readonly store: Pick<RegistryStore, 'appendAudit'>,

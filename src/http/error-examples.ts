@@ -67,6 +67,18 @@ const EXAMPLES: Record<ErrorCode, ErrorExample> = {
     message: 'Thread thread-1 of canvas canvas-42 was launched with another profile; a launch is written once.',
     details: { canvasId: 'canvas-42', threadId: 'thread-1' },
   },
+  unknown_pinned_revision: {
+    message: `Resource pdf-grep has no kept revision sha256:${'0'.repeat(64)} this profile's machine may read; nothing was written.`,
+    details: { field: '/resourcePins/pdf-grep', id: 'pdf-grep', digest: `sha256:${'0'.repeat(64)}` },
+  },
+  pin_conflict: {
+    message: 'Thread thread-1 of canvas canvas-42 pins resource pdf-grep at another digest than `from`; nothing was changed.',
+    details: { id: 'pdf-grep', pinned: `sha256:${'9'.repeat(64)}` },
+  },
+  pin_stale: {
+    message: 'Resource pdf-grep no longer has the content `to` names (it changed since); read it again. Nothing was changed.',
+    details: { id: 'pdf-grep', current: `sha256:${'3'.repeat(64)}` },
+  },
   machine_exists: {
     message: 'Machine agentlet-7f3a is already enrolled; revoke it first to issue a new token.',
     details: { machineId: 'agentlet-7f3a' },

@@ -19,6 +19,8 @@ import {
 import { stringLeaves, type SecretScanner } from '../secrets/secret-scanner.js';
 import { uncodedTag } from '../registry/catalogue-cache.js';
 import type { ProfileEntry, RegistryStore } from '../registry/store.js';
+import { assertDigest, digestOf, profileHolder } from '../registry/record-digest.js';
+import { visibleOnMachine } from '../registry/visibility.js';
 import type { ChannelStatus } from '../channel/machine-channels.js';
 import { assertPlacement } from './placement.js';
 import { selectableProfileIds } from './selectable.js';
@@ -30,6 +32,7 @@ import {
   isManifestBacked,
   newProfileId,
   notThisKind,
+  assertPinsSelected,
   profileNotFound,
   profileView,
   type ProfileChanges,
@@ -254,6 +257,7 @@ export class ProfileRegistry {
     await this.#assertPlacement(resourceIds, agentletId);
     const id = newProfileId();
     await this.#assertNoConflicts({ id, alias: body.alias, agentletId }, resourceIds);
+    if (body.resourcePins !== undefined) await this.#checkPins(body.resourcePins, resourceIds, agentletId);
     await this.scanner.assertClean([
       ['/agentletId', agentletId],
       ...textFields({
@@ -270,10 +274,13 @@ export class ProfileRegistry {
       agentletId,
       workingDirPath: body.workingDirPath,
       resourceIds: [...resourceIds],
+      ...(body.resourcePins !== undefined ? { resourcePins: { ...body.resourcePins } } : {}),
       ...(body.customData !== undefined ? { customData: body.customData } : {}),
       ...(body.metadata !== undefined ? { metadata: body.metadata } : {}),
       launch,
     };
+    // Held before the profile that names them is written: a crash between keeps too much, never too little.
+    await this.#holdPins(id, body.resourcePins);
     const entry = await this.store
       .createProfile(profile)
       .catch((err: unknown) => this.audit.failure(actor, 'profile.create', profile.id, err));
@@ -301,13 +308,18 @@ export class ProfileRegistry {
       await this.#assertPlacement(body.resourceIds, current.profile.agentletId);
       await this.#assertNoConflicts({ ...current.profile, alias: body.alias ?? current.profile.alias }, body.resourceIds);
     }
+    if (body.resourcePins) {
+      await this.#checkPins(body.resourcePins, body.resourceIds ?? current.profile.resourceIds, current.profile.agentletId);
+    }
     await this.scanner.assertClean(textFields(body));
     const changes: ProfileChanges = {};
+    if (body.resourcePins !== undefined) changes.resourcePins = body.resourcePins;
     if (body.alias !== undefined) changes.alias = body.alias;
     if (body.workingDirPath !== undefined) changes.workingDirPath = body.workingDirPath;
     if (body.resourceIds !== undefined) changes.resourceIds = body.resourceIds;
     if (body.customData !== undefined) changes.customData = body.customData;
     if (body.metadata !== undefined) changes.metadata = body.metadata;
+    await this.#holdPins(id, body.resourcePins ?? undefined);
     const entry = await this.store
       .updateProfile(id, changes, expected, body.expectedRevision)
       .catch((err: unknown) => this.audit.failure(actor, 'profile.update', id, err));
@@ -318,6 +330,36 @@ export class ProfileRegistry {
   async delete(id: string, ifMatch: string | undefined, actor: string): Promise<void> {
     await this.store.deleteProfile(id, parseIfMatch(ifMatch)).catch((err: unknown) => this.audit.failure(actor, 'profile.delete', id, err));
     await this.audit.record([{ actor, action: 'profile.delete', id, outcome: 'deleted' }]);
+  }
+
+  /**
+   * Each pin's digest well formed (400 `invalid_input`), its ID selected (400 `validation_failed`, also
+   * checked by the store with the write), and a kept revision of that record the machine may read (422
+   * `unknown_pinned_revision`).
+   */
+  async #checkPins(pins: Record<string, string>, resourceIds: readonly string[], agentletId: string): Promise<void> {
+    for (const [rid, digest] of Object.entries(pins)) assertDigest(digest, `/resourcePins/${rid}`);
+    assertPinsSelected({ resourceIds: [...resourceIds], resourcePins: pins });
+    for (const [rid, digest] of Object.entries(pins)) {
+      const current = await this.store.getResource(rid);
+      const content = current && digestOf(current) === digest ? current : (await this.store.getRevision(rid, digest))?.record;
+      if (!content || !visibleOnMachine(content.provider, agentletId)) {
+        throw new AppError(
+          'unknown_pinned_revision',
+          `Resource ${rid} has no kept revision ${digest} this profile's machine may read; nothing was written.`,
+          { field: `/resourcePins/${rid}`, id: rid, digest },
+        );
+      }
+    }
+  }
+
+  /** Holds the profile's approved revisions (`profile:<id>`): retention keeps them while the profile names them. */
+  async #holdPins(profileId: string, pins: Record<string, string> | undefined): Promise<void> {
+    if (pins === undefined) return;
+    await this.store.holdRevisions(
+      profileHolder(profileId),
+      Object.entries(pins).map(([id, digest]) => ({ id, digest })),
+    );
   }
 
   async #assertPlacement(resourceIds: readonly string[], agentletId: string): Promise<void> {

@@ -17,6 +17,8 @@ export interface ProfileChanges {
   workingDirPath?: string;
   resourceIds?: string[];
   /** `null` removes it. */
+  resourcePins?: Record<string, string> | null;
+  /** `null` removes it. */
   customData?: Record<string, unknown> | null;
   /** `null` removes it. */
   metadata?: { cliId?: string } | null;
@@ -134,8 +136,24 @@ export function assertRevision(current: AgentProfile, expected: readonly string[
   }
 }
 
+/**
+ * 400 `validation_failed` unless every ID of the profile's `resourcePins` is one of its `resourceIds`: an
+ * approval applies to a selected resource (a change that drops an ID from the selection drops its pin too).
+ */
+export function assertPinsSelected(profile: Pick<AgentProfile, 'resourceIds' | 'resourcePins'>): void {
+  const selected = new Set(profile.resourceIds);
+  const strays = Object.keys(profile.resourcePins ?? {}).filter((id) => !selected.has(id));
+  if (strays.length > 0) {
+    throw new AppError('validation_failed', `resourcePins names resources the profile does not select: ${strays.join(', ')}.`, {
+      field: '/resourcePins',
+      ids: strays,
+    });
+  }
+}
+
 export function planCreate(profiles: Iterable<AgentProfile>, record: AgentProfile, exists: (id: string) => boolean): void {
   if (exists(record.id)) throw new AppError('internal_error', `Profile ID ${record.id} was assigned twice.`);
+  assertPinsSelected(record);
   assertAliasFree(profiles, record.alias);
 }
 
@@ -157,6 +175,9 @@ export function planUpdate(
   if (changes.alias !== undefined) next.alias = changes.alias;
   if (changes.workingDirPath !== undefined) next.workingDirPath = changes.workingDirPath;
   if (changes.resourceIds !== undefined) next.resourceIds = [...changes.resourceIds];
+  if (changes.resourcePins === null) delete next.resourcePins;
+  else if (changes.resourcePins !== undefined) next.resourcePins = { ...changes.resourcePins };
+  assertPinsSelected(next);
   if (changes.customData === null) delete next.customData;
   else if (changes.customData !== undefined) next.customData = changes.customData;
   if (changes.metadata === null) delete next.metadata;

@@ -23,6 +23,7 @@ export const CHANGE_EVENT_TYPES = [
   'machine.problems',
   'workload.launched',
   'workload.drifted',
+  'workload.repinned',
   'job.succeeded',
   'job.failed',
 ] as const;

@@ -38,6 +38,7 @@ export interface FoundResource {
   tier: number;
 }
 import type { ResourceRevision } from './record-digest.js';
+import type { PinMove } from '../workloads/pin-move.js';
 
 /**
  * A stored profile and its ETag value (`revision` here: an opaque digest of the record, which changes
@@ -223,6 +224,18 @@ export interface RegistryStore {
    * again from the journal's records before a compaction drops them. A repeat holds nothing.
    */
   realizeWorkload(record: WorkloadRecord, audit?: AuditIntent): Promise<{ workload: WorkloadRecord; created: boolean }>;
+  /**
+   * Moves one pin of a stored workload (src/workloads/pin-move.ts): a compare-and-set. Atomically with the
+   * write it checks `checkPinMove` against the workload and the record's digest now (404
+   * `workload_not_found`, 409 `pin_conflict`, 409 `pin_stale`: nothing written), then stores `next(current)`
+   * (the workload with the pin moved, its attestation signed again), holds the new revision for the
+   * workload (`workload:<canvasId>/<threadId>`, moved from the old one), writes the audit entry
+   * `{...audit, id: "<canvasId>/<threadId>", outcome: "repinned", details: {resourceId, from, to}}` and the
+   * event `workload.repinned`: PostgreSQL in one transaction; the JSON store in one workloads journal line
+   * (record, entry, event), after holding the new revision (a crash between keeps too much, never too
+   * little). Of two moves from the same `from`, exactly one wins; the other is 409 `pin_conflict`.
+   */
+  movePin(move: PinMove, next: (current: WorkloadRecord) => WorkloadRecord, audit: AuditIntent): Promise<WorkloadRecord>;
 
   appendAudit(entries: readonly AuditEntry[]): Promise<void>;
   /**

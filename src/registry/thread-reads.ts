@@ -2,26 +2,35 @@
 // realized workload of the token's canvas and machine (`X-Huabu-Thread-Id`) is served each pinned record at
 // its pinned revision; a pinned record no longer there for that machine is withdrawn for the thread. The
 // thread only selects among its own pins: what is served is never more than the token may read today.
-// Framework-free; RFS and MCP both choose through `contentFor`.
+// Framework-free; RFS and MCP both choose through `contentFor`. A thread's pins change only when the owner
+// moves one (`workload.repinned`): the cached pins of that thread are dropped then, on every replica (the
+// event reaches each one's change feed).
 import { AppError } from '../errors.js';
 import type { StoredResource } from '../schemas/resource.js';
 import type { ResourcePin } from '../schemas/workload.js';
 import { digestOf } from './record-digest.js';
 import type { RegistryStore } from './store.js';
+import type { ChangeFeed } from './events.js';
 import { visibleOnMachine } from './visibility.js';
 
 /** The pins one thread reads at: ID → pinned digest, in effective order. */
 export type ThreadPins = ReadonlyMap<string, string>;
 
-/** How many threads' pins and pinned revisions are kept in memory (both never change once written). */
+/** How many threads' pins and pinned revisions are kept in memory (revisions never change; pins only by a move). */
 const CACHE_ENTRIES = 4096;
 
 /** A map that forgets its oldest entry beyond `max` (values that never change: no invalidation). */
 class Bounded<V> {
   readonly #map = new Map<string, V>();
   constructor(private readonly max: number) {}
+  clear(): void {
+    this.#map.clear();
+  }
   get(key: string): V | undefined {
     return this.#map.get(key);
+  }
+  delete(key: string): void {
+    this.#map.delete(key);
   }
   set(key: string, value: V): void {
     this.#map.set(key, value);
@@ -41,7 +50,58 @@ export class ThreadReads {
   readonly #pins = new Bounded<{ agentletId: string; map: ThreadPins } | null>(CACHE_ENTRIES);
   readonly #revisions = new Bounded<StoredResource>(CACHE_ENTRIES);
 
+  /** Raised by every `forget`: pins read before it are not cached after it. */
+  #generation = 0;
+  #cursor = '0';
+  #reading = false;
+  #again = false;
+  #unsubscribe: () => void = () => undefined;
+
   constructor(private readonly store: RegistryStore) {}
+
+  /** Drops the cached pins of a thread (its pins were moved). */
+  forget(canvasId: string, threadId: string): void {
+    this.#generation++;
+    this.#pins.delete(JSON.stringify([canvasId, threadId]));
+  }
+
+  /** Forgets a thread's pins at each `workload.repinned` the feed publishes (a move on any replica). */
+  follow(feed: ChangeFeed): this {
+    this.#cursor = feed.head();
+    this.#unsubscribe = feed.onPublished(() => void this.#read(feed));
+    return this;
+  }
+
+  close(): void {
+    this.#unsubscribe();
+  }
+
+  async #read(feed: ChangeFeed): Promise<void> {
+    if (this.#reading) return void (this.#again = true);
+    this.#reading = true;
+    try {
+      do {
+        this.#again = false;
+        for (;;) {
+          const page = await feed.read(this.#cursor, 500, { published: true });
+          if (page.events.length === 0) break;
+          this.#cursor = page.next;
+          for (const e of page.events) {
+            if (e.type !== 'workload.repinned') continue;
+            const slash = e.subject.id.indexOf('/');
+            this.forget(e.subject.id.slice(0, slash), e.subject.id.slice(slash + 1));
+          }
+        }
+      } while (this.#again);
+    } catch {
+      // Behind the retention: whatever was moved meanwhile is unknown, so every cached pin goes.
+      this.#cursor = feed.head();
+      this.#generation++;
+      this.#pins.clear();
+    } finally {
+      this.#reading = false;
+    }
+  }
 
   /**
    * The pins a read naming `threadId` selects: those of the realized workload of `canvasId` placed on
@@ -53,10 +113,11 @@ export class ThreadReads {
     const key = JSON.stringify([canvasId, threadId]);
     let pins = this.#pins.get(key);
     if (pins === undefined) {
+      const generation = this.#generation;
       const workload = await this.store.getWorkload(canvasId, threadId).catch(() => undefined);
       if (!workload) return undefined; // not cached: the thread may be realized later
       pins = workload.spec.resourcePins ? pinMap(workload.spec.agentletId, workload.spec.resourcePins) : null;
-      this.#pins.set(key, pins);
+      if (generation === this.#generation) this.#pins.set(key, pins);
     }
     return pins !== null && pins.agentletId === machineId ? pins.map : undefined;
   }

@@ -8,7 +8,7 @@ import { answer, errors } from '../http/openapi.js';
 import { WORKLOAD } from './examples.js';
 import type { Metrics } from '../metrics.js';
 import { CanvasId } from '../schemas/common.js';
-import { LaunchBody, ThreadId, WorkloadList, WorkloadRecord } from '../schemas/workload.js';
+import { LaunchAnswer, LaunchBody, PinMoveBody, ThreadId, WorkloadList, WorkloadRecord } from '../schemas/workload.js';
 import { launchAnswer, type WorkloadService } from '../workloads/workload-service.js';
 import type { RouteDeps } from './deps.js';
 
@@ -21,7 +21,7 @@ const launchExample = {
 
 export const workloadRoutes: FastifyPluginCallbackTypebox<RouteDeps & { workloads: WorkloadService; metrics: Metrics }> = (
   app,
-  { workloads, metrics },
+  { workloads, metrics, threads },
   done,
 ) => {
   protect(app, [app.requireOwner], ['ownerToken']);
@@ -34,11 +34,11 @@ export const workloadRoutes: FastifyPluginCallbackTypebox<RouteDeps & { workload
         tags: ['workloads'],
         summary: 'Launch an agent thread',
         description:
-          "Resolves the thread's resources: `resourceIds` (when given) replaces the profile's selection, and the host's required defaults come first: `effective = dedupe([...required, ...selected])`. Every effective ID must resolve and be eligible for the profile's machine, else 422 and nothing is written. The first successful launch of a canvas/thread realizes it (201) and pins the record durably; a repeat that asks for nothing different returns the stored record (200); one that asks for another profile, directory, resource list or preamble is 409 `workload_already_realized`.",
+          "Resolves the thread's resources: `resourceIds` (when given) replaces the profile's selection, and the host's required defaults come first: `effective = dedupe([...required, ...selected])`. Every effective ID must resolve and be eligible for the profile's machine, else 422 and nothing is written. The first successful launch of a canvas/thread realizes it (201) and pins the record durably; a repeat that asks for nothing different returns the stored record (200); one that asks for another profile, directory, resource list or preamble is 409 `workload_already_realized`. A profile with `resourcePins` pins the content it approved for those IDs even when the records changed since (the thread reads that content; a revision no longer kept is 422 `unknown_pinned_revision`), and its answers carry `pendingUpdates`: the approved records whose content is another now.",
         body: { ...LaunchBody, examples: [launchExample] },
         response: {
-          201: answer(WorkloadRecord, 'Realized: the durable workload record.', WORKLOAD),
-          200: answer(WorkloadRecord, 'Already realized with the same request: the stored record.', WORKLOAD),
+          201: answer(LaunchAnswer, 'Realized: the durable workload record.', WORKLOAD),
+          200: answer(LaunchAnswer, 'Already realized with the same request: the stored record.', WORKLOAD),
           ...errors(
             'validation_failed',
             'profile_not_found',
@@ -48,6 +48,7 @@ export const workloadRoutes: FastifyPluginCallbackTypebox<RouteDeps & { workload
             'unresolved_resource_ids',
             'resource_not_eligible',
             'capability_diagnostics_failed',
+            'unknown_pinned_revision',
             'storage_unavailable',
           ),
         },
@@ -99,6 +100,31 @@ export const workloadRoutes: FastifyPluginCallbackTypebox<RouteDeps & { workload
       },
     },
     async (request) => workloads.get(request.params.canvasId, request.params.threadId),
+  );
+
+  app.post(
+    '/workloads/:canvasId/:threadId/pins',
+    {
+      schema: {
+        operationId: 'moveWorkloadPin',
+        tags: ['workloads'],
+        summary: "Move one of a thread's pins (approve a record's content now)",
+        description:
+          "Moves the thread's pin of `id` from `from` (its pin now, else 409 `pin_conflict`; also for an ID the thread does not pin) to `to` (the record's digest now, else 409 `pin_stale`; also for a withdrawn record). A compare-and-set: of two moves from the same `from`, one wins and the other is 409 `pin_conflict`; a refusal writes nothing. The move, its audit entry and the event `workload.repinned` are stored together; the thread's RFS and MCP reads serve the new pin from then on. A workload with an attestation gets a new one over its new pins, signed at the move (`repinnedAt` in its predicate). Answers the workload record. Malformed digests are 400 `invalid_input`; an unknown thread 404 `workload_not_found`.",
+        params: Type.Object({ canvasId: CanvasId, threadId: ThreadId }),
+        body: { ...PinMoveBody, examples: [{ id: 'web-search', from: `sha256:${'9'.repeat(64)}`, to: `sha256:${'3'.repeat(64)}` }] },
+        response: {
+          200: answer(WorkloadRecord, 'Moved: the workload record with its new pin.', WORKLOAD),
+          ...errors('validation_failed', 'invalid_input', 'workload_not_found', 'pin_conflict', 'pin_stale', 'storage_unavailable'),
+        },
+      },
+    },
+    async (request) => {
+      const { canvasId, threadId } = request.params;
+      const moved = await workloads.movePin({ canvasId, threadId, ...request.body }, actorOf(request.principal!));
+      threads.forget(canvasId, threadId);
+      return moved;
+    },
   );
   done();
 };

@@ -60,6 +60,17 @@ export const ProfileResourceIds = Type.Array(ResourceId, {
 });
 
 /** Objects and arrays in `customData` may nest at most this deep (the object itself is level 1). */
+/**
+ * The owner's approved content per selected resource: ID → record digest (docs/profiles-and-launching.md,
+ * "Approved content"). A launch from the profile pins these digests, whatever the records hold by then.
+ */
+export const ProfileResourcePins = Type.Record(ResourceId, Type.String({ maxLength: 256, examples: [`sha256:${'9'.repeat(64)}`] }), {
+  maxProperties: MAX_PROFILE_RESOURCE_IDS,
+  description:
+    "Optional. The content the owner approved for some of `resourceIds`: ID → record digest (`sha256:<64 hex>`, else 400 `invalid_input`). Each ID must be in `resourceIds` (else 400 `validation_failed`) and each digest a kept revision of that record visible on the profile's machine (else 422 `unknown_pinned_revision`); the profile's write holds those revisions. A launch from the profile pins these digests even after the records changed, and lists the changed ones in `pendingUpdates`.",
+  examples: [{ 'pdf-split': `sha256:${'9'.repeat(64)}` }],
+});
+
 export const MAX_CUSTOM_DATA_DEPTH = 32;
 
 export const CustomData = Type.Record(Type.String(), Type.Unknown(), {
@@ -199,6 +210,7 @@ const profileProperties = {
   agentletId: MachineId,
   workingDirPath: WorkingDirPath,
   resourceIds: ProfileResourceIds,
+  resourcePins: Type.Optional(ProfileResourcePins),
   customData: Type.Optional(CustomData),
   metadata: Type.Optional(ProfileMetadata),
   launch: ProfileLaunchView,
@@ -233,6 +245,7 @@ export const StoredAgentProfile = Type.Object(
     workingDirPath: Type.String({ pattern: NON_BLANK }),
     revision: Type.Optional(Type.Integer({ minimum: 0 })),
     resourceIds: ProfileResourceIds,
+    resourcePins: Type.Optional(Type.Record(Type.String(), Type.String())),
     customData: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
     metadata: Type.Optional(Type.Object({ cliId: Type.Optional(Type.String()) }, { additionalProperties: true })),
     launch: Type.Union([
@@ -263,6 +276,7 @@ export const ProfileCreateBody = Type.Object(
     workingDirPath: WorkingDirPath,
     launch: ProfileLaunch,
     resourceIds: Type.Optional(ProfileResourceIds),
+    resourcePins: Type.Optional(ProfileResourcePins),
     customData: Type.Optional(CustomData),
     metadata: Type.Optional(ProfileMetadata),
   },
@@ -280,6 +294,11 @@ export const ProfilePatchBody = Type.Object(
     alias: Type.Optional(Alias),
     workingDirPath: Type.Optional(WorkingDirPath),
     resourceIds: Type.Optional(ProfileResourceIds),
+    resourcePins: Type.Optional(
+      Type.Union([ProfileResourcePins, Type.Null()], {
+        description: 'Replaces the whole map; `null` removes it (launches then pin the records as they are).',
+      }),
+    ),
     customData: Type.Optional(Type.Union([CustomData, Type.Null()], { description: 'Replaces the whole object; `null` removes it.' })),
     metadata: Type.Optional(Type.Union([ProfileMetadata, Type.Null()], { description: 'Replaces the whole object; `null` removes it.' })),
     expectedRevision: Type.Optional(

@@ -135,6 +135,32 @@ export const WorkloadRecord = Type.Object(
 );
 export type WorkloadRecord = Static<typeof WorkloadRecord>;
 
+/** The launch answer: the workload record and, for a profile that approves content, `pendingUpdates`. */
+export const LaunchAnswer = Type.Object(
+  {
+    ...WorkloadRecord.properties,
+    pendingUpdates: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            id: ResourceId,
+            pinned: Type.String({ pattern: DIGEST_PATTERN, description: 'The approved content the thread is pinned to.' }),
+            current: Type.Union([Type.String({ pattern: DIGEST_PATTERN }), Type.Null()], {
+              description: "The record's digest now; `null` when it was withdrawn.",
+            }),
+          },
+          { additionalProperties: false },
+        ),
+        {
+          description:
+            "Only when the profile has `resourcePins`: each approved resource whose record has changed since the approval (the thread reads the approved content; move the profile's pin, or the thread's, to take the change).",
+        },
+      ),
+    ),
+  },
+  { additionalProperties: false, title: 'LaunchAnswer' },
+);
+
 export const LaunchBody = Type.Object(
   {
     profileId: ProfileId,
@@ -155,6 +181,18 @@ export const LaunchBody = Type.Object(
   { additionalProperties: false, title: 'Launch' },
 );
 export type LaunchBody = Static<typeof LaunchBody>;
+
+const PinDigest = (description: string) => Type.String({ maxLength: 256, description, examples: [`sha256:${'9'.repeat(64)}`] });
+
+export const PinMoveBody = Type.Object(
+  {
+    id: ResourceId,
+    from: PinDigest("The thread's pin of `id` now (`sha256:<64 hex>`); another is 409 `pin_conflict`."),
+    to: PinDigest("The record's digest now, the content approved (`sha256:<64 hex>`); another is 409 `pin_stale`."),
+  },
+  { additionalProperties: false, title: 'PinMove' },
+);
+export type PinMoveBody = Static<typeof PinMoveBody>;
 
 export const WorkloadList = Type.Object(
   { workloads: Type.Array(WorkloadRecord, { description: 'The canvas threads, sorted by threadId.' }) },

@@ -30,14 +30,15 @@ import type {
   Registered,
   RegistryStore,
 } from '../registry/store.js';
-import { realizedEntry, reconcileEntries } from '../audit/audit-trail.js';
+import { realizedEntry, reconcileEntries, repinnedEntry } from '../audit/audit-trail.js';
+import { checkPinMove, type PinMove } from '../workloads/pin-move.js';
 import { DataDirError, StoreFileError } from './store-file-error.js';
 import { sortedValues } from './overlay-map.js';
 import { EVENTS_FILE, JsonEventLog, recordCheck, type CheckedDraft, type RetentionOptions } from './event-log.js';
 import type { ChangeEventType, ChangeFeed, ChangeSubject, EventDraft } from '../registry/events.js';
 import { openResources, RESOURCES_FILE, type ResourcesState } from './json-resources-file.js';
-import { driftOf, heldRevisions, holdRevisions, holdsAll, keepRevisions, listRevisionsOf, revisionKey } from './json-revisions.js';
-import { workloadHolder, type ResourceRevision } from '../registry/record-digest.js';
+import { driftOf, heldRevisions, holdRevisions, holdsAll, keepRevisions, listRevisionsOf, releaseHold, revisionKey } from './json-revisions.js';
+import { digestOf, workloadHolder, type ResourceRevision } from '../registry/record-digest.js';
 import { indexByDigest, loadMachines, MACHINES_FILE, machinesCodec, type MachinesState } from './json-machines-file.js';
 import { entryOf, loadRegistry, REGISTRY_FILE, registryCodec, type RegistryState } from './json-registry-file.js';
 
@@ -544,6 +545,73 @@ export class JsonFileStore implements RegistryStore {
 
   realizeWorkload(record: WorkloadRecord, audit?: AuditIntent): Promise<{ workload: WorkloadRecord; created: boolean }> {
     return this.workloads.realize(record, audit && realizedEntry(record, audit));
+  }
+
+  /** Pin moves of one thread, one after the other (this process is the only writer of DATA_DIR). */
+  readonly #moving = new Map<string, Promise<unknown>>();
+
+  movePin(move: PinMove, next: (current: WorkloadRecord) => WorkloadRecord, audit: AuditIntent): Promise<WorkloadRecord> {
+    const key = `${move.canvasId}/${move.threadId}`;
+    const run = (this.#moving.get(key) ?? Promise.resolve()).catch(() => undefined).then(() => this.#movePin(move, next, audit));
+    this.#moving.set(key, run);
+    void run
+      .finally(() => {
+        if (this.#moving.get(key) === run) this.#moving.delete(key);
+      })
+      .catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * Three durable writes, each safe to crash after: (1) the new revision is held under a transient holder
+   * (the old pin stays held), (2) the workload, its audit entry and its event in one journal line, (3) the
+   * workload's hold moved to the new revision and the transient one released. A crash keeps too much,
+   * never too little.
+   */
+  async #movePin(move: PinMove, next: (current: WorkloadRecord) => WorkloadRecord, audit: AuditIntent): Promise<WorkloadRecord> {
+    const current = await this.workloads.get(move.canvasId, move.threadId);
+    if (!current) {
+      throw new AppError('workload_not_found', `No workload for thread ${move.threadId} of canvas ${move.canvasId}.`, {
+        canvasId: move.canvasId,
+        threadId: move.threadId,
+      });
+    }
+    const recordDigest = () => {
+      const record = this.resources.state.resources.get(move.id);
+      return record && digestOf(record);
+    };
+    checkPinMove(current, move, recordDigest());
+    const holder = workloadHolder(move.canvasId, move.threadId);
+    const transient = `${holder} moving`;
+    await this.resources.update((draft) => {
+      const record = draft.resources.get(move.id);
+      checkPinMove(current, move, record && digestOf(record));
+      return { result: undefined, changed: holdRevisions(draft, transient, [{ id: move.id, digest: move.to }], () => record, this.#now()) };
+    });
+    try {
+      return await this.workloads.replace(
+        move.canvasId,
+        move.threadId,
+        (stored) => {
+          checkPinMove(stored, move, recordDigest());
+          return next(stored);
+        },
+        repinnedEntry(move, audit),
+      );
+    } finally {
+      // Settle the holds on what the workload pins now, whatever the outcome of (2).
+      const pinned = (await this.workloads.get(move.canvasId, move.threadId).catch(() => undefined))?.spec.resourcePins?.find(
+        (p) => p.id === move.id,
+      )?.digest;
+      await this.resources
+        .update((draft) => {
+          let changed =
+            pinned !== undefined && holdRevisions(draft, holder, [{ id: move.id, digest: pinned }], () => undefined, this.#now());
+          changed = releaseHold(draft, transient, move.id) || changed;
+          return { result: undefined, changed };
+        })
+        .catch(() => undefined); // the transient hold stays: too much kept, never too little
+    }
   }
 
   appendAudit(entries: readonly AuditEntry[]): Promise<void> {

@@ -73,7 +73,10 @@ export function pinnedDigestsOf(state: RevisionsState, id: string): Set<string> 
 /** The holders of `id` (a draft's holds included) with their pinned digest. */
 function holdersOf(state: RevisionsState, id: string): Map<string, string> {
   const holders = new Map(state.holdIndex.get(id) ?? []);
-  for (const [, hold] of draftChanges(state.holds)) if (hold?.id === id) holders.set(hold.holder, hold.digest);
+  for (const [key, hold] of draftChanges(state.holds)) {
+    if (hold?.id === id) holders.set(hold.holder, hold.digest);
+    else if (hold === undefined && key.startsWith(`${id} `)) holders.delete(key.slice(id.length + 1));
+  }
   return holders;
 }
 
@@ -168,11 +171,22 @@ export function holdsAll(state: RevisionsState, holder: string, holds: readonly 
   return holds.every(({ id, digest }) => state.holds.get(holdKey(id, holder))?.digest === digest);
 }
 
+/**
+ * Releases the hold of `holder` on `id` (a pin move's transient hold, once the move is decided); true when
+ * there was one.
+ */
+export function releaseHold(state: RevisionsState, holder: string, id: string): boolean {
+  const key = holdKey(id, holder);
+  if (!state.holds.has(key)) return false;
+  state.holds.delete(key);
+  return true;
+}
+
 /** The journal changes of a draft's revisions and holds (beside the records' `{put}` / `{withdraw}`). */
 export function revisionChanges(draft: RevisionsState): unknown[] {
   return [
     ...draftChanges(draft.revisions).map(([key, r]) => (r ? { revision: r } : { dropRevision: key })),
-    ...draftChanges(draft.holds).map(([, h]) => ({ hold: h })),
+    ...draftChanges(draft.holds).map(([key, h]) => (h ? { hold: h } : { dropHold: key })),
     ...draftChanges(draft.notices).map(([, n]) => ({ notice: n })),
   ];
 }
@@ -219,6 +233,12 @@ export function applyRevisionChange(state: RevisionsState, change: unknown): boo
     const [id, digest] = change.dropRevision.split(' ') as [string, string];
     state.revisions.delete(change.dropRevision);
     state.revisionIndex.get(id)?.delete(digest);
+    return true;
+  }
+  if ('dropHold' in change && typeof change.dropHold === 'string') {
+    const space = change.dropHold.indexOf(' ');
+    state.holds.delete(change.dropHold);
+    state.holdIndex.get(change.dropHold.slice(0, space))?.delete(change.dropHold.slice(space + 1));
     return true;
   }
   if ('hold' in change) {

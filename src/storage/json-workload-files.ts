@@ -51,8 +51,10 @@ interface WorkloadsState {
   unread: Set<string>;
   /** Canvases whose file may lack a committed record (their records are in the journal), not yet being compacted. */
   dirty: Set<string>;
-  /** In a mutation's draft only: the records it added, by `canvasId/threadId`. */
+  /** In a mutation's draft only: the records it added or replaced, by `canvasId/threadId`. */
   added?: Map<string, WorkloadRecord>;
+  /** In a mutation's draft only: which of `added` replace a stored record (a pin move). */
+  replaced?: Set<string>;
 }
 
 const threadKey = (canvasId: string, threadId: string) => `${canvasId}/${threadId}`;
@@ -124,9 +126,10 @@ class CanvasLoader {
       throw failure;
     }
     // Synchronous from here. The journal's records of this canvas (replayed at start) come after the
-    // file's; a thread in both is the same record (a crash between compaction and journal swap): the file's is kept.
+    // file's: the journal holds every line since the compaction that wrote the file began, so a thread in
+    // both is the same record or the journal's is newer (a pin move): the journal's is kept.
     const journaled = this.state.canvases.get(canvasId);
-    if (journaled) for (const [threadId, record] of journaled) if (!fromFile.has(threadId)) fromFile.set(threadId, record);
+    if (journaled) for (const [threadId, record] of journaled) fromFile.set(threadId, record);
     this.state.canvases.set(canvasId, fromFile);
     this.state.unread.delete(canvasId);
   }
@@ -135,19 +138,22 @@ class CanvasLoader {
 function workloadsCodec(dir: string, fs: FileSystemSeam, loader: CanvasLoader, holdPins?: HoldPins): JournalCodec<WorkloadsState> {
   const journalFile = journalPathFor(path.join(dir, JOURNAL_BASE));
   return {
-    clone: (s) => ({ canvases: s.canvases, unread: s.unread, dirty: s.dirty, added: new Map() }),
+    clone: (s) => ({ canvases: s.canvases, unread: s.unread, dirty: s.dirty, added: new Map(), replaced: new Set() }),
     serialize: () => {
       throw new Error('workloads are written per canvas (compact)');
     },
-    changes: (draft) => [...draft.added!.values()],
+    // A first realization is the record itself; a replacement (a pin move) is `{replace: record}`.
+    changes: (draft) => [...draft.added!].map(([key, record]) => (draft.replaced!.has(key) ? { replace: record } : record)),
     apply(state, changes) {
       for (const change of changes) {
-        const record = readWorkload(journalFile, change);
+        const replace = change !== null && typeof change === 'object' && 'replace' in change;
+        const record = readWorkload(journalFile, replace ? change.replace : change);
         if (!canvasFileName.test(`${record.canvasId}.json`)) throw new StoreFileError(journalFile, 'holds an invalid workload record');
         let canvas = state.canvases.get(record.canvasId);
         if (!canvas) state.canvases.set(record.canvasId, (canvas = new Map()));
-        // The first realization of a thread is its only record; a replayed line the canvas file already holds is the same record.
-        if (!canvas.has(record.threadId)) canvas.set(record.threadId, record);
+        // A first realization never replaces a record (a replayed line the canvas file already holds is the
+        // same record); a pin move does.
+        if (replace || !canvas.has(record.threadId)) canvas.set(record.threadId, record);
         state.dirty.add(record.canvasId);
       }
     },
@@ -337,6 +343,37 @@ export class JsonWorkloadFiles {
     });
     // Answered once both are durable (the journal line and the holds, flushed side by side).
     return this.holdPins ? written.then(async (outcome) => (await held, outcome)) : written;
+  }
+
+  /**
+   * Replaces a thread's record with `next(current)` (a pin move), with its audit entry and the event
+   * `workload.repinned` in the same journal line. `next` throws to refuse (nothing written);
+   * `workload_not_found` when the thread has no record.
+   */
+  async replace(
+    canvasId: string,
+    threadId: string,
+    next: (current: WorkloadRecord) => WorkloadRecord,
+    audit: AuditEntry,
+  ): Promise<WorkloadRecord> {
+    if (this.#closed) throw new AppError('storage_unavailable', 'The registry is shutting down; nothing was changed. Retry later.');
+    await this.#read(canvasId);
+    const key = threadKey(canvasId, threadId);
+    return this.doc.update<WorkloadRecord>((draft) => {
+      const existing = draft.added!.get(key) ?? draft.canvases.get(canvasId)?.get(threadId);
+      if (!existing) {
+        throw new AppError('workload_not_found', `No workload for thread ${threadId} of canvas ${canvasId}.`, { canvasId, threadId });
+      }
+      const record = Object.freeze(next(existing));
+      draft.added!.set(key, record);
+      draft.replaced!.add(key);
+      return {
+        result: record,
+        changed: true,
+        events: [{ type: 'workload.repinned', subject: { kind: 'workload', id: key }, check: recordCheck(record) }],
+        audit: [audit],
+      };
+    });
   }
 
   pause(): Promise<void> {

@@ -44,6 +44,8 @@ export interface LaunchFacts {
   profileRevision: number;
   machineId: string;
   realizedAt: string;
+  /** When the owner last moved one of the workload's pins (absent until then). */
+  repinnedAt?: string;
   resources: readonly AttestedResource[];
 }
 
@@ -57,6 +59,7 @@ export interface LaunchStatement {
     profile: { id: string; revision: number };
     machineId: string;
     realizedAt: string;
+    repinnedAt?: string;
     resources: AttestedResource[];
   };
 }
@@ -79,9 +82,33 @@ export function launchStatement(facts: LaunchFacts): LaunchStatement {
       profile: { id: facts.profileId, revision: facts.profileRevision },
       machineId: facts.machineId,
       realizedAt: facts.realizedAt,
+      ...(facts.repinnedAt === undefined ? {} : { repinnedAt: facts.repinnedAt }),
       resources: facts.resources.map((r) => ({ ...r })),
     },
   };
+}
+
+/** The statement a stored envelope signed (one this registry made: not verified again here). */
+export function statementOf(envelope: DsseEnvelope): LaunchStatement {
+  return JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')) as LaunchStatement;
+}
+
+/**
+ * The statement of a workload after one of its pins moved: the launch's facts as signed at realization
+ * (`realizedAt` included), `repinnedAt` the move's time, and `pin` in place of the resource of the same ID.
+ */
+export function repinnedStatement(signed: LaunchStatement, pin: AttestedResource, repinnedAt: string): LaunchStatement {
+  const p = signed.predicate;
+  return launchStatement({
+    canvasId: p.canvasId,
+    threadId: p.threadId,
+    profileId: p.profile.id,
+    profileRevision: p.profile.revision,
+    machineId: p.machineId,
+    realizedAt: p.realizedAt,
+    repinnedAt,
+    resources: p.resources.map((r) => (r.id === pin.id ? pin : r)),
+  });
 }
 
 /** DSSE's pre-authentication encoding: `DSSEv1 <len(type)> <type> <len(body)> <body>`, lengths in bytes. */

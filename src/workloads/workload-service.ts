@@ -12,23 +12,37 @@ import { systemClock, type Clock } from '../clock.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
 import { bootstrapPreamble, mcpServerEntry } from './bootstrap.js';
 import { ACP_COMMAND, ACP_HARNESS } from '../profiles/profile-rules.js';
-import { digestOf } from '../registry/record-digest.js';
+import { assertDigest, digestOf } from '../registry/record-digest.js';
 import type { StoredResource } from '../schemas/resource.js';
 import { contextEstimate } from '../capabilities/context-estimate.js';
-import { launchStatement, signStatement, type AttestedResource, type Signer } from './attestation.js';
+import { visibleOnMachine } from '../registry/visibility.js';
+import { launchStatement, repinnedStatement, signStatement, statementOf, type AttestedResource, type Signer } from './attestation.js';
+import { checkPinMove, movedPins, PIN_MOVE_ACTION, type PinMove } from './pin-move.js';
 
 export interface LaunchResult {
   workload: WorkloadRecord;
   /** True when this launch realized the thread (201); false when it returned the stored record (200). */
   realized: boolean;
+  /**
+   * Only for a profile with `resourcePins`: each of the workload's pins the profile approved whose record
+   * has other content now (`current` null: withdrawn).
+   */
+  pendingUpdates?: PendingUpdate[];
+}
+
+export interface PendingUpdate {
+  id: string;
+  pinned: string;
+  current: string | null;
 }
 
 /**
  * The body of the launch answer, built here and nowhere else: the workload record (its `spec.resourcePins`
- * included). A field every launch answer carries beside the record is added here.
+ * included) and, for a profile that approves content (`resourcePins`), `pendingUpdates`: the approved
+ * records that changed since. A field every launch answer carries beside the record is added here.
  */
-export function launchAnswer(result: LaunchResult): WorkloadRecord {
-  return result.workload;
+export function launchAnswer(result: LaunchResult): WorkloadRecord & { pendingUpdates?: PendingUpdate[] } {
+  return result.pendingUpdates === undefined ? result.workload : { ...result.workload, pendingUpdates: result.pendingUpdates };
 }
 
 /**
@@ -113,7 +127,7 @@ export class WorkloadService {
       ...(request.workingDirPath === undefined ? [] : [['/workingDirPath', request.workingDirPath] as [string, string]]),
     ]);
     const stored = await store.getWorkload(request.canvasId, request.threadId);
-    if (stored) return { workload: this.#repeat(stored, request), realized: false };
+    if (stored) return this.#withPending({ workload: this.#repeat(stored, request), realized: false });
 
     const { profile } = await this.#o.profiles.get(request.profileId);
     const { launch } = profile;
@@ -132,8 +146,11 @@ export class WorkloadService {
       await this.#o.scanner.assertClean([['/additionalInitialPreamble', request.additionalInitialPreamble]]);
     }
 
-    // The content each resource has now, pinned: the store holds these revisions with the record.
-    const resourcePins = effective.map((id) => ({ id, digest: digestOf(records.get(id)!) }));
+    // The content each resource has now, pinned, or the content the profile approved (a quarantine: the
+    // record may have changed since): the store holds these revisions with the record.
+    const approved = profile.resourcePins ?? {};
+    const resourcePins = effective.map((id) => ({ id, digest: approved[id] ?? digestOf(records.get(id)!) }));
+    const contents = await this.#approvedContents(resourcePins, records, profile.agentletId);
 
     const rfsUrl = this.#o.rfsUrl(request.canvasId);
     const mcpUrl = `${rfsUrl}/mcp`;
@@ -160,9 +177,9 @@ export class WorkloadService {
         ...(launch.kind === ACP_HARNESS ? { launch: harnessLaunch(launch) } : {}),
       },
     };
-    record.contextEstimate = contextEstimate(effective.map((id) => records.get(id)!));
+    record.contextEstimate = contextEstimate(effective.map((id) => contents.get(id)!));
     if (this.#o.signer) {
-      const pinned = resourcePins.map((pin) => attestedResource(pin, records.get(pin.id)!));
+      const pinned = resourcePins.map((pin) => attestedResource(pin, contents.get(pin.id)!));
       record.attestation = signStatement(
         launchStatement({
           canvasId: record.canvasId,
@@ -178,9 +195,60 @@ export class WorkloadService {
     }
     const outcome = await store.realizeWorkload(record, audit);
     // Another launch of the same thread may have realized it first: then this one is a repeat.
-    return outcome.created
-      ? { workload: outcome.workload, realized: true }
-      : { workload: this.#repeat(outcome.workload, request), realized: false };
+    return this.#withPending(
+      outcome.created
+        ? { workload: outcome.workload, realized: true }
+        : { workload: this.#repeat(outcome.workload, request), realized: false },
+      profile,
+    );
+  }
+
+  /**
+   * The content each pin names: the record itself when the pin is its digest now, else the kept revision
+   * the profile approved (422 `unknown_pinned_revision` when it is no longer kept or not the machine's).
+   */
+  async #approvedContents(
+    pins: readonly { id: string; digest: string }[],
+    records: ReadonlyMap<string, StoredResource | undefined>,
+    machineId: string,
+  ): Promise<Map<string, StoredResource>> {
+    const contents = new Map<string, StoredResource>();
+    for (const { id, digest } of pins) {
+      const current = records.get(id)!;
+      if (digestOf(current) === digest) {
+        contents.set(id, current);
+        continue;
+      }
+      const revision = (await this.#o.store.getRevision(id, digest))?.record;
+      if (!revision || !visibleOnMachine(revision.provider, machineId)) {
+        throw new AppError(
+          'unknown_pinned_revision',
+          `Resource ${id} has no kept revision ${digest} the profile approved; nothing was written.`,
+          {
+            id,
+            digest,
+          },
+        );
+      }
+      contents.set(id, revision);
+    }
+    return contents;
+  }
+
+  /** `result` with `pendingUpdates` when the workload's profile approves content (`resourcePins`). */
+  async #withPending(result: LaunchResult, launchedFrom?: AgentProfile): Promise<LaunchResult> {
+    const { workload } = result;
+    const profile = launchedFrom ?? (await this.#o.store.getProfile(workload.spec.binding.profileId))?.profile;
+    const approved = profile?.resourcePins;
+    if (approved === undefined) return result;
+    const pendingUpdates: PendingUpdate[] = [];
+    for (const pin of workload.spec.resourcePins ?? []) {
+      if (approved[pin.id] === undefined) continue;
+      const record = await this.#o.store.getResource(pin.id);
+      const current = record ? digestOf(record) : null;
+      if (current !== pin.digest) pendingUpdates.push({ id: pin.id, pinned: pin.digest, current });
+    }
+    return { ...result, pendingUpdates };
   }
 
   /** The stored record when the request asks for nothing different; 409 otherwise. */
@@ -211,6 +279,69 @@ export class WorkloadService {
       );
     }
     return stored;
+  }
+
+  /**
+   * Moves one pin of a workload to the record's content now (src/workloads/pin-move.ts), audited (a refusal
+   * too) and announced by the store with the change. A workload with an attestation gets a new one over its
+   * new pins, signed now (`repinnedAt`); its context estimate is counted again over the pinned contents.
+   */
+  async movePin(move: PinMove, actor = 'owner'): Promise<WorkloadRecord> {
+    const audit = this.#o.audit;
+    const id = `${move.canvasId}/${move.threadId}`;
+    try {
+      assertDigest(move.from, '/from');
+      assertDigest(move.to, '/to');
+      const { store } = this.#o;
+      const workload = await this.get(move.canvasId, move.threadId);
+      const record = await store.getResource(move.id);
+      checkPinMove(workload, move, record && digestOf(record));
+      const pins = movedPins(workload, move);
+      const contents = await this.#pinnedContents(pins, record!);
+      const intent = audit?.intent(actor, PIN_MOVE_ACTION) ?? { at: this.#clock.now().toISOString(), actor, action: PIN_MOVE_ACTION };
+      return await store.movePin(
+        move,
+        (current) => {
+          const { attestation, ...rest } = current;
+          const next: WorkloadRecord = { ...rest, spec: { ...current.spec, resourcePins: movedPins(current, move) } };
+          // Counted over the pins as read before the move; another pin moved meanwhile keeps the count it had.
+          if (
+            contents &&
+            sameList(
+              movedPins(current, move).map((p) => p.digest),
+              pins.map((p) => p.digest),
+            )
+          ) {
+            next.contextEstimate = contextEstimate(contents);
+          }
+          if (attestation && this.#o.signer) {
+            const statement = repinnedStatement(
+              statementOf(attestation),
+              attestedResource({ id: move.id, digest: move.to }, record!),
+              intent.at,
+            );
+            next.attestation = signStatement(statement, this.#o.signer);
+          }
+          return next;
+        },
+        intent,
+      );
+    } catch (err) {
+      if (audit) await audit.failure(actor, PIN_MOVE_ACTION, id, err);
+      throw err;
+    }
+  }
+
+  /** The content each pin names (the kept revision; `current` for its own digest); undefined when one is no longer kept. */
+  async #pinnedContents(pins: readonly { id: string; digest: string }[], current: StoredResource): Promise<StoredResource[] | undefined> {
+    const contents: StoredResource[] = [];
+    for (const pin of pins) {
+      const content =
+        pin.id === current.id && digestOf(current) === pin.digest ? current : (await this.#o.store.getRevision(pin.id, pin.digest))?.record;
+      if (!content) return undefined;
+      contents.push(content);
+    }
+    return contents;
   }
 
   async get(canvasId: string, threadId: string): Promise<WorkloadRecord> {

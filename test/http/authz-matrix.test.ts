@@ -188,6 +188,13 @@ const MATRIX: Record<string, Entry> = {
   'GET /api/acp/workloads': { url: '/api/acp/workloads?canvasId=canvas-x', allowed: { owner: 200 } },
   'GET /api/acp/workloads/{canvasId}/{threadId}': { url: '/api/acp/workloads/canvas-x/thread-1', allowed: { owner: 200 } },
   'GET /api/acp/workloads/{canvasId}/{threadId}/drift': { url: '/api/acp/workloads/canvas-x/thread-1/drift', allowed: { owner: 200 } },
+  // Admitted, then refused for its digests (the moves themselves: test/pins/pin-moves.test.ts).
+  'POST /api/acp/workloads/{canvasId}/{threadId}/pins': {
+    url: '/api/acp/workloads/canvas-x/thread-1/pins',
+    payload: { id: 'tool-a', from: `sha256:${'0'.repeat(64)}`, to: `sha256:${'0'.repeat(64)}` },
+    allowed: { owner: 409 },
+    admittedCode: 'pin_conflict',
+  },
   'GET /api/acp/capabilities': { url: '/api/acp/capabilities', allowed: { owner: 200 } },
   // The event streams never end on their own: the admitted caller asks with a cursor this log never
   // issued, so it is answered (410) before a stream starts. test/events/change-events.test.ts reads the streams over sockets.

@@ -499,7 +499,7 @@ export interface paths {
         put?: never;
         /**
          * Launch an agent thread
-         * @description Resolves the thread's resources: `resourceIds` (when given) replaces the profile's selection, and the host's required defaults come first: `effective = dedupe([...required, ...selected])`. Every effective ID must resolve and be eligible for the profile's machine, else 422 and nothing is written. The first successful launch of a canvas/thread realizes it (201) and pins the record durably; a repeat that asks for nothing different returns the stored record (200); one that asks for another profile, directory, resource list or preamble is 409 `workload_already_realized`.
+         * @description Resolves the thread's resources: `resourceIds` (when given) replaces the profile's selection, and the host's required defaults come first: `effective = dedupe([...required, ...selected])`. Every effective ID must resolve and be eligible for the profile's machine, else 422 and nothing is written. The first successful launch of a canvas/thread realizes it (201) and pins the record durably; a repeat that asks for nothing different returns the stored record (200); one that asks for another profile, directory, resource list or preamble is 409 `workload_already_realized`. A profile with `resourcePins` pins the content it approved for those IDs even when the records changed since (the thread reads that content; a revision no longer kept is 422 `unknown_pinned_revision`), and its answers carry `pendingUpdates`: the approved records whose content is another now.
          */
         post: operations["launch"];
         delete?: never;
@@ -542,6 +542,26 @@ export interface paths {
         get: operations["getWorkload"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/acp/workloads/{canvasId}/{threadId}/pins": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move one of a thread's pins (approve a record's content now)
+         * @description Moves the thread's pin of `id` from `from` (its pin now, else 409 `pin_conflict`; also for an ID the thread does not pin) to `to` (the record's digest now, else 409 `pin_stale`; also for a withdrawn record). A compare-and-set: of two moves from the same `from`, one wins and the other is 409 `pin_conflict`; a refusal writes nothing. The move, its audit entry and the event `workload.repinned` are stored together; the thread's RFS and MCP reads serve the new pin from then on. A workload with an attestation gets a new one over its new pins, signed at the move (`repinnedAt` in its predicate). Answers the workload record. Malformed digests are 400 `invalid_input`; an unknown thread 404 `workload_not_found`.
+         */
+        post: operations["moveWorkloadPin"];
         delete?: never;
         options?: never;
         head?: never;
@@ -693,7 +713,7 @@ export interface paths {
         };
         /**
          * Follow the changes (Server-Sent Events)
-         * @description Every change the registry announces, once it is durable, in commit order: `resource.created|replaced|withdrawn|customized`, `profile.created|updated|deleted`, `machine.enrolled|rotated|revoked|connected|disconnected|problems`, `workload.launched|drifted`, `job.succeeded|failed`. Resume after a disconnect or a restart with `Last-Event-ID` (or `?since=`); a cursor older than the retention is 410 `cursor_expired`. A subscriber that falls behind by more than its buffer is closed and resumes by cursor.
+         * @description Every change the registry announces, once it is durable, in commit order: `resource.created|replaced|withdrawn|customized`, `profile.created|updated|deleted`, `machine.enrolled|rotated|revoked|connected|disconnected|problems`, `workload.launched|drifted|repinned`, `job.succeeded|failed`. Resume after a disconnect or a restart with `Last-Event-ID` (or `?since=`); a cursor older than the retention is 410 `cursor_expired`. A subscriber that falls behind by more than its buffer is closed and resumes by cursor.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -4838,6 +4858,15 @@ export interface operations {
                              *     ]
                              */
                             resourceIds: string[];
+                            /**
+                             * @description Optional. The content the owner approved for some of `resourceIds`: ID → record digest (`sha256:<64 hex>`, else 400 `invalid_input`). Each ID must be in `resourceIds` (else 400 `validation_failed`) and each digest a kept revision of that record visible on the profile's machine (else 422 `unknown_pinned_revision`); the profile's write holds those revisions. A launch from the profile pins these digests even after the records changed, and lists the changed ones in `pendingUpdates`.
+                             * @example {
+                             *       "pdf-split": "sha256:9999999999999999999999999999999999999999999999999999999999999999"
+                             *     }
+                             */
+                            resourcePins?: {
+                                [key: string]: string;
+                            };
                             /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 `validation_failed` otherwise). Every key and string inside is scanned for secrets. */
                             customData?: {
                                 [key: string]: unknown;
@@ -5068,6 +5097,15 @@ export interface operations {
                      *     ]
                      */
                     resourceIds?: string[];
+                    /**
+                     * @description Optional. The content the owner approved for some of `resourceIds`: ID → record digest (`sha256:<64 hex>`, else 400 `invalid_input`). Each ID must be in `resourceIds` (else 400 `validation_failed`) and each digest a kept revision of that record visible on the profile's machine (else 422 `unknown_pinned_revision`); the profile's write holds those revisions. A launch from the profile pins these digests even after the records changed, and lists the changed ones in `pendingUpdates`.
+                     * @example {
+                     *       "pdf-split": "sha256:9999999999999999999999999999999999999999999999999999999999999999"
+                     *     }
+                     */
+                    resourcePins?: {
+                        [key: string]: string;
+                    };
                     /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 `validation_failed` otherwise). Every key and string inside is scanned for secrets. */
                     customData?: {
                         [key: string]: unknown;
@@ -5154,6 +5192,15 @@ export interface operations {
                          *     ]
                          */
                         resourceIds: string[];
+                        /**
+                         * @description Optional. The content the owner approved for some of `resourceIds`: ID → record digest (`sha256:<64 hex>`, else 400 `invalid_input`). Each ID must be in `resourceIds` (else 400 `validation_failed`) and each digest a kept revision of that record visible on the profile's machine (else 422 `unknown_pinned_revision`); the profile's write holds those revisions. A launch from the profile pins these digests even after the records changed, and lists the changed ones in `pendingUpdates`.
+                         * @example {
+                         *       "pdf-split": "sha256:9999999999999999999999999999999999999999999999999999999999999999"
+                         *     }
+                         */
+                        resourcePins?: {
+                            [key: string]: string;
+                        };
                         /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 `validation_failed` otherwise). Every key and string inside is scanned for secrets. */
                         customData?: {
                             [key: string]: unknown;
@@ -5275,6 +5322,15 @@ export interface operations {
                          *     ]
                          */
                         resourceIds: string[];
+                        /**
+                         * @description Optional. The content the owner approved for some of `resourceIds`: ID → record digest (`sha256:<64 hex>`, else 400 `invalid_input`). Each ID must be in `resourceIds` (else 400 `validation_failed`) and each digest a kept revision of that record visible on the profile's machine (else 422 `unknown_pinned_revision`); the profile's write holds those revisions. A launch from the profile pins these digests even after the records changed, and lists the changed ones in `pendingUpdates`.
+                         * @example {
+                         *       "pdf-split": "sha256:9999999999999999999999999999999999999999999999999999999999999999"
+                         *     }
+                         */
+                        resourcePins?: {
+                            [key: string]: string;
+                        };
                         /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 `validation_failed` otherwise). Every key and string inside is scanned for secrets. */
                         customData?: {
                             [key: string]: unknown;
@@ -5329,7 +5385,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `validation_failed` */
+            /** @description `validation_failed`, `invalid_input` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5439,7 +5495,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `secret_detected`, `unresolved_resource_ids`, `resource_not_eligible`, `capability_diagnostics_failed` */
+            /** @description `secret_detected`, `unresolved_resource_ids`, `resource_not_eligible`, `capability_diagnostics_failed`, `unknown_pinned_revision` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5589,6 +5645,15 @@ export interface operations {
                          *     ]
                          */
                         resourceIds: string[];
+                        /**
+                         * @description Optional. The content the owner approved for some of `resourceIds`: ID → record digest (`sha256:<64 hex>`, else 400 `invalid_input`). Each ID must be in `resourceIds` (else 400 `validation_failed`) and each digest a kept revision of that record visible on the profile's machine (else 422 `unknown_pinned_revision`); the profile's write holds those revisions. A launch from the profile pins these digests even after the records changed, and lists the changed ones in `pendingUpdates`.
+                         * @example {
+                         *       "pdf-split": "sha256:9999999999999999999999999999999999999999999999999999999999999999"
+                         *     }
+                         */
+                        resourcePins?: {
+                            [key: string]: string;
+                        };
                         /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 `validation_failed` otherwise). Every key and string inside is scanned for secrets. */
                         customData?: {
                             [key: string]: unknown;
@@ -6023,6 +6088,10 @@ export interface operations {
                      *     ]
                      */
                     resourceIds?: string[];
+                    /** @description Replaces the whole map; `null` removes it (launches then pin the records as they are). */
+                    resourcePins?: {
+                        [key: string]: string;
+                    } | null;
                     /** @description Replaces the whole object; `null` removes it. */
                     customData?: {
                         [key: string]: unknown;
@@ -6111,6 +6180,15 @@ export interface operations {
                          *     ]
                          */
                         resourceIds: string[];
+                        /**
+                         * @description Optional. The content the owner approved for some of `resourceIds`: ID → record digest (`sha256:<64 hex>`, else 400 `invalid_input`). Each ID must be in `resourceIds` (else 400 `validation_failed`) and each digest a kept revision of that record visible on the profile's machine (else 422 `unknown_pinned_revision`); the profile's write holds those revisions. A launch from the profile pins these digests even after the records changed, and lists the changed ones in `pendingUpdates`.
+                         * @example {
+                         *       "pdf-split": "sha256:9999999999999999999999999999999999999999999999999999999999999999"
+                         *     }
+                         */
+                        resourcePins?: {
+                            [key: string]: string;
+                        };
                         /** @description Free JSON object for the host UI, at most 16384 bytes serialized and 32 levels of objects and arrays deep; no control character in any key, none but newline and tab in any string (400 `validation_failed` otherwise). Every key and string inside is scanned for secrets. */
                         customData?: {
                             [key: string]: unknown;
@@ -6165,7 +6243,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `validation_failed` */
+            /** @description `validation_failed`, `invalid_input` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6319,7 +6397,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `secret_detected`, `unresolved_resource_ids`, `resource_not_eligible`, `capability_diagnostics_failed` */
+            /** @description `secret_detected`, `unresolved_resource_ids`, `resource_not_eligible`, `capability_diagnostics_failed`, `unknown_pinned_revision` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6961,6 +7039,18 @@ export interface operations {
                             /** @description Tokens of their bodies (instructions, or a record v2's source content and owner notes): what it reads on use. */
                             onActivationTokens: number;
                         };
+                        /** @description Only when the profile has `resourcePins`: each approved resource whose record has changed since the approval (the thread reads the approved content; move the profile's pin, or the thread's, to take the change). */
+                        pendingUpdates?: {
+                            /**
+                             * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                             * @example web-search
+                             */
+                            id: string;
+                            /** @description The approved content the thread is pinned to. */
+                            pinned: string;
+                            /** @description The record's digest now; `null` when it was withdrawn. */
+                            current: string | null;
+                        }[];
                     };
                 };
             };
@@ -7160,6 +7250,18 @@ export interface operations {
                             /** @description Tokens of their bodies (instructions, or a record v2's source content and owner notes): what it reads on use. */
                             onActivationTokens: number;
                         };
+                        /** @description Only when the profile has `resourcePins`: each approved resource whose record has changed since the approval (the thread reads the approved content; move the profile's pin, or the thread's, to take the change). */
+                        pendingUpdates?: {
+                            /**
+                             * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                             * @example web-search
+                             */
+                            id: string;
+                            /** @description The approved content the thread is pinned to. */
+                            pinned: string;
+                            /** @description The record's digest now; `null` when it was withdrawn. */
+                            current: string | null;
+                        }[];
                     };
                 };
             };
@@ -7273,7 +7375,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `secret_detected`, `unresolved_resource_ids`, `resource_not_eligible`, `capability_diagnostics_failed` */
+            /** @description `secret_detected`, `unresolved_resource_ids`, `resource_not_eligible`, `capability_diagnostics_failed`, `unknown_pinned_revision` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7958,6 +8060,408 @@ export interface operations {
             };
             /** @description `rate_limited` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /** @description Stable snake_case error code. */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    moveWorkloadPin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Canvas ID.
+                 * @example canvas-42
+                 */
+                canvasId: string;
+                /**
+                 * @description Thread ID within the canvas.
+                 * @example thread-1
+                 */
+                threadId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "web-search",
+                 *       "from": "sha256:9999999999999999999999999999999999999999999999999999999999999999",
+                 *       "to": "sha256:3333333333333333333333333333333333333333333333333333333333333333"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                     * @example web-search
+                     */
+                    id: string;
+                    /**
+                     * @description The thread's pin of `id` now (`sha256:<64 hex>`); another is 409 `pin_conflict`.
+                     * @example sha256:9999999999999999999999999999999999999999999999999999999999999999
+                     */
+                    from: string;
+                    /**
+                     * @description The record's digest now, the content approved (`sha256:<64 hex>`); another is 409 `pin_stale`.
+                     * @example sha256:9999999999999999999999999999999999999999999999999999999999999999
+                     */
+                    to: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Moved: the workload record with its new pin. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "driverSchemaVersion": 1,
+                     *       "canvasId": "canvas-42",
+                     *       "threadId": "thread-1",
+                     *       "realizedAt": "2026-03-14T09:26:53.000Z",
+                     *       "spec": {
+                     *         "binding": {
+                     *           "profileId": "prf-k7m2q9x4b8n3c5vd",
+                     *           "alias": "Reviewer"
+                     *         },
+                     *         "agentletId": "agentlet-7f3a",
+                     *         "cwd": "/home/me/projects/site",
+                     *         "resourceIds": [
+                     *           "web-search",
+                     *           "pdf-grep"
+                     *         ],
+                     *         "resourceScope": {
+                     *           "canvasId": "canvas-42",
+                     *           "threadId": "thread-1"
+                     *         },
+                     *         "initialPreamble": [
+                     *           "Resources available to you in this thread (their records describe them; a record grants no right by itself):\n- web-search\n- pdf-grep\nRead the record of each before you rely on it: `GET $HUABU_RFS_URL/resources` lists them and `GET $HUABU_RFS_URL/resources/<id>` returns one.\nAn MCP client reads the same records as resources at `$HUABU_MCP_URL`, and calls the hosted capabilities your grant allows as tools; the workload's `mcpServers` entry configures it.\nSend `Authorization: Bearer $AGENTLET_TOKEN` with every request. These variables are in your environment; never print, log or copy the token."
+                     *         ],
+                     *         "env": {
+                     *           "HUABU_RFS_URL": "https://registry.example.internal:8787/api/rfs/canvas-42",
+                     *           "HUABU_MCP_URL": "https://registry.example.internal:8787/api/rfs/canvas-42/mcp",
+                     *           "HUABU_THREAD_ID": "thread-1"
+                     *         },
+                     *         "mcpServers": [
+                     *           {
+                     *             "type": "http",
+                     *             "name": "huabu-registry",
+                     *             "url": "https://registry.example.internal:8787/api/rfs/canvas-42/mcp",
+                     *             "headers": [
+                     *               {
+                     *                 "name": "Authorization",
+                     *                 "value": "Bearer $AGENTLET_TOKEN"
+                     *               },
+                     *               {
+                     *                 "name": "X-Huabu-Resource-Grant",
+                     *                 "value": "$HUABU_RESOURCE_GRANT"
+                     *               },
+                     *               {
+                     *                 "name": "X-Huabu-Thread-Id",
+                     *                 "value": "$HUABU_THREAD_ID"
+                     *               }
+                     *             ]
+                     *           }
+                     *         ],
+                     *         "launch": {
+                     *           "kind": "acp-harness",
+                     *           "harnessId": "claude-code"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {number} */
+                        driverSchemaVersion: 1;
+                        /**
+                         * @description Canvas ID.
+                         * @example canvas-42
+                         */
+                        canvasId: string;
+                        /**
+                         * @description Thread ID within the canvas.
+                         * @example thread-1
+                         */
+                        threadId: string;
+                        /**
+                         * Format: date-time
+                         * @description When the thread was first realized.
+                         */
+                        realizedAt: string;
+                        spec: {
+                            binding: {
+                                /**
+                                 * @description Profile ID, assigned by the registry (`prf-` + 16 lowercase base32 characters).
+                                 * @example prf-k7m2q9x4b8n3c5vd
+                                 */
+                                profileId: string;
+                                alias: string;
+                            };
+                            /**
+                             * @description Exact Agentlet machine ID (never `huabu`).
+                             * @example agentlet-7f3a
+                             */
+                            agentletId: string;
+                            /** @description Working directory of the agent on its machine. */
+                            cwd: string;
+                            /** @description The effective resources pinned at realization: required defaults first, then the selection. */
+                            resourceIds: string[];
+                            /** @description The content each effective resource had at realization, in `resourceIds` order: the thread's reads that send `X-Huabu-Thread-Id` are served at these revisions (absent in records realized before pins existed: those read current content). */
+                            resourcePins?: {
+                                /**
+                                 * @description Kebab-case resource ID, globally unique and stable (e.g. `web-search`).
+                                 * @example web-search
+                                 */
+                                id: string;
+                                /** @description The record's content digest at realization (`sha256:<64 hex>`). */
+                                digest: string;
+                            }[];
+                            resourceScope: {
+                                /**
+                                 * @description Canvas ID.
+                                 * @example canvas-42
+                                 */
+                                canvasId: string;
+                                /**
+                                 * @description Thread ID within the canvas.
+                                 * @example thread-1
+                                 */
+                                threadId: string;
+                            };
+                            /** @description [0] the durable bootstrap naming the resources; [1] the optional additional preamble. */
+                            initialPreamble: string[];
+                            env: {
+                                /** @description The canvas's RFS base URL. */
+                                HUABU_RFS_URL: string;
+                                /** @description The canvas's MCP endpoint, `<HUABU_RFS_URL>/mcp` (absent in records realized before it existed). */
+                                HUABU_MCP_URL?: string;
+                                /**
+                                 * @description Thread ID within the canvas.
+                                 * @example thread-1
+                                 */
+                                HUABU_THREAD_ID: string;
+                            };
+                            /** @description What the driver hands ACP's `session/new` as `mcpServers`, once it has put the variables' values in the header values (absent in records realized before it existed). */
+                            mcpServers?: {
+                                /** @enum {string} */
+                                type: "http";
+                                /** @description The server name the agent sees. */
+                                name: string;
+                                /** @description The MCP endpoint (`$HUABU_MCP_URL`). */
+                                url: string;
+                                headers: {
+                                    name: string;
+                                    /** @description A variable reference such as `Bearer $AGENTLET_TOKEN`: the driver substitutes it. */
+                                    value: string;
+                                }[];
+                            }[];
+                            /**
+                             * AcpHarnessLaunch
+                             * @description Present when the profile is an `acp-harness` one: the harness (and its options) the Agentlet starts, pinned at realization.
+                             */
+                            launch?: {
+                                /** @enum {string} */
+                                kind: "acp-harness";
+                                /**
+                                 * @description The harness in the Agentlet's catalogue (1..64 lowercase letters, digits and `-`, starting with a letter or digit; scanned for secrets).
+                                 * @example claude-code
+                                 */
+                                harnessId: string;
+                                /**
+                                 * HarnessLaunchOptions
+                                 * @description The launch options a harness catalogue defines; no free command line or environment.
+                                 */
+                                options?: {
+                                    /** @description Start the harness with its own auto-approval of tool calls, when the harness supports it. */
+                                    autoApprove?: boolean;
+                                };
+                            };
+                        };
+                        /**
+                         * LaunchAttestation
+                         * @description The registry's signature of the launch: a DSSE envelope of an in-toto Statement v1 whose subjects are `spec.resourcePins` and whose predicate (`launch-v1`) names canvas, thread, profile and its revision, machine and realization time. Made once at realization; absent in workloads realized before attestations existed. Check it before starting the agent: docs/attestation.md.
+                         */
+                        attestation?: {
+                            /** @enum {string} */
+                            payloadType: "application/vnd.in-toto+json";
+                            /** @description The in-toto Statement v1 (JSON), base64. */
+                            payload: string;
+                            signatures: {
+                                /** @description The `kid` of the signing key in `GET /.well-known/agent-resource-registry/keys`. */
+                                keyid: string;
+                                /** @description Ed25519 signature over DSSE's pre-authentication encoding, base64. */
+                                sig: string;
+                            }[];
+                        };
+                        /**
+                         * ContextEstimate
+                         * @description The launch's effective resources as the agent meets them (docs/capability-projection.md#context-estimate): the tokens of their names and descriptions, held from the start, and of their bodies, read on use. Absent in workloads realized before estimates existed.
+                         */
+                        contextEstimate?: {
+                            /** @description Tokens of the names and descriptions of the effective resources: what the agent holds from its start. */
+                            alwaysLoadedTokens: number;
+                            /** @description Tokens of their bodies (instructions, or a record v2's source content and owner notes): what it reads on use. */
+                            onActivationTokens: number;
+                        };
+                    };
+                };
+            };
+            /** @description `validation_failed`, `invalid_input` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /** @description Stable snake_case error code. */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /** @description Stable snake_case error code. */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /** @description Stable snake_case error code. */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `workload_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /** @description Stable snake_case error code. */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `pin_conflict`, `pin_stale` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /** @description Stable snake_case error code. */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description HTTP status, repeated. */
+                        statusCode: number;
+                        /** @description Stable snake_case error code. */
+                        code: string;
+                        /** @description HTTP reason phrase. */
+                        error: string;
+                        /** @description Human-readable explanation; never contains a secret. */
+                        message: string;
+                        /** @description Structured facts (IDs, fields, diagnostics). */
+                        details?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description `storage_unavailable` */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10301,7 +10805,7 @@ export interface operations {
                              * @description What happened (also the SSE `event:` field).
                              * @enum {string}
                              */
-                            type: "resource.created" | "resource.replaced" | "resource.withdrawn" | "resource.customized" | "profile.created" | "profile.updated" | "profile.deleted" | "machine.enrolled" | "machine.rotated" | "machine.revoked" | "machine.connected" | "machine.disconnected" | "machine.problems" | "workload.launched" | "workload.drifted" | "job.succeeded" | "job.failed";
+                            type: "resource.created" | "resource.replaced" | "resource.withdrawn" | "resource.customized" | "profile.created" | "profile.updated" | "profile.deleted" | "machine.enrolled" | "machine.rotated" | "machine.revoked" | "machine.connected" | "machine.disconnected" | "machine.problems" | "workload.launched" | "workload.drifted" | "workload.repinned" | "job.succeeded" | "job.failed";
                             /**
                              * Format: date-time
                              * @description When the change was committed.

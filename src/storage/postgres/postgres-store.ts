@@ -42,6 +42,7 @@ import { DatabaseUnavailableError } from './pg-errors.js';
 import { PgProfiles, rekeyAliasesAtOpen } from './profiles.js';
 import { indexUnindexedResources, PgResources, registerResources } from './resources.js';
 import { PgWorkloads } from './workloads.js';
+import type { PinMove } from '../../workloads/pin-move.js';
 
 export interface PostgresStoreOptions {
   databaseUrl: string;
@@ -342,6 +343,10 @@ export class PostgresStore implements RegistryStore {
 
   realizeWorkload(record: WorkloadRecord, audit?: AuditIntent): Promise<{ workload: WorkloadRecord; created: boolean }> {
     return this.#workloads.realize(record, audit);
+  }
+
+  movePin(move: PinMove, next: (current: WorkloadRecord) => WorkloadRecord, audit: AuditIntent): Promise<WorkloadRecord> {
+    return this.#workloads.movePin(move, next, audit);
   }
 
   appendAudit(entries: readonly AuditEntry[]): Promise<void> {
