@@ -37,7 +37,16 @@ import { sortedValues } from './overlay-map.js';
 import { EVENTS_FILE, JsonEventLog, recordCheck, type CheckedDraft, type RetentionOptions } from './event-log.js';
 import type { ChangeEventType, ChangeFeed, ChangeSubject, EventDraft } from '../registry/events.js';
 import { openResources, RESOURCES_FILE, type ResourcesState } from './json-resources-file.js';
-import { driftOf, heldRevisions, holdRevisions, holdsAll, keepRevisions, listRevisionsOf, releaseHold, revisionKey } from './json-revisions.js';
+import {
+  driftOf,
+  heldRevisions,
+  holdRevisions,
+  holdsAll,
+  keepRevisions,
+  listRevisionsOf,
+  releaseHold,
+  revisionKey,
+} from './json-revisions.js';
 import { digestOf, workloadHolder, type ResourceRevision } from '../registry/record-digest.js';
 import { indexByDigest, loadMachines, MACHINES_FILE, machinesCodec, type MachinesState } from './json-machines-file.js';
 import { entryOf, loadRegistry, REGISTRY_FILE, registryCodec, type RegistryState } from './json-registry-file.js';
