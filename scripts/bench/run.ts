@@ -13,7 +13,8 @@
 // (1000: scenario 11's event subscribers), BENCH_STALLED_SUBSCRIBERS (50: its streams that never read),
 // BENCH_EVENT_RATE (100 writes/s while they listen), BENCH_STALL_SEC (15 s of writes with the never-reading streams open),
 // BENCH_EVENT_BACKLOG (30000 events in the log at start: what the never-reading streams are sent),
-// BENCH_RECONNECT_SKILLS (100: scenario 12's skill records published at once), BENCH_TRACES_SAMPLER and
+// BENCH_RECONNECT_SKILLS (100: scenario 12's skill records published at once), BENCH_IMPORT_SKILLS (220: scenario
+// 16's skills imported one at a time onto one machine), BENCH_TRACES_SAMPLER and
 // BENCH_TRACES_SAMPLER_ARG (scenario 14's traced server's OTEL_TRACES_SAMPLER and its argument), BENCH_TRACES_JSON
 // (1: scenario 14 also runs a traced server exporting JSON bodies, beside the default protobuf). Scenario 13 uses
 // BENCH_CONNECTIONS, BENCH_DURATION, BENCH_RUNS (its reads) and BENCH_INVOKE_CALLS (its calls).
@@ -53,6 +54,7 @@ import { measureMcpOverhead } from './mcp-overhead.js';
 import { measurePinnedReads } from './pinned-reads.js';
 import { measureEventFanout } from './event-fanout.js';
 import { measureReconnectPublish, summarize } from './reconnect-publish.js';
+import { at, measureSkillImports } from './skill-imports.js';
 import { startOtlpSink } from './otlp-sink.js';
 import { loadavg } from 'node:os';
 import { request } from 'undici';
@@ -77,6 +79,8 @@ interface Options {
   backlog: number;
   /** Scenario 12: skill records in the publish. */
   reconnectSkills: number;
+  /** Scenario 16: skills imported one at a time onto one machine. */
+  importSkills: number;
   only: Set<string> | undefined;
 }
 
@@ -108,6 +112,7 @@ function options(argv: string[], env: NodeJS.ProcessEnv): Options {
       stallSec: 1,
       backlog: 1000,
       reconnectSkills: 20,
+      importSkills: 15,
       only: undefined,
     };
   }
@@ -132,6 +137,7 @@ function options(argv: string[], env: NodeJS.ProcessEnv): Options {
     stallSec: num('BENCH_STALL_SEC', 15),
     backlog: Math.round(num('BENCH_EVENT_BACKLOG', 30_000)),
     reconnectSkills: Math.round(num('BENCH_RECONNECT_SKILLS', 100)),
+    importSkills: Math.max(10, Math.round(num('BENCH_IMPORT_SKILLS', 220))),
     only: env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined,
   };
 }
@@ -989,6 +995,38 @@ export const SCENARIOS: Scenario[] = [
           target: verdict(ratio, '≥ 0.9×', ratio >= 0.9),
         };
       });
+    },
+  },
+  {
+    id: '16',
+    title: 'one skill import (refresh, delete) onto a machine as it fills: the 10th vs the last, through a real Agentlet',
+    at: 'smallest',
+    async run(ctx) {
+      const n = ctx.opts.importSkills;
+      const { rounds, baseline } = await measureSkillImports({
+        template: ctx.template,
+        root: ctx.root,
+        creds: ctx.creds,
+        skills: n,
+        rounds: Math.max(ctx.opts.runs, 3),
+        ...(baselineBuild ? { baselineBuild } : {}),
+        log: (m) => process.stderr.write(`[bench] ${m}\n`),
+      });
+      const rowOf = (of: typeof rounds, build: string) => {
+        const tenth = median(of.map((r) => at(r.imports, 10)));
+        const last = median(of.map((r) => at(r.imports, n)));
+        const refresh = median(of.map((r) => median(r.refreshes)));
+        const remove = median(of.map((r) => median(r.deletes)));
+        const failures = of.reduce((k, r) => k + r.failures.length, 0);
+        const ratio = last / tenth;
+        return {
+          measured: `${build}import #${fmt(n)}: ${fmt(last, 1)} ms; at ${fmt(n)} skills a refresh ${fmt(refresh, 1)} ms, a delete ${fmt(remove, 1)} ms${failures ? ` ⚠ ${fmt(failures)} answers not 200` : ''}`,
+          baseline: `import #10: ${fmt(tenth, 1)} ms (medians of 5 imports around each, ${of.length} rounds)`,
+          ratio: `${fmt(ratio, 2)}×`,
+          target: verdict(ratio, '≤ 2×', ratio <= 2 && failures === 0),
+        };
+      };
+      return [rowOf(rounds, ''), ...(baseline.length ? [rowOf(baseline, 'baseline build, ')] : [])];
     },
   },
   {
