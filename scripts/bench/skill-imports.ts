@@ -83,7 +83,11 @@ async function runCli(cli: string, args: string[], env: Record<string, string>):
 }
 
 /** One round on one build: a fresh server, a fresh resource root and its `serve`, the imports, refreshes and deletes. */
-async function oneRound(o: ImportOptions, sources: Awaited<ReturnType<typeof skillSources>>, build: string | undefined): Promise<ImportRound> {
+async function oneRound(
+  o: ImportOptions,
+  sources: Awaited<ReturnType<typeof skillSources>>,
+  build: string | undefined,
+): Promise<ImportRound> {
   const dir = await copyDataDir(o.template, o.root);
   const machineDir = path.join(dir, 'machine');
   const resourceRoot = path.join(machineDir, 'resources');
