@@ -286,10 +286,12 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
         checked.keepOnly(reports.map((r) => r.file.slice(RECEIPTS_DIR.length + 1)));
         const { entries, problems } = await publishableSet(reports, scanner);
         const state = publishedState(entries, problems);
-        if (onlyIfChanged && published !== undefined && sameState(state, published)) return { problems };
+        // A job's publish or the watcher's need only what changed; a sync job, a connect and a retry send the set.
+        const conditional = onlyIfChanged || only !== undefined;
+        if (conditional && published !== undefined && sameState(state, published)) return { problems };
         // The watcher's publish of a set that differs in one record (a job's receipt it saw first, a receipt
         // dropped in by hand) sends that record alone, as a job would; the whole set on any doubt.
-        const changedIds = onlyIfChanged && published !== undefined ? oneChange(state, published) : undefined;
+        const changedIds = conditional && published !== undefined ? oneChange(state, published) : undefined;
         if (changedIds) {
           const one = await publishOnly(changedIds, published!, client, await realpath(root), check).catch(() => undefined);
           if (one) {
@@ -313,7 +315,8 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
     },
     (queued, arg) => ({
       why: queued.why.split(', ').includes(arg.why) ? queued.why : `${queued.why}, ${arg.why}`,
-      onlyIfChanged: queued.onlyIfChanged && arg.onlyIfChanged,
+      // A job's publish shared with the watcher's publishes what changed; with a sync job's, the whole set.
+      onlyIfChanged: (queued.onlyIfChanged || queued.only !== undefined) && (arg.onlyIfChanged || arg.only !== undefined),
       // Receipts of jobs share one publish of them; any whole-set publish covers them all.
       ...(queued.only && arg.only ? { only: [...new Set([...queued.only, ...arg.only])] } : {}),
     }),
