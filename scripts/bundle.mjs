@@ -13,7 +13,12 @@ import { build } from 'esbuild';
 /** Packages joined into the bundle; everything else in `dependencies` stays external. */
 const BUNDLED = new Set(['typebox']);
 
-const ENTRIES = { server: 'dist/src/server.js', 'bench-server': 'dist/scripts/bench/bench-server.js' };
+/** `scan-worker`: the secret scan pool's worker (src/secrets/scan-pool.ts finds it beside the bundle's files). */
+const ENTRIES = {
+  server: 'dist/src/server.js',
+  'bench-server': 'dist/scripts/bench/bench-server.js',
+  'scan-worker': 'dist/src/secrets/scan-worker.js',
+};
 
 /** Both bundles: ES modules for Node 20, split at shared code (and at dynamic imports) into chunks. */
 const SPLIT_ESM = {

@@ -58,7 +58,7 @@ import { driftRoutes } from './routes/drift.js';
 import { eventRoutes, rfsEventRoutes } from './routes/events.js';
 import { WorkloadService } from './workloads/workload-service.js';
 import { SecretAllowlist } from './secrets/secret-allowlist.js';
-import { SecretScanner } from './secrets/secret-scanner.js';
+import { PooledSecretScanner } from './secrets/scan-pool.js';
 import type { FileSystemSeam } from './storage/durable-file.js';
 import { JsonFileStore } from './storage/json-file-store.js';
 import type { RegistryStore } from './registry/store.js';
@@ -198,9 +198,11 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       onError: (err) => logger.error({ err }, 'the secret allowlist file cannot be read; no entry applies until it is fixed'),
       clock,
     });
-    const scanner: SecretScanner = new SecretScanner([...Object.values(credentials), ...config.hostedCapabilities.credentialValues()], {
-      allowlist: () => secretAllowlist.entries(),
-    });
+    // Scanning runs in a pool of worker threads (src/secrets/scan-pool.ts): reads are answered while machines publish.
+    const scanner: PooledSecretScanner = new PooledSecretScanner(
+      [...Object.values(credentials), ...config.hostedCapabilities.credentialValues()],
+      { allowlist: () => secretAllowlist.entries() },
+    );
     const registry = new ResourceRegistry(
       store,
       scanner,
@@ -357,6 +359,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       eventBudget.close();
       deps.threads.close();
       await Promise.all(eventWrites);
+      await scanner.close();
       await store.close();
     });
     app.addHook('onResponse', (request, reply, done) => {

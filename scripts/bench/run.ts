@@ -14,7 +14,9 @@
 // BENCH_EVENT_RATE (100 writes/s while they listen), BENCH_STALL_SEC (15 s of writes with the never-reading streams open),
 // BENCH_EVENT_BACKLOG (30000 events in the log at start: what the never-reading streams are sent),
 // BENCH_RECONNECT_SKILLS (100: scenario 12's skill records published at once), BENCH_DRIFT_WORKLOADS (100: scenario 16's
-// threads pinning the written record; the issue's figure is at 1000) and BENCH_DRIFT_WRITES (30: its writes per round), BENCH_TRACES_SAMPLER and
+// threads pinning the written record; the issue's figure is at 1000), BENCH_DRIFT_WRITES (30: its writes per round),
+// BENCH_IMPORT_SKILLS (220: scenario 17's skills imported one at a time onto one machine), BENCH_PUBLISH_MACHINES and BENCH_PUBLISH_RECORDS (10 and 1000:
+// scenario 18's machines publishing at once, and each one's records), BENCH_TRACES_SAMPLER and
 // BENCH_TRACES_SAMPLER_ARG (scenario 14's traced server's OTEL_TRACES_SAMPLER and its argument), BENCH_TRACES_JSON
 // (1: scenario 14 also runs a traced server exporting JSON bodies, beside the default protobuf). Scenario 13 uses
 // BENCH_CONNECTIONS, BENCH_DURATION, BENCH_RUNS (its reads) and BENCH_INVOKE_CALLS (its calls).
@@ -55,6 +57,8 @@ import { measurePinnedReads } from './pinned-reads.js';
 import { measureDriftWrite } from './drift-write.js';
 import { measureEventFanout } from './event-fanout.js';
 import { measureReconnectPublish, summarize } from './reconnect-publish.js';
+import { at, measureSkillImports } from './skill-imports.js';
+import { measurePublishReads, type PublishReadsRound } from './publish-reads.js';
 import { startOtlpSink } from './otlp-sink.js';
 import { loadavg } from 'node:os';
 import { request } from 'undici';
@@ -82,6 +86,11 @@ interface Options {
   /** Scenario 16: threads pinning the written record, and writes per round. */
   driftWorkloads: number;
   driftWrites: number;
+  /** Scenario 17: skills imported one at a time onto one machine. */
+  importSkills: number;
+  /** Scenario 18: machines publishing at once, and each one's records. */
+  publishMachines: number;
+  publishRecords: number;
   only: Set<string> | undefined;
 }
 
@@ -115,6 +124,9 @@ function options(argv: string[], env: NodeJS.ProcessEnv): Options {
       reconnectSkills: 20,
       driftWorkloads: 60,
       driftWrites: 5,
+      importSkills: 15,
+      publishMachines: 2,
+      publishRecords: 50,
       only: undefined,
     };
   }
@@ -141,6 +153,9 @@ function options(argv: string[], env: NodeJS.ProcessEnv): Options {
     reconnectSkills: Math.round(num('BENCH_RECONNECT_SKILLS', 100)),
     driftWorkloads: Math.round(num('BENCH_DRIFT_WORKLOADS', 100)),
     driftWrites: Math.round(num('BENCH_DRIFT_WRITES', 30)),
+    importSkills: Math.max(10, Math.round(num('BENCH_IMPORT_SKILLS', 220))),
+    publishMachines: Math.round(num('BENCH_PUBLISH_MACHINES', 10)),
+    publishRecords: Math.min(1000, Math.round(num('BENCH_PUBLISH_RECORDS', 1000))),
     only: env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined,
   };
 }
@@ -1019,6 +1034,76 @@ export const SCENARIOS: Scenario[] = [
           baseline: `PUT of an unpinned record: p50 ${fmt(r.unpinned, 2)} ms (${fmt(r.writes)} sequential writes a round, median of ${Math.max(3, ctx.opts.runs)} rounds)`,
           ratio: `${fmt(ratio, 2)}×`,
           target: verdict(ratio, '≤ 2×', ratio <= 2),
+        },
+      ];
+    },
+  },
+  {
+    id: '17',
+    title: 'one skill import (refresh, delete) onto a machine as it fills: the 10th vs the last, through a real Agentlet',
+    at: 'smallest',
+    async run(ctx) {
+      const n = ctx.opts.importSkills;
+      const { rounds, baseline } = await measureSkillImports({
+        template: ctx.template,
+        root: ctx.root,
+        creds: ctx.creds,
+        skills: n,
+        rounds: Math.max(ctx.opts.runs, 3),
+        ...(baselineBuild ? { baselineBuild } : {}),
+        log: (m) => process.stderr.write(`[bench] ${m}\n`),
+      });
+      const rowOf = (of: typeof rounds, build: string) => {
+        const tenth = median(of.map((r) => at(r.imports, 10)));
+        const last = median(of.map((r) => at(r.imports, n)));
+        const refresh = median(of.map((r) => median(r.refreshes)));
+        const remove = median(of.map((r) => median(r.deletes)));
+        const failures = of.reduce((k, r) => k + r.failures.length, 0);
+        const ratio = last / tenth;
+        return {
+          measured: `${build}import #${fmt(n)}: ${fmt(last, 1)} ms; at ${fmt(n)} skills a refresh ${fmt(refresh, 1)} ms, a delete ${fmt(remove, 1)} ms${failures ? ` ⚠ ${fmt(failures)} answers not 200` : ''}`,
+          baseline: `import #10: ${fmt(tenth, 1)} ms (medians of 5 imports around each, ${of.length} rounds)`,
+          ratio: `${fmt(ratio, 2)}×`,
+          target: verdict(ratio, '≤ 2×', ratio <= 2 && failures === 0),
+        };
+      };
+      return [rowOf(rounds, ''), ...(baseline.length ? [rowOf(baseline, 'baseline build, ')] : [])];
+    },
+  },
+  {
+    id: '18',
+    title: 'single-record reads while many machines publish their sets at once (secret scan in worker threads)',
+    at: 'smallest',
+    async run(ctx) {
+      const o = ctx.opts;
+      const { rounds, baseline } = await measurePublishReads({
+        template: ctx.template,
+        root: ctx.root,
+        creds: ctx.creds,
+        machines: o.publishMachines,
+        records: o.publishRecords,
+        rounds: Math.max(o.runs, 3),
+        readRate: o.readRate,
+        ...(baselineBuild ? { baselineBuild } : {}),
+        log: (m) => process.stderr.write(`[bench] ${m}\n`),
+      });
+      const of = (r: PublishReadsRound[]) => ({
+        p99: median(r.map((x) => x.p99)),
+        p50: median(r.map((x) => x.p50)),
+        publishMs: median(r.map((x) => x.publishMs)),
+        failed: r.reduce((n, x) => n + x.failedReads + x.failedPublishes.length, 0),
+      });
+      const now = of(rounds);
+      const before = baseline.length ? of(baseline) : undefined;
+      const what = `${fmt(o.publishMachines)} machines × ${fmt(o.publishRecords)} records`;
+      return [
+        {
+          measured: `GET one record p99 ${fmt(now.p99, 1)} ms (p50 ${fmt(now.p50, 1)}) while ${what} publish; all published in ${fmt(now.publishMs)} ms${now.failed ? ` ⚠ ${fmt(now.failed)} failed` : ''}`,
+          baseline: before
+            ? `baseline build: p99 ${fmt(before.p99, 1)} ms (p50 ${fmt(before.p50, 1)}); published in ${fmt(before.publishMs)} ms${before.failed ? ` ⚠ ${fmt(before.failed)} failed` : ''}`
+            : `${fmt(o.readRate)} reads/s (no BENCH_BASELINE_BUILD)`,
+          ratio: before ? `${fmt(now.p99 / before.p99, 2)}× p99` : '—',
+          target: verdict(0, 'p99 ≤ 100 ms', now.p99 <= 100 && now.failed === 0),
         },
       ];
     },

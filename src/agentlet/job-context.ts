@@ -13,6 +13,11 @@ export interface JobContext {
    * left out (absent when none).
    */
   publish(): Promise<ReconcileResponse & { problems?: MachineProblem[] }>;
+  /**
+   * Publishes what changed of the receipt `id` alone (written or removed by a skill job), or the whole set
+   * when that is what it takes (`serve`'s publisher decides); absent: `publish` is used.
+   */
+  publishReceipt?(id: string): Promise<void>;
   /** The secret scanner of this machine (it knows the machine's own token). */
   readonly scanner: SecretScanner;
 }

@@ -349,11 +349,18 @@ export interface RootReport {
  * write are skipped; anything else that is not a valid `<id>.json` is reported, because `sync` would
  * otherwise withdraw the record it was meant to keep.
  */
-export async function validateResourceRoot(root: string, scanner: SecretScanner, machineId?: string): Promise<RootReport> {
+export async function validateResourceRoot(
+  root: string,
+  scanner: SecretScanner,
+  machineId?: string,
+  /** `serve`'s: each receipt is checked by `validateReceiptFile` through it (src/agentlet/receipt-cache.ts). */
+  check: (realRoot: string, name: string) => Promise<ReceiptReport> = (realRoot, name) =>
+    validateReceiptFile(realRoot, name, scanner, machineId),
+): Promise<RootReport> {
   const realRoot = await realpath(root);
   const names = (await readdir(path.join(realRoot, RECEIPTS_DIR))).filter((n) => !n.startsWith('.') && !n.endsWith(TEMP_SUFFIX)).sort();
   const reports: ReceiptReport[] = [];
-  for (const name of names) reports.push(await validateReceiptFile(realRoot, name, scanner, machineId));
+  for (const name of names) reports.push(await check(realRoot, name));
   let valid = reports.every((r) => r.problems.length === 0);
   if (reports.length > MAX_RECONCILE_RESOURCES) {
     valid = false;

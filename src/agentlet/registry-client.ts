@@ -26,6 +26,7 @@ export type { ReconcileRequest, ReconcileResponse };
 export type JobAnswer = operations['answerMachineJob']['requestBody']['content']['application/json'];
 
 const JOB_ANSWER_PATH = '/api/acp/providers/{machineId}/jobs/{jobId}' satisfies keyof paths;
+const PROVIDER_RESOURCE_PATH = '/api/acp/providers/{provider}/resources/{id}' satisfies keyof paths;
 /** The registry no longer waits for a job (404 `job_not_found`). */
 const JOB_GONE = Symbol('job gone');
 export type ProviderResources = ProviderResourceList['resources'];
@@ -109,6 +110,21 @@ export class RegistryClient {
     const answer = await this.#send(() => this.#client.reconcileProviderResources(this.#o.machineId, body, { dryRun }));
     if (!checkReconcileResult.Check(answer)) throw this.#unexpected('the reconcile answer does not match the contract');
     return answer;
+  }
+
+  /**
+   * `PUT /api/acp/providers/:machineId/resources/:id`: registers or replaces one record of this machine, through
+   * the registry's one-record path (its quota, ownership and secret rules, as for the whole set).
+   */
+  async putResource(entry: ReconcileRequest['resources'][number]): Promise<void> {
+    await this.#send(() =>
+      this.#client.api.PUT(PROVIDER_RESOURCE_PATH, { params: { path: { provider: this.#o.machineId, id: entry.id } }, body: entry }),
+    );
+  }
+
+  /** `DELETE /api/acp/providers/:machineId/resources/:id`: withdraws one record of this machine. */
+  async withdrawResource(id: string): Promise<void> {
+    await this.#send(() => this.#client.api.DELETE(PROVIDER_RESOURCE_PATH, { params: { path: { provider: this.#o.machineId, id } } }));
   }
 
   /** `GET /api/acp/providers/:machineId/resources`: what the registry holds for this machine. */

@@ -7,19 +7,22 @@
 // boundary (terminal-safe, the token masked).
 import { createHash } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
+import { lstat, readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import { prettyFactory } from 'pino-pretty';
 import { Compile } from 'typebox/compile';
 import { ChannelJob } from '../schemas/channel.js';
 import type { MachineProblem } from '../schemas/machine.js';
-import { machineScanner } from './allowed-findings.js';
+import { MAX_RECONCILE_RESOURCES } from '../schemas/resource.js';
+import { ALLOWED_FINDINGS_FILE, machineScanner } from './allowed-findings.js';
 import { ChannelClient, ChannelMessageTooLarge, ChannelRefused, type ServerSentEvent } from './channel-client.js';
 import type { Output, RegistryInput } from './commands.js';
 import { CliError, EXIT, type ExitCode } from './exit-codes.js';
 import { JOBS, type JobContext } from './jobs.js';
-import { publishableSet, validateResourceRoot } from './receipt.js';
-import { RegistryClient, type ReconcileResponse } from './registry-client.js';
+import { publishableSet, toReconcileEntry, validateResourceRoot, type ReceiptReport } from './receipt.js';
+import { ReceiptReportCache } from './receipt-cache.js';
+import { RegistryClient, type ReconcileRequest, type ReconcileResponse } from './registry-client.js';
 import { assertInitialized, KIND_DIRS, RECEIPTS_DIR } from './resource-root.js';
 import { RECONNECT_BASE_MS } from './serve-constants.js';
 import { oneLine } from './terminal-text.js';
@@ -164,6 +167,86 @@ function networkCode(err: unknown, depth = 0): string | undefined {
   );
 }
 
+interface PublishRequest {
+  why: string;
+  onlyIfChanged: boolean;
+  /** Only these receipts' IDs changed (a skill job's); absent: the whole set. */
+  only?: string[];
+}
+
+/** What the registry holds of this machine after its last publish: each record's digest by ID, and the receipts left out. */
+interface PublishedState {
+  entries: Map<string, string>;
+  problems: string;
+  /** The receipt files reported as problems. */
+  problemFiles: Set<string>;
+}
+
+const digestOf = (value: unknown) => createHash('sha256').update(JSON.stringify(value)).digest('hex');
+
+function publishedState(entries: readonly ReconcileRequest['resources'][number][], problems: readonly MachineProblem[]): PublishedState {
+  return {
+    entries: new Map(entries.map((e) => [e.id, digestOf(e)])),
+    problems: digestOf(problems),
+    problemFiles: new Set(problems.map((p) => p.receipt)),
+  };
+}
+
+/** The one ID whose record differs between the sets (added, changed or removed), when the problems are the same. */
+function oneChange(now: PublishedState, before: PublishedState): [string] | undefined {
+  if (now.problems !== before.problems) return undefined;
+  const differing = new Set<string>();
+  for (const [id, digest] of now.entries) if (before.entries.get(id) !== digest) differing.add(id);
+  for (const id of before.entries.keys()) if (!now.entries.has(id)) differing.add(id);
+  return differing.size === 1 ? [[...differing][0]!] : undefined;
+}
+
+function sameState(a: PublishedState, b: PublishedState): boolean {
+  return a.problems === b.problems && a.entries.size === b.entries.size && [...a.entries].every(([id, d]) => b.entries.get(id) === d);
+}
+
+/**
+ * Publishes only the receipts `ids` (a skill job's), each through the registry's one-record path: a valid one
+ * is registered (when it differs from what was published), a removed one withdrawn. Undefined, having changed
+ * nothing, when the whole set must be published instead: a receipt that is invalid or was reported as a
+ * problem, or a set that would pass the registry's bound. `state` is updated with what was published.
+ */
+async function publishOnly(
+  ids: readonly string[],
+  state: PublishedState,
+  client: RegistryClient,
+  realRoot: string,
+  check: (realRoot: string, name: string) => Promise<ReceiptReport>,
+): Promise<Published | undefined> {
+  const changes: { id: string; entry?: ReconcileRequest['resources'][number] }[] = [];
+  for (const id of ids) {
+    const name = `${id}.json`;
+    if (state.problemFiles.has(`${RECEIPTS_DIR}/${name}`)) return undefined;
+    if (!(await lstat(path.join(realRoot, RECEIPTS_DIR, name)).catch(() => undefined))) {
+      changes.push({ id });
+      continue;
+    }
+    const report = await check(realRoot, name);
+    if (!report.receipt || report.receipt.id !== id) return undefined;
+    changes.push({ id, entry: toReconcileEntry(report.receipt) });
+  }
+  const added = changes.filter((c) => c.entry && !state.entries.has(c.id)).length;
+  if (state.entries.size + added > MAX_RECONCILE_RESOURCES) return undefined;
+  for (const { id, entry } of changes) {
+    if (entry === undefined) {
+      if (!state.entries.has(id)) continue;
+      await client.withdrawResource(id);
+      state.entries.delete(id);
+      continue;
+    }
+    const digest = digestOf(entry);
+    if (state.entries.get(id) === digest) continue;
+    await client.putResource(entry);
+    state.entries.set(id, digest);
+  }
+  return { problems: [] };
+}
+
 export async function serveCommand(root: string, input: ServeInput, io: Output, runtime: ServeRuntime): Promise<ExitCode> {
   await assertInitialized(root);
   const protect = (token: string) => io.protect(token);
@@ -176,19 +259,48 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
   // Publishing: one at a time; whatever asks for a publish while one runs (a reconnect, a change, sync jobs)
   // shares the one publish after it. The watcher publishes only a set that differs from the last one sent.
   // An invalid receipt never holds the others back: it is left out (the registry withdraws its record) and
-  // reported with the set, so the owner sees it for this machine.
-  let lastPublished: string | undefined;
+  // reported with the set, so the owner sees it for this machine. A skill job publishes only its own receipt
+  // (`only`) through the registry's one-record path when the rest is as last published; anything else (no
+  // publish yet, an invalid receipt, a refusal) publishes the whole set, as before. Each receipt's check is
+  // kept until something it depends on changes (src/agentlet/receipt-cache.ts).
+  const checked = new ReceiptReportCache();
+  let published: PublishedState | undefined;
   const publisher = coalescing(
-    async ({ why, onlyIfChanged }: { why: string; onlyIfChanged: boolean }): Promise<Published> => {
+    async ({ why, onlyIfChanged, only }: PublishRequest): Promise<Published> => {
       const scanner = machineScanner(root, token);
-      const { reports } = await validateResourceRoot(root, scanner, input.machineId);
-      const { entries, problems } = await publishableSet(reports, scanner);
-      const digest = createHash('sha256').update(JSON.stringify({ entries, problems })).digest('hex');
-      if (onlyIfChanged && digest === lastPublished) return { problems };
+      const scannerKey = createHash('sha256')
+        .update(`${token}\0${await readFile(path.join(root, ALLOWED_FINDINGS_FILE), 'utf8').catch(() => '')}`)
+        .digest('hex');
+      const check = (realRoot: string, name: string) => checked.validate(realRoot, name, scanner, input.machineId, scannerKey);
       const client = new RegistryClient({ ...input, token });
       try {
+        // Several jobs' receipts in one publish go as the whole set: one refusal then changes nothing of any.
+        if (only?.length === 1 && published !== undefined) {
+          const one = await publishOnly(only, published, client, await realpath(root), check).catch(() => undefined);
+          if (one) {
+            log.info({ why, receipts: only }, `published ${only.join(', ')}`);
+            return one;
+          }
+        }
+        const { reports } = await validateResourceRoot(root, scanner, input.machineId, check);
+        checked.keepOnly(reports.map((r) => r.file.slice(RECEIPTS_DIR.length + 1)));
+        const { entries, problems } = await publishableSet(reports, scanner);
+        const state = publishedState(entries, problems);
+        // A job's publish or the watcher's need only what changed; a sync job, a connect and a retry send the set.
+        const conditional = onlyIfChanged || only !== undefined;
+        if (conditional && published !== undefined && sameState(state, published)) return { problems };
+        // The watcher's publish of a set that differs in one record (a job's receipt it saw first, a receipt
+        // dropped in by hand) sends that record alone, as a job would; the whole set on any doubt.
+        const changedIds = conditional && published !== undefined ? oneChange(state, published) : undefined;
+        if (changedIds) {
+          const one = await publishOnly(changedIds, published!, client, await realpath(root), check).catch(() => undefined);
+          if (one) {
+            log.info({ why, receipts: changedIds }, `published ${changedIds.join(', ')}`);
+            return one;
+          }
+        }
         const result = await client.reconcile(entries, false, problems);
-        lastPublished = digest;
+        published = state;
         if (problems.length > 0) {
           log.warn(
             { problems },
@@ -203,10 +315,14 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
     },
     (queued, arg) => ({
       why: queued.why.split(', ').includes(arg.why) ? queued.why : `${queued.why}, ${arg.why}`,
-      onlyIfChanged: queued.onlyIfChanged && arg.onlyIfChanged,
+      // A job's publish shared with the watcher's publishes what changed; with a sync job's, the whole set.
+      onlyIfChanged: (queued.onlyIfChanged || queued.only !== undefined) && (arg.onlyIfChanged || arg.only !== undefined),
+      // Receipts of jobs share one publish of them; any whole-set publish covers them all.
+      ...(queued.only && arg.only ? { only: [...new Set([...queued.only, ...arg.only])] } : {}),
     }),
   );
-  const publish = (why: string, onlyIfChanged: boolean): Promise<Published> => publisher.call({ why, onlyIfChanged });
+  const publish = (why: string, onlyIfChanged: boolean, only?: string[]): Promise<Published> =>
+    publisher.call({ why, onlyIfChanged, ...(only ? { only } : {}) });
   // A publish that fails is tried again after a growing delay, and with any change of the receipts or the
   // skill folders, and on every reconnect; whichever comes first.
   let retry: NodeJS.Timeout | undefined;
@@ -270,6 +386,9 @@ export async function serveCommand(root: string, input: ServeInput, io: Output, 
     publish: async () => {
       const { result, problems } = await publish('sync job', false);
       return { ...result!, ...(problems.length > 0 ? { problems } : {}) };
+    },
+    publishReceipt: async (id: string) => {
+      await publish('skill job', false, [id]);
     },
     get scanner() {
       return machineScanner(root, token);

@@ -539,6 +539,12 @@ async function install(root: string, id: string, files: readonly SkillFile[]): P
   };
 }
 
+/** Publishes a job's change of receipt `id`: that receipt alone when the context can, else the whole set. */
+async function publishReceipt(context: JobContext, id: string): Promise<void> {
+  if (context.publishReceipt) await context.publishReceipt(id);
+  else await context.publish();
+}
+
 /** `skill.scan {rootPath}`, or `{id}`: a scan of that imported skill's source folder. */
 export async function scanJob(payload: unknown, context: JobContext): Promise<ScanResult> {
   const body = payloadOf(payload);
@@ -654,7 +660,7 @@ export async function importJob(payload: unknown, context: JobContext): Promise<
   try {
     await keepAllowedFindings(context.root, id, allowedOf(body));
     await writeFileDurably(receiptFile, serializeReceipt(receipt));
-    await context.publish();
+    await publishReceipt(context, id);
   } catch (err) {
     // The registry did not take it (a quota, a refusal): the machine is put back as it was, so what it holds
     // is what the registry lists, and the job answers with the refusal.
@@ -689,6 +695,6 @@ export async function removeJob(payload: unknown, context: JobContext): Promise<
   // rm never follows a symbolic link: a link inside the folder is removed, not what it points to.
   await rm(skillDir(context.root, id), { recursive: true, force: true });
   await keepAllowedFindings(context.root, id, []);
-  await context.publish();
+  await publishReceipt(context, id);
   return { removed: true };
 }

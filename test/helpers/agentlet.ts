@@ -31,8 +31,8 @@ export interface Registry {
   providerRequests: string[];
 }
 
-export async function startRegistry(t: TestContext): Promise<Registry> {
-  const h = await build(t);
+export async function startRegistry(t: TestContext, env: Record<string, string> = {}): Promise<Registry> {
+  const h = await build(t, { env });
   const providerRequests: string[] = [];
   h.app.addHook('onRequest', (request, _reply, done) => {
     if (request.url.startsWith('/api/acp/providers/')) providerRequests.push(`${request.method} ${request.url}`);
@@ -204,8 +204,10 @@ export interface Machine {
 export async function machine(
   t: TestContext & { equal(found: unknown, wanted: unknown, message: string): boolean },
   machineId = 'agentlet-7f3a',
+  /** The registry's environment beside the tests' (e.g. a record quota). */
+  env: Record<string, string> = {},
 ): Promise<Machine> {
-  const reg = await startRegistry(t);
+  const reg = await startRegistry(t, env);
   const dir = await tempDir(t);
   const root = path.join(dir, 'resources');
   const cli = cliRunner(t, { AGENT_RESOURCE_DIR: root });

@@ -1,7 +1,8 @@
 // `npm start` runs dist/bundle/server.js: the compiled server joined with typebox by esbuild
 // (scripts/bundle.mjs; for start-up time). The other suites start dist/src/server.js (whose
 // coverage maps back to src/ line for line); this one proves the bundle is the same service: it starts,
-// serves the same OpenAPI document, validates and serializes both record versions, answers errors in our
+// serves the same OpenAPI document, validates and serializes both record versions, scans a long text in its
+// secret scan worker, answers errors in our
 // envelope, stops cleanly on SIGTERM, and opens the PostgreSQL store, whose code it loads only then.
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -87,6 +88,18 @@ t.test('the bundled server serves the service: OpenAPI, both record versions, er
     provider: 'huabu',
     userContent: '',
   });
+
+  // A real skill longer than what is scanned inline: the bundle's secret scan worker (dist/bundle/scan-worker.js) scans it.
+  const skill = readFileSync(
+    path.join(ROOT, 'test', 'fixtures', 'skill-collections', 'anthropics-skills', 'mcp-builder', 'SKILL.md'),
+    'utf8',
+  );
+  t.ok(skill.length > 4096, 'a skill scanned in a worker thread');
+  const long = { schemaVersion: 2, name: 'PDF', sourceContent: skill };
+  t.equal((await call(server.origin, 'PUT', '/api/acp/providers/huabu/resources/pdf', CANARY.huabu, long)).status, 201, 'clean: stored');
+  const leaky = { ...long, sourceContent: `${skill}\nexport GITHUB_TOKEN=${'ghp_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8'}\n` };
+  const refused = await call(server.origin, 'PUT', '/api/acp/providers/huabu/resources/pdf-leaky', CANARY.huabu, leaky);
+  t.match(refused, { status: 422, body: { code: 'secret_detected' } }, 'a secret in it: refused');
 
   const bad = await call(server.origin, 'PUT', '/api/acp/providers/huabu/resources/bad', CANARY.huabu, {
     schemaVersion: 2,

@@ -1,0 +1,186 @@
+// The service's secret scanner, with the scanning itself run off the event loop by a pool of worker threads
+// (node:worker_threads; src/secrets/scan-worker.ts). Each worker runs src/secrets/secret-scanner.ts's own
+// `scan`, so the findings, their order and every refusal are that scanner's; only where it runs changes.
+// The owner's allowlist is read on the main thread, as the scanner reads it: only when a scan met a
+// candidate (never for a clean text), and a failed read refuses the write. A scan with entries to apply is
+// asked again with them. Small texts (under INLINE_CHARS in all) are scanned on the calling thread: posting
+// them to a worker costs more than scanning them. The queue is bounded: past MAX_QUEUED scans waiting, a
+// scan is refused with 503 `overloaded` (`details.reason: scan_queue_full`) and the write it guards writes
+// nothing; a worker that stops mid-scan refuses its scan the same way (`scan_worker_stopped`) and is
+// replaced. `close()` stops the workers (the app's shutdown).
+import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { AppError } from '../errors.js';
+import { SecretScanner, type AllowedFinding, type ScanScope, type SecretFinding, type SecretScannerOptions } from './secret-scanner.js';
+
+/** Texts shorter than this in all (UTF-16 code units) are scanned on the calling thread. */
+export const INLINE_CHARS = 4 * 1024;
+/** Scans waiting for a worker before more are refused. */
+export const MAX_QUEUED = 256;
+/** Workers: one per core left beside the event loop's, at least one, at most four. */
+export const DEFAULT_WORKERS = Math.max(1, Math.min(4, availableParallelism() - 1));
+
+export interface ScanRequest {
+  id: number;
+  fields: [string, string][];
+  scope: { route?: string; allowed?: AllowedFinding[] };
+}
+
+export type ScanReply = { id: number; findings: SecretFinding[]; touched: boolean } | { id: number; error: string };
+
+/**
+ * The worker's file: beside this module when it runs from dist/ or from source (`.ts` under tsx), and in
+ * the bundle's folder when it runs from dist/bundle (its entry or one of its chunks; scripts/bundle.mjs
+ * bundles the worker as an entry of its own).
+ */
+export function workerFile(moduleUrl: string = import.meta.url): URL {
+  const ext = moduleUrl.endsWith('.ts') ? '.ts' : '.js';
+  const candidates = [new URL(`./scan-worker${ext}`, moduleUrl), new URL('../scan-worker.js', moduleUrl)];
+  return candidates.find((u) => existsSync(fileURLToPath(u))) ?? candidates[0]!;
+}
+
+interface Job {
+  request: ScanRequest;
+  resolve(reply: { findings: SecretFinding[]; touched: boolean }): void;
+  reject(err: unknown): void;
+}
+
+class WorkerPool {
+  readonly #knownSecrets: string[];
+  readonly #size: number;
+  readonly #idle: Worker[] = [];
+  readonly #busy = new Map<Worker, Job>();
+  readonly #queue: Job[] = [];
+  #nextId = 0;
+  #closed = false;
+
+  readonly #file: URL;
+
+  constructor(knownSecrets: string[], size: number, file: URL) {
+    this.#knownSecrets = knownSecrets;
+    this.#size = size;
+    this.#file = file;
+  }
+
+  get workers(): number {
+    return this.#idle.length + this.#busy.size;
+  }
+
+  run(fields: [string, string][], scope: ScanScope): Promise<{ findings: SecretFinding[]; touched: boolean }> {
+    if (this.#closed) return Promise.reject(stopped('the secret scan was closed'));
+    if (this.#queue.length >= MAX_QUEUED) {
+      return Promise.reject(
+        new AppError('overloaded', `The secret scan has ${MAX_QUEUED} texts waiting; nothing was written, retry shortly.`, {
+          reason: 'scan_queue_full',
+        }),
+      );
+    }
+    return new Promise((resolve, reject) => {
+      const request: ScanRequest = {
+        id: this.#nextId++,
+        fields,
+        scope: { ...(scope.route === undefined ? {} : { route: scope.route }), ...(scope.allowed ? { allowed: [...scope.allowed] } : {}) },
+      };
+      this.#queue.push({ request, resolve, reject });
+      this.#dispatch();
+    });
+  }
+
+  #dispatch(): void {
+    while (this.#queue.length > 0) {
+      const worker = this.#idle.pop() ?? (this.workers < this.#size ? this.#spawn() : undefined);
+      if (!worker) return;
+      const job = this.#queue.shift()!;
+      this.#busy.set(worker, job);
+      worker.ref();
+      worker.postMessage(job.request);
+    }
+  }
+
+  #spawn(): Worker {
+    const file = this.#file;
+    const workerData = { knownSecrets: this.#knownSecrets };
+    const worker = file.pathname.endsWith('.ts')
+      ? // From source (tests, the bench under tsx): the worker registers tsx's loader before it loads the module.
+        new Worker(
+          `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((tsx) => { tsx.register(); return import(${JSON.stringify(file.href)}); });`,
+          { eval: true, workerData },
+        )
+      : new Worker(file, { workerData });
+    // An idle worker does not hold the process open; a busy one does until its scan is answered.
+    worker.unref();
+    worker.on('message', (reply: ScanReply) => {
+      const job = this.#busy.get(worker);
+      if (!job || job.request.id !== reply.id) return;
+      this.#busy.delete(worker);
+      worker.unref();
+      this.#idle.push(worker);
+      if ('error' in reply) job.reject(new Error(reply.error));
+      else job.resolve({ findings: reply.findings, touched: reply.touched });
+      this.#dispatch();
+    });
+    const gone = (why: string) => {
+      const job = this.#busy.get(worker);
+      this.#busy.delete(worker);
+      const at = this.#idle.indexOf(worker);
+      if (at >= 0) this.#idle.splice(at, 1);
+      job?.reject(stopped(why));
+      if (!this.#closed) this.#dispatch();
+    };
+    worker.on('error', (err) => gone(`a secret scan worker failed (${err.message})`));
+    worker.on('exit', (code) => gone(`a secret scan worker stopped (exit code ${code})`));
+    return worker;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const job of this.#queue.splice(0)) job.reject(stopped('the secret scan was closed'));
+    await Promise.all([...this.#idle, ...this.#busy.keys()].map((w) => w.terminate()));
+  }
+}
+
+function stopped(why: string): AppError {
+  return new AppError('overloaded', `${why}; nothing was written, retry shortly.`, { reason: 'scan_worker_stopped' });
+}
+
+export interface PooledScannerOptions extends SecretScannerOptions {
+  /** Worker threads (DEFAULT_WORKERS). */
+  workers?: number;
+  /** The worker's module (`workerFile()`); a test names one that fails. */
+  workerFile?: URL;
+}
+
+/** A SecretScanner whose scans of more than INLINE_CHARS run in the worker pool. */
+export class PooledSecretScanner extends SecretScanner {
+  readonly #pool: WorkerPool;
+  readonly #allowlist: SecretScannerOptions['allowlist'];
+
+  constructor(knownSecrets: readonly string[] = [], options: PooledScannerOptions = {}) {
+    super(knownSecrets, options);
+    this.#allowlist = options.allowlist;
+    this.#pool = new WorkerPool([...knownSecrets], Math.max(1, options.workers ?? DEFAULT_WORKERS), options.workerFile ?? workerFile());
+  }
+
+  /** Worker threads running now. */
+  get workers(): number {
+    return this.#pool.workers;
+  }
+
+  override async scan(fields: Iterable<[field: string, value: string]>, scope: ScanScope = {}): Promise<SecretFinding[]> {
+    const list = [...fields];
+    if (list.reduce((n, [, value]) => n + value.length, 0) < INLINE_CHARS) return super.scan(list, scope);
+    const first = await this.#pool.run(list, scope);
+    if (!first.touched) return first.findings;
+    // The scan met a candidate: the owner's allowlist is read now, as the scanner reads it then (a failed
+    // read refuses), and its entries are applied by scanning again with them.
+    const entries = (await this.#allowlist?.()) ?? [];
+    if (entries.length === 0) return first.findings;
+    return (await this.#pool.run(list, { ...scope, allowed: [...(scope.allowed ?? []), ...entries] })).findings;
+  }
+
+  close(): Promise<void> {
+    return this.#pool.close();
+  }
+}
