@@ -375,3 +375,23 @@ t.test('entries are told apart by fingerprint, file and route: added, kept, remo
     ],
   );
 });
+
+t.test("the owner's first entry makes SECRET_ALLOWLIST_FILE's folder when it does not exist yet", async (t) => {
+  const dataDir = await tempDataDir();
+  const file = path.join(dataDir, 'policy', 'secrets', 'allow.json');
+  const h = await build(t, { dataDir, env: { SECRET_ALLOWLIST_FILE: file } });
+  const add = await h.app.inject({
+    method: 'POST',
+    url: ALLOWLIST,
+    headers: h.owner,
+    payload: { fingerprint: FINGERPRINT, reason: 'the sample password of our setup guide' },
+  });
+  t.equal(add.statusCode, 201, add.body);
+  t.same(
+    (JSON.parse(await readFile(file, 'utf8')) as { fingerprint: string }[]).map((e) => e.fingerprint),
+    [FINGERPRINT],
+    'written in the new folder',
+  );
+  const put = await h.put('huabu', h.huabu.authorization!.slice('Bearer '.length), 'setup-guide', { instructions: INSTRUCTIONS });
+  t.equal(put.statusCode, 201, 'and applied');
+});
