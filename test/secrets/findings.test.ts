@@ -133,6 +133,11 @@ t.test('a configured credential is looked for from 12 characters on: shorter one
     found.map((f) => f.fingerprint),
     [secretFingerprint('configured-credential', 'abcdefghijkl')],
   );
+  t.same(
+    (await scanner.scan([['/token', 'abcdefghijkl']])).map((f) => f.rule),
+    ['configured-credential'],
+    'a field that is the credential alone',
+  );
 });
 
 t.test("an entry naming SKILL.md lets its finding through in a record's sourceContent, and nowhere else", async (t) => {
@@ -204,7 +209,7 @@ t.test("an object key that is a secret ends the scan: no finding's field names i
 
 t.test('every string of nested data is scanned under its JSON pointer', (t) => {
   t.same(
-    [...stringLeaves({ 'a/b': { 'c~d': 'v' }, l: ['x', 'y'] }, '/customData')],
+    [...stringLeaves({ 'a/b': { 'c~d': 'v' }, l: ['x', 'y'], n: null, k: 3 }, '/customData')],
     [
       ['/customData#key', 'a/b'],
       ['/customData/a~1b#key', 'c~d'],
@@ -212,6 +217,8 @@ t.test('every string of nested data is scanned under its JSON pointer', (t) => {
       ['/customData#key', 'l'],
       ['/customData/l/0', 'x'],
       ['/customData/l/1', 'y'],
+      ['/customData#key', 'n'],
+      ['/customData#key', 'k'],
     ],
   );
   t.end();
@@ -247,4 +254,11 @@ t.test('the refusal names each finding (route included), up to 20, and counts th
   t.same(exactly.details, { findings: many.slice(0, 20) }, 'twenty: none left to count');
   t.notMatch(exactly.message, /more/);
   t.end();
+});
+
+t.test('a GitHub-shaped placeholder of three repeated letters is no finding; a patterned real token is', async (t) => {
+  const scanner = new SecretScanner();
+  // 1.5 bits a character, the bound the GitHub format is held to (an x-filled placeholder has none).
+  t.same(await scanner.scan([['/f', `export GITHUB_TOKEN=ghp_${'a'.repeat(18)}${'b'.repeat(9)}${'c'.repeat(9)}`]]), []);
+  t.not((await scanner.scan([['/f', `export GITHUB_TOKEN=ghp_${'a1B2'.repeat(9)}`]])).length, 0);
 });
