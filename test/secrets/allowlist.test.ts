@@ -277,9 +277,15 @@ t.test('a bad SECRET_ALLOWLIST_FILE is named by its first problem; a missing one
   await writeFile(file, '[{"fingerprint": ');
   t.equal(refusal(file), `SECRET_ALLOWLIST_FILE ${file} is not valid JSON (a JSON array of entries is expected).`);
   await writeFile(file, '{"entries": []}');
-  t.match(
+  t.equal(
     refusal(file),
-    new RegExp(`^SECRET_ALLOWLIST_FILE ${file}: / \\S.* \\(each entry is \\{fingerprint, file\\?, route\\?, reason\\}\\)\\.$`),
+    `SECRET_ALLOWLIST_FILE ${file}: / must be array (each entry is {fingerprint, file?, route?, reason}).`,
+    'the problem named as the schema states it',
+  );
+  await writeFile(file, JSON.stringify([{ reason: 'no fingerprint' }]));
+  t.equal(
+    refusal(file),
+    `SECRET_ALLOWLIST_FILE ${file}: /0 must have required properties fingerprint (each entry is {fingerprint, file?, route?, reason}).`,
   );
   await writeFile(file, JSON.stringify([{ fingerprint: FINGERPRINT, reason: 'fine' }, { fingerprint: FINGERPRINT }]));
   t.match(refusal(file), `SECRET_ALLOWLIST_FILE ${file}: /1`, 'the entry at fault');
@@ -306,6 +312,8 @@ t.test('the file changed by another process counts from the next scan; one turne
   await rm(file);
   t.equal(await put('g-6'), 422, 'removed: none');
   t.same((await h.app.inject({ url: ALLOWLIST, headers: h.owner })).json().entries, []);
+  const reports = (await readFile(h.logFile, 'utf8')).match(/the secret allowlist file cannot be read/g) ?? [];
+  t.equal(reports.length, 1, 'the bad file reported once, not on every read; a removed file is no error');
 });
 
 t.test('entries are told apart by fingerprint, file and route: added, kept, removed and audited one by one', async (t) => {
@@ -374,4 +382,66 @@ t.test('entries are told apart by fingerprint, file and route: added, kept, remo
       ['secret-allowlist.remove', 'allowlist_entry_not_found', undefined],
     ],
   );
+});
+
+t.test("the owner's first entry makes SECRET_ALLOWLIST_FILE's folder when it does not exist yet", async (t) => {
+  const dataDir = await tempDataDir();
+  const file = path.join(dataDir, 'policy', 'secrets', 'allow.json');
+  const h = await build(t, { dataDir, env: { SECRET_ALLOWLIST_FILE: file } });
+  const add = await h.app.inject({
+    method: 'POST',
+    url: ALLOWLIST,
+    headers: h.owner,
+    payload: { fingerprint: FINGERPRINT, reason: 'the sample password of our setup guide' },
+  });
+  t.equal(add.statusCode, 201, add.body);
+  t.same(
+    (JSON.parse(await readFile(file, 'utf8')) as { fingerprint: string }[]).map((e) => e.fingerprint),
+    [FINGERPRINT],
+    'written in the new folder',
+  );
+  const put = await h.put('huabu', h.huabu.authorization!.slice('Bearer '.length), 'setup-guide', { instructions: INSTRUCTIONS });
+  t.equal(put.statusCode, 201, 'and applied');
+});
+
+t.test("a file removed by another process after an owner's change holds no entry", async (t) => {
+  const dataDir = await tempDataDir();
+  const file = path.join(dataDir, 'allow.json');
+  const h = await build(t, { dataDir, env: { SECRET_ALLOWLIST_FILE: file } });
+  const token = h.huabu.authorization!.slice('Bearer '.length);
+  const add = (fingerprint: string) =>
+    h.app.inject({ method: 'POST', url: ALLOWLIST, headers: h.owner, payload: { fingerprint, reason: 'a sample' } });
+  t.equal((await add(FINGERPRINT)).statusCode, 201);
+  t.equal((await h.put('huabu', token, 'g-1', { instructions: INSTRUCTIONS })).statusCode, 201, 'allowed');
+  t.equal((await add(secretFingerprint('credential-assignment', 'Zq8!nB3@cV6mK1xW5rT0'))).statusCode, 201, 'a second entry');
+  await rm(file);
+  t.equal((await h.put('huabu', token, 'g-2', { instructions: INSTRUCTIONS })).statusCode, 422, 'removed: nothing is allowed');
+  t.same((await h.app.inject({ url: ALLOWLIST, headers: h.owner })).json().entries, [], 'none listed');
+});
+
+t.test("a folder on the file's path turned into a file: no entry applies, the write is refused as a secret", async (t) => {
+  const dataDir = await tempDataDir();
+  const file = path.join(dataDir, 'policy', 'allow.json');
+  const h = await build(t, { dataDir, env: { SECRET_ALLOWLIST_FILE: file } });
+  await writeFile(path.join(dataDir, 'policy'), 'a file where the folder was');
+  const put = await h.put('huabu', h.huabu.authorization!.slice('Bearer '.length), 'setup-guide', { instructions: INSTRUCTIONS });
+  t.equal(put.statusCode, 422, put.body);
+  t.equal(put.json().code, 'secret_detected');
+  t.same((await h.app.inject({ url: ALLOWLIST, headers: h.owner })).json().entries, [], 'none listed');
+});
+
+t.test("an add that changes nothing leaves the operator's file as written", async (t) => {
+  const dataDir = await tempDataDir();
+  const file = path.join(dataDir, 'allow.json');
+  const written = JSON.stringify([{ fingerprint: FINGERPRINT, reason: 'written by the operator' }]);
+  await writeFile(file, written);
+  const h = await build(t, { dataDir, env: { SECRET_ALLOWLIST_FILE: file } });
+  const again = await h.app.inject({
+    method: 'POST',
+    url: ALLOWLIST,
+    headers: h.owner,
+    payload: { fingerprint: FINGERPRINT, reason: 'said again' },
+  });
+  t.equal(again.statusCode, 200);
+  t.equal(await readFile(file, 'utf8'), written, 'byte for byte');
 });

@@ -4,7 +4,7 @@
 // use (a call, an environment lookup, a placeholder) as no secret, and still finds real keys beside them.
 import { createHash } from 'node:crypto';
 import t from 'tap';
-import { SecretScanner, secretFingerprint } from '../../src/secrets/secret-scanner.js';
+import { SecretScanner, secretDetected, secretFingerprint, stringLeaves, type SecretFinding } from '../../src/secrets/secret-scanner.js';
 
 const GITHUB = 'ghp_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8';
 const ASSIGNED = 'Xk9#mQ2$vL7pR4tZ8wN3';
@@ -112,4 +112,153 @@ t.test('real values beside those shapes are still found', async (t) => {
     `token = os.environ.get("GH", "${GITHUB}")`,
   ];
   for (const line of secrets) t.not((await scanner.scan([['/f', line]])).length, 0, line);
+});
+
+t.test('neither a registry token nor a configured credential is let through by an entry naming its own fingerprint', async (t) => {
+  const own = 'arr_machine_' + 'Q7x'.repeat(15);
+  const configured = 'plain-configured-value';
+  const found = await new SecretScanner([configured]).scan([['/f', `use ${own} and ${configured}`]]);
+  t.same(
+    found.map((f) => f.rule),
+    ['registry-token', 'configured-credential'],
+  );
+  const open = new SecretScanner([configured], { allowlist: () => Promise.resolve(found.map((f) => ({ fingerprint: f.fingerprint }))) });
+  t.same(await open.scan([['/f', `use ${own} and ${configured}`]]), found, 'each still refused');
+});
+
+t.test('a configured credential is looked for from 12 characters on: shorter ones would match ordinary words', async (t) => {
+  const scanner = new SecretScanner(['abcdefghijkl', 'mnopqrstuvw']);
+  const found = await scanner.scan([['/f', 'see abcdefghijkl and mnopqrstuvw']]);
+  t.same(
+    found.map((f) => f.fingerprint),
+    [secretFingerprint('configured-credential', 'abcdefghijkl')],
+  );
+  t.same(
+    (await scanner.scan([['/token', 'abcdefghijkl']])).map((f) => f.rule),
+    ['configured-credential'],
+    'a field that is the credential alone',
+  );
+});
+
+t.test("an entry naming SKILL.md lets its finding through in a record's sourceContent, and nowhere else", async (t) => {
+  const fingerprint = secretFingerprint('credential-assignment', ASSIGNED);
+  const text = `password = "${ASSIGNED}"`;
+  const scanner = new SecretScanner([], { allowlist: () => Promise.resolve([{ fingerprint, file: 'SKILL.md' }]) });
+  t.same(await scanner.scan([['/sourceContent', text]]), [], 'the record written');
+  t.same(await scanner.scan([['/resources/2/sourceContent', text]]), [], 'one record of a set');
+  t.same(await scanner.scan([['/files/SKILL.md', text]]), [], 'the skill file');
+  t.equal((await scanner.scan([['/instructions', text]])).length, 1, 'another field');
+  t.equal((await scanner.scan([['/files/docs/other.md', text]])).length, 1, 'another file');
+});
+
+t.test("findings of one field come in line order, whichever rule found them; every field's are named", async (t) => {
+  const scanner = new SecretScanner();
+  const found = await scanner.scan([
+    ['/description', `${GITHUB}\n\npassword = "${ASSIGNED}"`],
+    ['/instructions', `intro\npassword = "${ASSIGNED}"\n\n${GITHUB}`],
+  ]);
+  t.same(
+    found.map((f) => [f.field, f.line]),
+    [
+      ['/description', 1],
+      ['/description', 1],
+      ['/description', 3],
+      ['/instructions', 2],
+      ['/instructions', 4],
+      ['/instructions', 4],
+    ],
+  );
+});
+
+t.test('a secret in a long field is named once, wherever it sits', async (t) => {
+  const scanner = new SecretScanner();
+  const prose = 'lorem ipsum dolor sit amet '.repeat(400);
+  // The scan reads a long field in overlapping windows; at about 1,800 characters the token is in two of them.
+  for (const at of [10, 1800, 6000]) {
+    const text = `${prose.slice(0, at)}\n${GITHUB}\n${prose}`;
+    const found = await scanner.scan([['/instructions', text]]);
+    t.same(
+      found.map((f) => [f.rule, f.line]),
+      [
+        ['github-pat', 2],
+        ['github-token', 2],
+      ],
+      `at ${at}`,
+    );
+  }
+});
+
+t.test('a field with more candidates than the scan reads is refused where the reading stopped', async (t) => {
+  const scanner = new SecretScanner();
+  // AWS's documented example key is let through one at a time; hundreds of them are no text to read on.
+  const lines = (n: number) => Array.from({ length: n }, (_, i) => `key id AKIAIOSFODNN7EXAMPLE for bucket ${i}`).join('\n');
+  t.same(await scanner.scan([['/f', lines(100)]]), [], 'a hundred are read through');
+  const over = await scanner.scan([['/f', lines(300)]]);
+  t.equal(over.length, 1, 'one finding: the scan stopped there');
+  t.match(over[0], { field: '/f', rule: 'aws-access-key-id' });
+  t.ok(over[0]!.line > 100 && over[0]!.line < 300, `at line ${over[0]!.line}`);
+});
+
+t.test("an object key that is a secret ends the scan: no finding's field names it", async (t) => {
+  const scanner = new SecretScanner();
+  const found = await scanner.scan(stringLeaves({ [GITHUB]: { note: `password = "${ASSIGNED}"` }, later: GITHUB }));
+  t.ok(found.length > 0);
+  t.same(new Set(found.map((f) => f.field)), new Set(['#key']));
+  t.notMatch(JSON.stringify(found), GITHUB.slice(4, 20));
+});
+
+t.test('every string of nested data is scanned under its JSON pointer', (t) => {
+  t.same(
+    [...stringLeaves({ 'a/b': { 'c~d': 'v' }, l: ['x', 'y'], n: null, k: 3 }, '/customData')],
+    [
+      ['/customData#key', 'a/b'],
+      ['/customData/a~1b#key', 'c~d'],
+      ['/customData/a~1b/c~0d', 'v'],
+      ['/customData#key', 'l'],
+      ['/customData/l/0', 'x'],
+      ['/customData/l/1', 'y'],
+      ['/customData#key', 'n'],
+      ['/customData#key', 'k'],
+    ],
+  );
+  t.end();
+});
+
+t.test('the refusal names each finding (route included), up to 20, and counts the rest', (t) => {
+  const finding = (line: number, route?: string): SecretFinding => ({
+    field: '/instructions',
+    line,
+    rule: 'credential-assignment',
+    fingerprint: `credential-assignment:${String(line).padStart(64, '0')}`,
+    ...(route === undefined ? {} : { route }),
+  });
+  const one = secretDetected([finding(4)]);
+  t.equal(one.code, 'secret_detected');
+  t.equal(
+    one.message,
+    `Field /instructions line 4 (rule credential-assignment, fingerprint ${finding(4).fingerprint}) looks like it contains a secret; secrets never belong in the registry. If it is none, the owner can allow this fingerprint.`,
+  );
+  t.same(one.details, { findings: [finding(4)] });
+  const two = secretDetected([finding(1, 'resource.register'), finding(2)]);
+  t.equal(
+    two.message,
+    `2 findings look like secrets: /instructions line 1 (rule credential-assignment, fingerprint ${finding(1).fingerprint}, route resource.register); /instructions line 2 (rule credential-assignment, fingerprint ${finding(2).fingerprint}). Secrets never belong in the registry. If one is none, the owner can allow its fingerprint.`,
+  );
+  t.same(two.details, { findings: [finding(1, 'resource.register'), finding(2)] });
+  const many = Array.from({ length: 23 }, (_, i) => finding(i + 1));
+  const capped = secretDetected(many);
+  t.same(capped.details, { findings: many.slice(0, 20), moreFindings: 3 });
+  t.match(capped.message, /^23 findings look like secrets: .*line 20 \(rule [^)]*\), and 3 more\. Secrets never/);
+  t.notMatch(capped.message, /line 21 /);
+  const exactly = secretDetected(many.slice(0, 20));
+  t.same(exactly.details, { findings: many.slice(0, 20) }, 'twenty: none left to count');
+  t.notMatch(exactly.message, /more/);
+  t.end();
+});
+
+t.test('a GitHub-shaped placeholder of three repeated letters is no finding; a patterned real token is', async (t) => {
+  const scanner = new SecretScanner();
+  // 1.5 bits a character, the bound the GitHub format is held to (an x-filled placeholder has none).
+  t.same(await scanner.scan([['/f', `export GITHUB_TOKEN=ghp_${'a'.repeat(18)}${'b'.repeat(9)}${'c'.repeat(9)}`]]), []);
+  t.not((await scanner.scan([['/f', `export GITHUB_TOKEN=ghp_${'a1B2'.repeat(9)}`]])).length, 0);
 });

@@ -4,7 +4,14 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { parseDocument } from 'yaml';
-import { checkSkillFrontMatter, FRONT_MATTER_BOUNDS, readFrontMatter, splitFrontMatter } from '../../src/text/front-matter.js';
+import {
+  checkSkillFrontMatter,
+  FRONT_MATTER_BOUNDS,
+  readFrontMatter,
+  SKILL_FRONT_MATTER_ERRORS,
+  SKILL_FRONT_MATTER_WARNINGS,
+  splitFrontMatter,
+} from '../../src/text/front-matter.js';
 
 const codes = (text: string, folder?: string) => checkSkillFrontMatter(text, folder).issues.map((i) => `${i.severity}:${i.code}`);
 
@@ -240,5 +247,46 @@ t.test('the parses kept are bounded: the oldest is parsed again, the newest is n
     const [before, again] = [reads[i]!, readFrontMatter(text(i))];
     t.ok(before.ok && again.ok && before.data === again.data, `a recent one is still kept (${i})`);
   }
+  t.end();
+});
+
+t.test('the front matter ends at the first closing fence: a `---` rule in the body stays in the body', (t) => {
+  const body = '# Title\n\n---\n\nmore: text\n---\nEnd.\n';
+  t.same(splitFrontMatter(`---\nname: a\ndescription: d\n---\n${body}`), { data: { name: 'a', description: 'd' }, body });
+  t.end();
+});
+
+t.test('collection keys are told apart as yaml tells them apart', (t) => {
+  const yaml = '? [a]\n: 1\n? [b]\n: 2';
+  t.equal(parseDocument(yaml, { uniqueKeys: true }).errors.length, 0, "yaml's own check finds no duplicate");
+  t.match(readFrontMatter(`---\n${yaml}\n---\nBody`), { ok: true, body: 'Body' });
+  t.end();
+});
+
+t.test('metadata that is empty or plain text is no mapping of strings: a warning, not a crash', (t) => {
+  for (const metadata of ['', ' ~', ' some text'])
+    t.same(
+      checkSkillFrontMatter(`---\nname: a\ndescription: d\nmetadata:${metadata}\n---\n`).issues,
+      [{ code: 'skill_field_invalid', severity: 'warning', message: 'metadata must map strings to strings' }],
+      JSON.stringify(metadata),
+    );
+  t.end();
+});
+
+t.test('the codes the API declares are the codes the check gives, each with its severity', (t) => {
+  const samples = [
+    '# no front matter\n',
+    '---\n- a list\n---\n',
+    '---\ndescription: d\n---\n',
+    '---\nname: a\n---\n',
+    '---\nname: Not The Format\ndescription: d\n---\n',
+    `---\nname: a\ndescription: ${'d'.repeat(1025)}\nlicense: 2\nversion: 1\n---\n`,
+  ];
+  const given = new Map<string, string>();
+  for (const text of samples) for (const i of checkSkillFrontMatter(text, 'other-folder').issues) given.set(i.code, i.severity);
+  t.same(
+    [...given].sort(),
+    [...SKILL_FRONT_MATTER_ERRORS.map((code) => [code, 'error']), ...SKILL_FRONT_MATTER_WARNINGS.map((code) => [code, 'warning'])].sort(),
+  );
   t.end();
 });
