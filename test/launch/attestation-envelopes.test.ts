@@ -33,7 +33,7 @@ const launch = {
   predicate: { resources: [] },
 };
 
-t.test('a signed payload that is no launch statement is refused, naming why', async (t) => {
+t.test('a signed payload that is no launch statement is refused, naming why', (t) => {
   t.throws(() => verifyEnvelope(envelope('not json {'), [jwk]), { message: 'the signed payload is not JSON' });
   t.throws(() => verifyEnvelope(envelope(JSON.stringify({ ...launch, _type: 'https://in-toto.io/Statement/v0.1' })), [jwk]), {
     message: /not a launch statement/,
@@ -49,7 +49,7 @@ t.test('a signed payload that is no launch statement is refused, naming why', as
   });
 });
 
-t.test('a published key that does not parse is passed over, never taken as verified', async (t) => {
+t.test('a published key that does not parse is passed over, never taken as verified', (t) => {
   const signed = envelope(JSON.stringify(launch));
   const broken = { ...jwk, x: 'AAAA' };
   t.throws(() => verifyEnvelope(signed, [broken]), { message: /the signature does not verify/ });
