@@ -47,6 +47,7 @@ t.test('a signed payload that is no launch statement is refused, naming why', (t
   t.throws(() => verifyEnvelope(envelope(JSON.stringify({ ...launch, predicate: { resources: 'all' } })), [jwk]), {
     message: "the launch statement has no subjects or no predicate's resources",
   });
+  t.end();
 });
 
 t.test('a published key that does not parse is passed over, never taken as verified', (t) => {
@@ -57,4 +58,5 @@ t.test('a published key that does not parse is passed over, never taken as verif
   const twice = { ...signed, signatures: [{ keyid: other.kid, sig: signed.signatures[0]!.sig }, ...signed.signatures] };
   t.throws(() => verifyEnvelope(twice, [{ ...other, x: 'AAAA' }]), { message: /does not verify|does not publish/ });
   t.same(verifyEnvelope(twice, [{ ...other, x: 'AAAA' }, jwk]), launch, 'the next signature, by a key that parses, verifies');
+  t.end();
 });
