@@ -375,8 +375,16 @@ t.test('real public skill collections import whole through the packed Agentlet a
     ).catch(() => false);
     t.ok(listed, `${held.id} imported after ${broken.id}'s folder was deleted by hand is published`);
   }
-  const machines = await api('GET', '/api/acp/machines');
-  const mine = machines.body.machines.find((m) => m.machineId === MACHINE);
+  // The import publishes its own skill; serve's watcher publishes the set with the missing folder's problem.
+  const mine = await until(
+    `${broken.id}'s problem reported`,
+    async () => {
+      const machines = await api('GET', '/api/acp/machines');
+      const entry = machines.body.machines.find((m) => m.machineId === MACHINE);
+      return JSON.stringify(entry).includes(broken.id) ? entry : undefined;
+    },
+    { within: 10_000 },
+  ).catch(() => undefined);
   t.equal(mine?.status, 'connected', 'the machine is still connected');
   t.match(JSON.stringify(mine), broken.id, `GET /machines shows ${broken.id}'s missing folder as that machine's problem`);
   const removed = await api('DELETE', `/api/acp/resources/${broken.id}`);
