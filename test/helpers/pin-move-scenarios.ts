@@ -5,8 +5,8 @@
 import type { Test } from 'tap';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { build, CANARY, type TestApp } from './build.js';
-import { listen } from './sockets.js';
+import { build, type TestApp } from './build.js';
+import { launched as launchedWithPins, putV2 } from './pin-scenarios.js';
 import { verifyEnvelope } from '../../src/workloads/attestation.js';
 import type { AuditEntry } from '../../src/registry/store.js';
 import { until } from './wait.js';
@@ -25,46 +25,16 @@ interface Workload {
   attestation: { payload: string; signatures: { keyid: string; sig: string }[] };
 }
 
-const putV2 = (h: TestApp, token: string, id: string, sourceContent: string) =>
-  h.app.inject({
-    method: 'PUT',
-    url: `/api/acp/providers/mac-1/resources/${id}`,
-    headers: h.bearer(token),
-    payload: { schemaVersion: 2, name: `Name of ${id}`, sourceContent },
-  });
-
+/** A thread launched with skill-a's first content (test/helpers/pin-scenarios.ts), then the machine changes skill-a. */
 async function launched(t: Test, store: PinMoveStore) {
-  const env = { REQUIRED_RESOURCE_IDS: '', ...(await store.env(t)) };
-  const h = await build(t, { env });
-  const m1 = await h.enroll('mac-1');
-  t.equal((await h.put('huabu', CANARY.huabu, 'host-guide')).statusCode, 201);
-  t.equal((await putV2(h, m1, 'skill-a', 'Version one: summarize politely.')).statusCode, 201);
-  const profile = await h.app.inject({
-    method: 'POST',
-    url: '/api/acp/profiles',
-    headers: h.owner,
-    payload: {
-      alias: 'Pinned agent',
-      agentletId: 'mac-1',
-      workingDirPath: '/work',
-      launch: { kind: 'acp-command', command: 'agent' },
-      resourceIds: ['host-guide', 'skill-a'],
-    },
-  });
-  const launch = await h.app.inject({
-    method: 'POST',
-    url: '/api/acp/launch',
-    headers: h.owner,
-    payload: { profileId: profile.json().id, canvasId: 'canvas-1', threadId: 'thread-1' },
-  });
-  t.equal(launch.statusCode, 201, launch.body);
-  const workload = launch.json<Workload>();
+  const { h, env, m1, c1m1, origin } = await launchedWithPins(t, store.env);
+  const workload = (await h.app.inject({ url: '/api/acp/workloads/canvas-1/thread-1', headers: h.owner })).json<Workload>();
   const pinned = workload.spec.resourcePins[1]!.digest;
-  t.equal((await putV2(h, m1, 'skill-a', 'Version two: summarize briefly.')).statusCode, 200);
+  t.equal((await putV2(h, 'mac-1', m1, 'skill-a', 'Version two: summarize briefly.')).statusCode, 200);
   const current = (await h.app.inject({ url: '/api/acp/resources/skill-a?schemaVersion=2', headers: h.owner })).json<{ digest: string }>()
     .digest;
   t.not(current, pinned, 'the machine changed the skill since the launch');
-  return { h, env, m1, workload, pinned, current, c1m1: await h.canvasToken('canvas-1', 'mac-1') };
+  return { h, env, m1, workload, pinned, current, c1m1, origin };
 }
 
 const move = (h: TestApp, body: Record<string, unknown>, thread = 'thread-1') =>
@@ -91,7 +61,7 @@ export function runPinMoveScenarios(t: Test, name: string, store: PinMoveStore):
     const before = await threadRead(s.h, s.c1m1);
     t.equal(before.json().sourceContent, 'Version one: summarize politely.', 'before the move: the launch’s content');
     // An MCP session opened before the move reads the new pin after it (nothing cached across the move).
-    const origin = await listen(s.h.app);
+    const { origin } = s;
     const client = new Client({ name: 'pinned-agent', version: '1.0.0' });
     await client.connect(
       new StreamableHTTPClientTransport(new URL(`${origin}/api/rfs/canvas-1/mcp`), {
@@ -234,7 +204,7 @@ export function runPinMoveScenarios(t: Test, name: string, store: PinMoveStore):
     await s.h.app.close();
     const h = await build(t, { env: s.env, dataDir: s.h.dataDir });
     t.equal((await readWorkload(h)).body, moved, 'the stored workload after the restart is the moved one');
-    for (let i = 3; i <= 25; i++) t.equal((await putV2(h, s.m1, 'skill-a', `Version ${i}.`)).statusCode, 200);
+    for (let i = 3; i <= 25; i++) t.equal((await putV2(h, 'mac-1', s.m1, 'skill-a', `Version ${i}.`)).statusCode, 200);
     const thread = await threadRead(h, await h.canvasToken('canvas-1', 'mac-1'));
     t.equal(thread.statusCode, 200, 'the moved pin is held: retention keeps it past 20 newer revisions');
     t.equal(thread.json().sourceContent, 'Version two: summarize briefly.');
