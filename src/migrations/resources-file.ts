@@ -40,8 +40,38 @@ function v2Entry(record: StoredResource): Record<string, unknown> {
 
 /** `records` sorted by id, as the file text. */
 export function serializeResourcesFile(records: readonly StoredResource[]): string {
-  if (fileVersionFor(records) === 1) return JSON.stringify({ schemaVersion: 1, state: { resources: records } }) + '\n';
-  return JSON.stringify({ schemaVersion: 2, state: { resources: records.map(v2Entry) } }, null, 2) + '\n';
+  return [...resourcesFilePieces(records)].join('');
+}
+
+/** Where a v2 file's record entries sit: inside `state.resources`, three levels deep in two-space JSON. */
+const V2_ENTRY_INDENT = '      ';
+
+/**
+ * The file text of `records` in pieces of about `pieceChars` characters each, so a large catalogue is written
+ * without one string (and one buffer) of the whole file: v1 is compact JSON, v2 two-space JSON, exactly as
+ * `JSON.stringify` writes the whole document.
+ */
+export function* resourcesFilePieces(records: readonly StoredResource[], pieceChars = 1 << 20): Generator<string> {
+  // An empty catalogue is a v1 file (fileVersionFor).
+  if (records.length === 0) {
+    yield '{"schemaVersion":1,"state":{"resources":[]}}\n';
+    return;
+  }
+  const v2 = fileVersionFor(records) === 2;
+  let piece = v2 ? '{\n  "schemaVersion": 2,\n  "state": {\n    "resources": [\n' : '{"schemaVersion":1,"state":{"resources":[';
+  for (let i = 0; i < records.length; i++) {
+    // Two-space JSON holds a line break only between tokens (one inside a string is written `\n`), so each
+    // of an entry's lines moves in by its depth.
+    if (v2)
+      piece +=
+        (i > 0 ? ',\n' : '') + V2_ENTRY_INDENT + JSON.stringify(v2Entry(records[i]!), null, 2).replaceAll('\n', `\n${V2_ENTRY_INDENT}`);
+    else piece += (i > 0 ? ',' : '') + JSON.stringify(records[i]);
+    if (piece.length >= pieceChars) {
+      yield piece;
+      piece = '';
+    }
+  }
+  yield piece + (v2 ? '\n    ]\n  }\n}\n' : ']}}\n');
 }
 
 /** A v2 file entry back to the stored record: a record written as v1 when its `v1` key still describes it. */
@@ -145,12 +175,20 @@ export async function resourcesBackupPath(file: string, original: Buffer): Promi
 }
 
 /**
- * Writes `text` over the file durably; when that turns a v1 file into v2, first keeps the v1 bytes in a
- * durable backup. Returns the backup's path when one was needed.
+ * Writes the file text (whole, or in pieces) over the file durably; when that turns a v1 file into v2, first
+ * keeps the v1 bytes in a durable backup. Returns the backup's path when one was needed, and the bytes written.
  */
-export async function writeResourcesFile(file: string, text: string, fs: FileSystemSeam = nodeFileSystem): Promise<string | undefined> {
+export async function writeResourcesFile(
+  file: string,
+  text: string | Iterable<string>,
+  fs: FileSystemSeam = nodeFileSystem,
+): Promise<{ backup: string | undefined; bytes: number }> {
+  const pieces = typeof text === 'string' ? [text] : text;
+  const iterator = pieces[Symbol.iterator]();
+  const first = iterator.next();
+  const head = first.done ? '' : first.value;
   let backup: string | undefined;
-  if (text.startsWith('{\n  "schemaVersion": 2')) {
+  if (head.startsWith(V2_FILE_HEAD)) {
     const original = await readIfExists(file);
     if (original !== undefined && parseVersion(original) === 1) {
       const target = await resourcesBackupPath(file, original);
@@ -158,11 +196,23 @@ export async function writeResourcesFile(file: string, text: string, fs: FileSys
       backup = target.path;
     }
   }
-  await writeFileDurably(file, text, fs);
-  return backup;
+  const bytes = await writeFileDurably(
+    file,
+    (function* () {
+      yield head;
+      for (let next = iterator.next(); !next.done; next = iterator.next()) yield next.value;
+    })(),
+    fs,
+  );
+  return { backup, bytes };
 }
 
+/** How every v2 file this build writes begins (two-space JSON, `schemaVersion` first). */
+const V2_FILE_HEAD = '{\n  "schemaVersion": 2,';
+
+/** The version of a file on disk: one this build wrote as v2 is known by its first bytes, without parsing it whole. */
 function parseVersion(bytes: Buffer): number | undefined {
+  if (bytes.subarray(0, V2_FILE_HEAD.length).toString('latin1') === V2_FILE_HEAD) return 2;
   try {
     return (JSON.parse(bytes.toString('utf8')) as { schemaVersion?: number }).schemaVersion;
   } catch {

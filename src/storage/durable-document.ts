@@ -52,8 +52,12 @@ export interface DocumentCodec<S> {
 export interface JournalCodec<S> extends DocumentCodec<S> {
   /** The changes a draft made (`clone` must return a draft that records them). */
   changes(draft: S): unknown[];
-  /** Applies changes, of a committed batch or of a replayed journal line, to the state in place. Throws on an invalid change. */
-  apply(state: S, changes: readonly unknown[]): void;
+  /**
+   * Applies changes, of a committed batch or of a replayed journal line, to the state in place. A replayed
+   * line (`journal`) came from disk: an invalid change throws. A committed batch's changes (`batch`) are
+   * the draft's own, checked by the mutations that made them; they are already durable when applied.
+   */
+  apply(state: S, changes: readonly unknown[], from: 'journal' | 'batch'): void;
   /**
    * Optional: writes the state durably somewhere other than one whole file (workloads: the canvas files
    * the journal touched), returning the bytes written. Without it, compaction replaces `file` with `serialize`.
@@ -158,7 +162,7 @@ export class DurableDocument<S> {
   ): Promise<DurableDocument<S>> {
     const journalFile = journalPathFor(file);
     const content = await readJournal(journalFile);
-    for (const changes of content.batches) codec.apply(initial, changes);
+    for (const changes of content.batches) codec.apply(initial, changes, 'journal');
     // Before the compaction below empties the journal: its entries the audit log lacks (a crash came
     // before they were written there) are appended durably.
     if (content.audit.length > 0) await options.audit?.recover(content.audit);
@@ -303,7 +307,7 @@ export class DurableDocument<S> {
       this.observe?.({ label: this.label, operations: applied.length, durationMs: performance.now() - started, ok: true });
       // Queued in the audit log now, before the next batch, so the log keeps the journal's order.
       if (audit.length > 0) this.options.audit?.carry(audit);
-      if (journaled) journaled.codec.apply(this.#state, changes);
+      if (journaled) journaled.codec.apply(this.#state, changes, 'batch');
       else this.#state = draft;
       this.#revision++;
       if (sink && ticket) sink.settle(ticket, true);

@@ -36,25 +36,38 @@ export async function fsyncDirectory(dir: string, fs: FileSystemSeam = nodeFileS
 }
 
 /**
- * Replaces `target` with `bytes` durably. On any failure the temp file is removed (best effort) and the
- * error is rethrown: the target then still holds its previous content.
+ * Replaces `target` with `bytes` durably, and returns how many bytes it wrote. `bytes` may come in pieces
+ * (text): each is written before the next is asked for, so a large file is never one string or buffer, and
+ * the event loop turns between pieces. On any failure the temp file is removed (best effort) and the error
+ * is rethrown: the target then still holds its previous content.
  */
 export async function writeFileDurably(
   target: string,
-  bytes: string | Uint8Array,
+  bytes: string | Uint8Array | Iterable<string>,
   fs: FileSystemSeam = nodeFileSystem,
   /**
    * `false`: the caller fsyncs the directory itself once after several writes into it (a compaction), and
    * counts none of them as durable before that.
    */
   syncDirectory = true,
-): Promise<void> {
+): Promise<number> {
   const temp = tempPathFor(target);
   let renamed = false;
+  let written = 0;
   try {
     const handle = await fs.open(temp, 'wx', FILE_MODE);
     try {
-      await handle.writeFile(bytes);
+      if (typeof bytes === 'string' || bytes instanceof Uint8Array) {
+        await handle.writeFile(bytes);
+        written = typeof bytes === 'string' ? Buffer.byteLength(bytes) : bytes.byteLength;
+      } else {
+        for (const piece of bytes) {
+          const chunk = Buffer.from(piece);
+          // A FileHandle's write may write less than asked: write the rest.
+          for (let at = 0; at < chunk.length;) at += (await handle.write(chunk, at, chunk.length - at)).bytesWritten;
+          written += chunk.length;
+        }
+      }
       await handle.sync();
     } finally {
       await handle.close();
@@ -66,6 +79,7 @@ export async function writeFileDurably(
     if (!renamed) await fs.unlink(temp).catch(() => undefined);
     throw err;
   }
+  return written;
 }
 
 /** Removes temp files left by a process that died mid-write. Returns the names removed. */

@@ -2,7 +2,13 @@
 // beside the file), opened as a durable document, and read from outside without opening the store.
 import path from 'node:path';
 import { Compile } from 'typebox/compile';
-import { parseResourcesFile, readIfExists, serializeResourcesFile, writeResourcesFile } from '../migrations/resources-file.js';
+import {
+  parseResourcesFile,
+  readIfExists,
+  resourcesFilePieces,
+  serializeResourcesFile,
+  writeResourcesFile,
+} from '../migrations/resources-file.js';
 import { toV1 } from '../registry/resource-versions.js';
 import { StoredResource, type AgentResource } from '../schemas/resource.js';
 import { DurableDocument, type BatchObserver, type JournalCodec } from './durable-document.js';
@@ -17,7 +23,8 @@ import {
   cloneRevisions,
   loadRevisions,
   revisionChanges,
-  serializeRevisions,
+  revisionsFilePieces,
+  revisionsSnapshot,
   type RevisionsState,
 } from './json-revisions.js';
 import { digestOf } from '../registry/record-digest.js';
@@ -46,20 +53,29 @@ type ResourceChange = { put: StoredResource } | { withdraw: string };
 /**
  * resources.json is journaled: a batch appends its changes (`{put}` / `{withdraw}`) to
  * `resources.json.journal` instead of rewriting the whole catalogue; drafts are overlays, not copies.
+ * Compaction folds the journal into the file while later batches go on (DurableDocument's background compaction).
  * Compaction writes the file in the version its records need (src/migrations/resources-file.ts), backing
  * up a v1 file before it first becomes v2.
  */
 const resourcesCodec = (file: string, fs: FileSystemSeam, onBackup: (backupFile: string) => void): JournalCodec<ResourcesState> => ({
   clone: (s) => ({ ...cloneRevisions(s), resources: new OverlayMap(s.resources as Map<string, StoredResource>) }),
   serialize: (s) => serializeResourcesFile(sortedValues(s.resources)),
-  async compact(s) {
-    const text = serializeResourcesFile(sortedValues(s.resources));
-    const backup = await writeResourcesFile(file, text, fs);
-    if (backup !== undefined) onBackup(backup);
-    // The revisions beside it, before the journal that also holds them is emptied.
-    const revisions = serializeRevisions(s);
-    await writeFileDurably(revisionsPathFor(file), revisions, fs);
-    return Buffer.byteLength(text) + Buffer.byteLength(revisions);
+  // Compaction runs beside the appends: the records and revisions as they are now (frozen values, so later
+  // batches do not change them), written in pieces, so neither a whole-file string nor a long turn of the
+  // event loop holds up the requests meanwhile.
+  beginCompaction(s) {
+    const records = sortedValues(s.resources);
+    const revisions = revisionsSnapshot(s);
+    return {
+      async write() {
+        const written = await writeResourcesFile(file, resourcesFilePieces(records), fs);
+        if (written.backup !== undefined) onBackup(written.backup);
+        // The revisions beside it, before the journal that also holds them is emptied.
+        return written.bytes + (await writeFileDurably(revisionsPathFor(file), revisionsFilePieces(revisions), fs));
+      },
+      // Each compaction writes the whole state: nothing stays due.
+      abandon: () => undefined,
+    };
   },
   changes: (draft) => [
     ...(draft.resources as OverlayMap<StoredResource>)
@@ -67,10 +83,11 @@ const resourcesCodec = (file: string, fs: FileSystemSeam, onBackup: (backupFile:
       .map(([id, record]): ResourceChange => (record ? { put: record } : { withdraw: id })),
     ...revisionChanges(draft),
   ],
-  apply(state, changes) {
+  apply(state, changes, from) {
+    const replayed = from === 'journal';
     for (const change of changes as ResourceChange[]) {
-      if (applyRevisionChange(state, change)) continue;
-      if (change !== null && typeof change === 'object' && 'put' in change && checkResource.Check(change.put)) {
+      if (applyRevisionChange(state, change, replayed)) continue;
+      if (change !== null && typeof change === 'object' && 'put' in change && (!replayed || checkResource.Check(change.put))) {
         const previous = state.resources.get(change.put.id);
         const record = withDigest(change.put);
         state.resources.set(record.id, record);
@@ -127,7 +144,7 @@ export async function readStoredRecords(dataDir: string): Promise<StoredResource
   const file = path.join(dataDir, RESOURCES_FILE);
   const state = await loadResources(file);
   for (const changes of (await readJournal(journalPathFor(file))).batches)
-    resourcesCodec(file, nodeFileSystem, () => undefined).apply(state, changes);
+    resourcesCodec(file, nodeFileSystem, () => undefined).apply(state, changes, 'journal');
   return sortedValues(state.resources);
 }
 

@@ -222,11 +222,12 @@ function putHold(state: RevisionsState, hold: RevisionHold): void {
 }
 
 /** Applies one journal change of revisions to the committed state; false when it is not one. */
-export function applyRevisionChange(state: RevisionsState, change: unknown): boolean {
+/** `check`: the change was read from disk (a journal line), so its shape is checked before it is applied. */
+export function applyRevisionChange(state: RevisionsState, change: unknown, check: boolean): boolean {
   if (change === null || typeof change !== 'object') return false;
   if ('revision' in change) {
-    if (!checkRevision.Check(change.revision)) throw new Error('holds an invalid change');
-    putRevision(state, change.revision);
+    if (check && !checkRevision.Check(change.revision)) throw new Error('holds an invalid change');
+    putRevision(state, change.revision as ResourceRevision);
     return true;
   }
   if ('dropRevision' in change && typeof change.dropRevision === 'string') {
@@ -242,13 +243,14 @@ export function applyRevisionChange(state: RevisionsState, change: unknown): boo
     return true;
   }
   if ('hold' in change) {
-    if (!checkHold.Check(change.hold)) throw new Error('holds an invalid change');
-    putHold(state, change.hold);
+    if (check && !checkHold.Check(change.hold)) throw new Error('holds an invalid change');
+    putHold(state, change.hold as RevisionHold);
     return true;
   }
   if ('notice' in change) {
-    if (!checkNotice.Check(change.notice)) throw new Error('holds an invalid change');
-    state.notices.set(holdKey(change.notice.id, change.notice.holder), Object.freeze(change.notice));
+    if (check && !checkNotice.Check(change.notice)) throw new Error('holds an invalid change');
+    const notice = change.notice as DriftNotice;
+    state.notices.set(holdKey(notice.id, notice.holder), Object.freeze(notice));
     return true;
   }
   return false;
@@ -270,12 +272,47 @@ export function cloneRevisions(state: RevisionsState): RevisionsState {
   };
 }
 
-/** revisions.json's text: revisions by ID and then oldest first, holds and drift notices by ID and holder. */
+/** revisions.json's content at one moment, in file order: revisions by ID and then oldest first, holds and drift notices by ID and holder. */
+export interface RevisionsSnapshot {
+  revisions: readonly ResourceRevision[];
+  holds: readonly RevisionHold[];
+  notices: readonly DriftNotice[];
+}
+
+/** The entries are frozen, so the snapshot stays as it is while later changes are applied to the state. */
+export function revisionsSnapshot(state: RevisionsState): RevisionsSnapshot {
+  return {
+    revisions: [...state.revisions.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : a.seq - b.seq)),
+    holds: [...state.holds.keys()].sort().map((k) => state.holds.get(k)!),
+    notices: [...state.notices.keys()].sort().map((k) => state.notices.get(k)!),
+  };
+}
+
+/** revisions.json's text (compact JSON) in pieces of about `pieceChars` characters each. */
+export function* revisionsFilePieces(snapshot: RevisionsSnapshot, pieceChars = 1 << 20): Generator<string> {
+  const lists: [string, readonly unknown[]][] = [
+    ['revisions', snapshot.revisions],
+    ['holds', snapshot.holds],
+    ...(snapshot.notices.length > 0 ? [['notices', snapshot.notices] as [string, readonly unknown[]]] : []),
+  ];
+  let piece = `{"schemaVersion":${REVISIONS_FILE_VERSION}`;
+  for (const [name, list] of lists) {
+    piece += `,"${name}":[`;
+    for (let i = 0; i < list.length; i++) {
+      piece += (i > 0 ? ',' : '') + JSON.stringify(list[i]);
+      if (piece.length >= pieceChars) {
+        yield piece;
+        piece = '';
+      }
+    }
+    piece += ']';
+  }
+  yield piece + '}\n';
+}
+
+/** revisions.json's text. */
 export function serializeRevisions(state: RevisionsState): string {
-  const revisions = [...state.revisions.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : a.seq - b.seq));
-  const holds = [...state.holds.keys()].sort().map((k) => state.holds.get(k)!);
-  const notices = [...state.notices.keys()].sort().map((k) => state.notices.get(k)!);
-  return JSON.stringify({ schemaVersion: REVISIONS_FILE_VERSION, revisions, holds, ...(notices.length > 0 ? { notices } : {}) }) + '\n';
+  return [...revisionsFilePieces(revisionsSnapshot(state))].join('');
 }
 
 /** Loads revisions.json (absent: none yet). A file that does not parse, or of another version, stops the start. */

@@ -8,6 +8,9 @@ import { DurableDocument, type JournalCodec } from '../../src/storage/durable-do
 import { JournalCorruptError, journalPathFor, readJournal } from '../../src/storage/journal.js';
 import { OverlayMap, type RecordMap } from '../../src/storage/overlay-map.js';
 import { JsonFileStore, readStoredResources, StoreFileError } from '../../src/storage/json-file-store.js';
+import { nodeFileSystem, TEMP_SUFFIX, type FileSystemSeam } from '../../src/storage/durable-file.js';
+import { resourcesFilePieces, serializeResourcesFile } from '../../src/migrations/resources-file.js';
+import { REVISIONS_FILE_VERSION, revisionsFilePieces } from '../../src/storage/json-revisions.js';
 
 interface Items {
   items: RecordMap<string>;
@@ -142,3 +145,138 @@ t.test('resources.json: a DATA_DIR with a journal restarts with it replayed; a b
   await t.rejects(JsonFileStore.open({ dataDir: bad }), StoreFileError);
   t.equal(await readFile(`${badFile}.journal`, 'utf8'), '{"changes":[{"put":{"id":"no-fields"}}]}\n', 'left unchanged');
 });
+
+t.test('resources.json and revisions.json written in pieces hold exactly the bytes of the whole document', (t) => {
+  const v1 = (id: string) => ({
+    schemaVersion: 1 as const,
+    id,
+    name: `N ${id}`,
+    provider: 'huabu',
+    description: 'd "q"\n',
+    instructions: 'i ✓',
+  });
+  const v2 = (id: string) => ({
+    schemaVersion: 2 as const,
+    id,
+    name: id,
+    displayName: `Shown\t${id}`,
+    provider: 'm-1',
+    sourceContent: '---\nname: x\n---\nline one\nline two {"a": [1, 2]}',
+    userContent: '',
+  });
+  const onlyV1 = ['a', 'b', 'c'].map(v1);
+  const mixed = [v1('a'), v2('b'), v1('c'), v2('d')];
+  for (const size of [1, 40, 1 << 20]) {
+    t.equal(
+      [...resourcesFilePieces(onlyV1, size)].join(''),
+      JSON.stringify({ schemaVersion: 1, state: { resources: onlyV1 } }) + '\n',
+      `v1, pieces of ${size}`,
+    );
+    // v2: what JSON.stringify writes for the same document in two-space JSON.
+    const text = [...resourcesFilePieces(mixed, size)].join('');
+    t.equal(text, JSON.stringify(JSON.parse(text), null, 2) + '\n', `v2, pieces of ${size}`);
+  }
+  t.ok([...resourcesFilePieces(mixed, 40)].length > 3, 'a small piece size cuts the file into many pieces');
+  t.equal(serializeResourcesFile([]), '{"schemaVersion":1,"state":{"resources":[]}}\n', 'an empty catalogue');
+  const v2Text = serializeResourcesFile(mixed);
+  t.same(
+    JSON.parse(v2Text).state.resources.map((e: { id: string; v1?: unknown }) => [e.id, e.v1 !== undefined]),
+    [
+      ['a', true],
+      ['b', false],
+      ['c', true],
+      ['d', false],
+    ],
+    'the v2 file keeps what a v1 record was written as',
+  );
+  t.ok(
+    v2Text.startsWith('{\n  "schemaVersion": 2,\n  "state": {\n    "resources": [\n      {\n        "'),
+    'two-space JSON, entries three levels deep',
+  );
+
+  const revision = (id: string, seq: number) => ({
+    id,
+    digest: `sha256:${String(seq).repeat(64)}`,
+    provider: 'huabu',
+    createdAt: '2026-01-01T00:00:00.000Z',
+    seq,
+    record: v1(id),
+  });
+  const snapshot = {
+    revisions: [revision('a', 1), revision('a', 2), revision('b', 3)],
+    holds: [{ holder: 'h', id: 'a', digest: 'sha256:1' }],
+    notices: [],
+  };
+  for (const size of [1, 60, 1 << 20]) {
+    t.equal(
+      [...revisionsFilePieces(snapshot, size)].join(''),
+      JSON.stringify({ schemaVersion: REVISIONS_FILE_VERSION, revisions: snapshot.revisions, holds: snapshot.holds }) + '\n',
+      `revisions, pieces of ${size}`,
+    );
+  }
+  const notices = [{ id: 'a', holder: 'h', told: 'sha256:2' }];
+  t.equal(
+    [...revisionsFilePieces({ ...snapshot, notices }, 30)].join(''),
+    JSON.stringify({ schemaVersion: REVISIONS_FILE_VERSION, revisions: snapshot.revisions, holds: snapshot.holds, notices }) + '\n',
+    'drift notices follow when there are any',
+  );
+  t.end();
+});
+
+t.test(
+  'resources.json compacts beside later writes: a write is answered while the compaction writes the file, and nothing is lost',
+  async (t) => {
+    const dataDir = await dir();
+    let held: (() => void) | undefined;
+    let armed = false;
+    const seam: FileSystemSeam = {
+      ...nodeFileSystem,
+      async open(file, flags, mode) {
+        // The compaction's temp file of resources.json (not its journal's) waits until the test lets it go on.
+        if (/^resources\.json\.\d/.test(path.basename(file)) && file.endsWith(TEMP_SUFFIX) && armed && !held)
+          await new Promise<void>((r) => (held = r));
+        return nodeFileSystem.open(file, flags, mode);
+      },
+    };
+    const store = await JsonFileStore.open({ dataDir, fs: seam });
+    armed = true;
+    const record = (id: string, content = `---\nname: ${id}\n---\n${'x'.repeat(90_000)}`) => ({
+      schemaVersion: 2 as const,
+      id,
+      name: id,
+      provider: 'huabu',
+      sourceContent: content,
+      userContent: '',
+    });
+    // Until the journal passes its threshold (1 MiB): that write's answer starts a compaction, held at its file.
+    const ids: string[] = [];
+    for (let i = 0; i < 20 && !held; i++) {
+      ids.push(`big-${String(i).padStart(2, '0')}`);
+      await store.putResource(record(ids.at(-1)!));
+      await new Promise((r) => setImmediate(r));
+    }
+    t.ok(held, 'a compaction started');
+    const during = await store.putResource(record('during', 'short'));
+    t.equal(during, 'created', 'a write is answered while the compaction is under way');
+    t.same(
+      (await readStoredResources(dataDir)).map((r) => r.id),
+      [...ids, 'during'],
+      'file and journal hold every acknowledged write meanwhile',
+    );
+    held!();
+    await store.close();
+    const file = path.join(dataDir, 'agent-resources', 'resources.json');
+    t.same(
+      JSON.parse(await readFile(file, 'utf8')).state.resources.map((r: { id: string }) => r.id),
+      [...ids, 'during'],
+      'after close the file alone holds them',
+    );
+    const reopened = await JsonFileStore.open({ dataDir });
+    t.same(
+      (await reopened.listResources()).map((r) => r.id),
+      [...ids, 'during'],
+      'and a restart reads them',
+    );
+    await reopened.close();
+  },
+);
