@@ -71,6 +71,8 @@ export function runPinMoveScenarios(t: Test, name: string, store: PinMoveStore):
     t.teardown(() => client.close());
     const mcpBefore = await client.readResource({ uri: 'registry://resources/skill-a' });
     t.equal((mcpBefore.contents[0] as { text: string }).text, 'Version one: summarize politely.');
+    const listedBefore = (await client.listResources()).resources.find((r) => r.name === 'skill-a');
+    t.match(listedBefore?.description, /^Version one: summarize politely/, 'its MCP list describes the launch’s content');
 
     const res = await move(s.h, { id: 'skill-a', from: s.pinned, to: s.current });
     t.equal(res.statusCode, 200, res.body);
@@ -87,6 +89,8 @@ export function runPinMoveScenarios(t: Test, name: string, store: PinMoveStore):
     t.equal(after.headers['x-resource-digest'], s.current);
     const mcpAfter = await client.readResource({ uri: 'registry://resources/skill-a' });
     t.equal((mcpAfter.contents[0] as { text: string }).text, 'Version two: summarize briefly.', 'so does its MCP read');
+    const listed = (await client.listResources()).resources.find((r) => r.name === 'skill-a');
+    t.match(listed?.description, /^Version two: summarize briefly/, "and its MCP list describes the moved pin's content");
   });
 
   t.test(`${name}: a moved workload's attestation is signed again over its new pins, at the move`, async (t) => {
