@@ -39,12 +39,20 @@ export function loadRegistry(migrated: RegistryMigrationReport): RegistryState {
 
 const revisions = new WeakMap<AgentProfile, string>();
 
-/** Stored records are frozen, so a record's revision is computed once. */
+/**
+ * Stored records are frozen, so a record's revision is computed once, and only when first read: a walk
+ * over every profile that reads none (the alias check at start) costs no hashing.
+ */
 export function entryOf(profile: AgentProfile): ProfileEntry {
-  let revision = revisions.get(profile);
-  if (revision === undefined) {
-    revision = profileRevision(profile);
-    revisions.set(profile, revision);
-  }
-  return { profile, revision };
+  return {
+    profile,
+    get revision() {
+      let revision = revisions.get(profile);
+      if (revision === undefined) {
+        revision = profileRevision(profile);
+        revisions.set(profile, revision);
+      }
+      return revision;
+    },
+  };
 }

@@ -111,7 +111,8 @@ async function loadResources(file: string): Promise<ResourcesState> {
   const revisions = await loadRevisions(revisionsPathFor(file));
   const bytes = await readIfExists(file);
   if (bytes === undefined) return { ...revisions, resources };
-  for (const record of parseResourcesFile(file, bytes.toString('utf8')).records) resources.set(record.id, withDigest(record));
+  // Frozen; each digest is computed when first read (digestOf), not for every record at start.
+  for (const record of parseResourcesFile(file, bytes.toString('utf8')).records) resources.set(record.id, Object.freeze(record));
   return { ...revisions, resources };
 }
 
