@@ -10,7 +10,7 @@ import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { AppError } from '../errors.js';
 import { writeFileDurably, type FileSystemSeam, nodeFileSystem } from './durable-file.js';
-import { Journal, journalLine, journalPathFor, readJournal } from './journal.js';
+import { Journal, journalLinePieces, journalPathFor, readJournal } from './journal.js';
 import type { CheckedDraft, EventSink, EventTicket } from './event-log.js';
 
 /**
@@ -288,7 +288,7 @@ export class DurableDocument<S> {
         if (sink) ticket = await sink.prepare(events);
         if (journaled) {
           changes = journaled.codec.changes(draft);
-          await journaled.journal.append(journalLine(changes, audit));
+          await journaled.journal.append(journalLinePieces(changes, audit));
         } else {
           await writeFileDurably(this.file, this.codec.serialize(draft), this.fs);
         }

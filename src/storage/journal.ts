@@ -77,7 +77,23 @@ export async function readJournal(file: string): Promise<JournalContent> {
  * (`audit`), made durable by the same fdatasync (DurableDocumentOptions.audit).
  */
 export function journalLine(changes: readonly unknown[], audit: readonly unknown[] = []): string {
-  return JSON.stringify(audit.length > 0 ? { changes, audit } : { changes }) + '\n';
+  return [...journalLinePieces(changes, audit)].join('');
+}
+
+/**
+ * `journalLine`'s text in pieces of about `pieceChars` characters (a change is never cut), so a batch of
+ * large records is serialized and written a piece at a time, the event loop turning between pieces.
+ */
+export function* journalLinePieces(changes: readonly unknown[], audit: readonly unknown[] = [], pieceChars = 1 << 20): Generator<string> {
+  let piece = '{"changes":[';
+  for (let i = 0; i < changes.length; i++) {
+    piece += (i > 0 ? ',' : '') + JSON.stringify(changes[i]);
+    if (piece.length >= pieceChars) {
+      yield piece;
+      piece = '';
+    }
+  }
+  yield `${piece}]${audit.length > 0 ? `,"audit":${JSON.stringify(audit)}` : ''}}\n`;
 }
 
 /** A journal's replacement being prepared beside it: the temp file and how many kept lines it holds. */
@@ -134,7 +150,7 @@ export class Journal {
   }
 
   /** Appends one line and makes it durable; on failure the journal is as before the call. */
-  async append(line: string): Promise<void> {
+  async append(line: string | Iterable<string>): Promise<void> {
     const handle = this.#open();
     if (this.#directoryUnsynced) {
       await fsyncDirectory(path.dirname(this.file), this.fs);
@@ -145,9 +161,16 @@ export class Journal {
       await handle.sync();
       this.#dirty = false;
     }
-    const bytes = Buffer.from(line);
+    const pieces: Buffer[] = [];
+    let bytes = 0;
     try {
-      await handle.write(bytes);
+      // One line, written a piece at a time: until its final newline is durable it is a torn tail, never a line.
+      for (const text of typeof line === 'string' ? [line] : line) {
+        const piece = Buffer.from(text);
+        await handle.write(piece);
+        pieces.push(piece);
+        bytes += piece.length;
+      }
       await handle.datasync();
     } catch (err) {
       // Cut off whatever part of the line reached the file; if even that fails, do it before the next append.
@@ -158,8 +181,9 @@ export class Journal {
       );
       throw err;
     }
-    this.#size += bytes.length;
-    this.#sinceMark?.push(bytes);
+    this.#size += bytes;
+    // A rewrite counts lines by entries: the line's pieces as one buffer.
+    this.#sinceMark?.push(pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces, bytes));
   }
 
   /** Empties the journal durably (after its content went into the versioned file). */

@@ -5,7 +5,7 @@ import { mkdtemp, readFile, writeFile, appendFile, mkdir } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DurableDocument, type JournalCodec } from '../../src/storage/durable-document.js';
-import { JournalCorruptError, journalPathFor, readJournal } from '../../src/storage/journal.js';
+import { JournalCorruptError, journalLinePieces, journalPathFor, readJournal } from '../../src/storage/journal.js';
 import { OverlayMap, type RecordMap } from '../../src/storage/overlay-map.js';
 import { JsonFileStore, readStoredResources, StoreFileError } from '../../src/storage/json-file-store.js';
 import { nodeFileSystem, TEMP_SUFFIX, type FileSystemSeam } from '../../src/storage/durable-file.js';
@@ -280,3 +280,32 @@ t.test(
     await reopened.close();
   },
 );
+
+t.test('a batch larger than a piece is one journal line, written a piece at a time, and replays whole', async (t) => {
+  const changes = [{ set: ['a', 'é'.repeat(10)] }, { set: ['b', '"quoted"'] }, { del: 'c' }];
+  const audit = [{ action: 'x', detail: { n: 1 } }];
+  for (const size of [1, 20, 1 << 20]) {
+    t.equal(
+      [...journalLinePieces(changes, audit, size)].join(''),
+      JSON.stringify({ changes, audit }) + '\n',
+      `with audit, pieces of ${size}`,
+    );
+    t.equal([...journalLinePieces(changes, [], size)].join(''), JSON.stringify({ changes }) + '\n', `without, pieces of ${size}`);
+  }
+  const file = path.join(await dir(), 'd.json');
+  const doc = await open(file, 64 * 1024 * 1024);
+  const big = (c: string) => c.repeat(700_000);
+  await doc.update((d) => {
+    for (const k of ['x', 'y', 'z']) d.items.set(k, big(k));
+    return { result: undefined, changed: true };
+  });
+  const journal = await readJournal(journalPathFor(file));
+  t.equal(journal.batches.length, 1, 'one line for the batch');
+  t.ok(journal.bytes > 2 * (1 << 20), 'larger than two pieces');
+  await set(doc, 'after', '1');
+  t.equal((await readJournal(journalPathFor(file))).batches.length, 2, 'the next batch is the next line');
+  const reopened = await open(file);
+  t.same(contents(reopened), { after: '1', x: big('x'), y: big('y'), z: big('z') }, 'a start replays it whole');
+  await reopened.close();
+  await doc.close();
+});
