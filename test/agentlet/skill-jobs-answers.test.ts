@@ -1,9 +1,10 @@
 // What a skill job answers and publishes, as the registry and the owner see it: with serve's one-receipt
 // publisher a job publishes its own skill alone; a refresh scan answers the skill as it is now, or why not,
 // and names the refresh as the route of its findings; a refusal keeps its code through the job runner; a
-// folder scan's answer stays within its bound of diagnostics, the machine's own root first.
+// folder scan's answer stays within its bound of diagnostics, the machine's own root first; an imported
+// copy's folders are the owner's alone.
 import t from 'tap';
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { JOBS, type JobContext } from '../../src/agentlet/jobs.js';
 import { JobError } from '../../src/agentlet/job-error.js';
@@ -165,4 +166,13 @@ t.test("a folder scan's answer holds at most 256 diagnostics, the machine's own 
   t.equal(scanned.diagnostics.length, SKILL_LIMITS.diagnostics);
   t.match(scanned.diagnostics[0], { path: path.join(root, 'skills', 'stray'), code: 'skill_orphaned' });
   t.equal(path.basename(scanned.diagnostics.at(-1)!.path), 'bad-254');
+});
+
+t.test("an imported skill's folders are the owner's alone, whatever the source's were", async (t) => {
+  const { dir, root, context, revision } = await world(t);
+  const src = await skill(path.join(dir, 'src', 'open'), { 'SKILL.md': SKILL('open'), 'docs/deep/a.md': 'a\n' });
+  for (const folder of [src, path.join(src, 'docs'), path.join(src, 'docs', 'deep')]) await chmod(folder, 0o777);
+  await importJob({ id: 'open', sourcePath: src, expectedRevision: await revision(src) }, context);
+  for (const rel of ['open', 'open/docs', 'open/docs/deep'])
+    t.equal(((await stat(path.join(root, 'skills', rel))).mode & 0o777).toString(8), '700', rel);
 });
