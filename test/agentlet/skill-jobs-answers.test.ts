@@ -176,3 +176,18 @@ t.test("an imported skill's folders are the owner's alone, whatever the source's
   for (const rel of ['open', 'open/docs', 'open/docs/deep'])
     t.equal(((await stat(path.join(root, 'skills', rel))).mode & 0o777).toString(8), '700', rel);
 });
+
+t.test('an imported skill whose folder was deleted by hand is removed: its receipt goes, and the change is published', async (t) => {
+  const { dir, root, context, revision } = await world(t);
+  const published: string[] = [];
+  context.publishReceipt = (id: string) => {
+    published.push(id);
+    return Promise.resolve();
+  };
+  const src = await skill(path.join(dir, 'src', 'one'), { 'SKILL.md': SKILL('one') });
+  await importJob({ id: 'one', sourcePath: src, expectedRevision: await revision(src) }, context);
+  await rm(path.join(root, 'skills', 'one'), { recursive: true });
+  t.same(await removeJob({ id: 'one' }, context), { removed: true });
+  t.same(await readdir(path.join(root, 'receipts')), []);
+  t.same(published, ['one', 'one']);
+});
