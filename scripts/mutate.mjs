@@ -25,7 +25,12 @@ export const TARGETS = {
   'src/registry/manageable.ts': ['registry/catalogue-upstream'],
   'src/channel/machine-channels.ts': ['machines/channel'],
   'src/command-args.ts': ['commands/args'],
-  'src/agentlet/skill-jobs.ts': ['agentlet/skill-jobs', 'agentlet/skill-jobs-refusals', 'agentlet/skill-import-allowlist'],
+  'src/agentlet/skill-jobs.ts': [
+    'agentlet/skill-jobs',
+    'agentlet/skill-jobs-refusals',
+    'agentlet/skill-jobs-answers',
+    'agentlet/skill-import-allowlist',
+  ],
   'src/storage/event-log.ts': ['events/change-log', 'storage/contract'],
   'src/http/in-flight.ts': ['lifecycle/shutdown'],
   'src/http/refusals.ts': ['audit/refusal-summaries'],
