@@ -41,8 +41,13 @@ export const TARGETS = {
   'src/routes/mcp.ts': ['mcp/tool-result', 'mcp/wire', 'mcp/sdk-client'],
   'src/routes/feed-reader.ts': ['events/change-events', 'events/connection-bounds', 'mcp/sdk-client'],
   'src/text/front-matter.ts': ['text/front-matter', 'registry/record-versions'],
-  'src/registry/record-quota.ts': ['registry/record-quota'],
-  'src/secrets/secret-scanner.ts': ['secrets/findings', 'secrets/scanner-evasions', 'secrets/public-skills-false-findings'],
+  'src/registry/record-quota.ts': ['registry/record-quota', 'storage/contract-revisions'],
+  'src/secrets/secret-scanner.ts': [
+    'secrets/findings',
+    'secrets/scanner-evasions',
+    'secrets/public-skills-false-findings',
+    'secrets/rule-formats',
+  ],
   'src/secrets/secret-allowlist.ts': ['secrets/allowlist'],
 };
 
