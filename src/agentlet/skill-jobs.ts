@@ -450,13 +450,19 @@ const skillDir = (root: string, id: string) => path.join(root, KIND_DIRS.skill, 
 async function importedReceipt(root: string, id: string): Promise<ReceiptV2 | undefined> {
   const text = await readFile(receiptPath(root, id), 'utf8').catch(() => undefined);
   if (text === undefined) return undefined;
-  let value: Partial<ReceiptV2>;
+  let value: Partial<ReceiptV2> | null;
   try {
-    value = JSON.parse(text) as Partial<ReceiptV2>;
+    value = JSON.parse(text) as Partial<ReceiptV2> | null;
   } catch {
     throw new JobError('resource_conflict', `receipts/${id}.json is not an imported skill's receipt`);
   }
-  if (value.schemaVersion !== 2 || value.kind !== 'skill' || typeof value.source !== 'string' || typeof value.sourceRevision !== 'string') {
+  if (
+    value === null ||
+    value.schemaVersion !== 2 ||
+    value.kind !== 'skill' ||
+    typeof value.source !== 'string' ||
+    typeof value.sourceRevision !== 'string'
+  ) {
     throw new JobError('resource_conflict', `${id} on this machine is not a skill imported from a folder; it is left as it is`);
   }
   return value as ReceiptV2;

@@ -439,6 +439,8 @@ t.test('a receipt under the ID that is not an imported skill is left alone by im
   };
   const cases: [string, string, RegExp][] = [
     ['{not json', 'not json', /is not an imported skill's receipt/],
+    ['null', 'JSON null', /not a skill imported from a folder/],
+    ['[1]', 'a JSON list', /not a skill imported from a folder/],
     [JSON.stringify({ ...imported, schemaVersion: 1 }), 'v1', /not a skill imported from a folder/],
     [JSON.stringify({ ...imported, kind: 'tool', entrypoint: 'tools/x/run' }), 'a tool', /not a skill imported from a folder/],
     [JSON.stringify({ ...imported, source: undefined }), 'no source', /not a skill imported from a folder/],
