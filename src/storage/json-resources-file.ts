@@ -1,5 +1,6 @@
 // resources.json of the JSON store (docs/data-files.md): its records, journaled (`{put}` / `{withdraw}` lines
 // beside the file), opened as a durable document, and read from outside without opening the store.
+import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { Compile } from 'typebox/compile';
 import {
@@ -127,7 +128,12 @@ export async function openResources(
   const loaded = await loadResources(file);
   const state: ResourcesState = { ...loaded, index: new ResourceIndex(loaded.resources as Map<string, StoredResource>) };
   // The versioned file always exists, so the layout of a DATA_DIR is the same with or without a journal.
-  if ((await readIfExists(file)) === undefined) await writeFileDurably(file, serializeResourcesFile([]), fs);
+  // Only whether it exists: loadResources has read it already, and at 100k records it is tens of MB.
+  const exists = await access(file).then(
+    () => true,
+    () => false,
+  );
+  if (!exists) await writeFileDurably(file, serializeResourcesFile([]), fs);
   try {
     return await DurableDocument.openJournaled(file, state, resourcesCodec(file, fs, onBackup), fs, observe, undefined, tuning);
   } catch (err) {
