@@ -111,6 +111,19 @@ if (base) {
     t.equal(list.json.workloads.length, 1);
   });
 
+  t.test("a record's revisions written through A are kept and read through B, each as it was", async (t) => {
+    const path = '/api/acp/providers/huabu/resources/rev-x';
+    t.equal((await call(a, 'PUT', path, CANARY.huabu, resourceBody('rev-x', 'First name'))).status, 201);
+    t.equal((await call(a, 'PUT', path, CANARY.huabu, resourceBody('rev-x', 'Second name'))).status, 200);
+    const listed = await call(b, 'GET', '/api/acp/resources/rev-x/revisions', CANARY.owner);
+    t.equal(listed.status, 200);
+    const digests = (listed.json.revisions as { digest: string }[]).map((r) => r.digest);
+    t.equal(digests.length, 2, 'both writes kept a revision');
+    const [newest, oldest] = await Promise.all(digests.map((d) => call(b, 'GET', `/api/acp/resources/rev-x/revisions/${d}`, CANARY.owner)));
+    t.equal(newest!.json.name, 'Second name', 'newest first');
+    t.equal(oldest!.json.name, 'First name', 'the first write as it was');
+  });
+
   t.test('killing one replica mid-write loses nothing it acknowledged', async (t) => {
     const acknowledged: string[] = [];
     let stop = false;
