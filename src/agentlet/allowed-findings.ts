@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { SecretScanner, type AllowedFinding } from '../secrets/secret-scanner.js';
 import { writeFileDurably } from '../storage/durable-file.js';
+import { JobError } from './job-error.js';
 
 export const ALLOWED_FINDINGS_FILE = '.allowed-findings.json';
 
@@ -44,4 +45,23 @@ export async function keepAllowedFindings(root: string, id: string, entries: rea
 /** The machine's scanner: its own token is a secret, and the entries kept for its skills apply. */
 export function machineScanner(root: string, token: string): SecretScanner {
   return new SecretScanner([token], { allowlist: () => readAllowedFindings(root) });
+}
+
+/** The job's `secretAllowlist`: the owner's entries that apply to an import (an entry that is not one is refused). */
+export function jobAllowlist(body: Record<string, unknown>): AllowedFinding[] {
+  const list = body.secretAllowlist;
+  if (list === undefined) return [];
+  const valid = (e: unknown): e is AllowedFinding =>
+    e !== null &&
+    typeof e === 'object' &&
+    typeof (e as AllowedFinding).fingerprint === 'string' &&
+    ['undefined', 'string'].includes(typeof (e as AllowedFinding).file) &&
+    ['undefined', 'string'].includes(typeof (e as AllowedFinding).route);
+  if (!Array.isArray(list) || !list.every(valid))
+    throw new JobError('invalid_payload', 'secretAllowlist must be a list of {fingerprint, file?, route?}');
+  return list.map(({ fingerprint, file, route }) => ({
+    fingerprint,
+    ...(file === undefined ? {} : { file }),
+    ...(route === undefined ? {} : { route }),
+  }));
 }

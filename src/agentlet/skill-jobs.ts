@@ -15,7 +15,6 @@ import { ReconcileEntryV2, V2_BOUNDS } from '../schemas/resource.js';
 import {
   andMore,
   namedFindings,
-  type AllowedFinding,
   type ScanScope,
   type SecretFinding,
   type SecretScanner,
@@ -27,7 +26,7 @@ import { checkSkillFrontMatter, type SkillFrontMatterWarning } from '../text/fro
 import { JobError } from './job-error.js';
 import { scannedText } from './scanned-text.js';
 import type { JobContext } from './job-context.js';
-import { allowedFindingsOf, keepAllowedFindings } from './allowed-findings.js';
+import { allowedFindingsOf, jobAllowlist, keepAllowedFindings } from './allowed-findings.js';
 import { ArchiveRefusal, archiveStem, isSkillArchive, readSkillArchive } from './skill-archive.js';
 import { serializeReceipt, type ReceiptV2 } from './receipt.js';
 import { DIR_MODE, KIND_DIRS, RECEIPTS_DIR } from './resource-root.js';
@@ -468,25 +467,6 @@ async function importedReceipt(root: string, id: string): Promise<ReceiptV2 | un
   return value as ReceiptV2;
 }
 
-/** The job's `secretAllowlist`: the owner's entries that apply to an import (an entry that is not one is refused). */
-function allowedOf(body: Record<string, unknown>): AllowedFinding[] {
-  const list = body.secretAllowlist;
-  if (list === undefined) return [];
-  const valid = (e: unknown): e is AllowedFinding =>
-    e !== null &&
-    typeof e === 'object' &&
-    typeof (e as AllowedFinding).fingerprint === 'string' &&
-    ['undefined', 'string'].includes(typeof (e as AllowedFinding).file) &&
-    ['undefined', 'string'].includes(typeof (e as AllowedFinding).route);
-  if (!Array.isArray(list) || !list.every(valid))
-    throw new JobError('invalid_payload', 'secretAllowlist must be a list of {fingerprint, file?, route?}');
-  return list.map(({ fingerprint, file, route }) => ({
-    fingerprint,
-    ...(file === undefined ? {} : { file }),
-    ...(route === undefined ? {} : { route }),
-  }));
-}
-
 function payloadOf(payload: unknown): Record<string, unknown> {
   if (payload === null || typeof payload !== 'object' || Array.isArray(payload))
     throw new JobError('invalid_payload', 'the job payload must be an object');
@@ -562,7 +542,7 @@ export async function scanJob(payload: unknown, context: JobContext): Promise<Sc
       return {
         rootPath: source,
         candidates: [
-          (await readSkill(source, context.scanner, receipt.id, { route: 'resource.refresh', allowed: allowedOf(body) })).candidate,
+          (await readSkill(source, context.scanner, receipt.id, { route: 'resource.refresh', allowed: jobAllowlist(body) })).candidate,
         ],
         diagnostics: [],
       };
@@ -571,7 +551,7 @@ export async function scanJob(payload: unknown, context: JobContext): Promise<Sc
       return { rootPath: source, candidates: [], diagnostics: [diagnosticOf(source, err)] };
     }
   }
-  const result = await scanSkills(body.rootPath as string, context.scanner, { route: 'resource.import', allowed: allowedOf(body) });
+  const result = await scanSkills(body.rootPath as string, context.scanner, { route: 'resource.import', allowed: jobAllowlist(body) });
   // Every folder scan also shows the machine's own root: receipts it cannot publish, folders nothing names.
   const root = await rootDiagnostics(context.root, context.scanner, context.machineId, SKILL_LIMITS.diagnostics);
   return { ...result, diagnostics: [...root, ...result.diagnostics].slice(0, SKILL_LIMITS.diagnostics) };
@@ -634,7 +614,7 @@ export async function importJob(payload: unknown, context: JobContext): Promise<
   // Every text file is scanned before anything is written.
   const texts = skill.files.map((f): [string, string] => [`/files/${f.rel}`, scannedText(f.bytes)]);
   // The owner's allowlist entries come with the job: the registry holds the list, the machine scans the files.
-  const findings = await context.scanner.scan(texts, { route: refresh ? 'resource.refresh' : 'resource.import', allowed: allowedOf(body) });
+  const findings = await context.scanner.scan(texts, { route: refresh ? 'resource.refresh' : 'resource.import', allowed: jobAllowlist(body) });
   if (findings.length > 0) {
     // No fingerprint in the message: the registry scans a machine's words, and names the fingerprints itself.
     const { named, more } = namedFindings(findings);
@@ -664,7 +644,7 @@ export async function importJob(payload: unknown, context: JobContext): Promise<
     installedAt: new Date().toISOString(),
   };
   try {
-    await keepAllowedFindings(context.root, id, allowedOf(body));
+    await keepAllowedFindings(context.root, id, jobAllowlist(body));
     await writeFileDurably(receiptFile, serializeReceipt(receipt));
     await publishReceipt(context, id);
   } catch (err) {
