@@ -1,53 +1,169 @@
 // The JSON store's indexes over its committed resources, kept up to date by every committed change (and
-// every replayed journal line), never rebuilt per write: the (provider, id) order that pages walk, and a
-// MiniSearch full-text index (built on the first search, then maintained record by record) that finds the
-// records matching a query's terms. Ranking and the search rules are src/registry/search.ts's.
-import MiniSearch from 'minisearch';
+// every replayed journal line), never rebuilt per write: the (provider, id) order that pages walk, and an
+// inverted index (built on the first search, then maintained record by record) from each word to the
+// records holding it and in which fields. Its dictionary is MiniSearch's radix tree (SearchableMap), which
+// finds a term's words as written, by prefix and one edit away. Each record has a slot (a small integer); a
+// word's posting maps slots to field masks, as a Map while few records hold the word and as a byte array
+// over every slot once many do. A search whose rarest term has few matches intersects the postings from
+// that term; one whose every term is broad computes each record's tier in one pass over byte arrays and walks
+// the scope in (provider, id) order, keeping at most a page per tier. Either way no score is computed that the
+// tier would ignore. The search rules and the tier are src/registry/search.ts's.
+import SearchableMap from 'minisearch/SearchableMap';
 import { comparePositions } from '../registry/catalogue-pages.js';
-import { searchTextsOf, searchWords, tierOf, type SearchField, type SearchTerm } from '../registry/search.js';
+import { FIELD_WEIGHT, searchTextsOf, searchWords, type SearchField, type SearchTerm } from '../registry/search.js';
 import type { FindRequest, FoundResource, PagePosition } from '../registry/store.js';
 import type { StoredResource } from '../schemas/resource.js';
 
-interface IndexedDoc {
-  id: string;
-  key: string;
-  summary: string;
-  body: string;
-}
+/** Which fields of a record hold a word: one bit per field. */
+type FieldMask = number;
 
-const FIELDS: SearchField[] = ['key', 'summary', 'body'];
+const FIELDS: readonly SearchField[] = ['key', 'summary', 'body'];
+const BIT: Readonly<Record<SearchField, FieldMask>> = { key: 1, summary: 2, body: 4 };
+/** The weight of the heaviest field in a mask (the tier's part of one term). */
+const WEIGHT_OF_MASK: readonly number[] = Array.from({ length: 8 }, (_, mask) =>
+  Math.max(0, ...FIELDS.filter((f) => mask & BIT[f]).map((f) => FIELD_WEIGHT[f])),
+);
+/** A posting turns into a byte array over every slot once it holds this share of them (and at least DENSE_MIN). */
+const DENSE_SHARE = 1 / 32;
+const DENSE_MIN = 256;
+/** A search whose rarest term matches at most this many records intersects postings; past it, one pass over the scope. */
+const SPARSE_QUERY_MAX = 4096;
 /** Sorts as (provider, id): neither holds a NUL, which sorts before every other character. */
 const keyOf = (provider: string, id: string) => `${provider}\u0000${id}`;
 
-function docOf(record: StoredResource): IndexedDoc {
+/** Each word of a record's texts with the fields that hold it. */
+function wordsOf(record: StoredResource): Map<string, FieldMask> {
   const t = searchTextsOf(record);
-  return { id: record.id, key: `${t.key} ${t.ownerKey}`, summary: t.summary, body: `${t.body} ${t.ownerBody}` };
+  const texts: Record<SearchField, string> = {
+    key: `${t.key} ${t.ownerKey}`,
+    summary: t.summary,
+    body: `${t.body} ${t.ownerBody}`,
+  };
+  const words = new Map<string, FieldMask>();
+  for (const field of FIELDS) for (const word of searchWords(texts[field])) words.set(word, (words.get(word) ?? 0) | BIT[field]);
+  return words;
+}
+
+/** The records holding one word: slot → the fields that hold it. */
+class Posting {
+  size = 0;
+  #sparse: Map<number, FieldMask> | undefined = new Map();
+  #dense: Uint8Array | undefined;
+
+  get(slot: number): FieldMask {
+    return this.#dense ? (this.#dense[slot] ?? 0) : (this.#sparse!.get(slot) ?? 0);
+  }
+
+  set(slot: number, mask: FieldMask, slots: number, denseMin: number): void {
+    if (this.get(slot) === 0) this.size++;
+    if (this.#dense) {
+      if (slot >= this.#dense.length) this.#dense = grown(this.#dense, slots);
+      this.#dense[slot] = mask;
+      return;
+    }
+    this.#sparse!.set(slot, mask);
+    if (this.size >= denseMin && this.size >= slots * DENSE_SHARE) {
+      this.#dense = new Uint8Array(slots);
+      for (const [s, m] of this.#sparse!) this.#dense[s] = m;
+      this.#sparse = undefined;
+    }
+  }
+
+  delete(slot: number): void {
+    if (this.get(slot) === 0) return;
+    this.size--;
+    if (this.#dense) this.#dense[slot] = 0;
+    else this.#sparse!.delete(slot);
+  }
+
+  /** Each (slot, mask) of the posting. */
+  *entries(): IterableIterator<[number, FieldMask]> {
+    if (this.#sparse) yield* this.#sparse;
+    else for (let s = 0; s < this.#dense!.length; s++) if (this.#dense![s]) yield [s, this.#dense![s]!];
+  }
+
+  /** ORs the posting's masks into `into` (one byte per slot). */
+  orInto(into: Uint8Array): void {
+    if (this.#sparse) for (const [s, m] of this.#sparse) into[s]! |= m;
+    else for (let s = 0; s < this.#dense!.length; s++) into[s]! |= this.#dense![s]!;
+  }
+}
+
+function grown(bytes: Uint8Array, slots: number): Uint8Array {
+  const next = new Uint8Array(Math.max(slots, bytes.length * 2));
+  next.set(bytes);
+  return next;
+}
+
+/** A match on its way to the page: the record, its tier and so its place in the answer. */
+interface Match {
+  record: StoredResource;
+  tier: number;
+  position: PagePosition;
+}
+
+/** The words of a search's term, and how many records they hold at most (the sum of their postings). */
+interface TermPostings {
+  postings: Posting[];
+  size: number;
+}
+
+/** The index's sizes (tests choose small ones to walk every path with few records). */
+export interface IndexTuning {
+  /** A posting turns into a byte array once it holds this many records and DENSE_SHARE of the slots. */
+  denseMin: number;
+  /** A search whose rarest term matches at most this many records intersects postings. */
+  sparseQueryMax: number;
 }
 
 export class ResourceIndex {
   /** `provider NUL id` of every record, sorted. */
   readonly #keys: string[];
-  #search: MiniSearch<IndexedDoc> | undefined;
+  /** Once the words are indexed: the slot of each key of `#keys`, at the same place. */
+  #keySlots: number[] = [];
+  /** word → its posting; undefined until the first search. */
+  #words: SearchableMap<Posting> | undefined;
+  readonly #slotOf = new Map<string, number>();
+  readonly #idAt: (string | undefined)[] = [];
+  readonly #freeSlots: number[] = [];
+  readonly #tuning: IndexTuning;
 
   /** @param records the committed records (the store's own map, changed in place before each call here). */
-  constructor(private readonly records: ReadonlyMap<string, StoredResource>) {
+  constructor(
+    private readonly records: ReadonlyMap<string, StoredResource>,
+    tuning: Partial<IndexTuning> = {},
+  ) {
     this.#keys = [...records.values()].map((r) => keyOf(r.provider, r.id)).sort();
+    this.#tuning = { denseMin: DENSE_MIN, sparseQueryMax: SPARSE_QUERY_MAX, ...tuning };
   }
 
   /** `record` was stored, replacing `previous` when there was one. */
   put(record: StoredResource, previous: StoredResource | undefined): void {
     if (previous) this.remove(previous);
     const key = keyOf(record.provider, record.id);
-    this.#keys.splice(this.#firstAfter(key, false), 0, key);
-    this.#search?.add(docOf(record));
+    const at = this.#firstAfter(key, false);
+    this.#keys.splice(at, 0, key);
+    if (this.#words) this.#keySlots.splice(at, 0, this.#add(this.#words, record));
   }
 
   /** `previous` was withdrawn. */
   remove(previous: StoredResource): void {
     const key = keyOf(previous.provider, previous.id);
     const at = this.#firstAfter(key, false);
-    if (this.#keys[at] === key) this.#keys.splice(at, 1);
-    if (this.#search?.has(previous.id)) this.#search.discard(previous.id);
+    if (this.#keys[at] !== key) return;
+    this.#keys.splice(at, 1);
+    if (!this.#words) return;
+    this.#keySlots.splice(at, 1);
+    const slot = this.#slotOf.get(previous.id)!;
+    for (const word of wordsOf(previous).keys()) {
+      const posting = this.#words.get(word);
+      if (!posting) continue;
+      posting.delete(slot);
+      if (posting.size === 0) this.#words.delete(word);
+    }
+    this.#slotOf.delete(previous.id);
+    this.#idAt[slot] = undefined;
+    this.#freeSlots.push(slot);
   }
 
   find(request: FindRequest): FoundResource[] {
@@ -69,64 +185,142 @@ export class ResourceIndex {
 
   #page({ providers, after, limit }: FindRequest): FoundResource[] {
     const out: FoundResource[] = [];
-    const ranges = providers ? [...new Set(providers)].sort() : [undefined];
     const start = after ? this.#firstAfter(keyOf(after.provider, after.id), true) : 0;
-    for (const provider of ranges) {
-      const prefix = provider === undefined ? '' : `${provider}\u0000`;
-      for (let i = Math.max(start, this.#firstAfter(prefix, false)); i < this.#keys.length && out.length < limit; i++) {
-        const key = this.#keys[i]!;
-        if (!key.startsWith(prefix)) break;
-        const record = this.records.get(key.slice(key.indexOf('\u0000') + 1));
+    for (const [lo, hi] of this.#scopeRanges(providers)) {
+      for (let i = Math.max(start, lo); i < hi && out.length < limit; i++) {
+        const record = this.#recordAtKey(i);
         if (record) out.push({ record, tier: 0 });
       }
-      if (out.length >= limit) break;
     }
     return out;
   }
 
-  #index(): MiniSearch<IndexedDoc> {
-    if (!this.#search) {
-      this.#search = new MiniSearch<IndexedDoc>({ fields: FIELDS, idField: 'id', tokenize: searchWords, processTerm: (t) => t });
-      this.#search.addAll([...this.records.values()].map(docOf));
-    }
-    return this.#search;
+  /** The record of `#keys[i]`. */
+  #recordAtKey(i: number): StoredResource | undefined {
+    const key = this.#keys[i]!;
+    return this.records.get(key.slice(key.indexOf('\u0000') + 1));
   }
 
-  #searchPage({ providers, after, limit }: FindRequest, terms: readonly SearchTerm[]): FoundResource[] {
-    const index = this.#index();
+  /** Indexes the words of `record` in a slot of its own; answers the slot. */
+  #add(words: SearchableMap<Posting>, record: StoredResource): number {
+    const slot = this.#freeSlots.pop() ?? this.#idAt.length;
+    this.#slotOf.set(record.id, slot);
+    this.#idAt[slot] = record.id;
+    const slots = this.#idAt.length;
+    for (const [word, mask] of wordsOf(record)) {
+      let posting = words.get(word);
+      if (!posting) words.set(word, (posting = new Posting()));
+      posting.set(slot, mask, slots, this.#tuning.denseMin);
+    }
+    return slot;
+  }
+
+  #index(): SearchableMap<Posting> {
+    if (!this.#words) {
+      const words = new SearchableMap<Posting>();
+      const slotOfKey = new Map<string, number>();
+      for (const record of this.records.values()) slotOfKey.set(keyOf(record.provider, record.id), this.#add(words, record));
+      this.#keySlots = this.#keys.map((key) => slotOfKey.get(key)!);
+      this.#words = words;
+    }
+    return this.#words;
+  }
+
+  /** The postings of every word a term matches: as written, by prefix, one edit away. */
+  #postingsOf(term: SearchTerm): TermPostings {
+    const words = this.#index();
+    const found = new Map<string, Posting>();
+    const exact = words.get(term.word);
+    if (exact) found.set(term.word, exact);
+    if (term.prefix) for (const [word, posting] of words.atPrefix(term.word)) found.set(word, posting);
+    if (term.fuzzy) for (const [word, [posting]] of words.fuzzyGet(term.word, 1)) found.set(word, posting);
+    const postings = [...found.values()];
+    return { postings, size: postings.reduce((n, p) => n + p.size, 0) };
+  }
+
+  #searchPage(request: FindRequest, terms: readonly SearchTerm[]): FoundResource[] {
+    const byTerm = terms.map((term) => this.#postingsOf(term)).sort((a, b) => a.size - b.size);
+    if (byTerm[0]!.size === 0) return [];
+    return byTerm[0]!.size <= this.#tuning.sparseQueryMax ? this.#fewMatches(request, byTerm) : this.#manyMatches(request, byTerm);
+  }
+
+  /** The rarest term's matches, narrowed by every other term's postings, sorted into the page. */
+  #fewMatches({ providers, after, limit }: FindRequest, byTerm: readonly TermPostings[]): FoundResource[] {
     const scope = providers ? new Set(providers) : undefined;
-    let matched = new Map<string, SearchField[][]>();
-    for (const [n, term] of terms.entries()) {
-      const next = new Map<string, SearchField[][]>();
-      const results = index.search(term.word, {
-        fields: FIELDS,
-        prefix: term.prefix,
-        fuzzy: term.fuzzy ? 1 : false,
-        combineWith: 'OR',
-        tokenize: (s) => [s],
-        processTerm: (t) => t,
-      });
-      for (const result of results) {
-        const id = result.id as string;
-        const before = n === 0 ? [] : matched.get(id);
-        if (!before) continue;
-        if (n === 0 && scope && !scope.has(this.records.get(id)?.provider ?? '')) continue;
-        const fields = new Set(Object.values(result.match).flat() as SearchField[]);
-        next.set(id, [...before, [...fields]]);
-      }
-      matched = next;
-      if (matched.size === 0) break;
-    }
-    const found: (FoundResource & { position: PagePosition })[] = [];
-    for (const [id, fields] of matched) {
+    const masks = new Map<number, FieldMask>();
+    for (const posting of byTerm[0]!.postings) for (const [slot, mask] of posting.entries()) masks.set(slot, (masks.get(slot) ?? 0) | mask);
+    const page: Match[] = [];
+    const before = (a: Match, b: Match) => comparePositions(a.position, b.position) < 0;
+    for (const [slot, mask] of masks) {
+      const id = this.#idAt[slot]!;
       const record = this.records.get(id);
-      if (!record) continue;
-      const tier = tierOf(fields);
-      const position = { provider: record.provider, id, tier };
-      if (after && comparePositions(position, after) <= 0) continue;
-      found.push({ record, tier, position });
+      if (!record || (scope && !scope.has(record.provider))) continue;
+      let tier = WEIGHT_OF_MASK[mask]!;
+      for (const { postings } of byTerm.slice(1)) {
+        let m = 0;
+        for (const posting of postings) m |= posting.get(slot);
+        if (m === 0) {
+          tier = 0;
+          break;
+        }
+        tier += WEIGHT_OF_MASK[m]!;
+      }
+      if (tier === 0) continue;
+      // The first `limit` matches after the cursor, in (tier desc, provider, id) order, kept sorted as they come.
+      const match = { record, tier, position: { provider: record.provider, id, tier } };
+      if (after && comparePositions(match.position, after) <= 0) continue;
+      if (page.length === limit && !before(match, page[limit - 1]!)) continue;
+      let at = page.length;
+      while (at > 0 && before(match, page[at - 1]!)) at--;
+      page.splice(at, 0, match);
+      if (page.length > limit) page.pop();
     }
-    found.sort((a, b) => comparePositions(a.position, b.position));
-    return found.slice(0, limit).map(({ record, tier }) => ({ record, tier }));
+    return page.map(({ record, tier }) => ({ record, tier }));
+  }
+
+  /**
+   * Every record's tier in one byte per slot, then one walk of the scope in (provider, id) order that keeps
+   * the first `limit` matches after the cursor of each tier; the page is the best tiers' lists.
+   */
+  #manyMatches({ providers, after, limit }: FindRequest, byTerm: readonly TermPostings[]): FoundResource[] {
+    const slots = this.#idAt.length;
+    const tiers = new Uint8Array(slots);
+    for (const [n, { postings }] of byTerm.entries()) {
+      const masks = new Uint8Array(slots);
+      for (const posting of postings) posting.orInto(masks);
+      for (let s = 0; s < slots; s++) {
+        const weight = WEIGHT_OF_MASK[masks[s]!]!;
+        tiers[s] = n === 0 || (tiers[s]! > 0 && weight > 0) ? tiers[s]! + weight : 0;
+      }
+    }
+    const afterTier = after?.tier ?? 0;
+    const afterAt = after ? this.#firstAfter(keyOf(after.provider, after.id), true) : 0;
+    const byTier: number[][] = [];
+    for (const [lo, hi] of this.#scopeRanges(providers)) {
+      for (let i = lo; i < hi; i++) {
+        const tier = tiers[this.#keySlots[i]!]!;
+        if (tier === 0 || (after && (tier > afterTier || (tier === afterTier && i < afterAt)))) continue;
+        const list = (byTier[tier] ??= []);
+        if (list.length < limit) list.push(i);
+      }
+    }
+    const out: FoundResource[] = [];
+    for (let tier = byTier.length - 1; tier > 0 && out.length < limit; tier--) {
+      for (const i of byTier[tier] ?? []) {
+        if (out.length === limit) break;
+        const record = this.#recordAtKey(i);
+        if (record) out.push({ record, tier });
+      }
+    }
+    return out;
+  }
+
+  /** The ranges of `#keys` a scope covers, in key order (everything without one). */
+  #scopeRanges(providers: readonly string[] | undefined): [number, number][] {
+    if (!providers) return [[0, this.#keys.length]];
+    return [...new Set(providers)].sort().map((provider) => {
+      const prefix = `${provider}\u0000`;
+      return [this.#firstAfter(prefix, false), this.#firstAfter(`${provider}\u0001`, false)];
+    });
   }
 }
