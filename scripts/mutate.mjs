@@ -49,6 +49,7 @@ export const TARGETS = {
     'secrets/rule-formats',
   ],
   'src/secrets/secret-allowlist.ts': ['secrets/allowlist'],
+  'src/storage/resource-index.ts': ['storage/resource-index', 'storage/contract-search'],
 };
 
 const args = process.argv.slice(2);

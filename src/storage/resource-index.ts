@@ -82,6 +82,11 @@ class Posting {
     else for (let s = 0; s < this.#dense!.length; s++) if (this.#dense![s]) yield [s, this.#dense![s]!];
   }
 
+  /** The posting's own bytes (one per slot, possibly fewer than there are slots) when it keeps them. */
+  bytes(): Uint8Array | undefined {
+    return this.#dense;
+  }
+
   /** ORs the posting's masks into `into` (one byte per slot). */
   orInto(into: Uint8Array): void {
     if (this.#sparse) for (const [s, m] of this.#sparse) into[s]! |= m;
@@ -279,27 +284,32 @@ export class ResourceIndex {
   }
 
   /**
-   * Every record's tier in one byte per slot, then one walk of the scope in (provider, id) order that keeps
-   * the first `limit` matches after the cursor of each tier; the page is the best tiers' lists.
+   * Each term's field masks as one byte per slot (a broad word's own bytes, or the union of the term's
+   * words), then one walk of the scope in (provider, id) order that keeps the first `limit` matches after the
+   * cursor of each tier; the page is the best tiers' lists.
    */
   #manyMatches({ providers, after, limit }: FindRequest, byTerm: readonly TermPostings[]): FoundResource[] {
     const slots = this.#idAt.length;
-    const tiers = new Uint8Array(slots);
-    for (const [n, { postings }] of byTerm.entries()) {
-      const masks = new Uint8Array(slots);
-      for (const posting of postings) posting.orInto(masks);
-      for (let s = 0; s < slots; s++) {
-        const weight = WEIGHT_OF_MASK[masks[s]!]!;
-        tiers[s] = n === 0 || (tiers[s]! > 0 && weight > 0) ? tiers[s]! + weight : 0;
-      }
-    }
+    const masks = byTerm.map(({ postings }) => {
+      const own = postings.length === 1 ? postings[0]!.bytes() : undefined;
+      if (own) return own;
+      const union = new Uint8Array(slots);
+      for (const posting of postings) posting.orInto(union);
+      return union;
+    });
     const afterTier = after?.tier ?? 0;
     const afterAt = after ? this.#firstAfter(keyOf(after.provider, after.id), true) : 0;
     const byTier: number[][] = [];
     for (const [lo, hi] of this.#scopeRanges(providers)) {
-      for (let i = lo; i < hi; i++) {
-        const tier = tiers[this.#keySlots[i]!]!;
-        if (tier === 0 || (after && (tier > afterTier || (tier === afterTier && i < afterAt)))) continue;
+      keys: for (let i = lo; i < hi; i++) {
+        const slot = this.#keySlots[i]!;
+        let tier = 0;
+        for (const bytes of masks) {
+          const mask = bytes[slot] ?? 0;
+          if (mask === 0) continue keys;
+          tier += WEIGHT_OF_MASK[mask]!;
+        }
+        if (after && (tier > afterTier || (tier === afterTier && i < afterAt))) continue;
         const list = (byTier[tier] ??= []);
         if (list.length < limit) list.push(i);
       }
