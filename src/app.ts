@@ -15,6 +15,7 @@ import { registerCompression } from './http/compression.js';
 import { clientErrorHandler, frameworkErrors, installErrorHandling, MAX_PARAM_LENGTH } from './http/error-handler.js';
 import { trackRequests } from './http/in-flight.js';
 import { ExpensiveWork } from './http/expensive-work.js';
+import { LargeBodyGate, type LargeBodyOptions } from './http/large-bodies.js';
 import { registerLimits } from './http/limits.js';
 import { registerOpenApi } from './http/openapi.js';
 import { registerRefusals, type Refusals } from './http/refusals.js';
@@ -90,6 +91,8 @@ export interface BuildOptions {
   events?: { heartbeatMs?: number; maxUnsentBytes?: number; stallMs?: number };
   /** With traces on (tracing/start.ts): the plugin that opens a span per request, registered before everything else. */
   tracingPlugin?: FastifyPluginCallback;
+  /** The bounds of large publishes admitted one at a time (tests make them small). */
+  largeBodies?: Partial<LargeBodyOptions>;
 }
 
 declare module 'fastify' {
@@ -278,6 +281,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
       secretAllowlist,
       audit,
       expensive: new ExpensiveWork(),
+      largeBodies: new LargeBodyGate(options.largeBodies),
       now,
       threads: new ThreadReads(store).follow(store.events),
     };

@@ -221,7 +221,7 @@ export function installErrorHandling(app: FastifyInstance): void {
     else request.log.info({ code: out.code, statusCode: out.statusCode }, 'request rejected');
     if (out.statusCode === 401) reply.header('www-authenticate', 'Bearer');
     const retryAfter = out.details?.retryAfterSeconds;
-    if (out.statusCode === 429 && typeof retryAfter === 'number' && !reply.hasHeader('retry-after'))
+    if ((out.statusCode === 429 || out.statusCode === 503) && typeof retryAfter === 'number' && !reply.hasHeader('retry-after'))
       reply.header('retry-after', String(retryAfter));
     void reply.code(out.statusCode).send(out);
   });

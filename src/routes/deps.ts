@@ -9,6 +9,7 @@ import type { CataloguePages } from '../registry/catalogue-pages.js';
 import type { ResourceRegistry } from '../registry/resource-registry.js';
 import type { AuditTrail } from '../audit/audit-trail.js';
 import type { ExpensiveWork } from '../http/expensive-work.js';
+import type { LargeBodyGate } from '../http/large-bodies.js';
 import type { SecretAllowlist } from '../secrets/secret-allowlist.js';
 import type { SecretScanner } from '../secrets/secret-scanner.js';
 import type { ThreadReads } from '../registry/thread-reads.js';
@@ -29,6 +30,8 @@ export interface RouteDeps {
   audit: AuditTrail;
   /** Per-credential bound on expensive requests (SVG renders, large reconciles). */
   expensive: ExpensiveWork;
+  /** Large publishes (a machine's whole set) read and handled one at a time. */
+  largeBodies: LargeBodyGate;
   now: () => Date;
   /** What a launched thread reads (its pins); the RFS and MCP reads choose through it. */
   threads: ThreadReads;

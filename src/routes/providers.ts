@@ -8,6 +8,7 @@ import { protect } from '../http/auth.js';
 import { answer, errors, sent } from '../http/openapi.js';
 import { PDF_GREP_V1, PDF_GREP_V2 } from './examples.js';
 import { EXPENSIVE_RECONCILE_RECORDS } from '../http/expensive-work.js';
+import { LARGE_BODY_BYTES, LARGE_BODY_QUEUE, LARGE_BODY_WAIT_MS } from '../http/large-bodies.js';
 import { HOST_PROVIDER, ProviderId, ResourceId } from '../schemas/common.js';
 import { represent } from '../registry/resource-versions.js';
 import {
@@ -27,7 +28,7 @@ export const RECONCILE_BODY_LIMIT = 8 * 1024 * 1024;
 const ProviderParams = Type.Object({ provider: ProviderId });
 const ResourceParams = Type.Object({ provider: ProviderId, id: ResourceId });
 
-export const providerRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { registry, machines, expensive }, done) => {
+export const providerRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { registry, machines, expensive, largeBodies }, done) => {
   protect(app, [app.requireProvider], ['providerToken']);
   app.addHook('onRequest', (request, _reply, done) => {
     const principal = request.principal;
@@ -121,11 +122,12 @@ export const providerRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { r
     '/resources',
     {
       bodyLimit: RECONCILE_BODY_LIMIT,
+      preParsing: largeBodies.preParsing,
       schema: {
         tags: ['providers'],
         operationId: 'reconcileProviderResources',
         summary: "Reconcile the provider's whole set",
-        description: `Replaces the provider's complete set (at most ${MAX_RECONCILE_RESOURCES} records, each record v1 or v2) in one atomic step; the owner's customization of a kept record survives: listed records are created or replaced, the provider's records left out are withdrawn. Any conflict rejects the whole request and changes nothing. \`?dryRun=true\` reports the plan only. A machine may add \`problems\`: the receipts it could not publish, shown for it in \`GET /api/acp/machines\` (a change of them is a \`machine.problems\` event); a reconcile without them clears them. A machine's set past its record quota (\`RECORDS_PER_MACHINE\`, \`RECORD_BYTES_PER_MACHINE\`) is 409 \`record_quota_exceeded\`, dry run too, and changes nothing.`,
+        description: `Replaces the provider's complete set (at most ${MAX_RECONCILE_RESOURCES} records, each record v1 or v2) in one atomic step; the owner's customization of a kept record survives: listed records are created or replaced, the provider's records left out are withdrawn. Any conflict rejects the whole request and changes nothing. \`?dryRun=true\` reports the plan only. A machine may add \`problems\`: the receipts it could not publish, shown for it in \`GET /api/acp/machines\` (a change of them is a \`machine.problems\` event); a reconcile without them clears them. A machine's set past its record quota (\`RECORDS_PER_MACHINE\`, \`RECORD_BYTES_PER_MACHINE\`) is 409 \`record_quota_exceeded\`, dry run too, and changes nothing. A body of ${LARGE_BODY_BYTES / 1024 / 1024} MiB or more waits for its turn (one is read and handled at a time); one that waits past ${LARGE_BODY_WAIT_MS / 1000} s, or finds ${LARGE_BODY_QUEUE} waiting, is 503 \`overloaded\` with Retry-After and changes nothing.`,
         params: ProviderParams,
         querystring: Type.Object(
           { dryRun: Type.Optional(Type.Boolean({ default: false, description: 'True: answer with the plan and change nothing.' })) },
@@ -158,6 +160,7 @@ export const providerRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (app, { r
             'secret_detected',
             'payload_too_large',
             'rate_limited',
+            'overloaded',
             'storage_unavailable',
           ),
         },

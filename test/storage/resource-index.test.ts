@@ -66,7 +66,7 @@ const recordArb = fc.record({
   displayName: fc.option(text, { nil: undefined }),
   userContent: text,
 });
-const toRecord = (r: fc.RecordValue<typeof recordArb>): StoredResource =>
+const toRecord = (r: typeof recordArb extends fc.Arbitrary<infer R> ? R : never): StoredResource =>
   r.v2
     ? {
         schemaVersion: 2,

@@ -670,7 +670,7 @@ export interface paths {
         get: operations["listProviderResources"];
         /**
          * Reconcile the provider's whole set
-         * @description Replaces the provider's complete set (at most 1000 records, each record v1 or v2) in one atomic step; the owner's customization of a kept record survives: listed records are created or replaced, the provider's records left out are withdrawn. Any conflict rejects the whole request and changes nothing. `?dryRun=true` reports the plan only. A machine may add `problems`: the receipts it could not publish, shown for it in `GET /api/acp/machines` (a change of them is a `machine.problems` event); a reconcile without them clears them. A machine's set past its record quota (`RECORDS_PER_MACHINE`, `RECORD_BYTES_PER_MACHINE`) is 409 `record_quota_exceeded`, dry run too, and changes nothing.
+         * @description Replaces the provider's complete set (at most 1000 records, each record v1 or v2) in one atomic step; the owner's customization of a kept record survives: listed records are created or replaced, the provider's records left out are withdrawn. Any conflict rejects the whole request and changes nothing. `?dryRun=true` reports the plan only. A machine may add `problems`: the receipts it could not publish, shown for it in `GET /api/acp/machines` (a change of them is a `machine.problems` event); a reconcile without them clears them. A machine's set past its record quota (`RECORDS_PER_MACHINE`, `RECORD_BYTES_PER_MACHINE`) is 409 `record_quota_exceeded`, dry run too, and changes nothing. A body of 1 MiB or more waits for its turn (one is read and handled at a time); one that waits past 15 s, or finds 64 waiting, is 503 `overloaded` with Retry-After and changes nothing.
          */
         put: operations["reconcileProviderResources"];
         post?: never;
@@ -10070,7 +10070,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `storage_unavailable` */
+            /** @description `overloaded`, `storage_unavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
