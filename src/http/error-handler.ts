@@ -6,6 +6,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, ERROR_CODES, STATUS_TEXT, type ErrorCode } from '../errors.js';
 import { unknownPropertiesMessage } from '../schemas/unknown-properties.js';
+import { LARGE_BODY_BYTES } from './large-bodies.js';
 
 /**
  * Longest path parameter the router accepts. IDs allow 128 characters; anything up to this reaches the
@@ -190,16 +191,30 @@ function installJsonParser(app: FastifyInstance): void {
     done: (err: Error | null, body?: unknown) => void,
   ) => void;
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) => {
-    parse(request, text.toString(), (err, value) => {
+  const parseText = (request: FastifyRequest, text: string, done: (err: Error | null, body?: unknown) => void) =>
+    parse(request, text, (err, value) => {
       if (!err) return done(null, value);
       try {
-        JSON.parse(text.toString());
+        JSON.parse(text);
       } catch {
         return done(err, undefined);
       }
       done(new SyntaxError('Object contains forbidden prototype property'), undefined);
     });
+  const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, bytes: Buffer, done) => {
+    if (bytes.length < LARGE_BODY_BYTES) return parseText(request, bytes.toString('utf8'), done);
+    // A large body (a machine's whole set, megabytes) is decoded, parsed and then validated in event-loop
+    // turns of their own, so that reads are answered between them.
+    void (async () => {
+      await nextTurn();
+      const text = bytes.toString('utf8');
+      await nextTurn();
+      parseText(request, text, (err, value) => {
+        if (err) return done(err, undefined);
+        void nextTurn().then(() => done(null, value));
+      });
+    })();
   });
 }
 

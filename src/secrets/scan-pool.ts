@@ -4,7 +4,8 @@
 // The owner's allowlist is read on the main thread, as the scanner reads it: only when a scan met a
 // candidate (never for a clean text), and a failed read refuses the write. A scan with entries to apply is
 // asked again with them. Small texts (under INLINE_CHARS in all) are scanned on the calling thread: posting
-// them to a worker costs more than scanning them. The queue is bounded: past MAX_QUEUED scans waiting, a
+// them to a worker costs more than scanning them; a large scan (a machine's whole set) goes in pieces of about
+// PIECE_CHARS, one message each, so that no one copy to a worker holds the event loop long. The queue is bounded: past MAX_QUEUED scans waiting, a
 // scan is refused with 503 `overloaded` (`details.reason: scan_queue_full`) and the write it guards writes
 // nothing; a worker that stops mid-scan refuses its scan the same way (`scan_worker_stopped`) and is
 // replaced. `close()` stops the workers (the app's shutdown).
@@ -13,10 +14,19 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { AppError } from '../errors.js';
-import { SecretScanner, type AllowedFinding, type ScanScope, type SecretFinding, type SecretScannerOptions } from './secret-scanner.js';
+import {
+  isKeyField,
+  SecretScanner,
+  type AllowedFinding,
+  type ScanScope,
+  type SecretFinding,
+  type SecretScannerOptions,
+} from './secret-scanner.js';
 
 /** Texts shorter than this in all (UTF-16 code units) are scanned on the calling thread. */
 export const INLINE_CHARS = 4 * 1024;
+/** A scan of more text than this is sent to the workers in pieces of about this size (each one message). */
+export const PIECE_CHARS = 1024 * 1024;
 /** Scans waiting for a worker before more are refused. */
 export const MAX_QUEUED = 256;
 /** Workers: one per core left beside the event loop's, at least one, at most four. */
@@ -171,13 +181,40 @@ export class PooledSecretScanner extends SecretScanner {
   override async scan(fields: Iterable<[field: string, value: string]>, scope: ScanScope = {}): Promise<SecretFinding[]> {
     const list = [...fields];
     if (list.reduce((n, [, value]) => n + value.length, 0) < INLINE_CHARS) return super.scan(list, scope);
-    const first = await this.#pool.run(list, scope);
+    const first = await this.#inPieces(list, scope);
     if (!first.touched) return first.findings;
     // The scan met a candidate: the owner's allowlist is read now, as the scanner reads it then (a failed
     // read refuses), and its entries are applied by scanning again with them.
     const entries = (await this.#allowlist?.()) ?? [];
     if (entries.length === 0) return first.findings;
-    return (await this.#pool.run(list, { ...scope, allowed: [...(scope.allowed ?? []), ...entries] })).findings;
+    return (await this.#inPieces(list, { ...scope, allowed: [...(scope.allowed ?? []), ...entries] })).findings;
+  }
+
+  /**
+   * The scan of `list` as consecutive pieces of about PIECE_CHARS (whole fields), so that no one message to a
+   * worker carries a machine's whole set; the findings are the pieces' in order, up to a finding in an object
+   * key, which ends the scan as it does in one piece.
+   */
+  async #inPieces(list: [string, string][], scope: ScanScope): Promise<{ findings: SecretFinding[]; touched: boolean }> {
+    const pieces: [string, string][][] = [[]];
+    let chars = 0;
+    for (const field of list) {
+      if (chars >= PIECE_CHARS) {
+        pieces.push([]);
+        chars = 0;
+      }
+      pieces.at(-1)!.push(field);
+      chars += field[1].length;
+    }
+    const results = await Promise.all(pieces.map((piece) => this.#pool.run(piece, scope)));
+    const findings: SecretFinding[] = [];
+    let touched = false;
+    for (const result of results) {
+      findings.push(...result.findings);
+      touched ||= result.touched;
+      if (result.findings.some((f) => isKeyField(f.field))) break;
+    }
+    return { findings, touched };
   }
 
   close(): Promise<void> {

@@ -328,7 +328,7 @@ export class SecretScanner {
         inField.map((f) => f.index),
       );
       for (const [i, f] of inField.entries()) findings.push({ ...f.finding, line: lines[i]! });
-      if (inField.length > 0 && field.endsWith(KEY_SUFFIX)) break;
+      if (inField.length > 0 && isKeyField(field)) break;
     }
     return findings;
   }
@@ -407,6 +407,11 @@ export function secretDetected(findings: readonly SecretFinding[]): AppError {
 }
 
 const KEY_SUFFIX = '#key';
+
+/** The field of an object key (`stringLeaves`): a finding there ends the scan. */
+export function isKeyField(field: string): boolean {
+  return field.endsWith(KEY_SUFFIX);
+}
 
 /**
  * Every string inside a JSON value, with its JSON pointer, for scanning nested data such as `customData`.

@@ -133,3 +133,35 @@ t.test('a turn comes back when its holder drops the connection, and a waiting ca
   const d = await reconcile(origin, 'mac-d', tokens['mac-d']!, 40, false).answered;
   t.equal(d.status, 200, 'and the gate is free again');
 });
+
+t.test('a large body is read as a small one is: the same records, the same refusals of bad JSON', async (t) => {
+  const { h, tokens, ids } = await world(t);
+  const resources = Array.from({ length: 40 }, (_, i) => ({
+    schemaVersion: 2,
+    id: `mac-a-s${i}`,
+    name: `Skill ${i}`,
+    sourceContent: `---\nname: skill-${i}\ndescription: Déjà vu ✓ ${'ü'.repeat(40)} 漢字\n---\n# Skill ${i}\n${'Use it with care. '.repeat(40).trimEnd()}`,
+  }));
+  const put = (payload: string) =>
+    h.app.inject({
+      method: 'PUT',
+      url: '/api/acp/providers/mac-a/resources',
+      headers: { ...h.bearer(tokens['mac-a']!), 'content-type': 'application/json' },
+      payload,
+    });
+  const text = JSON.stringify({ resources });
+  t.ok(Buffer.byteLength(text) >= LARGE, 'the body is large');
+  const broken = await put(text.slice(0, -1));
+  t.equal(broken.statusCode, 400, 'a cut body is refused');
+  t.equal(broken.json().code, 'validation_failed');
+  const poisoned = await put(text.replace('{"schemaVersion":2', '{"__proto__":{"admin":true},"schemaVersion":2'));
+  t.equal(poisoned.statusCode, 400, 'a prototype-poisoning body is refused');
+  t.match(poisoned.json().message, /__proto__|prototype/);
+  const unknown = await put(text.replace('"schemaVersion":2', '"schemaVersion":2,"colour":"teal"'));
+  t.equal(unknown.statusCode, 400, 'a record with a property the schema does not know is refused');
+  t.same(await ids('mac-a'), [], 'none of them wrote anything');
+  const res = await put(text);
+  t.equal(res.statusCode, 200);
+  const stored = await h.app.inject({ url: '/api/acp/resources/mac-a-s7?schemaVersion=2', headers: h.owner });
+  t.equal(stored.json().sourceContent, resources[7]!.sourceContent, 'multi-byte text arrives as sent');
+});

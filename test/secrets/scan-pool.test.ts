@@ -7,7 +7,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import t from 'tap';
 import { AppError } from '../../src/errors.js';
-import { INLINE_CHARS, MAX_QUEUED, PooledSecretScanner } from '../../src/secrets/scan-pool.js';
+import { INLINE_CHARS, MAX_QUEUED, PIECE_CHARS, PooledSecretScanner } from '../../src/secrets/scan-pool.js';
 import { SecretScanner, type AllowedFinding } from '../../src/secrets/secret-scanner.js';
 
 const GITHUB = 'ghp_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8';
@@ -49,6 +49,23 @@ t.test('the pool finds exactly what the scanner finds, with and without allowlis
   t.ok(allowed.length < expected.length, 'the entries let findings through');
   t.same(await pooledListed.scan(fields, scope), allowed);
   await t.rejects(pooledListed.assertClean(fields, scope), { code: 'secret_detected' }, 'assertClean refuses as before');
+});
+
+t.test('a scan larger than one piece finds what the scanner finds in one pass, and a secret object key still ends it', async (t) => {
+  const once = await corpus();
+  // A machine's whole set: the corpus eight times over, more text than one piece carries.
+  const fields = [0, 1, 2, 3, 4, 5, 6, 7].flatMap((n) => once.map(([field, value]): [string, string] => [`/set${n}${field}`, value]));
+  t.ok(fields.reduce((k, [, v]) => k + v.length, 0) > 2 * PIECE_CHARS, 'the set spans several pieces');
+  const plain = new SecretScanner([KNOWN]);
+  const pooled = new PooledSecretScanner([KNOWN], { workers: 2 });
+  t.teardown(() => pooled.close());
+  const expected = await plain.scan(fields, { route: 'resource.reconcile' });
+  t.same(await pooled.scan(fields, { route: 'resource.reconcile' }), expected, 'same findings, same order, across the pieces');
+  // A secret named as an object key in the first piece: nothing after it is reported, by either scanner.
+  const keyed: [string, string][] = [[`/data/${GITHUB}#key`, GITHUB], ...fields];
+  const expectedKeyed = await plain.scan(keyed);
+  t.same([...new Set(expectedKeyed.map((f) => f.field))], [`/data/${GITHUB}#key`], 'the key ends the scan');
+  t.same(await pooled.scan(keyed), expectedKeyed, 'in pieces too');
 });
 
 t.test("the owner's allowlist is read only when a scan meets a candidate; a failed read refuses", async (t) => {
