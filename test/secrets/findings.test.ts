@@ -262,3 +262,25 @@ t.test('a GitHub-shaped placeholder of three repeated letters is no finding; a p
   t.same(await scanner.scan([['/f', `export GITHUB_TOKEN=ghp_${'a'.repeat(18)}${'b'.repeat(9)}${'c'.repeat(9)}`]]), []);
   t.not((await scanner.scan([['/f', `export GITHUB_TOKEN=ghp_${'a1B2'.repeat(9)}`]])).length, 0);
 });
+
+t.test('a write with no finding passes; one with findings is refused as secret_detected naming each of them', async (t) => {
+  const scanner = new SecretScanner();
+  await t.resolves(
+    scanner.assertClean([
+      ['/name', 'A plain skill'],
+      ['/instructions', ''],
+    ]),
+    'clean',
+  );
+  const fields: [string, string][] = [
+    ['/name', 'A plain skill'],
+    ['/instructions', `password = "${ASSIGNED}"\n${GITHUB}`],
+  ];
+  const findings = await scanner.scan(fields, { route: 'resource.register' });
+  t.equal(findings.length, 3);
+  await t.rejects(scanner.assertClean(fields, { route: 'resource.register' }), {
+    code: 'secret_detected',
+    statusCode: 422,
+    details: { findings },
+  });
+});
