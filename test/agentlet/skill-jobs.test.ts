@@ -177,6 +177,7 @@ t.test('a scan: the folder itself when it is a skill, else its direct sub-folder
     ['Two'],
     'a skill folder scans as itself',
   );
+  t.same(await scanSkills(`${dir}/`), result, 'a trailing slash names the same folder');
   await t.rejects(scanSkills('not/absolute'), { code: 'invalid_path' });
   await t.rejects(scanSkills(path.join(dir, 'none')), { code: 'skill_unreadable' });
 });
