@@ -577,3 +577,24 @@ t.test("an archive's bounds are taken at them: an archive of 16 MiB is read, its
     'read, and refused for its record text',
   );
 });
+
+t.test('a folder whose files the machine cannot read is skill_unreadable, naming the error', async (t) => {
+  const { dir } = await world(t);
+  const src = await skill(path.join(dir, 'deep'), { 'SKILL.md': SKILL('deep') });
+  // Sixteen folders deep (within the depth bound), but each name so long that the file's path passes the
+  // system's limit: made relative to each folder in turn, as nothing can name it whole.
+  const names = Array.from({ length: SKILL_LIMITS.depth }, (_, i) => `${String(i).padStart(2, '0')}${'d'.repeat(253)}`);
+  const cwd = process.cwd();
+  try {
+    process.chdir(src);
+    for (const name of names) {
+      await mkdir(name);
+      process.chdir(name);
+    }
+    await writeFile('f.txt', 'f');
+  } finally {
+    process.chdir(cwd);
+  }
+  t.teardown(() => void spawnSync('rm', ['-rf', path.join(src, names[0]!)]));
+  t.match(await failure(readSkill(src)), { code: 'skill_unreadable', message: "cannot read the folder's files (ENAMETOOLONG)" });
+});
