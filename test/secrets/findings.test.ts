@@ -149,6 +149,8 @@ t.test("an entry naming SKILL.md lets its finding through in a record's sourceCo
   t.same(await scanner.scan([['/files/SKILL.md', text]]), [], 'the skill file');
   t.equal((await scanner.scan([['/instructions', text]])).length, 1, 'another field');
   t.equal((await scanner.scan([['/files/docs/other.md', text]])).length, 1, 'another file');
+  const other = new SecretScanner([], { allowlist: () => Promise.resolve([{ fingerprint, file: 'references/setup.md' }]) });
+  t.equal((await other.scan([['/sourceContent', text]])).length, 1, "an entry naming another file does not reach a record's sourceContent");
 });
 
 t.test("findings of one field come in line order, whichever rule found them; every field's are named", async (t) => {
