@@ -172,6 +172,7 @@ t.test('a scan: the folder itself when it is a skill, else its direct sub-folder
       ['one-again', 'skill_invalid'],
     ],
   );
+  t.equal(result.diagnostics[1]!.message, 'the skill folder is a symbolic link; name the real folder');
   t.same(
     (await scanSkills(path.join(dir, 'two'))).candidates.map((c) => c.name),
     ['Two'],
