@@ -55,6 +55,11 @@ t.test('an entry limited to a file or field or route applies only there', async 
       ]),
   });
   t.same(await scoped.scan([['/files/references/setup.md', text]]), [], 'the named file of a skill');
+  t.same(
+    await scoped.scan([['/files/references/setup.md', text]], { route: 'resource.import' }),
+    [],
+    'an entry naming no route applies on every route',
+  );
   t.equal((await scoped.scan([['/files/references/other.md', text]])).length, 1, 'another file');
   t.equal((await scoped.scan([['/files/x/references/setup.md', text]])).length, 0, 'a path ending in the named file');
   t.equal((await scoped.scan([['/files/xreferences/setup.md', text]])).length, 1, 'only at a path boundary');
@@ -138,6 +143,7 @@ t.test('a configured credential is looked for from 12 characters on: shorter one
     ['configured-credential'],
     'a field that is the credential alone',
   );
+  t.same(await scanner.scan([['/f', 'plain text without it']]), [], 'a text without it holds no finding');
 });
 
 t.test("an entry naming SKILL.md lets its finding through in a record's sourceContent, and nowhere else", async (t) => {
@@ -207,6 +213,8 @@ t.test("an object key that is a secret ends the scan: no finding's field names i
   t.ok(found.length > 0);
   t.same(new Set(found.map((f) => f.field)), new Set(['#key']));
   t.notMatch(JSON.stringify(found), GITHUB.slice(4, 20));
+  const nested = await scanner.scan(stringLeaves({ [GITHUB]: { note: `password = "${ASSIGNED}"` }, later: GITHUB }, '/customData'));
+  t.same(new Set(nested.map((f) => f.field)), new Set(['/customData#key']), 'in nested data too');
 });
 
 t.test('every string of nested data is scanned under its JSON pointer', (t) => {
