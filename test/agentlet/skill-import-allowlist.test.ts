@@ -186,15 +186,15 @@ t.test(
     const collection = path.dirname(src);
     await mkdir(path.join(collection, 'plain'));
     await writeFile(path.join(collection, 'plain', 'SKILL.md'), SKILL('plain'));
-    context.scanner = machineScanner(root, 'arr_m_machineTokenForThisTest0000000000');
+    const machine: JobContext = { ...context, scanner: machineScanner(root, 'arr_m_machineTokenForThisTest0000000000') };
     await writeFile(path.join(root, ALLOWED_FINDINGS_FILE), '[]');
-    t.match(await scanJob({ rootPath: collection }, context), {
+    t.match(await scanJob({ rootPath: collection }, machine), {
       candidates: [{ id: 'plain' }],
       diagnostics: [{ path: src, code: 'skill_unreadable', message: 'cannot read it (error)' }],
     });
     await rm(path.join(root, ALLOWED_FINDINGS_FILE));
     await mkdir(path.join(root, ALLOWED_FINDINGS_FILE));
-    const scanned = await scanJob({ rootPath: collection }, context);
+    const scanned = await scanJob({ rootPath: collection }, machine);
     t.same(
       scanned.candidates.map((c) => c.id),
       ['plain'],
