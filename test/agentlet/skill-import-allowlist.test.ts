@@ -2,7 +2,7 @@
 // fingerprint (never the value; the fingerprints travel as data beside the message), and the owner's
 // allowlist entries the job carries let exactly those fingerprints through, in the file and on the route
 // they name. Ordinary SDK samples (calls, environment lookups, placeholders) are no finding at all.
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import t from 'tap';
 import { JOBS, type JobContext } from '../../src/agentlet/jobs.js';
@@ -176,5 +176,29 @@ t.test(
 
     await removeJob({ id: 'guide' }, context);
     t.same(JSON.parse(await readFile(path.join(root, ALLOWED_FINDINGS_FILE), 'utf8')), {}, 'removal forgets the skill’s entries');
+  },
+);
+
+t.test(
+  "a scan whose findings cannot be checked against the machine's kept entries names that skill unreadable, and lists the rest",
+  async (t) => {
+    const { root, src, context } = await world(t, { 'SKILL.md': SKILL('Guide', `Sign in:\n\npassword = "${VALUE}"`) });
+    const collection = path.dirname(src);
+    await mkdir(path.join(collection, 'plain'));
+    await writeFile(path.join(collection, 'plain', 'SKILL.md'), SKILL('plain'));
+    const machine: JobContext = { ...context, scanner: machineScanner(root, 'arr_m_machineTokenForThisTest0000000000') };
+    await writeFile(path.join(root, ALLOWED_FINDINGS_FILE), '[]');
+    t.match(await scanJob({ rootPath: collection }, machine), {
+      candidates: [{ id: 'plain' }],
+      diagnostics: [{ path: src, code: 'skill_unreadable', message: 'cannot read it (error)' }],
+    });
+    await rm(path.join(root, ALLOWED_FINDINGS_FILE));
+    await mkdir(path.join(root, ALLOWED_FINDINGS_FILE));
+    const scanned = await scanJob({ rootPath: collection }, machine);
+    t.same(
+      scanned.candidates.map((c) => c.id),
+      ['plain'],
+    );
+    t.same(scanned.diagnostics, [{ path: src, code: 'skill_unreadable', message: 'cannot read it (EISDIR)' }]);
   },
 );

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { JOBS, type JobContext } from '../../src/agentlet/jobs.js';
 import { JobError } from '../../src/agentlet/job-error.js';
 import { ALLOWED_FINDINGS_FILE } from '../../src/agentlet/allowed-findings.js';
-import { importJob, readSkill, removeJob, scanJob, SKILL_LIMITS } from '../../src/agentlet/skill-jobs.js';
+import { importJob, readSkill, removeJob, scanJob, scanSkills, SKILL_LIMITS } from '../../src/agentlet/skill-jobs.js';
 import { SecretScanner, secretFingerprint } from '../../src/secrets/secret-scanner.js';
 import { tempDir } from '../helpers/agentlet.js';
 
@@ -166,6 +166,31 @@ t.test("a folder scan's answer holds at most 256 diagnostics, the machine's own 
   t.equal(scanned.diagnostics.length, SKILL_LIMITS.diagnostics);
   t.match(scanned.diagnostics[0], { path: path.join(root, 'skills', 'stray'), code: 'skill_orphaned' });
   t.equal(path.basename(scanned.diagnostics.at(-1)!.path), 'bad-254');
+});
+
+t.test("a folder scan's answer lists candidates up to exactly its byte bound, and not one byte past it", async (t) => {
+  const { dir } = await world(t);
+  const many = path.join(dir, 'many');
+  /** The bytes a candidate takes in the answer. */
+  const size = async (folder: string) => Buffer.byteLength(JSON.stringify((await readSkill(folder)).candidate));
+  let used = 0;
+  for (let i = 0; i < 8; i++)
+    used += await size(await skill(path.join(many, `big-${i}`), { 'SKILL.md': SKILL(`big-${i}`, 'x'.repeat(90_000)) }));
+  // The last one (in name order) fills the answer to the byte.
+  const last = path.join(many, 'big-9');
+  await skill(last, { 'SKILL.md': SKILL('big-9', 'x') });
+  const fill = SKILL_LIMITS.answerBytes - used - (await size(last)) + 1;
+  await writeFile(path.join(last, 'SKILL.md'), SKILL('big-9', 'x'.repeat(fill)));
+  t.equal(used + (await size(last)), SKILL_LIMITS.answerBytes);
+  const full = await scanSkills(many);
+  t.equal(full.candidates.length, 9, 'all listed');
+  t.same(full.diagnostics, []);
+  await writeFile(path.join(last, 'SKILL.md'), SKILL('big-9', 'x'.repeat(fill + 1)));
+  const past = await scanSkills(many);
+  t.equal(past.candidates.length, 8);
+  t.match(past.diagnostics, [
+    { path: last, code: 'skill_not_listed', message: 'not listed: the scan answer is full; scan this folder on its own' },
+  ]);
 });
 
 t.test("an imported skill's folders are the owner's alone, whatever the source's were", async (t) => {

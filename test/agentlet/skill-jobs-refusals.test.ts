@@ -545,3 +545,56 @@ t.test('only a leading byte order mark is dropped: a U+FEFF inside the text is k
   const src = await skill(path.join(dir, 'joiner'), { 'SKILL.md': SKILL('joiner', 'word\uFEFFjoiner') });
   t.equal((await readSkill(src)).candidate.sourceContent, SKILL('joiner', 'word\uFEFFjoiner').trim());
 });
+
+t.test('a folder whose name gives no resource ID is refused for that, and an ID given with the import is taken instead', async (t) => {
+  const { dir, context } = await world(t);
+  const src = await skill(path.join(dir, '___'), { 'SKILL.md': SKILL('tool') });
+  t.match(await failure(readSkill(src)), {
+    code: 'skill_invalid',
+    message: 'the folder name gives no valid resource ID (lower-case letters and digits joined by hyphens): ""',
+  });
+  const { candidate } = await readSkill(src, undefined, 'tool');
+  t.equal(candidate.id, 'tool');
+  t.match(await importJob({ id: 'tool', sourcePath: src, expectedRevision: candidate.sourceRevision }, context), {
+    id: 'tool',
+    created: true,
+  });
+});
+
+t.test("an archive's bounds are taken at them: an archive of 16 MiB is read, its SKILL.md of 512 KiB too", async (t) => {
+  const { dir } = await world(t);
+  const at = path.join(dir, 'at.zip');
+  await writeFile(at, '');
+  await truncate(at, SKILL_LIMITS.bytes);
+  t.match(await failure(readSkill(at)), { code: 'skill_archive_invalid' }, 'read (and found no zip), not refused for its size');
+  const header = SKILL('exact', '');
+  const text = header + 'x'.repeat(SKILL_LIMITS.skillFileBytes - Buffer.byteLength(header));
+  t.equal(Buffer.byteLength(text), SKILL_LIMITS.skillFileBytes);
+  await writeFile(path.join(dir, 'exact.skill'), storedZip({ 'SKILL.md': text }));
+  t.match(
+    await failure(readSkill(path.join(dir, 'exact.skill'))),
+    { code: 'skill_invalid', message: /characters long as the record's text/ },
+    'read, and refused for its record text',
+  );
+});
+
+t.test('a folder whose files the machine cannot read is skill_unreadable, naming the error', async (t) => {
+  const { dir } = await world(t);
+  const src = await skill(path.join(dir, 'deep'), { 'SKILL.md': SKILL('deep') });
+  // Sixteen folders deep (within the depth bound), but each name so long that the file's path passes the
+  // system's limit: made relative to each folder in turn, as nothing can name it whole.
+  const names = Array.from({ length: SKILL_LIMITS.depth }, (_, i) => `${String(i).padStart(2, '0')}${'d'.repeat(253)}`);
+  const cwd = process.cwd();
+  try {
+    process.chdir(src);
+    for (const name of names) {
+      await mkdir(name);
+      process.chdir(name);
+    }
+    await writeFile('f.txt', 'f');
+  } finally {
+    process.chdir(cwd);
+  }
+  t.teardown(() => void spawnSync('rm', ['-rf', path.join(src, names[0]!)]));
+  t.match(await failure(readSkill(src)), { code: 'skill_unreadable', message: "cannot read the folder's files (ENAMETOOLONG)" });
+});

@@ -172,11 +172,13 @@ t.test('a scan: the folder itself when it is a skill, else its direct sub-folder
       ['one-again', 'skill_invalid'],
     ],
   );
+  t.equal(result.diagnostics[1]!.message, 'the skill folder is a symbolic link; name the real folder');
   t.same(
     (await scanSkills(path.join(dir, 'two'))).candidates.map((c) => c.name),
     ['Two'],
     'a skill folder scans as itself',
   );
+  t.same(await scanSkills(`${dir}/`), result, 'a trailing slash names the same folder');
   await t.rejects(scanSkills('not/absolute'), { code: 'invalid_path' });
   await t.rejects(scanSkills(path.join(dir, 'none')), { code: 'skill_unreadable' });
 });

@@ -55,6 +55,11 @@ t.test('an entry limited to a file or field or route applies only there', async 
       ]),
   });
   t.same(await scoped.scan([['/files/references/setup.md', text]]), [], 'the named file of a skill');
+  t.same(
+    await scoped.scan([['/files/references/setup.md', text]], { route: 'resource.import' }),
+    [],
+    'an entry naming no route applies on every route',
+  );
   t.equal((await scoped.scan([['/files/references/other.md', text]])).length, 1, 'another file');
   t.equal((await scoped.scan([['/files/x/references/setup.md', text]])).length, 0, 'a path ending in the named file');
   t.equal((await scoped.scan([['/files/xreferences/setup.md', text]])).length, 1, 'only at a path boundary');
@@ -138,6 +143,7 @@ t.test('a configured credential is looked for from 12 characters on: shorter one
     ['configured-credential'],
     'a field that is the credential alone',
   );
+  t.same(await scanner.scan([['/f', 'plain text without it']]), [], 'a text without it holds no finding');
 });
 
 t.test("an entry naming SKILL.md lets its finding through in a record's sourceContent, and nowhere else", async (t) => {
@@ -149,6 +155,8 @@ t.test("an entry naming SKILL.md lets its finding through in a record's sourceCo
   t.same(await scanner.scan([['/files/SKILL.md', text]]), [], 'the skill file');
   t.equal((await scanner.scan([['/instructions', text]])).length, 1, 'another field');
   t.equal((await scanner.scan([['/files/docs/other.md', text]])).length, 1, 'another file');
+  const other = new SecretScanner([], { allowlist: () => Promise.resolve([{ fingerprint, file: 'references/setup.md' }]) });
+  t.equal((await other.scan([['/sourceContent', text]])).length, 1, "an entry naming another file does not reach a record's sourceContent");
 });
 
 t.test("findings of one field come in line order, whichever rule found them; every field's are named", async (t) => {
@@ -205,6 +213,8 @@ t.test("an object key that is a secret ends the scan: no finding's field names i
   t.ok(found.length > 0);
   t.same(new Set(found.map((f) => f.field)), new Set(['#key']));
   t.notMatch(JSON.stringify(found), GITHUB.slice(4, 20));
+  const nested = await scanner.scan(stringLeaves({ [GITHUB]: { note: `password = "${ASSIGNED}"` }, later: GITHUB }, '/customData'));
+  t.same(new Set(nested.map((f) => f.field)), new Set(['/customData#key']), 'in nested data too');
 });
 
 t.test('every string of nested data is scanned under its JSON pointer', (t) => {
@@ -261,4 +271,26 @@ t.test('a GitHub-shaped placeholder of three repeated letters is no finding; a p
   // 1.5 bits a character, the bound the GitHub format is held to (an x-filled placeholder has none).
   t.same(await scanner.scan([['/f', `export GITHUB_TOKEN=ghp_${'a'.repeat(18)}${'b'.repeat(9)}${'c'.repeat(9)}`]]), []);
   t.not((await scanner.scan([['/f', `export GITHUB_TOKEN=ghp_${'a1B2'.repeat(9)}`]])).length, 0);
+});
+
+t.test('a write with no finding passes; one with findings is refused as secret_detected naming each of them', async (t) => {
+  const scanner = new SecretScanner();
+  await t.resolves(
+    scanner.assertClean([
+      ['/name', 'A plain skill'],
+      ['/instructions', ''],
+    ]),
+    'clean',
+  );
+  const fields: [string, string][] = [
+    ['/name', 'A plain skill'],
+    ['/instructions', `password = "${ASSIGNED}"\n${GITHUB}`],
+  ];
+  const findings = await scanner.scan(fields, { route: 'resource.register' });
+  t.equal(findings.length, 3);
+  await t.rejects(scanner.assertClean(fields, { route: 'resource.register' }), {
+    code: 'secret_detected',
+    statusCode: 422,
+    details: { findings },
+  });
 });
