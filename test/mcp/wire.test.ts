@@ -299,6 +299,7 @@ interface Operation {
   summary: string;
   description: string;
   tags: string[];
+  security: Record<string, string[]>[];
   parameters: { in: string; name: string; description?: string }[];
   requestBody?: { content: Record<string, Media> };
   responses: Record<string, { description: string; content?: Record<string, Media> }>;
@@ -320,6 +321,7 @@ t.test('the OpenAPI document describes the MCP endpoint as the wire answers it',
   const rpcCodes = new Map<string, number>();
   for (const [method, op] of Object.entries(ops)) {
     t.ok(op.summary.length > 0, `${method} has a summary`);
+    t.same(op.security, [{ canvasToken: [] }], `${method} asks for the canvas token`);
     for (const needed of ['Authorization: Bearer', 'X-Huabu-Resource-Grant', 'X-Huabu-Thread-Id', 'stateless'])
       t.ok(op.description.includes(needed), `${method} tells a client of ${needed}`);
     t.same(
