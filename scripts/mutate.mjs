@@ -38,7 +38,7 @@ export const TARGETS = {
   'src/registry/catalogue-cache.ts': ['registry/catalogue-cache', 'http/compression'],
   'src/storage/append-log.ts': ['audit/torn-append', 'audit/rotation', 'launch/audit-recovery', 'storage/contract'],
   'src/routes/mcp-exchange.ts': ['mcp/wire', 'mcp/sdk-client'],
-  'src/routes/mcp.ts': ['mcp/tool-result', 'mcp/wire', 'mcp/sdk-client'],
+  'src/routes/mcp.ts': ['mcp/tool-result', 'mcp/wire', 'mcp/sdk-client', 'pins/thread-reads'],
   'src/routes/feed-reader.ts': ['events/change-events', 'events/connection-bounds', 'mcp/sdk-client'],
   'src/text/front-matter.ts': ['text/front-matter', 'registry/record-versions'],
   'src/registry/record-quota.ts': ['registry/record-quota', 'storage/contract-revisions'],

@@ -65,6 +65,11 @@ t.test('an MCP client lists and reads what its canvas may see, exactly as RFS se
   });
   t.equal(customized.statusCode, 200, customized.body);
   const client = await connect(t, w);
+  t.same(
+    client.getServerCapabilities(),
+    { resources: { subscribe: true, listChanged: true }, tools: {} },
+    'it offers resources a client may subscribe to and be told of, and tools',
+  );
   const { resources } = await client.listResources();
   const ids = resources.filter((r) => r.uri.startsWith('registry://resources/')).map((r) => r.name);
   const rfs = await request(`${w.origin}/api/rfs/canvas-1/resources?limit=500`, { headers: w.h.bearer(w.tokens.c1m1) });
@@ -98,8 +103,14 @@ t.test('an MCP client lists and reads what its canvas may see, exactly as RFS se
   const guide = await client.readResource({ uri: 'registry://skill/huabu-access' });
   const served = await request(`${w.origin}/api/rfs/canvas-1/skill/huabu-access`, { headers: w.h.bearer(w.tokens.c1m1) });
   t.equal((guide.contents[0] as { text: string }).text, await served.body.text(), 'a guide reads as GET /skill/<name> serves it');
-  for (const uri of ['registry://resources/theirs', 'registry://resources/nothing', 'registry://skill/nothing', 'https://example.org/']) {
-    await t.rejects(client.readResource({ uri }), { code: -32002 }, `${uri} is not found`);
+  for (const uri of [
+    'registry://resources/theirs',
+    'registry://resources/nothing',
+    'registry://skill/nothing',
+    'https://example.org/',
+    'https://skills.x/huabu-access',
+  ]) {
+    await t.rejects(client.readResource({ uri }), { code: -32002, message: /Resource not found/, data: { uri } }, `${uri} is not found`);
   }
   await t.rejects(client.subscribeResource({ uri: 'registry://resources/theirs' }), { code: -32002 }, 'nor subscribed to');
 });
@@ -151,11 +162,13 @@ t.test('resources/list pages with nextCursor; find_resources searches what the c
   t.equal((await w.h.put('mac-2', w.machines.m2, 'pdf-writer', { description: 'Writes PDF files.' })).statusCode, 201);
   const client = await connect(t, w);
   const listed: string[] = [];
+  const guides: string[] = [];
   let cursor: string | undefined;
   let pages = 0;
   do {
     const page = await client.listResources(cursor === undefined ? {} : { cursor });
     listed.push(...page.resources.filter((r) => r.uri.startsWith('registry://resources/')).map((r) => r.name));
+    guides.push(...page.resources.filter((r) => r.uri.startsWith('registry://skill/')).map((r) => r.name));
     cursor = page.nextCursor;
     pages++;
   } while (cursor !== undefined);
@@ -164,6 +177,7 @@ t.test('resources/list pages with nextCursor; find_resources searches what the c
   const all = ((await rfs.body.json()) as { resources: { id: string }[] }).resources.map((r) => r.id);
   t.same([...listed].sort(), [...all].sort(), 'every record the canvas may read, once');
   t.equal(new Set(listed).size, listed.length);
+  t.same(guides, ['huabu-access', 'local-resource-management'], "the host's guides once, on the first page");
   await t.rejects(client.listResources({ cursor: 'not-a-cursor' }), /-32602|Invalid/, 'a cursor the list did not hand out');
 
   const found = (await client.callTool({ name: 'find_resources', arguments: { query: 'pdf' } })) as CallToolResult;
@@ -262,6 +276,8 @@ t.test("a capability's failure is an isError result with upstream's code, never 
     const result = (await client.callTool({ name, arguments: { query: 'lichen' } })) as CallToolResult;
     t.equal(result.isError, true, name);
     t.match(result.structuredContent, { code: 'provider_failure', details: { reason: 'invocation_failed' } }, name);
+    const { code, message } = result.structuredContent as { code: string; message: string };
+    t.same(result.content, [{ type: 'text', text: `${code}: ${message}` }], `${name}: the model reads the code and message`);
     const text = JSON.stringify(result);
     t.notOk(text.includes(UPSTREAM_LEAK), `${name}: no vendor body`);
     t.notOk(text.includes(SEARCH_KEY), `${name}: no key`);
@@ -302,6 +318,10 @@ t.test("a cancel without the call's grant aborts nothing; one with it aborts the
     [
       "another thread's grant",
       { authorization: `Bearer ${w.tokens.c1m1}`, 'x-huabu-resource-grant': w.grants.t1, 'x-huabu-thread-id': 'thread-4' },
+    ],
+    [
+      "the call's grant under another thread's ID",
+      { authorization: `Bearer ${w.tokens.c1m1}`, 'x-huabu-resource-grant': w.grants.t4, 'x-huabu-thread-id': 'thread-1' },
     ],
   ];
   for (const [who, headers] of foreign) {
@@ -349,6 +369,7 @@ t.test("a cancel without the call's grant aborts nothing; one with it aborts the
     id: 'mine',
     result: { isError: true, structuredContent: { code: 'cancelled', details: { reason: 'client_disconnected' } } },
   });
+  t.match(answer.result.content, [{ type: 'text', text: /^cancelled: .*cancelled/ }], 'the model is told the call was cancelled');
 });
 
 t.test('the stream tells of changes to what the canvas may see, within a second', async (t) => {
@@ -358,6 +379,8 @@ t.test('the stream tells of changes to what the canvas may see, within a second'
   let listChanged = 0;
   client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updated.push(n.params.uri));
   client.setNotificationHandler(ResourceListChangedNotificationSchema, () => void listChanged++);
+  await client.subscribeResource({ uri: 'registry://resources/web-search' });
+  t.same(await client.unsubscribeResource({ uri: 'registry://resources/web-search' }), {}, 'an unsubscribe is answered');
   await client.subscribeResource({ uri: 'registry://resources/web-search' });
   // The client opens its stream after initializing; wait until it is open before writing.
   await until('the stream open', async () => {

@@ -7,6 +7,7 @@
 // reads or more held by the expensive-work bound until their answers are read, so slow readers are refused.
 import t from 'tap';
 import { request } from 'undici';
+import { Compile } from 'typebox/compile';
 import { auditLines } from '../helpers/audit.js';
 import { until } from '../helpers/wait.js';
 import { world, type World } from '../helpers/invocation-world.js';
@@ -63,7 +64,14 @@ t.test("the transport's refusals are JSON-RPC errors with its codes", async (t) 
   const noHeader = await answer(await post(w, read(2, 'registry://skill/huabu-access'), { 'mcp-protocol-version': '' }));
   t.match(noHeader, { status: 400 }, 'an empty version is no supported version');
 
-  for (const bad of [{ jsonrpc: '2.0' }, { jsonrpc: '1.0', id: 1, method: 'ping' }, [read(1, 'x'), { nope: true }], 42]) {
+  for (const bad of [
+    { jsonrpc: '2.0' },
+    { jsonrpc: '1.0', id: 1, method: 'ping' },
+    [read(1, 'x'), { nope: true }],
+    42,
+    [read(1, 'x'), 42],
+    [null, read(1, 'x')],
+  ]) {
     const res = await answer(await post(w, bad));
     t.match(res, { status: 400, body: { id: null, error: { code: -32700, message: /Invalid JSON-RPC message/ } } }, JSON.stringify(bad));
   }
@@ -279,4 +287,118 @@ t.test('slow readers of large batches hold the expensive-work bound: the next ba
   const after = await post(w, batch);
   t.equal(after.statusCode, 200, 'once they are read, the next batch is answered');
   await after.body.text();
+});
+
+interface Media {
+  schema: Record<string, unknown>;
+  example?: unknown;
+  examples?: Record<string, { summary?: string; value: unknown }>;
+}
+interface Operation {
+  operationId: string;
+  summary: string;
+  description: string;
+  tags: string[];
+  security: Record<string, string[]>[];
+  parameters: { in: string; name: string; description?: string }[];
+  requestBody?: { content: Record<string, Media> };
+  responses: Record<string, { description: string; content?: Record<string, Media> }>;
+}
+
+t.test('the OpenAPI document describes the MCP endpoint as the wire answers it', async (t) => {
+  const w = await world(t);
+  const doc = (await (await request(`${w.origin}/openapi.json`)).body.json()) as { paths: Record<string, Record<string, Operation>> };
+  const ops = doc.paths['/api/rfs/{canvasId}/mcp']!;
+  t.same(
+    Object.entries(ops).map(([method, op]) => [method, op.operationId, op.tags]),
+    [
+      ['post', 'mcpRequest', ['rfs']],
+      ['get', 'mcpStream', ['rfs']],
+      ['delete', 'mcpEnd', ['rfs']],
+    ],
+    'POST, GET and DELETE, named for the generated clients',
+  );
+  const rpcCodes = new Map<string, number>();
+  for (const [method, op] of Object.entries(ops)) {
+    t.ok(op.summary.length > 0, `${method} has a summary`);
+    t.same(op.security, [{ canvasToken: [] }], `${method} asks for the canvas token`);
+    for (const needed of ['Authorization: Bearer', 'X-Huabu-Resource-Grant', 'X-Huabu-Thread-Id', 'stateless'])
+      t.ok(op.description.includes(needed), `${method} tells a client of ${needed}`);
+    t.same(
+      op.parameters.filter((p) => p.in === 'header').map((p) => [p.name, (p.description ?? '').length > 0]),
+      [
+        ['x-huabu-resource-grant', true],
+        ['x-huabu-thread-id', true],
+      ],
+      `${method} documents the grant and thread headers`,
+    );
+    t.same(
+      op.parameters.filter((p) => p.in === 'path').map((p) => p.name),
+      ['canvasId'],
+    );
+    for (const status of ['400', '404', '405', '406', '415']) {
+      const media = op.responses[status]!.content!['application/json']!;
+      const rpc = media.examples?.['json-rpc']?.value as { jsonrpc: string; id: null; error: { code: number; message: string } };
+      t.match(rpc, { jsonrpc: '2.0', id: null }, `${method} ${status} shows the transport's JSON-RPC error`);
+      t.ok(rpc.error.code <= -32000 && rpc.error.code >= -32768, `${method} ${status}: a JSON-RPC error code (${rpc.error.code})`);
+      t.ok(rpc.error.message.length > 0);
+      t.ok(media.examples!['json-rpc']!.summary, 'with a summary (the name Swagger UI shows)');
+      t.ok(Compile(media.schema).Check(rpc), `${method} ${status}: the example fits the schema`);
+      rpcCodes.set(status, rpc.error.code);
+      if (status === '400' || status === '415')
+        t.ok(Object.keys(media.examples!).length >= 2, `${method} ${status}: our envelope's example beside it`);
+    }
+  }
+  t.equal(rpcCodes.get('400'), -32700, 'a 400 of the transport is its parse error');
+
+  // What the wire sends fits what is documented for its status.
+  const mcpPost = ops.post!;
+  const fits = (status: number, body: unknown) =>
+    Compile(mcpPost.responses[String(status)]!.content!['application/json']!.schema).Check(body);
+  const notAcceptable = await answer(await post(w, read(1, 'registry://skill/huabu-access'), { accept: 'application/json' }));
+  t.equal(notAcceptable.status, 406);
+  t.same(notAcceptable.body, mcpPost.responses['406']!.content!['application/json']!.examples!['json-rpc']!.value, 'the 406 as documented');
+  const badVersion = await answer(await post(w, read(1, 'registry://skill/huabu-access'), { 'mcp-protocol-version': '1999-01-01' }));
+  t.ok(fits(badVersion.status, badVersion.body), 'a JSON-RPC 400 fits the 400 schema');
+  const invalid = await answer(await post(w, { jsonrpc: '1.0' }));
+  t.equal(invalid.status, 400);
+  t.ok(fits(400, invalid.body), 'so does a parse error');
+  t.equal((invalid.body as { error: { code: number } }).error.code, rpcCodes.get('400'));
+  const notJson = await answer(await post(w, '{"jsonrpc": "2.0", "id": 1,'));
+  t.match(notJson, { status: 400, body: { code: 'validation_failed' } }, 'a body that is no JSON is refused in our envelope');
+  t.ok(fits(400, notJson.body), 'which fits the 400 schema too');
+  const documented = mcpPost.requestBody!.content['application/json']!.example;
+  t.ok(documented, 'the request body has an example');
+  const listed = await answer(await post(w, documented));
+  t.match(listed, { status: 200, body: { jsonrpc: '2.0', id: 1, result: { resources: [] } } }, 'the documented request is answered');
+  t.match(
+    mcpPost.responses['200']!.content!['application/json']!.example,
+    { jsonrpc: '2.0', result: { resources: [{ uri: /^registry:\/\/resources\//, mimeType: 'text/markdown' }] } },
+    'the 200 example is a resources/list answer',
+  );
+  t.ok(mcpPost.responses['202'], 'a notification is documented as 202');
+  t.ok(ops.get!.responses['200']!.content!['text/event-stream'], 'the stream is documented as Server-Sent Events');
+  t.ok(ops.delete!.responses['200'], 'DELETE is documented as 200');
+});
+
+t.test("an agent's MCP requests go on while its machine is over its change events per minute", async (t) => {
+  const w = await world(t, { env: { EVENTS_PER_MACHINE_PER_MINUTE: '20' } });
+  const resources = Array.from({ length: 30 }, (_, i) => ({
+    schemaVersion: 1,
+    id: `tool-${i}`,
+    name: `Tool ${i}`,
+    description: 'A tool.',
+    instructions: 'Use it.',
+  }));
+  const bulk = await w.h.app.inject({
+    method: 'PUT',
+    url: '/api/acp/providers/mac-1/resources',
+    headers: w.h.bearer(w.machines.m1),
+    payload: { resources },
+  });
+  t.equal(bulk.statusCode, 200, bulk.body);
+  const more = await w.h.put('mac-1', w.machines.m1, 'one-more');
+  t.equal(more.statusCode, 429, 'the machine writes no more this minute');
+  const res = await answer(await post(w, read(1, 'registry://resources/tool-0')));
+  t.match(res, { status: 200, body: { id: 1, result: { contents: [{ uri: 'registry://resources/tool-0' }] } } }, 'its agent reads on');
 });
