@@ -15,7 +15,7 @@ export const LARGE_BODY_PERMITS = 1;
 /** Large requests that may wait for their turn; one more is refused at once. */
 export const LARGE_BODY_QUEUE = 64;
 /** How long a large request may wait for its turn (Node refuses a request not received within 30 s). */
-export const LARGE_BODY_WAIT_MS = 15_000;
+export const LARGE_BODY_WAIT_MS = 20_000;
 /** Retry-After of a refusal (seconds). */
 const RETRY_AFTER_SECONDS = 5;
 
