@@ -13,10 +13,10 @@ import {
   canvasToken,
   CANVAS_ID,
   compare,
-  killChildren,
   newCredentials,
   prepareDataDir,
   removeDir,
+  runBench,
   runLoad,
   seededId,
   startServer,
@@ -103,9 +103,4 @@ async function main(): Promise<void> {
   for (const row of rows) console.log(row);
 }
 
-process.on('exit', killChildren);
-main().catch((err: unknown) => {
-  console.error(err);
-  killChildren();
-  process.exit(1);
-});
+runBench(main);

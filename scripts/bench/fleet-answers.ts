@@ -8,17 +8,7 @@
 //
 // Knobs: BENCH_FLEET_SCALES (10000,100000), BENCH_RUNS (5 requests of each, after one not counted).
 import { request } from 'undici';
-import {
-  canvasToken,
-  CANVAS_ID,
-  killChildren,
-  newCredentials,
-  prepareDataDir,
-  removeDir,
-  seededId,
-  startServer,
-  tempRoot,
-} from './harness.js';
+import { canvasToken, CANVAS_ID, newCredentials, prepareDataDir, removeDir, runBench, seededId, startServer, tempRoot } from './harness.js';
 
 const scales = (process.env.BENCH_FLEET_SCALES ?? '10000,100000').split(',').map(Number);
 const runs = Number(process.env.BENCH_RUNS ?? 5);
@@ -97,9 +87,4 @@ async function main(): Promise<void> {
   for (const row of rows) console.log(row);
 }
 
-process.on('exit', killChildren);
-main().catch((err: unknown) => {
-  console.error(err);
-  killChildren();
-  process.exit(1);
-});
+runBench(main);

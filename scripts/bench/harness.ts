@@ -206,6 +206,16 @@ export function killChildren(): void {
   for (const child of live) child.kill('SIGKILL');
 }
 
+/** Runs a bench script's `main`; on a failure prints it, stops every child and exits 1. */
+export function runBench(main: () => Promise<void>): void {
+  process.on('exit', killChildren);
+  main().catch((err: unknown) => {
+    console.error(err);
+    killChildren();
+    process.exit(1);
+  });
+}
+
 function track(child: ChildProcess): ChildProcess {
   live.add(child);
   child.once('exit', () => live.delete(child));
