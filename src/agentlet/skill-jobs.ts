@@ -12,13 +12,7 @@ import path from 'node:path';
 import { Compile } from 'typebox/compile';
 import { ResourceId, SINGLE_LINE_PATTERN } from '../schemas/common.js';
 import { ReconcileEntryV2, V2_BOUNDS } from '../schemas/resource.js';
-import {
-  andMore,
-  namedFindings,
-  type ScanScope,
-  type SecretFinding,
-  type SecretScanner,
-} from '../secrets/secret-scanner.js';
+import { andMore, namedFindings, type ScanScope, type SecretFinding, type SecretScanner } from '../secrets/secret-scanner.js';
 import { writeFileDurably } from '../storage/durable-file.js';
 import type { SkillDiagnosticCode } from '../schemas/skill.js';
 import { firstControlCharacter } from '../text/control-characters.js';
@@ -614,7 +608,10 @@ export async function importJob(payload: unknown, context: JobContext): Promise<
   // Every text file is scanned before anything is written.
   const texts = skill.files.map((f): [string, string] => [`/files/${f.rel}`, scannedText(f.bytes)]);
   // The owner's allowlist entries come with the job: the registry holds the list, the machine scans the files.
-  const findings = await context.scanner.scan(texts, { route: refresh ? 'resource.refresh' : 'resource.import', allowed: jobAllowlist(body) });
+  const findings = await context.scanner.scan(texts, {
+    route: refresh ? 'resource.refresh' : 'resource.import',
+    allowed: jobAllowlist(body),
+  });
   if (findings.length > 0) {
     // No fingerprint in the message: the registry scans a machine's words, and names the fingerprints itself.
     const { named, more } = namedFindings(findings);
