@@ -254,6 +254,7 @@ export class ResourceIndex {
     const scope = providers ? new Set(providers) : undefined;
     const masks = new Map<number, FieldMask>();
     for (const posting of byTerm[0]!.postings) for (const [slot, mask] of posting.entries()) masks.set(slot, (masks.get(slot) ?? 0) | mask);
+    const others = byTerm.slice(1);
     const page: Match[] = [];
     const before = (a: Match, b: Match) => comparePositions(a.position, b.position) < 0;
     for (const [slot, mask] of masks) {
@@ -261,7 +262,7 @@ export class ResourceIndex {
       const record = this.records.get(id);
       if (!record || (scope && !scope.has(record.provider))) continue;
       let tier = WEIGHT_OF_MASK[mask]!;
-      for (const { postings } of byTerm.slice(1)) {
+      for (const { postings } of others) {
         let m = 0;
         for (const posting of postings) m |= posting.get(slot);
         if (m === 0) {
