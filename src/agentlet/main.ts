@@ -6,7 +6,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { HOST_PROVIDER, SLUG_ID_PATTERN } from '../schemas/common.js';
 import type { Output, RegistryInput } from './commands.js';
 import { CliError, EXIT, type ExitCode } from './exit-codes.js';
-import { DEFAULT_TIMEOUT_MS, parseRegistryUrl } from './registry-client.js';
+import { DEFAULT_TIMEOUT_MS, PUBLISH_TIMEOUT_MS, parseRegistryUrl } from './registry-client.js';
 import { DEFAULT_RECONNECT_MAX_MS, RECONNECT_BASE_MS } from './serve-constants.js';
 import { RECEIPT_KINDS, resolveResourceRoot, type ReceiptKind } from './resource-root.js';
 import { terminalSafe } from './terminal-text.js';
@@ -60,7 +60,7 @@ Options
   --resource-dir DIR        Resource root (absolute). Default: $AGENT_RESOURCE_DIR, else ~/.agentlet/resources
   --token-file FILE         File holding the machine token, readable by its owner only (chmod 600).
                             The token is never accepted on the command line and never printed.
-  --timeout-ms MS           Bound on each registry request (default ${DEFAULT_TIMEOUT_MS}).
+  --timeout-ms MS           Bound on each registry request (default ${DEFAULT_TIMEOUT_MS}; a whole-set publish waits at least ${PUBLISH_TIMEOUT_MS}).
   -h, --help                Show this help.
 
 Environment

@@ -36,6 +36,11 @@ const checkResourceList = Compile(ResourceList);
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
 /**
+ * The least a whole-set publish waits for its answer, whatever the request timeout: the registry handles large
+ * publishes one at a time and may hold one 20 s for its turn (its `LARGE_BODY_WAIT_MS`), then handles it.
+ */
+export const PUBLISH_TIMEOUT_MS = 60_000;
+/**
  * Most bytes read of any answer. The largest legitimate one lists a machine's full set (1000 records, the
  * reconcile maximum) in record v1: name, description and instructions hold at most 4,640 UTF-16 units, none
  * longer than 6 bytes as JSON (a `\uXXXX` escape), plus ASCII IDs and keys: under 28.3 MB. A reconcile answer is
@@ -87,15 +92,17 @@ const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEO
 export class RegistryClient {
   readonly #o: RegistryClientOptions;
   readonly #client: TypedClient;
+  /** The whole-set publish's client: the same, waiting at least PUBLISH_TIMEOUT_MS. */
+  readonly #publisher: TypedClient;
+  readonly #publishTimeoutMs: number;
 
   constructor(options: RegistryClientOptions) {
     this.#o = options;
-    this.#client = new TypedClient({
-      baseUrl: options.registryUrl,
-      token: options.token,
-      timeoutMs: options.timeoutMs,
-      maxResponseBytes: MAX_RESPONSE_BYTES,
-    });
+    const client = (timeoutMs: number) =>
+      new TypedClient({ baseUrl: options.registryUrl, token: options.token, timeoutMs, maxResponseBytes: MAX_RESPONSE_BYTES });
+    this.#client = client(options.timeoutMs);
+    this.#publishTimeoutMs = Math.max(options.timeoutMs, PUBLISH_TIMEOUT_MS);
+    this.#publisher = client(this.#publishTimeoutMs);
   }
 
   /** Nothing to release: fetch's connections are pooled by Node and closed when idle. */
@@ -107,7 +114,10 @@ export class RegistryClient {
   /** `problems`, when given and not empty, is sent with the set; without it the body is `{resources}` alone. */
   async reconcile(resources: ReconcileRequest['resources'], dryRun: boolean, problems: MachineProblem[] = []): Promise<ReconcileResponse> {
     const body = problems.length > 0 ? { resources, problems } : { resources };
-    const answer = await this.#send(() => this.#client.reconcileProviderResources(this.#o.machineId, body, { dryRun }));
+    const answer = await this.#send(
+      () => this.#publisher.reconcileProviderResources(this.#o.machineId, body, { dryRun }),
+      this.#publishTimeoutMs,
+    );
     if (!checkReconcileResult.Check(answer)) throw this.#unexpected('the reconcile answer does not match the contract');
     return answer;
   }
@@ -150,7 +160,7 @@ export class RegistryClient {
     return sent !== JOB_GONE;
   }
 
-  async #send(call: () => Promise<unknown>): Promise<unknown> {
+  async #send(call: () => Promise<unknown>, timeoutMs = this.#o.timeoutMs): Promise<unknown> {
     try {
       return await call();
     } catch (err) {
@@ -160,7 +170,7 @@ export class RegistryClient {
         if (err.problem === 'not_json') throw this.#unexpected(`status ${err.statusCode} without a JSON body`);
         throw this.#statusError(err.statusCode, err.body as Partial<ErrorBody> | undefined);
       }
-      if (err instanceof RegistryConnectionError) throw this.#networkError(err);
+      if (err instanceof RegistryConnectionError) throw this.#networkError(err, timeoutMs);
       throw err;
     }
   }
@@ -172,8 +182,8 @@ export class RegistryClient {
     );
   }
 
-  #networkError(err: RegistryConnectionError): CliError {
-    const { registryUrl, timeoutMs } = this.#o;
+  #networkError(err: RegistryConnectionError, timeoutMs: number): CliError {
+    const { registryUrl } = this.#o;
     const code = errorCode(err.cause) ?? 'unknown error';
     // Node's fetch has its own connect and headers bounds; meeting one of them is a timeout too.
     if (err.timedOut || TIMEOUT_CODES.has(code)) {

@@ -4,9 +4,12 @@
 // (test/helpers/agentlet.ts).
 import t from 'tap';
 import { chmod, mkdir, stat } from 'node:fs/promises';
+import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
-import { cliRunner, machine, tempDir } from '../helpers/agentlet.js';
+import { PUBLISH_TIMEOUT_MS } from '../../src/agentlet/registry-client.js';
+import { LARGE_BODY_WAIT_MS } from '../../src/http/large-bodies.js';
+import { addSkill, catalogue, cliRunner, machine, tempDir } from '../helpers/agentlet.js';
 import { needsBuild } from '../helpers/built.js';
 import { freePort, listen } from '../helpers/sockets.js';
 
@@ -30,6 +33,47 @@ t.test('a URL that is not the registry base URL is named as such', async (t) => 
   t.match(
     run.stderr,
     `unexpected answer from ${m.reg.url}/some/prefix: 404 not_found for /api/acp/providers/{provider}/resources; is --registry the registry's base URL`,
+  );
+});
+
+t.test("a publish may wait beyond --timeout-ms for its turn among other machines' large publishes", async (t) => {
+  const m = await machine(t);
+  // In front of the real registry: holds each request for the machine's set 1.5 s before passing it on, as the
+  // registry holds a whole-set publish while other machines' large sets are handled one at a time (up to 20 s).
+  const held: string[] = [];
+  const proxy = http.createServer((req, res) => {
+    const forward = () => {
+      const up = http.request(`${m.reg.url}${req.url}`, { method: req.method, headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode!, answer.headers);
+        answer.pipe(res);
+      });
+      // A held request whose caller gave up may reach the registry after the test closed it.
+      up.on('error', () => res.destroy());
+      req.pipe(up);
+    };
+    if (/\/resources(\?|$)/.test(req.url!)) {
+      if (req.method === 'PUT') held.push(req.url!);
+      setTimeout(forward, 1500);
+    } else forward();
+  });
+  const url = await listen(proxy);
+  t.teardown(() => proxy.close());
+  await addSkill(m, 'held-skill');
+  const remote = ['--registry', url, '--machine-id', 'agentlet-7f3a', '--token-file', m.tokenPath, '--timeout-ms', '300'];
+  const sync = await m.cli(['sync', ...remote]);
+  t.equal(sync.code, 0, sync.stderr);
+  t.match(sync.stdout, /created: +held-skill/);
+  t.equal(held.length, 1, 'one publish, not given up and sent again');
+  t.same(
+    (await catalogue(m)).resources.map((r) => r.id),
+    ['held-skill'],
+  );
+  const list = await m.cli(['list', ...remote]);
+  t.equal(list.code, 3, 'any other request keeps --timeout-ms');
+  t.match(list.stderr, `the registry at ${url} did not answer within 300 ms`);
+  t.ok(
+    PUBLISH_TIMEOUT_MS > LARGE_BODY_WAIT_MS + 20_000,
+    "a publish waits longer than the registry's turn may take, with time to be handled",
   );
 });
 
