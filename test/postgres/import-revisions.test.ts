@@ -2,7 +2,8 @@
 // to PostgreSQL a thread launched on a record replaced since still reads what it was launched with (RFS and
 // MCP), the owner sees the same history, the drift report still diffs against the pinned text, retention
 // keeps what workloads and profiles pin, and a workload already told of a drift is not told again. Both with
-// the revisions still only in the resources journal and with them compacted into revisions.json.
+// the revisions still only in the resources journal and with them compacted into revisions.json; and a
+// re-import after the JSON service changed a pinned record again.
 import t, { type Test } from 'tap';
 import { cp, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -120,7 +121,7 @@ async function jsonDataDir(t: Test, crashed: boolean) {
   t.match(JSON.parse(answers.drift), { pins: [{ state: 'changed', diff: /^-Version one/m }] });
   let copied = dataDir;
   if (crashed) {
-    // The lock's socket stays behind: a restart after a crash finds it stale.
+    // The files as they are on disk now, which is what a crash leaves; not the lock's directory (a socket).
     copied = await tempDataDir();
     await cp(dataDir, copied, { recursive: true, filter: (src) => path.basename(src) !== '.control' });
   }
@@ -258,4 +259,56 @@ if (base) {
       },
     );
   }
+
+  t.test(
+    'a re-import after the JSON service replaced a pinned record again lists the same history and tells no workload twice',
+    async (t) => {
+      const json = await jsonDataDir(t, false);
+      const url = await freshDatabase(t, base);
+      const err: string[] = [];
+      const run = () =>
+        runImport(
+          ['--data-dir', json.dataDir],
+          url,
+          () => undefined,
+          (l) => err.push(l),
+        );
+      t.equal(await run(), 0, err.join('\n'));
+
+      const again = await build({ teardown: () => undefined }, { dataDir: json.dataDir, env: { REQUIRED_RESOURCE_IDS: '' } });
+      const inject = again.app.inject.bind(again.app);
+      const { head } = await driftedSince(inject, '0');
+      t.equal((await putV2(inject, json.m1, 'skill-a', 'Version three.')).statusCode, 200);
+      t.same(
+        (await driftedSince(inject, head)).drifted.map((e) => e.subject.id),
+        ['canvas-1/thread-1'],
+        'the JSON service told the thread of the new content',
+      );
+      const history = (await inject({ url: '/api/acp/resources/skill-a/revisions', headers: owner })).body;
+      const report = (await inject({ url: '/api/acp/workloads/canvas-1/thread-1/drift', headers: owner })).body;
+      await again.app.close();
+
+      const out: string[] = [];
+      t.equal(
+        await runImport(
+          ['--data-dir', json.dataDir],
+          url,
+          (l) => out.push(l),
+          (l) => err.push(l),
+        ),
+        0,
+        err.join('\n'),
+      );
+      t.match(out.join('\n'), /written: 1 resources, .*, 1 revisions, 0 revision holds, 1 drift notices$/m, 'only what changed');
+      const config = loadConfig(
+        testEnv(await tempDataDir(), { DATABASE_URL: url, SEED_HUABU_RESOURCES: 'false', REQUIRED_RESOURCE_IDS: '' }),
+      );
+      const app = await buildApp({ config, logger: createLogger('silent') });
+      t.teardown(() => app.close());
+      const pg = app.inject.bind(app);
+      t.equal((await pg({ url: '/api/acp/resources/skill-a/revisions', headers: owner })).body, history, 'the same three revisions');
+      t.equal((await pg({ url: '/api/acp/workloads/canvas-1/thread-1/drift', headers: owner })).body, report, 'the same drift report');
+      t.same((await driftedSince(pg, '0')).drifted, [], 'the re-import tells the thread nothing the JSON service told it');
+    },
+  );
 }
