@@ -46,6 +46,8 @@ import {
   listRevisionsOf,
   releaseHold,
   revisionKey,
+  revisionsSnapshot,
+  type RevisionsSnapshot,
 } from './json-revisions.js';
 import { digestOf, workloadHolder, type ResourceRevision } from '../registry/record-digest.js';
 import { indexByDigest, loadMachines, MACHINES_FILE, machinesCodec, type MachinesState } from './json-machines-file.js';
@@ -87,6 +89,8 @@ export interface JsonStoreSnapshot {
   /** The registry document around the profiles (its `state.profiles` is not kept up to date here). */
   registryDocument: JsonObject;
   workloads: readonly WorkloadRecord[];
+  /** The kept revisions (by ID, oldest first), the holds on them and the drift notices (docs/decisions/record-digest.md). */
+  revisions: RevisionsSnapshot;
 }
 
 export interface JsonFileStoreOptions {
@@ -641,6 +645,7 @@ export class JsonFileStore implements RegistryStore {
       profiles: await this.listProfiles(),
       registryDocument: this.registry.state.doc,
       workloads,
+      revisions: revisionsSnapshot(this.resources.state),
     };
   }
 

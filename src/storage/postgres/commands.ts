@@ -67,7 +67,7 @@ export async function runImport(
   try {
     const { found, written } = await importJsonDataDir(path.resolve(dataDir), databaseUrl, progress);
     const line = (c: typeof found) =>
-      `${c.resources} resources, ${c.machines} machines, ${c.profiles} profiles, ${c.registryStateKeys} other registry keys, ${c.workloads} workloads, ${c.auditEntries} audit entries`;
+      `${c.resources} resources, ${c.machines} machines, ${c.profiles} profiles, ${c.registryStateKeys} other registry keys, ${c.workloads} workloads, ${c.auditEntries} audit entries, ${c.revisions} revisions, ${c.revisionHolds} revision holds, ${c.driftNotices} drift notices`;
     out(`${path.resolve(dataDir)} holds ${line(found)}`);
     out(
       Object.values(written).every((n) => n === 0) ? 'the database already held all of it; nothing written' : `written: ${line(written)}`,

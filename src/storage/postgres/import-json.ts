@@ -2,7 +2,9 @@
 // DATABASE_URL. The DATA_DIR is read through the JSON store itself (so its lock keeps a running JSON
 // service out, and its files are migrated and validated as at a start). The database must be empty or
 // hold an earlier import; everything is written in one transaction, and only what differs is written, so
-// re-running the same import changes nothing.
+// re-running the same import changes nothing. The record revisions, their holds and the drift notices come
+// from the JSON store's state too (docs/decisions/record-digest.md), so a thread launched on a record replaced
+// since keeps reading what it was launched with.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
@@ -10,6 +12,7 @@ import { aliasKey, profileRevision } from '../../profiles/profile-rules.js';
 import { AUDIT_FILE, JsonFileStore } from '../json-file-store.js';
 import { logFilesOldestFirst } from '../append-log.js';
 import type { AuditEntry } from '../../registry/store.js';
+import type { StoredResource } from '../../schemas/resource.js';
 import { PostgresStore } from './postgres-store.js';
 import { indexUnindexedResources } from './resources.js';
 import { LARGE_ROW_COUNT, silentProgress, type Progress } from '../../progress.js';
@@ -22,6 +25,12 @@ export interface ImportCounts {
   registryStateKeys: number;
   workloads: number;
   auditEntries: number;
+  /** Kept revisions of records (withdrawn ones' included). */
+  revisions: number;
+  /** Revisions a workload or profile pins. */
+  revisionHolds: number;
+  /** What each launched thread was last told its pin drifted to. */
+  driftNotices: number;
 }
 
 export interface ImportReport {
@@ -61,6 +70,21 @@ async function readAudit(dataDir: string): Promise<AuditEntry[]> {
         return [];
       }
     });
+}
+
+/** The content columns of `resources` and `resource_revisions` (the digest is the database's or the revision's). */
+function contentColumns(records: readonly StoredResource[]) {
+  return [
+    records.map((x) => x.id),
+    records.map((x) => x.provider),
+    records.map((x) => x.schemaVersion),
+    records.map((x) => x.name),
+    records.map((x) => (x.schemaVersion === 1 ? x.description : null)),
+    records.map((x) => (x.schemaVersion === 1 ? x.instructions : null)),
+    records.map((x) => (x.schemaVersion === 2 ? x.sourceContent : null)),
+    records.map((x) => x.displayName ?? null),
+    records.map((x) => x.userContent ?? ''),
+  ];
 }
 
 const sameEntry = (
@@ -132,6 +156,11 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string, re
     ...(Object.keys(top).length > 0 ? [['$document', top] as [string, unknown]] : []),
   ];
 
+  const { holds, notices } = snapshot.revisions;
+  // Oldest first across every ID, as the JSON store numbered them: the database numbers them again in this
+  // order, so the newest-first listing and the retention's order stay the same.
+  const revisions = [...snapshot.revisions.revisions].sort((a, b) => a.seq - b.seq);
+
   // Migrates the database (under the advisory lock) exactly as a service start would.
   await (await PostgresStore.open({ databaseUrl, poolSize: 1 })).close();
 
@@ -144,13 +173,19 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string, re
       snapshot.profiles.length +
       stateRows.length +
       snapshot.workloads.length +
-      audit.length;
+      audit.length +
+      revisions.length +
+      holds.length +
+      notices.length;
     // A bar (on a terminal) only when there is enough to wait for.
     const progress = rows >= LARGE_ROW_COUNT ? reporter : silentProgress;
     progress.stage('importing into PostgreSQL', rows, 'rows');
     await client.query('BEGIN');
     // One import at a time, and no service write can slip between the emptiness check and the copy.
-    await client.query('LOCK TABLE resources, machines, profiles, registry_state, workloads, audit_log, json_imports IN EXCLUSIVE MODE');
+    await client.query(
+      `LOCK TABLE resources, machines, profiles, registry_state, workloads, audit_log, json_imports, resource_revisions, revision_holds,
+         drift_notices IN EXCLUSIVE MODE`,
+    );
     const { rows: previous } = await client.query('SELECT 1 FROM json_imports LIMIT 1');
     if (previous.length === 0) {
       const { rows } = await client.query<{ n: string }>(
@@ -164,7 +199,28 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string, re
       }
     }
 
-    const written: ImportCounts = { resources: 0, machines: 0, profiles: 0, registryStateKeys: 0, workloads: 0, auditEntries: 0 };
+    const written: ImportCounts = {
+      resources: 0,
+      machines: 0,
+      profiles: 0,
+      registryStateKeys: 0,
+      workloads: 0,
+      auditEntries: 0,
+      revisions: 0,
+      revisionHolds: 0,
+      driftNotices: 0,
+    };
+    // The drift notices before the records: the drift trigger reads them, so a record the JSON store changed
+    // since an earlier import does not tell a workload again what the JSON store told it already.
+    written.driftNotices =
+      (
+        await client.query(
+          `INSERT INTO drift_notices AS t (resource_id, holder, told) SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
+         ON CONFLICT (resource_id, holder) DO UPDATE SET told = EXCLUDED.told WHERE t.told IS DISTINCT FROM EXCLUDED.told`,
+          [notices.map((n) => n.id), notices.map((n) => n.holder), notices.map((n) => n.told)],
+        )
+      ).rowCount ?? 0;
+    progress.advance(notices.length);
     const r = snapshot.resources;
     written.resources =
       (
@@ -178,22 +234,40 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string, re
          WHERE (t.provider, t.schema_version, t.name, t.description, t.instructions, t.source_content, t.display_name, t.user_content, t.imported)
            IS DISTINCT FROM (EXCLUDED.provider, EXCLUDED.schema_version, EXCLUDED.name, EXCLUDED.description, EXCLUDED.instructions,
              EXCLUDED.source_content, EXCLUDED.display_name, EXCLUDED.user_content, EXCLUDED.imported)`,
-          [
-            r.map((x) => x.id),
-            r.map((x) => x.provider),
-            r.map((x) => x.schemaVersion),
-            r.map((x) => x.name),
-            r.map((x) => (x.schemaVersion === 1 ? x.description : null)),
-            r.map((x) => (x.schemaVersion === 1 ? x.instructions : null)),
-            r.map((x) => (x.schemaVersion === 2 ? x.sourceContent : null)),
-            r.map((x) => x.displayName ?? null),
-            r.map((x) => x.userContent ?? ''),
-            r.map((x) => x.imported === true),
-          ],
+          [...contentColumns(r), r.map((x) => x.imported === true)],
         )
       ).rowCount ?? 0;
     await indexUnindexedResources(client);
     progress.advance(r.length);
+    // The revisions after the records, whose trigger has just kept each current content as a revision of
+    // now: it takes the JSON store's time and place in the order. One already imported keeps its place.
+    written.revisions =
+      (
+        await client.query(
+          `INSERT INTO resource_revisions AS t (id, provider, schema_version, name, description, instructions, source_content,
+             display_name, user_content, digest, created_at, seq)
+         SELECT id, provider, schema_version, name, description, instructions, source_content, display_name, user_content, digest,
+             created_at, nextval('resource_revisions_seq_seq')
+           FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+             $10::text[], $11::timestamptz[]) WITH ORDINALITY AS u(id, provider, schema_version, name, description, instructions,
+             source_content, display_name, user_content, digest, created_at, n)
+          ORDER BY n
+         ON CONFLICT (id, digest) DO UPDATE SET created_at = EXCLUDED.created_at, seq = EXCLUDED.seq
+         WHERE t.created_at IS DISTINCT FROM EXCLUDED.created_at`,
+          [...contentColumns(revisions.map((v) => v.record)), revisions.map((v) => v.digest), revisions.map((v) => v.createdAt)],
+        )
+      ).rowCount ?? 0;
+    progress.advance(revisions.length);
+    // The holds after the records: a first import's records tell no workload of a drift (the JSON store did).
+    written.revisionHolds =
+      (
+        await client.query(
+          `INSERT INTO revision_holds AS t (resource_id, holder, digest) SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
+         ON CONFLICT (resource_id, holder) DO UPDATE SET digest = EXCLUDED.digest WHERE t.digest IS DISTINCT FROM EXCLUDED.digest`,
+          [holds.map((h) => h.id), holds.map((h) => h.holder), holds.map((h) => h.digest)],
+        )
+      ).rowCount ?? 0;
+    progress.advance(holds.length);
     const m = snapshot.machines;
     written.machines =
       (
@@ -262,6 +336,9 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string, re
       registryStateKeys: stateRows.length,
       workloads: w.length,
       auditEntries: audit.length,
+      revisions: revisions.length,
+      revisionHolds: holds.length,
+      driftNotices: notices.length,
     };
     // Recorded when it wrote anything (or is the first): a re-run on the same DATA_DIR leaves no trace.
     if (previous.length === 0 || Object.values(written).some((n) => n > 0)) {
