@@ -392,10 +392,11 @@ export class JsonFileStore implements RegistryStore {
         draft.resources.delete(id);
         drift.push(...driftOf(draft, id, provider, previous, undefined));
       }
+      const unchanged = new Set(plan.unchanged);
       for (const record of records) {
         const previous = draft.resources.get(record.id);
         draft.resources.set(record.id, Object.freeze(record));
-        if (previous === undefined || !plan.unchanged.includes(record.id)) {
+        if (previous === undefined || !unchanged.has(record.id)) {
           keepRevisions(draft, previous, record, now);
           drift.push(...driftOf(draft, record.id, provider, previous, record));
         }
