@@ -290,7 +290,7 @@ t.test('slow readers of large batches hold the expensive-work bound: the next ba
 });
 
 interface Media {
-  schema: Record<string, unknown>;
+  schema: Record<string, unknown> & { description?: string };
   example?: unknown;
   examples?: Record<string, { summary?: string; value: unknown }>;
 }
@@ -344,6 +344,11 @@ t.test('the OpenAPI document describes the MCP endpoint as the wire answers it',
       t.ok(rpc.error.message.length > 0);
       t.ok(media.examples!['json-rpc']!.summary, 'with a summary (the name Swagger UI shows)');
       t.ok(Compile(media.schema).Check(rpc), `${method} ${status}: the example fits the schema`);
+      t.notOk(
+        Compile(media.schema).Check({ ...rpc, result: {} }),
+        `${method} ${status}: an error carries no member beside jsonrpc, error and id`,
+      );
+      t.match(media.schema.description, /JSON-RPC error/, `${method} ${status}: the schema says what it is`);
       rpcCodes.set(status, rpc.error.code);
       if (status === '400' || status === '415')
         t.ok(Object.keys(media.examples!).length >= 2, `${method} ${status}: our envelope's example beside it`);
