@@ -87,7 +87,9 @@ for (const file of files) {
       '--incrementalFile',
       `reports/stryker-incremental-${name}.json`,
     ],
-    { stdio: 'inherit' },
+    // Stryker runs a test file without package.json's tap config; a suite slowed by the machine's load keeps
+    // the same per-test timeout as `npm test` gives it.
+    { stdio: 'inherit', env: { ...process.env, TAP_TIMEOUT: process.env.TAP_TIMEOUT ?? '480' } },
   );
   if (run.status !== 0) {
     failed = true;
