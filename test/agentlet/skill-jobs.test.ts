@@ -58,6 +58,23 @@ t.test('the source revision: SHA-256 over the files sorted by path, each as path
     skillRevision([{ rel: 'ab', bytes: Buffer.from('c'), mode: 0o644 }]),
     'path and bytes cannot run into each other',
   );
+  // Whatever order the files come in, they are taken in the order of their paths as UTF-16 code units: `a-c.md`
+  // before `a/b.md` ('-' < '/'), though a folder's walk meets `a/` first.
+  const many = ['scripts/x.sh', 'a/b.md', 'SKILL.md', 'z.md', 'a-c.md', 'B.md', 'references/r.md'].map((rel, i) => ({
+    rel,
+    bytes: Buffer.from(`file ${i}`),
+    mode: 0o644,
+  }));
+  const byPath = [...many].sort((a, b) => (a.rel < b.rel ? -1 : 1));
+  t.same(
+    byPath.map((f) => f.rel),
+    ['B.md', 'SKILL.md', 'a-c.md', 'a/b.md', 'references/r.md', 'scripts/x.sh', 'z.md'],
+  );
+  const hash = createHash('sha256');
+  for (const f of byPath) hash.update(`${f.rel}\u0000644\u0000${f.bytes.length}\u0000`).update(f.bytes);
+  const wanted = hash.digest('hex');
+  for (const order of [many, [...many].reverse(), [...many.slice(3), ...many.slice(0, 3)], byPath])
+    t.equal(skillRevision(order), wanted, `in path order whatever the order given (${order.map((f) => f.rel).join(' ')})`);
   t.end();
 });
 
