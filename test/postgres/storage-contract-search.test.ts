@@ -20,6 +20,7 @@ if (base) {
       return PostgresStore.open({ databaseUrl: url });
     },
     runs: 25,
+    shrink: false,
   });
 
   t.test('a row written without search vectors (before the migration, or by hand) is indexed at the next start', async (t) => {

@@ -7,4 +7,5 @@ import { runSearchContract } from '../helpers/storage-contract-search.js';
 runSearchContract(t, 'json', {
   fresh: async () => JsonFileStore.open({ dataDir: await tempDataDir() }),
   runs: 60,
+  shrink: true,
 });
