@@ -52,12 +52,20 @@ function draftChanges<V>(map: RecordMap<V>): [string, V | undefined][] {
   return map instanceof OverlayMap ? (map as OverlayMap<V>).changes() : [];
 }
 
+/** What a draft changed among the keys of `id` in `map`, a map keyed `<id> <…>` (nothing for the committed state). */
+function draftChangesOf<V>(map: RecordMap<V>, id: string): [string, V | undefined][] {
+  return map instanceof OverlayMap ? (map as OverlayMap<V>).changesIn(id) : [];
+}
+
+/** The ID of a key `<id> <…>` (an ID holds no space). */
+const idOfKey = (key: string): string => key.slice(0, key.indexOf(' '));
+
 /** The revisions of `id` in `state` (a draft's included), any order. */
 export function revisionsOf(state: RevisionsState, id: string): ResourceRevision[] {
   const digests = new Set(state.revisionIndex.get(id) ?? []);
-  for (const [key, value] of draftChanges(state.revisions)) {
-    if (value?.id === id) digests.add(value.digest);
-    else if (value === undefined && key.startsWith(`${id} `)) digests.delete(key.slice(id.length + 1));
+  for (const [key, value] of draftChangesOf(state.revisions, id)) {
+    if (value) digests.add(value.digest);
+    else digests.delete(key.slice(id.length + 1));
   }
   return [...digests].flatMap((d) => {
     const r = state.revisions.get(revisionKey(id, d));
@@ -73,9 +81,9 @@ export function pinnedDigestsOf(state: RevisionsState, id: string): Set<string> 
 /** The holders of `id` (a draft's holds included) with their pinned digest. */
 function holdersOf(state: RevisionsState, id: string): Map<string, string> {
   const holders = new Map(state.holdIndex.get(id) ?? []);
-  for (const [key, hold] of draftChanges(state.holds)) {
-    if (hold?.id === id) holders.set(hold.holder, hold.digest);
-    else if (hold === undefined && key.startsWith(`${id} `)) holders.delete(key.slice(id.length + 1));
+  for (const [key, hold] of draftChangesOf(state.holds, id)) {
+    if (hold) holders.set(hold.holder, hold.digest);
+    else holders.delete(key.slice(id.length + 1));
   }
   return holders;
 }
@@ -263,8 +271,8 @@ export function emptyRevisions(): RevisionsState {
 /** A draft over the committed revisions. */
 export function cloneRevisions(state: RevisionsState): RevisionsState {
   return {
-    revisions: new OverlayMap(state.revisions as Map<string, ResourceRevision>),
-    holds: new OverlayMap(state.holds as Map<string, RevisionHold>),
+    revisions: new OverlayMap(state.revisions as Map<string, ResourceRevision>, idOfKey),
+    holds: new OverlayMap(state.holds as Map<string, RevisionHold>, idOfKey),
     notices: new OverlayMap(state.notices as Map<string, DriftNotice>),
     revisionIndex: state.revisionIndex,
     holdIndex: state.holdIndex,

@@ -17,9 +17,17 @@ const DELETED = Symbol('deleted');
 
 export class OverlayMap<V> implements RecordMap<V> {
   readonly #changes = new Map<string, V | typeof DELETED>();
+  /** The changed keys of each group, when the map has groups (`groupOf`). */
+  readonly #groups = new Map<string, Set<string>>();
 
-  /** Values must not be `undefined`. */
-  constructor(private readonly base: ReadonlyMap<string, V>) {}
+  /**
+   * Values must not be `undefined`. `groupOf` names a key's group, so `changesIn` answers one group's
+   * changes without reading the others'.
+   */
+  constructor(
+    private readonly base: ReadonlyMap<string, V>,
+    private readonly groupOf?: (key: string) => string,
+  ) {}
 
   get(key: string): V | undefined {
     const change = this.#changes.get(key);
@@ -32,14 +40,23 @@ export class OverlayMap<V> implements RecordMap<V> {
   }
 
   set(key: string, value: V): this {
-    this.#changes.set(key, value);
+    this.#change(key, value);
     return this;
   }
 
   delete(key: string): boolean {
     const had = this.has(key);
-    if (had) this.#changes.set(key, DELETED);
+    if (had) this.#change(key, DELETED);
     return had;
+  }
+
+  #change(key: string, change: V | typeof DELETED): void {
+    this.#changes.set(key, change);
+    if (!this.groupOf) return;
+    const group = this.groupOf(key);
+    let keys = this.#groups.get(group);
+    if (!keys) this.#groups.set(group, (keys = new Set()));
+    keys.add(key);
   }
 
   *keys(): IterableIterator<string> {
@@ -64,6 +81,14 @@ export class OverlayMap<V> implements RecordMap<V> {
   /** What the draft changed: `[key, value]`, with `undefined` for a removed key. */
   changes(): [string, V | undefined][] {
     return [...this.#changes].map(([key, change]) => [key, change === DELETED ? undefined : change]);
+  }
+
+  /** What the draft changed among the keys of `group` (a map made with `groupOf`), as `changes` answers. */
+  changesIn(group: string): [string, V | undefined][] {
+    return [...(this.#groups.get(group) ?? [])].map((key) => {
+      const change = this.#changes.get(key)!;
+      return [key, change === DELETED ? undefined : change];
+    });
   }
 }
 
