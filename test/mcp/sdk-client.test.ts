@@ -13,7 +13,7 @@ import {
   ResourceUpdatedNotificationSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CANARY, DATA_ROOT } from '../helpers/build.js';
 import { startHostedEndpoint, UPSTREAM_LEAK } from '../helpers/hosted-endpoint.js';
@@ -398,6 +398,55 @@ t.test('the stream tells of changes to what the canvas may see, within a second'
   t.ok(updated.includes('registry://resources/web-search'), 'a record it subscribed to, replaced');
   t.notOk(updated.includes('registry://resources/theirs'), "never another machine's record");
   t.ok(listChanged >= 1, 'the list changed');
+
+  // Another machine's change alone tells this canvas nothing, not even that its list changed.
+  updated.length = 0;
+  listChanged = 0;
+  t.equal((await w.h.put('mac-2', w.machines.m2, 'theirs-too')).statusCode, 201);
+  await new Promise((r) => setTimeout(r, 300));
+  t.equal((await w.h.put('mac-1', w.machines.m1, 'mine-too')).statusCode, 201);
+  await until('the notification of mine-too', () => Promise.resolve(updated.includes('registry://resources/mine-too')));
+  t.same(updated, ['registry://resources/mine-too'], 'only the record it may see');
+  t.equal(listChanged, 1, 'one list change: the one it may see');
+});
+
+t.test('a burst of changes longer than a page is told in full, whoever made its first pages', async (t) => {
+  const w = await world(t);
+  const client = await connect(t, w);
+  const updated = new Set<string>();
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updated.add(n.params.uri));
+  await until('the stream open', async () => {
+    await w.h.put('huabu', CANARY.huabu, 'probe');
+    return updated.has('registry://resources/probe');
+  });
+  const set = (prefix: string) =>
+    Array.from({ length: 300 }, (_, i) => ({
+      schemaVersion: 1,
+      id: `${prefix}-${i}`,
+      name: `Tool ${i}`,
+      description: 'A tool.',
+      instructions: 'Use it.',
+    }));
+  const publish = (machine: string, token: string, prefix: string) =>
+    w.h.app.inject({
+      method: 'PUT',
+      url: `/api/acp/providers/${machine}/resources`,
+      headers: w.h.bearer(token),
+      payload: { resources: set(prefix) },
+    });
+  // More than a page (256 events) of another machine's changes, with this machine's own right behind them.
+  const [theirs, mine] = await Promise.all([publish('mac-2', w.machines.m2, 'theirs'), publish('mac-1', w.machines.m1, 'mine')]);
+  t.equal(theirs.statusCode, 200, theirs.body);
+  t.equal(mine.statusCode, 200, mine.body);
+  await until('every record of mine told', () => Promise.resolve(set('mine').every((r) => updated.has(`registry://resources/${r.id}`))));
+  t.notOk(
+    [...updated].some((uri) => uri.includes('/theirs-')),
+    "never another machine's record",
+  );
+  // And a later change of its own, after the burst, is told as well.
+  t.equal((await w.h.put('mac-1', w.machines.m1, 'after')).statusCode, 201);
+  await until('the record after the burst told', () => Promise.resolve(updated.has('registry://resources/after')));
+  t.pass('told');
 });
 
 t.test('a revoked canvas token closes the stream', async (t) => {
@@ -422,6 +471,13 @@ t.test('a revoked canvas token closes the stream', async (t) => {
   t.equal(revoked.statusCode, 200);
   const at = performance.now();
   t.ok((await ended) - at < 1000, 'closed within a second');
+  const closed = (await readFile(w.h.logFile, 'utf8'))
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as { msg?: string; why?: unknown })
+    .filter((entry) => entry.msg === 'MCP stream closed: its credential no longer holds');
+  t.ok(closed.length >= 1, 'the close is logged');
+  t.match(closed.at(-1), { why: /\S/ }, 'with why');
   const again = await request(`${w.origin}/api/rfs/canvas-1/mcp`, {
     headers: { ...w.h.bearer(w.tokens.c1m1), accept: 'text/event-stream' },
   });
