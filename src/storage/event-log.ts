@@ -64,10 +64,17 @@ export interface RetentionOptions {
   retainDays: number;
 }
 
+/** The checks of frozen records: a frozen record cannot change, so its check is computed once. */
+const checks = new WeakMap<object, string>();
+
 /** A digest of a record as stored, independent of key order. */
 export function recordCheck(record: unknown): string | null {
   if (record === undefined || record === null) return null;
-  return createHash('sha256').update(canonical(record)).digest('hex').slice(0, 32);
+  const known = typeof record === 'object' ? checks.get(record) : undefined;
+  if (known !== undefined) return known;
+  const check = createHash('sha256').update(canonical(record)).digest('hex').slice(0, 32);
+  if (typeof record === 'object' && Object.isFrozen(record)) checks.set(record, check);
+  return check;
 }
 
 function canonical(value: unknown): string {

@@ -19,6 +19,7 @@ import { lockDataDir, type DataDirLock } from './data-dir-lock.js';
 import { DurableDocument, type BatchObserver } from './durable-document.js';
 import { nodeFileSystem, sweepTempFiles, type FileSystemSeam } from './durable-file.js';
 import { JsonWorkloadFiles } from './json-workload-files.js';
+import { PreparedRecords } from './prepared-records.js';
 import type { WorkloadRecord } from '../schemas/workload.js';
 import type {
   AuditEntry,
@@ -377,10 +378,11 @@ export class JsonFileStore implements RegistryStore {
     });
   }
 
-  reconcileResources(provider: string, incoming: readonly StoredResource[], dryRun: boolean) {
+  async reconcileResources(provider: string, incoming: readonly StoredResource[], dryRun: boolean) {
+    const prepared = await PreparedRecords.of((id) => this.resources.state.resources.get(id), incoming);
     return this.resources.update<ReconcileResult>((draft) => {
       const owned = [...draft.resources.values()].filter((r) => r.provider === provider).map((r) => r.id);
-      const records = incoming.map((r) => carryOwnerFields(draft.resources.get(r.id), { ...r }));
+      const records = incoming.map((r) => prepared.recordFor(draft.resources.get(r.id), r));
       const plan = planReconcile((id) => draft.resources.get(id), owned, provider, records);
       const changed = !dryRun && plan.created.length + plan.replaced.length + plan.withdrawn.length > 0;
       if (!changed) return { result: { dryRun, ...plan }, changed };
@@ -412,9 +414,7 @@ export class JsonFileStore implements RegistryStore {
   }
 
   /** The time of a revision kept now. */
-  #now(): string {
-    return new Date().toISOString();
-  }
+  readonly #now = (): string => new Date().toISOString();
 
   readonly #openedAt = new Date().toISOString();
 
