@@ -379,7 +379,7 @@ export class JsonFileStore implements RegistryStore {
   }
 
   async reconcileResources(provider: string, incoming: readonly StoredResource[], dryRun: boolean) {
-    const prepared = await PreparedRecords.of((id) => this.resources.state.resources.get(id), incoming);
+    const prepared = await PreparedRecords.of((id) => this.resources.state.resources.get(id), dryRun ? [] : incoming);
     return this.resources.update<ReconcileResult>((draft) => {
       const owned = [...draft.resources.values()].filter((r) => r.provider === provider).map((r) => r.id);
       const records = incoming.map((r) => prepared.recordFor(draft.resources.get(r.id), r));

@@ -19,25 +19,26 @@ interface Prepared {
 }
 
 export class PreparedRecords {
-  private constructor(private readonly byId: Map<string, Prepared>) {}
+  private constructor(private readonly byIncoming: Map<StoredResource, Prepared>) {}
 
   /** `incoming` prepared against `current` (the committed records), yielding between slices. */
   static async of(current: (id: string) => StoredResource | undefined, incoming: readonly StoredResource[]): Promise<PreparedRecords> {
-    const byId = new Map<string, Prepared>();
+    const byIncoming = new Map<StoredResource, Prepared>();
     for (let i = 0; i < incoming.length; i++) {
       if (i > 0 && i % SLICE === 0) await nextTurn();
-      const base = current(incoming[i]!.id);
-      const record = Object.freeze(carryOwnerFields(base, { ...incoming[i]! }));
+      const one = incoming[i]!;
+      const base = current(one.id);
+      const record = Object.freeze(carryOwnerFields(base, { ...one }));
       digestOf(record);
       recordCheck(record);
-      byId.set(record.id, { base, record });
+      byIncoming.set(one, { base, record });
     }
-    return new PreparedRecords(byId);
+    return new PreparedRecords(byIncoming);
   }
 
   /** The record to store for `incoming`, replacing `base`: the prepared one while `base` is unchanged. */
   recordFor(base: StoredResource | undefined, incoming: StoredResource): StoredResource {
-    const prepared = this.byId.get(incoming.id);
+    const prepared = this.byIncoming.get(incoming);
     return prepared && prepared.base === base ? prepared.record : carryOwnerFields(base, { ...incoming });
   }
 }
