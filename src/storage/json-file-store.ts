@@ -275,19 +275,20 @@ export class JsonFileStore implements RegistryStore {
     }
   }
 
-  /** Sorted lists of each document, built once per revision and frozen (readers share them). */
+  /** Sorted lists of each document, built once per revision (resources: per change of records, not of holds) and frozen. */
   readonly #lists = new Map<object, { revision: number; list: readonly unknown[] }>();
 
-  #listOf<T>(doc: { readonly revision: number }, build: () => T[]): readonly T[] {
+  #listOf<T>(doc: { readonly revision: number }, build: () => T[], revision = doc.revision): readonly T[] {
     const cached = this.#lists.get(doc);
-    if (cached && cached.revision === doc.revision) return cached.list as readonly T[];
+    if (cached && cached.revision === revision) return cached.list as readonly T[];
     const list = Object.freeze(build());
-    this.#lists.set(doc, { revision: doc.revision, list });
+    this.#lists.set(doc, { revision, list });
     return list;
   }
 
   listResources(): Promise<readonly StoredResource[]> {
-    return Promise.resolve(this.#listOf(this.resources, () => sortedValues(this.resources.state.resources)));
+    const state = this.resources.state;
+    return Promise.resolve(this.#listOf(this.resources, () => sortedValues(state.resources), state.index!.changes));
   }
 
   findResources(request: FindRequest): Promise<readonly FoundResource[]> {

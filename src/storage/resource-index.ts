@@ -132,6 +132,7 @@ export class ResourceIndex {
   readonly #idAt: (string | undefined)[] = [];
   readonly #freeSlots: number[] = [];
   readonly #tuning: IndexTuning;
+  #changes = 0;
 
   /** @param records the committed records (the store's own map, changed in place before each call here). */
   constructor(
@@ -142,8 +143,14 @@ export class ResourceIndex {
     this.#tuning = { denseMin: DENSE_MIN, sparseQueryMax: SPARSE_QUERY_MAX, ...tuning };
   }
 
+  /** How many puts and removals the index has seen: a list of the records made at one count holds until the next. */
+  get changes(): number {
+    return this.#changes;
+  }
+
   /** `record` was stored, replacing `previous` when there was one. */
   put(record: StoredResource, previous: StoredResource | undefined): void {
+    this.#changes++;
     if (previous) this.remove(previous);
     const key = keyOf(record.provider, record.id);
     const at = this.#firstAfter(key, false);
@@ -153,6 +160,7 @@ export class ResourceIndex {
 
   /** `previous` was withdrawn. */
   remove(previous: StoredResource): void {
+    this.#changes++;
     const key = keyOf(previous.provider, previous.id);
     const at = this.#firstAfter(key, false);
     if (this.#keys[at] !== key) return;

@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { nodeFileSystem } from '../../src/storage/durable-file.js';
 import { JsonWorkloadFiles, type HoldPins } from '../../src/storage/json-workload-files.js';
+import { JsonFileStore } from '../../src/storage/json-file-store.js';
+import { digestOf } from '../../src/registry/record-digest.js';
 import type { WorkloadRecord } from '../../src/schemas/workload.js';
 import { workloadRecord } from '../helpers/workload-record.js';
 
@@ -86,4 +88,27 @@ t.test('a compaction past the threshold holds the records it folds first', async
     calls.some((c) => c.canvasFiles.length === 0 && c.threads.length === 1 && c.threads[0] === 'c-1/t-1' && c !== calls[0]),
     "a compaction beside the launches asked for the first record's pins before writing its canvas file",
   );
+});
+
+t.test("a launch's holds leave the catalogue's list as it was: only a change of records makes it anew", async (t) => {
+  const store = await JsonFileStore.open({ dataDir: await dataDir() });
+  t.teardown(() => store.close());
+  const tool = {
+    schemaVersion: 1 as const,
+    id: 'web-search',
+    name: 'Web search',
+    provider: 'huabu',
+    description: 'Searches.',
+    instructions: 'Search.',
+  };
+  await store.putResource(tool);
+  const before = await store.listResources();
+  const digest = digestOf((await store.getResource('web-search'))!);
+  await store.realizeWorkload(pinned('c-1', 't-1', digest));
+  await store.holdRevisions('profile:p-1', [{ id: 'web-search', digest }]);
+  t.equal(await store.listResources(), before, 'the very same list after a launch and a profile held a revision');
+  await store.putResource({ ...tool, instructions: 'Search again.' });
+  const after = await store.listResources();
+  t.not(after, before, 'a replaced record makes a new list');
+  t.equal(after[0]!.schemaVersion === 1 && after[0]!.instructions, 'Search again.');
 });
