@@ -8,7 +8,13 @@ import { Compile } from 'typebox/compile';
 import { HOST_PROVIDER, ProviderId, RESOURCE_ID_PATTERN, ResourceId, SINGLE_LINE_PATTERN } from '../schemas/common.js';
 import { DEFAULT_REQUIRED_RESOURCE_IDS, recordProblems, reservedIdProblems } from '../schemas/record-rules.js';
 import { MAX_MACHINE_PROBLEMS, MAX_PROBLEM_MESSAGE, type MachineProblem } from '../schemas/machine.js';
-import { ReconcileEntry, ReconcileEntryV2, MAX_RECONCILE_RESOURCES, type ReconcileEntryV1 } from '../schemas/resource.js';
+import {
+  ReconcileEntry,
+  ReconcileEntryV2,
+  MAX_RECONCILE_RESOURCES,
+  SOURCE_REVISION_PATTERN,
+  type ReconcileEntryV1,
+} from '../schemas/resource.js';
 import { namedFindings, type SecretScanner } from '../secrets/secret-scanner.js';
 import { TEMP_SUFFIX } from '../storage/durable-file.js';
 import { escapeControlCharacters } from '../text/control-characters.js';
@@ -68,6 +74,8 @@ export const ReceiptV2 = Type.Object(
 export type ReceiptV2 = Static<typeof ReceiptV2>;
 export type Receipt = ReceiptV1 | ReceiptV2;
 
+const FOLDER_REVISION = new RegExp(SOURCE_REVISION_PATTERN);
+
 const checkReceiptV1 = Compile(ReceiptV1);
 const checkReceiptV2 = Compile(ReceiptV2);
 const checkEntryV1 = Compile(ReconcileEntry);
@@ -81,7 +89,15 @@ export function toReconcileEntry(receipt: ReceiptV1): ReconcileEntryV1;
 export function toReconcileEntry(receipt: ReceiptV2): ReconcileEntryV2;
 export function toReconcileEntry(receipt: Receipt): ReconcileEntryV1 | ReconcileEntryV2;
 export function toReconcileEntry(receipt: Receipt): ReconcileEntryV1 | ReconcileEntryV2 {
-  if (receipt.schemaVersion === 2) return { schemaVersion: 2, id: receipt.id, name: receipt.name, sourceContent: receipt.sourceContent };
+  if (receipt.schemaVersion === 2) {
+    // An imported skill's folder revision goes with its record (part of its digest); a receipt's other
+    // `sourceRevision` (upstream sets no form) stays on the machine.
+    const folder =
+      receipt.sourceRevision !== undefined && FOLDER_REVISION.test(receipt.sourceRevision)
+        ? { sourceRevision: receipt.sourceRevision }
+        : {};
+    return { schemaVersion: 2, id: receipt.id, name: receipt.name, sourceContent: receipt.sourceContent, ...folder };
+  }
   return { schemaVersion: 1, id: receipt.id, name: receipt.name, description: receipt.description, instructions: receipt.instructions };
 }
 

@@ -11,7 +11,7 @@ import { chmod, lstat, mkdir, readdir, readFile, realpath, rename, rm, stat, wri
 import path from 'node:path';
 import { Compile } from 'typebox/compile';
 import { ResourceId, SINGLE_LINE_PATTERN } from '../schemas/common.js';
-import { ReconcileEntryV2, V2_BOUNDS } from '../schemas/resource.js';
+import { ReconcileEntryV2, SOURCE_REVISION_PATTERN, V2_BOUNDS } from '../schemas/resource.js';
 import { andMore, namedFindings, type ScanScope, type SecretFinding, type SecretScanner } from '../secrets/secret-scanner.js';
 import { writeFileDurably } from '../storage/durable-file.js';
 import type { SkillDiagnosticCode } from '../schemas/skill.js';
@@ -128,7 +128,7 @@ function diagnosticOf(where: string, problem: SkillProblem): ScanDiagnostic {
 
 const checkId = Compile(ResourceId);
 const checkEntry = Compile(ReconcileEntryV2);
-const HEX64 = /^[a-f0-9]{64}$/;
+const HEX64 = new RegExp(SOURCE_REVISION_PATTERN);
 
 /**
  * The revision of a skill folder: SHA-256 (hex) over its files sorted by relative path (`/`-separated,

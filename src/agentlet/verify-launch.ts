@@ -16,7 +16,7 @@ import {
 import type { Output } from './commands.js';
 import { CliError, EXIT, type ExitCode } from './exit-codes.js';
 import { RECEIPTS_DIR } from './resource-root.js';
-import { skillSourceContent } from './skill-jobs.js';
+import { readSkill, skillSourceContent, SkillProblem } from './skill-jobs.js';
 
 /** Most bytes read of a launch answer, a key set or a SKILL.md: far above any the registry writes. */
 const MAX_FILE_BYTES = 4 * 1024 * 1024;
@@ -84,6 +84,18 @@ async function skillMismatch(root: string, pin: AttestedResource): Promise<strin
     return `${path.relative(root, skillFile)} cannot be read`;
   }
   if (sha256(skillSourceContent(text)) !== pin.sourceContentSha256) return `${path.relative(root, skillFile)} is not the pinned text`;
+  if (pin.sourceRevision === undefined) return undefined;
+  // An imported skill: every file of its folder (scripts, references, assets, modes) as the launch pinned it.
+  const folder = path.dirname(skillFile);
+  const where = path.relative(root, folder);
+  let revision: string;
+  try {
+    revision = (await readSkill(folder)).candidate.sourceRevision;
+  } catch (err) {
+    return `${where} cannot be read as a skill folder (${err instanceof SkillProblem ? err.message : 'unreadable'})`;
+  }
+  if (revision !== pin.sourceRevision)
+    return `the files of ${where} are not the pinned ones (folder revision ${revision.slice(0, 12)}, pinned ${pin.sourceRevision.slice(0, 12)})`;
   return undefined;
 }
 

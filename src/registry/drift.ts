@@ -20,8 +20,9 @@ const DIFF_MAX_EDIT_LENGTH = 1000;
 const DIFF_HEAD_BYTES = 16 * 1024;
 
 /**
- * Everything an agent reads of a record, as one text: the name it is shown by, its provider, and the whole
- * guidance (the provider's content, then the owner's notes) exactly as MCP `resources/read` serves it.
+ * Everything an agent reads of a record, as one text: the name it is shown by, its provider, an imported
+ * skill's folder revision (its files, which the agent reads from the machine), and the whole guidance (the
+ * provider's content, then the owner's notes) exactly as MCP `resources/read` serves it.
  */
 export function agentVisibleText(record: StoredResource): string {
   const v2 = toV2(record);
@@ -29,6 +30,7 @@ export function agentVisibleText(record: StoredResource): string {
     `name: ${v2.name}`,
     ...(v2.displayName !== undefined ? [`displayName: ${v2.displayName}`] : []),
     `provider: ${v2.provider}`,
+    ...(v2.sourceRevision !== undefined ? [`sourceRevision: ${v2.sourceRevision}`] : []),
   ];
   return `${head.join('\n')}\n\n${guidanceOfV2(v2)}\n`;
 }

@@ -22,7 +22,7 @@ export const REVISIONS_KEPT = 20;
  * only when not empty (a v1 record without it and a v2 record with `''` say the same), `sourceRevision`
  * only for a machine's imported skill that names it.
  */
-function canonicalFields(record: StoredResource & { sourceRevision?: string }): [string, string][] {
+function canonicalFields(record: StoredResource): [string, string][] {
   const fields: [string, string | undefined][] = [
     ['schemaVersion', String(record.schemaVersion)],
     ['id', record.id],
@@ -33,7 +33,7 @@ function canonicalFields(record: StoredResource & { sourceRevision?: string }): 
     ['instructions', record.schemaVersion === 1 ? record.instructions : undefined],
     ['sourceContent', record.schemaVersion === 2 ? record.sourceContent : undefined],
     ['userContent', record.userContent === '' ? undefined : record.userContent],
-    ['sourceRevision', record.sourceRevision],
+    ['sourceRevision', record.schemaVersion === 2 ? record.sourceRevision : undefined],
   ];
   return fields.filter((f): f is [string, string] => f[1] !== undefined);
 }

@@ -429,6 +429,7 @@ export class ResourceRegistry {
         provider,
         sourceContent: body.sourceContent.trim(),
         userContent: '',
+        ...(body.sourceRevision === undefined ? {} : { sourceRevision: body.sourceRevision }),
       };
       if (!checkProvider.Check(provider) || !checkV2.Check(record)) {
         throw new AppError('validation_failed', 'The record does not satisfy the AgentResource v2 schema.', { field: at || '/' });

@@ -39,7 +39,7 @@ export function withOwnerFields<R extends StoredResource>(record: R, owner: Owne
   const { displayName: _d, userContent: _u, imported: _i, ...rest } = record;
   const mark = owner.imported ? { imported: true as const } : {};
   if (record.schemaVersion === 2) {
-    // Upstream's key order: schemaVersion, id, name, displayName?, provider, sourceContent, userContent.
+    // Upstream's key order: schemaVersion, id, name, displayName?, provider, sourceContent, userContent; then ours.
     const v2 = rest as Omit<StoredResourceV2, 'displayName' | 'userContent' | 'imported'>;
     return {
       schemaVersion: 2,
@@ -49,6 +49,7 @@ export function withOwnerFields<R extends StoredResource>(record: R, owner: Owne
       provider: v2.provider,
       sourceContent: v2.sourceContent,
       userContent: owner.userContent,
+      ...(v2.sourceRevision !== undefined ? { sourceRevision: v2.sourceRevision } : {}),
       ...mark,
     } as R;
   }

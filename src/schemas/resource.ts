@@ -61,6 +61,21 @@ const v2Fields = {
   ),
 };
 
+/** The form of a skill folder's revision, as the Agentlet computes it (src/agentlet/skill-jobs.ts `skillRevision`). */
+export const SOURCE_REVISION_PATTERN = '^[a-f0-9]{64}$';
+export const SourceRevision = Type.String({
+  pattern: SOURCE_REVISION_PATTERN,
+  description:
+    "SHA-256 (hex) of the skill folder's files: each file's relative path, a NUL, its kept permission bits in octal, a NUL, its length, a NUL and its bytes, in path order.",
+});
+
+/** On a record v2: the folder of a machine's imported skill, part of the record's digest. */
+const RecordSourceRevision = Type.Optional({
+  ...SourceRevision,
+  description:
+    "Sent by the Agentlet for a skill imported onto its machine: the `sourceRevision` of the skill folder the record was published from (its `SKILL.md`, scripts, references and assets, modes included), sent by the Agentlet and part of the record's `digest`, so a change to any file of the skill is a new digest. Provider-owned: each write of the record sets it or leaves it out.",
+});
+
 /** A record's content digest (docs/decisions/record-digest.md). */
 export const RecordDigest = Type.String({
   pattern: DIGEST_PATTERN,
@@ -79,6 +94,7 @@ export const AgentResourceV2 = Type.Object(
     provider: ProviderId,
     sourceContent: v2Fields.sourceContent,
     userContent: v2Fields.userContent,
+    sourceRevision: RecordSourceRevision,
     digest: Type.Optional(RecordDigest),
   },
   { additionalProperties: false, title: 'AgentResourceV2' },
@@ -158,6 +174,7 @@ export const ResourcePutBodyV2 = Type.Object(
     provider: Type.Optional(ProviderId),
     name: v2BodyFields.name,
     sourceContent: v2BodyFields.sourceContent,
+    sourceRevision: RecordSourceRevision,
   },
   {
     additionalProperties: false,
@@ -211,6 +228,7 @@ export const ReconcileEntryV2 = Type.Object(
     provider: Type.Optional(ProviderId),
     name: v2BodyFields.name,
     sourceContent: v2BodyFields.sourceContent,
+    sourceRevision: RecordSourceRevision,
   },
   { additionalProperties: false, title: 'ReconcileEntryV2' },
 );

@@ -3,7 +3,7 @@
 // upstream's are.
 import Type, { type Static } from 'typebox';
 import { MachineId, ResourceId, SINGLE_LINE_PATTERN, TrimmedText } from './common.js';
-import { V2_BOUNDS } from './resource.js';
+import { SourceRevision, V2_BOUNDS } from './resource.js';
 import { OPTIONAL_TEXT_PATTERN, VISIBLE_LINE_PATTERN } from '../text/text-rules.js';
 import { SKILL_FRONT_MATTER_ERRORS, SKILL_FRONT_MATTER_WARNINGS } from '../text/front-matter.js';
 import { JobSecretFinding } from './channel.js';
@@ -24,15 +24,10 @@ export type SkillDiagnosticCode = (typeof SKILL_DIAGNOSTIC_CODES)[number];
  */
 export const ROOT_DIAGNOSTIC_CODES = ['skill_orphaned', 'entrypoint_missing', 'receipt_invalid', 'too_many_receipts'] as const;
 
-const REVISION_PATTERN = '^[a-f0-9]{64}$';
 const NOT_BLANK_LINE = VISIBLE_LINE_PATTERN;
 
 const Path = (description: string) => Type.String({ minLength: 1, maxLength: 4096, pattern: NOT_BLANK_LINE, description });
-export const SourceRevision = Type.String({
-  pattern: REVISION_PATTERN,
-  description:
-    "SHA-256 (hex) of the skill folder's files: each file's relative path, a NUL, its kept permission bits in octal, a NUL, its length, a NUL and its bytes, in path order.",
-});
+export { SourceRevision };
 
 /** `?agentletId=`: the machine; without it the default machine (`DEFAULT_AGENTLET_ID`, else the one enrolled). */
 export const SkillMachineQuery = Type.Object(

@@ -66,12 +66,17 @@ export interface WorkloadServiceOptions {
   signer?: Signer;
 }
 
-/** A pin as the attestation names it: the pinned record's provider and, for a record v2, its source content's SHA-256. */
+/**
+ * A pin as the attestation names it: the pinned record's provider and, for a record v2, an imported skill's
+ * folder revision and its source content's SHA-256 (what a machine recomputes from its files).
+ */
 function attestedResource(pin: { id: string; digest: string }, record: StoredResource): AttestedResource {
+  if (record.schemaVersion === 1) return { ...pin, provider: record.provider };
   return {
     ...pin,
     provider: record.provider,
-    ...(record.schemaVersion === 2 ? { sourceContentSha256: createHash('sha256').update(record.sourceContent, 'utf8').digest('hex') } : {}),
+    ...(record.sourceRevision !== undefined ? { sourceRevision: record.sourceRevision } : {}),
+    sourceContentSha256: createHash('sha256').update(record.sourceContent, 'utf8').digest('hex'),
   };
 }
 

@@ -90,6 +90,21 @@ export function runDriftScenarios(t: Test, name: string, storeEnv: StoreEnv): vo
     t.same(gone, { id: 'skill-a', pinned: skill!.digest, state: 'withdrawn' }, 'withdrawn: no current digest, no diff');
   });
 
+  t.test(`${name}: a change of an imported skill's folder alone is drift, and the diff names the folder revision`, async (t) => {
+    const s = await launched(t, storeEnv);
+    const skill = s.pins[1]!;
+    const text = 'Version one: summarize politely.';
+    t.equal((await putV2(s.h, 'mac-1', s.m1, 'skill-a', text, 'b'.repeat(64))).statusCode, 200, 'the same text from a folder: a replace');
+    const pin = (await drift(s.h)).json<{ pins: Pin[] }>().pins[1]!;
+    t.match(pin, { id: 'skill-a', pinned: skill.digest, state: 'changed' });
+    t.match(pin.diff, new RegExp(`^\\+sourceRevision: ${'b'.repeat(64)}$`, 'm'), 'the folder it now comes from, added');
+    t.notMatch(pin.diff, /^[-+]Version one/m, 'the text did not change');
+    t.equal((await putV2(s.h, 'mac-1', s.m1, 'skill-a', text, 'c'.repeat(64))).statusCode, 200);
+    const again = (await drift(s.h)).json<{ pins: Pin[] }>().pins[1]!;
+    t.match(again.diff, new RegExp(`^\\+sourceRevision: ${'c'.repeat(64)}$`, 'm'), 'another folder: another digest');
+    t.not(again.current, pin.current);
+  });
+
   t.test(`${name}: a large change's diff is cut at its bound and says so`, async (t) => {
     const s = await launched(t, storeEnv);
     const lines = (tag: string) => Array.from({ length: 1700 }, (_, i) => `${tag} line ${i} ${'x'.repeat(40)}`).join('\n');

@@ -17,12 +17,12 @@ interface Scene {
   c1m1: string;
 }
 
-export const putV2 = (h: TestApp, machine: string, token: string, id: string, sourceContent: string) =>
+export const putV2 = (h: TestApp, machine: string, token: string, id: string, sourceContent: string, sourceRevision?: string) =>
   h.app.inject({
     method: 'PUT',
     url: `/api/acp/providers/${machine}/resources/${id}`,
     headers: h.bearer(token),
-    payload: { schemaVersion: 2, name: `Name of ${id}`, sourceContent },
+    payload: { schemaVersion: 2, name: `Name of ${id}`, sourceContent, ...(sourceRevision === undefined ? {} : { sourceRevision }) },
   });
 
 /** The store a scenario runs on: `{}` for the JSON files, `{DATABASE_URL}` of a fresh database for PostgreSQL. */

@@ -84,6 +84,40 @@ export function runRevisionContract(
     t.same((await store.getRevision('web', third))?.record, { ...resourceV2('mac-a', 'web', 'Second.'), userContent: 'Be brief.' });
   });
 
+  t.test(
+    `${name}: an imported skill's folder revision is stored, digested, kept in its revision and carried past the owner's notes`,
+    async (t) => {
+      let store = await open(t);
+      const folder = (n: string) => n.repeat(64);
+      const skill = (revision?: string): StoredResource => ({
+        ...resourceV2('mac-a', 'pdf', 'Split PDFs.'),
+        ...(revision === undefined ? {} : { sourceRevision: revision }),
+      });
+      await store.putResource(skill(folder('a')));
+      const first = (await store.getResource('pdf'))!;
+      t.equal(first.schemaVersion === 2 && first.sourceRevision, folder('a'), 'stored as written');
+      t.equal(digestOf(first), computeDigest(skill(folder('a'))));
+      t.not(digestOf(first), computeDigest(skill()), 'a change of the folder alone is a new digest');
+      t.equal(await store.putResource(skill(folder('a'))), 'unchanged');
+      t.equal(await store.putResource(skill(folder('b'))), 'replaced', 'the same text from another folder is a replace');
+      await store.customizeResource('pdf', { userContent: 'Ask first.' });
+      const noted = (await store.getResource('pdf'))!;
+      t.same(noted, { ...skill(folder('b')), userContent: 'Ask first.' }, "the owner's notes keep the folder's revision");
+      await store.reconcileResources('mac-a', [skill()], false);
+      const plain = (await store.getResource('pdf'))!;
+      t.notOk('sourceRevision' in plain, 'a set entry without it leaves none');
+      t.same((await store.getRevision('pdf', digestOf(first)))?.record, skill(folder('a')), 'a revision keeps it');
+      await store.close();
+      store = await open(t, 'reopen');
+      t.same(
+        (await store.getRevision('pdf', digestOf(noted)))?.record,
+        { ...skill(folder('b')), userContent: 'Ask first.' },
+        'after a restart too',
+      );
+      t.equal(digestOf((await store.getResource('pdf'))!), digestOf(plain));
+    },
+  );
+
   t.test(`${name}: retention keeps the newest ${REVISIONS_KEPT} and every held revision`, async (t) => {
     let store = await open(t);
     const digests: string[] = [];

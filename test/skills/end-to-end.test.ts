@@ -20,6 +20,7 @@ import { sansDigest } from '../helpers/digest.js';
 import { startServer } from '../crash/server-process.js';
 import { SseClient } from '../helpers/sse.js';
 import { until } from '../helpers/wait.js';
+import { readSkill } from '../../src/agentlet/skill-jobs.js';
 
 t.setTimeout(240_000);
 
@@ -199,9 +200,15 @@ t.test('scan, import, refuse, refresh and delete a skill through a running Agent
         provider: MACHINE,
         sourceContent: fresh.sourceContent,
         userContent: 'Prefer the split command.',
+        sourceRevision: fresh.sourceRevision,
       },
     },
-    "{resource}: the machine's record v2 with the owner's fields, and nothing else",
+    "{resource}: the machine's record v2 with the owner's fields and the folder's revision, nothing else",
+  );
+  t.equal(
+    (await readSkill(path.join(root, 'skills', 'pdf-helper'))).candidate.sourceRevision,
+    fresh.sourceRevision,
+    'the installed folder has the revision it was imported at (what verify-launch recomputes)',
   );
   const script = path.join(root, 'skills', 'pdf-helper', 'scripts', 'run.sh');
   t.equal((await stat(script)).mode & 0o777, 0o755, 'the script keeps its run bit');

@@ -1196,6 +1196,8 @@ export interface operations {
                             sourceContent: string;
                             /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                             userContent: string;
+                            /** @description Sent by the Agentlet for a skill imported onto its machine: the `sourceRevision` of the skill folder the record was published from (its `SKILL.md`, scripts, references and assets, modes included), sent by the Agentlet and part of the record's `digest`, so a change to any file of the skill is a new digest. Provider-owned: each write of the record sets it or leaves it out. */
+                            sourceRevision?: string;
                             /**
                              * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
                              * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
@@ -1228,6 +1230,8 @@ export interface operations {
                             sourceContent: string;
                             /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                             userContent: string;
+                            /** @description Sent by the Agentlet for a skill imported onto its machine: the `sourceRevision` of the skill folder the record was published from (its `SKILL.md`, scripts, references and assets, modes included), sent by the Agentlet and part of the record's `digest`, so a change to any file of the skill is a new digest. Provider-owned: each write of the record sets it or leaves it out. */
+                            sourceRevision?: string;
                             /**
                              * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
                              * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
@@ -1406,6 +1410,8 @@ export interface operations {
                         sourceContent: string;
                         /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                         userContent: string;
+                        /** @description Sent by the Agentlet for a skill imported onto its machine: the `sourceRevision` of the skill folder the record was published from (its `SKILL.md`, scripts, references and assets, modes included), sent by the Agentlet and part of the record's `digest`, so a change to any file of the skill is a new digest. Provider-owned: each write of the record sets it or leaves it out. */
+                        sourceRevision?: string;
                         /**
                          * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
                          * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
@@ -1835,6 +1841,8 @@ export interface operations {
                             sourceContent: string;
                             /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                             userContent: string;
+                            /** @description Sent by the Agentlet for a skill imported onto its machine: the `sourceRevision` of the skill folder the record was published from (its `SKILL.md`, scripts, references and assets, modes included), sent by the Agentlet and part of the record's `digest`, so a change to any file of the skill is a new digest. Provider-owned: each write of the record sets it or leaves it out. */
+                            sourceRevision?: string;
                             /**
                              * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
                              * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
@@ -2398,6 +2406,8 @@ export interface operations {
                         sourceContent: string;
                         /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                         userContent: string;
+                        /** @description Sent by the Agentlet for a skill imported onto its machine: the `sourceRevision` of the skill folder the record was published from (its `SKILL.md`, scripts, references and assets, modes included), sent by the Agentlet and part of the record's `digest`, so a change to any file of the skill is a new digest. Provider-owned: each write of the record sets it or leaves it out. */
+                        sourceRevision?: string;
                         /**
                          * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
                          * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
@@ -2864,6 +2874,8 @@ export interface operations {
                             sourceContent: string;
                             /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                             userContent: string;
+                            /** @description Sent by the Agentlet for a skill imported onto its machine: the `sourceRevision` of the skill folder the record was published from (its `SKILL.md`, scripts, references and assets, modes included), sent by the Agentlet and part of the record's `digest`, so a change to any file of the skill is a new digest. Provider-owned: each write of the record sets it or leaves it out. */
+                            sourceRevision?: string;
                             /**
                              * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
                              * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
@@ -3444,6 +3456,8 @@ export interface operations {
                             sourceContent: string;
                             /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                             userContent: string;
+                            /** @description Sent by the Agentlet for a skill imported onto its machine: the `sourceRevision` of the skill folder the record was published from (its `SKILL.md`, scripts, references and assets, modes included), sent by the Agentlet and part of the record's `digest`, so a change to any file of the skill is a new digest. Provider-owned: each write of the record sets it or leaves it out. */
+                            sourceRevision?: string;
                             /**
                              * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
                              * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
@@ -9686,6 +9700,8 @@ export interface operations {
                             sourceContent: string;
                             /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                             userContent: string;
+                            /** @description Sent by the Agentlet for a skill imported onto its machine: the `sourceRevision` of the skill folder the record was published from (its `SKILL.md`, scripts, references and assets, modes included), sent by the Agentlet and part of the record's `digest`, so a change to any file of the skill is a new digest. Provider-owned: each write of the record sets it or leaves it out. */
+                            sourceRevision?: string;
                             /**
                              * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
                              * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
@@ -9860,6 +9876,8 @@ export interface operations {
                         name: string;
                         /** @description Source-owned agent-readable guidance (trimmed when stored); never a secret value. */
                         sourceContent: string;
+                        /** @description Sent by the Agentlet for a skill imported onto its machine: the `sourceRevision` of the skill folder the record was published from (its `SKILL.md`, scripts, references and assets, modes included), sent by the Agentlet and part of the record's `digest`, so a change to any file of the skill is a new digest. Provider-owned: each write of the record sets it or leaves it out. */
+                        sourceRevision?: string;
                     })[];
                     /** @description A machine only: the receipts it could not publish (left out of `resources`), shown in `GET /api/acp/machines` until a later reconcile reports otherwise; absent means none. The host provider may not send it (400). */
                     problems?: {
@@ -10151,6 +10169,8 @@ export interface operations {
                     name: string;
                     /** @description Source-owned agent-readable guidance (trimmed when stored); never a secret value. */
                     sourceContent: string;
+                    /** @description Sent by the Agentlet for a skill imported onto its machine: the `sourceRevision` of the skill folder the record was published from (its `SKILL.md`, scripts, references and assets, modes included), sent by the Agentlet and part of the record's `digest`, so a change to any file of the skill is a new digest. Provider-owned: each write of the record sets it or leaves it out. */
+                    sourceRevision?: string;
                 };
             };
         };
@@ -10207,6 +10227,8 @@ export interface operations {
                         sourceContent: string;
                         /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                         userContent: string;
+                        /** @description Sent by the Agentlet for a skill imported onto its machine: the `sourceRevision` of the skill folder the record was published from (its `SKILL.md`, scripts, references and assets, modes included), sent by the Agentlet and part of the record's `digest`, so a change to any file of the skill is a new digest. Provider-owned: each write of the record sets it or leaves it out. */
+                        sourceRevision?: string;
                         /**
                          * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
                          * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
@@ -10267,6 +10289,8 @@ export interface operations {
                         sourceContent: string;
                         /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                         userContent: string;
+                        /** @description Sent by the Agentlet for a skill imported onto its machine: the `sourceRevision` of the skill folder the record was published from (its `SKILL.md`, scripts, references and assets, modes included), sent by the Agentlet and part of the record's `digest`, so a change to any file of the skill is a new digest. Provider-owned: each write of the record sets it or leaves it out. */
+                        sourceRevision?: string;
                         /**
                          * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
                          * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
@@ -11047,6 +11071,8 @@ export interface operations {
                             sourceContent: string;
                             /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                             userContent: string;
+                            /** @description Sent by the Agentlet for a skill imported onto its machine: the `sourceRevision` of the skill folder the record was published from (its `SKILL.md`, scripts, references and assets, modes included), sent by the Agentlet and part of the record's `digest`, so a change to any file of the skill is a new digest. Provider-owned: each write of the record sets it or leaves it out. */
+                            sourceRevision?: string;
                             /**
                              * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
                              * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
@@ -11233,6 +11259,8 @@ export interface operations {
                         sourceContent: string;
                         /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                         userContent: string;
+                        /** @description Sent by the Agentlet for a skill imported onto its machine: the `sourceRevision` of the skill folder the record was published from (its `SKILL.md`, scripts, references and assets, modes included), sent by the Agentlet and part of the record's `digest`, so a change to any file of the skill is a new digest. Provider-owned: each write of the record sets it or leaves it out. */
+                        sourceRevision?: string;
                         /**
                          * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
                          * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1
@@ -11813,6 +11841,8 @@ export interface operations {
                             sourceContent: string;
                             /** @description Owner-owned instructions for every agent that selects the resource; `''` means none. */
                             userContent: string;
+                            /** @description Sent by the Agentlet for a skill imported onto its machine: the `sourceRevision` of the skill folder the record was published from (its `SKILL.md`, scripts, references and assets, modes included), sent by the Agentlet and part of the record's `digest`, so a change to any file of the skill is a new digest. Provider-owned: each write of the record sets it or leaves it out. */
+                            sourceRevision?: string;
                             /**
                              * @description Content digest `sha256:<64 hex>` over every byte an agent can read through the record (docs/decisions/record-digest.md): the same content has the same digest, on every store and across restarts. Present in every answer; never written by a client.
                              * @example sha256:3f0c1b2ad8e1c3d7a2f9e4b6c8d0a1b3c5e7f9a0b2c4d6e8f0a1b3c5d7e9f0a1

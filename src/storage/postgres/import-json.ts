@@ -84,6 +84,7 @@ function contentColumns(records: readonly StoredResource[]) {
     records.map((x) => (x.schemaVersion === 2 ? x.sourceContent : null)),
     records.map((x) => x.displayName ?? null),
     records.map((x) => x.userContent ?? ''),
+    records.map((x) => (x.schemaVersion === 2 ? (x.sourceRevision ?? null) : null)),
   ];
 }
 
@@ -225,15 +226,18 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string, re
     written.resources =
       (
         await client.query(
-          `INSERT INTO resources AS t (id, provider, schema_version, name, description, instructions, source_content, display_name, user_content, imported)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::boolean[])
+          `INSERT INTO resources AS t (id, provider, schema_version, name, description, instructions, source_content, display_name, user_content,
+             source_revision, imported)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+           $10::text[], $11::boolean[])
          ON CONFLICT (id) DO UPDATE SET provider = EXCLUDED.provider, schema_version = EXCLUDED.schema_version, name = EXCLUDED.name,
            description = EXCLUDED.description, instructions = EXCLUDED.instructions, source_content = EXCLUDED.source_content,
-           display_name = EXCLUDED.display_name, user_content = EXCLUDED.user_content, imported = EXCLUDED.imported, updated_at = now(),
-           search_source = NULL
-         WHERE (t.provider, t.schema_version, t.name, t.description, t.instructions, t.source_content, t.display_name, t.user_content, t.imported)
+           display_name = EXCLUDED.display_name, user_content = EXCLUDED.user_content, source_revision = EXCLUDED.source_revision,
+           imported = EXCLUDED.imported, updated_at = now(), search_source = NULL
+         WHERE (t.provider, t.schema_version, t.name, t.description, t.instructions, t.source_content, t.display_name, t.user_content,
+             t.source_revision, t.imported)
            IS DISTINCT FROM (EXCLUDED.provider, EXCLUDED.schema_version, EXCLUDED.name, EXCLUDED.description, EXCLUDED.instructions,
-             EXCLUDED.source_content, EXCLUDED.display_name, EXCLUDED.user_content, EXCLUDED.imported)`,
+             EXCLUDED.source_content, EXCLUDED.display_name, EXCLUDED.user_content, EXCLUDED.source_revision, EXCLUDED.imported)`,
           [...contentColumns(r), r.map((x) => x.imported === true)],
         )
       ).rowCount ?? 0;
@@ -245,12 +249,12 @@ export async function importJsonDataDir(dataDir: string, databaseUrl: string, re
       (
         await client.query(
           `INSERT INTO resource_revisions AS t (id, provider, schema_version, name, description, instructions, source_content,
-             display_name, user_content, digest, created_at, seq)
-         SELECT id, provider, schema_version, name, description, instructions, source_content, display_name, user_content, digest,
-             created_at, nextval('resource_revisions_seq_seq')
+             display_name, user_content, source_revision, digest, created_at, seq)
+         SELECT id, provider, schema_version, name, description, instructions, source_content, display_name, user_content,
+             source_revision, digest, created_at, nextval('resource_revisions_seq_seq')
            FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-             $10::text[], $11::timestamptz[]) WITH ORDINALITY AS u(id, provider, schema_version, name, description, instructions,
-             source_content, display_name, user_content, digest, created_at, n)
+             $10::text[], $11::text[], $12::timestamptz[]) WITH ORDINALITY AS u(id, provider, schema_version, name, description,
+             instructions, source_content, display_name, user_content, source_revision, digest, created_at, n)
           ORDER BY n
          ON CONFLICT (id, digest) DO UPDATE SET created_at = EXCLUDED.created_at, seq = EXCLUDED.seq
          WHERE t.created_at IS DISTINCT FROM EXCLUDED.created_at`,

@@ -444,6 +444,53 @@ CREATE TRIGGER resources_event_drift AFTER INSERT OR UPDATE OR DELETE ON resourc
     sql: `CREATE INDEX resource_revisions_provider_idx ON resource_revisions (provider);
 `,
   },
+  {
+    version: 11,
+    name: 'skill-source-revision',
+    // An imported skill's folder revision is part of its record and of its digest (the canonical form's
+    // `sourceRevision` field, src/registry/record-digest.ts): a row without one keeps the digest it had.
+    sql: `
+ALTER TABLE resources ADD COLUMN source_revision text;
+ALTER TABLE resource_revisions ADD COLUMN source_revision text;
+CREATE FUNCTION arr_record_digest(schema_version integer, id text, provider text, name text, display_name text,
+    description text, instructions text, source_content text, user_content text, source_revision text) RETURNS text IMMUTABLE LANGUAGE sql AS $f$
+  SELECT 'sha256:' || encode(sha256(convert_to('arr-record-digest/1' || E'\n'
+    || arr_digest_field('schemaVersion', schema_version::text) || arr_digest_field('id', id)
+    || arr_digest_field('provider', provider) || arr_digest_field('name', name)
+    || arr_digest_field('displayName', display_name)
+    || arr_digest_field('description', CASE WHEN schema_version = 1 THEN description END)
+    || arr_digest_field('instructions', CASE WHEN schema_version = 1 THEN instructions END)
+    || arr_digest_field('sourceContent', CASE WHEN schema_version = 2 THEN source_content END)
+    || arr_digest_field('userContent', NULLIF(user_content, ''))
+    || arr_digest_field('sourceRevision', CASE WHEN schema_version = 2 THEN source_revision END), 'UTF8')), 'hex')
+$f$;
+CREATE OR REPLACE FUNCTION arr_resource_digest() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.digest := arr_record_digest(NEW.schema_version, NEW.id, NEW.provider, NEW.name, NEW.display_name,
+    NEW.description, NEW.instructions, NEW.source_content, NEW.user_content, NEW.source_revision);
+  RETURN NEW;
+END
+$$;
+DROP FUNCTION arr_record_digest(integer, text, text, text, text, text, text, text, text);
+CREATE OR REPLACE FUNCTION arr_keep_revision() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'UPDATE' AND OLD.digest = NEW.digest THEN
+    RETURN NULL;
+  END IF;
+  INSERT INTO resource_revisions (id, digest, provider, schema_version, name, description, instructions, source_content,
+      display_name, user_content, source_revision)
+    VALUES (NEW.id, NEW.digest, NEW.provider, NEW.schema_version, NEW.name, NEW.description, NEW.instructions,
+      NEW.source_content, NEW.display_name, NEW.user_content, NEW.source_revision)
+    ON CONFLICT (id, digest) DO UPDATE SET created_at = now(), seq = nextval('resource_revisions_seq_seq');
+  DELETE FROM resource_revisions v
+    WHERE v.id = NEW.id AND v.digest <> NEW.digest
+      AND v.seq < (SELECT min(k.seq) FROM (SELECT seq FROM resource_revisions WHERE id = NEW.id ORDER BY seq DESC LIMIT 20) k)
+      AND NOT EXISTS (SELECT 1 FROM revision_holds h WHERE h.resource_id = v.id AND h.digest = v.digest);
+  RETURN NULL;
+END
+$$;
+`,
+  },
 ];
 
 export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

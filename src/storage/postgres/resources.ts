@@ -23,6 +23,7 @@ interface ResourceRow {
   description: string | null;
   instructions: string | null;
   source_content: string | null;
+  source_revision: string | null;
   display_name: string | null;
   user_content: string;
   imported: boolean;
@@ -30,9 +31,9 @@ interface ResourceRow {
 }
 
 const RESOURCE_COLUMNS =
-  'id, provider, schema_version, name, description, instructions, source_content, display_name, user_content, imported, digest';
+  'id, provider, schema_version, name, description, instructions, source_content, source_revision, display_name, user_content, imported, digest';
 /** The columns a provider writes (the owner's display_name and user_content are never among them). */
-const SOURCE_COLUMNS = 'id, provider, schema_version, name, description, instructions, source_content';
+const SOURCE_COLUMNS = 'id, provider, schema_version, name, description, instructions, source_content, source_revision';
 
 /** The record of a row, its digest the one the database stored with the write. */
 function resourceOf(row: Omit<ResourceRow, 'imported'> & { imported?: boolean }): StoredResource {
@@ -47,8 +48,17 @@ function recordOf(row: Omit<ResourceRow, 'imported'> & { imported?: boolean }): 
     ...(row.imported ? { imported: true as const } : {}),
   };
   if (row.schema_version === 2) {
+    const source = row.source_revision === null ? {} : { sourceRevision: row.source_revision };
     return withOwnerFields(
-      { schemaVersion: 2, id: row.id, name: row.name, provider: row.provider, sourceContent: row.source_content!, userContent: '' },
+      {
+        schemaVersion: 2,
+        id: row.id,
+        name: row.name,
+        provider: row.provider,
+        sourceContent: row.source_content!,
+        userContent: '',
+        ...source,
+      },
       owner,
     );
   }
@@ -71,7 +81,7 @@ interface RevisionRow extends Omit<ResourceRow, 'imported'> {
 }
 
 const REVISION_COLUMNS =
-  'id, provider, schema_version, name, description, instructions, source_content, display_name, user_content, digest, created_at, seq';
+  'id, provider, schema_version, name, description, instructions, source_content, source_revision, display_name, user_content, digest, created_at, seq';
 
 function revisionOf(row: RevisionRow): ResourceRevision {
   return {
@@ -85,10 +95,10 @@ function revisionOf(row: RevisionRow): ResourceRevision {
 }
 
 /** The provider's columns of a record, in SOURCE_COLUMNS order. */
-function sourceValues(r: StoredResource): [string, string, number, string, string | null, string | null, string | null] {
+function sourceValues(r: StoredResource): [string, string, number, string, string | null, string | null, string | null, string | null] {
   return r.schemaVersion === 2
-    ? [r.id, r.provider, 2, r.name, null, null, r.sourceContent]
-    : [r.id, r.provider, 1, r.name, r.description, r.instructions, null];
+    ? [r.id, r.provider, 2, r.name, null, null, r.sourceContent, r.sourceRevision ?? null]
+    : [r.id, r.provider, 1, r.name, r.description, r.instructions, null, null];
 }
 
 // The statements run on every write are named (prepared once per pooled connection, then only bound and
@@ -109,17 +119,19 @@ async function upsertResources(
   const { rows } = await client.query<ResourceRow & { created: boolean }>({
     name: 'arr_put_resources',
     text: `INSERT INTO resources AS r (${SOURCE_COLUMNS}, search_source)
-     SELECT u.id, u.provider, u.schema_version, u.name, u.description, u.instructions, u.source_content, ${sourceVectorSql('u.k', 'u.s', 'u.b')}
-     FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
-       AS u(id, provider, schema_version, name, description, instructions, source_content, k, s, b)
+     SELECT u.id, u.provider, u.schema_version, u.name, u.description, u.instructions, u.source_content, u.source_revision,
+       ${sourceVectorSql('u.k', 'u.s', 'u.b')}
+     FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
+       AS u(id, provider, schema_version, name, description, instructions, source_content, source_revision, k, s, b)
      ON CONFLICT (id) DO UPDATE SET schema_version = EXCLUDED.schema_version, name = EXCLUDED.name,
-       description = EXCLUDED.description, instructions = EXCLUDED.instructions,
-       source_content = EXCLUDED.source_content, search_source = EXCLUDED.search_source, updated_at = now()
+       description = EXCLUDED.description, instructions = EXCLUDED.instructions, source_content = EXCLUDED.source_content,
+       source_revision = EXCLUDED.source_revision, search_source = EXCLUDED.search_source, updated_at = now()
      WHERE r.provider = EXCLUDED.provider
-       AND (r.schema_version, r.name, r.description, r.instructions, r.source_content)
-           IS DISTINCT FROM (EXCLUDED.schema_version, EXCLUDED.name, EXCLUDED.description, EXCLUDED.instructions, EXCLUDED.source_content)
+       AND (r.schema_version, r.name, r.description, r.instructions, r.source_content, r.source_revision)
+           IS DISTINCT FROM (EXCLUDED.schema_version, EXCLUDED.name, EXCLUDED.description, EXCLUDED.instructions,
+             EXCLUDED.source_content, EXCLUDED.source_revision)
      RETURNING ${RESOURCE_COLUMNS}, (xmax = 0) AS created`,
-    values: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map((i) => values.map((v) => v[i])),
+    values: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((i) => values.map((v) => v[i])),
   });
   return new Map(rows.map((r) => [r.id, { created: r.created, stored: resourceOf(r) }]));
 }
