@@ -44,8 +44,9 @@ Commands
                             answer (or its attestation alone). The signature must verify against the
                             registry's published keys, the answer's resourcePins must be the signed ones, and,
                             with --machine-id, each of this machine's own pinned skills (its receipt and its
-                            SKILL.md under the resource root) must still have the pinned text. Prints "ok <id>"
-                            or "mismatch <id>: <why>" per skill; exit 1 names every mismatch.
+                            SKILL.md under the resource root; an imported skill's every file) must still have
+                            the pinned content. Prints "ok <id>" or "mismatch <id>: <why>" per skill; exit 1
+                            names every mismatch.
       --registry URL | --keys FILE   [--machine-id ID]   [--timeout-ms MS]
   serve                     Run as a daemon: hold this machine's channel to the registry (reconnecting with
                             backoff), run the jobs it carries, and publish the receipts again whenever
