@@ -4,7 +4,7 @@
 // (`?q=bm0 17&limit=20`: two words, the last a prefix); a broad search page (`?q=benchmark&limit=20`: a word
 // every record holds, so every record in the scope is a match to rank); a page of 100 without `q`, from a
 // cursor in the middle of the walk. Variants alternate order each round (harness `compare`); medians of the
-// rounds' p99 and p50 and their ratio to the single read.
+// rounds' p99 and p50 and their ratio to the single read; then the server's RSS (after a full GC) per size.
 //
 // Knobs: BENCH_SEARCH_SCALES (2000,20000), BENCH_RUNS (3), BENCH_DURATION (2 s), BENCH_WARMUP (1 s),
 // BENCH_CONNECTIONS (10), BENCH_STORE=postgres with BENCH_DATABASE_URL (a server where databases may be created).
@@ -38,6 +38,7 @@ async function main(): Promise<void> {
   const token = canvasToken(creds);
   const headers = { authorization: `Bearer ${token}` };
   const rows: string[] = [];
+  const rssRows: string[] = [];
   try {
     for (const count of scales) {
       const dir = await prepareDataDir(root, count, creds);
@@ -75,6 +76,8 @@ async function main(): Promise<void> {
           get('page of 100, no q (mid-walk cursor)', `${base}?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`),
         ];
         const result = await compare(variants, runs, durationSec, warmupSec);
+        const { rss } = await server.probe();
+        rssRows.push(`${store} | ${count} | server RSS after the rounds: ${(rss / 2 ** 20).toFixed(0)} MiB`);
         const single = result['single read']!;
         for (const v of variants) {
           const r = result[v.name]!;
@@ -101,6 +104,7 @@ async function main(): Promise<void> {
   console.log(`catalogue search and pages: medians of ${runs} rounds of ${durationSec} s, ${connections} connections`);
   console.log(['store', 'records', 'read'.padEnd(42), 'p50 ms', 'p99 ms', 'p99 ×', 'req/s'].join(' | '));
   for (const row of rows) console.log(row);
+  for (const row of rssRows) console.log(row);
 }
 
 runBench(main);
