@@ -395,14 +395,14 @@ export class JsonFileStore implements RegistryStore {
         draft.resources.delete(id);
         drift.push(...driftOf(draft, id, provider, previous, undefined));
       }
+      // An unchanged record keeps its stored object: nothing of it is journaled, indexed or kept again.
       const unchanged = new Set(plan.unchanged);
       for (const record of records) {
         const previous = draft.resources.get(record.id);
+        if (previous !== undefined && unchanged.has(record.id)) continue;
         draft.resources.set(record.id, Object.freeze(record));
-        if (previous === undefined || !unchanged.has(record.id)) {
-          keepRevisions(draft, previous, record, now);
-          drift.push(...driftOf(draft, record.id, provider, previous, record));
-        }
+        keepRevisions(draft, previous, record, now);
+        drift.push(...driftOf(draft, record.id, provider, previous, record));
       }
       const events = [
         ...plan.created.map((id) => ev('resource.created', resourceSubject(id, provider), draft.resources.get(id))),

@@ -309,3 +309,35 @@ t.test('a batch larger than a piece is one journal line, written a piece at a ti
   await reopened.close();
   await doc.close();
 });
+
+t.test("a machine's set sent again with one record changed journals that record alone, and keeps the others' stored objects", async (t) => {
+  const dataDir = await dir();
+  const store = await JsonFileStore.open({ dataDir });
+  t.teardown(() => store.close());
+  const set = (changed: string) =>
+    Array.from({ length: 50 }, (_, i) => ({
+      schemaVersion: 2 as const,
+      id: `skill-${i}`,
+      name: `skill-${i}`,
+      provider: 'mac-1',
+      sourceContent: `---\nname: skill-${i}\ndescription: Does ${i}.\n---\n${i === 7 ? changed : 'Unchanged.'}`,
+      userContent: '',
+    }));
+  await store.reconcileResources('mac-1', set('First.'), false);
+  await store.findResources({ terms: [{ word: 'does', prefix: false, fuzzy: false }], limit: 5 }); // the word index is built
+  const before = new Map((await store.listResources()).map((r) => [r.id, r]));
+  const journal = journalPathFor(path.join(dataDir, 'agent-resources', 'resources.json'));
+  const lines = (await readJournal(journal)).batches.length;
+  const result = await store.reconcileResources('mac-1', set('Second.'), false);
+  t.same(result.replaced, ['skill-7']);
+  t.equal(result.unchanged.length, 49);
+  const batches = (await readJournal(journal)).batches;
+  t.equal(batches.length, lines + 1, 'one journal line');
+  const puts = (batches.at(-1) as { put?: { id: string } }[]).filter((c) => c.put).map((c) => c.put!.id);
+  t.same(puts, ['skill-7'], 'the line holds the changed record alone');
+  const after = await store.listResources();
+  t.ok(
+    after.filter((r) => r.id !== 'skill-7').every((r) => r === before.get(r.id)),
+    'every unchanged record is the object stored before',
+  );
+});
