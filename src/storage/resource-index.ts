@@ -1,6 +1,7 @@
 // The JSON store's indexes over its committed resources, kept up to date by every committed change (and
 // every replayed journal line), never rebuilt per write: the (provider, id) order that pages walk, and an
-// inverted index (built on the first search, then maintained record by record) from each word to the
+// inverted index (built on the first search, then maintained record by record, the word work of a change done
+// a few milliseconds per event-loop turn after its commit and before any search) from each word to the
 // records holding it and in which fields. Its dictionary is MiniSearch's radix tree (SearchableMap), which
 // finds a term's words as written, by prefix and one edit away. Each record has a slot (a small integer); a
 // word's posting maps slots to field masks, as a Map while few records hold the word and as a byte array
@@ -28,6 +29,8 @@ const DENSE_SHARE = 1 / 32;
 const DENSE_MIN = 256;
 /** A search whose rarest term matches at most this many records intersects postings; past it, one pass over the scope. */
 const SPARSE_QUERY_MAX = 4096;
+/** Milliseconds of pending word work done per event-loop turn. */
+const DRAIN_TURN_MS = 5;
 /** Sorts as (provider, id): neither holds a NUL, which sorts before every other character. */
 const keyOf = (provider: string, id: string) => `${provider}\u0000${id}`;
 
@@ -119,6 +122,8 @@ export interface IndexTuning {
   denseMin: number;
   /** A search whose rarest term matches at most this many records intersects postings. */
   sparseQueryMax: number;
+  /** Most records' pending word work done per event-loop turn (besides the time bound, DRAIN_TURN_MS). */
+  drainTurnRecords: number;
 }
 
 export class ResourceIndex {
@@ -133,6 +138,13 @@ export class ResourceIndex {
   readonly #freeSlots: number[] = [];
   readonly #tuning: IndexTuning;
   #changes = 0;
+  /**
+   * The word work of committed changes not yet done, in order: a record's words to post in its slot, or a
+   * withdrawn record's words to take out of its slot (the slot is free once done). A search does it all
+   * first; until then it is done a few milliseconds per event-loop turn, never in the turn of the commit.
+   */
+  #pending: { slot: number; record: StoredResource; add: boolean }[] = [];
+  #draining = false;
 
   /** @param records the committed records (the store's own map, changed in place before each call here). */
   constructor(
@@ -140,7 +152,7 @@ export class ResourceIndex {
     tuning: Partial<IndexTuning> = {},
   ) {
     this.#keys = [...records.values()].map((r) => keyOf(r.provider, r.id)).sort();
-    this.#tuning = { denseMin: DENSE_MIN, sparseQueryMax: SPARSE_QUERY_MAX, ...tuning };
+    this.#tuning = { denseMin: DENSE_MIN, sparseQueryMax: SPARSE_QUERY_MAX, drainTurnRecords: Infinity, ...tuning };
   }
 
   /** How many puts and removals the index has seen: a list of the records made at one count holds until the next. */
@@ -155,7 +167,10 @@ export class ResourceIndex {
     const key = keyOf(record.provider, record.id);
     const at = this.#firstAfter(key, false);
     this.#keys.splice(at, 0, key);
-    if (this.#words) this.#keySlots.splice(at, 0, this.#add(this.#words, record));
+    if (!this.#words) return;
+    const slot = this.#claimSlot(record);
+    this.#keySlots.splice(at, 0, slot);
+    this.#defer({ slot, record, add: true });
   }
 
   /** `previous` was withdrawn. */
@@ -168,15 +183,56 @@ export class ResourceIndex {
     if (!this.#words) return;
     this.#keySlots.splice(at, 1);
     const slot = this.#slotOf.get(previous.id)!;
-    for (const word of wordsOf(previous).keys()) {
-      const posting = this.#words.get(word);
-      if (!posting) continue;
-      posting.delete(slot);
-      if (posting.size === 0) this.#words.delete(word);
-    }
     this.#slotOf.delete(previous.id);
     this.#idAt[slot] = undefined;
-    this.#freeSlots.push(slot);
+    this.#defer({ slot, record: previous, add: false });
+  }
+
+  /** Word work waiting for a later turn (or the next search). */
+  get pendingWords(): number {
+    return this.#pending.length;
+  }
+
+  #defer(work: { slot: number; record: StoredResource; add: boolean }): void {
+    this.#pending.push(work);
+    if (this.#draining) return;
+    this.#draining = true;
+    setImmediate(() => this.#drainSome());
+  }
+
+  /** About DRAIN_TURN_MS of the pending word work, then the rest on later turns. */
+  #drainSome(): void {
+    const until = performance.now() + DRAIN_TURN_MS;
+    let budget = this.#tuning.drainTurnRecords;
+    this.#drain(() => budget-- > 0 && performance.now() < until);
+    if (this.#pending.length === 0) this.#draining = false;
+    else setImmediate(() => this.#drainSome());
+  }
+
+  /** Does the pending word work in order while `more()` holds. */
+  #drain(more: () => boolean): void {
+    const words = this.#words!;
+    let done = 0;
+    while (done < this.#pending.length && more()) {
+      const { slot, record, add } = this.#pending[done++]!;
+      if (add) {
+        const slots = this.#idAt.length;
+        for (const [word, mask] of wordsOf(record)) {
+          let posting = words.get(word);
+          if (!posting) words.set(word, (posting = new Posting()));
+          posting.set(slot, mask, slots, this.#tuning.denseMin);
+        }
+        continue;
+      }
+      for (const word of wordsOf(record).keys()) {
+        const posting = words.get(word);
+        if (!posting) continue;
+        posting.delete(slot);
+        if (posting.size === 0) words.delete(word);
+      }
+      this.#freeSlots.push(slot);
+    }
+    this.#pending.splice(0, done);
   }
 
   find(request: FindRequest): FoundResource[] {
@@ -214,11 +270,17 @@ export class ResourceIndex {
     return this.records.get(key.slice(key.indexOf('\u0000') + 1));
   }
 
-  /** Indexes the words of `record` in a slot of its own; answers the slot. */
-  #add(words: SearchableMap<Posting>, record: StoredResource): number {
+  /** A slot of its own for `record`, its words not yet posted. */
+  #claimSlot(record: StoredResource): number {
     const slot = this.#freeSlots.pop() ?? this.#idAt.length;
     this.#slotOf.set(record.id, slot);
     this.#idAt[slot] = record.id;
+    return slot;
+  }
+
+  /** Indexes the words of `record` in a slot of its own; answers the slot. */
+  #add(words: SearchableMap<Posting>, record: StoredResource): number {
+    const slot = this.#claimSlot(record);
     const slots = this.#idAt.length;
     for (const [word, mask] of wordsOf(record)) {
       let posting = words.get(word);
@@ -236,6 +298,7 @@ export class ResourceIndex {
       this.#keySlots = this.#keys.map((key) => slotOfKey.get(key)!);
       this.#words = words;
     }
+    if (this.#pending.length > 0) this.#drain(() => true);
     return this.#words;
   }
 

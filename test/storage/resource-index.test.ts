@@ -137,3 +137,66 @@ for (const [name, tuning] of TUNINGS)
     t.pass('300 runs agreed with the scan');
     t.end();
   });
+
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+t.test("a committed change's word work is left to later turns, a few records a turn, and a search does what is left first", async (t) => {
+  const records = new Map<string, StoredResource>();
+  const index = new ResourceIndex(records, { drainTurnRecords: 10 });
+  index.find({ terms: parseSearch('plan'), limit: 1 }); // the word index is built
+  for (let i = 0; i < 50; i++) {
+    const record: StoredResource = {
+      schemaVersion: 2,
+      id: `r-${i}`,
+      name: `plan ${i}`,
+      provider: 'm1',
+      sourceContent: 'review',
+      userContent: '',
+    };
+    records.set(record.id, record);
+    index.put(record, undefined);
+  }
+  t.equal(index.pendingWords, 50, 'nothing indexed in the turn of the change');
+  await turn();
+  t.equal(index.pendingWords, 40, 'ten records a turn');
+  t.equal(index.find({ terms: parseSearch('plan'), limit: 100 }).length, 50, 'a search first does what is left: all 50 found');
+  t.equal(index.pendingWords, 0);
+  const gone = records.get('r-3')!;
+  records.delete('r-3');
+  index.remove(gone);
+  t.equal(index.pendingWords, 1, 'a withdrawal too');
+  for (let i = 0; i < 3 && index.pendingWords > 0; i++) await turn();
+  t.equal(index.pendingWords, 0, 'done in later turns without a search');
+  t.equal(index.find({ terms: parseSearch('plan'), limit: 100 }).length, 49);
+});
+
+t.test('a search between turns of pending word work finds what a scan finds (one record a turn)', async (t) => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(fc.tuple(step, fc.nat(2)), { maxLength: 30 }),
+      query,
+      fc.integer({ min: 1, max: 5 }),
+      async (steps, words, limit) => {
+        const records = new Map<string, StoredResource>();
+        const index = new ResourceIndex(records, { drainTurnRecords: 1, denseMin: 3, sparseQueryMax: 2 });
+        const terms = parseSearch(words.join(' '));
+        index.find({ terms, limit: 1 });
+        for (const [s, turns] of steps) {
+          const previous = records.get('put' in s ? s.put.id : s.withdraw);
+          if ('put' in s) {
+            records.set(s.put.id, s.put);
+            index.put(s.put, previous);
+          } else if (previous) {
+            records.delete(s.withdraw);
+            index.remove(previous);
+          }
+          for (let i = 0; i < turns; i++) await turn();
+        }
+        const positions = index.find({ terms, limit }).map(({ record, tier }) => ({ provider: record.provider, id: record.id, tier }));
+        deepStrictEqual(positions, scan(records.values(), terms, undefined, undefined, limit));
+      },
+    ),
+    { numRuns: 200 },
+  );
+  t.pass('200 runs agreed with the scan');
+});
