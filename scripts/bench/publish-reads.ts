@@ -29,6 +29,8 @@ export interface PublishReadsOptions {
   records: number;
   rounds: number;
   readRate: number;
+  /** One search before the reads start: the JSON store's word index is built and kept up to date by the publishes. */
+  searchFirst?: boolean;
   baselineBuild?: string;
   log(message: string): void;
 }
@@ -58,6 +60,7 @@ async function oneRound(
     // Encoded before the reads start: handing undici 10 strings of 7.5 MiB would stall this process's own
     // event loop as they are encoded, and the reads it times would wait for it, not for the server.
     const payloads = machines.map((m) => Buffer.from(bodies(m.id)));
+    if (o.searchFirst) await (await request(`${server.url}/api/acp/resources?q=benchmark&limit=1`, { headers: owner })).body.dump();
     const pool = new Pool(server.url, { connections: 2 });
     const latencies: number[] = [];
     let failedReads = 0;

@@ -16,7 +16,8 @@
 // BENCH_RECONNECT_SKILLS (100: scenario 12's skill records published at once), BENCH_DRIFT_WORKLOADS (100: scenario 16's
 // threads pinning the written record; the issue's figure is at 1000), BENCH_DRIFT_WRITES (30: its writes per round),
 // BENCH_IMPORT_SKILLS (220: scenario 17's skills imported one at a time onto one machine), BENCH_PUBLISH_MACHINES and BENCH_PUBLISH_RECORDS (10 and 1000:
-// scenario 18's machines publishing at once, and each one's records), BENCH_TRACES_SAMPLER and
+// scenario 18's machines publishing at once, and each one's records; BENCH_PUBLISH_SEARCH=1: a search first, so the
+// JSON store's word index is kept up to date by the publishes), BENCH_TRACES_SAMPLER and
 // BENCH_TRACES_SAMPLER_ARG (scenario 14's traced server's OTEL_TRACES_SAMPLER and its argument), BENCH_TRACES_JSON
 // (1: scenario 14 also runs a traced server exporting JSON bodies, beside the default protobuf). Scenario 13 uses
 // BENCH_CONNECTIONS, BENCH_DURATION, BENCH_RUNS (its reads) and BENCH_INVOKE_CALLS (its calls).
@@ -1084,6 +1085,7 @@ export const SCENARIOS: Scenario[] = [
         records: o.publishRecords,
         rounds: Math.max(o.runs, 3),
         readRate: o.readRate,
+        searchFirst: process.env.BENCH_PUBLISH_SEARCH === '1',
         ...(baselineBuild ? { baselineBuild } : {}),
         log: (m) => process.stderr.write(`[bench] ${m}\n`),
       });
