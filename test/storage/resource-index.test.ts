@@ -88,6 +88,18 @@ const query = fc.array(fc.constantFrom('plan', 'skil', 'review', 'tokens', 'gi',
   maxLength: 2,
 });
 
+/** A committed change as the store makes it: its records map changed first, then the index told. */
+function applyStep(records: Map<string, StoredResource>, index: ResourceIndex, s: typeof step extends fc.Arbitrary<infer S> ? S : never) {
+  const previous = records.get('put' in s ? s.put.id : s.withdraw);
+  if ('put' in s) {
+    records.set(s.put.id, s.put);
+    index.put(s.put, previous);
+  } else if (previous) {
+    records.delete(s.withdraw);
+    index.remove(previous);
+  }
+}
+
 /** The defaults, then sizes that make every posting a byte array and every search one pass, then a mix. */
 const TUNINGS: [string, Partial<IndexTuning>][] = [
   ['as configured', {}],
@@ -110,16 +122,7 @@ for (const [name, tuning] of TUNINGS)
           const terms = parseSearch(words.join(' '));
           // Searching once before the changes builds the index early, so the changes are maintained, not indexed.
           if (searchFirst) index.find({ terms, limit: 1 });
-          for (const s of steps) {
-            const previous = records.get('put' in s ? s.put.id : s.withdraw);
-            if ('put' in s) {
-              records.set(s.put.id, s.put);
-              index.put(s.put, previous);
-            } else if (previous) {
-              records.delete(s.withdraw);
-              index.remove(previous);
-            }
-          }
+          for (const s of steps) applyStep(records, index, s);
           const expected = scan(records.values(), terms, providers, undefined, 1000);
           // Page by page: each page is the next `limit` of the scan's answer, the last one shorter.
           let after: PagePosition | undefined;
@@ -182,14 +185,7 @@ t.test('a search between turns of pending word work finds what a scan finds (one
         const terms = parseSearch(words.join(' '));
         index.find({ terms, limit: 1 });
         for (const [s, turns] of steps) {
-          const previous = records.get('put' in s ? s.put.id : s.withdraw);
-          if ('put' in s) {
-            records.set(s.put.id, s.put);
-            index.put(s.put, previous);
-          } else if (previous) {
-            records.delete(s.withdraw);
-            index.remove(previous);
-          }
+          applyStep(records, index, s);
           for (let i = 0; i < turns; i++) await turn();
         }
         const positions = index.find({ terms, limit }).map(({ record, tier }) => ({ provider: record.provider, id: record.id, tier }));
