@@ -99,7 +99,13 @@ export function runRevisionContract(
       t.equal(digestOf(first), computeDigest(skill(folder('a'))));
       t.not(digestOf(first), computeDigest(skill()), 'a change of the folder alone is a new digest');
       t.equal(await store.putResource(skill(folder('a'))), 'unchanged');
+      const start = store.events.head();
       t.equal(await store.putResource(skill(folder('b'))), 'replaced', 'the same text from another folder is a replace');
+      t.same(
+        (await store.events.read(start, 10)).events.map((e) => `${e.type} ${e.subject.id}`),
+        ['resource.replaced pdf'],
+        'and announced as one',
+      );
       await store.customizeResource('pdf', { userContent: 'Ask first.' });
       const noted = (await store.getResource('pdf'))!;
       t.same(noted, { ...skill(folder('b')), userContent: 'Ask first.' }, "the owner's notes keep the folder's revision");

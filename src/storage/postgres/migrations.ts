@@ -448,9 +448,26 @@ CREATE TRIGGER resources_event_drift AFTER INSERT OR UPDATE OR DELETE ON resourc
     version: 11,
     name: 'skill-source-revision',
     // An imported skill's folder revision is part of its record and of its digest (the canonical form's
-    // `sourceRevision` field, src/registry/record-digest.ts): a row without one keeps the digest it had.
+    // `sourceRevision` field, src/registry/record-digest.ts): a row without one keeps the digest it had. It is
+    // the provider's: a change of it alone is announced as resource.replaced.
     sql: `
 ALTER TABLE resources ADD COLUMN source_revision text;
+CREATE OR REPLACE FUNCTION arr_resource_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    PERFORM arr_event('resource.created', 'resource', NEW.id, NEW.provider);
+  ELSIF TG_OP = 'DELETE' THEN
+    PERFORM arr_event('resource.withdrawn', 'resource', OLD.id, OLD.provider);
+  ELSIF (OLD.provider, OLD.schema_version, OLD.name, OLD.description, OLD.instructions, OLD.source_content, OLD.source_revision)
+        IS DISTINCT FROM (NEW.provider, NEW.schema_version, NEW.name, NEW.description, NEW.instructions, NEW.source_content,
+          NEW.source_revision) THEN
+    PERFORM arr_event('resource.replaced', 'resource', NEW.id, NEW.provider);
+  ELSIF (OLD.display_name, OLD.user_content, OLD.imported) IS DISTINCT FROM (NEW.display_name, NEW.user_content, NEW.imported) THEN
+    PERFORM arr_event('resource.customized', 'resource', NEW.id, NEW.provider);
+  END IF;
+  RETURN NULL;
+END
+$$;
 ALTER TABLE resource_revisions ADD COLUMN source_revision text;
 CREATE FUNCTION arr_record_digest(schema_version integer, id text, provider text, name text, display_name text,
     description text, instructions text, source_content text, user_content text, source_revision text) RETURNS text IMMUTABLE LANGUAGE sql AS $f$
