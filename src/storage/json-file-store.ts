@@ -291,8 +291,9 @@ export class JsonFileStore implements RegistryStore {
     return Promise.resolve(this.#listOf(this.resources, () => sortedValues(state.resources), state.index!.changes));
   }
 
-  findResources(request: FindRequest): Promise<readonly FoundResource[]> {
-    return Promise.resolve(this.resources.state.index!.find(request));
+  async findResources(request: FindRequest): Promise<readonly FoundResource[]> {
+    if (request.terms?.length) await this.resources.state.index!.current(); // a publish's words first, in their own turns
+    return this.resources.state.index!.find(request);
   }
 
   getResource(id: string): Promise<StoredResource | undefined> {
@@ -580,8 +581,7 @@ export class JsonFileStore implements RegistryStore {
   /**
    * Three durable writes, each safe to crash after: (1) the new revision is held under a transient holder
    * (the old pin stays held), (2) the workload, its audit entry and its event in one journal line, (3) the
-   * workload's hold moved to the new revision and the transient one released. A crash keeps too much,
-   * never too little.
+   * workload's hold moved to the new revision and the transient one released. A crash keeps too much, never too little.
    */
   async #movePin(move: PinMove, next: (current: WorkloadRecord) => WorkloadRecord, audit: AuditIntent): Promise<WorkloadRecord> {
     const current = await this.workloads.get(move.canvasId, move.threadId);

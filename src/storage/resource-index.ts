@@ -145,6 +145,8 @@ export class ResourceIndex {
    */
   #pending: { slot: number; record: StoredResource; add: boolean }[] = [];
   #draining = false;
+  /** Told when the pending word work is all done (`current`). */
+  #waiters: (() => void)[] = [];
 
   /** @param records the committed records (the store's own map, changed in place before each call here). */
   constructor(
@@ -193,6 +195,15 @@ export class ResourceIndex {
     return this.#pending.length;
   }
 
+  /**
+   * Resolves once no word work is pending: a search that waits for it first leaves the work to the turns it
+   * is done in, where the other requests are answered between them, instead of doing it all in its own.
+   */
+  current(): Promise<void> {
+    if (this.#pending.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#waiters.push(resolve));
+  }
+
   #defer(work: { slot: number; record: StoredResource; add: boolean }): void {
     this.#pending.push(work);
     if (this.#draining) return;
@@ -205,8 +216,12 @@ export class ResourceIndex {
     const until = performance.now() + DRAIN_TURN_MS;
     let budget = this.#tuning.drainTurnRecords;
     this.#drain(() => budget-- > 0 && performance.now() < until);
-    if (this.#pending.length === 0) this.#draining = false;
-    else setImmediate(() => this.#drainSome());
+    if (this.#pending.length > 0) {
+      setImmediate(() => this.#drainSome());
+      return;
+    }
+    this.#draining = false;
+    for (const resolve of this.#waiters.splice(0)) resolve();
   }
 
   /** Does the pending word work in order while `more()` holds. */

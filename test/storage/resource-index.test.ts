@@ -196,3 +196,36 @@ t.test('a search between turns of pending word work finds what a scan finds (one
   );
   t.pass('200 runs agreed with the scan');
 });
+
+t.test('current() resolves once the pending word work is done in its turns, other work answered between them', async (t) => {
+  const records = new Map<string, StoredResource>();
+  const index = new ResourceIndex(records, { drainTurnRecords: 10 });
+  await index.current();
+  t.pass('nothing pending: resolved at once');
+  index.find({ terms: parseSearch('plan'), limit: 1 });
+  for (let i = 0; i < 50; i++) {
+    const record: StoredResource = {
+      schemaVersion: 2,
+      id: `r-${i}`,
+      name: `plan ${i}`,
+      provider: 'm1',
+      sourceContent: 'review',
+      userContent: '',
+    };
+    records.set(record.id, record);
+    index.put(record, undefined);
+  }
+  let turns = 0;
+  let counting = true;
+  const count = () => {
+    if (!counting) return;
+    turns++;
+    setImmediate(count);
+  };
+  setImmediate(count);
+  await index.current();
+  counting = false;
+  t.equal(index.pendingWords, 0, 'all done when it resolves');
+  t.ok(turns >= 4, `the event loop turned between the slices (${turns} turns)`);
+  t.equal(index.find({ terms: parseSearch('plan'), limit: 100 }).length, 50);
+});
