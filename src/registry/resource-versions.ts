@@ -230,6 +230,7 @@ export function textFieldsOf(record: StoredResource, at = ''): [string, string][
           [`${at}/name`, record.name],
           [`${at}/sourceContent`, record.sourceContent],
         ];
+  if (record.schemaVersion === 2 && record.sourceRevision !== undefined) fields.push([`${at}/sourceRevision`, record.sourceRevision]);
   if (record.displayName !== undefined) fields.push([`${at}/displayName`, record.displayName]);
   if (record.userContent) fields.push([`${at}/userContent`, record.userContent]);
   return fields;

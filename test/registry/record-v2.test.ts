@@ -8,6 +8,7 @@ import { readStoredRecords } from '../../src/storage/json-file-store.js';
 import { build, CANARY, tempDataDir } from '../helpers/build.js';
 import { upstreamLoad } from '../helpers/upstream-resources.js';
 import { sansDigest } from '../helpers/digest.js';
+import { textFieldsOf } from '../../src/registry/resource-versions.js';
 
 const v2Body = (name: string, sourceContent: string) => ({ schemaVersion: 2, name, sourceContent });
 const resourcesFile = (dataDir: string) => path.join(dataDir, 'agent-resources', 'resources.json');
@@ -549,4 +550,18 @@ t.test('npm run migrate -- --dry-run reports the resources file; the real run ba
     ['a', 'b'],
   );
   t.match((await run([])).out, /resources file v2 \(upstream's format\); 2 record\(s\).*nothing to do/);
+});
+
+t.test("every field a provider writes is scanned for secrets, an imported skill's folder revision too", (t) => {
+  const record = { schemaVersion: 2 as const, id: 'pdf', name: 'PDF', provider: 'mac-1', sourceContent: 'Split.', userContent: '' };
+  t.same(textFieldsOf(record, '/resources/0'), [
+    ['/resources/0/name', 'PDF'],
+    ['/resources/0/sourceContent', 'Split.'],
+  ]);
+  t.same(textFieldsOf({ ...record, sourceRevision: 'a'.repeat(64) }), [
+    ['/name', 'PDF'],
+    ['/sourceContent', 'Split.'],
+    ['/sourceRevision', 'a'.repeat(64)],
+  ]);
+  t.end();
 });
