@@ -196,10 +196,12 @@ export class ResourceIndex {
   }
 
   /**
-   * Resolves once no word work is pending: a search that waits for it first leaves the work to the turns it
-   * is done in, where the other requests are answered between them, instead of doing it all in its own.
+   * Resolves once the word index is built and no word work is pending: a search that waits for it first
+   * leaves the work (the first build too) to the turns it is done in, where the other requests are answered
+   * between them, instead of doing it all in its own.
    */
   current(): Promise<void> {
+    this.#begin();
     if (this.#pending.length === 0) return Promise.resolve();
     return new Promise((resolve) => this.#waiters.push(resolve));
   }
@@ -293,28 +295,23 @@ export class ResourceIndex {
     return slot;
   }
 
-  /** Indexes the words of `record` in a slot of its own; answers the slot. */
-  #add(words: SearchableMap<Posting>, record: StoredResource): number {
-    const slot = this.#claimSlot(record);
-    const slots = this.#idAt.length;
-    for (const [word, mask] of wordsOf(record)) {
-      let posting = words.get(word);
-      if (!posting) words.set(word, (posting = new Posting()));
-      posting.set(slot, mask, slots, this.#tuning.denseMin);
-    }
-    return slot;
+  #index(): SearchableMap<Posting> {
+    this.#begin();
+    if (this.#pending.length > 0) this.#drain(() => true);
+    return this.#words!;
   }
 
-  #index(): SearchableMap<Posting> {
-    if (!this.#words) {
-      const words = new SearchableMap<Posting>();
-      const slotOfKey = new Map<string, number>();
-      for (const record of this.records.values()) slotOfKey.set(keyOf(record.provider, record.id), this.#add(words, record));
-      this.#keySlots = this.#keys.map((key) => slotOfKey.get(key)!);
-      this.#words = words;
+  /** Once: a slot for every record and its words pending, posted in later turns (or by the first search). */
+  #begin(): void {
+    if (this.#words) return;
+    this.#words = new SearchableMap<Posting>();
+    const slotOfKey = new Map<string, number>();
+    for (const record of this.records.values()) {
+      const slot = this.#claimSlot(record);
+      slotOfKey.set(keyOf(record.provider, record.id), slot);
+      this.#defer({ slot, record, add: true });
     }
-    if (this.#pending.length > 0) this.#drain(() => true);
-    return this.#words;
+    this.#keySlots = this.#keys.map((key) => slotOfKey.get(key)!);
   }
 
   /** The postings of every word a term matches: as written, by prefix, one edit away. */

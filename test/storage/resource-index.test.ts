@@ -143,6 +143,21 @@ for (const [name, tuning] of TUNINGS)
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
+/** How many event-loop turns went by until `done` resolved. */
+async function turnsUntil(done: Promise<unknown>): Promise<number> {
+  let turns = 0;
+  let counting = true;
+  const count = () => {
+    if (!counting) return;
+    turns++;
+    setImmediate(count);
+  };
+  setImmediate(count);
+  await done;
+  counting = false;
+  return turns;
+}
+
 t.test("a committed change's word work is left to later turns, a few records a turn, and a search does what is left first", async (t) => {
   const records = new Map<string, StoredResource>();
   const index = new ResourceIndex(records, { drainTurnRecords: 10 });
@@ -215,17 +230,30 @@ t.test('current() resolves once the pending word work is done in its turns, othe
     records.set(record.id, record);
     index.put(record, undefined);
   }
-  let turns = 0;
-  let counting = true;
-  const count = () => {
-    if (!counting) return;
-    turns++;
-    setImmediate(count);
-  };
-  setImmediate(count);
-  await index.current();
-  counting = false;
+  const turns = await turnsUntil(index.current());
   t.equal(index.pendingWords, 0, 'all done when it resolves');
   t.ok(turns >= 4, `the event loop turned between the slices (${turns} turns)`);
+  t.equal(index.find({ terms: parseSearch('plan'), limit: 100 }).length, 50);
+});
+
+t.test('the word index is first built in turns too when a search waits for current()', async (t) => {
+  const records = new Map<string, StoredResource>();
+  for (let i = 0; i < 50; i++) {
+    const record: StoredResource = {
+      schemaVersion: 2,
+      id: `r-${i}`,
+      name: `plan ${i}`,
+      provider: 'm1',
+      sourceContent: 'review',
+      userContent: '',
+    };
+    records.set(record.id, record);
+  }
+  const index = new ResourceIndex(records, { drainTurnRecords: 10 });
+  const built = index.current();
+  t.equal(index.pendingWords, 50, 'every record waits for a later turn');
+  const turns = await turnsUntil(built);
+  t.equal(index.pendingWords, 0);
+  t.ok(turns >= 4, `built over several turns (${turns})`);
   t.equal(index.find({ terms: parseSearch('plan'), limit: 100 }).length, 50);
 });
