@@ -59,7 +59,12 @@ t.test('import, refresh and delete each publish only that skill', { skip: daemon
   from = m.reg.providerRequests.length;
   const refreshed = await api('POST', `/api/acp/resources/pdf-split/refresh?agentletId=${MACHINE}`, { expectedRevision: changed });
   t.equal(refreshed.statusCode, 200, refreshed.body);
-  // The record's text is the same SKILL.md: the registry already holds it, so nothing needs sending.
+  // The same SKILL.md, another file: the record's folder revision (part of its digest) is new, so it is sent.
+  t.same(publishes(m, from), [`PUT /api/acp/providers/${MACHINE}/resources/pdf-split`], 'a refresh of another file sends its one record');
+  t.equal(refreshed.json().resource.sourceRevision, changed, "with the folder's new revision");
+  from = m.reg.providerRequests.length;
+  const again = await api('POST', `/api/acp/resources/pdf-split/refresh?agentletId=${MACHINE}`, { expectedRevision: changed });
+  t.equal(again.statusCode, 200, again.body);
   t.same(publishes(m, from), [], 'a refresh that leaves the record as it is sends nothing');
 
   from = m.reg.providerRequests.length;
