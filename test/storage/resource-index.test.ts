@@ -143,6 +143,17 @@ for (const [name, tuning] of TUNINGS)
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
+/** `n` records v2 named `plan <i>`, of one machine. */
+const planRecords = (n: number): StoredResource[] =>
+  Array.from({ length: n }, (_, i) => ({
+    schemaVersion: 2,
+    id: `r-${i}`,
+    name: `plan ${i}`,
+    provider: 'm1',
+    sourceContent: 'review',
+    userContent: '',
+  }));
+
 /** How many event-loop turns went by until `done` resolved. */
 async function turnsUntil(done: Promise<unknown>): Promise<number> {
   let turns = 0;
@@ -162,15 +173,7 @@ t.test("a committed change's word work is left to later turns, a few records a t
   const records = new Map<string, StoredResource>();
   const index = new ResourceIndex(records, { drainTurnRecords: 10 });
   index.find({ terms: parseSearch('plan'), limit: 1 }); // the word index is built
-  for (let i = 0; i < 50; i++) {
-    const record: StoredResource = {
-      schemaVersion: 2,
-      id: `r-${i}`,
-      name: `plan ${i}`,
-      provider: 'm1',
-      sourceContent: 'review',
-      userContent: '',
-    };
+  for (const record of planRecords(50)) {
     records.set(record.id, record);
     index.put(record, undefined);
   }
@@ -218,15 +221,7 @@ t.test('current() resolves once the pending word work is done in its turns, othe
   await index.current();
   t.pass('nothing pending: resolved at once');
   index.find({ terms: parseSearch('plan'), limit: 1 });
-  for (let i = 0; i < 50; i++) {
-    const record: StoredResource = {
-      schemaVersion: 2,
-      id: `r-${i}`,
-      name: `plan ${i}`,
-      provider: 'm1',
-      sourceContent: 'review',
-      userContent: '',
-    };
+  for (const record of planRecords(50)) {
     records.set(record.id, record);
     index.put(record, undefined);
   }
@@ -238,17 +233,7 @@ t.test('current() resolves once the pending word work is done in its turns, othe
 
 t.test('the word index is first built in turns too when a search waits for current()', async (t) => {
   const records = new Map<string, StoredResource>();
-  for (let i = 0; i < 50; i++) {
-    const record: StoredResource = {
-      schemaVersion: 2,
-      id: `r-${i}`,
-      name: `plan ${i}`,
-      provider: 'm1',
-      sourceContent: 'review',
-      userContent: '',
-    };
-    records.set(record.id, record);
-  }
+  for (const record of planRecords(50)) records.set(record.id, record);
   const index = new ResourceIndex(records, { drainTurnRecords: 10 });
   const built = index.current();
   t.equal(index.pendingWords, 50, 'every record waits for a later turn');
