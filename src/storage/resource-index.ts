@@ -144,6 +144,8 @@ export class ResourceIndex {
    * first; until then it is done a few milliseconds per event-loop turn, never in the turn of the commit.
    */
   #pending: { slot: number; record: StoredResource; add: boolean }[] = [];
+  /** Where the undone work of `#pending` starts (done work is dropped once all of it is done). */
+  #next = 0;
   #draining = false;
   /** Told when the pending word work is all done (`current`). */
   #waiters: (() => void)[] = [];
@@ -192,7 +194,7 @@ export class ResourceIndex {
 
   /** Word work waiting for a later turn (or the next search). */
   get pendingWords(): number {
-    return this.#pending.length;
+    return this.#pending.length - this.#next;
   }
 
   /**
@@ -202,7 +204,7 @@ export class ResourceIndex {
    */
   current(): Promise<void> {
     this.#begin();
-    if (this.#pending.length === 0) return Promise.resolve();
+    if (this.pendingWords === 0) return Promise.resolve();
     return new Promise((resolve) => this.#waiters.push(resolve));
   }
 
@@ -218,7 +220,7 @@ export class ResourceIndex {
     const until = performance.now() + DRAIN_TURN_MS;
     let budget = this.#tuning.drainTurnRecords;
     this.#drain(() => budget-- > 0 && performance.now() < until);
-    if (this.#pending.length > 0) {
+    if (this.pendingWords > 0) {
       setImmediate(() => this.#drainSome());
       return;
     }
@@ -229,9 +231,8 @@ export class ResourceIndex {
   /** Does the pending word work in order while `more()` holds. */
   #drain(more: () => boolean): void {
     const words = this.#words!;
-    let done = 0;
-    while (done < this.#pending.length && more()) {
-      const { slot, record, add } = this.#pending[done++]!;
+    while (this.#next < this.#pending.length && more()) {
+      const { slot, record, add } = this.#pending[this.#next++]!;
       if (add) {
         const slots = this.#idAt.length;
         for (const [word, mask] of wordsOf(record)) {
@@ -249,7 +250,10 @@ export class ResourceIndex {
       }
       this.#freeSlots.push(slot);
     }
-    this.#pending.splice(0, done);
+    if (this.#next === this.#pending.length) {
+      this.#pending = [];
+      this.#next = 0;
+    }
   }
 
   find(request: FindRequest): FoundResource[] {
@@ -297,7 +301,7 @@ export class ResourceIndex {
 
   #index(): SearchableMap<Posting> {
     this.#begin();
-    if (this.#pending.length > 0) this.#drain(() => true);
+    if (this.pendingWords > 0) this.#drain(() => true);
     return this.#words!;
   }
 
