@@ -77,8 +77,10 @@ export class CachedBody {
     readonly body: string,
     readonly etag: string,
     options: { kept?: boolean; onEncode?: (coding: ContentCoding) => void } = {},
+    /** `body` as UTF-8, when the caller has it already. */
+    bytes: Buffer = Buffer.from(body, 'utf8'),
   ) {
-    this.bytes = Buffer.from(body, 'utf8');
+    this.bytes = bytes;
     this.compressible = (options.kept ?? true) && this.bytes.length >= MIN_COMPRESSED_BYTES;
     this.#onEncode = options.onEncode ?? (() => undefined);
   }
@@ -115,9 +117,32 @@ export function catalogueBody(
   besides?: (records: readonly StoredResource[]) => Record<string, unknown>,
   options: { kept?: boolean; onEncode?: (coding: ContentCoding) => void } = {},
 ): CachedBody {
-  const body = JSON.stringify({ resources: records.map((r) => represent(r, representation)), ...besides?.(records) });
-  const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 32)}"`;
-  return new CachedBody(body, etag, options);
+  // The same text as JSON.stringify({ resources: records.map(represent), ...besides }), from each record's own.
+  const others = besides ? JSON.stringify(besides(records)).slice(1, -1) : '';
+  const body = `{"resources":[${records.map((r) => recordJson(r, representation)).join(',')}]${others === '' ? '' : `,${others}`}}`;
+  const bytes = Buffer.from(body, 'utf8');
+  const etag = `"${createHash('sha256').update(bytes).digest('base64url').slice(0, 32)}"`;
+  return new CachedBody(body, etag, options, bytes);
+}
+
+/**
+ * Each stored record's JSON in each representation, kept while the record lives. Only a frozen record is
+ * kept: the stores freeze what they hold and replace a record rather than change it, so its text is its own
+ * for as long as it is stored. A catalogue built again after a write then reads the front matter of, and
+ * serializes, only the records the write changed; a page is the kept texts joined.
+ */
+const RECORD_JSON: Record<Representation, WeakMap<StoredResource, string>> = { 1: new WeakMap(), 2: new WeakMap() };
+
+/** `record` in `representation` as JSON text: kept per frozen record (RECORD_JSON). */
+export function recordJson(record: StoredResource, representation: Representation): string {
+  if (!Object.isFrozen(record)) return JSON.stringify(represent(record, representation));
+  const kept = RECORD_JSON[representation];
+  let json = kept.get(record);
+  if (json === undefined) {
+    json = JSON.stringify(represent(record, representation));
+    kept.set(record, json);
+  }
+  return json;
 }
 
 /**

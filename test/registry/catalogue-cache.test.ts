@@ -1,8 +1,10 @@
 // The catalogue cache on its own: which body a read gets at which revision, when a body is rebuilt, and how
 // If-None-Match is matched. The HTTP side (codings, Vary, 304 per coding) is test/http/compression.test.ts.
 import t from 'tap';
+import fc from 'fast-check';
 import { catalogueBody, CatalogueCache, etagMatches, MIN_COMPRESSED_BYTES, viewLabel } from '../../src/registry/catalogue-cache.js';
 import type { StoredResource } from '../../src/schemas/resource.js';
+import { represent } from '../../src/registry/resource-versions.js';
 
 const record = (id: string, description = 'd'.repeat(MIN_COMPRESSED_BYTES)): StoredResource => ({
   schemaVersion: 1,
@@ -95,5 +97,86 @@ t.test("a view's metric label is its kind, never a provider or machine ID", (t) 
   t.equal(viewLabel('all'), 'all');
   t.equal(viewLabel('provider:agentlet-a'), 'provider');
   t.equal(viewLabel('machine:m-0001'), 'machine');
+  t.end();
+});
+
+t.test('a body is exactly the JSON of its records in the representation asked for, with what goes beside them', (t) => {
+  const text = fc.string({ unit: 'binary', maxLength: 40 });
+  const anyRecord = fc.oneof(
+    fc
+      .record({ id: fc.constantFrom('a', 'b-1', 'c'), description: text, instructions: text })
+      .map((r): StoredResource => ({ schemaVersion: 1, name: r.id, provider: 'huabu', ...r })),
+    fc
+      .record({
+        id: fc.constantFrom('s', 't-2'),
+        description: text,
+        body: text,
+        userContent: text,
+        provider: fc.constantFrom('huabu', 'm-1'),
+      })
+      .map((r): StoredResource => ({
+        schemaVersion: 2,
+        id: r.id,
+        name: r.id,
+        provider: r.provider,
+        sourceContent: `---\ndescription: ${JSON.stringify(r.description)}\n---\n${r.body}`,
+        userContent: r.userContent,
+      })),
+  );
+  fc.assert(
+    fc.property(
+      fc.array(anyRecord, { maxLength: 6 }),
+      fc.boolean(),
+      fc.constantFrom<1 | 2>(1, 2),
+      fc.option(fc.array(text)),
+      (records, frozen, as, ids) => {
+        const list = frozen ? records.map((r) => Object.freeze(r)) : records;
+        const besides = ids === null ? undefined : () => ({ manageableResourceIds: ids });
+        const expected = JSON.stringify({ resources: list.map((r) => represent(r, as)), ...besides?.() });
+        for (const round of [1, 2]) {
+          const body = catalogueBody(list, as, besides, { kept: false });
+          if (body.body !== expected) throw new Error(`round ${round}: ${body.body} !== ${expected}`);
+          if (!body.bytes.equals(Buffer.from(expected))) throw new Error('bytes differ from the text');
+        }
+      },
+    ),
+    { numRuns: 300 },
+  );
+  t.end();
+});
+
+t.test('a stored record is read for its JSON once: a body built again after a write reads only the records it changed', (t) => {
+  let reads = 0;
+  const readCounted = (id: string): StoredResource => {
+    const fields = { schemaVersion: 2 as const, id, name: id, provider: 'm-1', userContent: '' };
+    Object.defineProperty(fields, 'sourceContent', {
+      enumerable: true,
+      get() {
+        reads++;
+        return `---\ndescription: the ${id} skill\n---\nRun it.`;
+      },
+    });
+    return fields as StoredResource;
+  };
+  const held = [Object.freeze(readCounted('a')), Object.freeze(readCounted('b'))];
+  const first = catalogueBody(held, 1, undefined, { kept: false });
+  t.ok(reads > 0, 'the first body reads each record');
+  reads = 0;
+  const replaced = Object.freeze(readCounted('b'));
+  const again = catalogueBody([held[0]!, replaced], 1, undefined, { kept: false });
+  const readsOfOne = reads;
+  reads = 0;
+  catalogueBody([replaced], 1, undefined, { kept: false });
+  t.equal(reads, 0, 'a record already serialized is not read again');
+  catalogueBody([held[0]!], 2, undefined, { kept: false });
+  t.ok(reads > 0, 'each representation is its own');
+  t.equal(again.body, first.body, 'the same content gives the same body');
+  t.ok(readsOfOne > 0, 'the replaced record is read');
+  reads = 0;
+  const unfrozen = readCounted('c');
+  catalogueBody([unfrozen], 1, undefined, { kept: false });
+  const once = reads;
+  catalogueBody([unfrozen], 1, undefined, { kept: false });
+  t.equal(reads, once * 2, 'a record that is not frozen may change, so it is read every time');
   t.end();
 });
