@@ -2,7 +2,7 @@
 // the Agent Skills format's rules for a skill's front matter. One parser for every reader: the Agentlet's
 // scan and import, and the registry's views of a record whose source content opens with front matter.
 // Framework-free; the only package is `yaml`.
-import { isScalar, LineCounter, parseDocument, visit } from 'yaml';
+import { isScalar, Lexer, LineCounter, parseDocument, visit } from 'yaml';
 
 /** What a Markdown file's front matter holds, and the text after it. */
 export interface FrontMatter {
@@ -37,10 +37,17 @@ export const FRONT_MATTER_BOUNDS = {
   chars: 16_000,
   /** Keys of every mapping in it, nested ones included. */
   keys: 256,
+  /**
+   * YAML tokens (`yaml`'s lexer: each scalar, indicator, space, line break and comment). Parsing costs about
+   * 2 µs a token, so 16,000 characters of one-character flow items took 40 ms; real skills' front matter is
+   * 10–120 tokens, a mapping of 256 keys about 2,050.
+   */
+  tokens: 4096,
 } as const;
 
 /** A parsed front matter: its mapping, or why it is not one (the part of a read that does not depend on the body). */
-type Parsed = { ok: true; data: Record<string, unknown> } | { ok: false; message: string };
+export type ParsedFrontMatter = { ok: true; data: Record<string, unknown> } | { ok: false; message: string };
+type Parsed = ParsedFrontMatter;
 
 /**
  * Parses of recent front matter, by their YAML text, least recently read first: a record read again and
@@ -63,23 +70,50 @@ export function readFrontMatter(text: string): FrontMatterRead {
   const yaml = match[1] ?? '';
   if (yaml.length > FRONT_MATTER_BOUNDS.chars)
     return { ok: false, problem: 'invalid', message: `the front matter is longer than ${FRONT_MATTER_BOUNDS.chars} characters`, body };
-  let entry = parsed.get(yaml);
-  if (entry === undefined) {
-    // A copy of its own (exact, lone surrogates included), so that neither the key nor the strings parsed
-    // from it keep the whole text they were cut from alive.
-    const own = JSON.parse(JSON.stringify(yaml)) as string;
-    entry = { yaml: own, result: parseMapping(own) };
-    parsedChars += own.length;
-    for (const [kept] of parsed) {
-      if (parsedChars <= PARSED_KEPT_CHARS) break;
-      parsed.delete(kept);
-      parsedChars -= kept.length;
-    }
-  } else parsed.delete(yaml);
-  // Most recently read last, under its own copy.
-  parsed.set(entry.yaml, entry);
-  const { result } = entry;
+  const entry = parsed.get(yaml);
+  // Most recently read last.
+  if (entry !== undefined) parsed.delete(yaml);
+  const result = entry ? keep(entry) : keepParsedFrontMatter(yaml, parseMapping(yaml));
   return result.ok ? { ok: true, data: result.data, body } : { ok: false, problem: 'invalid', message: result.message, body };
+}
+
+/** The YAML between the fences at the top of `text`, when it opens with front matter within the character bound. */
+export function frontMatterYaml(text: string): string | undefined {
+  const match = FENCED.exec(text);
+  const yaml = match ? (match[1] ?? '') : undefined;
+  return yaml !== undefined && yaml.length <= FRONT_MATTER_BOUNDS.chars ? yaml : undefined;
+}
+
+/** Parses `yaml` as readFrontMatter does (the bounds, duplicate keys, aliases), without keeping it: what a worker thread runs. */
+export function parseFrontMatter(yaml: string): ParsedFrontMatter {
+  return yaml.length > FRONT_MATTER_BOUNDS.chars
+    ? { ok: false, message: `the front matter is longer than ${FRONT_MATTER_BOUNDS.chars} characters` }
+    : parseMapping(yaml);
+}
+
+/**
+ * Keeps `result`, parsed from `yaml` elsewhere (a worker thread's parseFrontMatter), as readFrontMatter's own
+ * parse: the next read of the same front matter finds it. Its mapping is frozen here.
+ */
+export function keepParsedFrontMatter(yaml: string, result: ParsedFrontMatter): ParsedFrontMatter {
+  const known = parsed.get(yaml);
+  if (known !== undefined) return known.result;
+  // A copy of its own (exact, lone surrogates included), so that neither the key nor the strings parsed
+  // from it keep the whole text they were cut from alive.
+  const own = JSON.parse(JSON.stringify(yaml)) as string;
+  parsedChars += own.length;
+  return keep({ yaml: own, result: result.ok ? { ok: true, data: deepFreeze(result.data) } : result });
+}
+
+/** Keeps `entry` as the most recently read, dropping the least recently read past PARSED_KEPT_CHARS. */
+function keep(entry: { yaml: string; result: Parsed }): Parsed {
+  parsed.set(entry.yaml, entry);
+  for (const [kept] of parsed) {
+    if (parsedChars <= PARSED_KEPT_CHARS) break;
+    parsed.delete(kept);
+    parsedChars -= kept.length;
+  }
+  return entry.result;
 }
 
 /**
@@ -87,6 +121,11 @@ export function readFrontMatter(text: string): FrontMatterRead {
  * every earlier one, so keys are counted and compared here, with a set per mapping.
  */
 function parseMapping(yaml: string): Parsed {
+  let tokens = 0;
+  for (const _ of new Lexer().lex(yaml)) {
+    if (++tokens > FRONT_MATTER_BOUNDS.tokens)
+      return { ok: false, message: `the front matter has more than ${FRONT_MATTER_BOUNDS.tokens} YAML tokens` };
+  }
   const lineCounter = new LineCounter();
   const doc = parseDocument(yaml, { uniqueKeys: false, prettyErrors: false, lineCounter });
   // The YAML starts on the file's second line.

@@ -7,6 +7,9 @@ import { parseDocument } from 'yaml';
 import {
   checkSkillFrontMatter,
   FRONT_MATTER_BOUNDS,
+  frontMatterYaml,
+  keepParsedFrontMatter,
+  parseFrontMatter,
   readFrontMatter,
   SKILL_FRONT_MATTER_ERRORS,
   SKILL_FRONT_MATTER_WARNINGS,
@@ -91,6 +94,41 @@ t.test('warnings: the format bounds real public skills often depart from', (t) =
   const warned = checkSkillFrontMatter('---\nname: My Skill\ndescription: d\n---\n', 'my-skill');
   t.equal(warned.name, 'My Skill', 'a warned skill keeps its name');
   t.match(warned.issues, [{ message: /"My Skill"/ }, { message: /"My Skill" differs from its folder's name "my-skill"/ }]);
+  t.end();
+});
+
+t.test('front matter of many small items within the character bound is refused by its tokens, before it is parsed', (t) => {
+  // One-character flow items: 16,000 characters of them parsed for about 40 ms, on every first read.
+  const items = `list: [${Array.from({ length: FRONT_MATTER_BOUNDS.tokens }, () => '1').join(',')}]`;
+  t.ok(items.length < FRONT_MATTER_BOUNDS.chars, 'within the character bound');
+  const read = readFrontMatter(`---\n${items}\n---\nBody`);
+  t.match(read, { ok: false, problem: 'invalid', body: 'Body' });
+  t.match(read.ok ? '' : read.message, new RegExp(`more than ${FRONT_MATTER_BOUNDS.tokens} YAML tokens`));
+  t.match(
+    checkSkillFrontMatter(`---\nname: a\ndescription: d\n${items}\n---\n`).issues,
+    [{ code: 'skill_front_matter_invalid', severity: 'error', message: /more than \d+ YAML tokens/ }],
+    'a skill with such front matter is refused with that reason',
+  );
+  const fewer = `list: [${Array.from({ length: FRONT_MATTER_BOUNDS.tokens / 8 }, () => '1').join(', ')}]`;
+  t.match(readFrontMatter(`---\n${fewer}\n---\n`), { ok: true }, 'a long list within the bound is read');
+  t.end();
+});
+
+t.test('a parse made elsewhere (a worker thread) is the one later reads get, frozen, and agrees with a parse here', (t) => {
+  const text = `---\nname: kept-${Date.now()}\nmetadata: {a: [1, 2]}\n---\nBody`;
+  const yaml = frontMatterYaml(text)!;
+  t.equal(yaml, text.slice(4, text.indexOf('\n---\n')));
+  // What a worker sends back is a structured clone: plain, unfrozen.
+  const fromWorker = structuredClone(parseFrontMatter(yaml));
+  t.notOk(Object.isFrozen(fromWorker.ok ? fromWorker.data : null), 'a clone is not frozen');
+  keepParsedFrontMatter(yaml, fromWorker);
+  const read = readFrontMatter(text);
+  t.ok(read.ok && fromWorker.ok && read.data === fromWorker.data, 'the read gets the kept mapping itself');
+  t.ok(read.ok && Object.isFrozen(read.data) && Object.isFrozen(read.data.metadata), 'frozen, nested values too');
+  t.same(read.ok ? read.data : null, { name: yaml.slice(6, yaml.indexOf('\n')), metadata: { a: [1, 2] } }, 'the mapping parsed');
+  t.match(parseFrontMatter('a: 1\na: 2'), { ok: false, message: /DUPLICATE_KEY/ }, 'refusals are the same');
+  t.equal(frontMatterYaml('no front matter'), undefined);
+  t.equal(frontMatterYaml('---\n---\nBody'), '', 'an empty block is empty YAML');
   t.end();
 });
 
