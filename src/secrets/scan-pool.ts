@@ -1,6 +1,9 @@
 // The service's secret scanner, with the scanning itself run off the event loop by a pool of worker threads
 // (node:worker_threads; src/secrets/scan-worker.ts). Each worker runs src/secrets/secret-scanner.ts's own
 // `scan`, so the findings, their order and every refusal are that scanner's; only where it runs changes.
+// A worker also parses the front matter of each record v2 `sourceContent` it scans (src/text/front-matter.ts,
+// the parse every read makes), and a clean piece's parses are kept as the reads' own: the records of a large
+// write are read without parsing YAML on the event loop.
 // The owner's allowlist is read on the main thread, as the scanner reads it: only when a scan met a
 // candidate (never for a clean text), and a failed read refuses the write. A scan with entries to apply is
 // asked again with them. Small texts (under INLINE_CHARS in all) are scanned on the calling thread: posting
@@ -14,6 +17,7 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { AppError } from '../errors.js';
+import { frontMatterYaml, keepParsedFrontMatter, type ParsedFrontMatter } from '../text/front-matter.js';
 import {
   isKeyField,
   SecretScanner,
@@ -38,7 +42,15 @@ export interface ScanRequest {
   scope: { route?: string; allowed?: AllowedFinding[] };
 }
 
-export type ScanReply = { id: number; findings: SecretFinding[]; touched: boolean } | { id: number; error: string };
+export type ScanReply =
+  | {
+      id: number;
+      findings: SecretFinding[];
+      touched: boolean;
+      /** The front matter parsed from the request's fields that open with one (isFrontMatterField), by field index. */
+      frontMatters: [number, ParsedFrontMatter][];
+    }
+  | { id: number; error: string };
 
 /**
  * The worker's file: beside this module when it runs from dist/ or from source (`.ts` under tsx), and in
@@ -51,9 +63,12 @@ export function workerFile(moduleUrl: string = import.meta.url): URL {
   return candidates.find((u) => existsSync(fileURLToPath(u))) ?? candidates[0]!;
 }
 
+/** A worker's answer for one piece: its findings, whether it met a candidate, the front matter it parsed. */
+type PieceScan = Omit<Extract<ScanReply, { findings: SecretFinding[] }>, 'id'>;
+
 interface Job {
   request: ScanRequest;
-  resolve(reply: { findings: SecretFinding[]; touched: boolean }): void;
+  resolve(reply: PieceScan): void;
   reject(err: unknown): void;
 }
 
@@ -78,7 +93,7 @@ class WorkerPool {
     return this.#idle.length + this.#busy.size;
   }
 
-  run(fields: [string, string][], scope: ScanScope): Promise<{ findings: SecretFinding[]; touched: boolean }> {
+  run(fields: [string, string][], scope: ScanScope): Promise<PieceScan> {
     if (this.#closed) return Promise.reject(stopped('the secret scan was closed'));
     if (this.#queue.length >= MAX_QUEUED) {
       return Promise.reject(
@@ -128,7 +143,7 @@ class WorkerPool {
       worker.unref();
       this.#idle.push(worker);
       if ('error' in reply) job.reject(new Error(reply.error));
-      else job.resolve({ findings: reply.findings, touched: reply.touched });
+      else job.resolve(reply);
       this.#dispatch();
     });
     const gone = (why: string) => {
@@ -209,9 +224,16 @@ export class PooledSecretScanner extends SecretScanner {
     const results = await Promise.all(pieces.map((piece) => this.#pool.run(piece, scope)));
     const findings: SecretFinding[] = [];
     let touched = false;
-    for (const result of results) {
+    for (const [p, result] of results.entries()) {
       findings.push(...result.findings);
       touched ||= result.touched;
+      // The worker's parse is the one the reads of a clean piece's records get (a refused text is not kept).
+      if (result.findings.length === 0) {
+        for (const [i, parsed] of result.frontMatters) {
+          const yaml = frontMatterYaml(pieces[p]![i]?.[1] ?? '');
+          if (yaml !== undefined) keepParsedFrontMatter(yaml, parsed);
+        }
+      }
       if (result.findings.some((f) => isKeyField(f.field))) break;
     }
     return { findings, touched };

@@ -77,6 +77,14 @@ export function readFrontMatter(text: string): FrontMatterRead {
   return result.ok ? { ok: true, data: result.data, body } : { ok: false, problem: 'invalid', message: result.message, body };
 }
 
+/**
+ * Whether a scanned text field (a JSON pointer, as textFieldsOf in src/registry/resource-versions.ts names
+ * them) is one every reader parses as a skill's SKILL.md: record v2's `sourceContent`.
+ */
+export function isFrontMatterField(pointer: string): boolean {
+  return pointer === '/sourceContent' || pointer.endsWith('/sourceContent');
+}
+
 /** The YAML between the fences at the top of `text`, when it opens with front matter within the character bound. */
 export function frontMatterYaml(text: string): string | undefined {
   const match = FENCED.exec(text);
@@ -120,7 +128,15 @@ function keep(entry: { yaml: string; result: Parsed }): Parsed {
  * Parses front matter in time linear in its length: `yaml`'s own duplicate-key check compares each key with
  * every earlier one, so keys are counted and compared here, with a set per mapping.
  */
+let parsesHere = 0;
+
+/** How many front matters this thread has parsed itself (kept parses, a worker's included, are not counted). */
+export function frontMatterParses(): number {
+  return parsesHere;
+}
+
 function parseMapping(yaml: string): Parsed {
+  parsesHere++;
   let tokens = 0;
   for (const _ of new Lexer().lex(yaml)) {
     if (++tokens > FRONT_MATTER_BOUNDS.tokens)

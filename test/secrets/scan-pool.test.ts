@@ -9,6 +9,7 @@ import t from 'tap';
 import { AppError } from '../../src/errors.js';
 import { INLINE_CHARS, MAX_QUEUED, PIECE_CHARS, PooledSecretScanner } from '../../src/secrets/scan-pool.js';
 import { SecretScanner, type AllowedFinding } from '../../src/secrets/secret-scanner.js';
+import { frontMatterParses, frontMatterYaml, parseFrontMatter, readFrontMatter } from '../../src/text/front-matter.js';
 
 const GITHUB = 'ghp_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8';
 const KNOWN = 'arr_owner_' + 'k'.repeat(40);
@@ -123,4 +124,36 @@ t.test('small texts are scanned on the calling thread; close stops the workers a
   await pooled.close();
   t.equal(pooled.workers, 0, 'closed: no worker left');
   await t.rejects(pooled.scan([['/sourceContent', 'x '.repeat(INLINE_CHARS)]]), { code: 'overloaded' });
+});
+
+t.test("a record's front matter is parsed in the worker that scans it: its reads parse nothing on this thread", async (t) => {
+  const scanner = new PooledSecretScanner([KNOWN], { workers: 2 });
+  t.teardown(() => scanner.close());
+  const files = await corpus();
+  const mark = `${process.pid}-${Date.now()}`;
+  // Record v2 texts, each front matter new to this process; one with a secret (a refused write's are not kept).
+  const fields = files
+    .filter(([, text]) => text.startsWith('---\n'))
+    .map(([, text], i): [string, string] => [`/resources/${i}/sourceContent`, text.replace(/^---\n/, `---\n# ${mark}-${i}\n`)]);
+  const clean = fields.filter(([, text]) => !text.includes(GITHUB) && !text.includes(KNOWN));
+  const dirty = fields.find(([, text]) => text.includes(GITHUB))!;
+  t.ok(clean.length >= 10 && dirty, 'real skills, clean and not');
+  t.same(await scanner.scan(clean), [], 'a clean set');
+  t.not((await scanner.scan([dirty, [`/resources/999/name`, 'x'.repeat(INLINE_CHARS)]])).length, 0, 'a set with a secret');
+  const before = frontMatterParses();
+  const reads = clean.map(([, text]) => readFrontMatter(text));
+  t.equal(frontMatterParses(), before, 'no read of a scanned record parsed its front matter here');
+  for (const [i, read] of reads.entries()) {
+    const fresh = parseFrontMatter(frontMatterYaml(clean[i]![1])!);
+    if (JSON.stringify(read.ok ? read.data : read.message) !== JSON.stringify(fresh.ok ? fresh.data : fresh.message)) {
+      t.fail(`${clean[i]![0]}: the worker's parse differs from this thread's`);
+    }
+  }
+  const afterCompare = frontMatterParses();
+  readFrontMatter(dirty[1]);
+  t.equal(frontMatterParses(), afterCompare + 1, 'the refused text is parsed only when read');
+  const other: [string, string] = ['/resources/0/description', `---\n# ${mark}-other\nname: a\n---\n${'x'.repeat(INLINE_CHARS)}`];
+  await scanner.scan([other]);
+  readFrontMatter(other[1]);
+  t.equal(frontMatterParses(), afterCompare + 2, 'only record v2 source content is read as a skill');
 });
