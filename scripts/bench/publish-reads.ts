@@ -3,7 +3,8 @@
 // `records` skill records at the same moment (one `PUT /api/acp/providers/<m>/resources` each, the
 // `sourceContent` real public skill documents, scenario 12's, each cut to fit the set in the 8 MiB body limit). Owner reads of one record
 // (`GET /api/acp/resources/<id>`) run at a fixed rate from before the publishes until after the last was
-// answered; their p99 is the figure. With another build's `dist`, that build runs the same rounds,
+// answered; their p99 is the figure. Then the first whole v1 catalogue read is timed: every published skill's summary
+// is its front matter's description. With another build's `dist`, that build runs the same rounds,
 // alternated with this one's (before/after in one run).
 import { Pool, request } from 'undici';
 import { copyDataDir, removeDir, seededId, startServer, type Credentials, type RunningServer } from './harness.js';
@@ -19,6 +20,8 @@ export interface PublishReadsRound {
   /** Milliseconds from the first publish sent to the last answered, and the publishes not answered 200. */
   publishMs: number;
   failedPublishes: string[];
+  /** The first whole v1 catalogue read after the publishes (every published skill's summary from its front matter): ms. */
+  catalogueMs: number;
 }
 
 export interface PublishReadsOptions {
@@ -31,6 +34,8 @@ export interface PublishReadsOptions {
   readRate: number;
   /** One search before the reads start: the JSON store's word index is built and kept up to date by the publishes. */
   searchFirst?: boolean;
+  /** Each record's front matter its own (a comment naming the record): no two records share a parse. */
+  uniqueFrontMatter?: boolean;
   baselineBuild?: string;
   log(message: string): void;
 }
@@ -107,6 +112,9 @@ async function oneRound(
     stopAt = performance.now() + 500;
     await reading;
     await pool.close();
+    const catalogueStarted = performance.now();
+    await (await request(`${server.url}/api/acp/resources`, { headers: owner, bodyTimeout: 600_000, headersTimeout: 600_000 })).body.dump();
+    const catalogueMs = performance.now() - catalogueStarted;
     latencies.sort((a, b) => a - b);
     return {
       p50: quantile(latencies, 0.5),
@@ -116,6 +124,7 @@ async function oneRound(
       failedReads,
       publishMs,
       failedPublishes,
+      catalogueMs,
     };
   } finally {
     await server.stop();
@@ -129,7 +138,11 @@ export async function measurePublishReads(o: PublishReadsOptions): Promise<{ rou
   const share = Math.floor((7.5 * 2 ** 20) / o.records) - 200;
   const cut = (text: string) => (text.length <= share ? text : text.slice(0, Math.max(text.lastIndexOf('\n', share), 1)).trimEnd());
   const entries = (await skillEntries(o.records)).map((e) => ({ ...e, sourceContent: cut(e.sourceContent) }));
-  const bodies = (machine: string) => JSON.stringify({ resources: entries.map((e) => ({ ...e, id: `${machine}-${e.id}` })) });
+  const own = (text: string, id: string) => (o.uniqueFrontMatter ? text.replace(/^---\n/, `---\n# ${id}\n`) : text);
+  const bodies = (machine: string) =>
+    JSON.stringify({
+      resources: entries.map((e) => ({ ...e, id: `${machine}-${e.id}`, sourceContent: own(e.sourceContent, `${machine}-${e.id}`) })),
+    });
   const rounds: PublishReadsRound[] = [];
   const baseline: PublishReadsRound[] = [];
   for (let round = 0; round < o.rounds; round++) {
@@ -141,7 +154,7 @@ export async function measurePublishReads(o: PublishReadsOptions): Promise<{ rou
     const last = rounds.at(-1)!;
     const base = baseline.at(-1);
     o.log(
-      `publish reads round ${round + 1}: p99 ${last.p99.toFixed(1)} ms (publishes ${last.publishMs.toFixed(0)} ms${last.failedPublishes.length ? `, ${last.failedPublishes[0]}` : ''})${base ? `; baseline p99 ${base.p99.toFixed(1)} ms (publishes ${base.publishMs.toFixed(0)} ms)` : ''}`,
+      `publish reads round ${round + 1}: p99 ${last.p99.toFixed(1)} ms (publishes ${last.publishMs.toFixed(0)} ms${last.failedPublishes.length ? `, ${last.failedPublishes[0]}` : ''}; catalogue ${last.catalogueMs.toFixed(0)} ms)${base ? `; baseline p99 ${base.p99.toFixed(1)} ms (publishes ${base.publishMs.toFixed(0)} ms; catalogue ${base.catalogueMs.toFixed(0)} ms)` : ''}`,
     );
   }
   return { rounds, baseline };

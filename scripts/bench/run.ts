@@ -17,7 +17,8 @@
 // threads pinning the written record; the issue's figure is at 1000), BENCH_DRIFT_WRITES (30: its writes per round),
 // BENCH_IMPORT_SKILLS (220: scenario 17's skills imported one at a time onto one machine), BENCH_PUBLISH_MACHINES and BENCH_PUBLISH_RECORDS (10 and 1000:
 // scenario 18's machines publishing at once, and each one's records; BENCH_PUBLISH_SEARCH=1: a search first, so the
-// JSON store's word index is kept up to date by the publishes), BENCH_TRACES_SAMPLER and
+// JSON store's word index is kept up to date by the publishes; BENCH_PUBLISH_UNIQUE=1: each record's front matter its
+// own), BENCH_TRACES_SAMPLER and
 // BENCH_TRACES_SAMPLER_ARG (scenario 14's traced server's OTEL_TRACES_SAMPLER and its argument), BENCH_TRACES_JSON
 // (1: scenario 14 also runs a traced server exporting JSON bodies, beside the default protobuf). Scenario 13 uses
 // BENCH_CONNECTIONS, BENCH_DURATION, BENCH_RUNS (its reads) and BENCH_INVOKE_CALLS (its calls).
@@ -1086,6 +1087,7 @@ export const SCENARIOS: Scenario[] = [
         rounds: Math.max(o.runs, 3),
         readRate: o.readRate,
         searchFirst: process.env.BENCH_PUBLISH_SEARCH === '1',
+        uniqueFrontMatter: process.env.BENCH_PUBLISH_UNIQUE === '1',
         ...(baselineBuild ? { baselineBuild } : {}),
         log: (m) => process.stderr.write(`[bench] ${m}\n`),
       });
@@ -1093,6 +1095,7 @@ export const SCENARIOS: Scenario[] = [
         p99: median(r.map((x) => x.p99)),
         p50: median(r.map((x) => x.p50)),
         publishMs: median(r.map((x) => x.publishMs)),
+        catalogueMs: median(r.map((x) => x.catalogueMs)),
         failed: r.reduce((n, x) => n + x.failedReads + x.failedPublishes.length, 0),
       });
       const now = of(rounds);
@@ -1100,9 +1103,9 @@ export const SCENARIOS: Scenario[] = [
       const what = `${fmt(o.publishMachines)} machines × ${fmt(o.publishRecords)} records`;
       return [
         {
-          measured: `GET one record p99 ${fmt(now.p99, 1)} ms (p50 ${fmt(now.p50, 1)}) while ${what} publish; all published in ${fmt(now.publishMs)} ms${now.failed ? ` ⚠ ${fmt(now.failed)} failed` : ''}`,
+          measured: `GET one record p99 ${fmt(now.p99, 1)} ms (p50 ${fmt(now.p50, 1)}) while ${what} publish; all published in ${fmt(now.publishMs)} ms${now.failed ? ` ⚠ ${fmt(now.failed)} failed` : ''}; then the v1 catalogue in ${fmt(now.catalogueMs)} ms`,
           baseline: before
-            ? `baseline build: p99 ${fmt(before.p99, 1)} ms (p50 ${fmt(before.p50, 1)}); published in ${fmt(before.publishMs)} ms${before.failed ? ` ⚠ ${fmt(before.failed)} failed` : ''}`
+            ? `baseline build: p99 ${fmt(before.p99, 1)} ms (p50 ${fmt(before.p50, 1)}); published in ${fmt(before.publishMs)} ms${before.failed ? ` ⚠ ${fmt(before.failed)} failed` : ''}; v1 catalogue ${fmt(before.catalogueMs)} ms`
             : `${fmt(o.readRate)} reads/s (no BENCH_BASELINE_BUILD)`,
           ratio: before ? `${fmt(now.p99 / before.p99, 2)}× p99` : '—',
           target: verdict(0, 'p99 ≤ 100 ms', now.p99 <= 100 && now.failed === 0),
