@@ -67,17 +67,25 @@ export async function findResources<Row extends object>(
   { providers, terms, after, limit }: FindRequest,
 ): Promise<FoundResource[]> {
   if (!terms || terms.length === 0) {
+    const order = `ORDER BY provider COLLATE "C", id COLLATE "C" LIMIT $1`;
+    if (providers) {
+      // Each provider's own index range, from where the walk is in it: after the cursor's ID in the cursor's
+      // provider, from its first ID ('' sorts before every ID) in a provider after it, none before it. One
+      // row comparison for all would start every provider's range at the cursor and read the rows between.
+      const ranges = [...new Set(providers)].flatMap((p): [string, string][] =>
+        !after || p > after.provider ? [[p, '']] : p === after.provider ? [[p, after.id]] : [],
+      );
+      const { rows } = await db.query<Row>(
+        `SELECT r.* FROM unnest($2::text[], $3::text[]) AS s(p, a) CROSS JOIN LATERAL (
+           SELECT ${columns} FROM resources WHERE provider COLLATE "C" = s.p AND id COLLATE "C" > s.a COLLATE "C" ${order}) AS r
+         ORDER BY r.provider COLLATE "C", r.id COLLATE "C" LIMIT $1`,
+        [limit, ranges.map(([p]) => p), ranges.map(([, a]) => a)],
+      );
+      return rows.map((row) => ({ record: toRecord(row), tier: 0 }));
+    }
     const position = after ? [after.provider, after.id] : [null, null];
     const keyset = `($2::text IS NULL OR (provider COLLATE "C", id COLLATE "C") > ($2::text COLLATE "C", $3::text COLLATE "C"))`;
-    const order = `ORDER BY provider COLLATE "C", id COLLATE "C" LIMIT $1`;
-    const { rows } = providers
-      ? await db.query<Row>(
-          `SELECT r.* FROM unnest($4::text[]) AS s(p) CROSS JOIN LATERAL (
-             SELECT ${columns} FROM resources WHERE provider COLLATE "C" = s.p AND ${keyset} ${order}) AS r
-           ORDER BY r.provider COLLATE "C", r.id COLLATE "C" LIMIT $1`,
-          [limit, ...position, [...new Set(providers)]],
-        )
-      : await db.query<Row>(`SELECT ${columns} FROM resources WHERE ${keyset} ${order}`, [limit, ...position]);
+    const { rows } = await db.query<Row>(`SELECT ${columns} FROM resources WHERE ${keyset} ${order}`, [limit, ...position]);
     return rows.map((row) => ({ record: toRecord(row), tier: 0 }));
   }
   const words = await termWords(db, terms);
