@@ -50,6 +50,8 @@ function wordsOf(record: StoredResource): Map<string, FieldMask> {
 /** The records holding one word: slot → the fields that hold it. */
 class Posting {
   size = 0;
+  /** Every field that has held the word in some record (never cleared: a bound on the term's weight). */
+  fields: FieldMask = 0;
   #sparse: Map<number, FieldMask> | undefined = new Map();
   #dense: Uint8Array | undefined;
 
@@ -59,6 +61,7 @@ class Posting {
 
   set(slot: number, mask: FieldMask, slots: number, denseMin: number): void {
     if (this.get(slot) === 0) this.size++;
+    this.fields |= mask;
     if (this.#dense) {
       if (slot >= this.#dense.length) this.#dense = grown(this.#dense, slots);
       this.#dense[slot] = mask;
@@ -374,7 +377,9 @@ export class ResourceIndex {
   /**
    * Each term's field masks as one byte per slot (a broad word's own bytes, or the union of the term's
    * words), then one walk of the scope in (provider, id) order that keeps the first `limit` matches after the
-   * cursor of each tier; the page is the best tiers' lists.
+   * cursor of each tier; the page is the best tiers' lists. The walk stops once the highest tier a record
+   * could have (each term's heaviest field in any record, and no higher than the cursor's) has a full page:
+   * every record after it in the walk would come after that page.
    */
   #manyMatches({ providers, after, limit }: FindRequest, byTerm: readonly TermPostings[]): FoundResource[] {
     const slots = this.#idAt.length;
@@ -387,8 +392,10 @@ export class ResourceIndex {
     });
     const afterTier = after?.tier ?? 0;
     const afterAt = after ? this.#firstAfter(keyOf(after.provider, after.id), true) : 0;
+    const highest = byTerm.reduce((sum, { postings }) => sum + WEIGHT_OF_MASK[postings.reduce((m, p) => m | p.fields, 0)]!, 0);
+    const top = after ? Math.min(highest, afterTier) : highest;
     const byTier: number[][] = [];
-    for (const [lo, hi] of this.#scopeRanges(providers)) {
+    walk: for (const [lo, hi] of this.#scopeRanges(providers)) {
       keys: for (let i = lo; i < hi; i++) {
         const slot = this.#keySlots[i]!;
         let tier = 0;
@@ -400,6 +407,7 @@ export class ResourceIndex {
         if (after && (tier > afterTier || (tier === afterTier && i < afterAt))) continue;
         const list = (byTier[tier] ??= []);
         if (list.length < limit) list.push(i);
+        if (tier === top && list.length === limit) break walk;
       }
     }
     const out: FoundResource[] = [];
