@@ -3,8 +3,8 @@
 // `records` skill records at the same moment (one `PUT /api/acp/providers/<m>/resources` each, the
 // `sourceContent` real public skill documents, scenario 12's, each cut to fit the set in the 8 MiB body limit). Owner reads of one record
 // (`GET /api/acp/resources/<id>`) run at a fixed rate from before the publishes until after the last was
-// answered; their p99 is the figure. Then the first whole v1 catalogue read is timed: every published skill's summary
-// is its front matter's description. With another build's `dist`, that build runs the same rounds,
+// answered; their p99 is the figure. Then the first whole v1 catalogue read is timed (every published skill's summary
+// is its front matter's description), and the same read again after one more record is written. With another build's `dist`, that build runs the same rounds,
 // alternated with this one's (before/after in one run).
 import { Pool, request } from 'undici';
 import { copyDataDir, removeDir, seededId, startServer, type Credentials, type RunningServer } from './harness.js';
@@ -22,6 +22,8 @@ export interface PublishReadsRound {
   failedPublishes: string[];
   /** The first whole v1 catalogue read after the publishes (every published skill's summary from its front matter): ms. */
   catalogueMs: number;
+  /** The same read after one more record is written: ms. */
+  catalogueAgainMs: number;
 }
 
 export interface PublishReadsOptions {
@@ -112,9 +114,26 @@ async function oneRound(
     stopAt = performance.now() + 500;
     await reading;
     await pool.close();
-    const catalogueStarted = performance.now();
-    await (await request(`${server.url}/api/acp/resources`, { headers: owner, bodyTimeout: 600_000, headersTimeout: 600_000 })).body.dump();
-    const catalogueMs = performance.now() - catalogueStarted;
+    const catalogue = async () => {
+      const at = performance.now();
+      await (
+        await request(`${server.url}/api/acp/resources`, { headers: owner, bodyTimeout: 600_000, headersTimeout: 600_000 })
+      ).body.dump();
+      return performance.now() - at;
+    };
+    const catalogueMs = await catalogue();
+    const one = await request(`${server.url}/api/acp/providers/${machines[0]!.id}/resources/one-more`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${machines[0]!.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        schemaVersion: 2,
+        name: 'one-more',
+        sourceContent: '---\nname: one-more\ndescription: One more.\n---\nBody.',
+      }),
+    });
+    await one.body.dump();
+    if (one.statusCode >= 300) failedPublishes.push(`one more: ${one.statusCode}`);
+    const catalogueAgainMs = await catalogue();
     latencies.sort((a, b) => a - b);
     return {
       p50: quantile(latencies, 0.5),
@@ -125,6 +144,7 @@ async function oneRound(
       publishMs,
       failedPublishes,
       catalogueMs,
+      catalogueAgainMs,
     };
   } finally {
     await server.stop();
@@ -154,7 +174,7 @@ export async function measurePublishReads(o: PublishReadsOptions): Promise<{ rou
     const last = rounds.at(-1)!;
     const base = baseline.at(-1);
     o.log(
-      `publish reads round ${round + 1}: p99 ${last.p99.toFixed(1)} ms (publishes ${last.publishMs.toFixed(0)} ms${last.failedPublishes.length ? `, ${last.failedPublishes[0]}` : ''}; catalogue ${last.catalogueMs.toFixed(0)} ms)${base ? `; baseline p99 ${base.p99.toFixed(1)} ms (publishes ${base.publishMs.toFixed(0)} ms; catalogue ${base.catalogueMs.toFixed(0)} ms)` : ''}`,
+      `publish reads round ${round + 1}: p99 ${last.p99.toFixed(1)} ms (publishes ${last.publishMs.toFixed(0)} ms${last.failedPublishes.length ? `, ${last.failedPublishes[0]}` : ''}; catalogue ${last.catalogueMs.toFixed(0)}, after one write ${last.catalogueAgainMs.toFixed(0)} ms)${base ? `; baseline p99 ${base.p99.toFixed(1)} ms (publishes ${base.publishMs.toFixed(0)} ms; catalogue ${base.catalogueMs.toFixed(0)}, after one write ${base.catalogueAgainMs.toFixed(0)} ms)` : ''}`,
     );
   }
   return { rounds, baseline };
