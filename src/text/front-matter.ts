@@ -70,10 +70,15 @@ export function readFrontMatter(text: string): FrontMatterRead {
   const yaml = match[1] ?? '';
   if (yaml.length > FRONT_MATTER_BOUNDS.chars)
     return { ok: false, problem: 'invalid', message: `the front matter is longer than ${FRONT_MATTER_BOUNDS.chars} characters`, body };
-  const entry = parsed.get(yaml);
+  let entry = parsed.get(yaml);
   // Most recently read last.
   if (entry !== undefined) parsed.delete(yaml);
-  const result = entry ? keep(entry) : keepParsedFrontMatter(yaml, parseMapping(yaml));
+  else {
+    const own = ownCopy(yaml);
+    parsedChars += own.length;
+    entry = { yaml: own, result: parseMapping(own) };
+  }
+  const result = keep(entry);
   return result.ok ? { ok: true, data: result.data, body } : { ok: false, problem: 'invalid', message: result.message, body };
 }
 
@@ -106,11 +111,17 @@ export function parseFrontMatter(yaml: string): ParsedFrontMatter {
 export function keepParsedFrontMatter(yaml: string, result: ParsedFrontMatter): ParsedFrontMatter {
   const known = parsed.get(yaml);
   if (known !== undefined) return known.result;
-  // A copy of its own (exact, lone surrogates included), so that neither the key nor the strings parsed
-  // from it keep the whole text they were cut from alive.
-  const own = JSON.parse(JSON.stringify(yaml)) as string;
+  const own = ownCopy(yaml);
   parsedChars += own.length;
   return keep({ yaml: own, result: result.ok ? { ok: true, data: deepFreeze(result.data) } : result });
+}
+
+/**
+ * A copy of `yaml` of its own (exact, lone surrogates included), so that neither a kept key nor the strings
+ * parsed from it keep the whole text they were cut from alive.
+ */
+function ownCopy(yaml: string): string {
+  return JSON.parse(JSON.stringify(yaml)) as string;
 }
 
 /** Keeps `entry` as the most recently read, dropping the least recently read past PARSED_KEPT_CHARS. */
