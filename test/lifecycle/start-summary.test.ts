@@ -3,13 +3,27 @@
 // PUBLIC_BASE_URL, the one-line summary, where each credential comes from, and pretty logs only on a TTY.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import t from 'tap';
 import { CANARY, tempDataDir } from '../helpers/build.js';
 import { SERVER_ENTRY, startServer } from '../crash/server-process.js';
+import { until } from '../helpers/wait.js';
 
 t.setTimeout(600_000);
+
+/** A server's log once it holds the start-up summary: its lines, each parsed as JSON, and the summary's. */
+async function summaryOf(logFile: string) {
+  return until('the start-up summary in the log', async () => {
+    const text = await readFile(logFile, 'utf8');
+    // A line still being written is waited for too.
+    if (!text.endsWith('\n')) return undefined;
+    const lines = text.trim().split('\n');
+    const parsed = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    const summary = parsed.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('agent-resource-registry ready')).pop();
+    return summary && { lines, parsed, summary: summary as Record<string, unknown> & { msg: string } };
+  });
+}
 
 t.test(
   'the start-up summary names the listening URL, PUBLIC_BASE_URL, store, data directory and /docs; credential sources, never values',
@@ -17,14 +31,11 @@ t.test(
     const dataDir = await tempDataDir();
     // The owner token from the environment, the other two from the file (generated on the first start).
     const first = await startServer({ DATA_DIR: dataDir, OWNER_TOKEN: CANARY.owner, SEED_HUABU_RESOURCES: 'false' }, 90_000);
+    // /readyz answers once the port is bound; the summary follows the credentials' write, and reaches the log
+    // through this process's pipe: it is waited for, not expected at once.
+    const firstSummary = (await summaryOf(first.logFile)).summary;
     await first.kill();
-    const { readFile } = await import('node:fs/promises');
     // PORT=0 without PUBLIC_BASE_URL: the public address is the one actually bound, not port 0.
-    const firstSummary = (await readFile(first.logFile, 'utf8'))
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as Record<string, unknown>)
-      .find((l) => typeof l.msg === 'string' && l.msg.startsWith('agent-resource-registry ready'));
     t.match(firstSummary, { listening: first.origin, publicBaseUrl: first.origin }, 'PUBLIC_BASE_URL unset: the bound address');
     t.ok(existsSync(path.join(dataDir, 'credentials.json')), 'generated once listening');
     const server = await startServer(
@@ -32,13 +43,11 @@ t.test(
       90_000,
     );
     t.teardown(() => server.kill());
-    const lines = (await readFile(server.logFile, 'utf8')).trim().split('\n');
-    const parsed = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    const { lines, parsed, summary } = await summaryOf(server.logFile);
     t.ok(parsed.length === lines.length, 'not a TTY: every line is JSON');
-    const summary = parsed.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('agent-resource-registry ready')).pop();
     t.ok(summary, 'a summary line');
     t.match(
-      summary!.msg,
+      summary.msg,
       new RegExp(
         `listening on ${server.origin.replace(/\./g, '\\.')}, PUBLIC_BASE_URL http://registry\\.example, store json in ${dataDir.replace(/[.\\/]/g, '\\$&')}, docs http://registry\\.example/docs`,
       ),
