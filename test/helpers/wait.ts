@@ -23,6 +23,21 @@ export async function until<T>(
   }
 }
 
+/** How many event-loop turns went by until `done` resolved (a chain of immediates counts them). */
+export async function turnsUntil(done: Promise<unknown>): Promise<number> {
+  let turns = 0;
+  let counting = true;
+  const count = () => {
+    if (!counting) return;
+    turns++;
+    setImmediate(count);
+  };
+  setImmediate(count);
+  await done;
+  counting = false;
+  return turns;
+}
+
 /** Whether a process of this ID is still running (signal 0 checks without sending anything). */
 export function processAlive(pid: number): boolean {
   try {

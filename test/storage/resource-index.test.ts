@@ -9,6 +9,7 @@ import { FIELD_WEIGHT, parseSearch, searchTextsOf, searchWords, type SearchTerm 
 import type { PagePosition } from '../../src/registry/store.js';
 import type { StoredResource } from '../../src/schemas/resource.js';
 import { ResourceIndex, type IndexTuning } from '../../src/storage/resource-index.js';
+import { turnsUntil } from '../helpers/wait.js';
 
 /** At most one insertion, deletion or substitution between `a` and `b`. */
 function oneEditApart(a: string, b: string): boolean {
@@ -153,21 +154,6 @@ const planRecords = (n: number): StoredResource[] =>
     sourceContent: 'review',
     userContent: '',
   }));
-
-/** How many event-loop turns went by until `done` resolved. */
-async function turnsUntil(done: Promise<unknown>): Promise<number> {
-  let turns = 0;
-  let counting = true;
-  const count = () => {
-    if (!counting) return;
-    turns++;
-    setImmediate(count);
-  };
-  setImmediate(count);
-  await done;
-  counting = false;
-  return turns;
-}
 
 t.test("a committed change's word work is left to later turns, a few records a turn, and a search does what is left first", async (t) => {
   const records = new Map<string, StoredResource>();
