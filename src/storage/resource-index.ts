@@ -106,6 +106,24 @@ function grown(bytes: Uint8Array, slots: number): Uint8Array {
   return next;
 }
 
+/** The masks of a term that is not walked, by slot. */
+type MaskOf = (slot: number) => FieldMask;
+
+/** The union of postings' masks, by slot. */
+function unitedMasks(postings: readonly Posting[]): Map<number, FieldMask> {
+  const masks = new Map<number, FieldMask>();
+  for (const posting of postings) for (const [slot, mask] of posting.entries()) masks.set(slot, (masks.get(slot) ?? 0) | mask);
+  return masks;
+}
+
+/** How to look a term's mask up for `lookups` slots: its one posting, one united map, or each of its words' postings. */
+function maskOf({ postings, size }: TermPostings, lookups: number): MaskOf {
+  if (postings.length === 1) return (slot) => postings[0]!.get(slot);
+  if (size > lookups * postings.length) return (slot) => postings.reduce((m, p) => m | p.get(slot), 0);
+  const masks = unitedMasks(postings);
+  return (slot) => masks.get(slot) ?? 0;
+}
+
 /** A match on its way to the page: the record, its tier and so its place in the answer. */
 interface Match {
   record: StoredResource;
@@ -339,22 +357,21 @@ export class ResourceIndex {
     return byTerm[0]!.size <= this.#tuning.sparseQueryMax ? this.#fewMatches(request, byTerm) : this.#manyMatches(request, byTerm);
   }
 
-  /** The rarest term's matches, narrowed by every other term's postings, sorted into the page. */
+  /**
+   * The rarest term's matches, narrowed by every other term's postings, sorted into the page. A term of
+   * several words (a prefix, fuzzy neighbours) is united once where that is cheaper than looking up each of
+   * its words per match; a match's record is read only once every term holds it.
+   */
   #fewMatches({ providers, after, limit }: FindRequest, byTerm: readonly TermPostings[]): FoundResource[] {
     const scope = providers ? new Set(providers) : undefined;
-    const masks = new Map<number, FieldMask>();
-    for (const posting of byTerm[0]!.postings) for (const [slot, mask] of posting.entries()) masks.set(slot, (masks.get(slot) ?? 0) | mask);
-    const others = byTerm.slice(1);
+    const rarest = byTerm[0]!.postings.length === 1 ? byTerm[0]!.postings[0]!.entries() : unitedMasks(byTerm[0]!.postings);
+    const others = byTerm.slice(1).map((term) => maskOf(term, byTerm[0]!.size));
     const page: Match[] = [];
     const before = (a: Match, b: Match) => comparePositions(a.position, b.position) < 0;
-    for (const [slot, mask] of masks) {
-      const id = this.#idAt[slot]!;
-      const record = this.records.get(id);
-      if (!record || (scope && !scope.has(record.provider))) continue;
+    for (const [slot, mask] of rarest) {
       let tier = WEIGHT_OF_MASK[mask]!;
-      for (const { postings } of others) {
-        let m = 0;
-        for (const posting of postings) m |= posting.get(slot);
+      for (const masksOf of others) {
+        const m = masksOf(slot);
         if (m === 0) {
           tier = 0;
           break;
@@ -362,6 +379,9 @@ export class ResourceIndex {
         tier += WEIGHT_OF_MASK[m]!;
       }
       if (tier === 0) continue;
+      const id = this.#idAt[slot]!;
+      const record = this.records.get(id);
+      if (!record || (scope && !scope.has(record.provider))) continue;
       // The first `limit` matches after the cursor, in (tier desc, provider, id) order, kept sorted as they come.
       const match = { record, tier, position: { provider: record.provider, id, tier } };
       if (after && comparePositions(match.position, after) <= 0) continue;
