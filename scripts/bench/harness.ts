@@ -480,7 +480,16 @@ export interface Variant {
 }
 
 export interface Compared {
-  [name: string]: { perSecond: number; p99: number; p50: number; runs: LoadResult[]; unexpected: number; errors: number };
+  [name: string]: {
+    perSecond: number;
+    p99: number;
+    p50: number;
+    /** Medians of the rounds' exact percentiles, when every round has them. */
+    exact?: { p50: number; p99: number };
+    runs: LoadResult[];
+    unexpected: number;
+    errors: number;
+  };
 }
 
 /**
@@ -500,6 +509,9 @@ export async function compare(variants: Variant[], runs: number, durationSec: nu
       perSecond: median(rs.map((r) => r.perSecond)),
       p99: median(rs.map((r) => r.p99)),
       p50: median(rs.map((r) => r.p50)),
+      ...(rs.every((r) => r.exact)
+        ? { exact: { p50: median(rs.map((r) => r.exact!.p50)), p99: median(rs.map((r) => r.exact!.p99)) } }
+        : {}),
       runs: rs,
       unexpected: rs.reduce((s, r) => s + r.unexpected, 0),
       errors: rs.reduce((s, r) => s + r.errors, 0),

@@ -44,8 +44,12 @@ function requestsFor(spec: LoadSpec): autocannon.Request[] {
   ];
 }
 
+/** The `q` quantile of ascending `sorted` (nearest rank). */
+const quantile = (sorted: Float64Array, q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? 0;
+
 process.once('message', (spec: LoadSpec) => {
-  autocannon(
+  const times: number[] = [];
+  const instance = autocannon(
     {
       url: spec.url,
       connections: spec.connections,
@@ -71,7 +75,15 @@ process.once('message', (spec: LoadSpec) => {
         p99: result.latency.p99,
         durationSec: result.duration,
       };
+      if (!spec.overallRate && times.length > 0) {
+        const sorted = Float64Array.from(times).sort();
+        out.exact = { p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99) };
+      }
       process.send?.(out, () => process.disconnect());
     },
   );
+  // Each response's own time (autocannon's histogram keeps whole milliseconds).
+  instance.on('response', (_client, statusCode, _bytes, responseTime) => {
+    if (spec.expectStatus.includes(statusCode)) times.push(responseTime);
+  });
 });

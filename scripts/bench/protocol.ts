@@ -55,9 +55,11 @@ export interface LoadResult {
   expected: number;
   unexpected: number;
   errors: number;
-  /** Latency percentiles in milliseconds. */
+  /** Latency percentiles in milliseconds (autocannon's: whole milliseconds, paced passes corrected for omission). */
   p50: number;
   p99: number;
+  /** Of an unpaced pass: the same percentiles of each expected response's own time, to the microsecond. */
+  exact?: { p50: number; p99: number };
   durationSec: number;
 }
 
