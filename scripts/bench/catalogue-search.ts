@@ -55,7 +55,7 @@ async function main(): Promise<void> {
       try {
         const base = `/api/rfs/${CANVAS_ID}/resources`;
         // A cursor half way through the canvas's walk (the host's and bm0's records).
-        const scope = (count * 2) / fleetProviders(fleet).length;
+        const scope = Math.floor((count * 2) / fleetProviders(fleet).length);
         const half = Math.max(1, Math.min(500, Math.floor(scope / 2)));
         let cursor: string | undefined;
         for (let walked = 0; walked < scope / 2; walked += half) {
