@@ -4,8 +4,9 @@ import t from 'tap';
 import pg from 'pg';
 import { PostgresStore } from '../../src/storage/postgres/postgres-store.js';
 import { freshDatabase, postgresOrSkip } from '../helpers/postgres.js';
-import { runSearchContract } from '../helpers/storage-contract-search.js';
+import { realSkills, runSearchContract } from '../helpers/storage-contract-search.js';
 import { parseSearch } from '../../src/registry/search.js';
+import type { PagePosition, RegistryStore } from '../../src/registry/store.js';
 
 const base = postgresOrSkip(t);
 if (base) {
@@ -21,6 +22,70 @@ if (base) {
     },
     runs: 25,
     shrink: false,
+  });
+  // The same contract where a search reads at most a row or two of the scope before it ranks every match:
+  // pages settled by a full top tier, by a read that found no page, and by ranking, mixed within each walk.
+  runSearchContract(t, 'postgres, searches reading 1–2 rows in page order', {
+    async fresh() {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      await c.query('TRUNCATE resources, audit_log');
+      await c.end();
+      return PostgresStore.open({ databaseUrl: url, searchWalk: { rowsPerResult: 1, minRows: 2 } });
+    },
+    runs: 10,
+    shrink: false,
+  });
+
+  t.test('a search walked page by page gives the same pages whether it reads the scope in page order or ranks every match', async (t) => {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    await c.query('TRUNCATE resources, audit_log');
+    await c.end();
+    const ranking = await PostgresStore.open({ databaseUrl: url, searchWalk: { rowsPerResult: 0, minRows: 0 } });
+    t.teardown(() => ranking.close());
+    for (const r of realSkills()) await ranking.putResource(r);
+    const walkAll = async (s: RegistryStore, q: string, limit: number, providers?: string[]) => {
+      const out: string[] = [];
+      let after: PagePosition | undefined;
+      // A walk that repeats itself would never end: no walk has more pages than there are records.
+      for (let pages = 0; pages <= realSkills().length; pages++) {
+        const page = await s.findResources({
+          terms: parseSearch(q),
+          limit,
+          ...(providers ? { providers } : {}),
+          ...(after ? { after } : {}),
+        });
+        out.push(...page.map((f) => `${f.tier} ${f.record.provider} ${f.record.id}`));
+        if (page.length < limit) return out;
+        const last = page.at(-1)!;
+        after = { provider: last.record.provider, id: last.record.id, tier: last.tier };
+      }
+      return [...out, 'a page after the last'];
+    };
+    // Broad words (many matches over several tiers), a misspelt one, two-word and prefix queries.
+    const queries = ['skill', 'the', 'use', 'code review', 'test driven', 'systmatic', 'plan', 'react'];
+    const walking = await Promise.all(
+      [
+        { rowsPerResult: 1, minRows: 1 },
+        { rowsPerResult: 2, minRows: 5 },
+      ].map((searchWalk) => PostgresStore.open({ databaseUrl: url, searchWalk })),
+    );
+    t.teardown(() => Promise.all(walking.map((s) => s.close())));
+    for (const q of queries) {
+      for (const limit of [2, 5]) {
+        for (const providers of [undefined, ['huabu', 'machine-a']]) {
+          const expected = await walkAll(ranking, q, limit, providers);
+          for (const [n, s] of walking.entries()) {
+            t.same(
+              await walkAll(s, q, limit, providers),
+              expected,
+              `${q}, limit ${limit}, ${providers ? 'scoped' : 'every provider'}, walk ${n}`,
+            );
+          }
+        }
+      }
+    }
   });
 
   t.test('a row written without search vectors (before the migration, or by hand) is indexed at the next start', async (t) => {

@@ -508,6 +508,17 @@ END
 $$;
 `,
   },
+  {
+    version: 12,
+    name: 'catalogue-search-key-words',
+    // The words of each record's key fields (ID, name, displayName: weight A of `search`), GIN-indexed on
+    // their own, so a search learns cheaply whether any record holds a term in a key field: the bound on a
+    // match's tier that lets it read the scope in (provider, id) order and stop at a page
+    // (docs/decisions/search-and-pages.md).
+    sql: `
+CREATE INDEX resources_search_key_idx ON resources USING gin (ts_filter(search, '{a}')) WITH (fastupdate = off);
+`,
+  },
 ];
 
 export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

@@ -41,6 +41,7 @@ import { migrate, type MigrationReport } from './migrations.js';
 import { DatabaseUnavailableError } from './pg-errors.js';
 import { PgProfiles, rekeyAliasesAtOpen } from './profiles.js';
 import { indexUnindexedResources, PgResources, registerResources } from './resources.js';
+import type { SearchWalkTuning } from './resource-search.js';
 import { PgWorkloads } from './workloads.js';
 import type { PinMove } from '../../workloads/pin-move.js';
 
@@ -60,6 +61,8 @@ export interface PostgresStoreOptions {
   auditMaxRows?: number;
   /** The change log's retention (EVENTS_RETAIN_COUNT, EVENTS_RETAIN_DAYS). */
   eventRetention?: { retainCount: number; retainDays: number };
+  /** How far a search reads the scope in page order before it ranks every match (tests choose less). */
+  searchWalk?: SearchWalkTuning;
 }
 
 /** Default for PostgresStoreOptions.maxBatch: bounds how long a batch holds its row locks. */
@@ -131,7 +134,7 @@ export class PostgresStore implements RegistryStore {
       options.eventRetention ?? { retainCount: DEFAULT_EVENTS_RETAIN_COUNT, retainDays: DEFAULT_EVENTS_RETAIN_DAYS },
       (message, err) => log('warn', message, err),
     );
-    this.#resources = new PgResources(db, this.#audit, randomBytes(6).toString('base64url'));
+    this.#resources = new PgResources(db, this.#audit, randomBytes(6).toString('base64url'), options.searchWalk);
     this.#profiles = new PgProfiles(db);
     this.#machines = new PgMachines(db);
     this.#workloads = new PgWorkloads(db, this.#audit);

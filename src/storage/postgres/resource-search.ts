@@ -4,7 +4,8 @@
 // The vectors are written from the words `searchWords` makes (the same as the JSON store's index), never
 // from PostgreSQL's own parsing of the raw text.
 import { oneEditWords, searchTextsOf, searchWords, FIELD_WEIGHT, type SearchTerm } from '../../registry/search.js';
-import type { FindRequest, FoundResource } from '../../registry/store.js';
+import { comparePositions } from '../../registry/catalogue-pages.js';
+import type { FindRequest, FoundResource, PagePosition } from '../../registry/store.js';
 import type { StoredResource } from '../../schemas/resource.js';
 import type { Queryable } from './database.js';
 
@@ -56,6 +57,64 @@ interface FoundRow {
   tier: number;
 }
 
+/** How far a search reads the scope in (provider, id) order before it ranks every match instead. */
+export interface SearchWalkTuning {
+  /** Rows read per result asked for (`limit`)... */
+  rowsPerResult: number;
+  /** ...and at least this many. */
+  minRows: number;
+}
+
+/** A dense top tier fills a page within 4 rows a result; a sparser one is ranked (tests choose smaller). */
+export const SEARCH_WALK: SearchWalkTuning = { rowsPerResult: 4, minRows: 100 };
+
+/**
+ * The first `$1` rows of the scope after `after`, in (provider, id) byte order: `columns` of each, its
+ * parameters from `$2`. With providers, each provider's own index range from where the walk is in it: after
+ * the cursor's ID in the cursor's provider, from its first ID ('' sorts before every ID) in a provider after
+ * it, none before it (one row comparison for all would start every provider's range at the cursor and read
+ * the rows between).
+ */
+function scopeWalk(
+  columns: string,
+  providers: readonly string[] | undefined,
+  after: { provider: string; id: string } | undefined,
+): { sql: string; params: unknown[] } {
+  const order = `ORDER BY provider COLLATE "C", id COLLATE "C" LIMIT $1`;
+  if (providers) {
+    const ranges = [...new Set(providers)].flatMap((p): [string, string][] =>
+      !after || p > after.provider ? [[p, '']] : p === after.provider ? [[p, after.id]] : [],
+    );
+    return {
+      sql: `SELECT r.* FROM unnest($2::text[], $3::text[]) AS s(p, a) CROSS JOIN LATERAL (
+           SELECT ${columns} FROM resources WHERE provider COLLATE "C" = s.p AND id COLLATE "C" > s.a COLLATE "C" ${order}) AS r
+         ORDER BY r.provider COLLATE "C", r.id COLLATE "C" LIMIT $1`,
+      params: [ranges.map(([p]) => p), ranges.map(([, a]) => a)],
+    };
+  }
+  const keyset = `($2::text IS NULL OR (provider COLLATE "C", id COLLATE "C") > ($2::text COLLATE "C", $3::text COLLATE "C"))`;
+  return { sql: `SELECT ${columns} FROM resources WHERE ${keyset} ${order}`, params: after ? [after.provider, after.id] : [null, null] };
+}
+
+/** A term's tsqueries: any field, and restricted to the key (A) and summary (B) weights. */
+interface TermQueries {
+  any: string;
+  a: string;
+  b: string;
+}
+
+/** The SQL of a match's tier over `search`, one CASE per term, its queries the parameters from `$first`. */
+function tierSql(terms: number, first: number): string {
+  const { key, summary, body } = FIELD_WEIGHT;
+  // One CASE per term in the select list: a subquery over the terms per row took twice as long (3.2 vs
+  // 1.1–1.6 ms to rank the 2,000 matches of an agent's scope at a million records).
+  return Array.from(
+    { length: terms },
+    (_, n) =>
+      `(CASE WHEN search @@ $${first + 2 * n}::tsquery THEN ${key} WHEN search @@ $${first + 1 + 2 * n}::tsquery THEN ${summary} ELSE ${body} END)`,
+  ).join(' + ');
+}
+
 /**
  * `findResources` of the PostgreSQL store. `columns` selects a record's columns; `toRecord` maps a row.
  * Throws the database's error (a statement timeout: SQLSTATE 57014) for the caller to map.
@@ -64,48 +123,26 @@ export async function findResources<Row extends object>(
   db: Queryable,
   columns: string,
   toRecord: (row: Row) => StoredResource,
-  { providers, terms, after, limit }: FindRequest,
+  request: FindRequest,
+  walk: SearchWalkTuning = SEARCH_WALK,
 ): Promise<FoundResource[]> {
+  const { providers, terms, after, limit } = request;
   if (!terms || terms.length === 0) {
-    const order = `ORDER BY provider COLLATE "C", id COLLATE "C" LIMIT $1`;
-    if (providers) {
-      // Each provider's own index range, from where the walk is in it: after the cursor's ID in the cursor's
-      // provider, from its first ID ('' sorts before every ID) in a provider after it, none before it. One
-      // row comparison for all would start every provider's range at the cursor and read the rows between.
-      const ranges = [...new Set(providers)].flatMap((p): [string, string][] =>
-        !after || p > after.provider ? [[p, '']] : p === after.provider ? [[p, after.id]] : [],
-      );
-      const { rows } = await db.query<Row>(
-        `SELECT r.* FROM unnest($2::text[], $3::text[]) AS s(p, a) CROSS JOIN LATERAL (
-           SELECT ${columns} FROM resources WHERE provider COLLATE "C" = s.p AND id COLLATE "C" > s.a COLLATE "C" ${order}) AS r
-         ORDER BY r.provider COLLATE "C", r.id COLLATE "C" LIMIT $1`,
-        [limit, ranges.map(([p]) => p), ranges.map(([, a]) => a)],
-      );
-      return rows.map((row) => ({ record: toRecord(row), tier: 0 }));
-    }
-    const position = after ? [after.provider, after.id] : [null, null];
-    const keyset = `($2::text IS NULL OR (provider COLLATE "C", id COLLATE "C") > ($2::text COLLATE "C", $3::text COLLATE "C"))`;
-    const { rows } = await db.query<Row>(`SELECT ${columns} FROM resources WHERE ${keyset} ${order}`, [limit, ...position]);
+    const { sql, params } = scopeWalk(columns, providers, after);
+    const { rows } = await db.query<Row>(sql, [limit, ...params]);
     return rows.map((row) => ({ record: toRecord(row), tier: 0 }));
   }
   const words = await termWords(db, terms);
-  const queries = terms.map((t, n) => ({
+  const queries: TermQueries[] = terms.map((t, n) => ({
     any: termQuery(words[n]!, t.prefix ? t.word : undefined),
     a: termQuery(words[n]!, t.prefix ? t.word : undefined, 'A'),
     b: termQuery(words[n]!, t.prefix ? t.word : undefined, 'B'),
   }));
-  const { key, summary, body } = FIELD_WEIGHT;
-  // The tier, one CASE per term in the select list: a subquery over the terms per row took twice as long
-  // (3.2 vs 1.1–1.6 ms to rank the 2,000 matches of an agent's scope at a million records).
-  const tier = queries
-    .map(
-      (_, n) =>
-        `(CASE WHEN search @@ $${7 + 2 * n}::tsquery THEN ${key} WHEN search @@ $${8 + 2 * n}::tsquery THEN ${summary} ELSE ${body} END)`,
-    )
-    .join(' + ');
+  const walked = await walkToPage(db, columns, toRecord, request, queries, walk);
+  if (walked) return walked;
   const { rows } = await db.query<Row & FoundRow>(
     `SELECT * FROM (
-       SELECT ${columns}, ${tier} AS tier
+       SELECT ${columns}, ${tierSql(queries.length, 7)} AS tier
        FROM resources WHERE search @@ $1::tsquery AND ($2::text[] IS NULL OR provider = ANY($2::text[]))) AS m
      WHERE $3::int IS NULL OR m.tier < $3 OR (m.tier = $3 AND (m.provider COLLATE "C", m.id COLLATE "C") > ($4::text COLLATE "C", $5::text COLLATE "C"))
      ORDER BY m.tier DESC, m.provider COLLATE "C", m.id COLLATE "C" LIMIT $6`,
@@ -122,8 +159,62 @@ export async function findResources<Row extends object>(
   return rows.map((row) => ({ record: toRecord(row), tier: row.tier }));
 }
 
-/** Runs `find` in a transaction whose statements are bounded by SEARCH_TIMEOUT_MS. */
-export const SEARCH_STATEMENT_TIMEOUT = `SET LOCAL statement_timeout = ${SEARCH_TIMEOUT_MS}`;
+/**
+ * A search page read from the scope in (provider, id) order, when a short read settles it; undefined when
+ * every match must be ranked. No record has a higher tier than the bound: per term, the key fields' weight
+ * when some record holds it in one (the key words' own index, migration 12), else the summary's. The page
+ * starts at the bound, or at the cursor's tier when lower. The read settles the page when it finds `limit`
+ * matches of that tier (they come in page order; none of a higher one is left), or when it reaches the end of
+ * a scope read from its start (every match is then at hand). Matches of the top tier are read from the
+ * cursor's place, so a page of lower tiers after it is ranked.
+ */
+async function walkToPage<Row extends object>(
+  db: Queryable,
+  columns: string,
+  toRecord: (row: Row) => StoredResource,
+  { providers, after, limit }: FindRequest,
+  queries: readonly TermQueries[],
+  tuning: SearchWalkTuning,
+): Promise<FoundResource[] | undefined> {
+  const { key, summary } = FIELD_WEIGHT;
+  const { rows: bounds } = await db.query<{ bound: number }>(
+    `SELECT ${queries
+      .map(
+        (_, n) =>
+          `(CASE WHEN EXISTS (SELECT 1 FROM resources WHERE ts_filter(search, '{a}') @@ $${n + 1}::tsquery) THEN ${key} ELSE ${summary} END)`,
+      )
+      .join(' + ')} AS bound`,
+    queries.map((q) => q.any),
+  );
+  const bound = bounds[0]!.bound;
+  const top = after?.tier === undefined ? bound : Math.min(bound, after.tier);
+  const fromCursor = after !== undefined && top === after.tier;
+  const rows = Math.max(tuning.minRows, tuning.rowsPerResult * limit);
+  const scope = scopeWalk(`${columns}, search`, providers, fromCursor ? after : undefined);
+  const first = 2 + scope.params.length;
+  const { rows: found } = await db.query<Row & FoundRow & { read: string; id: string | null }>(
+    `WITH w AS MATERIALIZED (${scope.sql})
+     SELECT c.read, m.* FROM (SELECT count(*) AS read FROM w) AS c LEFT JOIN LATERAL (
+       SELECT ${columns}, ${tierSql(queries.length, first + 1)} AS tier FROM w WHERE search @@ $${first}::tsquery) AS m ON true`,
+    [rows, ...scope.params, queries.map((q) => q.any).join(' & '), ...queries.flatMap((q) => [q.a, q.b])],
+  );
+  const position = (m: FoundResource): PagePosition => ({ provider: m.record.provider, id: m.record.id, tier: m.tier });
+  const matches = found
+    .filter((row) => row.id !== null)
+    .map((row) => ({ record: toRecord(row), tier: row.tier }))
+    .sort((x, y) => comparePositions(position(x), position(y)));
+  const ofTop = matches.filter((m) => m.tier === top);
+  if (ofTop.length >= limit) return ofTop.slice(0, limit);
+  // The whole scope was read from its start: rank what was found.
+  if (fromCursor || Number(found[0]!.read) >= rows) return undefined;
+  return matches.filter((m) => !after || comparePositions(position(m), after) > 0).slice(0, limit);
+}
+
+/**
+ * The first statement of a search's transaction: one snapshot for its statements (the bound, the read, the
+ * ranking), each bounded by SEARCH_TIMEOUT_MS.
+ */
+export const SEARCH_TRANSACTION = `SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET LOCAL statement_timeout = ${SEARCH_TIMEOUT_MS}`;
 
 /**
  * Fills the vectors of rows that have none (written before the search migration, or by an import), a

@@ -13,7 +13,16 @@ import { reconcileEntries } from '../../audit/audit-trail.js';
 import { insertAudit, type AuditRetention } from './audit.js';
 import { MAX_ATTEMPTS, type PgDatabase, type Queryable } from './database.js';
 import type { OpOutcome } from './group-commit.js';
-import { findResources, indexUnindexed, SEARCH_STATEMENT_TIMEOUT, sourceVectorSql, sourceWords, wordsText } from './resource-search.js';
+import {
+  findResources,
+  indexUnindexed,
+  SEARCH_TRANSACTION,
+  SEARCH_WALK,
+  sourceVectorSql,
+  sourceWords,
+  wordsText,
+  type SearchWalkTuning,
+} from './resource-search.js';
 
 interface ResourceRow {
   id: string;
@@ -244,6 +253,7 @@ export class PgResources {
     private readonly audit: AuditRetention,
     /** Prefixes the revision, so two stores (or two starts) never share one. */
     private readonly epoch: string,
+    private readonly searchWalk: SearchWalkTuning = SEARCH_WALK,
   ) {}
 
   /** The set of resources changed (a commit here, or any replica's notification). */
@@ -274,8 +284,8 @@ export class PgResources {
     return this.db.guard(async () => {
       try {
         return await this.db.transaction(async (client) => {
-          await client.query(SEARCH_STATEMENT_TIMEOUT);
-          return findResources<ResourceRow>(client, RESOURCE_COLUMNS, resourceOf, request);
+          await client.query(SEARCH_TRANSACTION);
+          return findResources<ResourceRow>(client, RESOURCE_COLUMNS, resourceOf, request, this.searchWalk);
         });
       } catch (err) {
         if ((err as { code?: unknown }).code === '57014') {
