@@ -46,7 +46,7 @@ if (base) {
       );
       t.match(
         out.pop(),
-        /0 → 12 \(dry run: nothing applied\): 001-initial, 002-resource-record-v2, 003-canvas token revocations, 004-audit-details, 005-change-events, 006-imported-skills, 007-catalogue-search, 008-record-digests-and-revisions, 009-workload-drift, 010-revision-usage, 011-skill-source-revision, 012-catalogue-search-key-words/,
+        /0 → 12 \(dry run: nothing applied\): 001-initial, 002-resource-record-v2, 003-canvas token revocations, 004-audit-details, 005-change-events, 006-imported-skills, 007-catalogue-search, 008-record-digests-and-revisions, 009-workload-drift, 010-revision-usage, 011-skill-source-revision, 012-catalogue-search-field-words/,
       );
       t.same(await queryOnce(url, 'SELECT * FROM schema_migrations'), [], 'the dry run applied nothing');
       t.equal(
@@ -60,7 +60,7 @@ if (base) {
       );
       t.match(
         out.pop(),
-        /0 → 12: 001-initial, 002-resource-record-v2, 003-canvas token revocations, 004-audit-details, 005-change-events, 006-imported-skills, 007-catalogue-search, 008-record-digests-and-revisions, 009-workload-drift, 010-revision-usage, 011-skill-source-revision, 012-catalogue-search-key-words/,
+        /0 → 12: 001-initial, 002-resource-record-v2, 003-canvas token revocations, 004-audit-details, 005-change-events, 006-imported-skills, 007-catalogue-search, 008-record-digests-and-revisions, 009-workload-drift, 010-revision-usage, 011-skill-source-revision, 012-catalogue-search-field-words/,
       );
       t.equal(
         await runDatabaseMigrate(

@@ -88,6 +88,33 @@ if (base) {
     }
   });
 
+  t.test('a short read of the scope never settles a page that a record further on outranks', async (t) => {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    await c.query('TRUNCATE resources, audit_log');
+    await c.end();
+    const s = await PostgresStore.open({ databaseUrl: url, searchWalk: { rowsPerResult: 1, minRows: 2 } });
+    t.teardown(() => s.close());
+    const record = (id: string, name: string, description: string, instructions: string) =>
+      ({ schemaVersion: 1, id, provider: 'huabu', name, description, instructions }) as const;
+    // The first records in page order hold the words in their bodies only; later ones in a summary or a name.
+    for (const r of [
+      record('a-1', 'First', 'Plain.', 'Feed the zebra and the okapi.'),
+      record('a-2', 'Second', 'Plain.', 'The zebra sleeps; the okapi eats.'),
+      record('a-3', 'Third', 'Plain.', 'A zebra, an okapi.'),
+      record('m-summary', 'Middle', 'Knows the zebra well.', 'Ask about the okapi.'),
+    ]) {
+      await s.putResource(r);
+    }
+    const top = async (q: string) => (await s.findResources({ terms: parseSearch(q), limit: 2 })).map((f) => `${f.tier} ${f.record.id}`);
+    t.same(await top('zebra'), ['2 m-summary', '1 a-1'], 'a term a later record holds in its summary');
+    t.same(await top('okapi zebra'), ['3 m-summary', '2 a-1'], 'one term body-only everywhere, the other in a later summary');
+    await s.putResource(record('z-name', 'Zebra keeper', 'Plain.', 'Okapi too.'));
+    t.same(await top('zebra'), ['3 z-name', '2 m-summary'], 'a term a later record holds in its name');
+    await s.putResource(record('y-name', 'Okapi care', 'Plain.', 'Brush daily.'));
+    t.same(await top('okapi'), ['3 y-name', '1 a-1'], 'a term a later record holds in its name, and no record in a summary');
+  });
+
   t.test('a row written without search vectors (before the migration, or by hand) is indexed at the next start', async (t) => {
     const c = new pg.Client({ connectionString: url });
     await c.connect();

@@ -106,12 +106,15 @@ export class PgDatabase {
     query: ((sql: string | pg.QueryConfig, params?: unknown[]) => this.query(sql, params)) as Queryable['query'],
   };
 
-  /** One transaction on one pooled client: COMMIT before returning, ROLLBACK on any error. */
-  async transaction<T>(work: (client: Queryable) => Promise<T>): Promise<T> {
+  /**
+   * One transaction on one pooled client: COMMIT before returning, ROLLBACK on any error. `begin` opens it
+   * (statements without parameters, sent in one round trip).
+   */
+  async transaction<T>(work: (client: Queryable) => Promise<T>, begin = 'BEGIN'): Promise<T> {
     const client = await this.connect();
     let broken = false;
     try {
-      await client.query('BEGIN');
+      await client.query(begin);
       const result = await work(client);
       await client.query('COMMIT');
       return result;

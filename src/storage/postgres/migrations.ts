@@ -510,13 +510,14 @@ $$;
   },
   {
     version: 12,
-    name: 'catalogue-search-key-words',
-    // The words of each record's key fields (ID, name, displayName: weight A of `search`), GIN-indexed on
-    // their own, so a search learns cheaply whether any record holds a term in a key field: the bound on a
-    // match's tier that lets it read the scope in (provider, id) order and stop at a page
+    name: 'catalogue-search-field-words',
+    // The words of each record's key fields (ID, name, displayName: weight A of `search`) and of its summary
+    // (B), each GIN-indexed on its own, so a search learns cheaply that no record holds a term in a field: the
+    // bound on a match's tier that lets it read the scope in (provider, id) order and stop at a page
     // (docs/decisions/search-and-pages.md).
     sql: `
 CREATE INDEX resources_search_key_idx ON resources USING gin (ts_filter(search, '{a}')) WITH (fastupdate = off);
+CREATE INDEX resources_search_summary_idx ON resources USING gin (ts_filter(search, '{b}')) WITH (fastupdate = off);
 `,
   },
 ];

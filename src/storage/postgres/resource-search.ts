@@ -140,6 +140,7 @@ export async function findResources<Row extends object>(
   }));
   const walked = await walkToPage(db, columns, toRecord, request, queries, walk);
   if (walked) return walked;
+  await db.query('SET LOCAL enable_seqscan = on');
   const { rows } = await db.query<Row & FoundRow>(
     `SELECT * FROM (
        SELECT ${columns}, ${tierSql(queries.length, 7)} AS tier
@@ -161,12 +162,13 @@ export async function findResources<Row extends object>(
 
 /**
  * A search page read from the scope in (provider, id) order, when a short read settles it; undefined when
- * every match must be ranked. No record has a higher tier than the bound: per term, the key fields' weight
- * when some record holds it in one (the key words' own index, migration 12), else the summary's. The page
- * starts at the bound, or at the cursor's tier when lower. The read settles the page when it finds `limit`
- * matches of that tier (they come in page order; none of a higher one is left), or when it reaches the end of
- * a scope read from its start (every match is then at hand). Matches of the top tier are read from the
- * cursor's place, so a page of lower tiers after it is ranked.
+ * every match must be ranked. After a cursor, the read starts at the cursor's place and settles the page when
+ * it finds `limit` matches of the cursor's tier (every match of a higher tier came before the cursor). From
+ * the start of the scope, it settles the page when it reads the whole scope (every match is at hand), or when
+ * the best tier it found `limit` matches of is one no record can exceed: every term in a key field, or a bound
+ * asked of the key and summary words' own indexes (migration 12), lazily: per term, the key's weight when
+ * some record holds it in a key field, else the summary's; only if that is not enough, the body's when no
+ * record holds it in a summary either. A tier that cannot settle the page asks nothing.
  */
 async function walkToPage<Row extends object>(
   db: Queryable,
@@ -176,45 +178,60 @@ async function walkToPage<Row extends object>(
   queries: readonly TermQueries[],
   tuning: SearchWalkTuning,
 ): Promise<FoundResource[] | undefined> {
-  const { key, summary } = FIELD_WEIGHT;
-  const { rows: bounds } = await db.query<{ bound: number }>(
-    `SELECT ${queries
+  if (after && after.tier === undefined) return undefined;
+  const { key, summary, body } = FIELD_WEIGHT;
+  const rows = Math.max(tuning.minRows, tuning.rowsPerResult * limit);
+  const scope = scopeWalk(`${columns}, search`, providers, after);
+  const at = 2 + scope.params.length; // $at: every term; $at+1: `limit`; then each term's own query; then tierSql's
+  const holds = (field: 'a' | 'b', n: number) =>
+    `EXISTS (SELECT 1 FROM resources WHERE ts_filter(search, '{${field}}') @@ $${at + 2 + n}::tsquery)`;
+  const bound = (withSummary: boolean) =>
+    queries
       .map(
         (_, n) =>
-          `(CASE WHEN EXISTS (SELECT 1 FROM resources WHERE ts_filter(search, '{a}') @@ $${n + 1}::tsquery) THEN ${key} ELSE ${summary} END)`,
+          `(CASE WHEN ${holds('a', n)} THEN ${key} ${withSummary ? `WHEN ${holds('b', n)} THEN ${summary} ELSE ${body}` : `ELSE ${summary}`} END)`,
       )
-      .join(' + ')} AS bound`,
-    queries.map((q) => q.any),
-  );
-  const bound = bounds[0]!.bound;
-  const top = after?.tier === undefined ? bound : Math.min(bound, after.tier);
-  const fromCursor = after !== undefined && top === after.tier;
-  const rows = Math.max(tuning.minRows, tuning.rowsPerResult * limit);
-  const scope = scopeWalk(`${columns}, search`, providers, fromCursor ? after : undefined);
-  const first = 2 + scope.params.length;
-  const { rows: found } = await db.query<Row & FoundRow & { read: string; id: string | null }>(
-    `WITH w AS MATERIALIZED (${scope.sql})
-     SELECT c.read, m.* FROM (SELECT count(*) AS read FROM w) AS c LEFT JOIN LATERAL (
-       SELECT ${columns}, ${tierSql(queries.length, first + 1)} AS tier FROM w WHERE search @@ $${first}::tsquery) AS m ON true`,
-    [rows, ...scope.params, queries.map((q) => q.any).join(' & '), ...queries.flatMap((q) => [q.a, q.b])],
+      .join(' + ');
+  // The bound's subqueries are in CASE branches, run only when reached, and read the indexes only: the planner
+  // guesses a thousand rows for a prefix tsquery no row holds, and would read the table until one turns up
+  // (0.8 s at a million records) rather than ask the index that says at once there is none.
+  await db.query('SET LOCAL enable_seqscan = off');
+  const { rows: found } = await db.query<Row & FoundRow & { read: string; settled: boolean | null; id: string | null }>(
+    `WITH w AS MATERIALIZED (${scope.sql}),
+       m AS MATERIALIZED (SELECT ${columns}, ${tierSql(queries.length, at + 2 + queries.length)} AS tier FROM w WHERE search @@ $${at}::tsquery),
+       best AS (SELECT max(tier) AS tier FROM (SELECT tier FROM m GROUP BY tier HAVING count(*) >= $${at + 1}::int) AS t)
+     SELECT c.read, c.settled, m.* FROM (
+       SELECT (SELECT count(*) FROM w) AS read, (SELECT tier FROM best) AS best,
+         CASE WHEN ${after ? 'true' : 'false'} OR (SELECT tier FROM best) IS NULL THEN NULL
+              WHEN (SELECT tier FROM best) >= ${key * queries.length} THEN true
+              WHEN (SELECT tier FROM best) >= ${bound(false)} THEN true
+              ELSE (SELECT tier FROM best) >= ${bound(true)} END AS settled) AS c
+     LEFT JOIN m ON true`,
+    [
+      rows,
+      ...scope.params,
+      queries.map((q) => q.any).join(' & '),
+      limit,
+      ...queries.map((q) => q.any),
+      ...queries.flatMap((q) => [q.a, q.b]),
+    ],
   );
   const position = (m: FoundResource): PagePosition => ({ provider: m.record.provider, id: m.record.id, tier: m.tier });
   const matches = found
     .filter((row) => row.id !== null)
     .map((row) => ({ record: toRecord(row), tier: row.tier }))
     .sort((x, y) => comparePositions(position(x), position(y)));
-  const ofTop = matches.filter((m) => m.tier === top);
-  if (ofTop.length >= limit) return ofTop.slice(0, limit);
-  // The whole scope was read from its start: rank what was found.
-  if (fromCursor || Number(found[0]!.read) >= rows) return undefined;
-  return matches.filter((m) => !after || comparePositions(position(m), after) > 0).slice(0, limit);
+  if (after) {
+    const ofTier = matches.filter((m) => m.tier === after.tier);
+    return ofTier.length >= limit ? ofTier.slice(0, limit) : undefined;
+  }
+  if (Number(found[0]!.read) < rows) return matches.slice(0, limit);
+  // Settled: the best tier with a page of matches is the highest any record can have.
+  return found[0]!.settled ? matches.slice(0, limit) : undefined;
 }
 
-/**
- * The first statement of a search's transaction: one snapshot for its statements (the bound, the read, the
- * ranking), each bounded by SEARCH_TIMEOUT_MS.
- */
-export const SEARCH_TRANSACTION = `SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET LOCAL statement_timeout = ${SEARCH_TIMEOUT_MS}`;
+/** How a search's transaction begins: one snapshot for its statements, each bounded by SEARCH_TIMEOUT_MS. */
+export const SEARCH_BEGIN = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL statement_timeout = ${SEARCH_TIMEOUT_MS}`;
 
 /**
  * Fills the vectors of rows that have none (written before the search migration, or by an import), a

@@ -16,7 +16,7 @@ import type { OpOutcome } from './group-commit.js';
 import {
   findResources,
   indexUnindexed,
-  SEARCH_TRANSACTION,
+  SEARCH_BEGIN,
   SEARCH_WALK,
   sourceVectorSql,
   sourceWords,
@@ -283,10 +283,10 @@ export class PgResources {
     }
     return this.db.guard(async () => {
       try {
-        return await this.db.transaction(async (client) => {
-          await client.query(SEARCH_TRANSACTION);
-          return findResources<ResourceRow>(client, RESOURCE_COLUMNS, resourceOf, request, this.searchWalk);
-        });
+        return await this.db.transaction(
+          (client) => findResources<ResourceRow>(client, RESOURCE_COLUMNS, resourceOf, request, this.searchWalk),
+          SEARCH_BEGIN,
+        );
       } catch (err) {
         if ((err as { code?: unknown }).code === '57014') {
           throw new AppError('search_too_broad', 'The search matches too much to rank in time; add a word or a longer one.', {
