@@ -65,8 +65,8 @@ export interface SearchWalkTuning {
   minRows: number;
 }
 
-/** A dense top tier fills a page within 4 rows a result; a sparser one is ranked (tests choose smaller). */
-export const SEARCH_WALK: SearchWalkTuning = { rowsPerResult: 4, minRows: 100 };
+/** A top tier of one row in three or more fills a page within the read; a sparser one is ranked (tests choose smaller). */
+export const SEARCH_WALK: SearchWalkTuning = { rowsPerResult: 3, minRows: 30 };
 
 /**
  * The first `$1` rows of the scope after `after`, in (provider, id) byte order: `columns` of each, its
@@ -140,7 +140,6 @@ export async function findResources<Row extends object>(
   }));
   const walked = await walkToPage(db, columns, toRecord, request, queries, walk);
   if (walked) return walked;
-  await db.query('SET LOCAL enable_seqscan = on');
   const { rows } = await db.query<Row & FoundRow>(
     `SELECT * FROM (
        SELECT ${columns}, ${tierSql(queries.length, 7)} AS tier
@@ -192,10 +191,7 @@ async function walkToPage<Row extends object>(
           `(CASE WHEN ${holds('a', n)} THEN ${key} ${withSummary ? `WHEN ${holds('b', n)} THEN ${summary} ELSE ${body}` : `ELSE ${summary}`} END)`,
       )
       .join(' + ');
-  // The bound's subqueries are in CASE branches, run only when reached, and read the indexes only: the planner
-  // guesses a thousand rows for a prefix tsquery no row holds, and would read the table until one turns up
-  // (0.8 s at a million records) rather than ask the index that says at once there is none.
-  await db.query('SET LOCAL enable_seqscan = off');
+  // The bound's subqueries are in CASE branches, run only when reached (SEARCH_BEGIN keeps them on the indexes).
   const { rows: found } = await db.query<Row & FoundRow & { read: string; settled: boolean | null; id: string | null }>(
     `WITH w AS MATERIALIZED (${scope.sql}),
        m AS MATERIALIZED (SELECT ${columns}, ${tierSql(queries.length, at + 2 + queries.length)} AS tier FROM w WHERE search @@ $${at}::tsquery),
@@ -230,8 +226,13 @@ async function walkToPage<Row extends object>(
   return found[0]!.settled ? matches.slice(0, limit) : undefined;
 }
 
-/** How a search's transaction begins: one snapshot for its statements, each bounded by SEARCH_TIMEOUT_MS. */
-export const SEARCH_BEGIN = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL statement_timeout = ${SEARCH_TIMEOUT_MS}`;
+/**
+ * How a search's transaction begins: one snapshot for its statements, each bounded by SEARCH_TIMEOUT_MS, and
+ * no sequential scan. The planner guesses a thousand rows for a prefix tsquery on the key words that no row
+ * holds, and would read the table until one turns up (0.8 s at a million records) rather than ask the index
+ * that says at once there is none; every statement of a search has an index to read.
+ */
+export const SEARCH_BEGIN = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL statement_timeout = ${SEARCH_TIMEOUT_MS}; SET LOCAL enable_seqscan = off`;
 
 /**
  * Fills the vectors of rows that have none (written before the search migration, or by an import), a
