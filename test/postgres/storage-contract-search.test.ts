@@ -7,6 +7,7 @@ import { freshDatabase, postgresOrSkip } from '../helpers/postgres.js';
 import { realSkills, runSearchContract } from '../helpers/storage-contract-search.js';
 import { parseSearch } from '../../src/registry/search.js';
 import type { PagePosition, RegistryStore } from '../../src/registry/store.js';
+import { scopeRows, scopeStatistics } from '../../src/storage/postgres/resource-search.js';
 
 const base = postgresOrSkip(t);
 if (base) {
@@ -31,7 +32,7 @@ if (base) {
       await c.connect();
       await c.query('TRUNCATE resources, audit_log');
       await c.end();
-      return PostgresStore.open({ databaseUrl: url, searchWalk: { rowsPerResult: 1, minRows: 2 } });
+      return PostgresStore.open({ databaseUrl: url, searchWalk: { rowsPerResult: 1, minRows: 2, rankScopesUpTo: -1 } });
     },
     runs: 10,
     shrink: false,
@@ -42,7 +43,7 @@ if (base) {
     await c.connect();
     await c.query('TRUNCATE resources, audit_log');
     await c.end();
-    const ranking = await PostgresStore.open({ databaseUrl: url, searchWalk: { rowsPerResult: 0, minRows: 0 } });
+    const ranking = await PostgresStore.open({ databaseUrl: url, searchWalk: { rowsPerResult: 0, minRows: 0, rankScopesUpTo: Infinity } });
     t.teardown(() => ranking.close());
     for (const r of realSkills()) await ranking.putResource(r);
     const walkAll = async (s: RegistryStore, q: string, limit: number, providers?: string[]) => {
@@ -67,8 +68,8 @@ if (base) {
     const queries = ['skill', 'the', 'use', 'code review', 'test driven', 'systmatic', 'plan', 'react'];
     const walking = await Promise.all(
       [
-        { rowsPerResult: 1, minRows: 1 },
-        { rowsPerResult: 2, minRows: 5 },
+        { rowsPerResult: 1, minRows: 1, rankScopesUpTo: -1 },
+        { rowsPerResult: 2, minRows: 5, rankScopesUpTo: -1 },
       ].map((searchWalk) => PostgresStore.open({ databaseUrl: url, searchWalk })),
     );
     t.teardown(() => Promise.all(walking.map((s) => s.close())));
@@ -93,7 +94,7 @@ if (base) {
     await c.connect();
     await c.query('TRUNCATE resources, audit_log');
     await c.end();
-    const s = await PostgresStore.open({ databaseUrl: url, searchWalk: { rowsPerResult: 1, minRows: 2 } });
+    const s = await PostgresStore.open({ databaseUrl: url, searchWalk: { rowsPerResult: 1, minRows: 2, rankScopesUpTo: -1 } });
     t.teardown(() => s.close());
     const record = (id: string, name: string, description: string, instructions: string) =>
       ({ schemaVersion: 1, id, provider: 'huabu', name, description, instructions }) as const;
@@ -113,6 +114,25 @@ if (base) {
     t.same(await top('zebra'), ['3 z-name', '2 m-summary'], 'a term a later record holds in its name');
     await s.putResource(record('y-name', 'Okapi care', 'Plain.', 'Brush daily.'));
     t.same(await top('okapi'), ['3 y-name', '1 a-1'], 'a term a later record holds in its name, and no record in a summary');
+  });
+
+  t.test("a scope's size is read from the planner's statistics: the search ranks a small one at once", async (t) => {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    t.teardown(() => c.end());
+    await c.query('TRUNCATE resources, audit_log');
+    await c.query(`ANALYZE resources`);
+    t.equal(scopeRows(await scopeStatistics(c), ['huabu']), 0, 'an analyzed empty table: no rows');
+    await c.query(
+      `INSERT INTO resources (id, provider, schema_version, name, description, instructions)
+       SELECT 'r-' || i, CASE WHEN i % 4 = 0 THEN 'machine-a' ELSE 'huabu' END, 1, 'R ' || i, 'D.', 'I.' FROM generate_series(1, 400) i`,
+    );
+    await c.query(`ANALYZE resources`);
+    const stats = await scopeStatistics(c);
+    t.equal(scopeRows(stats, undefined), 400, 'every provider: the table');
+    t.equal(Math.round(scopeRows(stats, ['machine-a'])!), 100, 'one provider: its share');
+    t.equal(Math.round(scopeRows(stats, ['huabu', 'machine-a', 'huabu'])!), 400, 'each provider once');
+    t.equal(Math.round(scopeRows(stats, ['machine-z'])!), 0, 'a provider with no rows');
   });
 
   t.test('a row written without search vectors (before the migration, or by hand) is indexed at the next start', async (t) => {

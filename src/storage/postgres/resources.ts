@@ -18,11 +18,17 @@ import {
   indexUnindexed,
   SEARCH_BEGIN,
   SEARCH_WALK,
+  scopeRows,
+  scopeStatistics,
   sourceVectorSql,
   sourceWords,
   wordsText,
+  type ScopeStatistics,
   type SearchWalkTuning,
 } from './resource-search.js';
+
+/** How long the planner's statistics (a scope's size, for a search's plan) are used before being read again. */
+const STATISTICS_TTL_MS = 60_000;
 
 interface ResourceRow {
   id: string;
@@ -277,14 +283,30 @@ export class PgResources {
     });
   }
 
+  /** The planner's statistics of the table, read again once they are a minute old. */
+  #statistics: { at: number; stats: Promise<ScopeStatistics> } | undefined;
+
+  #scopeStatistics(): Promise<ScopeStatistics> {
+    const now = Date.now();
+    if (!this.#statistics || now - this.#statistics.at > STATISTICS_TTL_MS) {
+      const stats = scopeStatistics(this.db.pooled);
+      this.#statistics = { at: now, stats };
+      stats.catch(() => {
+        if (this.#statistics?.stats === stats) this.#statistics = undefined;
+      });
+    }
+    return this.#statistics.stats;
+  }
+
   find(request: FindRequest): Promise<readonly FoundResource[]> {
     if (!request.terms || request.terms.length === 0) {
       return this.db.guard(() => findResources<ResourceRow>(this.db.pooled, RESOURCE_COLUMNS, resourceOf, request));
     }
     return this.db.guard(async () => {
       try {
+        const size = scopeRows(await this.#scopeStatistics(), request.providers);
         return await this.db.transaction(
-          (client) => findResources<ResourceRow>(client, RESOURCE_COLUMNS, resourceOf, request, this.searchWalk),
+          (client) => findResources<ResourceRow>(client, RESOURCE_COLUMNS, resourceOf, request, this.searchWalk, size),
           SEARCH_BEGIN,
         );
       } catch (err) {
