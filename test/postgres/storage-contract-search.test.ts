@@ -7,43 +7,38 @@ import { freshDatabase, postgresOrSkip } from '../helpers/postgres.js';
 import { realSkills, runSearchContract } from '../helpers/storage-contract-search.js';
 import { parseSearch } from '../../src/registry/search.js';
 import type { PagePosition, RegistryStore } from '../../src/registry/store.js';
-import { scopeRows, scopeStatistics } from '../../src/storage/postgres/resource-search.js';
+import { scopeRows, scopeStatistics, type SearchWalkTuning } from '../../src/storage/postgres/resource-search.js';
 
 const base = postgresOrSkip(t);
 if (base) {
   const url = await freshDatabase(t, base);
   await (await PostgresStore.open({ databaseUrl: url })).close(); // migrates the new database
+  const emptied = async () => {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    await c.query('TRUNCATE resources, audit_log');
+    await c.end();
+  };
+  /** A store on the emptied table. */
+  const fresh = async (searchWalk?: SearchWalkTuning) => {
+    await emptied();
+    return PostgresStore.open({ databaseUrl: url, ...(searchWalk ? { searchWalk } : {}) });
+  };
   runSearchContract(t, 'postgres', {
-    async fresh() {
-      const c = new pg.Client({ connectionString: url });
-      await c.connect();
-      await c.query('TRUNCATE resources, audit_log');
-      await c.end();
-      return PostgresStore.open({ databaseUrl: url });
-    },
+    fresh: () => fresh(),
     runs: 25,
     shrink: false,
   });
   // The same contract where a search reads at most a row or two of the scope before it ranks every match:
   // pages settled by a full top tier, by a read that found no page, and by ranking, mixed within each walk.
   runSearchContract(t, 'postgres, searches reading 1–2 rows in page order', {
-    async fresh() {
-      const c = new pg.Client({ connectionString: url });
-      await c.connect();
-      await c.query('TRUNCATE resources, audit_log');
-      await c.end();
-      return PostgresStore.open({ databaseUrl: url, searchWalk: { rowsPerResult: 1, minRows: 2, rankScopesUpTo: -1 } });
-    },
+    fresh: () => fresh({ rowsPerResult: 1, minRows: 2, rankScopesUpTo: -1 }),
     runs: 10,
     shrink: false,
   });
 
   t.test('a search walked page by page gives the same pages whether it reads the scope in page order or ranks every match', async (t) => {
-    const c = new pg.Client({ connectionString: url });
-    await c.connect();
-    await c.query('TRUNCATE resources, audit_log');
-    await c.end();
-    const ranking = await PostgresStore.open({ databaseUrl: url, searchWalk: { rowsPerResult: 0, minRows: 0, rankScopesUpTo: Infinity } });
+    const ranking = await fresh({ rowsPerResult: 0, minRows: 0, rankScopesUpTo: Infinity });
     t.teardown(() => ranking.close());
     for (const r of realSkills()) await ranking.putResource(r);
     const walkAll = async (s: RegistryStore, q: string, limit: number, providers?: string[]) => {
@@ -90,11 +85,7 @@ if (base) {
   });
 
   t.test('a short read of the scope never settles a page that a record further on outranks', async (t) => {
-    const c = new pg.Client({ connectionString: url });
-    await c.connect();
-    await c.query('TRUNCATE resources, audit_log');
-    await c.end();
-    const s = await PostgresStore.open({ databaseUrl: url, searchWalk: { rowsPerResult: 1, minRows: 2, rankScopesUpTo: -1 } });
+    const s = await fresh({ rowsPerResult: 1, minRows: 2, rankScopesUpTo: -1 });
     t.teardown(() => s.close());
     const record = (id: string, name: string, description: string, instructions: string) =>
       ({ schemaVersion: 1, id, provider: 'huabu', name, description, instructions }) as const;
@@ -116,7 +107,7 @@ if (base) {
     t.same(await top('okapi'), ['3 y-name', '1 a-1'], 'a term a later record holds in its name, and no record in a summary');
   });
 
-  t.test("a scope's size is read from the planner's statistics: the search ranks a small one at once", async (t) => {
+  t.test("a scope's size is read from the planner's statistics, each provider once", async (t) => {
     const c = new pg.Client({ connectionString: url });
     await c.connect();
     t.teardown(() => c.end());
