@@ -1,8 +1,9 @@
 // The PostgreSQL store's pages and search of the catalogue (docs/decisions/search-and-pages.md): pages
 // walk the (provider, id) index, one index range per provider of the scope; a search matches the GIN-indexed
-// `search` vector against a tsquery built from src/registry/search.ts's terms and orders by tier in SQL.
-// The vectors are written from the words `searchWords` makes (the same as the JSON store's index), never
-// from PostgreSQL's own parsing of the raw text.
+// `search` vector against a tsquery built from src/registry/search.ts's terms and orders by tier in SQL,
+// reading a large scope in page order first when that can settle the page
+// (docs/decisions/postgres-search-reads-first.md). The vectors are written from the words `searchWords`
+// makes (the same as the JSON store's index), never from PostgreSQL's own parsing of the raw text.
 import { oneEditWords, searchTextsOf, searchWords, FIELD_WEIGHT, type SearchTerm } from '../../registry/search.js';
 import { comparePositions } from '../../registry/catalogue-pages.js';
 import type { FindRequest, FoundResource, PagePosition } from '../../registry/store.js';
