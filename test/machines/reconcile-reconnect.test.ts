@@ -97,16 +97,9 @@ t.test("a reconcile's large records are checked on event-loop turns of their own
   );
   // Held as listed: nothing is scanned or written; a dry run appends no audit line. The turns a chain of
   // immediates gets meanwhile are the ones the reconcile gave.
-  let turns = 0;
-  let running = true;
-  const tick = () => {
-    if (!running) return;
-    turns++;
-    setImmediate(tick);
-  };
-  setImmediate(tick);
-  const res = await reconcile();
-  running = false;
+  const pending = reconcile();
+  const turns = await turnsUntil(pending);
+  const res = await pending;
   t.equal(res.statusCode, 200);
   t.equal(res.json().unchanged.length, resources.length);
   t.ok(turns >= resources.length, `${turns} turns for ${resources.length} records of ${resources[0]!.sourceContent.length} characters`);
