@@ -238,7 +238,7 @@ async function walkToPage<Row extends object>(
        m AS MATERIALIZED (SELECT ${columns}, ${tierSql(queries.length, at + 2 + queries.length)} AS tier FROM w WHERE search @@ $${at}::tsquery),
        best AS (SELECT max(tier) AS tier FROM (SELECT tier FROM m GROUP BY tier HAVING count(*) >= $${at + 1}::int) AS t)
      SELECT c.read, c.settled, m.* FROM (
-       SELECT (SELECT count(*) FROM w) AS read, (SELECT tier FROM best) AS best,
+       SELECT (SELECT count(*) FROM w) AS read,
          CASE WHEN ${after ? 'true' : 'false'} OR (SELECT tier FROM best) IS NULL THEN NULL
               WHEN (SELECT tier FROM best) >= ${key * queries.length} THEN true
               WHEN (SELECT tier FROM best) >= ${bound(false)} THEN true
