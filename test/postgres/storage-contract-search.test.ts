@@ -7,7 +7,14 @@ import { freshDatabase, postgresOrSkip } from '../helpers/postgres.js';
 import { realSkills, runSearchContract } from '../helpers/storage-contract-search.js';
 import { parseSearch } from '../../src/registry/search.js';
 import type { PagePosition, RegistryStore } from '../../src/registry/store.js';
-import { scopeRows, scopeStatistics, type SearchWalkTuning } from '../../src/storage/postgres/resource-search.js';
+import {
+  findResources,
+  scopeRows,
+  scopeStatistics,
+  SearchFactsCache,
+  type SearchWalkTuning,
+} from '../../src/storage/postgres/resource-search.js';
+import { until } from '../helpers/wait.js';
 
 const base = postgresOrSkip(t);
 if (base) {
@@ -105,6 +112,44 @@ if (base) {
     t.same(await top('zebra'), ['3 z-name', '2 m-summary'], 'a term a later record holds in its name');
     await s.putResource(record('y-name', 'Okapi care', 'Plain.', 'Brush daily.'));
     t.same(await top('okapi'), ['3 y-name', '1 a-1'], 'a term a later record holds in its name, and no record in a summary');
+  });
+
+  t.test('a search reuses what it learnt of its words only until the resources change, here or on another replica', async (t) => {
+    const a = await fresh({ rowsPerResult: 1, minRows: 2, rankScopesUpTo: -1 });
+    const b = await PostgresStore.open({ databaseUrl: url });
+    t.teardown(() => Promise.all([a.close(), b.close()]));
+    const record = (id: string, name: string, instructions: string) =>
+      ({ schemaVersion: 1, id, provider: 'huabu', name, description: 'Plain.', instructions }) as const;
+    for (const r of [
+      record('a-1', 'First', 'Feed the zebra.'),
+      record('a-2', 'Second', 'The zebra sleeps.'),
+      record('a-3', 'Third', 'A zebra.'),
+    ]) {
+      await a.putResource(r);
+    }
+    const top = async (q: string) => (await a.findResources({ terms: parseSearch(q), limit: 2 })).map((f) => `${f.tier} ${f.record.id}`);
+    // 'okapo' and 'tapit' are one substitution from 'okapi' and 'tapir' (and neither is their prefix).
+    t.same(await top('okapo'), [], 'no word one edit away is held yet');
+    await a.putResource(record('b-1', 'Fourth', 'An okapi.'));
+    t.same(await top('okapo'), ['1 b-1'], 'a word this replica writes is a neighbour at its next search');
+    t.same(await top('zebra'), ['1 a-1', '1 a-2'], 'a page of body matches: no record holds the word in a key or a summary');
+    t.same(await top('tapit'), [], 'no tapir yet');
+    await b.putResource(record('z-name', 'Zebra keeper', 'A tapir too.'));
+    await until('the other replica’s records in the answers', async () => (await top('tapit'))[0] === '1 z-name', { within: 10_000 });
+    t.same(await top('zebra'), ['3 z-name', '1 a-1'], 'the other replica’s name match comes first');
+  });
+
+  t.test('the word facts a search keeps are bounded, the oldest forgotten first', async (t) => {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    t.teardown(() => c.end());
+    await c.query('TRUNCATE resources, audit_log');
+    const facts = SearchFactsCache.empty(2);
+    for (const q of ['alpha x', 'bravo x', 'charlie x']) {
+      await findResources(c, 'id, provider', (row) => row as never, { terms: parseSearch(q), limit: 5 }, { facts });
+    }
+    t.same([...facts.variants.keys()], ['bravo', 'charlie'], 'fuzzy words');
+    t.equal(facts.inKey.size + facts.inSummary.size, 0, 'nothing matched: no bound was asked');
   });
 
   t.test("a scope's size is read from the planner's statistics, each provider once", async (t) => {

@@ -213,7 +213,7 @@ export class PostgresStore implements RegistryStore {
   }
 
   findResources(request: FindRequest): Promise<readonly FoundResource[]> {
-    return this.#resources.find(request);
+    return this.#resources.find(request, this.resourcesRevision());
   }
 
   getResource(id: string): Promise<StoredResource | undefined> {

@@ -4,9 +4,9 @@
 // reading a large scope in page order first when that can settle the page
 // (docs/decisions/postgres-search-reads-first.md). The vectors are written from the words `searchWords`
 // makes (the same as the JSON store's index), never from PostgreSQL's own parsing of the raw text.
+import { createHash } from 'node:crypto';
 import { oneEditWords, searchTextsOf, searchWords, FIELD_WEIGHT, type SearchTerm } from '../../registry/search.js';
-import { comparePositions } from '../../registry/catalogue-pages.js';
-import type { FindRequest, FoundResource, PagePosition } from '../../registry/store.js';
+import type { FindRequest, FoundResource } from '../../registry/store.js';
 import type { StoredResource } from '../../schemas/resource.js';
 import type { Queryable } from './database.js';
 
@@ -35,23 +35,99 @@ function termQuery(words: readonly string[], prefix: string | undefined, weight 
   return `(${parts.join(' | ')})`;
 }
 
+/** Entries a replica keeps of each kind of word fact (queries are anyone's words: the memory is bounded). */
+const FACTS_KEPT = 4096;
+
+/**
+ * What a search learns of its words that only a write can change: the words one edit away from a fuzzy word
+ * that some record holds, and whether some record holds a term in a key field or a summary. Kept for one
+ * revision of the resources (PgResources: this replica's commits and every replica's notifications move it),
+ * so a catalogue no one writes answers them from memory; the same freshness as the catalogue's caches.
+ */
+export interface SearchFacts {
+  /** The most entries each map keeps; the oldest goes first. */
+  readonly kept: number;
+  /** A fuzzy word -> the words one edit away from it that some record holds. */
+  readonly variants: Map<string, readonly string[]>;
+  /** A term's key-field tsquery -> whether some record matches it... */
+  readonly inKey: Map<string, boolean>;
+  /** ...and its summary tsquery. */
+  readonly inSummary: Map<string, boolean>;
+}
+
+/** The SearchFacts of the current revision: the same object until the revision moves, then a new one. */
+export class SearchFactsCache {
+  #revision: string | undefined;
+  #facts: SearchFacts = SearchFactsCache.empty();
+
+  constructor(private readonly kept = FACTS_KEPT) {}
+
+  static empty(kept = FACTS_KEPT): SearchFacts {
+    return { kept, variants: new Map(), inKey: new Map(), inSummary: new Map() };
+  }
+
+  /** Read the revision before the search's snapshot: facts a later write makes stale are never kept under it. */
+  at(revision: string): SearchFacts {
+    if (revision !== this.#revision) {
+      this.#revision = revision;
+      this.#facts = SearchFactsCache.empty(this.kept);
+    }
+    return this.#facts;
+  }
+}
+
+function remember<K, V>(map: Map<K, V>, key: K, value: V, kept: number): void {
+  if (map.size >= kept) map.delete(map.keys().next().value as K);
+  map.set(key, value);
+}
+
 /**
  * The words each term matches exactly: itself, and for a fuzzy term the words one edit away that some
- * record holds (looked up in the GIN index, one probe each: most such words occur nowhere).
+ * record holds (looked up in the GIN index, one probe each: most such words occur nowhere), from `facts`
+ * when a search since the last write asked.
  */
-async function termWords(db: Queryable, terms: readonly SearchTerm[]): Promise<string[][]> {
-  const variants = terms.flatMap((t, n) => (t.fuzzy ? oneEditWords(t.word).map((w) => [n, w] as const) : []));
-  const present = new Set<string>();
-  if (variants.length > 0) {
+async function termWords(db: Queryable, terms: readonly SearchTerm[], facts: SearchFacts): Promise<string[][]> {
+  const known = new Map(
+    terms.flatMap((t) => (t.fuzzy && facts.variants.has(t.word) ? [[t.word, facts.variants.get(t.word)!] as const] : [])),
+  );
+  const asked = terms.filter((t) => t.fuzzy && !known.has(t.word)).map((t) => [t.word, oneEditWords(t.word)] as const);
+  if (asked.length > 0) {
     // One index probe per variant (the GIN index has no pending list: migration 7 turns fastupdate off, so
     // a probe does not read every row written since the last vacuum).
     const { rows } = await db.query<{ w: string }>(
       `SELECT w FROM unnest($1::text[]) AS v(w) WHERE EXISTS (SELECT 1 FROM resources WHERE search @@ (quote_literal(v.w))::tsquery)`,
-      [[...new Set(variants.map(([, w]) => w))]],
+      [[...new Set(asked.flatMap(([, variants]) => variants))]],
     );
-    for (const row of rows) present.add(row.w);
+    const present = new Set(rows.map((row) => row.w));
+    for (const [word, variants] of asked) {
+      const held = variants.filter((w) => present.has(w));
+      known.set(word, held);
+      remember(facts.variants, word, held, facts.kept);
+    }
   }
-  return terms.map((t, n) => [t.word, ...variants.filter(([m, w]) => m === n && present.has(w)).map(([, w]) => w)]);
+  return terms.map((t) => [t.word, ...(t.fuzzy ? known.get(t.word)! : [])]);
+}
+
+/**
+ * Whether some record holds each query in the field `field` indexes on its own (migration 12: `a` the key
+ * words, `b` the summary's), from `facts` when known.
+ */
+async function heldIn(db: Queryable, field: 'a' | 'b', queries: readonly string[], facts: SearchFacts): Promise<boolean[]> {
+  const kept = field === 'a' ? facts.inKey : facts.inSummary;
+  const asked = [...new Set(queries.filter((q) => !kept.has(q)))];
+  const answers = new Map(queries.flatMap((q) => (kept.has(q) ? [[q, kept.get(q)!] as const] : [])));
+  if (asked.length > 0) {
+    const { rows } = await db.query<{ q: string }>(
+      `SELECT q FROM unnest($1::text[]) AS v(q) WHERE EXISTS (SELECT 1 FROM resources WHERE ts_filter(search, '{${field}}') @@ v.q::tsquery)`,
+      [asked],
+    );
+    const held = new Set(rows.map((row) => row.q));
+    for (const q of asked) {
+      answers.set(q, held.has(q));
+      remember(kept, q, held.has(q), facts.kept);
+    }
+  }
+  return queries.map((q) => answers.get(q)!);
 }
 
 interface FoundRow {
@@ -152,6 +228,15 @@ function tierSql(terms: number, first: number): string {
   ).join(' + ');
 }
 
+/** How `findResources` searches: its reads of the scope, the scope's size, the word facts it may reuse. */
+export interface SearchOptions {
+  walk?: SearchWalkTuning;
+  /** The scope's rows by the planner's statistics, when known. */
+  scopeSize?: number;
+  /** Facts of the current revision (SearchFactsCache); none are reused or kept when absent. */
+  facts?: SearchFacts;
+}
+
 /**
  * `findResources` of the PostgreSQL store. `columns` selects a record's columns; `toRecord` maps a row.
  * Throws the database's error (a statement timeout: SQLSTATE 57014) for the caller to map.
@@ -161,9 +246,7 @@ export async function findResources<Row extends object>(
   columns: string,
   toRecord: (row: Row) => StoredResource,
   request: FindRequest,
-  walk: SearchWalkTuning = SEARCH_WALK,
-  /** The scope's rows by the planner's statistics, when known. */
-  scopeSize?: number,
+  { walk = SEARCH_WALK, scopeSize, facts = SearchFactsCache.empty() }: SearchOptions = {},
 ): Promise<FoundResource[]> {
   const { providers, terms, after, limit } = request;
   if (!terms || terms.length === 0) {
@@ -171,7 +254,7 @@ export async function findResources<Row extends object>(
     const { rows } = await db.query<Row>(sql, [limit, ...params]);
     return rows.map((row) => ({ record: toRecord(row), tier: 0 }));
   }
-  const words = await termWords(db, terms);
+  const words = await termWords(db, terms, facts);
   const queries: TermQueries[] = terms.map((t, n) => ({
     any: termQuery(words[n]!, t.prefix ? t.word : undefined),
     a: termQuery(words[n]!, t.prefix ? t.word : undefined, 'A'),
@@ -179,7 +262,7 @@ export async function findResources<Row extends object>(
   }));
   // Without statistics yet (a table never analyzed), as a small scope.
   const small = (scopeSize ?? 0) <= walk.rankScopesUpTo;
-  const walked = small ? undefined : await walkToPage(db, columns, toRecord, request, queries, walk);
+  const walked = small ? undefined : await walkToPage(db, columns, toRecord, request, queries, walk, facts);
   if (walked) return walked;
   const { rows } = await db.query<Row & FoundRow>(
     `SELECT * FROM (
@@ -206,9 +289,10 @@ export async function findResources<Row extends object>(
  * it finds `limit` matches of the cursor's tier (every match of a higher tier came before the cursor). From
  * the start of the scope, it settles the page when it reads the whole scope (every match is at hand), or when
  * the best tier it found `limit` matches of is one no record can exceed: every term in a key field, or a bound
- * asked of the key and summary words' own indexes (migration 12), lazily: per term, the key's weight when
- * some record holds it in a key field, else the summary's; only if that is not enough, the body's when no
- * record holds it in a summary either. A tier that cannot settle the page asks nothing.
+ * from whether some record holds each term in a key field or a summary (the indexes of migration 12, or
+ * `facts`), asked lazily: per term, the key's weight when some record holds it in a key field, else the
+ * summary's; only if that is not enough, the body's when no record holds it in a summary either. A tier that
+ * cannot settle the page asks nothing.
  */
 async function walkToPage<Row extends object>(
   db: Queryable,
@@ -217,54 +301,58 @@ async function walkToPage<Row extends object>(
   { providers, after, limit }: FindRequest,
   queries: readonly TermQueries[],
   tuning: SearchWalkTuning,
+  facts: SearchFacts,
 ): Promise<FoundResource[] | undefined> {
   if (after && after.tier === undefined) return undefined;
   const { key, summary, body } = FIELD_WEIGHT;
   const rows = Math.max(tuning.minRows, tuning.rowsPerResult * limit);
   const scope = scopeWalk(`${columns}, search`, providers, after);
-  const at = 2 + scope.params.length; // $at: every term; $at+1: `limit`; then each term's own query; then tierSql's
-  const holds = (field: 'a' | 'b', n: number) =>
-    `EXISTS (SELECT 1 FROM resources WHERE ts_filter(search, '{${field}}') @@ $${at + 2 + n}::tsquery)`;
-  const bound = (withSummary: boolean) =>
-    queries
-      .map(
-        (_, n) =>
-          `(CASE WHEN ${holds('a', n)} THEN ${key} ${withSummary ? `WHEN ${holds('b', n)} THEN ${summary} ELSE ${body}` : `ELSE ${summary}`} END)`,
-      )
-      .join(' + ');
-  // The bound's subqueries are in CASE branches, run only when reached (SEARCH_BEGIN keeps them on the indexes).
-  const { rows: found } = await db.query<Row & FoundRow & { read: string; settled: boolean | null; id: string | null }>(
-    `WITH w AS MATERIALIZED (${scope.sql}),
-       m AS MATERIALIZED (SELECT ${columns}, ${tierSql(queries.length, at + 2 + queries.length)} AS tier FROM w WHERE search @@ $${at}::tsquery),
-       best AS (SELECT max(tier) AS tier FROM (SELECT tier FROM m GROUP BY tier HAVING count(*) >= $${at + 1}::int) AS t)
-     SELECT c.read, c.settled, m.* FROM (
+  const at = 2 + scope.params.length; // $at: every term; $at+1: `limit`; $at+2: the cursor's tier; then tierSql's
+  // Only the page leaves the database: after a cursor, the matches of its tier (a higher one after the
+  // cursor's place came before it); from the start, the best.
+  const text = `WITH w AS MATERIALIZED (${scope.sql}),
+       m AS MATERIALIZED (SELECT ${columns}, ${tierSql(queries.length, at + 3)} AS tier FROM w WHERE search @@ $${at}::tsquery)
+     SELECT c.read, c.best, p.* FROM (
        SELECT (SELECT count(*) FROM w) AS read,
-         CASE WHEN ${after ? 'true' : 'false'} OR (SELECT tier FROM best) IS NULL THEN NULL
-              WHEN (SELECT tier FROM best) >= ${key * queries.length} THEN true
-              WHEN (SELECT tier FROM best) >= ${bound(false)} THEN true
-              ELSE (SELECT tier FROM best) >= ${bound(true)} END AS settled) AS c
-     LEFT JOIN m ON true`,
-    [
+         (SELECT max(tier) FROM (SELECT tier FROM m GROUP BY tier HAVING count(*) >= $${at + 1}::int) AS t) AS best) AS c
+     LEFT JOIN (SELECT * FROM m WHERE $${at + 2}::int IS NULL OR tier = $${at + 2}
+       ORDER BY tier DESC, provider COLLATE "C", id COLLATE "C" LIMIT $${at + 1}) AS p ON true`;
+  // Prepared once per connection and shape: its plan (index ranges of the scope) does not depend on the words.
+  const { rows: found } = await db.query<Row & FoundRow & { read: string; best: number | null; id: string | null }>({
+    name: `arr_search_walk_${createHash('sha256').update(text).digest('base64url').slice(0, 16)}`,
+    text,
+    values: [
       rows,
       ...scope.params,
       queries.map((q) => q.any).join(' & '),
       limit,
-      ...queries.map((q) => q.any),
+      after?.tier ?? null,
       ...queries.flatMap((q) => [q.a, q.b]),
     ],
+  });
+  const page = found.filter((row) => row.id !== null).map((row) => ({ record: toRecord(row), tier: row.tier }));
+  if (after) return page.length >= limit ? page : undefined;
+  if (Number(found[0]!.read) < rows) return page;
+  const best = found[0]!.best;
+  if (best === null) return undefined;
+  if (best >= key * queries.length) return page;
+  const inKey = await heldIn(
+    db,
+    'a',
+    queries.map((q) => q.a),
+    facts,
   );
-  const position = (m: FoundResource): PagePosition => ({ provider: m.record.provider, id: m.record.id, tier: m.tier });
-  const matches = found
-    .filter((row) => row.id !== null)
-    .map((row) => ({ record: toRecord(row), tier: row.tier }))
-    .sort((x, y) => comparePositions(position(x), position(y)));
-  if (after) {
-    const ofTier = matches.filter((m) => m.tier === after.tier);
-    return ofTier.length >= limit ? ofTier.slice(0, limit) : undefined;
-  }
-  if (Number(found[0]!.read) < rows) return matches.slice(0, limit);
+  if (best >= inKey.reduce((sum, held) => sum + (held ? key : summary), 0)) return page;
+  const unkeyed = queries.filter((_, n) => !inKey[n]);
+  const inSummary = await heldIn(
+    db,
+    'b',
+    unkeyed.map((q) => q.b),
+    facts,
+  );
+  const bound = key * (queries.length - unkeyed.length) + inSummary.reduce((sum, held) => sum + (held ? summary : body), 0);
   // Settled: the best tier with a page of matches is the highest any record can have.
-  return found[0]!.settled ? matches.slice(0, limit) : undefined;
+  return best >= bound ? page : undefined;
 }
 
 /**

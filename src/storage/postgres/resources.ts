@@ -18,6 +18,7 @@ import {
   indexUnindexed,
   SEARCH_BEGIN,
   SEARCH_WALK,
+  SearchFactsCache,
   scopeRows,
   scopeStatistics,
   sourceVectorSql,
@@ -298,15 +299,21 @@ export class PgResources {
     return this.#statistics.stats;
   }
 
-  find(request: FindRequest): Promise<readonly FoundResource[]> {
+  /** What searches learned of their words since the last change. */
+  readonly #facts = new SearchFactsCache();
+
+  /** `revision`: the store's resources revision now, before the search's snapshot is taken. */
+  find(request: FindRequest, revision: string): Promise<readonly FoundResource[]> {
     if (!request.terms || request.terms.length === 0) {
       return this.db.guard(() => findResources<ResourceRow>(this.db.pooled, RESOURCE_COLUMNS, resourceOf, request));
     }
     return this.db.guard(async () => {
       try {
-        const size = scopeRows(await this.#scopeStatistics(), request.providers);
+        const facts = this.#facts.at(revision);
+        const scopeSize = scopeRows(await this.#scopeStatistics(), request.providers);
         return await this.db.transaction(
-          (client) => findResources<ResourceRow>(client, RESOURCE_COLUMNS, resourceOf, request, this.searchWalk, size),
+          (client) =>
+            findResources<ResourceRow>(client, RESOURCE_COLUMNS, resourceOf, request, { walk: this.searchWalk, scopeSize, facts }),
           SEARCH_BEGIN,
         );
       } catch (err) {
