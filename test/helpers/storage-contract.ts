@@ -64,6 +64,17 @@ async function rejection(t: Test, p: Promise<unknown>): Promise<{ code: string; 
   return { code: 'none', details: undefined };
 }
 
+/**
+ * The feed's head once every committed event is published: a PostgreSQL replica publishes its own commits
+ * when their notification arrives, so the head may trail a write that has returned.
+ */
+export async function publishedHead(store: RegistryStore): Promise<string> {
+  return until('every committed event published', async () => {
+    const head = store.events.head();
+    return (await store.events.read(head, 1)).events.length === 0 && head;
+  });
+}
+
 export function runContract(t: Test, name: string, target: ContractTarget): void {
   const open = async (t: Test) => {
     const store = await target.fresh(t);
