@@ -9,9 +9,11 @@ import { parseSearch } from '../../src/registry/search.js';
 import type { PagePosition, RegistryStore } from '../../src/registry/store.js';
 import {
   findResources,
+  matchShare,
   scopeRows,
   scopeStatistics,
   SearchFactsCache,
+  type ScopeStatistics,
   type SearchWalkTuning,
 } from '../../src/storage/postgres/resource-search.js';
 import { until } from '../helpers/wait.js';
@@ -169,6 +171,71 @@ if (base) {
     t.equal(Math.round(scopeRows(stats, ['machine-a'])!), 100, 'one provider: its share');
     t.equal(Math.round(scopeRows(stats, ['huabu', 'machine-a', 'huabu'])!), 400, 'each provider once');
     t.equal(Math.round(scopeRows(stats, ['machine-z'])!), 0, 'a provider with no rows');
+  });
+
+  t.test('a small scope is read in page order first only when the statistics of its words expect a page there', async (t) => {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    t.teardown(() => c.end());
+    await c.query('TRUNCATE resources, audit_log');
+    await c.query(
+      `INSERT INTO resources (id, provider, schema_version, name, description, instructions)
+       SELECT 'r-' || i, 'huabu', 1, 'R ' || i, CASE WHEN i % 4 = 0 THEN 'Okapi den.' ELSE 'Plain.' END, 'Feed the zebra.'
+       FROM generate_series(1, 400) i`,
+    );
+    await (await PostgresStore.open({ databaseUrl: url })).close(); // writes the rows' search vectors
+    await c.query('ANALYZE resources');
+    const statistics = await scopeStatistics(c);
+    const share = (q: string) =>
+      Number(
+        matchShare(
+          statistics,
+          parseSearch(q),
+          parseSearch(q).map((term) => [term.word]),
+        ).toFixed(2),
+      );
+    t.equal(share('zebra'), 1, 'a word every record holds');
+    t.equal(share('okapi'), 0.25, 'a word one record in four holds');
+    t.equal(share('zebra okapi'), 0.25, 'two words');
+    t.equal(share('oka'), 0.25, 'a prefix: the words it starts');
+    t.equal(share('quokka'), 0, 'a word no record holds');
+
+    const statements: string[] = [];
+    const spy = {
+      query: ((config: string | pg.QueryConfig, values?: unknown[]) => {
+        statements.push((typeof config === 'string' ? config : config.text).trimStart().slice(0, 20));
+        return c.query(config as string, values);
+      }) as typeof c.query,
+    };
+    const search = async (q: string, limit: number, statistics?: ScopeStatistics) => {
+      statements.length = 0;
+      const found = await findResources(
+        spy,
+        'id, provider',
+        (row) => row as never,
+        { terms: parseSearch(q), limit, providers: ['huabu'] },
+        { ...(statistics ? { statistics } : {}) },
+      );
+      return {
+        found: found.map((f) => `${f.tier} ${(f.record as { id: string }).id}`),
+        read: statements.some((s) => s.startsWith('WITH w')),
+        ranked: statements.some((s) => s.startsWith('SELECT * FROM')),
+      };
+    };
+    for (const [q, limit, read] of [
+      ['zebra', 20, true],
+      ['okapi', 5, true],
+      ['okapi', 20, false],
+      ['quokka', 5, false],
+    ] as const) {
+      const found = await search(q, limit, statistics);
+      t.same(
+        { read: found.read, ranked: found.ranked },
+        { read, ranked: !read },
+        `${q}, limit ${limit}: ${read ? 'read first, settled' : 'ranked at once'}`,
+      );
+      t.same(found.found, (await search(q, limit)).found, `${q}, limit ${limit}: the page ranking gives`);
+    }
   });
 
   t.test('a row written without search vectors (before the migration, or by hand) is indexed at the next start', async (t) => {

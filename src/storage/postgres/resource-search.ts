@@ -1,7 +1,7 @@
 // The PostgreSQL store's pages and search of the catalogue (docs/decisions/search-and-pages.md): pages
 // walk the (provider, id) index, one index range per provider of the scope; a search matches the GIN-indexed
 // `search` vector against a tsquery built from src/registry/search.ts's terms and orders by tier in SQL,
-// reading a large scope in page order first when that can settle the page
+// reading a large scope (or a common word's) in page order first when that can settle the page
 // (docs/decisions/postgres-search-reads-first.md). The vectors are written from the words `searchWords`
 // makes (the same as the JSON store's index), never from PostgreSQL's own parsing of the raw text.
 import { createHash } from 'node:crypto';
@@ -150,28 +150,59 @@ export interface SearchWalkTuning {
  */
 export const SEARCH_WALK: SearchWalkTuning = { rowsPerResult: 3, minRows: 30, rankScopesUpTo: 5000 };
 
-/** The planner's statistics of the resources table: its rows, and the providers' shares of them. */
+/** The planner's statistics of the resources table: its rows, the providers' shares of them, common words. */
 export interface ScopeStatistics {
   rows: number;
   /** The share of the rows of each of the most common providers... */
   common: ReadonlyMap<string, number>;
   /** ...and of any other provider. */
   other: number;
+  /** The share of the rows that hold each of the most common words (any other word: too few to count). */
+  words: ReadonlyMap<string, number>;
 }
 
 /** Reads the statistics ANALYZE keeps (rows -1 before the first). */
 export async function scopeStatistics(db: Queryable): Promise<ScopeStatistics> {
-  const { rows } = await db.query<{ rows: number; vals: string[] | null; freqs: number[] | null; distinct: number | null }>(
+  const { rows } = await db.query<{
+    rows: number;
+    vals: string[] | null;
+    freqs: number[] | null;
+    distinct: number | null;
+    words: string[] | null;
+    shares: number[] | null;
+  }>(
     `SELECT c.reltuples::float8 AS rows, s.most_common_vals::text::text[] AS vals, s.most_common_freqs::float8[] AS freqs,
-       s.n_distinct::float8 AS distinct
-     FROM pg_class c LEFT JOIN pg_stats s ON s.schemaname = current_schema() AND s.tablename = 'resources' AND s.attname = 'provider'
+       s.n_distinct::float8 AS distinct, w.most_common_elems::text::text[] AS words, w.most_common_elem_freqs::float8[] AS shares
+     FROM pg_class c
+       LEFT JOIN pg_stats s ON s.schemaname = current_schema() AND s.tablename = 'resources' AND s.attname = 'provider'
+       LEFT JOIN pg_stats w ON w.schemaname = current_schema() AND w.tablename = 'resources' AND w.attname = 'search'
      WHERE c.oid = 'resources'::regclass`,
   );
-  const { rows: total, vals, freqs, distinct } = rows[0]!;
+  const { rows: total, vals, freqs, distinct, words, shares } = rows[0]!;
   const common = new Map((vals ?? []).map((v, i) => [v, freqs?.[i] ?? 0]));
   const providers = distinct === null ? 1 : distinct < 0 ? -distinct * total : distinct;
   const rest = 1 - [...common.values()].reduce((a, b) => a + b, 0);
-  return { rows: total, common, other: Math.max(0, rest) / Math.max(1, providers - common.size) };
+  return {
+    rows: total,
+    common,
+    other: Math.max(0, rest) / Math.max(1, providers - common.size),
+    // A tsvector's element frequencies are followed by their minimum, maximum and a null frequency: the
+    // first `words.length` belong to the words.
+    words: new Map((words ?? []).map((w, i) => [w, shares?.[i] ?? 0])),
+  };
+}
+
+/**
+ * The share of the records the statistics expect to match every term, each term's words (`termWords`) and
+ * prefix counted: a word the statistics do not list counts as none, terms as independent.
+ */
+export function matchShare(stats: ScopeStatistics, terms: readonly SearchTerm[], words: readonly (readonly string[])[]): number {
+  return terms.reduce((share, term, n) => {
+    const exact = new Set(words[n]);
+    let held = [...exact].reduce((sum, w) => sum + (stats.words.get(w) ?? 0), 0);
+    if (term.prefix) for (const [w, f] of stats.words) if (!exact.has(w) && w.startsWith(term.word)) held += f;
+    return share * Math.min(1, held);
+  }, 1);
 }
 
 /** How many rows the scope holds by the statistics; undefined when they are not there yet. */
@@ -228,11 +259,11 @@ function tierSql(terms: number, first: number): string {
   ).join(' + ');
 }
 
-/** How `findResources` searches: its reads of the scope, the scope's size, the word facts it may reuse. */
+/** How `findResources` searches: its reads of the scope, the planner's statistics, the word facts it may reuse. */
 export interface SearchOptions {
   walk?: SearchWalkTuning;
-  /** The scope's rows by the planner's statistics, when known. */
-  scopeSize?: number;
+  /** The planner's statistics (scopeStatistics), when read. */
+  statistics?: ScopeStatistics;
   /** Facts of the current revision (SearchFactsCache); none are reused or kept when absent. */
   facts?: SearchFacts;
 }
@@ -246,7 +277,7 @@ export async function findResources<Row extends object>(
   columns: string,
   toRecord: (row: Row) => StoredResource,
   request: FindRequest,
-  { walk = SEARCH_WALK, scopeSize, facts = SearchFactsCache.empty() }: SearchOptions = {},
+  { walk = SEARCH_WALK, statistics, facts = SearchFactsCache.empty() }: SearchOptions = {},
 ): Promise<FoundResource[]> {
   const { providers, terms, after, limit } = request;
   if (!terms || terms.length === 0) {
@@ -260,9 +291,11 @@ export async function findResources<Row extends object>(
     a: termQuery(words[n]!, t.prefix ? t.word : undefined, 'A'),
     b: termQuery(words[n]!, t.prefix ? t.word : undefined, 'B'),
   }));
-  // Without statistics yet (a table never analyzed), as a small scope.
-  const small = (scopeSize ?? 0) <= walk.rankScopesUpTo;
-  const walked = small ? undefined : await walkToPage(db, columns, toRecord, request, queries, walk, facts);
+  // A small scope is ranked at once unless the statistics expect the read to find a page; so is any scope
+  // before the table's first ANALYZE.
+  const small = (statistics ? (scopeRows(statistics, providers) ?? 0) : 0) <= walk.rankScopesUpTo;
+  const dense = statistics !== undefined && matchShare(statistics, terms, words) * readRows(walk, limit) >= limit;
+  const walked = small && !dense ? undefined : await walkToPage(db, columns, toRecord, request, queries, walk, facts);
   if (walked) return walked;
   const { rows } = await db.query<Row & FoundRow>(
     `SELECT * FROM (
@@ -282,6 +315,9 @@ export async function findResources<Row extends object>(
   );
   return rows.map((row) => ({ record: toRecord(row), tier: row.tier }));
 }
+
+/** How many rows of the scope a search reads in page order for a page of `limit`. */
+const readRows = (tuning: SearchWalkTuning, limit: number) => Math.max(tuning.minRows, tuning.rowsPerResult * limit);
 
 /**
  * A search page read from the scope in (provider, id) order, when a short read settles it; undefined when
@@ -305,7 +341,7 @@ async function walkToPage<Row extends object>(
 ): Promise<FoundResource[] | undefined> {
   if (after && after.tier === undefined) return undefined;
   const { key, summary, body } = FIELD_WEIGHT;
-  const rows = Math.max(tuning.minRows, tuning.rowsPerResult * limit);
+  const rows = readRows(tuning, limit);
   const scope = scopeWalk(`${columns}, search`, providers, after);
   const at = 2 + scope.params.length; // $at: every term; $at+1: `limit`; $at+2: the cursor's tier; then tierSql's
   // Only the page leaves the database: after a cursor, the matches of its tier (a higher one after the

@@ -19,7 +19,6 @@ import {
   SEARCH_BEGIN,
   SEARCH_WALK,
   SearchFactsCache,
-  scopeRows,
   scopeStatistics,
   sourceVectorSql,
   sourceWords,
@@ -310,10 +309,10 @@ export class PgResources {
     return this.db.guard(async () => {
       try {
         const facts = this.#facts.at(revision);
-        const scopeSize = scopeRows(await this.#scopeStatistics(), request.providers);
+        const statistics = await this.#scopeStatistics();
         return await this.db.transaction(
           (client) =>
-            findResources<ResourceRow>(client, RESOURCE_COLUMNS, resourceOf, request, { walk: this.searchWalk, scopeSize, facts }),
+            findResources<ResourceRow>(client, RESOURCE_COLUMNS, resourceOf, request, { walk: this.searchWalk, statistics, facts }),
           SEARCH_BEGIN,
         );
       } catch (err) {
