@@ -152,8 +152,10 @@ export class ResourceIndex {
   readonly #keys: string[];
   /** Once the words are indexed: the slot of each key of `#keys`, at the same place. */
   #keySlots: number[] = [];
-  /** word → its posting; undefined until the first search. */
+  /** word → its posting, for prefixes and words one edit away; undefined until the first search. */
   #words: SearchableMap<Posting> | undefined;
+  /** The same postings by word as written: a change's many words are looked up here, not in the tree. */
+  readonly #exact = new Map<string, Posting>();
   readonly #slotOf = new Map<string, number>();
   readonly #idAt: (string | undefined)[] = [];
   readonly #freeSlots: number[] = [];
@@ -252,22 +254,30 @@ export class ResourceIndex {
   /** Does the pending word work in order while `more()` holds. */
   #drain(more: () => boolean): void {
     const words = this.#words!;
+    const exact = this.#exact;
     while (this.#next < this.#pending.length && more()) {
       const { slot, record, add } = this.#pending[this.#next++]!;
       if (add) {
         const slots = this.#idAt.length;
         for (const [word, mask] of wordsOf(record)) {
-          let posting = words.get(word);
-          if (!posting) words.set(word, (posting = new Posting()));
+          let posting = exact.get(word);
+          if (!posting) {
+            posting = new Posting();
+            exact.set(word, posting);
+            words.set(word, posting);
+          }
           posting.set(slot, mask, slots, this.#tuning.denseMin);
         }
         continue;
       }
       for (const word of wordsOf(record).keys()) {
-        const posting = words.get(word);
+        const posting = exact.get(word);
         if (!posting) continue;
         posting.delete(slot);
-        if (posting.size === 0) words.delete(word);
+        if (posting.size === 0) {
+          exact.delete(word);
+          words.delete(word);
+        }
       }
       this.#freeSlots.push(slot);
     }
@@ -343,7 +353,7 @@ export class ResourceIndex {
   #postingsOf(term: SearchTerm): TermPostings {
     const words = this.#index();
     const found = new Map<string, Posting>();
-    const exact = words.get(term.word);
+    const exact = this.#exact.get(term.word);
     if (exact) found.set(term.word, exact);
     if (term.prefix) for (const [word, posting] of words.atPrefix(term.word)) found.set(word, posting);
     if (term.fuzzy) for (const [word, [posting]] of words.fuzzyGet(term.word, 1)) found.set(word, posting);
