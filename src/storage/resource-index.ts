@@ -3,7 +3,7 @@
 // inverted index (built on the first search, then maintained record by record, the word work of a change done
 // a few milliseconds per event-loop turn after its commit and before any search) from each word to the
 // records holding it and in which fields. Its dictionary is MiniSearch's radix tree (SearchableMap), which
-// finds a term's words as written, by prefix and one edit away. Each record has a slot (a small integer); a
+// finds a term's words by prefix and one edit away, beside a map of the words as written. Each record has a slot (a small integer); a
 // word's posting maps slots to field masks, as a Map while few records hold the word and as a byte array
 // over every slot once many do. A search whose rarest term has few matches intersects the postings from
 // that term; one whose every term is broad computes each record's tier in one pass over byte arrays and walks
