@@ -50,6 +50,7 @@ export const TARGETS = {
   ],
   'src/secrets/secret-allowlist.ts': ['secrets/allowlist'],
   'src/storage/resource-index.ts': ['storage/resource-index', 'storage/contract-search'],
+  'src/registry/search.ts': ['registry/search-words', 'registry/search-terms', 'storage/resource-index', 'storage/contract-search'],
 };
 
 const args = process.argv.slice(2);

@@ -23,11 +23,14 @@ export const PREFIX_MIN_LETTERS = 2;
 
 /** The weighted texts of a record. */
 export type SearchField = 'key' | 'summary' | 'body';
-/** ID, name and displayName weigh more than the description, which weighs more than the body. */
+/**
+ * ID, name and displayName weigh more than the description, which weighs more than the body. A match's tier
+ * is the sum, over the query's terms, of the weight of the heaviest field each term matched in.
+ */
 export const FIELD_WEIGHT: Readonly<Record<SearchField, number>> = { key: 3, summary: 2, body: 1 };
 
-/** One character (code point) that is a letter or a digit. */
-const LETTER_OR_DIGIT = /^[\p{L}\p{N}]$/u;
+/** Tested on one character (code point): whether it is a letter or a digit. */
+const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
 
 /**
  * The words of a text: NFKC-normalized, lower-cased, split at every character that is not a letter or a
@@ -141,11 +144,4 @@ export function oneEditWords(word: string): string[] {
   }
   out.delete(word);
   return [...out].filter((w) => w.length > 0 && w.length <= MAX_WORD_CHARS);
-}
-
-/** A match's tier: the sum, over the query's terms, of the weight of the heaviest field each matched in. */
-export function tierOf(fieldsPerTerm: readonly (readonly SearchField[])[]): number {
-  let tier = 0;
-  for (const fields of fieldsPerTerm) tier += Math.max(0, ...fields.map((f) => FIELD_WEIGHT[f]));
-  return tier;
 }
