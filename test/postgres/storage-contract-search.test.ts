@@ -1,6 +1,6 @@
 // The storage contract of pages and search (test/helpers/storage-contract-search.ts) against the
 // PostgreSQL store. One fresh database for this file; each subtest starts from an empty table.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import pg from 'pg';
 import { PostgresStore } from '../../src/storage/postgres/postgres-store.js';
 import { freshDatabase, postgresOrSkip } from '../helpers/postgres.js';
@@ -27,6 +27,14 @@ if (base) {
     await c.connect();
     await c.query('TRUNCATE resources, audit_log');
     await c.end();
+  };
+  /** A client of the test's own on the emptied table. */
+  const emptiedClient = async (t: Test) => {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    t.teardown(() => c.end());
+    await c.query('TRUNCATE resources, audit_log');
+    return c;
   };
   /** A store on the emptied table. */
   const fresh = async (searchWalk?: SearchWalkTuning) => {
@@ -142,10 +150,7 @@ if (base) {
   });
 
   t.test('the word facts a search keeps are bounded, the oldest forgotten first', async (t) => {
-    const c = new pg.Client({ connectionString: url });
-    await c.connect();
-    t.teardown(() => c.end());
-    await c.query('TRUNCATE resources, audit_log');
+    const c = await emptiedClient(t);
     const facts = SearchFactsCache.empty(2);
     for (const q of ['alpha x', 'bravo x', 'charlie x']) {
       await findResources(c, 'id, provider', (row) => row as never, { terms: parseSearch(q), limit: 5 }, { facts });
@@ -155,10 +160,7 @@ if (base) {
   });
 
   t.test("a scope's size is read from the planner's statistics, each provider once", async (t) => {
-    const c = new pg.Client({ connectionString: url });
-    await c.connect();
-    t.teardown(() => c.end());
-    await c.query('TRUNCATE resources, audit_log');
+    const c = await emptiedClient(t);
     await c.query(`ANALYZE resources`);
     t.equal(scopeRows(await scopeStatistics(c), ['huabu']), 0, 'an analyzed empty table: no rows');
     await c.query(
@@ -174,10 +176,7 @@ if (base) {
   });
 
   t.test('a small scope is read in page order first only when the statistics of its words expect a page there', async (t) => {
-    const c = new pg.Client({ connectionString: url });
-    await c.connect();
-    t.teardown(() => c.end());
-    await c.query('TRUNCATE resources, audit_log');
+    const c = await emptiedClient(t);
     await c.query(
       `INSERT INTO resources (id, provider, schema_version, name, description, instructions)
        SELECT 'r-' || i, 'huabu', 1, 'R ' || i, CASE WHEN i % 4 = 0 THEN 'Okapi den.' ELSE 'Plain.' END, 'Feed the zebra.'
@@ -239,10 +238,7 @@ if (base) {
   });
 
   t.test('a row written without search vectors (before the migration, or by hand) is indexed at the next start', async (t) => {
-    const c = new pg.Client({ connectionString: url });
-    await c.connect();
-    t.teardown(() => c.end());
-    await c.query('TRUNCATE resources, audit_log');
+    const c = await emptiedClient(t);
     await c.query(
       `INSERT INTO resources (id, provider, schema_version, name, description, instructions, display_name, user_content)
        VALUES ('old-tool', 'huabu', 1, 'Old tool', 'Converts walrus files.', 'Use it.', 'Antique', 'Ask the quokka.')`,

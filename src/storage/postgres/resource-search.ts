@@ -82,51 +82,64 @@ function remember<K, V>(map: Map<K, V>, key: K, value: V, kept: number): void {
 }
 
 /**
+ * The answers for `keys`: from `kept` where a search since the last write asked, the rest from one `ask` of
+ * them all, then kept (at most `limit`).
+ */
+async function keptOrAsked<V>(
+  kept: Map<string, V>,
+  keys: readonly string[],
+  limit: number,
+  ask: (missing: string[]) => Promise<Map<string, V>>,
+): Promise<Map<string, V>> {
+  const answers = new Map<string, V>();
+  const missing: string[] = [];
+  for (const key of new Set(keys)) {
+    const value = kept.get(key);
+    if (value === undefined) missing.push(key);
+    else answers.set(key, value);
+  }
+  if (missing.length > 0) {
+    for (const [key, value] of await ask(missing)) {
+      answers.set(key, value);
+      remember(kept, key, value, limit);
+    }
+  }
+  return answers;
+}
+
+/**
  * The words each term matches exactly: itself, and for a fuzzy term the words one edit away that some
- * record holds (looked up in the GIN index, one probe each: most such words occur nowhere), from `facts`
- * when a search since the last write asked.
+ * record holds (looked up in the GIN index, one probe each: most such words occur nowhere).
  */
 async function termWords(db: Queryable, terms: readonly SearchTerm[], facts: SearchFacts): Promise<string[][]> {
-  const known = new Map(
-    terms.flatMap((t) => (t.fuzzy && facts.variants.has(t.word) ? [[t.word, facts.variants.get(t.word)!] as const] : [])),
-  );
-  const asked = terms.filter((t) => t.fuzzy && !known.has(t.word)).map((t) => [t.word, oneEditWords(t.word)] as const);
-  if (asked.length > 0) {
+  const fuzzy = terms.filter((t) => t.fuzzy).map((t) => t.word);
+  const held = await keptOrAsked(facts.variants, fuzzy, facts.kept, async (missing) => {
+    const edits = new Map(missing.map((word) => [word, oneEditWords(word)]));
     // One index probe per variant (the GIN index has no pending list: migration 7 turns fastupdate off, so
     // a probe does not read every row written since the last vacuum).
     const { rows } = await db.query<{ w: string }>(
       `SELECT w FROM unnest($1::text[]) AS v(w) WHERE EXISTS (SELECT 1 FROM resources WHERE search @@ (quote_literal(v.w))::tsquery)`,
-      [[...new Set(asked.flatMap(([, variants]) => variants))]],
+      [[...new Set([...edits.values()].flat())]],
     );
     const present = new Set(rows.map((row) => row.w));
-    for (const [word, variants] of asked) {
-      const held = variants.filter((w) => present.has(w));
-      known.set(word, held);
-      remember(facts.variants, word, held, facts.kept);
-    }
-  }
-  return terms.map((t) => [t.word, ...(t.fuzzy ? known.get(t.word)! : [])]);
+    return new Map([...edits].map(([word, variants]) => [word, variants.filter((w) => present.has(w))]));
+  });
+  return terms.map((t) => [t.word, ...(t.fuzzy ? held.get(t.word)! : [])]);
 }
 
 /**
  * Whether some record holds each query in the field `field` indexes on its own (migration 12: `a` the key
- * words, `b` the summary's), from `facts` when known.
+ * words, `b` the summary's).
  */
 async function heldIn(db: Queryable, field: 'a' | 'b', queries: readonly string[], facts: SearchFacts): Promise<boolean[]> {
-  const kept = field === 'a' ? facts.inKey : facts.inSummary;
-  const asked = [...new Set(queries.filter((q) => !kept.has(q)))];
-  const answers = new Map(queries.flatMap((q) => (kept.has(q) ? [[q, kept.get(q)!] as const] : [])));
-  if (asked.length > 0) {
+  const answers = await keptOrAsked(field === 'a' ? facts.inKey : facts.inSummary, queries, facts.kept, async (missing) => {
     const { rows } = await db.query<{ q: string }>(
       `SELECT q FROM unnest($1::text[]) AS v(q) WHERE EXISTS (SELECT 1 FROM resources WHERE ts_filter(search, '{${field}}') @@ v.q::tsquery)`,
-      [asked],
+      [missing],
     );
     const held = new Set(rows.map((row) => row.q));
-    for (const q of asked) {
-      answers.set(q, held.has(q));
-      remember(kept, q, held.has(q), facts.kept);
-    }
-  }
+    return new Map(missing.map((q) => [q, held.has(q)]));
+  });
   return queries.map((q) => answers.get(q)!);
 }
 
