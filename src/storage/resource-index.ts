@@ -29,7 +29,7 @@ const DENSE_SHARE = 1 / 32;
 const DENSE_MIN = 256;
 /** A search whose rarest term matches at most this many records intersects postings; past it, one pass over the scope. */
 const SPARSE_QUERY_MAX = 4096;
-/** Milliseconds of pending word work done per event-loop turn. */
+/** Milliseconds of pending word work done per event-loop turn (at least one record's). */
 const DRAIN_TURN_MS = 5;
 /** Sorts as (provider, id): neither holds a NUL, which sorts before every other character. */
 const keyOf = (provider: string, id: string) => `${provider}\u0000${id}`;
@@ -143,8 +143,10 @@ export interface IndexTuning {
   denseMin: number;
   /** A search whose rarest term matches at most this many records intersects postings. */
   sparseQueryMax: number;
-  /** Most records' pending word work done per event-loop turn (besides the time bound, DRAIN_TURN_MS). */
+  /** Most records' pending word work done per event-loop turn. */
   drainTurnRecords: number;
+  /** Milliseconds after which a turn's word work stops (one record's work is always done). */
+  drainTurnMs: number;
 }
 
 export class ResourceIndex {
@@ -179,7 +181,13 @@ export class ResourceIndex {
     tuning: Partial<IndexTuning> = {},
   ) {
     this.#keys = [...records.values()].map((r) => keyOf(r.provider, r.id)).sort();
-    this.#tuning = { denseMin: DENSE_MIN, sparseQueryMax: SPARSE_QUERY_MAX, drainTurnRecords: Infinity, ...tuning };
+    this.#tuning = {
+      denseMin: DENSE_MIN,
+      sparseQueryMax: SPARSE_QUERY_MAX,
+      drainTurnRecords: Infinity,
+      drainTurnMs: DRAIN_TURN_MS,
+      ...tuning,
+    };
   }
 
   /** How many puts and removals the index has seen: a list of the records made at one count holds until the next. */
@@ -238,11 +246,11 @@ export class ResourceIndex {
     setImmediate(() => this.#drainSome());
   }
 
-  /** About DRAIN_TURN_MS of the pending word work, then the rest on later turns. */
+  /** A turn's share of the pending word work (its time and record bounds), then the rest on later turns. */
   #drainSome(): void {
-    const until = performance.now() + DRAIN_TURN_MS;
-    let budget = this.#tuning.drainTurnRecords;
-    this.#drain(() => budget-- > 0 && performance.now() < until);
+    const until = performance.now() + this.#tuning.drainTurnMs;
+    let done = 0;
+    this.#drain(() => done++ === 0 || (done <= this.#tuning.drainTurnRecords && performance.now() < until));
     if (this.pendingWords > 0) {
       setImmediate(() => this.#drainSome());
       return;

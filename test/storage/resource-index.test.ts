@@ -157,7 +157,7 @@ const planRecords = (n: number): StoredResource[] =>
 
 t.test("a committed change's word work is left to later turns, a few records a turn, and a search does what is left first", async (t) => {
   const records = new Map<string, StoredResource>();
-  const index = new ResourceIndex(records, { drainTurnRecords: 10 });
+  const index = new ResourceIndex(records, { drainTurnRecords: 10, drainTurnMs: Infinity });
   index.find({ terms: parseSearch('plan'), limit: 1 }); // the word index is built
   for (const record of planRecords(50)) {
     records.set(record.id, record);
@@ -175,6 +175,20 @@ t.test("a committed change's word work is left to later turns, a few records a t
   for (let i = 0; i < 3 && index.pendingWords > 0; i++) await turn();
   t.equal(index.pendingWords, 0, 'done in later turns without a search');
   t.equal(index.find({ terms: parseSearch('plan'), limit: 100 }).length, 49);
+});
+
+t.test("a turn's word work stops at its time bound, after at least one record", async (t) => {
+  const records = new Map<string, StoredResource>();
+  const index = new ResourceIndex(records, { drainTurnMs: 0 });
+  index.find({ terms: parseSearch('plan'), limit: 1 });
+  for (const record of planRecords(5)) {
+    records.set(record.id, record);
+    index.put(record, undefined);
+  }
+  await turn();
+  t.equal(index.pendingWords, 4, 'one record in a turn whose time is already spent');
+  await turn();
+  t.equal(index.pendingWords, 3);
 });
 
 t.test('a search between turns of pending word work finds what a scan finds (one record a turn)', async (t) => {
