@@ -1,5 +1,6 @@
 // Pre-serialized catalogue bodies with content ETags, rebuilt once per change of the store and shared by
-// every read of the same view until the next change. Each representation of a view (record v1 or v2,
+// every read of the same view until the next change; pages of a view are kept the same way, within a
+// bound of bytes (docs/decisions/page-cache.md). Each representation of a view (record v1 or v2,
 // `?schemaVersion=`) is its own entry with its own body and ETag: this is the one place that keys them.
 // An entry also holds its compressed variants (br, gzip), each built once, on the first read that asks for
 // it, and kept until the entry is dropped with its revision: a read never compresses a body another read
@@ -108,8 +109,8 @@ export class CachedBody {
 
 /**
  * The `{resources, ...besides}` body of `records` in `representation`, with its content ETag: what the
- * cache keeps for a whole view, and what a per-request view (a page, a search) is sent as without being
- * kept (`kept: false`: no compressed variants either).
+ * cache keeps for a whole view or a page, and what a per-request body (a page served as a launched thread
+ * pinned it) is sent as without being kept (`kept: false`: no compressed variants either).
  */
 export function catalogueBody(
   records: readonly StoredResource[],
@@ -156,10 +157,21 @@ export function viewLabel(viewKey: string): string {
 /** A view's entry in one representation: each representation is cached on its own. */
 const entryKey = (viewKey: string, representation: Representation) => `v${representation} ${viewKey}`;
 
+/** A page of a view, kept: its body and the cursor of the page after it (absent on the last page). */
+export interface CachedPage {
+  body: CachedBody;
+  next?: string;
+}
+
 export class CatalogueCache {
   #revision: string | undefined;
   #views = new Map<string, CachedBody>();
+  /** Pages by key, least recently read first. */
+  #pages = new Map<string, CachedPage>();
+  #pageBytes = 0;
   static readonly MAX_VIEWS = 1024;
+  /** The pages kept at once: at most this many bytes of their bodies as they are (compressed copies besides). */
+  static readonly MAX_PAGE_BYTES = 16 * 2 ** 20;
 
   /**
    * @param onRebuild told the view key of every body it serializes (for metrics).
@@ -176,12 +188,65 @@ export class CatalogueCache {
    * new revision drops every cached view (and with them their compressed variants).
    */
   hit(revision: string, viewKey: string, representation: Representation): CachedBody | undefined {
-    if (revision !== this.#revision) {
-      this.#revision = revision;
-      this.#views.clear();
-      return undefined;
+    return this.#at(revision) ? this.#views.get(entryKey(viewKey, representation)) : undefined;
+  }
+
+  /** Whether `revision` is the one the cache holds; a new one drops every view and page kept. */
+  #at(revision: string): boolean {
+    if (revision === this.#revision) return true;
+    this.#revision = revision;
+    this.#views.clear();
+    this.#pages.clear();
+    this.#pageBytes = 0;
+    return false;
+  }
+
+  /**
+   * The kept page `pageKey` at `revision` when there is one, found without a turn of the event loop;
+   * undefined on a miss. The key names everything the page's bytes follow from: the view and its scope,
+   * the representation, the query, the limit and the cursor.
+   */
+  pageHit(revision: string, pageKey: string): CachedPage | undefined {
+    if (!this.#at(revision)) return undefined;
+    const page = this.#pages.get(pageKey);
+    if (page) {
+      this.#pages.delete(pageKey);
+      this.#pages.set(pageKey, page);
     }
-    return this.#views.get(entryKey(viewKey, representation));
+    return page;
+  }
+
+  /**
+   * The page `pageKey` at `revision`, built from `select` on a miss and kept until the revision changes
+   * (the least recently read pages forgotten first past MAX_PAGE_BYTES). A page read while the revision
+   * moved serves only its own read.
+   */
+  async page(
+    revision: string,
+    pageKey: string,
+    representation: Representation,
+    select: () => Promise<{ records: readonly StoredResource[]; next?: string }>,
+    besides?: (records: readonly StoredResource[]) => Record<string, unknown>,
+  ): Promise<CachedPage> {
+    const hit = this.pageHit(revision, pageKey);
+    if (hit) return hit;
+    const { records, next } = await select();
+    const kept = this.#revision === revision;
+    const body = catalogueBody(records, representation, besides, { kept });
+    const page: CachedPage = next === undefined ? { body } : { body, next };
+    if (kept && body.bytes.length <= CatalogueCache.MAX_PAGE_BYTES) {
+      const previous = this.#pages.get(pageKey);
+      if (previous) this.#pageBytes -= previous.body.bytes.length;
+      this.#pages.delete(pageKey);
+      this.#pages.set(pageKey, page);
+      this.#pageBytes += body.bytes.length;
+      for (const [key, oldest] of this.#pages) {
+        if (this.#pageBytes <= CatalogueCache.MAX_PAGE_BYTES) break;
+        this.#pages.delete(key);
+        this.#pageBytes -= oldest.body.bytes.length;
+      }
+    }
+    return page;
   }
 
   /**

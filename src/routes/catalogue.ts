@@ -74,9 +74,12 @@ function nextUrl(url: string, cursor: string): string {
 
 /**
  * A paged or searched read of a view (`isPaged`): the page the parameters ask for, in `representation`,
- * with `Link: <…>; rel="next"` while more remain. Built per request and never cached.
+ * with `Link: <…>; rel="next"` while more remain. A page is kept in `cache.catalogue` until the revision
+ * changes, so the same page read again (the first page of a picker, an agent's search) is sent without a
+ * turn of the event loop, compressed once. A page served as a launched thread pinned it is built per request.
+ * Returns undefined once sent, or the promise Fastify waits on.
  */
-export async function sendPage(
+export function sendPage(
   reply: FastifyReply,
   request: { url: string; headers: IncomingHttpHeaders },
   pages: CataloguePages,
@@ -84,15 +87,29 @@ export async function sendPage(
     scope: ViewScope;
     representation: Representation;
     params: PageParams;
+    cache: { catalogue: CatalogueCache; revision: string };
     /** What the page's records are served as (a launched thread's pins); absent: as they are. */
     served?: (records: readonly StoredResource[]) => Promise<readonly StoredResource[]>;
   },
   besides?: (records: readonly StoredResource[]) => Record<string, unknown>,
-): Promise<FastifyReply> {
-  const page = await pages.page(view.scope, view.params);
-  if (page.next !== undefined) reply.header('link', `<${nextUrl(request.url, page.next)}>; rel="next"`);
-  const records = view.served ? await view.served(page.records) : page.records;
-  return sendCatalogue(reply, request.headers, catalogueBody(records, view.representation, besides, { kept: false }));
+): undefined | Promise<FastifyReply> {
+  const { scope, representation, params, served } = view;
+  const send = ({ body, next }: { body: CachedBody; next?: string | undefined }) => {
+    if (next !== undefined) reply.header('link', `<${nextUrl(request.url, next)}>; rel="next"`);
+    return sendCatalogue(reply, request.headers, body);
+  };
+  if (served) {
+    return pages
+      .page(scope, params)
+      .then(async ({ records, next }) =>
+        send({ body: catalogueBody(await served(records), representation, besides, { kept: false }), next }),
+      );
+  }
+  const { catalogue, revision } = view.cache;
+  const key = JSON.stringify([scope.binding, representation, params.q, params.limit, params.cursor]);
+  const hit = catalogue.pageHit(revision, key);
+  const sent = hit ? send(hit) : catalogue.page(revision, key, representation, () => pages.page(scope, params), besides).then(send);
+  return sent === reply ? undefined : (sent as Promise<FastifyReply>);
 }
 
 /** The response headers of a catalogue list, as @fastify/swagger documents them. */
@@ -154,7 +171,8 @@ export const catalogueRoutes: FastifyPluginAsyncTypebox<RouteDeps> = async (app,
         const params = { q, limit, cursor };
         if (isPaged(params)) {
           const scope = { binding: `owner:${key}`, ...(provider === undefined ? {} : { providers: [provider] }) };
-          return sendPage(reply, request, pages, { scope, representation: schemaVersion, params }, besides);
+          const cache = { catalogue, revision: registry.revision() };
+          return sendPage(reply, request, pages, { scope, representation: schemaVersion, params, cache }, besides);
         }
         return sendView(
           reply,

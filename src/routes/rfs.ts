@@ -95,7 +95,14 @@ export const rfsRoutes: FastifyPluginCallbackTypebox<RouteDeps> = (
         const scope = machineScope(request.params.canvasId, machineId);
         // A page is chosen from today's catalogue; a launched thread is then served the records it pinned as pinned.
         const served = pins ? (records: readonly StoredResource[]) => threads.listFor(records, machineId, pins) : undefined;
-        return sendPage(reply, request, pages, { scope, representation, params: { q, limit, cursor }, ...(served ? { served } : {}) });
+        const cache = { catalogue, revision: registry.revision() };
+        return sendPage(reply, request, pages, {
+          scope,
+          representation,
+          params: { q, limit, cursor },
+          cache,
+          ...(served ? { served } : {}),
+        });
       }
       // A launched thread's view is cached like the machine's, per thread (it changes with the catalogue).
       return sendView(

@@ -130,3 +130,58 @@ for (const [store, env] of stores) {
     t.equal((await get('/api/acp/resources', owner)).text, whole.text, 'the whole list is unchanged by all of this');
   });
 }
+
+for (const [store, env] of stores) {
+  t.test(`${store}: a page read again is the same bytes until the catalogue changes, offered compressed and answered 304`, async (t) => {
+    const h = await build(t, { env: { ...(await env()), RATE_LIMIT_WRITES_PER_MINUTE: '0' } });
+    const a = await h.enroll('agentlet-a');
+    const long = { description: `Reads and writes notes. ${'Keeps them tidy. '.repeat(25)}` };
+    for (const id of ['notes-b', 'notes-c', 'notes-d', 'notes-e']) t.ok((await h.put('agentlet-a', a, id, long)).statusCode < 300);
+    const canvas = await h.canvasToken('canvas-x', 'agentlet-a');
+    const origin = await listen(h.app);
+    const read = async (url: string, headers: Record<string, string> = {}) => {
+      const res = await fetch(origin + url, { headers: { authorization: `Bearer ${canvas}`, ...headers } });
+      const text = await res.text();
+      return {
+        status: res.status,
+        etag: res.headers.get('etag'),
+        coding: res.headers.get('content-encoding'),
+        link: res.headers.get('link'),
+        text,
+      };
+    };
+    const ids = (text: string) => (JSON.parse(text) as Answer['body']).resources.map((r) => r.id);
+    const url = '/api/rfs/canvas-x/resources?limit=3';
+
+    const first = await read(url, { 'accept-encoding': 'identity' });
+    t.same(ids(first.text), ['notes-b', 'notes-c', 'notes-d']);
+    const again = await read(url, { 'accept-encoding': 'identity' });
+    t.same([again.text, again.etag, again.link], [first.text, first.etag, first.link], 'the same bytes, ETag and next link');
+    t.equal((await read(url, { 'accept-encoding': 'identity', 'if-none-match': first.etag! })).status, 304, 'its ETag answers 304');
+    const br = await read(url, { 'accept-encoding': 'br' });
+    t.equal(br.coding, 'br', 'a page over 1 KiB is sent compressed when asked');
+    t.equal(br.etag, `${first.etag!.slice(0, -1)}-br"`, "with the coding's own ETag");
+    t.equal(br.text, first.text, 'the same text once decoded');
+    t.equal((await read(url, { 'accept-encoding': 'br', 'if-none-match': br.etag! })).status, 304);
+
+    await h.put('agentlet-a', a, 'notes-a', long);
+    const written = await read(url, { 'accept-encoding': 'identity' });
+    t.same(ids(written.text), ['notes-a', 'notes-b', 'notes-c'], 'a record written since is on the page at once');
+    t.not(written.etag, first.etag);
+    t.equal((await read(url, { 'accept-encoding': 'identity', 'if-none-match': first.etag! })).status, 200, 'the old ETag is stale');
+    const withdrawn = await h.app.inject({
+      method: 'DELETE',
+      url: '/api/acp/providers/agentlet-a/resources/notes-b',
+      headers: h.bearer(a),
+    });
+    t.equal(withdrawn.statusCode, 204);
+    t.same(ids((await read(url, { 'accept-encoding': 'identity' })).text), ['notes-a', 'notes-c', 'notes-d'], 'and one withdrawn is gone');
+    t.same(ids((await read('/api/rfs/canvas-x/resources?q=notes&limit=3')).text), ['notes-a', 'notes-c', 'notes-d'], 'a search page too');
+    await h.put('agentlet-a', a, 'notes-c', { description: 'Now about something else entirely.' });
+    t.same(
+      ids((await read('/api/rfs/canvas-x/resources?q=tidy&limit=3')).text),
+      ['notes-a', 'notes-d', 'notes-e'],
+      'a search page follows a replace',
+    );
+  });
+}

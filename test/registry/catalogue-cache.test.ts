@@ -67,6 +67,66 @@ t.test('past MAX_VIEWS views at one revision the cache starts over, and not befo
   t.equal(rebuilt.length, CatalogueCache.MAX_VIEWS + 1);
 });
 
+t.test('a kept page is found at once at its revision with its next cursor; a new revision drops it with the views', async (t) => {
+  const { cache } = counted();
+  let selected = 0;
+  const select = (id: string, next?: string) => () => {
+    selected++;
+    return Promise.resolve(next === undefined ? { records: [record(id)] } : { records: [record(id)], next });
+  };
+  t.equal(cache.pageHit('1', 'k'), undefined, 'nothing before the first read');
+  const first = await cache.page('1', 'k', 1, select('a', 'cursor-2'));
+  t.equal(first.next, 'cursor-2');
+  t.equal(first.body.compressible, true, 'a kept page is offered compressed');
+  t.equal(cache.pageHit('1', 'k'), first, 'the same page, without reading it again');
+  t.equal(await cache.page('1', 'k', 1, select('changed')), first);
+  t.equal(selected, 1);
+  const last = await cache.page('1', 'k2', 2, select('b'));
+  t.notOk('next' in last, 'the last page has no next cursor');
+  await cache.get('1', 'all', 1, () => Promise.resolve([record('a')]));
+  t.equal(cache.pageHit('2', 'k'), undefined, 'a new revision: the page is gone');
+  t.equal(cache.hit('2', 'all', 1), undefined, 'and the views with it');
+  t.equal(cache.pageHit('1', 'k'), undefined, 'and it does not come back with the old revision');
+  t.match((await cache.page('2', 'k', 1, select('new'))).body.body, /"id":"new"/);
+  await cache.page('2', 'v', 1, select('view'));
+  t.ok(cache.pageHit('2', 'v'), 'a view read at the same revision keeps the pages');
+  t.ok(cache.hit('2', 'all', 1) === undefined && cache.pageHit('2', 'k'), 'so does a view miss');
+});
+
+t.test('a page read while the revision moved serves its read only', async (t) => {
+  const { cache } = counted();
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const reading = cache.page('1', 'k', 1, async () => {
+    await gate;
+    return { records: [record('old')] };
+  });
+  t.equal(cache.pageHit('2', 'k'), undefined, 'a write moved the revision meanwhile');
+  release();
+  const page = await reading;
+  t.match(page.body.body, /"id":"old"/, 'the read gets its page');
+  t.equal(page.body.compressible, false, 'not compressed for a single read');
+  t.equal(cache.pageHit('2', 'k'), undefined, 'and not kept under the new revision');
+});
+
+t.test('pages past MAX_PAGE_BYTES: the least recently read are forgotten first', async (t) => {
+  const { cache } = counted();
+  const size = Math.floor(CatalogueCache.MAX_PAGE_BYTES / 4) - 200;
+  const page = (id: string) => cache.page('1', id, 1, () => Promise.resolve({ records: [record(id, 'x'.repeat(size))] }));
+  const pages = [await page('p0'), await page('p1'), await page('p2'), await page('p3')];
+  t.equal(cache.pageHit('1', 'p0'), pages[0], 'four pages of a quarter of the bound each are kept');
+  await page('p4');
+  t.ok(cache.pageHit('1', 'p0'), 'the one read last is kept');
+  t.equal(cache.pageHit('1', 'p1'), undefined, 'the least recently read is forgotten');
+  t.ok(cache.pageHit('1', 'p2') && cache.pageHit('1', 'p3') && cache.pageHit('1', 'p4'), 'the others are kept');
+  const huge = await cache.page('1', 'huge', 1, () =>
+    Promise.resolve({ records: [record('huge', 'x'.repeat(CatalogueCache.MAX_PAGE_BYTES))] }),
+  );
+  t.equal(huge.body.bytes.length > CatalogueCache.MAX_PAGE_BYTES, true);
+  t.equal(cache.pageHit('1', 'huge'), undefined, 'a page larger than the bound is never kept');
+  t.ok(cache.pageHit('1', 'p4'), 'nor does it push out the others');
+});
+
 t.test('If-None-Match: lists, weak tags and `*`, and nothing else', (t) => {
   const etag = '"abc"';
   t.ok(etagMatches('"abc"', etag));
