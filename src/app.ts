@@ -261,6 +261,7 @@ export async function buildApp(options: BuildOptions): Promise<FastifyInstance> 
     const catalogue = new CatalogueCache(
       (view) => metrics.catalogueRebuilds.inc({ view: viewLabel(view) }),
       (view, encoding) => metrics.catalogueCompressions.inc({ view: viewLabel(view), encoding }),
+      { maxPageBytes: config.pageCacheBytes },
     );
     const capabilities = new CapabilityProjection(
       store,

@@ -11,6 +11,7 @@ import { MAX_RECONCILE_RESOURCES } from './schemas/resource.js';
 import type { RecordQuota } from './registry/record-quota.js';
 import { readSecretAllowlistSync, SecretAllowlistFileError } from './secrets/secret-allowlist.js';
 import { SIGNING_KEYS_FILE } from './credentials/signing-keys.js';
+import { DEFAULT_PAGE_CACHE_BYTES } from './registry/catalogue-cache.js';
 
 /** Addresses that mean "every interface": no client can use them to reach this process. */
 const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]', '::0', '0:0:0:0:0:0:0:0']);
@@ -120,6 +121,8 @@ export interface Config {
   mcpAnswerBytes: number;
   /** CONTEXT_BUDGET_TOKENS: above it an agent's always-loaded tokens are a `context_budget_exceeded` warning; 0: never. */
   contextBudgetTokens: number;
+  /** CATALOGUE_PAGE_CACHE_BYTES: bytes of catalogue pages kept per revision (docs/decisions/page-cache.md); 0: none. */
+  pageCacheBytes: number;
   /** OpenTelemetry traces, from the standard `OTEL_*` variables; unset: nothing of OpenTelemetry is loaded. */
   tracing?: TracingConfig;
 }
@@ -179,6 +182,7 @@ export const Env = Type.Object({
   AGENTLET_JOB_TIMEOUT_MS: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
   MCP_ANSWER_BYTES: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{5,9}$' })),
   CONTEXT_BUDGET_TOKENS: Type.Optional(Type.String({ pattern: '^(0|[1-9][0-9]{0,8})$' })),
+  CATALOGUE_PAGE_CACHE_BYTES: Type.Optional(Type.String({ pattern: '^(0|[1-9][0-9]{0,9})$' })),
   // OpenTelemetry's standard variables (https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/).
   OTEL_SDK_DISABLED: Type.Optional(Type.Union(['true', 'false'].map((v) => Type.Literal(v)))),
   OTEL_TRACES_EXPORTER: Type.Optional(Type.Union(['otlp', 'console', 'none'].map((v) => Type.Literal(v)))),
@@ -320,6 +324,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     agentletJobTimeoutMs: e.AGENTLET_JOB_TIMEOUT_MS === undefined ? 30_000 : Number(e.AGENTLET_JOB_TIMEOUT_MS),
     mcpAnswerBytes: e.MCP_ANSWER_BYTES === undefined ? DEFAULT_MCP_ANSWER_BYTES : Number(e.MCP_ANSWER_BYTES),
     contextBudgetTokens: e.CONTEXT_BUDGET_TOKENS === undefined ? DEFAULT_CONTEXT_BUDGET_TOKENS : Number(e.CONTEXT_BUDGET_TOKENS),
+    pageCacheBytes: e.CATALOGUE_PAGE_CACHE_BYTES === undefined ? DEFAULT_PAGE_CACHE_BYTES : Number(e.CATALOGUE_PAGE_CACHE_BYTES),
     ...tracingConfig(e),
   };
 }

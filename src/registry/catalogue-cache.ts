@@ -157,6 +157,9 @@ export function viewLabel(viewKey: string): string {
 /** A view's entry in one representation: each representation is cached on its own. */
 const entryKey = (viewKey: string, representation: Representation) => `v${representation} ${viewKey}`;
 
+/** Bytes of pages a catalogue cache keeps at once by default (CATALOGUE_PAGE_CACHE_BYTES). */
+export const DEFAULT_PAGE_CACHE_BYTES = 16 * 2 ** 20;
+
 /** A page of a view, kept: its body and the cursor of the page after it (absent on the last page). */
 export interface CachedPage {
   body: CachedBody;
@@ -170,8 +173,8 @@ export class CatalogueCache {
   #pages = new Map<string, CachedPage>();
   #pageBytes = 0;
   static readonly MAX_VIEWS = 1024;
-  /** The pages kept at once: at most this many bytes of their bodies as they are (compressed copies besides). */
-  static readonly MAX_PAGE_BYTES = 16 * 2 ** 20;
+  /** The pages kept at once: at most this many bytes of their bodies as they are (compressed copies besides); 0: none. */
+  readonly #maxPageBytes: number;
 
   /**
    * @param onRebuild told the view key of every body it serializes (for metrics).
@@ -180,7 +183,10 @@ export class CatalogueCache {
   constructor(
     private readonly onRebuild: (viewKey: string) => void = () => undefined,
     private readonly onEncode: (viewKey: string, coding: ContentCoding) => void = () => undefined,
-  ) {}
+    options: { maxPageBytes?: number } = {},
+  ) {
+    this.#maxPageBytes = options.maxPageBytes ?? DEFAULT_PAGE_CACHE_BYTES;
+  }
 
   /**
    * The cached body for `viewKey` in `representation` at `revision` when there is one, found without a turn
@@ -218,8 +224,8 @@ export class CatalogueCache {
 
   /**
    * The page `pageKey` at `revision`, built from `select` on a miss and kept until the revision changes
-   * (the least recently read pages forgotten first past MAX_PAGE_BYTES). A page read while the revision
-   * moved serves only its own read.
+   * (the least recently read pages forgotten first past the bound of bytes). A page read while the revision
+   * moved, or larger than the bound, serves only its own read.
    */
   async page(
     revision: string,
@@ -231,17 +237,18 @@ export class CatalogueCache {
     const hit = this.pageHit(revision, pageKey);
     if (hit) return hit;
     const { records, next } = await select();
-    const kept = this.#revision === revision;
-    const body = catalogueBody(records, representation, besides, { kept });
+    let body = catalogueBody(records, representation, besides, { kept: false });
+    const kept = this.#revision === revision && body.bytes.length <= this.#maxPageBytes;
+    if (kept) body = new CachedBody(body.body, body.etag, {}, body.bytes);
     const page: CachedPage = next === undefined ? { body } : { body, next };
-    if (kept && body.bytes.length <= CatalogueCache.MAX_PAGE_BYTES) {
+    if (kept) {
       const previous = this.#pages.get(pageKey);
       if (previous) this.#pageBytes -= previous.body.bytes.length;
       this.#pages.delete(pageKey);
       this.#pages.set(pageKey, page);
       this.#pageBytes += body.bytes.length;
       for (const [key, oldest] of this.#pages) {
-        if (this.#pageBytes <= CatalogueCache.MAX_PAGE_BYTES) break;
+        if (this.#pageBytes <= this.#maxPageBytes) break;
         this.#pages.delete(key);
         this.#pageBytes -= oldest.body.bytes.length;
       }

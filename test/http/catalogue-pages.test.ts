@@ -3,7 +3,8 @@
 // same records a page at a time with `Link: <…>; rel="next"`, the canvas scope applied before the search,
 // cursors bound to their list and query, and bad parameters answered 400 with a stable code.
 import t from 'tap';
-import { build, type TestApp } from '../helpers/build.js';
+import { loadConfig } from '../../src/config.js';
+import { build, tempDataDir, testEnv, type TestApp } from '../helpers/build.js';
 import { freshDatabase, DATABASE_URL } from '../helpers/postgres.js';
 import { listen } from '../helpers/sockets.js';
 
@@ -185,3 +186,21 @@ for (const [store, env] of stores) {
     );
   });
 }
+
+t.test('CATALOGUE_PAGE_CACHE_BYTES: 16 MiB unless set; at 0 every read builds its page, sent as it is', async (t) => {
+  const dir = await tempDataDir();
+  t.equal(loadConfig(testEnv(dir)).pageCacheBytes, 16 * 2 ** 20);
+  t.equal(loadConfig(testEnv(dir, { CATALOGUE_PAGE_CACHE_BYTES: '0' })).pageCacheBytes, 0);
+  t.throws(() => loadConfig(testEnv(dir, { CATALOGUE_PAGE_CACHE_BYTES: '16MiB' })), /CATALOGUE_PAGE_CACHE_BYTES/);
+  const h = await build(t, { env: { CATALOGUE_PAGE_CACHE_BYTES: '0', RATE_LIMIT_WRITES_PER_MINUTE: '0' } });
+  const a = await h.enroll('agentlet-a');
+  for (const id of ['notes-a', 'notes-b', 'notes-c']) {
+    t.ok((await h.put('agentlet-a', a, id, { description: 'Keeps them tidy. '.repeat(25) })).statusCode < 300);
+  }
+  const read = () => h.app.inject({ method: 'GET', url: '/api/acp/resources?limit=3', headers: { ...h.owner, 'accept-encoding': 'br' } });
+  const first = await read();
+  t.ok(first.rawPayload.length > 1024, 'a page over 1 KiB');
+  t.equal(first.headers['content-encoding'], undefined, 'not compressed for one read');
+  const again = await read();
+  t.same([again.body, again.headers.etag], [first.body, first.headers.etag], 'the same page built again');
+});

@@ -14,7 +14,7 @@ if (base) {
     for (const id of ['notes-b', 'notes-c', 'notes-d']) t.equal((await a.put('agentlet-a', token, id)).statusCode, 201);
     const page = async (h: typeof a) => {
       const res = await h.app.inject({ method: 'GET', url: '/api/acp/resources?limit=2', headers: h.owner });
-      return { ids: (res.json() as { resources: { id: string }[] }).resources.map((r) => r.id), etag: res.headers.etag };
+      return { ids: res.json<{ resources: { id: string }[] }>().resources.map((r) => r.id), etag: res.headers.etag };
     };
     const before = await page(a);
     t.same(before.ids, ['notes-b', 'notes-c']);

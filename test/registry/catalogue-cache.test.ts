@@ -2,7 +2,14 @@
 // If-None-Match is matched. The HTTP side (codings, Vary, 304 per coding) is test/http/compression.test.ts.
 import t from 'tap';
 import fc from 'fast-check';
-import { catalogueBody, CatalogueCache, etagMatches, MIN_COMPRESSED_BYTES, viewLabel } from '../../src/registry/catalogue-cache.js';
+import {
+  catalogueBody,
+  CatalogueCache,
+  DEFAULT_PAGE_CACHE_BYTES,
+  etagMatches,
+  MIN_COMPRESSED_BYTES,
+  viewLabel,
+} from '../../src/registry/catalogue-cache.js';
 import type { StoredResource } from '../../src/schemas/resource.js';
 import { represent } from '../../src/registry/resource-versions.js';
 
@@ -109,9 +116,9 @@ t.test('a page read while the revision moved serves its read only', async (t) =>
   t.equal(cache.pageHit('2', 'k'), undefined, 'and not kept under the new revision');
 });
 
-t.test('pages past MAX_PAGE_BYTES: the least recently read are forgotten first', async (t) => {
+t.test('pages past their bound of bytes: the least recently read are forgotten first', async (t) => {
   const { cache } = counted();
-  const size = Math.floor(CatalogueCache.MAX_PAGE_BYTES / 4) - 200;
+  const size = Math.floor(DEFAULT_PAGE_CACHE_BYTES / 4) - 200;
   const page = (id: string) => cache.page('1', id, 1, () => Promise.resolve({ records: [record(id, 'x'.repeat(size))] }));
   const pages = [await page('p0'), await page('p1'), await page('p2'), await page('p3')];
   t.equal(cache.pageHit('1', 'p0'), pages[0], 'four pages of a quarter of the bound each are kept');
@@ -119,12 +126,28 @@ t.test('pages past MAX_PAGE_BYTES: the least recently read are forgotten first',
   t.ok(cache.pageHit('1', 'p0'), 'the one read last is kept');
   t.equal(cache.pageHit('1', 'p1'), undefined, 'the least recently read is forgotten');
   t.ok(cache.pageHit('1', 'p2') && cache.pageHit('1', 'p3') && cache.pageHit('1', 'p4'), 'the others are kept');
-  const huge = await cache.page('1', 'huge', 1, () =>
-    Promise.resolve({ records: [record('huge', 'x'.repeat(CatalogueCache.MAX_PAGE_BYTES))] }),
-  );
-  t.equal(huge.body.bytes.length > CatalogueCache.MAX_PAGE_BYTES, true);
+  const huge = await cache.page('1', 'huge', 1, () => Promise.resolve({ records: [record('huge', 'x'.repeat(DEFAULT_PAGE_CACHE_BYTES))] }));
+  t.equal(huge.body.bytes.length > DEFAULT_PAGE_CACHE_BYTES, true);
   t.equal(cache.pageHit('1', 'huge'), undefined, 'a page larger than the bound is never kept');
   t.ok(cache.pageHit('1', 'p4'), 'nor does it push out the others');
+});
+
+t.test('a small page is kept too; a bound of 0 keeps none, and offers none compressed', async (t) => {
+  const small = new CatalogueCache();
+  const kept = await small.page('1', 'k', 1, () => Promise.resolve({ records: [record('a', 'small')] }));
+  t.equal(small.pageHit('1', 'k'), kept, 'a page under 1 KiB is kept');
+  t.equal(kept.body.compressible, false, 'and sent as it is');
+  const none = new CatalogueCache(undefined, undefined, { maxPageBytes: 0 });
+  let selected = 0;
+  const select = () => {
+    selected++;
+    return Promise.resolve({ records: [record('a')] });
+  };
+  const first = await none.page('1', 'k', 1, select);
+  t.equal(first.body.compressible, false);
+  t.equal(none.pageHit('1', 'k'), undefined);
+  await none.page('1', 'k', 1, select);
+  t.equal(selected, 2, 'every read reads its page');
 });
 
 t.test('If-None-Match: lists, weak tags and `*`, and nothing else', (t) => {
