@@ -194,17 +194,17 @@ export class CatalogueCache {
    * new revision drops every cached view (and with them their compressed variants).
    */
   hit(revision: string, viewKey: string, representation: Representation): CachedBody | undefined {
-    return this.#at(revision) ? this.#views.get(entryKey(viewKey, representation)) : undefined;
+    this.#at(revision);
+    return this.#views.get(entryKey(viewKey, representation));
   }
 
-  /** Whether `revision` is the one the cache holds; a new one drops every view and page kept. */
-  #at(revision: string): boolean {
-    if (revision === this.#revision) return true;
+  /** Holds `revision` from now on: a new one drops every view and page kept. */
+  #at(revision: string): void {
+    if (revision === this.#revision) return;
     this.#revision = revision;
     this.#views.clear();
     this.#pages.clear();
     this.#pageBytes = 0;
-    return false;
   }
 
   /**
@@ -213,7 +213,7 @@ export class CatalogueCache {
    * the representation, the query, the limit and the cursor.
    */
   pageHit(revision: string, pageKey: string): CachedPage | undefined {
-    if (!this.#at(revision)) return undefined;
+    this.#at(revision);
     const page = this.#pages.get(pageKey);
     if (page) {
       this.#pages.delete(pageKey);

@@ -132,6 +132,33 @@ t.test('pages past their bound of bytes: the least recently read are forgotten f
   t.ok(cache.pageHit('1', 'p4'), 'nor does it push out the others');
 });
 
+t.test('the bound of bytes holds exactly: a page of its size is kept, pages that fill it are all kept', async (t) => {
+  const one = catalogueBody([record('p0')], 1).bytes.length;
+  const page = (cache: CatalogueCache, id: string) => cache.page('1', id, 1, () => Promise.resolve({ records: [record(id)] }));
+  const exact = new CatalogueCache(undefined, undefined, { maxPageBytes: one });
+  await page(exact, 'p0');
+  t.ok(exact.pageHit('1', 'p0'), 'a page of exactly the bound is kept');
+  const under = new CatalogueCache(undefined, undefined, { maxPageBytes: one - 1 });
+  await page(under, 'p0');
+  t.equal(under.pageHit('1', 'p0'), undefined, 'one byte over it is not');
+
+  const two = new CatalogueCache(undefined, undefined, { maxPageBytes: 2 * one });
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const slow = () =>
+    two.page('1', 'p0', 1, async () => {
+      await gate;
+      return { records: [record('p0')] };
+    });
+  const both = Promise.all([slow(), slow()]);
+  release();
+  await both;
+  await page(two, 'p1');
+  t.ok(two.pageHit('1', 'p0') && two.pageHit('1', 'p1'), 'a page built twice at once counts once: two pages fill the bound and stay');
+  await page(two, 'p2');
+  t.equal(two.pageHit('1', 'p0'), undefined, 'a third forgets the least recently read');
+});
+
 t.test('a small page is kept too; a bound of 0 keeps none, and offers none compressed', async (t) => {
   const small = new CatalogueCache();
   const kept = await small.page('1', 'k', 1, () => Promise.resolve({ records: [record('a', 'small')] }));
