@@ -157,6 +157,8 @@ export function viewLabel(viewKey: string): string {
 /** A view's entry in one representation: each representation is cached on its own. */
 const entryKey = (viewKey: string, representation: Representation) => `v${representation} ${viewKey}`;
 
+/** The view key kept pages are counted under (their metric label). */
+const PAGE_VIEW = 'page';
 /** Bytes of pages a catalogue cache keeps at once by default (CATALOGUE_PAGE_CACHE_BYTES). */
 export const DEFAULT_PAGE_CACHE_BYTES = 16 * 2 ** 20;
 
@@ -239,7 +241,7 @@ export class CatalogueCache {
     const { records, next } = await select();
     let body = catalogueBody(records, representation, besides, { kept: false });
     const kept = this.#revision === revision && body.bytes.length <= this.#maxPageBytes;
-    if (kept) body = new CachedBody(body.body, body.etag, {}, body.bytes);
+    if (kept) body = new CachedBody(body.body, body.etag, { onEncode: (coding) => this.onEncode(PAGE_VIEW, coding) }, body.bytes);
     const page: CachedPage = next === undefined ? { body } : { body, next };
     if (kept) {
       const previous = this.#pages.get(pageKey);

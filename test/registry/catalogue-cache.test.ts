@@ -159,6 +159,17 @@ t.test('the bound of bytes holds exactly: a page of its size is kept, pages that
   t.equal(two.pageHit('1', 'p0'), undefined, 'a third forgets the least recently read');
 });
 
+t.test("a kept page's compressed copies are counted under the view label `page`", async (t) => {
+  const encoded: string[] = [];
+  const cache = new CatalogueCache(undefined, (view, coding) => encoded.push(`${viewLabel(view)} ${coding}`));
+  const page = await cache.page('1', JSON.stringify(['canvas:c:machine:m', 1, 'web']), 1, () =>
+    Promise.resolve({ records: [record('a')] }),
+  );
+  await page.body.encoded('br');
+  await page.body.encoded('br');
+  t.same(encoded, ['page br'], 'once per coding, never a key holding a canvas or machine ID');
+});
+
 t.test('a small page is kept too; a bound of 0 keeps none, and offers none compressed', async (t) => {
   const small = new CatalogueCache();
   const kept = await small.page('1', 'k', 1, () => Promise.resolve({ records: [record('a', 'small')] }));
