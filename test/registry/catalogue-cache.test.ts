@@ -1,11 +1,12 @@
-// The catalogue cache on its own: which body a read gets at which revision, when a body is rebuilt, and how
-// If-None-Match is matched. The HTTP side (codings, Vary, 304 per coding) is test/http/compression.test.ts.
+// The catalogue cache on its own: which body or page a read gets at which revision, when one is rebuilt,
+// which pages its bound of bytes keeps, and how If-None-Match is matched. The HTTP side (codings, Vary, 304 per coding) is test/http/compression.test.ts.
 import t from 'tap';
 import fc from 'fast-check';
 import {
   catalogueBody,
   CatalogueCache,
   DEFAULT_PAGE_CACHE_BYTES,
+  uncodedTag,
   etagMatches,
   MIN_COMPRESSED_BYTES,
   viewLabel,
@@ -186,6 +187,17 @@ t.test('a small page is kept too; a bound of 0 keeps none, and offers none compr
   t.equal(none.pageHit('1', 'k'), undefined);
   await none.page('1', 'k', 1, select);
   t.equal(selected, 2, 'every read reads its page');
+});
+
+t.test("the tag an ETag of any coding names: a coding's suffix taken off the end, nothing else", (t) => {
+  const body = catalogueBody([record('a')], 1);
+  const tag = body.etag.slice(1, -1);
+  t.equal(uncodedTag(body.etagFor('br').slice(1, -1)), tag);
+  t.equal(uncodedTag(body.etagFor('gzip').slice(1, -1)), tag);
+  t.equal(uncodedTag(tag), tag, 'an identity tag is itself');
+  t.equal(uncodedTag('-brabc'), '-brabc', 'a suffix only counts at the end');
+  t.equal(uncodedTag('abc-br-gz'), 'abc-br', 'one suffix is taken off');
+  t.end();
 });
 
 t.test('If-None-Match: lists, weak tags and `*`, and nothing else', (t) => {
