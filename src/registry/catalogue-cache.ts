@@ -161,6 +161,13 @@ const entryKey = (viewKey: string, representation: Representation) => `v${repres
 const PAGE_VIEW = 'page';
 /** Bytes of pages a catalogue cache keeps at once by default (CATALOGUE_PAGE_CACHE_BYTES). */
 export const DEFAULT_PAGE_CACHE_BYTES = 16 * 2 ** 20;
+/**
+ * What a kept page counts against the bound besides its body and key: its objects and map entry, about
+ * this much. So pages with few or no records (searches that find nothing) cannot pile up by the million.
+ */
+export const PAGE_ENTRY_BYTES = 1024;
+/** What a kept page counts against the bound of bytes. */
+const pageCost = (pageKey: string, page: CachedPage) => page.body.bytes.length + pageKey.length + PAGE_ENTRY_BYTES;
 
 /** A page of a view, kept: its body and the cursor of the page after it (absent on the last page). */
 export interface CachedPage {
@@ -175,7 +182,7 @@ export class CatalogueCache {
   #pages = new Map<string, CachedPage>();
   #pageBytes = 0;
   static readonly MAX_VIEWS = 1024;
-  /** The pages kept at once: at most this many bytes of their bodies as they are (compressed copies besides); 0: none. */
+  /** The pages kept at once: at most this many bytes (`pageCost`: their bodies as they are, keys and entries; compressed copies besides); 0: none. */
   readonly #maxPageBytes: number;
 
   /**
@@ -239,21 +246,19 @@ export class CatalogueCache {
     const hit = this.pageHit(revision, pageKey);
     if (hit) return hit;
     const { records, next } = await select();
-    let body = catalogueBody(records, representation, besides, { kept: false });
-    const kept = this.#revision === revision && body.bytes.length <= this.#maxPageBytes;
-    if (kept) body = new CachedBody(body.body, body.etag, { onEncode: (coding) => this.onEncode(PAGE_VIEW, coding) }, body.bytes);
-    const page: CachedPage = next === undefined ? { body } : { body, next };
-    if (kept) {
-      const previous = this.#pages.get(pageKey);
-      if (previous) this.#pageBytes -= previous.body.bytes.length;
-      this.#pages.delete(pageKey);
-      this.#pages.set(pageKey, page);
-      this.#pageBytes += body.bytes.length;
-      for (const [key, oldest] of this.#pages) {
-        if (this.#pageBytes <= this.#maxPageBytes) break;
-        this.#pages.delete(key);
-        this.#pageBytes -= oldest.body.bytes.length;
-      }
+    const built = catalogueBody(records, representation, besides, { kept: false });
+    const withNext = (body: CachedBody): CachedPage => (next === undefined ? { body } : { body, next });
+    if (this.#revision !== revision || pageCost(pageKey, withNext(built)) > this.#maxPageBytes) return withNext(built);
+    const page = withNext(new CachedBody(built.body, built.etag, { onEncode: (coding) => this.onEncode(PAGE_VIEW, coding) }, built.bytes));
+    const previous = this.#pages.get(pageKey);
+    if (previous) this.#pageBytes -= pageCost(pageKey, previous);
+    this.#pages.delete(pageKey);
+    this.#pages.set(pageKey, page);
+    this.#pageBytes += pageCost(pageKey, page);
+    for (const [key, oldest] of this.#pages) {
+      if (this.#pageBytes <= this.#maxPageBytes) break;
+      this.#pages.delete(key);
+      this.#pageBytes -= pageCost(key, oldest);
     }
     return page;
   }

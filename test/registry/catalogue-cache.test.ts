@@ -6,6 +6,7 @@ import {
   catalogueBody,
   CatalogueCache,
   DEFAULT_PAGE_CACHE_BYTES,
+  PAGE_ENTRY_BYTES,
   uncodedTag,
   etagMatches,
   MIN_COMPRESSED_BYTES,
@@ -119,7 +120,7 @@ t.test('a page read while the revision moved serves its read only', async (t) =>
 
 t.test('pages past their bound of bytes: the least recently read are forgotten first', async (t) => {
   const { cache } = counted();
-  const size = Math.floor(DEFAULT_PAGE_CACHE_BYTES / 4) - 200;
+  const size = Math.floor(DEFAULT_PAGE_CACHE_BYTES / 4) - 2000;
   const page = (id: string) => cache.page('1', id, 1, () => Promise.resolve({ records: [record(id, 'x'.repeat(size))] }));
   const pages = [await page('p0'), await page('p1'), await page('p2'), await page('p3')];
   t.equal(cache.pageHit('1', 'p0'), pages[0], 'four pages of a quarter of the bound each are kept');
@@ -133,31 +134,43 @@ t.test('pages past their bound of bytes: the least recently read are forgotten f
   t.ok(cache.pageHit('1', 'p4'), 'nor does it push out the others');
 });
 
-t.test('the bound of bytes holds exactly: a page of its size is kept, pages that fill it are all kept', async (t) => {
-  const one = catalogueBody([record('p0')], 1).bytes.length;
-  const page = (cache: CatalogueCache, id: string) => cache.page('1', id, 1, () => Promise.resolve({ records: [record(id)] }));
-  const exact = new CatalogueCache(undefined, undefined, { maxPageBytes: one });
-  await page(exact, 'p0');
-  t.ok(exact.pageHit('1', 'p0'), 'a page of exactly the bound is kept');
-  const under = new CatalogueCache(undefined, undefined, { maxPageBytes: one - 1 });
-  await page(under, 'p0');
-  t.equal(under.pageHit('1', 'p0'), undefined, 'one byte over it is not');
+t.test(
+  'the bound of bytes holds exactly (a page counts its body, key and entry): a page of its size is kept, pages that fill it are all kept',
+  async (t) => {
+    const one = catalogueBody([record('p0')], 1).bytes.length + 'p0'.length + PAGE_ENTRY_BYTES;
+    const page = (cache: CatalogueCache, id: string) => cache.page('1', id, 1, () => Promise.resolve({ records: [record(id)] }));
+    const exact = new CatalogueCache(undefined, undefined, { maxPageBytes: one });
+    await page(exact, 'p0');
+    t.ok(exact.pageHit('1', 'p0'), 'a page of exactly the bound is kept');
+    const under = new CatalogueCache(undefined, undefined, { maxPageBytes: one - 1 });
+    await page(under, 'p0');
+    t.equal(under.pageHit('1', 'p0'), undefined, 'one byte over it is not');
 
-  const two = new CatalogueCache(undefined, undefined, { maxPageBytes: 2 * one });
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  const slow = () =>
-    two.page('1', 'p0', 1, async () => {
-      await gate;
-      return { records: [record('p0')] };
-    });
-  const both = Promise.all([slow(), slow()]);
-  release();
-  await both;
-  await page(two, 'p1');
-  t.ok(two.pageHit('1', 'p0') && two.pageHit('1', 'p1'), 'a page built twice at once counts once: two pages fill the bound and stay');
-  await page(two, 'p2');
-  t.equal(two.pageHit('1', 'p0'), undefined, 'a third forgets the least recently read');
+    const two = new CatalogueCache(undefined, undefined, { maxPageBytes: 2 * one });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const slow = () =>
+      two.page('1', 'p0', 1, async () => {
+        await gate;
+        return { records: [record('p0')] };
+      });
+    const both = Promise.all([slow(), slow()]);
+    release();
+    await both;
+    await page(two, 'p1');
+    t.ok(two.pageHit('1', 'p0') && two.pageHit('1', 'p1'), 'a page built twice at once counts once: two pages fill the bound and stay');
+    await page(two, 'p2');
+    t.equal(two.pageHit('1', 'p0'), undefined, 'a third forgets the least recently read');
+  },
+);
+
+t.test('pages that find nothing count their entries: a bound holds a bounded number of them', async (t) => {
+  const cache = new CatalogueCache(undefined, undefined, { maxPageBytes: 10 * PAGE_ENTRY_BYTES });
+  const keys = Array.from({ length: 30 }, (_, i) => JSON.stringify(['owner:all', 1, `nothing ${i}`]));
+  for (const key of keys) await cache.page('1', key, 1, () => Promise.resolve({ records: [] }));
+  const kept = keys.filter((key) => cache.pageHit('1', key));
+  t.ok(kept.length > 0 && kept.length < 10, `${kept.length} of 30 empty pages kept`);
+  t.same(kept, keys.slice(-kept.length), 'the most recently read');
 });
 
 t.test("a kept page's compressed copies are counted under the view label `page`", async (t) => {
