@@ -24,6 +24,13 @@ const record = (id: string, description = 'd'.repeat(MIN_COMPRESSED_BYTES)): Sto
   instructions: 'Use it.',
 });
 
+/** A read held until `release()`: `after(value)` resolves to `value` once released. */
+function gate() {
+  let release!: () => void;
+  const opened = new Promise<void>((r) => (release = r));
+  return { release, after: <T>(value: T) => opened.then(() => value) };
+}
+
 function counted() {
   const rebuilt: string[] = [];
   return { rebuilt, cache: new CatalogueCache((view) => rebuilt.push(view)) };
@@ -46,12 +53,8 @@ t.test('a cached view is found at once at its revision; a new revision drops eve
 
 t.test('a body built for a revision superseded while it was built serves its read only', async (t) => {
   const { cache } = counted();
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  const building = cache.get('1', 'all', 1, async () => {
-    await gate;
-    return [record('old')];
-  });
+  const { release, after } = gate();
+  const building = cache.get('1', 'all', 1, () => after([record('old')]));
   t.equal(cache.hit('2', 'all', 1), undefined, 'a write moved the revision meanwhile');
   release();
   const built = await building;
@@ -104,12 +107,8 @@ t.test('a kept page is found at once at its revision with its next cursor; a new
 
 t.test('a page read while the revision moved serves its read only', async (t) => {
   const { cache } = counted();
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  const reading = cache.page('1', 'k', 1, async () => {
-    await gate;
-    return { records: [record('old')] };
-  });
+  const { release, after } = gate();
+  const reading = cache.page('1', 'k', 1, () => after({ records: [record('old')] }));
   t.equal(cache.pageHit('2', 'k'), undefined, 'a write moved the revision meanwhile');
   release();
   const page = await reading;
@@ -147,13 +146,8 @@ t.test(
     t.equal(under.pageHit('1', 'p0'), undefined, 'one byte over it is not');
 
     const two = new CatalogueCache(undefined, undefined, { maxPageBytes: 2 * one });
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const slow = () =>
-      two.page('1', 'p0', 1, async () => {
-        await gate;
-        return { records: [record('p0')] };
-      });
+    const { release, after } = gate();
+    const slow = () => two.page('1', 'p0', 1, () => after({ records: [record('p0')] }));
     const both = Promise.all([slow(), slow()]);
     release();
     await both;
